@@ -1,0 +1,57 @@
+# Finds every optional dependency and turns the results into SKEIN_HAS_* variables.
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+
+if(NOT SKEIN_WITH_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  # Skein calls the driver API through dlopen (so that a binary runs without a driver),
+  # and needs the headers plus NVRTC.
+  if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc)
+    set(_skein_cuda_found TRUE)
+  else()
+    set(_skein_cuda_found FALSE)
+  endif()
+endif()
+skein_resolve_dependency(CUDA _skein_cuda_found)
+
+if(SKEIN_HAS_CUDA AND NOT SKEIN_WITH_NCCL STREQUAL "OFF")
+  find_package(NCCL QUIET)
+endif()
+skein_resolve_dependency(NCCL NCCL_FOUND)
+
+if(NOT SKEIN_WITH_OPENCL STREQUAL "OFF")
+  find_package(OpenCL QUIET)
+endif()
+skein_resolve_dependency(OPENCL OpenCL_FOUND)
+
+if(SKEIN_HAS_OPENCL AND NOT SKEIN_WITH_CLBLAST STREQUAL "OFF")
+  find_package(CLBlast CONFIG QUIET)
+endif()
+skein_resolve_dependency(CLBLAST CLBlast_FOUND)
+
+if(NOT SKEIN_WITH_MPI STREQUAL "OFF")
+  find_package(MPI QUIET COMPONENTS C)
+endif()
+skein_resolve_dependency(MPI MPI_C_FOUND)
+
+if(NOT SKEIN_WITH_HDF5 STREQUAL "OFF")
+  set(HDF5_PREFER_PARALLEL TRUE)
+  find_package(HDF5 QUIET COMPONENTS C)
+endif()
+skein_resolve_dependency(HDF5 HDF5_FOUND)
+set(SKEIN_HDF5_PARALLEL OFF)
+if(SKEIN_HAS_HDF5 AND HDF5_IS_PARALLEL)
+  set(SKEIN_HDF5_PARALLEL ON)
+endif()
+
+foreach(dep CUDA NCCL OPENCL CLBLAST MPI HDF5)
+  if(SKEIN_HAS_${dep})
+    set(SKEIN_CONFIG_HAS_${dep} 1)
+  else()
+    set(SKEIN_CONFIG_HAS_${dep} 0)
+  endif()
+endforeach()
+set(SKEIN_CONFIG_HAS_HDF5_PARALLEL 0)
+if(SKEIN_HDF5_PARALLEL)
+  set(SKEIN_CONFIG_HAS_HDF5_PARALLEL 1)
+endif()

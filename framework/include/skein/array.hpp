@@ -1,0 +1,120 @@
+// An n-dimensional array on one device of a context: shape, strides, dtype, and a buffer.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "skein/buffer.hpp"
+#include "skein/dtype.hpp"
+#include "skein/error.hpp"
+#include "skein/queue.hpp"
+
+namespace skein {
+
+using Shape = std::vector<std::size_t>;
+using Strides = std::vector<std::size_t>;  // in bytes, as NumPy's
+
+// Makes the buffer of a new array: (device index in the context, bytes) -> Buffer.
+using Allocator = std::function<Buffer(std::size_t device_idx, std::size_t nbytes)>;
+
+std::size_t shape_size(const Shape& shape);
+Strides contiguous_strides(const Shape& shape, std::size_t itemsize);
+std::string to_string(const Shape& shape);
+
+class Array {
+ public:
+  // A new array on `device_idx` of the queue's context (by default the queue's first device).
+  static Array empty(const Queue& queue, Shape shape, Dtype dtype,
+                     std::optional<std::size_t> device_idx = std::nullopt,
+                     const Allocator& allocator = {});
+  static Array zeros(const Queue& queue, Shape shape, Dtype dtype,
+                     std::optional<std::size_t> device_idx = std::nullopt,
+                     const Allocator& allocator = {});
+  // A new array holding a copy of host data; the shape defaults to 1-D.
+  template <class T>
+  static Array from_host(const Queue& queue, std::span<const T> host, Shape shape = {},
+                         std::optional<std::size_t> device_idx = std::nullopt) {
+    if (shape.empty()) shape = {host.size()};
+    Array a = empty(queue, std::move(shape), dtype_of<T>, device_idx);
+    a.set(host);
+    return a;
+  }
+  template <class T>
+  static Array from_host(const Queue& queue, const std::vector<T>& host, Shape shape = {},
+                         std::optional<std::size_t> device_idx = std::nullopt) {
+    return from_host(queue, std::span<const T>(host), std::move(shape), device_idx);
+  }
+  // An array over an existing buffer (no copy).
+  Array(Queue queue, Buffer data, Shape shape, Dtype dtype, Strides strides = {},
+        std::size_t offset = 0);
+
+  const Queue& queue() const { return queue_; }
+  const Buffer& data() const { return data_; }
+  std::size_t device_idx() const { return device_idx_; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  Dtype dtype() const { return dtype_; }
+  std::size_t ndim() const { return shape_.size(); }
+  std::size_t size() const { return shape_size(shape_); }  // elements
+  std::size_t itemsize() const { return skein::itemsize(dtype_); }
+  std::size_t nbytes() const { return size() * itemsize(); }
+  // Byte offset of element (0, ..., 0) in data().
+  std::size_t offset() const { return offset_; }
+  bool is_contiguous() const;
+
+  // Device -> host into `dest` (dest.size() == size()); works for strided views too.
+  void get(std::span<std::byte> dest, Sync sync = Sync::blocking) const;
+  template <class T>
+  void get(std::span<T> dest, Sync sync = Sync::blocking) const {
+    check_host_type(dtype_of<T>, "get");
+    get(std::as_writable_bytes(dest), sync);
+  }
+  template <class T>
+  std::vector<T> get() const {
+    std::vector<T> out(size());
+    get(std::span<T>(out));
+    return out;
+  }
+  // Host -> device from `src` (src.size() == size()); the array must be contiguous.
+  void set(std::span<const std::byte> src, Sync sync = Sync::blocking) const;
+  template <class T>
+  void set(std::span<const T> src, Sync sync = Sync::blocking) const {
+    check_host_type(dtype_of<T>, "set");
+    set(std::as_bytes(src), sync);
+  }
+  template <class T>
+  void set(const std::vector<T>& src, Sync sync = Sync::blocking) const {
+    set(std::span<const T>(src), sync);
+  }
+  // Device -> device copy from an array of the same shape and dtype (both contiguous).
+  void set(const Array& src) const;
+  // Fills with zero bytes.
+  void fill_zero() const;
+
+  // Rows [begin, end) along axis 0: a view sharing the buffer.
+  Array slice(std::size_t begin, std::size_t end) const;
+  // A view with an explicit element offset, shape and strides (bytes); checked against the buffer.
+  Array view(std::size_t element_offset, Shape shape, Strides strides = {}) const;
+  // The same data seen as another shape with the same number of elements (contiguous only).
+  Array reshape(Shape shape) const;
+  // The same memory used from another device of the queue (peer access on CUDA; OpenCL buffers
+  // belong to the whole context).
+  Array single_device_view(std::size_t device_idx) const;
+
+ private:
+  void check_host_type(Dtype host, const char* call) const;
+
+  Queue queue_;
+  Buffer data_;
+  std::size_t device_idx_ = 0;
+  Shape shape_;
+  Strides strides_;
+  Dtype dtype_ = Dtype::uint8;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace skein

@@ -1,0 +1,93 @@
+// Device memory: an allocation on one device of a context, or a region of one.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "skein/context.hpp"
+#include "skein/queue.hpp"
+
+namespace skein {
+
+namespace detail {
+class BufferAdapter;
+}
+
+// Whether a transfer call returns at once (async) or after the transfer is done (blocking).
+// With async, host memory must stay valid until the queue has done the transfer; page-locked
+// memory (HostBuffer) makes the transfer truly asynchronous.
+enum class Sync { blocking, async };
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // Allocates `size` bytes on device `device_idx` of the context. Throws MemoryError when it does
+  // not fit, with the requested and the available size.
+  static Buffer allocate(const Context& context, std::size_t device_idx, std::size_t size);
+
+  Context context() const;
+  std::size_t device_idx() const { return device_idx_; }
+  // Bytes from the start of the physical allocation.
+  std::size_t offset() const { return offset_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  // A buffer describing bytes [origin, origin + size) of this one.
+  Buffer get_sub_region(std::size_t origin, std::size_t size) const;
+
+  // Host -> device. `host.size()` must equal size().
+  void set(const Queue& queue, std::span<const std::byte> host, Sync sync = Sync::blocking) const;
+  // Device -> device (another device of the context too). Sizes must be equal. Ordered on the
+  // queue: it waits for earlier work of the queue on the source's device, then copies on this
+  // buffer's device.
+  void set(const Queue& queue, const Buffer& source, Sync sync = Sync::async) const;
+  // Device -> host. `host.size()` must equal size().
+  void get(const Queue& queue, std::span<std::byte> host, Sync sync = Sync::blocking) const;
+
+  template <class T>
+  void set(const Queue& queue, std::span<const T> host, Sync sync = Sync::blocking) const {
+    set(queue, std::as_bytes(host), sync);
+  }
+  template <class T>
+  void get(const Queue& queue, std::span<T> host, Sync sync = Sync::blocking) const {
+    get(queue, std::as_writable_bytes(host), sync);
+  }
+
+  // The backend object of the whole allocation (CUdeviceptr, cl_mem), for interop.
+  const std::shared_ptr<detail::BufferAdapter>& adapter() const { return adapter_; }
+
+  Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter, std::size_t device_idx,
+         std::size_t offset, std::size_t size);
+
+ private:
+  std::shared_ptr<Context::Impl> context_;
+  std::shared_ptr<detail::BufferAdapter> adapter_;
+  std::size_t device_idx_ = 0;
+  std::size_t offset_ = 0;
+  std::size_t size_ = 0;
+};
+
+namespace detail {
+class HostBufferAdapter;
+}
+
+// Page-locked (pinned) host memory of a context, for truly asynchronous transfers.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  static HostBuffer allocate(const Context& context, std::size_t size);
+
+  std::byte* data() const;
+  std::size_t size() const;
+  std::span<std::byte> bytes() const { return {data(), size()}; }
+  template <class T>
+  std::span<T> as() const {
+    return {reinterpret_cast<T*>(data()), size() / sizeof(T)};
+  }
+
+ private:
+  std::shared_ptr<detail::HostBufferAdapter> adapter_;
+};
+
+}  // namespace skein

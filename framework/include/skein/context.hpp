@@ -1,0 +1,45 @@
+// A context over one or several devices of one platform.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "skein/device.hpp"
+
+namespace skein {
+
+namespace detail {
+class ContextAdapter;
+}
+
+class Context {
+ public:
+  static Context from_devices(std::span<const Device> devices);
+  static Context from_devices(const Device& device) { return from_devices(std::span(&device, 1)); }
+  // Selects `devices_num` devices with select_devices() and makes a context of them.
+  static Context from_criteria(const Api& api, std::size_t devices_num = 1,
+                               const DeviceFilter& filter = {});
+
+  Api api() const;
+  Platform platform() const;
+  const std::vector<Device>& devices() const;
+  std::size_t num_devices() const { return devices().size(); }
+  const Device& device(std::size_t device_idx) const;
+
+  // CUDA: makes sure none of this context's CUDA contexts is left current on this thread.
+  // Other APIs: nothing to do.
+  void deactivate() const;
+
+  friend bool operator==(const Context& a, const Context& b) { return a.impl_ == b.impl_; }
+
+  struct Impl;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+  explicit Context(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace skein

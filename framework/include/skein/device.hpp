@@ -1,0 +1,68 @@
+// Devices and device selection.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "skein/device_parameters.hpp"
+#include "skein/platform.hpp"
+
+namespace skein {
+
+namespace detail {
+class DeviceAdapter;
+}
+
+class Device {
+ public:
+  static std::vector<Device> all(const Platform& platform);
+  // Devices whose name matches one of the include regexes (all, if none given) and none of the
+  // exclude ones. unique_only keeps the first device of each name; devices with
+  // max_total_local_size == 1 are left out unless include_pure_parallel_devices.
+  static std::vector<Device> all_by_masks(const Platform& platform,
+                                          const std::vector<std::string>& include_masks = {},
+                                          const std::vector<std::string>& exclude_masks = {},
+                                          bool unique_only = false,
+                                          bool include_pure_parallel_devices = false);
+  static Device from_index(const Platform& platform, std::size_t device_idx);
+
+  Platform platform() const;
+  std::size_t index() const;  // in its platform
+  const std::string& name() const;
+  const DeviceParameters& params() const;
+  // "CUDA device 0 (NVIDIA H100 80GB HBM3)": for messages.
+  std::string description() const;
+
+  friend bool operator==(const Device& a, const Device& b) { return a.adapter_ == b.adapter_; }
+
+  const std::shared_ptr<detail::DeviceAdapter>& adapter() const { return adapter_; }
+  explicit Device(std::shared_ptr<detail::DeviceAdapter> adapter) : adapter_(std::move(adapter)) {}
+
+ private:
+  std::shared_ptr<detail::DeviceAdapter> adapter_;
+};
+
+// Criteria for picking platforms and devices; masks are ECMAScript regular expressions, searched
+// anywhere in the name.
+struct DeviceFilter {
+  std::vector<std::string> platform_include_masks;
+  std::vector<std::string> platform_exclude_masks;
+  std::vector<std::string> device_include_masks;
+  std::vector<std::string> device_exclude_masks;
+  bool unique_devices_only = false;
+  bool include_pure_parallel_devices = false;
+};
+
+// Every (platform, matching devices) pair with at least `quantity` matching devices.
+std::vector<std::pair<Platform, std::vector<Device>>> platforms_and_devices_by_mask(
+    const Api& api, std::size_t quantity = 1, const DeviceFilter& filter = {});
+
+// The first `quantity` matching devices of the first platform that has that many.
+// Throws LogicError naming the filter when none has.
+std::vector<Device> select_devices(const Api& api, std::size_t quantity = 1,
+                                   const DeviceFilter& filter = {});
+
+}  // namespace skein

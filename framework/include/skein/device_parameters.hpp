@@ -1,0 +1,47 @@
+// What a device can do, read from its backend's own queries.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace skein {
+
+enum class DeviceType { cpu = 1, gpu = 2, other = 3 };
+std::string_view name(DeviceType type);
+
+struct DeviceParameters {
+  DeviceType type = DeviceType::other;
+  // Multiprocessors (CUDA) or compute units (OpenCL).
+  std::size_t compute_units = 0;
+  // Shared (CUDA) or local (OpenCL) memory per block / work group, in bytes.
+  std::size_t local_mem_size = 0;
+  // Independent banks of local memory one warp can use without serialising.
+  std::size_t local_mem_banks = 0;
+  // Largest block / work group size in each dimension.
+  std::vector<std::size_t> max_local_sizes;
+  // Largest number of blocks / work groups in each dimension.
+  std::vector<std::size_t> max_num_groups;
+  // Largest total block / work group size.
+  std::size_t max_total_local_size = 0;
+  // Threads that run in lockstep (warp, wavefront; 1 on CPUs).
+  std::size_t warp_size = 0;
+
+  std::size_t global_mem_size = 0;
+  std::size_t max_alloc_size = 0;  // largest single allocation
+  // Alignment (bytes) that a sub-buffer's origin needs to be usable as a kernel argument.
+  std::size_t base_address_align = 1;
+  std::string name;
+  std::string vendor;
+  std::string driver_version;
+  bool supports_float16 = false;
+  bool supports_float64 = false;
+
+  // CUDA devices (and NVIDIA's OpenCL devices, which report them too).
+  std::optional<std::pair<int, int>> compute_capability;
+  std::optional<std::string> pci_bus_id;  // "0000:1b:00.0"
+};
+
+}  // namespace skein

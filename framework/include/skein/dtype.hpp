@@ -1,0 +1,115 @@
+// Element types of buffers and arrays, as a run-time value (Dtype) and as host C++ types.
+#pragma once
+
+#include <bit>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace skein {
+
+enum class Dtype : std::uint8_t {
+  int8, int16, int32, int64,
+  uint8, uint16, uint32, uint64,
+  float16, bfloat16, float32, float64,
+  complex64, complex128,
+};
+
+inline constexpr Dtype all_dtypes[] = {
+    Dtype::int8,    Dtype::int16,    Dtype::int32,   Dtype::int64,   Dtype::uint8,
+    Dtype::uint16,  Dtype::uint32,   Dtype::uint64,  Dtype::float16, Dtype::bfloat16,
+    Dtype::float32, Dtype::float64,  Dtype::complex64, Dtype::complex128};
+
+std::size_t itemsize(Dtype dtype);
+// NumPy's name: "int8", ..., "float32", "complex128".
+std::string_view name(Dtype dtype);
+// Parses NumPy's names; throws LogicError listing the valid ones.
+Dtype dtype_from_name(std::string_view name);
+bool is_integer(Dtype dtype);
+bool is_signed(Dtype dtype);
+bool is_floating(Dtype dtype);
+bool is_complex(Dtype dtype);
+
+// IEEE 754 binary16, stored as its bits; converts to and from float with round-to-nearest-even.
+struct float16 {
+  std::uint16_t bits = 0;
+  float16() = default;
+  explicit float16(float value);
+  explicit operator float() const;
+  static float16 from_bits(std::uint16_t b) {
+    float16 h;
+    h.bits = b;
+    return h;
+  }
+  friend bool operator==(float16 a, float16 b) { return a.bits == b.bits; }
+};
+
+// bfloat16: the upper half of a float32, round-to-nearest-even.
+struct bfloat16 {
+  std::uint16_t bits = 0;
+  bfloat16() = default;
+  explicit bfloat16(float value);
+  explicit operator float() const { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
+  static bfloat16 from_bits(std::uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+  friend bool operator==(bfloat16 a, bfloat16 b) { return a.bits == b.bits; }
+};
+
+template <class T>
+struct dtype_traits;  // no definition: a type without a Dtype fails to compile
+
+#define SKEIN_DTYPE_TRAIT(T, D)                       \
+  template <>                                         \
+  struct dtype_traits<T> {                            \
+    static constexpr Dtype value = Dtype::D;          \
+  };
+SKEIN_DTYPE_TRAIT(std::int8_t, int8)
+SKEIN_DTYPE_TRAIT(std::int16_t, int16)
+SKEIN_DTYPE_TRAIT(std::int32_t, int32)
+SKEIN_DTYPE_TRAIT(std::int64_t, int64)
+SKEIN_DTYPE_TRAIT(std::uint8_t, uint8)
+SKEIN_DTYPE_TRAIT(std::uint16_t, uint16)
+SKEIN_DTYPE_TRAIT(std::uint32_t, uint32)
+SKEIN_DTYPE_TRAIT(std::uint64_t, uint64)
+SKEIN_DTYPE_TRAIT(float16, float16)
+SKEIN_DTYPE_TRAIT(bfloat16, bfloat16)
+SKEIN_DTYPE_TRAIT(float, float32)
+SKEIN_DTYPE_TRAIT(double, float64)
+SKEIN_DTYPE_TRAIT(std::complex<float>, complex64)
+SKEIN_DTYPE_TRAIT(std::complex<double>, complex128)
+#undef SKEIN_DTYPE_TRAIT
+
+template <class T>
+inline constexpr Dtype dtype_of = dtype_traits<std::remove_cv_t<T>>::value;
+
+// Calls f(T{}) with the host type of a run-time dtype.
+template <class F>
+decltype(auto) visit_dtype(Dtype dtype, F&& f) {
+  switch (dtype) {
+    case Dtype::int8: return f(std::int8_t{});
+    case Dtype::int16: return f(std::int16_t{});
+    case Dtype::int32: return f(std::int32_t{});
+    case Dtype::int64: return f(std::int64_t{});
+    case Dtype::uint8: return f(std::uint8_t{});
+    case Dtype::uint16: return f(std::uint16_t{});
+    case Dtype::uint32: return f(std::uint32_t{});
+    case Dtype::uint64: return f(std::uint64_t{});
+    case Dtype::float16: return f(float16{});
+    case Dtype::bfloat16: return f(bfloat16{});
+    case Dtype::float32: return f(float{});
+    case Dtype::float64: return f(double{});
+    case Dtype::complex64: return f(std::complex<float>{});
+    case Dtype::complex128: return f(std::complex<double>{});
+  }
+  return f(std::uint8_t{});  // unreachable for valid enumerators
+}
+
+}  // namespace skein

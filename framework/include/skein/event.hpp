@@ -1,0 +1,32 @@
+// A point in a device's queue.
+#pragma once
+
+#include <memory>
+
+namespace skein {
+
+namespace detail {
+class EventAdapter;
+}
+
+class Event {
+ public:
+  Event() = default;
+  explicit Event(std::shared_ptr<detail::EventAdapter> adapter) : adapter_(std::move(adapter)) {}
+
+  // Blocks until all work before the event is done.
+  void wait() const;
+  // True when all work before the event is done.
+  bool query() const;
+  // Milliseconds from `start` to this event; both must be done and on the same device.
+  double time_since(const Event& start) const;
+  double time_till(const Event& end) const { return end.time_since(*this); }
+  bool valid() const { return adapter_ != nullptr; }
+
+  const std::shared_ptr<detail::EventAdapter>& adapter() const { return adapter_; }
+
+ private:
+  std::shared_ptr<detail::EventAdapter> adapter_;
+};
+
+}  // namespace skein

@@ -1,0 +1,53 @@
+// A queue over some or all devices of a context: one stream / command queue per device.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "skein/context.hpp"
+#include "skein/event.hpp"
+
+namespace skein {
+
+namespace detail {
+class QueueAdapter;
+}
+
+class Queue {
+ public:
+  // A queue on every device of the context.
+  explicit Queue(const Context& context);
+  // A queue on the given devices (indices in the context).
+  Queue(const Context& context, std::vector<std::size_t> device_idxs);
+  static Queue on_device_idxs(const Context& context, std::vector<std::size_t> device_idxs) {
+    return Queue(context, std::move(device_idxs));
+  }
+
+  const Context& context() const;
+  const std::vector<std::size_t>& device_idxs() const;
+  bool has_device(std::size_t device_idx) const;
+
+  // Blocks until the work enqueued on every device of the queue is done.
+  void synchronize() const;
+  void synchronize(std::size_t device_idx) const;
+
+  // Records an event after the work enqueued so far on one device.
+  Event record_event(std::size_t device_idx) const;
+  // Later work on `device_idx` (every device, in the overload without it) waits for `event`.
+  void wait_for(const Event& event, std::size_t device_idx) const;
+  void wait_for(const Event& event) const;
+
+  // The backend queue of one device (throws LogicError naming the queue's devices otherwise).
+  detail::QueueAdapter& device_queue(std::size_t device_idx) const;
+
+  friend bool operator==(const Queue& a, const Queue& b) { return a.impl_ == b.impl_; }
+
+  struct Impl;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace skein

@@ -1,0 +1,166 @@
+// The OpenCL backend's adapters (see ../src/adapter.hpp).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "adapter.hpp"
+#include "driver.hpp"
+
+namespace skein::detail::opencl {
+
+class OclApi final : public ApiAdapter, public std::enable_shared_from_this<OclApi> {
+ public:
+  OclApi();
+  ApiId id() const override { return ApiId::opencl; }
+  bool available() const override { return available_; }
+  std::string unavailable_reason() const override { return reason_; }
+  std::string version() const override { return version_; }
+  const std::vector<std::shared_ptr<PlatformAdapter>>& platforms() override;
+
+ private:
+  bool available_ = false;
+  std::string reason_;
+  std::string version_;
+  std::vector<cl_platform_id> ids_;
+  std::once_flag once_;
+  std::vector<std::shared_ptr<PlatformAdapter>> platforms_;
+};
+
+class OclPlatform final : public PlatformAdapter,
+                          public std::enable_shared_from_this<OclPlatform> {
+ public:
+  OclPlatform(std::shared_ptr<ApiAdapter> api, cl_platform_id id, std::size_t index);
+  std::shared_ptr<ApiAdapter> api() const override { return api_; }
+  std::size_t index() const override { return index_; }
+  const std::string& name() const override { return name_; }
+  const std::string& vendor() const override { return vendor_; }
+  const std::string& version() const override { return version_; }
+  const std::vector<std::shared_ptr<DeviceAdapter>>& devices() override;
+  cl_platform_id id() const { return id_; }
+
+ private:
+  std::shared_ptr<ApiAdapter> api_;
+  cl_platform_id id_;
+  std::size_t index_;
+  std::string name_, vendor_, version_;
+  std::once_flag once_;
+  std::vector<std::shared_ptr<DeviceAdapter>> devices_;
+};
+
+class OclDevice final : public DeviceAdapter {
+ public:
+  OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id, std::size_t index);
+  std::shared_ptr<PlatformAdapter> platform() const override { return platform_.lock(); }
+  std::size_t index() const override { return index_; }
+  const DeviceParameters& params() const override { return params_; }
+  std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(id_); }
+  cl_device_id id() const { return id_; }
+
+ private:
+  std::weak_ptr<PlatformAdapter> platform_;
+  cl_device_id id_;
+  std::size_t index_;
+  DeviceParameters params_;
+};
+
+class OclEvent final : public EventAdapter {
+ public:
+  explicit OclEvent(cl_event event, std::string device) : event_(event), device_(std::move(device)) {}
+  ~OclEvent() override;
+  void wait() override;
+  bool query() override;
+  double time_since(EventAdapter& start) override;
+  cl_event get() const { return event_; }
+
+ private:
+  cl_event event_;
+  std::string device_;
+};
+
+class OclBuffer final : public BufferAdapter {
+ public:
+  OclBuffer(cl_mem mem, std::size_t size, std::size_t device_idx)
+      : mem_(mem), size_(size), device_idx_(device_idx) {}
+  ~OclBuffer() override;
+  std::size_t size() const override { return size_; }
+  std::size_t device_idx() const override { return device_idx_; }
+  std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(mem_); }
+  cl_mem mem() const { return mem_; }
+
+ private:
+  cl_mem mem_;  // null for an empty buffer (OpenCL has no zero-size buffers)
+  std::size_t size_;
+  std::size_t device_idx_;
+};
+
+class OclContext;
+
+class OclHostBuffer final : public HostBufferAdapter {
+ public:
+  OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t size);
+  ~OclHostBuffer() override;
+  std::byte* data() const override { return data_; }
+  std::size_t size() const override { return size_; }
+
+ private:
+  std::shared_ptr<OclContext> context_;
+  cl_mem mem_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t size_;
+};
+
+class OclQueue final : public QueueAdapter {
+ public:
+  OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx);
+  ~OclQueue() override;
+  std::size_t device_idx() const override { return device_idx_; }
+  void synchronize() override;
+  void write(BufferAdapter& dst, std::size_t dst_offset, const void* src, std::size_t size,
+             bool blocking) override;
+  void read(void* dst, BufferAdapter& src, std::size_t src_offset, std::size_t size,
+            bool blocking) override;
+  void copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src,
+            std::size_t src_offset, std::size_t size) override;
+  void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) override;
+  std::shared_ptr<EventAdapter> record() override;
+  void wait_for(EventAdapter& event) override;
+  std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(queue_); }
+  cl_command_queue get() const { return queue_; }
+
+ private:
+  std::shared_ptr<OclContext> context_;
+  std::size_t device_idx_;
+  std::string device_;
+  cl_command_queue queue_ = nullptr;
+};
+
+class OclContext final : public ContextAdapter, public std::enable_shared_from_this<OclContext> {
+ public:
+  // Takes one reference to `context` (released in the destructor).
+  OclContext(cl_context context, std::vector<std::shared_ptr<DeviceAdapter>> devices);
+  ~OclContext() override;
+  const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const override { return devices_; }
+  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx) override;
+  std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
+  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size) override;
+  bool can_access(std::size_t, std::size_t) const override { return true; }
+  std::uintptr_t native(std::size_t) const override {
+    return reinterpret_cast<std::uintptr_t>(context_);
+  }
+  cl_context get() const { return context_; }
+  cl_device_id device_id(std::size_t device_idx) const;
+  std::string describe_device(std::size_t device_idx) const;
+  // A queue for Skein's own blocking operations (mapping host buffers).
+  cl_command_queue internal_queue();
+
+ private:
+  cl_context context_;
+  std::vector<std::shared_ptr<DeviceAdapter>> devices_;
+  std::mutex mutex_;
+  cl_command_queue internal_queue_ = nullptr;
+};
+
+}  // namespace skein::detail::opencl

@@ -1,0 +1,75 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "adapters.hpp"
+#include "check.hpp"
+
+namespace skein::detail::opencl {
+
+namespace {
+bool has_extension(const std::string& extensions, const char* name) {
+  // Extensions are space-separated; match whole words.
+  const std::string padded = " " + extensions + " ";
+  return padded.find(std::string(" ") + name + " ") != std::string::npos;
+}
+}  // namespace
+
+OclDevice::OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id, std::size_t index)
+    : platform_(platform), id_(id), index_(index) {
+  auto& p = params_;
+  const auto type = device_value<cl_device_type>(id, CL_DEVICE_TYPE);
+  p.type = (type & CL_DEVICE_TYPE_GPU)   ? DeviceType::gpu
+           : (type & CL_DEVICE_TYPE_CPU) ? DeviceType::cpu
+                                         : DeviceType::other;
+  p.name = device_string(id, CL_DEVICE_NAME);
+  p.vendor = device_string(id, CL_DEVICE_VENDOR);
+  p.driver_version = device_string(id, CL_DRIVER_VERSION);
+  p.compute_units = device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
+  p.local_mem_size = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
+  p.max_total_local_size = device_value<std::size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  p.max_local_sizes = device_sizes(id, CL_DEVICE_MAX_WORK_ITEM_SIZES);
+  p.global_mem_size = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
+  p.max_alloc_size = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  p.base_address_align = std::max<std::size_t>(
+      1, device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);  // reported in bits
+  p.supports_float64 = device_value<cl_device_fp_config>(id, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+  const std::string extensions = device_string(id, CL_DEVICE_EXTENSIONS);
+  p.supports_float16 = has_extension(extensions, "cl_khr_fp16");
+
+  // OpenCL has no query for the number of work groups: the global size is bounded only by the
+  // device's address space, so a dimension can hold that many groups of its largest size.
+  const cl_uint address_bits = device_value<cl_uint>(id, CL_DEVICE_ADDRESS_BITS);
+  const std::size_t max_global = address_bits >= 64 ? std::numeric_limits<std::size_t>::max()
+                                                    : (std::size_t{1} << address_bits) - 1;
+  for (std::size_t s : p.max_local_sizes) p.max_num_groups.push_back(max_global / std::max<std::size_t>(s, 1));
+
+  const bool nvidia = has_extension(extensions, "cl_nv_device_attribute_query");
+  if (nvidia) {
+    p.warp_size = device_value<cl_uint>(id, SKEIN_CL_DEVICE_WARP_SIZE_NV);
+    p.compute_capability = std::pair<int, int>(
+        static_cast<int>(device_value<cl_uint>(id, SKEIN_CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV)),
+        static_cast<int>(device_value<cl_uint>(id, SKEIN_CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV)));
+    bool ok_bus = false, ok_slot = false, ok_domain = false;
+    const auto bus = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_BUS_ID_NV, &ok_bus);
+    const auto slot = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_SLOT_ID_NV, &ok_slot);
+    const auto domain = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_DOMAIN_ID_NV, &ok_domain);
+    if (ok_bus && ok_slot) {
+      // The slot id packs device (bits 3..7) and function (bits 0..2), as in PCI's devfn.
+      p.pci_bus_id = fmt::format("{:04X}:{:02X}:{:02X}.{:X}", ok_domain ? domain : 0u, bus,
+                                 slot >> 3, slot & 7u);
+    }
+  } else if (has_extension(extensions, "cl_amd_device_attribute_query")) {
+    p.warp_size = device_value<cl_uint>(id, SKEIN_CL_DEVICE_WAVEFRONT_WIDTH_AMD);
+  } else {
+    // CPUs run work items one at a time per lane of a loop; there is no lockstep group to use.
+    p.warp_size = 1;
+  }
+  if (p.warp_size == 0) p.warp_size = 1;
+  // Banks of local memory: 32 on current NVIDIA and AMD GPUs; on CPUs local memory is ordinary
+  // cache-backed memory with no bank conflicts.
+  p.local_mem_banks = p.type == DeviceType::gpu ? 32 : 1;
+}
+
+}  // namespace skein::detail::opencl

@@ -1,0 +1,134 @@
+// The chain of small abstract adapters each backend implements (after grunnur):
+// ApiAdapter -> PlatformAdapter -> DeviceAdapter -> ContextAdapter -> QueueAdapter, BufferAdapter,
+// HostBufferAdapter, EventAdapter. The front-end classes (skein::Api, ...) validate arguments and
+// hold adapters; adapters only talk to the backend and throw Skein's typed errors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skein/api.hpp"
+#include "skein/device_parameters.hpp"
+
+namespace skein::detail {
+
+class PlatformAdapter;
+class DeviceAdapter;
+class ContextAdapter;
+
+class ApiAdapter {
+ public:
+  virtual ~ApiAdapter() = default;
+  virtual ApiId id() const = 0;
+  // Compiled in, the library loads, the driver initialises.
+  virtual bool available() const = 0;
+  virtual std::string unavailable_reason() const = 0;
+  virtual std::string version() const = 0;
+  // Discovered once; the same adapters every call.
+  virtual const std::vector<std::shared_ptr<PlatformAdapter>>& platforms() = 0;
+};
+
+class PlatformAdapter {
+ public:
+  virtual ~PlatformAdapter() = default;
+  virtual std::shared_ptr<ApiAdapter> api() const = 0;
+  virtual std::size_t index() const = 0;
+  virtual const std::string& name() const = 0;
+  virtual const std::string& vendor() const = 0;
+  virtual const std::string& version() const = 0;
+  virtual const std::vector<std::shared_ptr<DeviceAdapter>>& devices() = 0;
+};
+
+class DeviceAdapter {
+ public:
+  virtual ~DeviceAdapter() = default;
+  virtual std::shared_ptr<PlatformAdapter> platform() const = 0;
+  virtual std::size_t index() const = 0;  // in the platform
+  virtual const DeviceParameters& params() const = 0;
+  // CUdevice (as an integer) or cl_device_id.
+  virtual std::uintptr_t native() const = 0;
+};
+
+class EventAdapter {
+ public:
+  virtual ~EventAdapter() = default;
+  virtual void wait() = 0;
+  virtual bool query() = 0;
+  // Milliseconds from `start` to this event.
+  virtual double time_since(EventAdapter& start) = 0;
+};
+
+// One allocation on one device of a context.
+class BufferAdapter {
+ public:
+  virtual ~BufferAdapter() = default;
+  virtual std::size_t size() const = 0;
+  virtual std::size_t device_idx() const = 0;
+  // CUdeviceptr or cl_mem.
+  virtual std::uintptr_t native() const = 0;
+};
+
+// Page-locked host memory usable for asynchronous transfers with every device of the context.
+class HostBufferAdapter {
+ public:
+  virtual ~HostBufferAdapter() = default;
+  virtual std::byte* data() const = 0;
+  virtual std::size_t size() const = 0;
+};
+
+// The queue of one device (a CUDA stream or an OpenCL command queue). In-order.
+class QueueAdapter {
+ public:
+  virtual ~QueueAdapter() = default;
+  virtual std::size_t device_idx() const = 0;
+  virtual void synchronize() = 0;
+  virtual void write(BufferAdapter& dst, std::size_t dst_offset, const void* src, std::size_t size,
+                     bool blocking) = 0;
+  virtual void read(void* dst, BufferAdapter& src, std::size_t src_offset, std::size_t size,
+                    bool blocking) = 0;
+  // dst and src may be on different devices of the context; the copy is enqueued on this queue
+  // (which is dst's device's).
+  virtual void copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src,
+                    std::size_t src_offset, std::size_t size) = 0;
+  virtual void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) = 0;
+  virtual std::shared_ptr<EventAdapter> record() = 0;
+  virtual void wait_for(EventAdapter& event) = 0;
+  // CUstream or cl_command_queue.
+  virtual std::uintptr_t native() const = 0;
+};
+
+class ContextAdapter {
+ public:
+  virtual ~ContextAdapter() = default;
+  virtual const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const = 0;
+  virtual std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx) = 0;
+  // Throws MemoryError when it does not fit.
+  virtual std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) = 0;
+  virtual std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size) = 0;
+  // Whether `from`'s kernels can read and write memory allocated on `to`.
+  virtual bool can_access(std::size_t from_device_idx, std::size_t to_device_idx) const = 0;
+  virtual void deactivate() {}
+  // CUcontext of one device, or the cl_context (any index).
+  virtual std::uintptr_t native(std::size_t device_idx) const = 0;
+};
+
+// Backend factories; each backend's api.cpp defines its own, and a backend not compiled in gets
+// an adapter that says so (src/api.cpp).
+std::shared_ptr<ApiAdapter> make_cuda_api_adapter();
+std::shared_ptr<ApiAdapter> make_opencl_api_adapter();
+// The process-wide adapter of an API (created on first use).
+std::shared_ptr<ApiAdapter> api_adapter(ApiId id);
+
+// Contexts from devices of one platform (all devices share the adapter's platform).
+std::shared_ptr<ContextAdapter> make_cuda_context(
+    const std::vector<std::shared_ptr<DeviceAdapter>>& devices);
+std::shared_ptr<ContextAdapter> make_opencl_context(
+    const std::vector<std::shared_ptr<DeviceAdapter>>& devices);
+
+// "CUDA device 0 (NVIDIA H100 80GB HBM3)".
+std::string describe(const DeviceAdapter& device);
+
+}  // namespace skein::detail

@@ -1,0 +1,102 @@
+#include "skein/buffer.hpp"
+
+#include "errors.hpp"
+#include "front.hpp"
+
+namespace skein {
+
+Buffer::Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter,
+               std::size_t device_idx, std::size_t offset, std::size_t size)
+    : context_(context.impl()),
+      adapter_(std::move(adapter)),
+      device_idx_(device_idx),
+      offset_(offset),
+      size_(size) {}
+
+Buffer Buffer::allocate(const Context& context, std::size_t device_idx, std::size_t size) {
+  detail::check_device_idx(context, device_idx, "Buffer::allocate");
+  auto adapter = context.impl()->adapter->allocate(device_idx, size);
+  return Buffer(context, std::move(adapter), device_idx, 0, size);
+}
+
+Context Buffer::context() const {
+  if (!context_) {
+    detail::raise_in(SKEIN_HERE, "Buffer::context", "Allocate it with Buffer::allocate().",
+                     "the buffer is empty");
+  }
+  return Context(context_);
+}
+
+Buffer Buffer::get_sub_region(std::size_t origin, std::size_t size) const {
+  if (origin > size_ || size > size_ - origin) {
+    detail::raise_in(SKEIN_HERE, "Buffer::get_sub_region",
+                     "The region must lie inside the buffer.",
+                     "region [{}, {}) does not fit in a buffer of {} bytes", origin,
+                     origin + size, size_);
+  }
+  return Buffer(Context(context_), adapter_, device_idx_, offset_ + origin, size);
+}
+
+namespace {
+void check_same_size(std::size_t expected, std::size_t got, const char* call, const char* what) {
+  if (expected != got) {
+    detail::raise_in(SKEIN_HERE, call, "Sizes must be equal; use get_sub_region() for a part.",
+                     "{} has {} bytes but the buffer has {}", what, got, expected);
+  }
+}
+
+void check_queue(const Buffer& buffer, const Queue& queue, std::size_t device_idx,
+                 const char* call) {
+  if (!(queue.context() == buffer.context())) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue of the buffer's context.",
+                     "the queue belongs to another context than the buffer");
+  }
+  if (!queue.has_device(device_idx)) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue that includes the buffer's device.",
+                     "the buffer is on device {}, which is not in the queue", device_idx);
+  }
+}
+}  // namespace
+
+void Buffer::set(const Queue& queue, std::span<const std::byte> host, Sync sync) const {
+  check_same_size(size_, host.size(), "Buffer::set", "the host data");
+  if (size_ == 0) return;
+  check_queue(*this, queue, device_idx_, "Buffer::set");
+  queue.device_queue(device_idx_)
+      .write(*adapter_, offset_, host.data(), size_, sync == Sync::blocking);
+}
+
+void Buffer::get(const Queue& queue, std::span<std::byte> host, Sync sync) const {
+  check_same_size(size_, host.size(), "Buffer::get", "the host destination");
+  if (size_ == 0) return;
+  check_queue(*this, queue, device_idx_, "Buffer::get");
+  queue.device_queue(device_idx_)
+      .read(host.data(), *adapter_, offset_, size_, sync == Sync::blocking);
+}
+
+void Buffer::set(const Queue& queue, const Buffer& source, Sync sync) const {
+  check_same_size(size_, source.size_, "Buffer::set", "the source buffer");
+  if (size_ == 0) return;
+  check_queue(*this, queue, device_idx_, "Buffer::set");
+  check_queue(source, queue, source.device_idx_, "Buffer::set");
+  auto& dst_queue = queue.device_queue(device_idx_);
+  if (source.device_idx_ != device_idx_) {
+    // The copy runs on the destination's queue; it must also come after the work enqueued on
+    // the source's device.
+    auto ready = queue.device_queue(source.device_idx_).record();
+    dst_queue.wait_for(*ready);
+  }
+  dst_queue.copy(*adapter_, offset_, *source.adapter_, source.offset_, size_);
+  if (sync == Sync::blocking) dst_queue.synchronize();
+}
+
+HostBuffer HostBuffer::allocate(const Context& context, std::size_t size) {
+  HostBuffer result;
+  result.adapter_ = context.impl()->adapter->allocate_host(size);
+  return result;
+}
+
+std::byte* HostBuffer::data() const { return adapter_ ? adapter_->data() : nullptr; }
+std::size_t HostBuffer::size() const { return adapter_ ? adapter_->size() : 0; }
+
+}  // namespace skein

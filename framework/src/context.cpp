@@ -1,0 +1,71 @@
+#include "skein/context.hpp"
+
+#include <algorithm>
+
+#include "errors.hpp"
+#include "front.hpp"
+
+namespace skein {
+
+Context Context::from_devices(std::span<const Device> devices) {
+  if (devices.empty()) {
+    detail::raise_in(SKEIN_HERE, "Context::from_devices",
+                     "Pass at least one device (see select_devices()).", "no devices given");
+  }
+  const Platform platform = devices.front().platform();
+  std::vector<std::shared_ptr<detail::DeviceAdapter>> adapters;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (!(devices[i].platform() == platform)) {
+      detail::raise_in(SKEIN_HERE, "Context::from_devices",
+                       "A context holds devices of one platform; make one context per platform.",
+                       "device {} ({}) is not on platform '{}'", i, devices[i].description(),
+                       platform.name());
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) {
+        detail::raise_in(SKEIN_HERE, "Context::from_devices", "List each device once.",
+                         "{} is given twice (positions {} and {})", devices[i].description(), j, i);
+      }
+    }
+    adapters.push_back(devices[i].adapter());
+  }
+  auto adapter = platform.api().id() == ApiId::cuda ? detail::make_cuda_context(adapters)
+                                                    : detail::make_opencl_context(adapters);
+  return detail::wrap_context(std::move(adapter));
+}
+
+Context Context::from_criteria(const Api& api, std::size_t devices_num, const DeviceFilter& filter) {
+  const auto devices = select_devices(api, devices_num, filter);
+  return from_devices(devices);
+}
+
+Api Context::api() const { return impl_->devices.front().platform().api(); }
+Platform Context::platform() const { return impl_->devices.front().platform(); }
+const std::vector<Device>& Context::devices() const { return impl_->devices; }
+
+const Device& Context::device(std::size_t device_idx) const {
+  detail::check_device_idx(*this, device_idx, "Context::device");
+  return impl_->devices[device_idx];
+}
+
+void Context::deactivate() const { impl_->adapter->deactivate(); }
+
+namespace detail {
+
+Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
+  auto impl = std::make_shared<Context::Impl>();
+  for (const auto& d : adapter->devices()) impl->devices.emplace_back(d);
+  impl->adapter = std::move(adapter);
+  return Context(std::move(impl));
+}
+
+void check_device_idx(const Context& context, std::size_t device_idx, const char* call) {
+  if (device_idx >= context.impl()->devices.size()) {
+    raise_in(SKEIN_HERE, call, "Device indices count the context's devices from 0.",
+             "device index {} is out of range: the context has {} device(s)", device_idx,
+             context.impl()->devices.size());
+  }
+}
+
+}  // namespace detail
+}  // namespace skein

@@ -1,0 +1,32 @@
+// Internal helpers for raising Skein's typed errors with the place in Skein's source.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+
+#include "skein/error.hpp"
+
+#define SKEIN_HERE (::skein::detail::source_location(__FILE__, __LINE__))
+
+namespace skein::detail {
+
+std::string source_location(const char* file, int line);
+
+template <class E = LogicError>
+[[noreturn]] void raise(ErrorInfo info) {
+  throw E(info);
+}
+
+// raise_logic(SKEIN_HERE, "Buffer::get_sub_region", "hint", "fmt {}", args...)
+template <class E = LogicError, class... Args>
+[[noreturn]] void raise_in(std::string location, std::string call, std::string hint,
+                           fmt::format_string<Args...> what, Args&&... args) {
+  throw E(ErrorInfo{.what = fmt::format(what, std::forward<Args>(args)...),
+                    .call = std::move(call),
+                    .hint = std::move(hint),
+                    .location = std::move(location)});
+}
+
+}  // namespace skein::detail

@@ -1,0 +1,32 @@
+// The front-end objects' shared state, for the front-end and the backends' interop code.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "adapter.hpp"
+#include "skein/context.hpp"
+#include "skein/queue.hpp"
+
+namespace skein {
+
+struct Context::Impl {
+  std::shared_ptr<detail::ContextAdapter> adapter;
+  std::vector<Device> devices;
+};
+
+struct Queue::Impl {
+  Context context;
+  std::vector<std::size_t> device_idxs;
+  // Indexed by device index in the context; null for devices not in the queue.
+  std::vector<std::unique_ptr<detail::QueueAdapter>> queues;
+};
+
+namespace detail {
+// A Context over a backend context adapter (its devices come from the adapter).
+Context wrap_context(std::shared_ptr<ContextAdapter> adapter);
+// Throws LogicError when device_idx is not a device of the context.
+void check_device_idx(const Context& context, std::size_t device_idx, const char* call);
+}  // namespace detail
+
+}  // namespace skein

@@ -1,0 +1,80 @@
+#include "skein/queue.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "errors.hpp"
+#include "front.hpp"
+
+namespace skein {
+
+namespace {
+std::vector<std::size_t> all_indices(const Context& context) {
+  std::vector<std::size_t> idxs(context.num_devices());
+  for (std::size_t i = 0; i < idxs.size(); ++i) idxs[i] = i;
+  return idxs;
+}
+}  // namespace
+
+Queue::Queue(const Context& context) : Queue(context, all_indices(context)) {}
+
+Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs) {
+  if (device_idxs.empty()) {
+    detail::raise_in(SKEIN_HERE, "Queue", "Give at least one device index.",
+                     "a queue needs at least one device");
+  }
+  auto impl = std::make_shared<Impl>(Impl{context, {}, {}});
+  impl->queues.resize(context.num_devices());
+  for (std::size_t idx : device_idxs) {
+    detail::check_device_idx(context, idx, "Queue");
+    if (impl->queues[idx]) {
+      detail::raise_in(SKEIN_HERE, "Queue", "List each device index once.",
+                       "device index {} is given twice", idx);
+    }
+    impl->queues[idx] = context.impl()->adapter->make_queue(idx);
+  }
+  impl->device_idxs = std::move(device_idxs);
+  impl_ = std::move(impl);
+}
+
+const Context& Queue::context() const { return impl_->context; }
+const std::vector<std::size_t>& Queue::device_idxs() const { return impl_->device_idxs; }
+
+bool Queue::has_device(std::size_t device_idx) const {
+  return device_idx < impl_->queues.size() && impl_->queues[device_idx] != nullptr;
+}
+
+detail::QueueAdapter& Queue::device_queue(std::size_t device_idx) const {
+  if (!has_device(device_idx)) {
+    detail::raise_in(SKEIN_HERE, "Queue::device_queue",
+                     "Use a queue that includes the device, e.g. Queue(context).",
+                     "device {} is not in this queue (its devices: {})", device_idx,
+                     fmt::join(impl_->device_idxs, ", "));
+  }
+  return *impl_->queues[device_idx];
+}
+
+void Queue::synchronize() const {
+  for (std::size_t idx : impl_->device_idxs) impl_->queues[idx]->synchronize();
+}
+
+void Queue::synchronize(std::size_t device_idx) const { device_queue(device_idx).synchronize(); }
+
+Event Queue::record_event(std::size_t device_idx) const {
+  return Event(device_queue(device_idx).record());
+}
+
+void Queue::wait_for(const Event& event, std::size_t device_idx) const {
+  if (!event.valid()) {
+    detail::raise_in(SKEIN_HERE, "Queue::wait_for", "Pass an event from record_event().",
+                     "the event is empty");
+  }
+  device_queue(device_idx).wait_for(*event.adapter());
+}
+
+void Queue::wait_for(const Event& event) const {
+  for (std::size_t idx : impl_->device_idxs) wait_for(event, idx);
+}
+
+}  // namespace skein
