@@ -118,3 +118,72 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
 }
 
 }  // namespace skein::detail
+
+// --- interop (skein/opencl.hpp) --------------------------------------------------------------
+#include "front.hpp"
+#include "skein/opencl.hpp"
+
+namespace skein::opencl {
+
+namespace {
+std::vector<std::shared_ptr<detail::DeviceAdapter>> adapters_for(
+    std::span<const cl_device_id> ids, const char* call) {
+  std::vector<std::shared_ptr<detail::DeviceAdapter>> result;
+  auto api = detail::api_adapter(ApiId::opencl);
+  for (cl_device_id id : ids) {
+    std::shared_ptr<detail::DeviceAdapter> found;
+    for (const auto& platform : api->platforms()) {
+      for (const auto& device : platform->devices()) {
+        if (device->native() == reinterpret_cast<std::uintptr_t>(id)) found = device;
+      }
+    }
+    if (!found) {
+      detail::raise_in(SKEIN_HERE, call, "Pass devices from clGetDeviceIDs of an installed platform.",
+                       "cl_device_id {} is not a device of any OpenCL platform",
+                       fmt::ptr(static_cast<void*>(id)));
+    }
+    result.push_back(std::move(found));
+  }
+  return result;
+}
+}  // namespace
+
+Context context_from_backend_context(cl_context context, bool take_ownership) {
+  cl_uint count = 0;
+  SKEIN_CL_CHECK(clGetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof(count), &count, nullptr),
+                 "OpenCL context");
+  std::vector<cl_device_id> ids(count);
+  SKEIN_CL_CHECK(clGetContextInfo(context, CL_CONTEXT_DEVICES, count * sizeof(cl_device_id),
+                                  ids.data(), nullptr),
+                 "OpenCL context");
+  auto devices = adapters_for(ids, "skein::opencl::context_from_backend_context");
+  if (!take_ownership) SKEIN_CL_CHECK(clRetainContext(context), "OpenCL context");
+  return detail::wrap_context(std::make_shared<detail::opencl::OclContext>(context, devices));
+}
+
+Context context_from_backend_devices(std::span<const cl_device_id> devices) {
+  return detail::wrap_context(detail::make_opencl_context(
+      adapters_for(devices, "skein::opencl::context_from_backend_devices")));
+}
+
+cl_command_queue native_queue(const Queue& queue, std::size_t device_idx) {
+  return reinterpret_cast<cl_command_queue>(queue.device_queue(device_idx).native());
+}
+
+cl_mem native_mem(const Buffer& buffer) {
+  return buffer.adapter() ? reinterpret_cast<cl_mem>(buffer.adapter()->native()) : nullptr;
+}
+
+cl_context native_context(const Context& context) {
+  return reinterpret_cast<cl_context>(context.impl()->adapter->native(0));
+}
+
+cl_device_id native_device(const Device& device) {
+  if (device.platform().api().id() != ApiId::opencl) {
+    detail::raise_in(SKEIN_HERE, "skein::opencl::native_device", "Pass an OpenCL device.",
+                     "{} is not an OpenCL device", device.description());
+  }
+  return reinterpret_cast<cl_device_id>(device.adapter()->native());
+}
+
+}  // namespace skein::opencl

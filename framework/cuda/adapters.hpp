@@ -1,0 +1,114 @@
+// What the CUDA backend's files share: the context adapter (which queues, buffers and events keep
+// alive, since freeing any of them needs its CUcontext) and the factories of the other adapters.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapter.hpp"
+#include "check.hpp"
+
+namespace skein::detail {
+
+std::shared_ptr<PlatformAdapter> make_cuda_platform(std::weak_ptr<ApiAdapter> api,
+                                                    int driver_version);
+std::shared_ptr<DeviceAdapter> make_cuda_device(std::weak_ptr<PlatformAdapter> platform,
+                                                std::size_t index, CUdevice device,
+                                                int driver_version);
+
+// Makes a CUcontext current for a scope and restores the previous one at its end. When the
+// context is current already (the common case: one thread driving one device) it costs one
+// cuCtxGetCurrent; otherwise it pushes the context and pops it at the end, so that Skein never
+// changes what the CUDA runtime or the application sees as current.
+class CudaContextScope {
+ public:
+  // Throws a Skein error naming `device` when the context cannot be made current.
+  CudaContextScope(CUcontext context, const std::string& device);
+  // For destructors: never throws; entered() says whether the context is current.
+  struct NoThrow {};
+  CudaContextScope(CUcontext context, NoThrow) noexcept;
+  ~CudaContextScope();
+  CudaContextScope(const CudaContextScope&) = delete;
+  CudaContextScope& operator=(const CudaContextScope&) = delete;
+
+  bool entered() const { return entered_; }
+
+ private:
+  bool pushed_ = false;
+  bool entered_ = false;
+};
+
+// Logs a failure in a destructor (which must not throw). Silent for CUDA_ERROR_DEINITIALIZED:
+// at process exit the driver may be torn down before our last objects, and then there is nothing
+// left to free.
+void report_cuda_cleanup_failure(CUresult result, const char* call, const std::string& device);
+
+// How the contexts of a CudaContextAdapter came to be, which says how to let go of them.
+enum class CudaContextOwnership {
+  primary,   // retained primary contexts: released at the end
+  owned,     // handed over by the application with ownership: destroyed at the end
+  borrowed,  // the application's: left alone
+};
+
+class CudaContextAdapter final : public ContextAdapter,
+                                 public std::enable_shared_from_this<CudaContextAdapter> {
+ public:
+  // With `primary`, `contexts` is ignored and each device's primary context is retained.
+  CudaContextAdapter(std::vector<std::shared_ptr<DeviceAdapter>> devices,
+                     std::vector<CUcontext> contexts, CudaContextOwnership ownership);
+  ~CudaContextAdapter() override = default;
+
+  const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const override { return devices_; }
+  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx) override;
+  std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
+  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size) override;
+  bool can_access(std::size_t from_device_idx, std::size_t to_device_idx) const override;
+  void deactivate() override;
+  std::uintptr_t native(std::size_t device_idx) const override;
+
+  CUcontext context(std::size_t device_idx) const { return handles_.contexts[device_idx]; }
+  // describe() of the device, computed once for the messages of failed calls.
+  const std::string& description(std::size_t device_idx) const {
+    return descriptions_[device_idx];
+  }
+
+ private:
+  // Separate from the adapter so that what was retained is released when the constructor throws
+  // half-way.
+  struct Handles {
+    CudaContextOwnership ownership = CudaContextOwnership::borrowed;
+    std::vector<CUdevice> devices;  // of the retained primary contexts
+    std::vector<CUcontext> contexts;
+    Handles() = default;
+    Handles(const Handles&) = delete;
+    Handles& operator=(const Handles&) = delete;
+    ~Handles();
+  };
+
+  void enable_peer_access();
+
+  std::vector<std::shared_ptr<DeviceAdapter>> devices_;
+  std::vector<std::string> descriptions_;
+  Handles handles_;
+  // peer_[from * n + to]: `from` can access memory of `to`.
+  std::vector<char> peer_;
+};
+
+std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapter> context,
+                                                std::size_t device_idx, CUdeviceptr pointer,
+                                                std::size_t size);
+std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
+    std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size);
+std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
+                                              std::size_t device_idx);
+// Records a new event on `stream` of the context's device `device_idx`.
+std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
+                                                std::size_t device_idx, CUstream stream);
+// The CUevent of one of our event adapters (LogicError naming `call` for another backend's).
+CUevent cuda_event_of(EventAdapter& event, const char* call);
+
+}  // namespace skein::detail

@@ -1,0 +1,67 @@
+#include "adapters.hpp"
+
+namespace skein::detail {
+
+namespace {
+
+class CudaBufferAdapter final : public BufferAdapter {
+ public:
+  CudaBufferAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
+                    CUdeviceptr pointer, std::size_t size)
+      : context_(std::move(context)), device_idx_(device_idx), pointer_(pointer), size_(size) {}
+
+  ~CudaBufferAdapter() override {
+    if (pointer_ == 0) return;
+    CudaContextScope scope(context_->context(device_idx_), CudaContextScope::NoThrow{});
+    report_cuda_cleanup_failure(cu().cuMemFree(pointer_), "cuMemFree",
+                                context_->description(device_idx_));
+  }
+
+  std::size_t size() const override { return size_; }
+  std::size_t device_idx() const override { return device_idx_; }
+  std::uintptr_t native() const override { return static_cast<std::uintptr_t>(pointer_); }
+
+ private:
+  // Kept alive: the memory belongs to its CUcontext, which must outlive it.
+  std::shared_ptr<CudaContextAdapter> context_;
+  std::size_t device_idx_;
+  CUdeviceptr pointer_;
+  std::size_t size_;
+};
+
+class CudaHostBufferAdapter final : public HostBufferAdapter {
+ public:
+  CudaHostBufferAdapter(std::shared_ptr<CudaContextAdapter> context, void* pointer,
+                        std::size_t size)
+      : context_(std::move(context)), pointer_(static_cast<std::byte*>(pointer)), size_(size) {}
+
+  ~CudaHostBufferAdapter() override {
+    if (pointer_ == nullptr) return;
+    CudaContextScope scope(context_->context(0), CudaContextScope::NoThrow{});
+    report_cuda_cleanup_failure(cu().cuMemFreeHost(pointer_), "cuMemFreeHost",
+                                "page-locked host memory for " + context_->description(0));
+  }
+
+  std::byte* data() const override { return pointer_; }
+  std::size_t size() const override { return size_; }
+
+ private:
+  std::shared_ptr<CudaContextAdapter> context_;
+  std::byte* pointer_;
+  std::size_t size_;
+};
+
+}  // namespace
+
+std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapter> context,
+                                                std::size_t device_idx, CUdeviceptr pointer,
+                                                std::size_t size) {
+  return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size);
+}
+
+std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
+    std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size) {
+  return std::make_shared<CudaHostBufferAdapter>(std::move(context), pointer, size);
+}
+
+}  // namespace skein::detail

@@ -1,0 +1,299 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "adapters.hpp"
+#include "front.hpp"
+#include "skein/buffer.hpp"
+#include "skein/context.hpp"
+#include "skein/cuda.hpp"
+#include "skein/queue.hpp"
+
+namespace skein::detail {
+
+// --- CudaContextScope -----------------------------------------------------------------------
+
+CudaContextScope::CudaContextScope(CUcontext context, const std::string& device) {
+  CUcontext current = nullptr;
+  SKEIN_CU_CHECK(cuCtxGetCurrent, (&current), device);
+  if (current != context) {
+    SKEIN_CU_CHECK(cuCtxPushCurrent, (context), device);
+    pushed_ = true;
+  }
+  entered_ = true;
+}
+
+CudaContextScope::CudaContextScope(CUcontext context, NoThrow) noexcept {
+  CUcontext current = nullptr;
+  if (cu().cuCtxGetCurrent(&current) != CUDA_SUCCESS) return;
+  if (current != context) {
+    if (cu().cuCtxPushCurrent(context) != CUDA_SUCCESS) return;
+    pushed_ = true;
+  }
+  entered_ = true;
+}
+
+CudaContextScope::~CudaContextScope() {
+  if (pushed_) {
+    CUcontext popped = nullptr;
+    cu().cuCtxPopCurrent(&popped);
+  }
+}
+
+void report_cuda_cleanup_failure(CUresult result, const char* call, const std::string& device) {
+  if (result == CUDA_SUCCESS || result == CUDA_ERROR_DEINITIALIZED) return;
+  std::fprintf(stderr, "skein: %s%s failed while releasing resources of %s: %s\n",
+               error_prefix().c_str(), call, device.c_str(), cuda_error_name(result).c_str());
+}
+
+// --- CudaContextAdapter ---------------------------------------------------------------------
+
+CudaContextAdapter::Handles::~Handles() {
+  switch (ownership) {
+    case CudaContextOwnership::primary:
+      for (CUdevice device : devices) {
+        report_cuda_cleanup_failure(cu().cuDevicePrimaryCtxRelease(device),
+                                    "cuDevicePrimaryCtxRelease",
+                                    fmt::format("CUDA device {}", device));
+      }
+      break;
+    case CudaContextOwnership::owned:
+      for (CUcontext context : contexts) {
+        report_cuda_cleanup_failure(cu().cuCtxDestroy(context), "cuCtxDestroy", "a CUDA context");
+      }
+      break;
+    case CudaContextOwnership::borrowed:
+      break;
+  }
+}
+
+CudaContextAdapter::CudaContextAdapter(std::vector<std::shared_ptr<DeviceAdapter>> devices,
+                                       std::vector<CUcontext> contexts,
+                                       CudaContextOwnership ownership)
+    : devices_(std::move(devices)) {
+  for (const auto& device : devices_) descriptions_.push_back(describe(*device));
+  if (ownership == CudaContextOwnership::primary) {
+    // Primary contexts are the ones the CUDA runtime, cuBLAS and NCCL use, so memory and streams
+    // are shared with them without any translation.
+    handles_.ownership = CudaContextOwnership::primary;
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+      const auto device = static_cast<CUdevice>(devices_[i]->native());
+      CUcontext context = nullptr;
+      SKEIN_CU_CHECK(cuDevicePrimaryCtxRetain, (&context, device), descriptions_[i]);
+      handles_.devices.push_back(device);
+      handles_.contexts.push_back(context);
+    }
+  } else {
+    // Borrowed until construction succeeds: when it fails, the caller still owns the contexts.
+    handles_.contexts = std::move(contexts);
+  }
+  enable_peer_access();
+  handles_.ownership = ownership;
+}
+
+void CudaContextAdapter::enable_peer_access() {
+  const std::size_t n = devices_.size();
+  peer_.assign(n * n, 0);
+  for (std::size_t from = 0; from < n; ++from) {
+    for (std::size_t to = 0; to < n; ++to) {
+      const auto from_device = static_cast<CUdevice>(devices_[from]->native());
+      const auto to_device = static_cast<CUdevice>(devices_[to]->native());
+      if (from_device == to_device) {
+        peer_[from * n + to] = 1;
+        continue;
+      }
+      int possible = 0;
+      SKEIN_CU_CHECK(cuDeviceCanAccessPeer, (&possible, from_device, to_device),
+                     descriptions_[from]);
+      if (possible == 0) continue;
+      CudaContextScope scope(context(from), descriptions_[from]);
+      const CUresult result = cu().cuCtxEnablePeerAccess(context(to), 0);
+      if (result == CUDA_SUCCESS || result == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        peer_[from * n + to] = 1;
+      } else if (result != CUDA_ERROR_TOO_MANY_PEERS) {
+        // TOO_MANY_PEERS (more than 8 peers) leaves the pair without direct access: copies are
+        // then staged by the driver, and can_access() says so.
+        throw_cuda_error(result, "cuCtxEnablePeerAccess",
+                         descriptions_[from] + " (peer " + descriptions_[to] + ")", SKEIN_HERE);
+      }
+    }
+  }
+}
+
+std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx) {
+  return make_cuda_queue(shared_from_this(), device_idx);
+}
+
+std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_idx,
+                                                            std::size_t size) {
+  if (size == 0) return make_cuda_buffer(shared_from_this(), device_idx, 0, 0);
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+
+  // Checked first so that the error says how much there is, and so that a request that cannot
+  // fit does not make the driver evict or defragment anything.
+  std::size_t free = 0;
+  std::size_t total = 0;
+  SKEIN_CU_CHECK(cuMemGetInfo, (&free, &total), device);
+  if (size > free) {
+    throw MemoryError(
+        ErrorInfo{.what = fmt::format("not enough device memory: requested {}, {} free of {}",
+                                      format_bytes(size), format_bytes(free), format_bytes(total)),
+                  .call = "cuMemAlloc",
+                  .device = device,
+                  .hint = "Use smaller buffers, spread the data over more devices, or release "
+                          "buffers and arrays that are no longer needed.",
+                  .location = SKEIN_HERE},
+        size, free);
+  }
+
+  CUdeviceptr pointer = 0;
+  if (const CUresult result = cu().cuMemAlloc(&pointer, size); result != CUDA_SUCCESS) {
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) cu().cuMemGetInfo(&free, &total);
+    throw_cuda_error(result, "cuMemAlloc", device, SKEIN_HERE, size, free);
+  }
+  try {
+    return make_cuda_buffer(shared_from_this(), device_idx, pointer, size);
+  } catch (...) {
+    cu().cuMemFree(pointer);
+    throw;
+  }
+}
+
+std::shared_ptr<HostBufferAdapter> CudaContextAdapter::allocate_host(std::size_t size) {
+  if (size == 0) return make_cuda_host_buffer(shared_from_this(), nullptr, 0);
+  // Portable: usable for asynchronous transfers with every device, not only the context's first.
+  const std::string& device = description(0);
+  CudaContextScope scope(context(0), device);
+  void* pointer = nullptr;
+  if (const CUresult result = cu().cuMemHostAlloc(&pointer, size, CU_MEMHOSTALLOC_PORTABLE);
+      result != CUDA_SUCCESS) {
+    const long pages = sysconf(_SC_AVPHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    const std::size_t available =
+        pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * page_size : 0;
+    throw_cuda_error(result, "cuMemHostAlloc", "page-locked host memory for " + device,
+                     SKEIN_HERE, size, available);
+  }
+  try {
+    return make_cuda_host_buffer(shared_from_this(), pointer, size);
+  } catch (...) {
+    cu().cuMemFreeHost(pointer);
+    throw;
+  }
+}
+
+bool CudaContextAdapter::can_access(std::size_t from_device_idx, std::size_t to_device_idx) const {
+  const std::size_t n = devices_.size();
+  if (from_device_idx >= n || to_device_idx >= n) {
+    raise_in(SKEIN_HERE, "Context::can_access", "",
+             "device index {} or {} is out of range for a context of {} devices", from_device_idx,
+             to_device_idx, n);
+  }
+  return peer_[from_device_idx * n + to_device_idx] != 0;
+}
+
+void CudaContextAdapter::deactivate() {
+  // The stack of current contexts may hold ours several times (pushed by the application);
+  // bounded so that a driver that misbehaves cannot keep us here.
+  for (std::size_t i = 0; i < 64; ++i) {
+    CUcontext current = nullptr;
+    SKEIN_CU_CHECK(cuCtxGetCurrent, (&current), description(0));
+    const auto& contexts = handles_.contexts;
+    if (current == nullptr || std::find(contexts.begin(), contexts.end(), current) == contexts.end()) {
+      return;
+    }
+    CUcontext popped = nullptr;
+    SKEIN_CU_CHECK(cuCtxPopCurrent, (&popped), description(0));
+  }
+}
+
+std::uintptr_t CudaContextAdapter::native(std::size_t device_idx) const {
+  return reinterpret_cast<std::uintptr_t>(context(device_idx));
+}
+
+std::shared_ptr<ContextAdapter> make_cuda_context(
+    const std::vector<std::shared_ptr<DeviceAdapter>>& devices) {
+  return std::make_shared<CudaContextAdapter>(devices, std::vector<CUcontext>{},
+                                              CudaContextOwnership::primary);
+}
+
+namespace {
+
+std::shared_ptr<DeviceAdapter> cuda_device_adapter(CUdevice device, const char* call) {
+  for (const auto& platform : api_adapter(ApiId::cuda)->platforms()) {
+    for (const auto& adapter : platform->devices()) {
+      if (static_cast<CUdevice>(adapter->native()) == device) return adapter;
+    }
+  }
+  raise_in(SKEIN_HERE, call, "Pass devices from cuDeviceGet of this process.",
+           "CUdevice {} is not one of the visible CUDA devices", device);
+}
+
+void check_cuda(const Context& context, const char* call) {
+  if (context.api().id() != ApiId::cuda) {
+    raise_in(SKEIN_HERE, call, "Use skein::cuda functions only with CUDA contexts.",
+             "the context belongs to {}, not CUDA", name(context.api().id()));
+  }
+}
+
+}  // namespace
+
+}  // namespace skein::detail
+
+namespace skein::cuda {
+
+Context context_from_backend_contexts(std::span<const CUcontext> contexts, bool take_ownership) {
+  using namespace skein::detail;
+  constexpr const char* call = "skein::cuda::context_from_backend_contexts";
+  cuda_driver_checked();
+  if (contexts.empty()) raise_in(SKEIN_HERE, call, "", "no contexts given");
+  std::vector<std::shared_ptr<DeviceAdapter>> devices;
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    const std::string where = fmt::format("CUDA context {} of {}", i, contexts.size());
+    if (contexts[i] == nullptr) raise_in(SKEIN_HERE, call, "", "{} is null", where);
+    CUdevice device = 0;
+    {
+      CudaContextScope scope(contexts[i], where);
+      SKEIN_CU_CHECK(cuCtxGetDevice, (&device), where);
+    }
+    devices.push_back(cuda_device_adapter(device, call));
+  }
+  return wrap_context(std::make_shared<CudaContextAdapter>(
+      std::move(devices), std::vector<CUcontext>(contexts.begin(), contexts.end()),
+      take_ownership ? CudaContextOwnership::owned : CudaContextOwnership::borrowed));
+}
+
+Context context_from_backend_devices(std::span<const CUdevice> devices) {
+  using namespace skein::detail;
+  constexpr const char* call = "skein::cuda::context_from_backend_devices";
+  cuda_driver_checked();
+  if (devices.empty()) raise_in(SKEIN_HERE, call, "", "no devices given");
+  std::vector<std::shared_ptr<DeviceAdapter>> adapters;
+  for (CUdevice device : devices) adapters.push_back(cuda_device_adapter(device, call));
+  return wrap_context(make_cuda_context(adapters));
+}
+
+CUstream native_stream(const Queue& queue, std::size_t device_idx) {
+  detail::check_cuda(queue.context(), "skein::cuda::native_stream");
+  return reinterpret_cast<CUstream>(queue.device_queue(device_idx).native());
+}
+
+CUdeviceptr native_pointer(const Buffer& buffer) {
+  if (!buffer.adapter()) return 0;
+  detail::check_cuda(buffer.context(), "skein::cuda::native_pointer");
+  // An empty buffer has no allocation; its "pointer" must not look like a valid address.
+  if (buffer.adapter()->native() == 0) return 0;
+  return static_cast<CUdeviceptr>(buffer.adapter()->native() + buffer.offset());
+}
+
+CUcontext native_context(const Context& context, std::size_t device_idx) {
+  constexpr const char* call = "skein::cuda::native_context";
+  detail::check_cuda(context, call);
+  detail::check_device_idx(context, device_idx, call);
+  return reinterpret_cast<CUcontext>(context.impl()->adapter->native(device_idx));
+}
+
+}  // namespace skein::cuda

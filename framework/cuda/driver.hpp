@@ -1,0 +1,89 @@
+// The CUDA driver API, loaded from libcuda.so.1 with dlopen on first use, so that a Skein binary
+// starts (and reports CUDA as unavailable) on machines without an NVIDIA driver.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+namespace skein::detail {
+
+// Every driver function Skein calls. cuda.h maps most names to versioned entry points
+// (cuMemAlloc -> cuMemAlloc_v2); the member names go through the same macros, so `cu().cuMemAlloc`
+// is the pointer to cuMemAlloc_v2, which is the symbol we look up.
+#define SKEIN_CU_FUNCTIONS(X)                     \
+  X(cuInit)                                       \
+  X(cuDriverGetVersion)                           \
+  X(cuGetErrorName)                               \
+  X(cuGetErrorString)                             \
+  X(cuDeviceGetCount)                             \
+  X(cuDeviceGet)                                  \
+  X(cuDeviceGetName)                              \
+  X(cuDeviceTotalMem)                             \
+  X(cuDeviceGetAttribute)                         \
+  X(cuDeviceGetPCIBusId)                          \
+  X(cuDeviceCanAccessPeer)                        \
+  X(cuDevicePrimaryCtxRetain)                     \
+  X(cuDevicePrimaryCtxRelease)                    \
+  X(cuCtxGetCurrent)                              \
+  X(cuCtxPushCurrent)                             \
+  X(cuCtxPopCurrent)                              \
+  X(cuCtxGetDevice)                               \
+  X(cuCtxDestroy)                                 \
+  X(cuCtxSynchronize)                             \
+  X(cuCtxEnablePeerAccess)                        \
+  X(cuMemGetInfo)                                 \
+  X(cuMemAlloc)                                   \
+  X(cuMemFree)                                    \
+  X(cuMemHostAlloc)                               \
+  X(cuMemFreeHost)                                \
+  X(cuMemcpyHtoDAsync)                            \
+  X(cuMemcpyDtoHAsync)                            \
+  X(cuMemcpyDtoDAsync)                            \
+  X(cuMemcpyPeerAsync)                            \
+  X(cuMemsetD8Async)                              \
+  X(cuStreamCreate)                               \
+  X(cuStreamDestroy)                              \
+  X(cuStreamSynchronize)                          \
+  X(cuStreamWaitEvent)                            \
+  X(cuEventCreate)                                \
+  X(cuEventDestroy)                               \
+  X(cuEventRecord)                                \
+  X(cuEventSynchronize)                           \
+  X(cuEventQuery)                                 \
+  X(cuEventElapsedTime)                           \
+  X(cuModuleLoadData)                             \
+  X(cuModuleGetFunction)                          \
+  X(cuModuleGetGlobal)                            \
+  X(cuModuleUnload)                               \
+  X(cuFuncGetAttribute)                           \
+  X(cuLaunchKernel)                               \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+
+#define SKEIN_CU_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
+
+struct CudaDriver {
+  SKEIN_CU_FUNCTIONS(SKEIN_CU_DECLARE_FUNCTION)
+};
+
+#undef SKEIN_CU_DECLARE_FUNCTION
+
+// Whether the driver loaded and initialised, and why not. Computed once, thread-safe.
+struct CudaDriverStatus {
+  bool available = false;
+  std::string unavailable_reason;
+  int version = 0;  // cuDriverGetVersion: 13000 for 13.0; 0 when the library did not load
+};
+const CudaDriverStatus& cuda_driver_status();
+
+// The loaded driver. Throws ApiUnavailableError with the reason when it is not usable.
+const CudaDriver& cuda_driver_checked();
+
+// The loaded driver, without the check: only for code that runs after availability was
+// established (adapters exist only then), which keeps the hot path to one pointer load.
+const CudaDriver& cu();
+
+// "13.0" from 13000.
+std::string cuda_version_string(int version);
+
+}  // namespace skein::detail

@@ -1,0 +1,129 @@
+// DeviceParameters must equal what the vendor's own query reports: OpenCL's clGetDeviceInfo, and
+// for CUDA the runtime API (an independent path from Skein's dlopen'ed driver API).
+#include <gtest/gtest.h>
+
+#include <skein/skein.hpp>
+
+#include "backends.hpp"
+
+#if SKEIN_HAS_OPENCL
+#include <skein/opencl.hpp>
+#endif
+#if SKEIN_HAS_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace skein::test {
+namespace {
+
+class DeviceParams : public BackendTest {};
+
+#if SKEIN_HAS_OPENCL
+template <class T>
+T cl_value(cl_device_id id, cl_device_info what) {
+  T value{};
+  EXPECT_EQ(clGetDeviceInfo(id, what, sizeof(T), &value, nullptr), CL_SUCCESS);
+  return value;
+}
+
+void check_opencl(const Device& device) {
+  // Find the cl_device_id independently: the same index in clGetDeviceIDs of the same platform.
+  cl_uint nplat = 0;
+  ASSERT_EQ(clGetPlatformIDs(0, nullptr, &nplat), CL_SUCCESS);
+  std::vector<cl_platform_id> plats(nplat);
+  ASSERT_EQ(clGetPlatformIDs(nplat, plats.data(), nullptr), CL_SUCCESS);
+  const auto plat = plats.at(device.platform().index());
+  cl_uint ndev = 0;
+  ASSERT_EQ(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 0, nullptr, &ndev), CL_SUCCESS);
+  std::vector<cl_device_id> devs(ndev);
+  ASSERT_EQ(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, ndev, devs.data(), nullptr), CL_SUCCESS);
+  const cl_device_id dev = devs.at(device.index());
+
+  const auto& p = device.params();
+  char name[1024] = {};
+  ASSERT_EQ(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof(name), name, nullptr), CL_SUCCESS);
+  EXPECT_EQ(p.name, std::string(name));
+  EXPECT_EQ(p.compute_units, cl_value<cl_uint>(dev, CL_DEVICE_MAX_COMPUTE_UNITS));
+  EXPECT_EQ(p.local_mem_size, cl_value<cl_ulong>(dev, CL_DEVICE_LOCAL_MEM_SIZE));
+  EXPECT_EQ(p.max_total_local_size, cl_value<std::size_t>(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  EXPECT_EQ(p.global_mem_size, cl_value<cl_ulong>(dev, CL_DEVICE_GLOBAL_MEM_SIZE));
+  EXPECT_EQ(p.max_alloc_size, cl_value<cl_ulong>(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+  const auto dims = cl_value<cl_uint>(dev, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
+  std::vector<std::size_t> sizes(dims);
+  ASSERT_EQ(clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(std::size_t),
+                            sizes.data(), nullptr),
+            CL_SUCCESS);
+  EXPECT_EQ(p.max_local_sizes, sizes);
+  EXPECT_EQ(p.max_num_groups.size(), dims);
+  const auto type = cl_value<cl_device_type>(dev, CL_DEVICE_TYPE);
+  EXPECT_EQ(p.type == DeviceType::gpu, (type & CL_DEVICE_TYPE_GPU) != 0);
+  EXPECT_EQ(p.type == DeviceType::cpu, (type & CL_DEVICE_TYPE_CPU) != 0);
+  EXPECT_EQ(p.supports_float64, cl_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0);
+  EXPECT_EQ(p.base_address_align, cl_value<cl_uint>(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
+  if (p.type == DeviceType::cpu) EXPECT_EQ(p.warp_size, 1u);
+  if (p.vendor.find("NVIDIA") != std::string::npos) {
+    EXPECT_EQ(p.warp_size, 32u);
+    EXPECT_TRUE(p.compute_capability.has_value());
+    EXPECT_TRUE(p.pci_bus_id.has_value());
+  }
+}
+#endif
+
+#if SKEIN_HAS_CUDA
+int cuda_attr(cudaDeviceAttr attr, int dev) {
+  int value = -1;
+  EXPECT_EQ(cudaDeviceGetAttribute(&value, attr, dev), cudaSuccess);
+  return value;
+}
+
+void check_cuda(const Device& device) {
+  const auto& p = device.params();
+  ASSERT_TRUE(p.pci_bus_id.has_value());
+  int dev = -1;
+  ASSERT_EQ(cudaDeviceGetByPCIBusId(&dev, p.pci_bus_id->c_str()), cudaSuccess) << *p.pci_bus_id;
+  EXPECT_EQ(p.type, DeviceType::gpu);
+  EXPECT_EQ(p.compute_units, std::size_t(cuda_attr(cudaDevAttrMultiProcessorCount, dev)));
+  EXPECT_EQ(p.local_mem_size, std::size_t(cuda_attr(cudaDevAttrMaxSharedMemoryPerBlock, dev)));
+  EXPECT_EQ(p.max_total_local_size, std::size_t(cuda_attr(cudaDevAttrMaxThreadsPerBlock, dev)));
+  EXPECT_EQ(p.warp_size, std::size_t(cuda_attr(cudaDevAttrWarpSize, dev)));
+  EXPECT_EQ(p.max_local_sizes, (std::vector<std::size_t>{
+                                   std::size_t(cuda_attr(cudaDevAttrMaxBlockDimX, dev)),
+                                   std::size_t(cuda_attr(cudaDevAttrMaxBlockDimY, dev)),
+                                   std::size_t(cuda_attr(cudaDevAttrMaxBlockDimZ, dev))}));
+  EXPECT_EQ(p.max_num_groups, (std::vector<std::size_t>{
+                                  std::size_t(cuda_attr(cudaDevAttrMaxGridDimX, dev)),
+                                  std::size_t(cuda_attr(cudaDevAttrMaxGridDimY, dev)),
+                                  std::size_t(cuda_attr(cudaDevAttrMaxGridDimZ, dev))}));
+  ASSERT_TRUE(p.compute_capability.has_value());
+  EXPECT_EQ(p.compute_capability->first, cuda_attr(cudaDevAttrComputeCapabilityMajor, dev));
+  EXPECT_EQ(p.compute_capability->second, cuda_attr(cudaDevAttrComputeCapabilityMinor, dev));
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, dev), cudaSuccess);
+  EXPECT_EQ(p.name, std::string(prop.name));
+  EXPECT_EQ(p.global_mem_size, prop.totalGlobalMem);
+  EXPECT_EQ(p.local_mem_banks, 32u);
+}
+#endif
+
+TEST_P(DeviceParams, EqualTheVendorsOwnQuery) {
+  for (const auto& device : devices()) {
+    SCOPED_TRACE(device.description());
+    const auto& p = device.params();
+    EXPECT_GT(p.compute_units, 0u);
+    EXPECT_GT(p.max_total_local_size, 0u);
+    EXPECT_GT(p.global_mem_size, 0u);
+    EXPECT_GT(p.local_mem_banks, 0u);
+    EXPECT_FALSE(p.max_local_sizes.empty());
+#if SKEIN_HAS_OPENCL
+    if (GetParam().api == ApiId::opencl) check_opencl(device);
+#endif
+#if SKEIN_HAS_CUDA
+    if (GetParam().api == ApiId::cuda) check_cuda(device);
+#endif
+  }
+}
+
+SKEIN_INSTANTIATE_BACKENDS(DeviceParams);
+
+}  // namespace
+}  // namespace skein::test
