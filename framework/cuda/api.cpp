@@ -24,7 +24,9 @@ class CudaApiAdapter final : public ApiAdapter,
   const std::vector<std::shared_ptr<PlatformAdapter>>& platforms() override {
     std::call_once(discovered_, [this] {
       const CudaDriverStatus& status = cuda_driver_status();
-      if (status.available) platforms_.push_back(make_cuda_platform(weak_from_this(), status.version));
+      if (status.available) {
+        platforms_.push_back(make_cuda_platform(weak_from_this(), status.version));
+      }
     });
     return platforms_;
   }

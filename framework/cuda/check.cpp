@@ -6,8 +6,6 @@
 
 namespace skein::detail {
 
-namespace {
-
 std::string cuda_error_description(CUresult result) {
   const char* text = nullptr;
   if (cu().cuGetErrorString == nullptr || cu().cuGetErrorString(result, &text) != CUDA_SUCCESS ||
@@ -16,6 +14,8 @@ std::string cuda_error_description(CUresult result) {
   }
   return text;
 }
+
+namespace {
 
 std::string hint_for(CUresult result) {
   switch (result) {

@@ -16,6 +16,8 @@ namespace skein::detail {
 
 // "CUDA_ERROR_OUT_OF_MEMORY" (or "CUresult 999" when the driver does not know the code).
 std::string cuda_error_name(CUresult result);
+// The driver's description of the code: "out of memory".
+std::string cuda_error_description(CUresult result);
 
 // Throws the Skein error that matches `result`: MemoryError for out-of-memory (with `requested`
 // and `available` bytes when the caller knows them), LaunchError for faults of a running kernel,

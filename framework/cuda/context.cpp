@@ -201,10 +201,8 @@ void CudaContextAdapter::deactivate() {
   for (std::size_t i = 0; i < 64; ++i) {
     CUcontext current = nullptr;
     SKEIN_CU_CHECK(cuCtxGetCurrent, (&current), description(0));
-    const auto& contexts = handles_.contexts;
-    if (current == nullptr || std::find(contexts.begin(), contexts.end(), current) == contexts.end()) {
-      return;
-    }
+    const auto& ours = handles_.contexts;
+    if (current == nullptr || std::find(ours.begin(), ours.end(), current) == ours.end()) return;
     CUcontext popped = nullptr;
     SKEIN_CU_CHECK(cuCtxPopCurrent, (&popped), description(0));
   }
@@ -232,10 +230,10 @@ std::shared_ptr<DeviceAdapter> cuda_device_adapter(CUdevice device, const char* 
            "CUdevice {} is not one of the visible CUDA devices", device);
 }
 
-void check_cuda(const Context& context, const char* call) {
-  if (context.api().id() != ApiId::cuda) {
-    raise_in(SKEIN_HERE, call, "Use skein::cuda functions only with CUDA contexts.",
-             "the context belongs to {}, not CUDA", name(context.api().id()));
+void check_cuda(const Api& api, const char* call) {
+  if (api.id() != ApiId::cuda) {
+    raise_in(SKEIN_HERE, call, "Use skein::cuda functions only with CUDA objects.",
+             "the object belongs to {}, not CUDA", name(api.id()));
   }
 }
 
@@ -277,13 +275,13 @@ Context context_from_backend_devices(std::span<const CUdevice> devices) {
 }
 
 CUstream native_stream(const Queue& queue, std::size_t device_idx) {
-  detail::check_cuda(queue.context(), "skein::cuda::native_stream");
+  detail::check_cuda(queue.context().api(), "skein::cuda::native_stream");
   return reinterpret_cast<CUstream>(queue.device_queue(device_idx).native());
 }
 
 CUdeviceptr native_pointer(const Buffer& buffer) {
   if (!buffer.adapter()) return 0;
-  detail::check_cuda(buffer.context(), "skein::cuda::native_pointer");
+  detail::check_cuda(buffer.context().api(), "skein::cuda::native_pointer");
   // An empty buffer has no allocation; its "pointer" must not look like a valid address.
   if (buffer.adapter()->native() == 0) return 0;
   return static_cast<CUdeviceptr>(buffer.adapter()->native() + buffer.offset());
@@ -291,9 +289,14 @@ CUdeviceptr native_pointer(const Buffer& buffer) {
 
 CUcontext native_context(const Context& context, std::size_t device_idx) {
   constexpr const char* call = "skein::cuda::native_context";
-  detail::check_cuda(context, call);
+  detail::check_cuda(context.api(), call);
   detail::check_device_idx(context, device_idx, call);
   return reinterpret_cast<CUcontext>(context.impl()->adapter->native(device_idx));
+}
+
+CUdevice native_device(const Device& device) {
+  detail::check_cuda(device.platform().api(), "skein::cuda::native_device");
+  return static_cast<CUdevice>(device.adapter()->native());
 }
 
 }  // namespace skein::cuda

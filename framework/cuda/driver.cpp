@@ -5,6 +5,7 @@
 
 #include <mutex>
 
+#include "check.hpp"
 #include "errors.hpp"
 
 // Two levels, so that the argument is macro-expanded first: "cuMemAlloc_v2", not "cuMemAlloc".
@@ -18,24 +19,6 @@ namespace {
 CudaDriver g_driver;
 CudaDriverStatus g_status;
 std::once_flag g_once;
-
-std::string error_name(CUresult result) {
-  const char* name = nullptr;
-  if (g_driver.cuGetErrorName == nullptr || g_driver.cuGetErrorName(result, &name) != CUDA_SUCCESS ||
-      name == nullptr) {
-    return fmt::format("CUresult {}", static_cast<int>(result));
-  }
-  return name;
-}
-
-std::string error_description(CUresult result) {
-  const char* text = nullptr;
-  if (g_driver.cuGetErrorString == nullptr ||
-      g_driver.cuGetErrorString(result, &text) != CUDA_SUCCESS || text == nullptr) {
-    return {};
-  }
-  return text;
-}
 
 template <class F>
 bool resolve(void* library, F& fn, const char* symbol) {
@@ -56,7 +39,7 @@ void load() {
     return;
   }
 
-  // These exist in every driver since CUDA 2 and tell us what to name in the messages below.
+  // These exist in every driver since CUDA 6 and tell us what to name in the messages below.
   if (!resolve(library, g_driver.cuDriverGetVersion, SKEIN_CU_STR(cuDriverGetVersion)) ||
       !resolve(library, g_driver.cuGetErrorName, SKEIN_CU_STR(cuGetErrorName)) ||
       !resolve(library, g_driver.cuGetErrorString, SKEIN_CU_STR(cuGetErrorString))) {
@@ -81,8 +64,11 @@ void load() {
   }
 
   std::string missing;
-#define SKEIN_CU_MISSING(name) \
-  if (g_driver.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(SKEIN_CU_STR(name));
+#define SKEIN_CU_MISSING(name)          \
+  if (g_driver.name == nullptr) {       \
+    missing += missing.empty() ? "" : ", "; \
+    missing += SKEIN_CU_STR(name);      \
+  }
   SKEIN_CU_FUNCTIONS(SKEIN_CU_MISSING)
 #undef SKEIN_CU_MISSING
 
@@ -102,11 +88,9 @@ void load() {
                result == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE) {
       hint = "; the driver is too old for this device or toolkit";
     }
-    std::string description = error_description(result);
-    g_status.unavailable_reason =
-        fmt::format("cuInit failed with {}{}{} (CUDA driver {}){}", error_name(result),
-                    description.empty() ? "" : ": ", description,
-                    cuda_version_string(g_status.version), hint);
+    g_status.unavailable_reason = fmt::format(
+        "cuInit failed with {}: {} (CUDA driver {}){}", cuda_error_name(result),
+        cuda_error_description(result), cuda_version_string(g_status.version), hint);
     return;
   }
   g_status.available = true;

@@ -17,6 +17,7 @@ class CudaQueueAdapter final : public QueueAdapter {
   ~CudaQueueAdapter() override {
     // Work still pending completes; the driver frees the stream afterwards.
     CudaContextScope scope(cu_context(), CudaContextScope::NoThrow{});
+    if (marker_) report_cuda_cleanup_failure(cu().cuEventDestroy(marker_), "cuEventDestroy", device());
     report_cuda_cleanup_failure(cu().cuStreamDestroy(stream_), "cuStreamDestroy", device());
   }
 
@@ -73,9 +74,26 @@ class CudaQueueAdapter final : public QueueAdapter {
                    device());
   }
 
+  void wait_for_queue(QueueAdapter& other_queue) override {
+    auto& other = static_cast<CudaQueueAdapter&>(other_queue);
+    // One reusable event per queue: cuStreamWaitEvent waits for the work the event captured when
+    // it was recorded, so recording it again later does not disturb earlier waits.
+    CUevent marker = other.marker();
+    SKEIN_CU_CHECK(cuEventRecord, (marker, other.stream_), other.device());
+    SKEIN_CU_CHECK(cuStreamWaitEvent, (stream_, marker, 0), device());
+  }
+
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(stream_); }
 
  private:
+  CUevent marker() {
+    if (!marker_) {
+      CudaContextScope scope(cu_context(), device());
+      SKEIN_CU_CHECK(cuEventCreate, (&marker_, CU_EVENT_DISABLE_TIMING), device());
+    }
+    return marker_;
+  }
+
   static CUdeviceptr address(const BufferAdapter& buffer, std::size_t offset) {
     return static_cast<CUdeviceptr>(buffer.native() + offset);
   }
@@ -85,6 +103,7 @@ class CudaQueueAdapter final : public QueueAdapter {
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUstream stream_ = nullptr;
+  CUevent marker_ = nullptr;  // for wait_for_queue(), created on first use
 };
 
 }  // namespace

@@ -127,6 +127,7 @@ class OclQueue final : public QueueAdapter {
   void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) override;
   std::shared_ptr<EventAdapter> record() override;
   void wait_for(EventAdapter& event) override;
+  void wait_for_queue(QueueAdapter& other) override;
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(queue_); }
   cl_command_queue get() const { return queue_; }
 

@@ -68,4 +68,14 @@ void OclQueue::wait_for(EventAdapter& event) {
   SKEIN_CL_CHECK(clEnqueueBarrierWithWaitList(queue_, 1, &e, nullptr), device_);
 }
 
+void OclQueue::wait_for_queue(QueueAdapter& other) {
+  cl_event marker = nullptr;
+  SKEIN_CL_CHECK(clEnqueueMarkerWithWaitList(static_cast<OclQueue&>(other).queue_, 0, nullptr,
+                                             &marker),
+                 static_cast<OclQueue&>(other).device_);
+  const cl_int err = clEnqueueBarrierWithWaitList(queue_, 1, &marker, nullptr);
+  clReleaseEvent(marker);
+  SKEIN_CL_CHECK(err, device_);
+}
+
 }  // namespace skein::detail::opencl

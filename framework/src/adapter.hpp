@@ -96,6 +96,9 @@ class QueueAdapter {
   virtual void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) = 0;
   virtual std::shared_ptr<EventAdapter> record() = 0;
   virtual void wait_for(EventAdapter& event) = 0;
+  // Later work on this queue waits for the work enqueued so far on `other` (a queue of another
+  // device of the same context). Cheaper than record() + wait_for(): no timing, no new event.
+  virtual void wait_for_queue(QueueAdapter& other) = 0;
   // CUstream or cl_command_queue.
   virtual std::uintptr_t native() const = 0;
 };

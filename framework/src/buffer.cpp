@@ -80,13 +80,16 @@ void Buffer::set(const Queue& queue, const Buffer& source, Sync sync) const {
   check_queue(*this, queue, device_idx_, "Buffer::set");
   check_queue(source, queue, source.device_idx_, "Buffer::set");
   auto& dst_queue = queue.device_queue(device_idx_);
-  if (source.device_idx_ != device_idx_) {
-    // The copy runs on the destination's queue; it must also come after the work enqueued on
-    // the source's device.
-    auto ready = queue.device_queue(source.device_idx_).record();
-    dst_queue.wait_for(*ready);
+  if (source.device_idx_ == device_idx_) {
+    dst_queue.copy(*adapter_, offset_, *source.adapter_, source.offset_, size_);
+  } else {
+    // The copy runs on the destination's queue, after the work enqueued so far on the source's;
+    // later work on the source's queue (which may overwrite the source) waits for the copy.
+    auto& src_queue = queue.device_queue(source.device_idx_);
+    dst_queue.wait_for_queue(src_queue);
+    dst_queue.copy(*adapter_, offset_, *source.adapter_, source.offset_, size_);
+    src_queue.wait_for_queue(dst_queue);
   }
-  dst_queue.copy(*adapter_, offset_, *source.adapter_, source.offset_, size_);
   if (sync == Sync::blocking) dst_queue.synchronize();
 }
 

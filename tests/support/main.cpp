@@ -1,7 +1,7 @@
 // Test main: makes sure the backends the environment promises are there, so that a run can never
 // pass by finding nothing to test.
-//   SKEIN_TEST_EXPECT_APIS=opencl,cuda   these APIs must be available
-//   SKEIN_TEST_MIN_DEVICES=4             some platform of each expected API has this many devices
+//   SKEIN_TEST_EXPECT_APIS=opencl,cuda   these APIs must be available with a device
+//   SKEIN_TEST_MIN_DEVICES=opencl=4      some platform of that API has at least that many devices
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,21 +20,31 @@ std::vector<std::string> split(const std::string& text) {
   return parts;
 }
 
+std::size_t most_devices(skein::ApiId id) {
+  std::size_t most = 0;
+  for (const auto& b : skein::test::backends()) {
+    if (b.api != id) continue;
+    auto api = skein::Api::from_id(id);
+    most = std::max(most, skein::Platform::from_index(api, b.platform_idx).devices().size());
+  }
+  return most;
+}
+
 TEST(Environment, ExpectedBackendsArePresent) {
   const char* expect = std::getenv("SKEIN_TEST_EXPECT_APIS");
-  const char* min_devices_env = std::getenv("SKEIN_TEST_MIN_DEVICES");
-  const std::size_t min_devices = min_devices_env ? std::stoul(min_devices_env) : 1;
-  if (!expect) GTEST_SKIP() << "SKEIN_TEST_EXPECT_APIS is not set";
-  for (const auto& shortcut : split(expect)) {
-    const auto id = skein::api_id_from_shortcut(shortcut);
-    std::size_t most = 0;
-    for (const auto& b : skein::test::backends()) {
-      if (b.api != id) continue;
-      auto api = skein::Api::from_id(id);
-      most = std::max(most, skein::Platform::from_index(api, b.platform_idx).devices().size());
-    }
-    EXPECT_GE(most, min_devices) << shortcut << " must be available with at least " << min_devices
-                                 << " device(s) on one platform";
+  const char* minimum = std::getenv("SKEIN_TEST_MIN_DEVICES");
+  if (!expect && !minimum) GTEST_SKIP() << "neither SKEIN_TEST_EXPECT_APIS nor SKEIN_TEST_MIN_DEVICES is set";
+  for (const auto& shortcut : split(expect ? expect : "")) {
+    EXPECT_GE(most_devices(skein::api_id_from_shortcut(shortcut)), 1u)
+        << shortcut << " must be available with at least one device";
+  }
+  for (const auto& item : split(minimum ? minimum : "")) {
+    const auto eq = item.find('=');
+    ASSERT_NE(eq, std::string::npos) << "SKEIN_TEST_MIN_DEVICES takes API=N items, got " << item;
+    const auto id = skein::api_id_from_shortcut(item.substr(0, eq));
+    const std::size_t n = std::stoul(item.substr(eq + 1));
+    EXPECT_GE(most_devices(id), n) << item.substr(0, eq) << " must have a platform with at least "
+                                   << n << " devices";
   }
 }
 

@@ -38,6 +38,9 @@ CUdeviceptr native_pointer(const Buffer& buffer);
 // The CUDA context of one device of a context.
 CUcontext native_context(const Context& context, std::size_t device_idx);
 
+// The CUdevice of a CUDA device.
+CUdevice native_device(const Device& device);
+
 }  // namespace skein::cuda
 
 #endif  // SKEIN_HAS_CUDA

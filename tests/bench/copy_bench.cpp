@@ -1,0 +1,325 @@
+// skein-bench-copy: Skein's CUDA transfers against the CUDA runtime's, measured side by side in
+// one run (same sizes, same iteration counts, same timing method: events around each transfer,
+// median over the iterations after a warm-up).
+//
+//   skein-bench-copy [--sizes-mib 64,1024] [--iterations 50] [--warmup 5] [--json FILE]
+//
+// GB/s is bytes transferred / time with GB = 1e9 bytes; for the copy on one device the memory
+// traffic is twice that (every byte is read and written).
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <skein/cuda.hpp>
+#include <skein/skein.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define BENCH_CUDART(call)                                                                   \
+  do {                                                                                       \
+    const cudaError_t bench_error_ = (call);                                                 \
+    if (bench_error_ != cudaSuccess) {                                                       \
+      throw std::runtime_error(fmt::format("{} failed: {} ({}) at {}:{}", #call,             \
+                                           cudaGetErrorName(bench_error_),                   \
+                                           cudaGetErrorString(bench_error_), __FILE__, __LINE__)); \
+    }                                                                                        \
+  } while (false)
+
+struct Settings {
+  std::vector<std::size_t> sizes_mib{64, 1024};
+  int iterations = 50;
+  int warmup = 5;
+  std::string json_path;
+};
+
+struct Result {
+  std::string op;
+  std::size_t bytes = 0;
+  double skein_ms = 0;
+  double cudart_ms = 0;
+};
+
+double gb_per_s(std::size_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Milliseconds of one `transfer` on `device_idx` of the queue, timed with Skein's events.
+double time_skein(const Settings& s, const skein::Queue& queue, std::size_t device_idx,
+                  const std::function<void()>& transfer) {
+  for (int i = 0; i < s.warmup; ++i) transfer();
+  queue.synchronize();
+  std::vector<double> ms;
+  for (int i = 0; i < s.iterations; ++i) {
+    const skein::Event start = queue.record_event(device_idx);
+    transfer();
+    const skein::Event end = queue.record_event(device_idx);
+    end.wait();
+    ms.push_back(end.time_since(start));
+  }
+  return median(ms);
+}
+
+// The same with the CUDA runtime's events on `stream` of `device`.
+double time_cudart(const Settings& s, int device, cudaStream_t stream,
+                   const std::function<void()>& transfer) {
+  BENCH_CUDART(cudaSetDevice(device));
+  cudaEvent_t start = nullptr;
+  cudaEvent_t end = nullptr;
+  BENCH_CUDART(cudaEventCreate(&start));
+  BENCH_CUDART(cudaEventCreate(&end));
+  for (int i = 0; i < s.warmup; ++i) transfer();
+  BENCH_CUDART(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int i = 0; i < s.iterations; ++i) {
+    BENCH_CUDART(cudaEventRecord(start, stream));
+    transfer();
+    BENCH_CUDART(cudaEventRecord(end, stream));
+    BENCH_CUDART(cudaEventSynchronize(end));
+    float elapsed = 0;
+    BENCH_CUDART(cudaEventElapsedTime(&elapsed, start, end));
+    ms.push_back(elapsed);
+  }
+  BENCH_CUDART(cudaEventDestroy(start));
+  BENCH_CUDART(cudaEventDestroy(end));
+  return median(ms);
+}
+
+// The CUDA runtime's side: memory and streams that are freed at the end of a size.
+struct CudartSide {
+  int devices = 1;
+  void* host = nullptr;
+  void* src0 = nullptr;  // device 0
+  void* dst0 = nullptr;  // device 0
+  void* dst1 = nullptr;  // device 1, when there are two
+  cudaStream_t stream0 = nullptr;
+  cudaStream_t stream1 = nullptr;
+
+  CudartSide(std::size_t bytes, int devices_) : devices(devices_) {
+    BENCH_CUDART(cudaSetDevice(0));
+    BENCH_CUDART(cudaMallocHost(&host, bytes));
+    std::memset(host, 0x5a, bytes);
+    BENCH_CUDART(cudaMalloc(&src0, bytes));
+    BENCH_CUDART(cudaMalloc(&dst0, bytes));
+    BENCH_CUDART(cudaStreamCreateWithFlags(&stream0, cudaStreamNonBlocking));
+    if (devices > 1) {
+      BENCH_CUDART(cudaSetDevice(1));
+      BENCH_CUDART(cudaMalloc(&dst1, bytes));
+      BENCH_CUDART(cudaStreamCreateWithFlags(&stream1, cudaStreamNonBlocking));
+    }
+  }
+  ~CudartSide() {
+    cudaSetDevice(0);
+    cudaDeviceSynchronize();
+    if (devices > 1) {
+      cudaSetDevice(1);
+      cudaDeviceSynchronize();
+      cudaFree(dst1);
+      cudaStreamDestroy(stream1);
+      cudaSetDevice(0);
+    }
+    cudaFree(src0);
+    cudaFree(dst0);
+    cudaFreeHost(host);
+    cudaStreamDestroy(stream0);
+  }
+  CudartSide(const CudartSide&) = delete;
+  CudartSide& operator=(const CudartSide&) = delete;
+};
+
+// Peer access in both directions, as an application using the runtime would set it up. Skein's
+// context has enabled it already (they share the primary contexts), which the runtime reports as
+// cudaErrorPeerAccessAlreadyEnabled.
+void enable_cudart_peer_access(int a, int b) {
+  int possible = 0;
+  BENCH_CUDART(cudaDeviceCanAccessPeer(&possible, a, b));
+  if (!possible) return;
+  BENCH_CUDART(cudaSetDevice(a));
+  const cudaError_t error = cudaDeviceEnablePeerAccess(b, 0);
+  if (error == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // the runtime keeps the error sticky until read
+  } else {
+    BENCH_CUDART(error);
+  }
+}
+
+// Skein would not notice a transfer that moved the wrong bytes; a cheap look at the ends of the
+// copied data does.
+void check_bytes(const skein::Queue& queue, const skein::Buffer& buffer, unsigned char expected,
+                 const std::string& what) {
+  const std::size_t n = std::min<std::size_t>(buffer.size(), 4096);
+  std::vector<std::byte> head(n);
+  std::vector<std::byte> tail(n);
+  buffer.get_sub_region(0, n).get(queue, std::span<std::byte>(head));
+  buffer.get_sub_region(buffer.size() - n, n).get(queue, std::span<std::byte>(tail));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (head[i] != std::byte{expected} || tail[i] != std::byte{expected}) {
+      throw std::runtime_error(
+          fmt::format("{}: wrong data after the transfer (byte {} of the head or tail)", what, i));
+    }
+  }
+}
+
+std::vector<Result> run(const Settings& s, const skein::Api& api, std::size_t devices_num) {
+  const std::vector<skein::Device> devices = skein::select_devices(api, devices_num);
+  const skein::Context context = skein::Context::from_devices(std::span(devices));
+  const skein::Queue queue(context);
+  const bool two = devices_num > 1;
+  if (two) {
+    enable_cudart_peer_access(0, 1);
+    enable_cudart_peer_access(1, 0);
+  }
+
+  std::vector<Result> results;
+  for (const std::size_t mib : s.sizes_mib) {
+    const std::size_t bytes = mib << 20;
+
+    // Skein's side.
+    const skein::HostBuffer host = skein::HostBuffer::allocate(context, bytes);
+    std::memset(host.data(), 0x5a, bytes);
+    const std::span<const std::byte> host_in(host.data(), bytes);
+    const skein::Buffer src0 = skein::Buffer::allocate(context, 0, bytes);
+    const skein::Buffer dst0 = skein::Buffer::allocate(context, 0, bytes);
+    std::optional<skein::Buffer> dst1;
+    if (two) dst1 = skein::Buffer::allocate(context, 1, bytes);
+
+    CudartSide rt(bytes, two ? 2 : 1);
+
+    Result h2d{"host->device (pinned)", bytes};
+    h2d.skein_ms = time_skein(s, queue, 0, [&] { src0.set(queue, host_in, skein::Sync::async); });
+    h2d.cudart_ms = time_cudart(s, 0, rt.stream0, [&] {
+      BENCH_CUDART(cudaMemcpyAsync(rt.src0, rt.host, bytes, cudaMemcpyHostToDevice, rt.stream0));
+    });
+    check_bytes(queue, src0, 0x5a, "host->device");
+    results.push_back(h2d);
+
+    Result d2h{"device->host (pinned)", bytes};
+    d2h.skein_ms =
+        time_skein(s, queue, 0, [&] { src0.get(queue, host.bytes(), skein::Sync::async); });
+    d2h.cudart_ms = time_cudart(s, 0, rt.stream0, [&] {
+      BENCH_CUDART(cudaMemcpyAsync(rt.host, rt.src0, bytes, cudaMemcpyDeviceToHost, rt.stream0));
+    });
+    results.push_back(d2h);
+
+    if (two) {
+      Result peer{"device 0->device 1", bytes};
+      peer.skein_ms = time_skein(s, queue, 1, [&] { dst1->set(queue, src0, skein::Sync::async); });
+      peer.cudart_ms = time_cudart(s, 1, rt.stream1, [&] {
+        BENCH_CUDART(cudaMemcpyPeerAsync(rt.dst1, 1, rt.src0, 0, bytes, rt.stream1));
+      });
+      check_bytes(queue, *dst1, 0x5a, "device 0->device 1");
+      results.push_back(peer);
+    }
+
+    Result d2d{"device 0->device 0", bytes};
+    d2d.skein_ms = time_skein(s, queue, 0, [&] { dst0.set(queue, src0, skein::Sync::async); });
+    d2d.cudart_ms = time_cudart(s, 0, rt.stream0, [&] {
+      BENCH_CUDART(
+          cudaMemcpyAsync(rt.dst0, rt.src0, bytes, cudaMemcpyDeviceToDevice, rt.stream0));
+    });
+    check_bytes(queue, dst0, 0x5a, "device 0->device 0");
+    results.push_back(d2d);
+    queue.synchronize();
+  }
+  return results;
+}
+
+void print_table(const std::vector<Result>& results) {
+  fmt::print("{:<24} {:>10} {:>12} {:>12} {:>8}\n", "op", "size", "skein GB/s", "cudart GB/s",
+             "ratio");
+  for (const Result& r : results) {
+    const double skein = gb_per_s(r.bytes, r.skein_ms);
+    const double cudart = gb_per_s(r.bytes, r.cudart_ms);
+    const double ratio = cudart > 0 ? skein / cudart : 0;
+    fmt::print("{:<24} {:>10} {:>12.1f} {:>12.1f} {:>8.3f}\n", r.op,
+               fmt::format("{} MiB", r.bytes >> 20), skein, cudart, ratio);
+  }
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  out << doc.dump(2) << "\n";
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  CLI::App app{"Skein's CUDA transfers against the CUDA runtime's (GB/s, median of iterations)"};
+  app.add_option("--sizes-mib", s.sizes_mib, "Transfer sizes in MiB")->delimiter(',');
+  app.add_option("--iterations", s.iterations, "Timed iterations per measurement")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", s.warmup, "Untimed iterations before them")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--json", s.json_path, "Also write the results to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+
+  nlohmann::json doc;
+  try {
+    std::optional<skein::ApiStatus> cuda;
+    for (const skein::ApiStatus& status : skein::Api::status()) {
+      if (status.id == skein::ApiId::cuda) cuda = status;
+    }
+    if (!cuda || !cuda->available) {
+      const std::string reason = cuda ? cuda->reason : "unknown";
+      fmt::print("CUDA is unavailable: {}\nNothing to measure.\n", reason);
+      if (!s.json_path.empty()) {
+        write_json(s.json_path, {{"cuda_available", false}, {"reason", reason}});
+      }
+      return 0;
+    }
+
+    const skein::Api api = skein::Api::from_id(skein::ApiId::cuda);
+    const std::vector<skein::Device> all = skein::Platform::from_index(api, 0).devices();
+    const std::size_t devices_num = std::min<std::size_t>(all.size(), 2);
+    fmt::print("{}; {} device(s) used of {}: {}{}\n", cuda->version, devices_num, all.size(),
+               all[0].name(), devices_num > 1 ? ", " + all[1].name() : std::string());
+    fmt::print("{} iterations after {} warm-up, median; GB = 1e9 bytes\n\n", s.iterations,
+               s.warmup);
+
+    const std::vector<Result> results = run(s, api, devices_num);
+    print_table(results);
+    if (devices_num < 2) fmt::print("\n(one device: no device->device between two GPUs)\n");
+
+    if (!s.json_path.empty()) {
+      doc["cuda_available"] = true;
+      doc["driver"] = cuda->version;
+      doc["devices"] = nlohmann::json::array();
+      for (std::size_t i = 0; i < devices_num; ++i) doc["devices"].push_back(all[i].name());
+      doc["iterations"] = s.iterations;
+      doc["warmup"] = s.warmup;
+      doc["results"] = nlohmann::json::array();
+      for (const Result& r : results) {
+        doc["results"].push_back({{"op", r.op},
+                                  {"bytes", r.bytes},
+                                  {"skein_ms", r.skein_ms},
+                                  {"cudart_ms", r.cudart_ms},
+                                  {"skein_gbps", gb_per_s(r.bytes, r.skein_ms)},
+                                  {"cudart_gbps", gb_per_s(r.bytes, r.cudart_ms)},
+                                  {"ratio", r.cudart_ms > 0 && r.skein_ms > 0
+                                                ? r.cudart_ms / r.skein_ms
+                                                : 0.0}});
+      }
+      write_json(s.json_path, doc);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "skein-bench-copy: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs a built Skein into a scratch prefix, then configures, builds and runs the outside
+# project in project/ against it with find_package(Skein CONFIG REQUIRED).
+#
+#   tests/consumer/run.sh BUILD_DIR [WORK_DIR] [GENERATOR] [BUILD_TYPE] [CXX_COMPILER]
+#
+# BUILD_DIR: a configured and built Skein build tree. WORK_DIR (default: a temporary directory,
+# removed afterwards) receives the install prefix and the consumer's build tree; it is emptied
+# first. GENERATOR, BUILD_TYPE and CXX_COMPILER default to CMake's defaults.
+set -euo pipefail
+
+if (($# < 1)); then
+  echo "usage: $0 BUILD_DIR [WORK_DIR] [GENERATOR] [BUILD_TYPE] [CXX_COMPILER]" >&2
+  exit 2
+fi
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD_DIR="$(cd "$1" && pwd)"
+WORK_DIR="${2:-}"
+GENERATOR="${3:-}"
+BUILD_TYPE="${4:-}"
+CXX_COMPILER="${5:-}"
+
+if [[ -z "$WORK_DIR" ]]; then
+  WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/skein-consumer.XXXXXX")"
+  trap 'rm -rf "$WORK_DIR"' EXIT
+else
+  rm -rf "$WORK_DIR"
+  mkdir -p "$WORK_DIR"
+fi
+PREFIX="$WORK_DIR/prefix"
+CONSUMER_BUILD="$WORK_DIR/build"
+
+step() { echo "consumer: $*"; }
+
+install_args=(--install "$BUILD_DIR" --prefix "$PREFIX")
+[[ -n "$BUILD_TYPE" ]] && install_args+=(--config "$BUILD_TYPE")
+step "cmake ${install_args[*]}"
+cmake "${install_args[@]}" >"$WORK_DIR/install.log" || { cat "$WORK_DIR/install.log"; exit 1; }
+step "installed $(grep -c . "$WORK_DIR/install.log") file(s) under $PREFIX"
+
+configure_args=(-S "$HERE/project" -B "$CONSUMER_BUILD" "-DCMAKE_PREFIX_PATH=$PREFIX")
+[[ -n "$GENERATOR" ]] && configure_args+=(-G "$GENERATOR")
+[[ -n "$BUILD_TYPE" ]] && configure_args+=("-DCMAKE_BUILD_TYPE=$BUILD_TYPE")
+[[ -n "$CXX_COMPILER" ]] && configure_args+=("-DCMAKE_CXX_COMPILER=$CXX_COMPILER")
+step "cmake ${configure_args[*]}"
+cmake "${configure_args[@]}"
+
+build_args=(--build "$CONSUMER_BUILD")
+[[ -n "$BUILD_TYPE" ]] && build_args+=(--config "$BUILD_TYPE")
+step "cmake ${build_args[*]}"
+cmake "${build_args[@]}"
+
+exe="$CONSUMER_BUILD/skein-consumer"
+[[ -x "$exe" ]] || exe="$CONSUMER_BUILD/${BUILD_TYPE:-Release}/skein-consumer"
+step "running $exe"
+"$exe"
+step "passed"

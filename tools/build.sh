@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Configures and builds Skein with sensible defaults.
+#
+#   tools/build.sh [BUILD_DIR] [extra cmake args...]
+#
+# BUILD_DIR defaults to build/ in the source tree (relative paths are taken from the current
+# directory). Defaults: Ninja when it is installed, CMAKE_BUILD_TYPE=Release (set BUILD_TYPE in the
+# environment, or pass -DCMAKE_BUILD_TYPE=..., to change it), every SKEIN_WITH_* option AUTO (so the
+# CUDA backend is compiled when the toolkit is found, e.g. at /usr/local/cuda), and a parallel
+# build with one job per core (JOBS overrides it). Extra arguments go to the configure step and
+# win over the defaults.
+set -euo pipefail
+
+SOURCE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+BUILD_DIR="${1:-$SOURCE_DIR/build}"
+if (($# > 0)); then shift; fi
+
+BUILD_TYPE="${BUILD_TYPE:-Release}"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+configure_args=(-S "$SOURCE_DIR" -B "$BUILD_DIR" "-DCMAKE_BUILD_TYPE=$BUILD_TYPE")
+
+# Ninja, unless the build directory was already configured with another generator (CMake refuses
+# to switch generators in an existing build directory).
+if [[ -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  :
+elif [[ -n "${CMAKE_GENERATOR:-}" ]]; then
+  :
+elif command -v ninja >/dev/null 2>&1; then
+  configure_args+=(-G Ninja)
+fi
+
+# The CUDA toolkit is optional; with the default SKEIN_WITH_CUDA=AUTO CMake uses it when it finds
+# it. Help it find the usual location when nvcc is not on PATH.
+if [[ -z "${CUDAToolkit_ROOT:-}" && -x /usr/local/cuda/bin/nvcc ]] && ! command -v nvcc >/dev/null 2>&1; then
+  configure_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
+fi
+
+echo "build: cmake ${configure_args[*]} $*"
+cmake "${configure_args[@]}" "$@"
+
+echo "build: cmake --build $BUILD_DIR --parallel $JOBS"
+cmake --build "$BUILD_DIR" --parallel "$JOBS"
