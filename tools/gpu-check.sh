@@ -75,6 +75,9 @@ step configure "$OUTDIR/build.log" \
 step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS"
 
 step ctest "$OUTDIR/ctest.log" ctest --test-dir "$BUILD_DIR" --output-on-failure
+# The suite's own output, for the per-backend counts (ctest shows it only on failure).
+step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="pthread pthread pthread pthread" \
+  "$BUILD_DIR/tests/skein-tests"
 
 step skein-info "$OUTDIR/skein-info.txt" "$BUILD_DIR/apps/skein-info/skein-info"
 # JSON alone in its file; messages on stderr stay on the terminal.

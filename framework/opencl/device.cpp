@@ -56,9 +56,9 @@ OclDevice::OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id,
     const auto slot = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_SLOT_ID_NV, &ok_slot);
     const auto domain = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_DOMAIN_ID_NV, &ok_domain);
     if (ok_bus && ok_slot) {
-      // The slot id packs device (bits 3..7) and function (bits 0..2), as in PCI's devfn.
-      p.pci_bus_id = fmt::format("{:04X}:{:02X}:{:02X}.{:X}", ok_domain ? domain : 0u, bus,
-                                 slot >> 3, slot & 7u);
+      // NVIDIA reports the PCI device number as the slot; GPUs are function 0. Same form as the
+      // CUDA backend's ids (lower-case hex), so the two APIs' views of one GPU compare equal.
+      p.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", ok_domain ? domain : 0u, bus, slot);
     }
   } else if (has_extension(extensions, "cl_amd_device_attribute_query")) {
     p.warp_size = device_value<cl_uint>(id, SKEIN_CL_DEVICE_WAVEFRONT_WIDTH_AMD);

@@ -123,6 +123,22 @@ TEST_P(DeviceParams, EqualTheVendorsOwnQuery) {
   }
 }
 
+// Where CUDA and NVIDIA's OpenCL both see the GPUs, they name each one by the same PCI bus id.
+TEST(DeviceParams, CudaAndNvidiaOpenclAgreeOnPciBusIds) {
+  std::set<std::string> cuda_ids, opencl_ids;
+  for (const auto& b : backends()) {
+    auto api = Api::from_id(b.api);
+    for (const auto& d : Platform::from_index(api, b.platform_idx).devices()) {
+      if (!d.params().pci_bus_id) continue;
+      (b.api == ApiId::cuda ? cuda_ids : opencl_ids).insert(*d.params().pci_bus_id);
+    }
+  }
+  if (cuda_ids.empty() || opencl_ids.empty()) {
+    GTEST_SKIP() << "needs CUDA and NVIDIA's OpenCL on one machine";
+  }
+  EXPECT_EQ(cuda_ids, opencl_ids);
+}
+
 SKEIN_INSTANTIATE_BACKENDS(DeviceParams);
 
 }  // namespace
