@@ -86,6 +86,18 @@ class CompileError : public Error {
   std::string options_;
 };
 
+// A kernel template could not be rendered: names the template and what was missing or wrong.
+class RenderError : public LogicError {
+ public:
+  using LogicError::LogicError;
+};
+
+// A collective or another blocking operation did not finish in time.
+class TimeoutError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
 // A byte count as "1.5 GiB (1610612736 bytes)", for messages.
 std::string format_bytes(std::size_t bytes);
 
