@@ -99,6 +99,8 @@ step memcheck "$OUTDIR/memcheck.log" \
 
 step bench-copy "$OUTDIR/bench-copy.txt" \
   "$BUILD_DIR/tests/bench/skein-bench-copy" --json "$OUTDIR/bench-copy.json"
+# Kernel launches and the program cache; its table goes to the same file as the copy benchmark's.
+step bench-kernels "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-kernels"
 
 echo "=== summary (step, exit code, log) in $SUMMARY"
 cat "$SUMMARY"

@@ -69,6 +69,14 @@ class CudaContextAdapter final : public ContextAdapter,
   bool can_access(std::size_t from_device_idx, std::size_t to_device_idx) const override;
   void deactivate() override;
   std::uintptr_t native(std::size_t device_idx) const override;
+  std::string_view prelude() const override;
+  CompiledBinary compile(std::size_t device_idx, const std::string& source,
+                         const std::vector<std::string>& options,
+                         const std::string& name) override;
+  std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
+                                       const std::vector<std::string>& options) override;
+  std::vector<std::string> compiler_identity(std::size_t device_idx) const override;
+  std::vector<std::string> default_options(std::size_t device_idx, bool fast_math) const override;
 
   CUcontext context(std::size_t device_idx) const { return handles_.contexts[device_idx]; }
   // describe() of the device, computed once for the messages of failed calls.

@@ -63,6 +63,8 @@ void load() {
         reinterpret_cast<ElapsedTime>(dlsym(library, "cuEventElapsedTime"));
   }
 
+  resolve(library, g_driver.cuFuncGetParamInfo, "cuFuncGetParamInfo");
+
   std::string missing;
 #define SKEIN_CU_MISSING(name)          \
   if (g_driver.name == nullptr) {       \

@@ -64,6 +64,8 @@ namespace skein::detail {
 
 struct CudaDriver {
   SKEIN_CU_FUNCTIONS(SKEIN_CU_DECLARE_FUNCTION)
+  // Optional (CUDA 12.4+): lets launches check argument counts and sizes; null on older drivers.
+  decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
 };
 
 #undef SKEIN_CU_DECLARE_FUNCTION

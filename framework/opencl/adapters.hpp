@@ -89,11 +89,17 @@ class OclBuffer final : public BufferAdapter {
   std::size_t device_idx() const override { return device_idx_; }
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(mem_); }
   cl_mem mem() const { return mem_; }
+  // The allocation from `offset` on, as a kernel argument: OpenCL kernels take cl_mem objects, so
+  // an offset needs a sub-buffer (made once per offset; its origin must be aligned as the device
+  // requires). `align` is the device's base_address_align.
+  cl_mem at(std::size_t offset, std::size_t align, const std::string& device) const;
 
  private:
   cl_mem mem_;  // null for an empty buffer (OpenCL has no zero-size buffers)
   std::size_t size_;
   std::size_t device_idx_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::size_t, cl_mem>> sub_buffers_;
 };
 
 class OclContext;
@@ -151,6 +157,14 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   std::uintptr_t native(std::size_t) const override {
     return reinterpret_cast<std::uintptr_t>(context_);
   }
+  std::string_view prelude() const override;
+  CompiledBinary compile(std::size_t device_idx, const std::string& source,
+                         const std::vector<std::string>& options,
+                         const std::string& name) override;
+  std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
+                                       const std::vector<std::string>& options) override;
+  std::vector<std::string> compiler_identity(std::size_t device_idx) const override;
+  std::vector<std::string> default_options(std::size_t device_idx, bool fast_math) const override;
   cl_context get() const { return context_; }
   cl_device_id device_id(std::size_t device_idx) const;
   std::string describe_device(std::size_t device_idx) const;

@@ -1,9 +1,39 @@
+#include <fmt/format.h>
+
 #include "adapters.hpp"
+#include "check.hpp"
 
 namespace skein::detail::opencl {
 
 OclBuffer::~OclBuffer() {
+  for (auto& [offset, sub] : sub_buffers_) clReleaseMemObject(sub);
   if (mem_) clReleaseMemObject(mem_);
+}
+
+cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& device) const {
+  if (offset == 0 || !mem_) return mem_;
+  if (offset % align != 0) {
+    throw LogicError(ErrorInfo{
+        .what = fmt::format("a kernel argument starts {} bytes into its allocation, which is not a "
+                            "multiple of the device's {}-byte sub-buffer alignment",
+                            offset, align),
+        .call = "PreparedKernel",
+        .device = device,
+        .hint = "Pass the whole buffer and the offset as a separate argument, or align the "
+                "region (DeviceParameters::base_address_align).",
+        .location = SKEIN_HERE});
+  }
+  std::lock_guard lock(mutex_);
+  for (const auto& [o, sub] : sub_buffers_) {
+    if (o == offset) return sub;
+  }
+  cl_buffer_region region{offset, size_ - offset};
+  cl_int err = CL_SUCCESS;
+  cl_mem sub = clCreateSubBuffer(mem_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                                 &err);
+  SKEIN_CL_CHECK(err, device);
+  sub_buffers_.emplace_back(offset, sub);
+  return sub;
 }
 
 }  // namespace skein::detail::opencl

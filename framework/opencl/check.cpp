@@ -115,11 +115,15 @@ void raise_error(cl_int code, const char* call, std::string device, std::string 
     case CL_INVALID_COMMAND_QUEUE:
     case CL_INVALID_DEVICE:
     case CL_MISALIGNED_SUB_BUFFER_OFFSET:
+    case CL_INVALID_ARG_SIZE:
+    case CL_INVALID_ARG_VALUE:
+    case CL_INVALID_ARG_INDEX:
+    case CL_INVALID_KERNEL_ARGS:
+    case CL_INVALID_KERNEL_NAME:
       throw LogicError(info);
     case CL_OUT_OF_RESOURCES:
     case CL_INVALID_WORK_GROUP_SIZE:
     case CL_INVALID_WORK_ITEM_SIZE:
-    case CL_INVALID_KERNEL_ARGS:
     case CL_INVALID_GLOBAL_WORK_SIZE:
     case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
       throw LaunchError(info);

@@ -7,11 +7,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "skein/api.hpp"
 #include "skein/device_parameters.hpp"
+#include "skein/program.hpp"
 
 namespace skein::detail {
 
@@ -103,6 +107,51 @@ class QueueAdapter {
   virtual std::uintptr_t native() const = 0;
 };
 
+// A kernel's launch geometry on one device: OpenCL's global and local sizes.
+struct LaunchDims {
+  unsigned dims = 1;
+  std::size_t global[3] = {1, 1, 1};
+  std::size_t local[3] = {1, 1, 1};
+};
+
+// What a backend can tell about one kernel parameter.
+struct ParamInfo {
+  enum class Kind : std::uint8_t { unknown, pointer, scalar };
+  Kind kind = Kind::unknown;
+  std::size_t size = 0;  // 0 when unknown
+};
+
+class KernelAdapter {
+ public:
+  virtual ~KernelAdapter() = default;
+  virtual const KernelAttributes& attributes() const = 0;
+  // One entry per parameter when the backend can count them, else std::nullopt.
+  virtual const std::optional<std::vector<ParamInfo>>& params() const = 0;
+  // CUfunction or cl_kernel.
+  virtual std::uintptr_t native() const = 0;
+  // Enqueues on `queue` (of this kernel's device); records an event after it when `event`.
+  virtual void launch(QueueAdapter& queue, const LaunchDims& dims,
+                      std::span<const KernelArg> args,
+                      std::shared_ptr<EventAdapter>* event) = 0;
+};
+
+// A program loaded on one device.
+class ProgramAdapter {
+ public:
+  virtual ~ProgramAdapter() = default;
+  // Throws LogicError naming the kernels the program has when there is no such kernel.
+  virtual std::shared_ptr<KernelAdapter> kernel(const std::string& name) = 0;
+  // CUDA: copies bytes into a __constant__ symbol (from the host or a device buffer).
+  virtual void set_constant(QueueAdapter& queue, const std::string& name, const void* host,
+                            const BufferAdapter* device, std::size_t offset, std::size_t size) = 0;
+};
+
+// What a compiler produced for one device: a binary that load() accepts.
+struct CompiledBinary {
+  std::vector<std::byte> binary;
+  std::string log;  // warnings, when the compiler gave any
+};
+
 class ContextAdapter {
  public:
   virtual ~ContextAdapter() = default;
@@ -114,6 +163,21 @@ class ContextAdapter {
   // Whether `from`'s kernels can read and write memory allocated on `to`.
   virtual bool can_access(std::size_t from_device_idx, std::size_t to_device_idx) const = 0;
   virtual void deactivate() {}
+  // The prelude for this backend (without FAST_MATH).
+  virtual std::string_view prelude() const = 0;
+  // Compiles a full source for one device. Throws CompileError.
+  virtual CompiledBinary compile(std::size_t device_idx, const std::string& source,
+                                 const std::vector<std::string>& options,
+                                 const std::string& name) = 0;
+  virtual std::shared_ptr<ProgramAdapter> load(std::size_t device_idx,
+                                               std::span<const std::byte> binary,
+                                               const std::vector<std::string>& options) = 0;
+  // What, besides the source and options, decides the compiled binary: architecture, device
+  // type, compiler and driver versions.
+  virtual std::vector<std::string> compiler_identity(std::size_t device_idx) const = 0;
+  // The options Skein itself passes for this device (architecture, fast math).
+  virtual std::vector<std::string> default_options(std::size_t device_idx,
+                                                   bool fast_math) const = 0;
   // CUcontext of one device, or the cl_context (any index).
   virtual std::uintptr_t native(std::size_t device_idx) const = 0;
 };

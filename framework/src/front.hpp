@@ -1,7 +1,10 @@
 // The front-end objects' shared state, for the front-end and the backends' interop code.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "adapter.hpp"
@@ -13,6 +16,10 @@ namespace skein {
 struct Context::Impl {
   std::shared_ptr<detail::ContextAdapter> adapter;
   std::vector<Device> devices;
+  // Programs loaded in this context, per device and compile key: a program is loaded once per
+  // device, and only ever in that device's context.
+  std::mutex programs_mutex;
+  std::map<std::pair<std::size_t, std::string>, std::shared_ptr<detail::ProgramAdapter>> programs;
 };
 
 struct Queue::Impl {

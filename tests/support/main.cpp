@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "backends.hpp"
@@ -51,6 +52,15 @@ TEST(Environment, ExpectedBackendsArePresent) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Compiled kernels go to a cache of this run's own, never the user's.
+  std::string own_cache;
+  if (!std::getenv("SKEIN_CACHE_DIR")) {
+    char dir[] = "/tmp/skein-test-cache-XXXXXX";
+    if (mkdtemp(dir)) {
+      own_cache = dir;
+      setenv("SKEIN_CACHE_DIR", dir, 1);
+    }
+  }
   testing::InitGoogleTest(&argc, argv);
   for (const auto& b : skein::test::backends()) {
     auto api = skein::Api::from_id(b.api);
@@ -58,5 +68,7 @@ int main(int argc, char** argv) {
     std::printf("[ backend  ] %s: %s, %zu device(s)\n", b.label.c_str(), platform.name().c_str(),
                 platform.devices().size());
   }
-  return RUN_ALL_TESTS();
+  const int result = RUN_ALL_TESTS();
+  if (!own_cache.empty()) std::filesystem::remove_all(own_cache);
+  return result;
 }

@@ -56,6 +56,8 @@ class Buffer {
 
   // The backend object of the whole allocation (CUdeviceptr, cl_mem), for interop.
   const std::shared_ptr<detail::BufferAdapter>& adapter() const { return adapter_; }
+  // Identifies the buffer's context without copying a handle (for checks on hot paths).
+  const void* context_id() const { return context_.get(); }
 
   Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter, std::size_t device_idx,
          std::size_t offset, std::size_t size);

@@ -1,0 +1,277 @@
+// Programs and kernels: one kernel source for CUDA and OpenCL, compiled at run time for each
+// device (NVRTC or the OpenCL compiler), cached on disk, and launched on several devices at once
+// with per-device sizes and arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "skein/array.hpp"
+#include "skein/buffer.hpp"
+#include "skein/context.hpp"
+#include "skein/dtype.hpp"
+#include "skein/event.hpp"
+#include "skein/multi_device.hpp"
+#include "skein/queue.hpp"
+#include "skein/template.hpp"
+
+namespace skein {
+
+namespace detail {
+class ProgramAdapter;
+class KernelAdapter;
+class BufferAdapter;
+
+// One kernel argument as the backends see it.
+struct KernelArg {
+  enum class Kind : std::uint8_t { buffer, scalar };
+  Kind kind = Kind::scalar;
+  std::size_t size = 0;         // scalar: bytes
+  const void* value = nullptr;  // scalar: the bytes
+  const BufferAdapter* buffer = nullptr;
+  std::size_t offset = 0;         // buffer: bytes from the allocation's start
+  std::size_t buffer_device = 0;  // buffer: the device it was allocated on
+  const void* context = nullptr;  // buffer: its context (Context::Impl), for the check
+};
+}  // namespace detail
+
+// A launch size of 1 to 3 dimensions; dimension 0 is get_global_id(0) / get_local_id(0).
+class WorkSize {
+ public:
+  WorkSize(std::size_t x) : dims_(1), v_{x, 1, 1} {}  // NOLINT: implicit on purpose
+  WorkSize(std::initializer_list<std::size_t> sizes);
+  explicit WorkSize(std::span<const std::size_t> sizes);
+
+  unsigned dims() const { return dims_; }
+  std::size_t operator[](unsigned dim) const { return v_[dim]; }
+  std::size_t total() const { return v_[0] * v_[1] * v_[2]; }
+  std::string to_string() const;
+  friend bool operator==(const WorkSize& a, const WorkSize& b) {
+    return a.dims_ == b.dims_ && a.v_[0] == b.v_[0] && a.v_[1] == b.v_[1] && a.v_[2] == b.v_[2];
+  }
+
+ private:
+  unsigned dims_;
+  std::size_t v_[3];
+};
+
+// Sizes of a launch: the same for every device, or one per device.
+class LaunchSizes {
+ public:
+  LaunchSizes(std::size_t x) : common_(WorkSize(x)) {}  // NOLINT
+  LaunchSizes(std::initializer_list<std::size_t> sizes) : common_(WorkSize(sizes)) {}
+  LaunchSizes(WorkSize size) : common_(size) {}  // NOLINT
+  LaunchSizes(MultiDevice<WorkSize> sizes) : per_device_(std::move(sizes)) {}  // NOLINT
+  const WorkSize& for_device(std::size_t device_idx) const {
+    return common_ ? *common_ : per_device_[device_idx];
+  }
+
+ private:
+  std::optional<WorkSize> common_;
+  MultiDevice<WorkSize> per_device_;
+};
+
+// A global constant array declared in the program (CUDA only): `size` elements of `dtype`.
+struct ConstantArray {
+  std::size_t size = 0;
+  Dtype dtype = Dtype::float32;
+};
+
+struct ProgramOptions {
+  // Devices (indices in the context) to compile for; all of the context's by default.
+  std::optional<std::vector<std::size_t>> device_idxs;
+  // Leave out Skein's prelude (KERNEL, GLOBAL_MEM, get_global_id on CUDA, complex types, ...).
+  bool no_prelude = false;
+  // Faster, less accurate math (NVRTC --use_fast_math, OpenCL -cl-fast-relaxed-math); also
+  // defines FAST_MATH.
+  bool fast_math = false;
+  // Passed to the backend compiler as they are.
+  std::vector<std::string> compiler_options;
+  // Keep the sources and binaries in a directory (see Program::kept_directory()).
+  bool keep = false;
+  // CUDA: global __constant__ arrays declared before the source, set with set_constant_array().
+  std::map<std::string, ConstantArray> constant_arrays;
+  // The source's name in compiler messages.
+  std::string name = "skein_program";
+};
+
+// What the backend says about a compiled kernel on one device.
+struct KernelAttributes {
+  std::size_t max_total_local_size = 0;  // largest block / work group this kernel can run
+  std::size_t registers = 0;             // per thread (CUDA; 0 where unknown)
+  std::size_t local_mem_size = 0;        // static shared / local memory per block, bytes
+  std::size_t private_mem_size = 0;      // local (spill) memory per thread, bytes
+  std::size_t constant_mem_size = 0;     // CUDA
+};
+
+class Kernel;
+class PreparedKernel;
+
+class Program {
+ public:
+  // Compiles `source` (already rendered) for each device, or loads it from the compile cache.
+  // Throws CompileError with the compiler's log, the options and the numbered source.
+  Program(const Context& context, std::string source, ProgramOptions options = {});
+  // Renders `template_source` with `globals` (see skein/template.hpp), then compiles it.
+  static Program from_template(const Context& context, std::string_view template_source,
+                               const RenderGlobals& globals, ProgramOptions options = {});
+
+  const Context& context() const;
+  const std::vector<std::size_t>& device_idxs() const;
+  // The full source compiled for a device: prelude, declarations, then the given source.
+  const std::string& source(std::size_t device_idx) const;
+  // Whether the device's binary came from the disk cache.
+  bool from_cache(std::size_t device_idx) const;
+  // Where keep=true left the sources and binaries.
+  std::optional<std::filesystem::path> kept_directory() const;
+
+  // grunnur's KernelHub: the kernel of this name (LogicError naming the kernels there are).
+  Kernel kernel(const std::string& name) const;
+
+  // CUDA: uploads a constant array declared in ProgramOptions::constant_arrays, from the host or
+  // from a device array of the same dtype and size, on every device of the queue.
+  void set_constant_array(const Queue& queue, const std::string& name,
+                          std::span<const std::byte> host) const;
+  void set_constant_array(const Queue& queue, const std::string& name, const Array& array) const;
+  template <class T>
+  void set_constant_array(const Queue& queue, const std::string& name,
+                          std::span<const T> host) const {
+    check_constant_dtype(name, dtype_of<T>, host.size());
+    set_constant_array(queue, name, std::as_bytes(host));
+  }
+
+  struct Impl;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+
+ private:
+  void check_constant_dtype(const std::string& name, Dtype dtype, std::size_t size) const;
+  std::shared_ptr<Impl> impl_;
+};
+
+class Kernel {
+ public:
+  const std::string& name() const;
+  const Program& program() const;
+
+  // Fixes the queue and the sizes. `local` is chosen from the device's and the kernel's limits
+  // when not given. Each global size must be a multiple of the local size in every dimension.
+  PreparedKernel prepare(const Queue& queue, const LaunchSizes& global,
+                         const std::optional<LaunchSizes>& local = std::nullopt) const;
+
+  // The largest work group / block this kernel can run on each of the program's devices.
+  std::map<std::size_t, std::size_t> max_total_local_sizes() const;
+  KernelAttributes attributes(std::size_t device_idx) const;
+  // The backend's kernel object on one device (CUfunction or cl_kernel), for interop.
+  std::uintptr_t native(std::size_t device_idx) const;
+
+  // prepare() and launch in one call.
+  template <class... Args>
+  void operator()(const Queue& queue, const LaunchSizes& global,
+                  const std::optional<LaunchSizes>& local, const Args&... args) const;
+
+  struct Impl;
+  Kernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_scalar_arg =
+    std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_same_v<T, Buffer> &&
+    !std::is_same_v<T, Array> && !is_multi_device<T>::value;
+
+inline KernelArg make_kernel_arg(const Buffer& b) {
+  return {.kind = KernelArg::Kind::buffer,
+          .buffer = b.adapter().get(),
+          .offset = b.offset(),
+          .buffer_device = b.device_idx(),
+          .context = b.context_id()};
+}
+inline KernelArg make_kernel_arg(const Array& a) {
+  return {.kind = KernelArg::Kind::buffer,
+          .buffer = a.data().adapter().get(),
+          .offset = a.data().offset() + a.offset(),
+          .buffer_device = a.data().device_idx(),
+          .context = a.data().context_id()};
+}
+template <class T>
+  requires is_scalar_arg<T>
+KernelArg make_kernel_arg(const T& value) {
+  return {.kind = KernelArg::Kind::scalar, .size = sizeof(T), .value = &value};
+}
+
+template <class T>
+KernelArg kernel_arg_for(const T& arg, std::size_t /*device_idx*/) {
+  static_assert(!std::is_pointer_v<T>,
+                "Pass device memory as skein::Buffer or skein::Array, not as a pointer");
+  return make_kernel_arg(arg);
+}
+template <class T>
+KernelArg kernel_arg_for(const MultiDevice<T>& arg, std::size_t device_idx) {
+  return make_kernel_arg(arg[device_idx]);
+}
+
+}  // namespace detail
+
+class PreparedKernel {
+ public:
+  // Enqueues the kernel on every device of the queue it was prepared with. Arguments: Buffer,
+  // Array, scalars (pass explicitly typed values: std::int32_t{3}, 1.5f), or MultiDevice of
+  // those for per-device values. Their number and sizes are checked where the backend can tell.
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    for (std::size_t d : device_idxs()) launch_on<Args...>(d, nullptr, args...);
+  }
+  // The same on some of the devices (indices in the context).
+  template <class... Args>
+  void on_devices(std::span<const std::size_t> device_idxs, const Args&... args) const {
+    for (std::size_t d : device_idxs) launch_on<Args...>(d, nullptr, args...);
+  }
+  // The same as operator(), returning one event per device, recorded after its launch.
+  template <class... Args>
+  std::vector<Event> enqueue(const Args&... args) const {
+    std::vector<Event> events;
+    for (std::size_t d : device_idxs()) launch_on<Args...>(d, &events, args...);
+    return events;
+  }
+
+  const std::vector<std::size_t>& device_idxs() const;
+  const WorkSize& global_size(std::size_t device_idx) const;
+  const WorkSize& local_size(std::size_t device_idx) const;
+
+  struct Impl;
+  PreparedKernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
+
+ private:
+  template <class... Args>
+  void launch_on(std::size_t device_idx, std::vector<Event>* events, const Args&... args) const {
+    const detail::KernelArg packed[sizeof...(Args) + 1] = {
+        detail::kernel_arg_for(args, device_idx)..., detail::KernelArg{}};
+    launch(device_idx, std::span(packed, sizeof...(Args)), events);
+  }
+  void launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
+              std::vector<Event>* events) const;
+
+  std::shared_ptr<Impl> impl_;
+};
+
+template <class... Args>
+void Kernel::operator()(const Queue& queue, const LaunchSizes& global,
+                        const std::optional<LaunchSizes>& local, const Args&... args) const {
+  prepare(queue, global, local)(args...);
+}
+
+}  // namespace skein

@@ -1,0 +1,285 @@
+// OpenCL programs: built from source for one device, cached as the driver's program binary, and
+// rebuilt from that binary when loaded. Kernels get their arguments with clSetKernelArg.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+
+#include "adapters.hpp"
+#include "check.hpp"
+#include "compile_error.hpp"
+#include "prelude.hpp"
+
+namespace skein::detail {
+
+namespace opencl {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& options) {
+  return fmt::format("{}", fmt::join(options, " "));
+}
+
+std::string build_log(cl_program program, cl_device_id device) {
+  std::size_t size = 0;
+  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+  std::string log(size, '\0');
+  if (size) clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+// Sizes of the scalar types a kernel parameter may be declared with (as clGetKernelArgInfo
+// reports them); 0 for a type not listed here (then only the driver checks the size).
+std::size_t scalar_size(std::string type) {
+  static const std::map<std::string, std::size_t> sizes{
+      {"char", 1},  {"uchar", 1},  {"unsigned char", 1}, {"bool", 1},
+      {"short", 2}, {"ushort", 2}, {"unsigned short", 2}, {"half", 2},
+      {"int", 4},   {"uint", 4},   {"unsigned int", 4},   {"float", 4},
+      {"long", 8},  {"ulong", 8},  {"unsigned long", 8},  {"double", 8}};
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\0')) type.pop_back();
+  if (auto it = sizes.find(type); it != sizes.end()) return it->second;
+  // Vector types: float4, int2, ... (3-vectors take the space of 4).
+  for (const auto& [base, size] : sizes) {
+    if (type.rfind(base, 0) == 0 && type.size() > base.size()) {
+      const std::string count = type.substr(base.size());
+      if (count == "2" || count == "3" || count == "4" || count == "8" || count == "16") {
+        const std::size_t n = count == "3" ? 4 : std::stoul(count);
+        return size * n;
+      }
+    }
+  }
+  return 0;
+}
+
+class OclKernel final : public KernelAdapter {
+ public:
+  OclKernel(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_kernel kernel)
+      : context_(std::move(context)),
+        device_idx_(device_idx),
+        device_(context_->describe_device(device_idx)),
+        align_(context_->devices()[device_idx]->params().base_address_align),
+        kernel_(kernel) {
+    const cl_device_id dev = context_->device_id(device_idx);
+    std::size_t wg = 0;
+    cl_ulong local = 0, priv = 0;
+    SKEIN_CL_CHECK(clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg),
+                                            &wg, nullptr),
+                   device_);
+    SKEIN_CL_CHECK(clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(local),
+                                            &local, nullptr),
+                   device_);
+    clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof(priv), &priv,
+                             nullptr);
+    attributes_.max_total_local_size = wg;
+    attributes_.local_mem_size = local;
+    attributes_.private_mem_size = priv;
+
+    cl_uint nargs = 0;
+    SKEIN_CL_CHECK(clGetKernelInfo(kernel_, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, nullptr),
+                   device_);
+    std::vector<ParamInfo> params(nargs);
+    for (cl_uint i = 0; i < nargs; ++i) {
+      // Available because Skein builds with -cl-kernel-arg-info; without it, counts only.
+      cl_kernel_arg_address_qualifier qualifier = 0;
+      if (clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
+                             &qualifier, nullptr) != CL_SUCCESS) {
+        continue;
+      }
+      if (qualifier == CL_KERNEL_ARG_ADDRESS_GLOBAL || qualifier == CL_KERNEL_ARG_ADDRESS_CONSTANT) {
+        params[i] = {ParamInfo::Kind::pointer, sizeof(void*)};
+      } else if (qualifier == CL_KERNEL_ARG_ADDRESS_PRIVATE) {
+        std::size_t size = 0;
+        clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_TYPE_NAME, 0, nullptr, &size);
+        std::string type(size, '\0');
+        clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_TYPE_NAME, size, type.data(), nullptr);
+        params[i] = {ParamInfo::Kind::scalar, scalar_size(type)};
+      }
+    }
+    params_ = std::move(params);
+  }
+
+  ~OclKernel() override { clReleaseKernel(kernel_); }
+
+  const KernelAttributes& attributes() const override { return attributes_; }
+  const std::optional<std::vector<ParamInfo>>& params() const override { return params_; }
+  std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(kernel_); }
+
+  void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
+              std::shared_ptr<EventAdapter>* event) override {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const auto& arg = args[i];
+      const auto index = static_cast<cl_uint>(i);
+      if (arg.kind == KernelArg::Kind::buffer) {
+        const cl_mem mem = static_cast<const OclBuffer*>(arg.buffer)->at(arg.offset, align_, device_);
+        SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, sizeof(cl_mem), &mem), device_);
+      } else {
+        SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, arg.size, arg.value), device_);
+      }
+    }
+    cl_event done = nullptr;
+    SKEIN_CL_CHECK(clEnqueueNDRangeKernel(static_cast<OclQueue&>(queue).get(), kernel_, dims.dims,
+                                          nullptr, dims.global, dims.local, 0, nullptr,
+                                          event ? &done : nullptr),
+                   device_);
+    if (event) *event = std::make_shared<OclEvent>(done, device_);
+  }
+
+ private:
+  std::shared_ptr<OclContext> context_;
+  std::size_t device_idx_;
+  std::string device_;
+  std::size_t align_;
+  cl_kernel kernel_;
+  KernelAttributes attributes_;
+  std::optional<std::vector<ParamInfo>> params_;
+};
+
+class OclProgram final : public ProgramAdapter {
+ public:
+  OclProgram(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_program program)
+      : context_(std::move(context)), device_idx_(device_idx), program_(program) {}
+  ~OclProgram() override { clReleaseProgram(program_); }
+
+  std::shared_ptr<KernelAdapter> kernel(const std::string& name) override {
+    cl_int err = CL_SUCCESS;
+    cl_kernel kernel = clCreateKernel(program_, name.c_str(), &err);
+    if (err == CL_INVALID_KERNEL_NAME) {
+      std::size_t size = 0;
+      clGetProgramInfo(program_, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size);
+      std::string names(size, '\0');
+      clGetProgramInfo(program_, CL_PROGRAM_KERNEL_NAMES, size, names.data(), nullptr);
+      while (!names.empty() && names.back() == '\0') names.pop_back();
+      throw LogicError(ErrorInfo{.what = fmt::format("the program has no kernel '{}'", name),
+                                 .call = "Program::kernel",
+                                 .device = context_->describe_device(device_idx_),
+                                 .hint = fmt::format("Its kernels are: {}.", names),
+                                 .location = SKEIN_HERE});
+    }
+    SKEIN_CL_CHECK(err, context_->describe_device(device_idx_));
+    return std::make_shared<OclKernel>(context_, device_idx_, kernel);
+  }
+
+  void set_constant(QueueAdapter&, const std::string& name, const void*, const BufferAdapter*,
+                    std::size_t, std::size_t) override {
+    throw LogicError(ErrorInfo{
+        .what = fmt::format("constant arrays are a CUDA feature (array '{}')", name),
+        .call = "Program::set_constant_array",
+        .device = context_->describe_device(device_idx_),
+        .hint = "Pass the data as a CONSTANT_MEM_ARG kernel argument instead.",
+        .location = SKEIN_HERE});
+  }
+
+ private:
+  std::shared_ptr<OclContext> context_;
+  std::size_t device_idx_;
+  cl_program program_;
+};
+
+}  // namespace
+
+std::string_view OclContext::prelude() const { return opencl::prelude; }
+
+std::vector<std::string> OclContext::default_options(std::size_t, bool fast_math) const {
+  // Argument info lets launches check argument kinds and sizes before the driver does.
+  std::vector<std::string> options{"-cl-kernel-arg-info"};
+  if (fast_math) options.emplace_back("-cl-fast-relaxed-math");
+  return options;
+}
+
+std::vector<std::string> OclContext::compiler_identity(std::size_t device_idx) const {
+  const cl_device_id dev = device_id(device_idx);
+  const auto& params = devices_[device_idx]->params();
+  return {"opencl", params.name, params.vendor, params.driver_version,
+          device_string(dev, CL_DEVICE_VERSION), device_string(dev, CL_DEVICE_OPENCL_C_VERSION)};
+}
+
+CompiledBinary OclContext::compile(std::size_t device_idx, const std::string& source,
+                                   const std::vector<std::string>& options,
+                                   const std::string& name) {
+  const std::string where = describe_device(device_idx);
+  const cl_device_id dev = device_id(device_idx);
+  const char* text = source.c_str();
+  const std::size_t length = source.size();
+  cl_int err = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &err);
+  SKEIN_CL_CHECK(err, where);
+  std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)> guard(
+      program, &clReleaseProgram);
+  const std::string opts = joined(options);
+  err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
+  std::string log = build_log(program, dev);
+  if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ||
+      err == CL_COMPILE_PROGRAM_FAILURE) {
+    raise_compile_error("clBuildProgram", where, name, log, source, options);
+  }
+  SKEIN_CL_CHECK(err, where);
+
+  // The binary of our device among the program's devices (all of the context's).
+  cl_uint ndev = 0;
+  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof(ndev), &ndev, nullptr),
+                 where);
+  std::vector<cl_device_id> devices(ndev);
+  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_DEVICES, ndev * sizeof(cl_device_id),
+                                  devices.data(), nullptr),
+                 where);
+  std::vector<std::size_t> sizes(ndev);
+  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, ndev * sizeof(std::size_t),
+                                  sizes.data(), nullptr),
+                 where);
+  std::vector<std::vector<unsigned char>> binaries(ndev);
+  std::vector<unsigned char*> pointers(ndev);
+  for (cl_uint i = 0; i < ndev; ++i) {
+    binaries[i].resize(sizes[i]);
+    pointers[i] = binaries[i].data();
+  }
+  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_BINARIES,
+                                  ndev * sizeof(unsigned char*), pointers.data(), nullptr),
+                 where);
+  for (cl_uint i = 0; i < ndev; ++i) {
+    if (devices[i] != dev) continue;
+    if (binaries[i].empty()) {
+      throw RuntimeError(ErrorInfo{.what = "the driver returned an empty program binary",
+                                   .call = "clGetProgramInfo",
+                                   .device = where,
+                                   .hint = "Report the driver; set SKEIN_DISABLE_CACHE=1 meanwhile.",
+                                   .location = SKEIN_HERE});
+    }
+    CompiledBinary out;
+    out.binary.resize(binaries[i].size());
+    std::memcpy(out.binary.data(), binaries[i].data(), binaries[i].size());
+    out.log = std::move(log);
+    return out;
+  }
+  throw RuntimeError(ErrorInfo{.what = "the program has no binary for the device",
+                               .call = "clGetProgramInfo",
+                               .device = where,
+                               .location = SKEIN_HERE});
+}
+
+std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
+                                                 std::span<const std::byte> binary,
+                                                 const std::vector<std::string>& options) {
+  const std::string where = describe_device(device_idx);
+  const cl_device_id dev = device_id(device_idx);
+  const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
+  const std::size_t size = binary.size();
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(context_, 1, &dev, &size, &data, &status, &err);
+  SKEIN_CL_CHECK(err, where);
+  std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)> guard(
+      program, &clReleaseProgram);
+  SKEIN_CL_CHECK(status, where);
+  const std::string opts = joined(options);
+  err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    raise_error(err, "clBuildProgram (from a cached binary)", where + ": " + build_log(program, dev),
+                SKEIN_HERE);
+  }
+  return std::make_shared<OclProgram>(shared_from_this(), device_idx, guard.release());
+}
+
+}  // namespace opencl
+
+}  // namespace skein::detail

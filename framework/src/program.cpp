@@ -1,0 +1,496 @@
+#include "skein/program.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "compile_cache.hpp"
+#include "errors.hpp"
+#include "front.hpp"
+#include "sha256.hpp"
+#include "skein/config.hpp"
+#include "skein/ctypes.hpp"
+
+namespace skein {
+
+// --- sizes -------------------------------------------------------------------------------------
+
+WorkSize::WorkSize(std::initializer_list<std::size_t> sizes)
+    : WorkSize(std::span<const std::size_t>(sizes.begin(), sizes.size())) {}
+
+WorkSize::WorkSize(std::span<const std::size_t> sizes) : dims_(0), v_{1, 1, 1} {
+  if (sizes.empty() || sizes.size() > 3) {
+    detail::raise_in(SKEIN_HERE, "WorkSize", "Give 1, 2 or 3 sizes.",
+                     "{} dimension(s) given", sizes.size());
+  }
+  dims_ = static_cast<unsigned>(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) v_[i] = sizes[i];
+}
+
+std::string WorkSize::to_string() const {
+  return fmt::format("({})", fmt::join(std::span(v_, dims_), ", "));
+}
+
+namespace detail {
+void raise_missing_device_value(std::size_t device_idx, std::size_t size) {
+  raise_in(SKEIN_HERE, "MultiDevice", "Give a value for every device the call runs on.",
+           "no value for device {} (values were given for {} device slot(s))", device_idx, size);
+}
+}  // namespace detail
+
+// --- program -----------------------------------------------------------------------------------
+
+struct Program::Impl {
+  Context context;
+  ProgramOptions options;
+  std::vector<std::size_t> device_idxs;
+  // Indexed by device index in the context.
+  std::vector<std::shared_ptr<detail::ProgramAdapter>> programs;
+  std::vector<std::string> sources;
+  std::vector<char> from_cache;
+  std::optional<std::filesystem::path> kept;
+};
+
+namespace {
+
+std::string numbered(const std::string& source) {
+  std::string out;
+  std::size_t line = 1, start = 0;
+  while (start <= source.size()) {
+    const auto end = source.find('\n', start);
+    out += fmt::format("{:5} | {}\n", line++,
+                       source.substr(start, end == std::string::npos ? end : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+// Everything the compiler sees: prelude, constant arrays, then the user's source from line 1.
+std::string full_source(const detail::ContextAdapter& ctx, const std::string& source,
+                        const ProgramOptions& options, ApiId api) {
+  std::string out;
+  if (options.fast_math) out += "#define FAST_MATH\n";
+  if (!options.no_prelude) {
+    out += ctx.prelude();
+    out += "\n";
+  }
+  for (const auto& [name, array] : options.constant_arrays) {
+    if (api != ApiId::cuda) {
+      detail::raise_in(SKEIN_HERE, "Program",
+                       "Pass the data as a CONSTANT_MEM_ARG kernel argument instead.",
+                       "constant arrays are a CUDA feature; {} has none (array '{}')",
+                       skein::name(api), name);
+    }
+    if (array.size == 0) {
+      detail::raise_in(SKEIN_HERE, "Program", "Give the constant array at least one element.",
+                       "constant array '{}' has size 0", name);
+    }
+    out += fmt::format("__constant__ {} {}[{}];\n", ctype(array.dtype), name, array.size);
+  }
+  out += fmt::format("#line 1 \"{}\"\n", options.name);
+  out += source;
+  out += "\n";
+  return out;
+}
+
+std::filesystem::path make_keep_directory() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "skein-keep-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) {
+    detail::raise_in<RuntimeError>(SKEIN_HERE, "Program", "Check that TMPDIR is writable.",
+                                   "cannot create a directory for keep=true from {}", pattern);
+  }
+  return pattern;
+}
+
+}  // namespace
+
+Program::Program(const Context& context, std::string source, ProgramOptions options) {
+  auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}});
+  const auto& opts = impl->options;
+  auto& cimpl = *context.impl();
+  auto& adapter = *cimpl.adapter;
+  const ApiId api = context.api().id();
+  if (opts.device_idxs) {
+    impl->device_idxs = *opts.device_idxs;
+  } else {
+    for (std::size_t i = 0; i < context.num_devices(); ++i) impl->device_idxs.push_back(i);
+  }
+  if (impl->device_idxs.empty()) {
+    detail::raise_in(SKEIN_HERE, "Program", "Compile for at least one device.",
+                     "device_idxs is empty");
+  }
+  const std::size_t n = context.num_devices();
+  impl->programs.resize(n);
+  impl->sources.resize(n);
+  impl->from_cache.resize(n, 0);
+  if (opts.keep) impl->kept = make_keep_directory();
+
+  for (std::size_t d : impl->device_idxs) {
+    detail::check_device_idx(context, d, "Program");
+    if (impl->programs[d]) {
+      detail::raise_in(SKEIN_HERE, "Program", "List each device index once.",
+                       "device index {} is given twice", d);
+    }
+    std::string full = full_source(adapter, source, opts, api);
+    std::vector<std::string> compile_options = adapter.default_options(d, opts.fast_math);
+    compile_options.insert(compile_options.end(), opts.compiler_options.begin(),
+                           opts.compiler_options.end());
+
+    std::vector<std::string> key{"skein " SKEIN_VERSION_STRING, std::string(skein::name(api))};
+    for (auto& part : adapter.compiler_identity(d)) key.push_back(std::move(part));
+    key.push_back(fmt::format("{}", fmt::join(compile_options, "\x1f")));
+    key.push_back(full);
+    const std::string key_hash = detail::sha256_hex(fmt::format("{}", fmt::join(key, "\x1e")));
+
+    std::shared_ptr<detail::ProgramAdapter> loaded;
+    {
+      std::lock_guard lock(cimpl.programs_mutex);
+      if (auto it = cimpl.programs.find({d, key_hash}); it != cimpl.programs.end()) {
+        loaded = it->second;
+      }
+    }
+    if (!loaded || opts.keep) {
+      auto result = detail::CompileCache::instance().get_or_build(key, [&] {
+        return adapter.compile(d, full, compile_options, opts.name).binary;
+      });
+      impl->from_cache[d] = result.from_disk;
+      if (opts.keep) {
+        const auto base = *impl->kept / fmt::format("device{}", d);
+        std::ofstream(base.string() + (api == ApiId::cuda ? ".cu" : ".cl")) << full;
+        std::ofstream(base.string() + (api == ApiId::cuda ? ".cubin" : ".bin"), std::ios::binary)
+            .write(reinterpret_cast<const char*>(result.binary.data()),
+                   static_cast<std::streamsize>(result.binary.size()));
+      }
+      if (!loaded) {
+        loaded = adapter.load(d, result.binary, compile_options);
+        std::lock_guard lock(cimpl.programs_mutex);
+        cimpl.programs.emplace(std::pair{d, key_hash}, loaded);
+      }
+    } else {
+      impl->from_cache[d] = 1;
+    }
+    impl->programs[d] = std::move(loaded);
+    impl->sources[d] = std::move(full);
+  }
+  if (impl->kept) {
+    std::fprintf(stderr, "skein: kept the sources and binaries of '%s' in %s\n",
+                 impl->options.name.c_str(), impl->kept->c_str());
+  }
+  impl_ = std::move(impl);
+}
+
+Program Program::from_template(const Context& context, std::string_view template_source,
+                               const RenderGlobals& globals, ProgramOptions options) {
+  std::string rendered = render(template_source, globals, options.name);
+  return Program(context, std::move(rendered), std::move(options));
+}
+
+const Context& Program::context() const { return impl_->context; }
+const std::vector<std::size_t>& Program::device_idxs() const { return impl_->device_idxs; }
+
+const std::string& Program::source(std::size_t device_idx) const {
+  if (device_idx >= impl_->programs.size() || !impl_->programs[device_idx]) {
+    detail::raise_in(SKEIN_HERE, "Program::source", "Ask for a device the program was built for.",
+                     "the program was not compiled for device {}", device_idx);
+  }
+  return impl_->sources[device_idx];
+}
+
+bool Program::from_cache(std::size_t device_idx) const {
+  (void)source(device_idx);
+  return impl_->from_cache[device_idx] != 0;
+}
+
+std::optional<std::filesystem::path> Program::kept_directory() const { return impl_->kept; }
+
+void Program::check_constant_dtype(const std::string& name, Dtype dtype, std::size_t size) const {
+  auto it = impl_->options.constant_arrays.find(name);
+  if (it == impl_->options.constant_arrays.end()) {
+    detail::raise_in(SKEIN_HERE, "Program::set_constant_array",
+                     "Declare it in ProgramOptions::constant_arrays.",
+                     "the program has no constant array '{}'", name);
+  }
+  if (it->second.dtype != dtype || it->second.size != size) {
+    detail::raise_in(SKEIN_HERE, "Program::set_constant_array",
+                     "Pass data of the declared dtype and size.",
+                     "constant array '{}' is {} x {}, the data is {} x {}", name,
+                     it->second.size, skein::name(it->second.dtype), size, skein::name(dtype));
+  }
+}
+
+void Program::set_constant_array(const Queue& queue, const std::string& name,
+                                 std::span<const std::byte> host) const {
+  auto it = impl_->options.constant_arrays.find(name);
+  if (it == impl_->options.constant_arrays.end()) check_constant_dtype(name, Dtype::uint8, 0);
+  const std::size_t nbytes = it->second.size * itemsize(it->second.dtype);
+  if (host.size() != nbytes) {
+    detail::raise_in(SKEIN_HERE, "Program::set_constant_array",
+                     "Pass exactly the declared number of bytes.",
+                     "constant array '{}' has {} bytes, {} were given", name, nbytes, host.size());
+  }
+  for (std::size_t d : queue.device_idxs()) {
+    if (d >= impl_->programs.size() || !impl_->programs[d]) continue;
+    impl_->programs[d]->set_constant(queue.device_queue(d), name, host.data(), nullptr, 0, nbytes);
+  }
+}
+
+void Program::set_constant_array(const Queue& queue, const std::string& name,
+                                 const Array& array) const {
+  check_constant_dtype(name, array.dtype(), array.size());
+  if (!array.is_contiguous()) {
+    detail::raise_in(SKEIN_HERE, "Program::set_constant_array", "Use a contiguous array.",
+                     "the array is a strided view");
+  }
+  for (std::size_t d : queue.device_idxs()) {
+    if (d >= impl_->programs.size() || !impl_->programs[d]) continue;
+    impl_->programs[d]->set_constant(queue.device_queue(d), name, nullptr,
+                                     array.data().adapter().get(),
+                                     array.data().offset() + array.offset(), array.nbytes());
+  }
+}
+
+// --- kernels -----------------------------------------------------------------------------------
+
+struct Kernel::Impl {
+  Program program;
+  std::string name;
+  std::vector<std::shared_ptr<detail::KernelAdapter>> kernels;  // by device index
+};
+
+Kernel Program::kernel(const std::string& name) const {
+  auto impl = std::make_shared<Kernel::Impl>(Kernel::Impl{*this, name, {}});
+  impl->kernels.resize(impl_->programs.size());
+  for (std::size_t d : impl_->device_idxs) impl->kernels[d] = impl_->programs[d]->kernel(name);
+  return Kernel(std::move(impl));
+}
+
+const std::string& Kernel::name() const { return impl_->name; }
+const Program& Kernel::program() const { return impl_->program; }
+
+std::map<std::size_t, std::size_t> Kernel::max_total_local_sizes() const {
+  std::map<std::size_t, std::size_t> result;
+  for (std::size_t d : impl_->program.device_idxs()) {
+    result[d] = std::min(impl_->kernels[d]->attributes().max_total_local_size,
+                         impl_->program.context().device(d).params().max_total_local_size);
+  }
+  return result;
+}
+
+KernelAttributes Kernel::attributes(std::size_t device_idx) const {
+  if (device_idx >= impl_->kernels.size() || !impl_->kernels[device_idx]) {
+    detail::raise_in(SKEIN_HERE, "Kernel::attributes", "Ask for one of the program's devices.",
+                     "kernel '{}' was not compiled for device {}", impl_->name, device_idx);
+  }
+  return impl_->kernels[device_idx]->attributes();
+}
+
+std::uintptr_t Kernel::native(std::size_t device_idx) const {
+  (void)attributes(device_idx);
+  return impl_->kernels[device_idx]->native();
+}
+
+struct PreparedKernel::Impl {
+  struct PerDevice {
+    detail::KernelAdapter* kernel = nullptr;
+    detail::QueueAdapter* queue = nullptr;
+    detail::LaunchDims dims;
+    WorkSize global = 1;
+    WorkSize local = 1;
+  };
+  Kernel kernel;
+  Queue queue;
+  std::vector<std::size_t> device_idxs;
+  std::vector<std::optional<PerDevice>> per_device;  // by device index
+  const void* context_id = nullptr;
+  detail::ContextAdapter* context = nullptr;
+};
+
+namespace {
+
+// The local size: the largest that divides the global size in each dimension and fits the
+// device's and the kernel's limits, filling dimension 0 first (consecutive ids, coalesced access).
+WorkSize choose_local_size(const WorkSize& global, std::size_t max_total,
+                           const std::vector<std::size_t>& max_per_dim, std::size_t warp) {
+  // Past a few warps' worth, a larger group only costs occupancy flexibility.
+  std::size_t budget = std::min<std::size_t>(max_total, std::max<std::size_t>(256, warp));
+  std::size_t sizes[3] = {1, 1, 1};
+  for (unsigned d = 0; d < global.dims(); ++d) {
+    const std::size_t limit = std::min(budget, d < max_per_dim.size() ? max_per_dim[d] : 1);
+    std::size_t best = 1;
+    for (std::size_t candidate = std::min(limit, global[d]); candidate >= 1; --candidate) {
+      if (global[d] % candidate == 0) {
+        best = candidate;
+        break;
+      }
+    }
+    sizes[d] = best;
+    budget /= best;
+  }
+  return WorkSize(std::span<const std::size_t>(sizes, global.dims()));
+}
+
+}  // namespace
+
+PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
+                               const std::optional<LaunchSizes>& local) const {
+  const auto& program = impl_->program;
+  if (!(queue.context() == program.context())) {
+    detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Use a queue of the program's context.",
+                     "the queue belongs to another context than kernel '{}'", impl_->name);
+  }
+  auto impl = std::make_shared<PreparedKernel::Impl>(PreparedKernel::Impl{*this, queue});
+  impl->device_idxs = queue.device_idxs();
+  impl->per_device.resize(program.context().num_devices());
+  impl->context_id = program.context().impl().get();
+  impl->context = program.context().impl()->adapter.get();
+  for (std::size_t d : impl->device_idxs) {
+    if (d >= impl_->kernels.size() || !impl_->kernels[d]) {
+      detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+                       "Compile the program for every device of the queue (device_idxs).",
+                       "kernel '{}' was not compiled for device {} of the queue", impl_->name, d);
+    }
+    auto& kernel = *impl_->kernels[d];
+    const auto& params = program.context().device(d).params();
+    const WorkSize g = global.for_device(d);
+    const std::size_t max_total =
+        std::min(kernel.attributes().max_total_local_size, params.max_total_local_size);
+    const WorkSize l = local ? local->for_device(d)
+                             : choose_local_size(g, max_total, params.max_local_sizes,
+                                                 params.warp_size);
+    const std::string where = program.context().device(d).description();
+    if (l.dims() != g.dims()) {
+      detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Give both sizes the same dimensions.",
+                       "kernel '{}' on {}: global size {} and local size {} differ in dimensions",
+                       impl_->name, where, g.to_string(), l.to_string());
+    }
+    if (l.total() > max_total) {
+      detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+                       "Use a smaller local size (see Kernel::max_total_local_sizes()).",
+                       "kernel '{}' on {}: local size {} has {} work items; at most {} fit",
+                       impl_->name, where, l.to_string(), l.total(), max_total);
+    }
+    for (unsigned dim = 0; dim < g.dims(); ++dim) {
+      if (l[dim] == 0 || g[dim] % l[dim] != 0) {
+        detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+                         "Round the global size up to a multiple of the local size and skip the "
+                         "extra work items in the kernel, or use a StaticKernel.",
+                         "kernel '{}' on {}: global size {} is not a multiple of local size {}",
+                         impl_->name, where, g.to_string(), l.to_string());
+      }
+      if (dim < params.max_local_sizes.size() && l[dim] > params.max_local_sizes[dim]) {
+        detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Use a smaller local size.",
+                         "kernel '{}' on {}: local size {} exceeds the device's {} in dimension {}",
+                         impl_->name, where, l.to_string(), params.max_local_sizes[dim], dim);
+      }
+      if (dim < params.max_num_groups.size() && g[dim] / l[dim] > params.max_num_groups[dim]) {
+        detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+                         "Use a StaticKernel, whose virtual grid has no such limit.",
+                         "kernel '{}' on {}: {} groups in dimension {}; the device allows {}",
+                         impl_->name, where, g[dim] / l[dim], dim, params.max_num_groups[dim]);
+      }
+    }
+    PreparedKernel::Impl::PerDevice pd;
+    pd.kernel = &kernel;
+    pd.queue = &queue.device_queue(d);
+    pd.global = g;
+    pd.local = l;
+    pd.dims.dims = g.dims();
+    for (unsigned dim = 0; dim < 3; ++dim) {
+      pd.dims.global[dim] = g[dim];
+      pd.dims.local[dim] = l[dim];
+    }
+    impl->per_device[d] = pd;
+  }
+  return PreparedKernel(std::move(impl));
+}
+
+const std::vector<std::size_t>& PreparedKernel::device_idxs() const { return impl_->device_idxs; }
+
+const WorkSize& PreparedKernel::global_size(std::size_t device_idx) const {
+  if (device_idx >= impl_->per_device.size() || !impl_->per_device[device_idx]) {
+    detail::raise_in(SKEIN_HERE, "PreparedKernel::global_size", "Ask for a device of its queue.",
+                     "device {} is not one the kernel was prepared for", device_idx);
+  }
+  return impl_->per_device[device_idx]->global;
+}
+
+const WorkSize& PreparedKernel::local_size(std::size_t device_idx) const {
+  (void)global_size(device_idx);
+  return impl_->per_device[device_idx]->local;
+}
+
+namespace {
+[[noreturn]] void raise_argument(const std::string& kernel, const Device& device, std::size_t i,
+                                 const std::string& what, const char* hint) {
+  detail::raise_in(SKEIN_HERE, "PreparedKernel", hint, "kernel '{}' on {}: argument {}: {}",
+                   kernel, device.description(), i, what);
+}
+}  // namespace
+
+void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
+                            std::vector<Event>* events) const {
+  const auto& impl = *impl_;
+  if (device_idx >= impl.per_device.size() || !impl.per_device[device_idx]) [[unlikely]] {
+    detail::raise_in(SKEIN_HERE, "PreparedKernel",
+                     "Launch on devices of the queue the kernel was prepared with.",
+                     "device {} is not one kernel '{}' was prepared for (devices: {})", device_idx,
+                     impl.kernel.name(), fmt::join(impl.device_idxs, ", "));
+  }
+  const auto& pd = *impl.per_device[device_idx];
+  const auto& params = pd.kernel->params();
+  if (params && params->size() != args.size()) [[unlikely]] {
+    detail::raise_in(SKEIN_HERE, "PreparedKernel", "Pass one argument per kernel parameter.",
+                     "kernel '{}' takes {} argument(s), {} were given", impl.kernel.name(),
+                     params->size(), args.size());
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& arg = args[i];
+    const detail::ParamInfo param = params ? (*params)[i] : detail::ParamInfo{};
+    if (arg.kind == detail::KernelArg::Kind::buffer) {
+      if (arg.context != impl.context_id) [[unlikely]] {
+        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
+                       "the buffer belongs to another context",
+                       "Allocate it in the kernel's context.");
+      }
+      if (arg.buffer_device != device_idx &&
+          !impl.context->can_access(device_idx, arg.buffer_device)) [[unlikely]] {
+        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
+                       fmt::format("the buffer is on device {}, which this device cannot access",
+                                   arg.buffer_device),
+                       "Copy the data to the launching device first.");
+      }
+      if (param.kind == detail::ParamInfo::Kind::scalar ||
+          (param.size != 0 && param.size != sizeof(void*))) [[unlikely]] {
+        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
+                       fmt::format("a buffer was given for a {}-byte scalar parameter", param.size),
+                       "Pass a scalar of the parameter's type.");
+      }
+    } else {
+      if (param.kind == detail::ParamInfo::Kind::pointer) [[unlikely]] {
+        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
+                       "a scalar was given for a pointer parameter",
+                       "Pass a Buffer or an Array.");
+      }
+      if (param.size != 0 && param.size != arg.size) [[unlikely]] {
+        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
+                       fmt::format("a {}-byte scalar was given for a {}-byte parameter", arg.size,
+                                   param.size),
+                       "Pass a value of exactly the parameter's type, e.g. std::int32_t{1} or "
+                       "1.0f.");
+      }
+    }
+  }
+  if (events) {
+    std::shared_ptr<detail::EventAdapter> event;
+    pd.kernel->launch(*pd.queue, pd.dims, args, &event);
+    events->emplace_back(std::move(event));
+  } else {
+    pd.kernel->launch(*pd.queue, pd.dims, args, nullptr);
+  }
+}
+
+}  // namespace skein

@@ -1,0 +1,334 @@
+// Programs and kernels: one source with the prelude gives the same results on every backend;
+// multi-device launches with per-device sizes and arguments; argument checks; compile errors that
+// point at the right line; the disk cache across processes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <skein/program.hpp>
+#include <skein/skein.hpp>
+
+#include "backends.hpp"
+
+namespace skein::test {
+namespace {
+
+class Programs : public BackendTest {};
+
+const char* kAxpy = R"(
+KERNEL void axpy(GLOBAL_MEM float* y, GLOBAL_MEM const float* x, float a, int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+TEST_P(Programs, OneSourceGivesTheHostResultAtEdgeSizes) {
+  auto ctx = context();
+  Queue queue(ctx);
+  Program program(ctx, kAxpy);
+  auto axpy = program.kernel("axpy");
+  EXPECT_EQ(axpy.name(), "axpy");
+  for (std::size_t n : {1u, 2u, 7u, 257u, 1009u, 65536u + 3u}) {
+    SCOPED_TRACE(n);
+    const auto x = random_reals<float>(n, 1 + static_cast<std::uint32_t>(n));
+    const auto y0 = random_reals<float>(n, 2 + static_cast<std::uint32_t>(n));
+    auto dx = Array::from_host(queue, x);
+    auto dy = Array::from_host(queue, y0);
+    const float a = 1.75f;
+    // The local size is chosen (n may be prime): it must divide n.
+    auto prepared = axpy.prepare(queue, n);
+    EXPECT_EQ(n % prepared.local_size(0)[0], 0u);
+    prepared(dy, dx, a, static_cast<std::int32_t>(n));
+    const auto y = dy.get<float>();
+    // Devices may fuse the multiply-add (one rounding instead of two).
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ref = double(a) * x[i] + y0[i];
+      ASSERT_NEAR(y[i], ref, 2e-7 * (std::abs(double(a) * x[i]) + std::abs(y0[i]))) << i;
+    }
+  }
+}
+
+TEST_P(Programs, TwoDimensionalIdsLocalMemoryAndBarriers) {
+  auto ctx = context();
+  Queue queue(ctx);
+  // Each work group sums its 16x4 tile through local memory; ids follow OpenCL's meaning on both
+  // backends (dimension 0 is the fastest).
+  Program program(ctx, R"(
+KERNEL void tiles(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int width)
+{
+    LOCAL_MEM int tile[64];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int gx = get_global_id(0), gy = get_global_id(1);
+    tile[ly * 16 + lx] = in[gy * width + gx];
+    LOCAL_BARRIER;
+    if (lx == 0 && ly == 0) {
+        int s = 0;
+        for (int k = 0; k < 64; ++k) s += tile[k];
+        out[get_group_id(1) * get_num_groups(0) + get_group_id(0)] = s;
+    }
+    if (gx == 0 && gy == 0) out[get_num_groups(0) * get_num_groups(1)] =
+        (int)(get_global_size(0) * 1000 + get_global_size(1) * 10 + get_local_size(1));
+}
+)");
+  const int width = 48, height = 20;
+  std::vector<std::int32_t> in(width * height);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::int32_t>(i * 7 % 101);
+  auto din = Array::from_host(queue, in);
+  const int groups_x = width / 16, groups_y = height / 4;
+  auto dout = Array::empty(queue, {std::size_t(groups_x * groups_y + 1)}, Dtype::int32);
+  program.kernel("tiles")(queue, {std::size_t(width), std::size_t(height)}, LaunchSizes{16, 4}, dout,
+                          din, std::int32_t{width});
+  const auto out = dout.get<std::int32_t>();
+  for (int gy = 0; gy < groups_y; ++gy) {
+    for (int gx = 0; gx < groups_x; ++gx) {
+      int expected = 0;
+      for (int y = 0; y < 4; ++y) {
+        for (int x = 0; x < 16; ++x) expected += in[(gy * 4 + y) * width + gx * 16 + x];
+      }
+      EXPECT_EQ(out[gy * groups_x + gx], expected) << gx << "," << gy;
+    }
+  }
+  EXPECT_EQ(out.back(), width * 1000 + height * 10 + 4);
+}
+
+TEST_P(Programs, DoublePrecisionWhereTheDeviceHasIt) {
+  auto ctx = context();
+  if (!ctx.devices().front().params().supports_float64) GTEST_SKIP() << "no float64";
+  Queue queue(ctx);
+  Program program(ctx, R"(
+KERNEL void poly(GLOBAL_MEM double* y, GLOBAL_MEM const double* x)
+{
+    const SIZE_T i = get_global_id(0);
+    const double v = x[i];
+    y[i] = ((3.0 * v - 2.0) * v + 0.5) * v - 1.0 / 3.0;
+}
+)");
+  const std::size_t n = 999;
+  const auto x = random_reals<double>(n, 5);
+  auto dx = Array::from_host(queue, x);
+  auto dy = Array::empty(queue, {n}, Dtype::float64);
+  program.kernel("poly")(queue, n, std::nullopt, dy, dx);
+  const auto y = dy.get<double>();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    EXPECT_NEAR(y[i], ((3.0 * v - 2.0) * v + 0.5) * v - 1.0 / 3.0, 1e-9 * (1 + std::abs(y[i])));
+  }
+}
+
+TEST_P(Programs, MultiDeviceSizesAndArguments) {
+  SKEIN_NEED_DEVICES(2);
+  const std::size_t ndev = std::min<std::size_t>(devices().size(), 4);
+  auto ctx = context(ndev);
+  Queue queue(ctx);
+  Program program(ctx, R"(
+KERNEL void fill(GLOBAL_MEM int* out, int base)
+{
+    const int i = get_global_id(0);
+    out[i] = base + i * (int)get_global_size(0);
+}
+)");
+  // Each device: its own array, its own size and its own scalar.
+  std::vector<Array> outs;
+  std::vector<WorkSize> sizes;
+  std::vector<std::int32_t> bases;
+  for (std::size_t d = 0; d < ndev; ++d) {
+    const std::size_t n = 100 + 37 * d;
+    outs.push_back(Array::empty(queue, {n}, Dtype::int32, d));
+    sizes.emplace_back(n);
+    bases.push_back(static_cast<std::int32_t>(1000 * (d + 1)));
+  }
+  auto fill = program.kernel("fill").prepare(queue, MultiDevice<WorkSize>(sizes));
+  const auto events =
+      fill.enqueue(MultiDevice<Array>(outs), MultiDevice<std::int32_t>(bases));
+  ASSERT_EQ(events.size(), ndev);
+  for (const auto& e : events) e.wait();
+  for (std::size_t d = 0; d < ndev; ++d) {
+    const auto got = outs[d].get<std::int32_t>();
+    ASSERT_EQ(got.size(), sizes[d][0]);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], bases[d] + static_cast<std::int32_t>(i * got.size())) << d << ":" << i;
+    }
+  }
+  // On a subset of the devices only: the others keep their values.
+  auto again = MultiDevice<std::int32_t>(std::vector<std::int32_t>(ndev, -5));
+  const std::size_t only[] = {1};
+  fill.on_devices(std::span(only), MultiDevice<Array>(outs), again);
+  EXPECT_EQ(outs[1].get<std::int32_t>()[0], -5);
+  EXPECT_EQ(outs[0].get<std::int32_t>()[0], bases[0]);
+  // A MultiDevice without a value for a launched device is an error.
+  EXPECT_THROW(fill(MultiDevice<Array>(std::vector<std::pair<std::size_t, Array>>{{0, outs[0]}}),
+                    std::int32_t{1}),
+               LogicError);
+}
+
+TEST_P(Programs, ArgumentsAreCheckedBeforeTheLaunch) {
+  auto ctx = context();
+  Queue queue(ctx);
+  Program program(ctx, kAxpy);
+  auto axpy = program.kernel("axpy").prepare(queue, 16, 16);
+  auto x = Array::zeros(queue, {16}, Dtype::float32);
+  auto y = Array::zeros(queue, {16}, Dtype::float32);
+  // Wrong count.
+  try {
+    axpy(y, x, 1.0f);
+    FAIL();
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("takes 4 argument"), std::string::npos) << e.what();
+  }
+  // A double where the kernel takes a float (where the backend reports parameter sizes).
+  bool sizes_known = GetParam().api == ApiId::opencl;
+  if (sizes_known) {
+    EXPECT_THROW(axpy(y, x, 1.0, std::int32_t{16}), LogicError);
+    // A scalar where the kernel takes a pointer.
+    EXPECT_THROW(axpy(std::int64_t{0}, x, 1.0f, std::int32_t{16}), LogicError);
+  }
+  // A buffer of another context.
+  auto other = context();
+  Queue other_queue(other);
+  auto foreign = Array::zeros(other_queue, {16}, Dtype::float32);
+  EXPECT_THROW(axpy(foreign, x, 1.0f, std::int32_t{16}), LogicError);
+  // The right call still works after the failed ones.
+  axpy(y, x, 1.0f, std::int32_t{16});
+  queue.synchronize();
+}
+
+TEST_P(Programs, SizeAndNameErrors) {
+  auto ctx = context();
+  Queue queue(ctx);
+  Program program(ctx, kAxpy);
+  try {
+    program.kernel("axpz");
+    FAIL();
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("axpz"), std::string::npos) << e.what();
+  }
+  auto axpy = program.kernel("axpy");
+  EXPECT_THROW(axpy.prepare(queue, 100, 16), LogicError);             // not a multiple
+  EXPECT_THROW(axpy.prepare(queue, {64, 2}, LaunchSizes{64}), LogicError);  // dimensions differ
+  const auto max_local = axpy.max_total_local_sizes().at(0);
+  EXPECT_GT(max_local, 0u);
+  EXPECT_THROW(axpy.prepare(queue, max_local * 4, max_local * 2), LogicError);
+  EXPECT_THROW(WorkSize({1, 2, 3, 4}), LogicError);
+  const auto attrs = axpy.attributes(0);
+  EXPECT_EQ(attrs.max_total_local_size, program.kernel("axpy").attributes(0).max_total_local_size);
+}
+
+TEST_P(Programs, CompileErrorsPointAtTheLine) {
+  auto ctx = context();
+  const std::string source =
+      "KERNEL void broken(GLOBAL_MEM float* y)\n"  // 1
+      "{\n"                                          // 2
+      "    const int i = get_global_id(0);\n"        // 3
+      "    y[i] = undeclared_thing * 2.0f;\n"        // 4
+      "}\n";
+  try {
+    Program program(ctx, source, {.name = "broken_source"});
+    FAIL() << "must not compile";
+  } catch (const CompileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("undeclared_thing"), std::string::npos) << what;
+    // The log refers to line 4 of the given source (the prelude does not shift it).
+    const bool line4 = e.log().find("broken_source:4:") != std::string::npos ||
+                       e.log().find("broken_source(4)") != std::string::npos;
+    EXPECT_TRUE(line4) << e.log();
+    EXPECT_NE(e.source().find("    4 |     y[i] = undeclared_thing"), std::string::npos)
+        << e.source();
+    EXPECT_NE(what.find("    4 |     y[i] = undeclared_thing"), std::string::npos) << what;
+  }
+}
+
+TEST_P(Programs, ProgramsForSomeDevicesAndKeepingFiles) {
+  SKEIN_NEED_DEVICES(2);
+  auto ctx = context(2);
+  Queue both(ctx);
+  Program only_second(ctx, kAxpy, {.device_idxs = std::vector<std::size_t>{1}, .keep = true});
+  EXPECT_EQ(only_second.device_idxs(), (std::vector<std::size_t>{1}));
+  EXPECT_THROW(only_second.kernel("axpy").prepare(both, 8), LogicError);
+  Queue second(ctx, {1});
+  auto prepared = only_second.kernel("axpy").prepare(second, 8);
+  auto x = Array::zeros(second, {8}, Dtype::float32, 1);
+  prepared(x, x, 2.0f, std::int32_t{8});
+  second.synchronize();
+  ASSERT_TRUE(only_second.kept_directory().has_value());
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(*only_second.kept_directory())) {
+    EXPECT_GT(std::filesystem::file_size(entry.path()), 0u) << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 2u);  // the source and the binary of device 1
+  EXPECT_NE(only_second.source(1).find("KERNEL void axpy"), std::string::npos);
+  EXPECT_THROW(only_second.source(0), LogicError);
+  std::filesystem::remove_all(*only_second.kept_directory());
+}
+
+// Runs this test binary again as another process, on the same backend and cache directory, and
+// returns what it printed.
+std::string run_child(const std::string& label, const std::string& cache_dir,
+                      const std::string& source_tag, int copies = 1) {
+  const auto out = std::filesystem::temp_directory_path() /
+                   ("skein-child-" + std::to_string(getpid()) + "-" + source_tag);
+  std::string cmd;
+  for (int c = 0; c < copies; ++c) {
+    cmd += fmt::format(
+        "SKEIN_CACHE_DIR='{}' SKEIN_TEST_CHILD_BACKEND='{}' SKEIN_TEST_CHILD_TAG='{}' '{}' "
+        "--gtest_filter='ProgramChild.*' > '{}.{}' 2>&1 {} ",
+        cache_dir, label, source_tag, std::filesystem::read_symlink("/proc/self/exe").string(),
+        out.string(), c, copies > 1 ? "&" : "");
+  }
+  if (copies > 1) cmd += " wait";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string all;
+  for (int c = 0; c < copies; ++c) {
+    std::ifstream in(out.string() + "." + std::to_string(c));
+    all += std::string(std::istreambuf_iterator<char>(in), {});
+    std::filesystem::remove(out.string() + "." + std::to_string(c));
+  }
+  return all;
+}
+
+TEST_P(Programs, TheDiskCacheServesAnotherProcessAndConcurrentBuilds) {
+  char dir_template[] = "/tmp/skein-cache-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string tag = std::to_string(getpid());
+  // Two processes build the same new kernel at once: both succeed.
+  auto first = run_child(GetParam().label, dir, tag, 2);
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n') > 0, true);
+  EXPECT_EQ(first.find("[  FAILED  ]"), std::string::npos) << first;
+  EXPECT_NE(first.find("child result ok"), std::string::npos) << first;
+  // A third process finds it on disk and compiles nothing.
+  auto second = run_child(GetParam().label, dir, tag);
+  EXPECT_NE(second.find("child from_cache=1"), std::string::npos) << second;
+  EXPECT_NE(second.find("child result ok"), std::string::npos) << second;
+  std::filesystem::remove_all(dir);
+}
+
+// The child's side of the cache test (does nothing unless started by it).
+TEST(ProgramChild, CompileAndRun) {
+  const char* label = std::getenv("SKEIN_TEST_CHILD_BACKEND");
+  const char* tag = std::getenv("SKEIN_TEST_CHILD_TAG");
+  if (!label || !tag) GTEST_SKIP() << "only run by the cache test";
+  for (const auto& b : backends()) {
+    if (b.label != label) continue;
+    auto api = Api::from_id(b.api);
+    auto ctx = Context::from_devices(Platform::from_index(api, b.platform_idx).devices().front());
+    Queue queue(ctx);
+    const std::string source =
+        std::string("// tag ") + tag + "\n" + "KERNEL void twice(GLOBAL_MEM int* x) { x[get_global_id(0)] *= 2; }\n";
+    Program program(ctx, source);
+    std::printf("child from_cache=%d\n", program.from_cache(0) ? 1 : 0);
+    auto x = Array::from_host(queue, std::vector<std::int32_t>{1, 2, 3, 4});
+    program.kernel("twice")(queue, 4, std::nullopt, x);
+    if (x.get<std::int32_t>() == std::vector<std::int32_t>{2, 4, 6, 8}) std::printf("child result ok\n");
+    return;
+  }
+  FAIL() << "no backend " << label;
+}
+
+SKEIN_INSTANTIATE_BACKENDS(Programs);
+
+}  // namespace
+}  // namespace skein::test
