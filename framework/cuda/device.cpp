@@ -75,6 +75,15 @@ class CudaDeviceAdapter final : public DeviceAdapter {
     std::transform(id.begin(), id.end(), id.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     p.pci_bus_id = std::move(id);
+
+    // What the occupancy calculation needs (skein/occupancy.hpp).
+    p.max_threads_per_compute_unit = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    p.max_groups_per_compute_unit = attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+    p.registers_per_compute_unit = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+    p.local_mem_per_compute_unit =
+        attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    p.registers_per_group = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    p.local_mem_per_group_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   }
 
   std::weak_ptr<PlatformAdapter> platform_;

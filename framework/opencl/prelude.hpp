@@ -16,7 +16,9 @@ inline constexpr std::string_view prelude = R"SKEIN(
 
 #define KERNEL __kernel
 #define WITHIN_KERNEL
-#define INLINE inline
+// static: under C99 inline rules a plain `inline` function has no external definition, and a
+// compiler that does not inline the call (NVIDIA's with -cl-opt-disable) then cannot link it.
+#define INLINE static inline
 #define GLOBAL_MEM __global
 #define LOCAL_MEM __local
 #define LOCAL_MEM_DYNAMIC __local

@@ -10,7 +10,7 @@ namespace skein::detail {
 // `full_source` is what the compiler saw; its user part starts after the `#line 1 "<name>"`
 // directive Program adds, and the compiler's line numbers count from there.
 [[noreturn]] void raise_compile_error(const std::string& call, const std::string& device,
-                                      const std::string& name, const std::string& log,
+                                      const std::string& name, const std::string& raw_log,
                                       const std::string& full_source,
                                       const std::vector<std::string>& options);
 

@@ -10,6 +10,7 @@
 #include <skein/program.hpp>
 #include <skein/skein.hpp>
 
+#include "../../framework/src/compile_error.hpp"
 #include "backends.hpp"
 
 namespace skein::test {
@@ -264,6 +265,23 @@ TEST_P(Programs, ProgramsForSomeDevicesAndKeepingFiles) {
   std::filesystem::remove_all(*only_second.kept_directory());
 }
 
+TEST(CompileErrors, LinesOfCompilersThatIgnoreLineDirectivesAreTranslated) {
+  // NVIDIA's OpenCL numbers the full source (prelude included) and names it "<kernel>".
+  std::string full;
+  for (int i = 0; i < 90; ++i) full += "// prelude line\n";
+  full += "#line 1 \"mine\"\n";
+  full += "a\nb\nc\n    y[i] = oops;\n";
+  try {
+    detail::raise_compile_error("clBuildProgram", "dev", "mine",
+                                "<kernel>:95:12: error: use of undeclared identifier 'oops'", full,
+                                {"-x"});
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("mine:4:12: error"), std::string::npos) << e.log();
+    EXPECT_NE(std::string(e.what()).find("    4 |     y[i] = oops;"), std::string::npos) << e.what();
+  }
+}
+
 // Runs this test binary again as another process, on the same backend and cache directory, and
 // returns what it printed.
 std::string run_child(const std::string& label, const std::string& cache_dir,
@@ -325,7 +343,18 @@ TEST(ProgramChild, CompileAndRun) {
     if (x.get<std::int32_t>() == std::vector<std::int32_t>{2, 4, 6, 8}) std::printf("child result ok\n");
     return;
   }
-  FAIL() << "no backend " << label;
+  // Say what this process sees instead, to tell a missing platform from an empty one.
+  std::string seen;
+  for (const auto& status : Api::status()) {
+    seen += fmt::format("{}: {} {}\n", shortcut(status.id), status.available ? "available" : "unavailable",
+                        status.reason);
+    if (!status.available) continue;
+    for (const auto& platform : Api::from_id(status.id).platforms()) {
+      seen += fmt::format("  platform {} '{}': {} device(s)\n", platform.index(), platform.name(),
+                          platform.devices().size());
+    }
+  }
+  FAIL() << "no backend " << label << "; this process sees:\n" << seen;
 }
 
 SKEIN_INSTANTIATE_BACKENDS(Programs);

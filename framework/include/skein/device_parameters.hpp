@@ -42,6 +42,17 @@ struct DeviceParameters {
   // CUDA devices (and NVIDIA's OpenCL devices, which report them too).
   std::optional<std::pair<int, int>> compute_capability;
   std::optional<std::string> pci_bus_id;  // "0000:1b:00.0"
+
+  // Per multiprocessor / compute unit, for occupancy (see skein/occupancy.hpp). Only the CUDA
+  // backend reads them (OpenCL has no queries for them); 0 where unknown.
+  std::size_t max_threads_per_compute_unit = 0;  // resident threads
+  std::size_t max_groups_per_compute_unit = 0;   // resident blocks
+  std::size_t registers_per_compute_unit = 0;    // 32-bit registers
+  std::size_t local_mem_per_compute_unit = 0;    // shared memory, bytes
+  // Per block: 32-bit registers, and the shared memory a block can have when the kernel opts in
+  // to more than local_mem_size (bytes).
+  std::size_t registers_per_group = 0;
+  std::size_t local_mem_per_group_optin = 0;
 };
 
 }  // namespace skein

@@ -14,6 +14,7 @@
 #include "skein/event.hpp"
 #include "skein/functions.hpp"
 #include "skein/multi_device.hpp"
+#include "skein/occupancy.hpp"
 #include "skein/platform.hpp"
 #include "skein/program.hpp"
 #include "skein/queue.hpp"
