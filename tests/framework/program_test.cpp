@@ -2,6 +2,9 @@
 // multi-device launches with per-device sizes and arguments; argument checks; compile errors that
 // point at the right line; the disk cache across processes.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -282,27 +285,49 @@ TEST(CompileErrors, LinesOfCompilersThatIgnoreLineDirectivesAreTranslated) {
   }
 }
 
-// Runs this test binary again as another process, on the same backend and cache directory, and
-// returns what it printed.
+// Runs this test binary again as `copies` processes at once, on the same backend and cache
+// directory, and returns what they printed. Started directly (no shell), with this process's
+// environment plus the child's variables.
 std::string run_child(const std::string& label, const std::string& cache_dir,
                       const std::string& source_tag, int copies = 1) {
-  const auto out = std::filesystem::temp_directory_path() /
-                   ("skein-child-" + std::to_string(getpid()) + "-" + source_tag);
-  std::string cmd;
-  for (int c = 0; c < copies; ++c) {
-    cmd += fmt::format(
-        "SKEIN_CACHE_DIR='{}' SKEIN_TEST_CHILD_BACKEND='{}' SKEIN_TEST_CHILD_TAG='{}' '{}' "
-        "--gtest_filter='ProgramChild.*' > '{}.{}' 2>&1 {} ",
-        cache_dir, label, source_tag, std::filesystem::read_symlink("/proc/self/exe").string(),
-        out.string(), c, copies > 1 ? "&" : "");
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0) continue;
+    env_strings.push_back(entry);
   }
-  if (copies > 1) cmd += " wait";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::string all;
+  env_strings.push_back("SKEIN_CACHE_DIR=" + cache_dir);
+  env_strings.push_back("SKEIN_TEST_CHILD_BACKEND=" + label);
+  env_strings.push_back("SKEIN_TEST_CHILD_TAG=" + source_tag);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string filter = "--gtest_filter=ProgramChild.*";
+  char* argv[] = {const_cast<char*>(exe.c_str()), filter.data(), nullptr};
+
+  std::vector<std::pair<pid_t, std::string>> children;
   for (int c = 0; c < copies; ++c) {
-    std::ifstream in(out.string() + "." + std::to_string(c));
+    const std::string out = (std::filesystem::temp_directory_path() /
+                             fmt::format("skein-child-{}-{}-{}", getpid(), source_tag, c))
+                                .string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = 0;
+    EXPECT_EQ(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    children.emplace_back(pid, out);
+  }
+  std::string all;
+  for (auto& [pid, out] : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid;
+    std::ifstream in(out);
     all += std::string(std::istreambuf_iterator<char>(in), {});
-    std::filesystem::remove(out.string() + "." + std::to_string(c));
+    std::filesystem::remove(out);
   }
   return all;
 }
@@ -353,6 +378,9 @@ TEST(ProgramChild, CompileAndRun) {
       seen += fmt::format("  platform {} '{}': {} device(s)\n", platform.index(), platform.name(),
                           platform.devices().size());
     }
+  }
+  for (const char* var : {"OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "LD_LIBRARY_PATH"}) {
+    seen += fmt::format("{}={}\n", var, std::getenv(var) ? std::getenv(var) : "(unset)");
   }
   FAIL() << "no backend " << label << "; this process sees:\n" << seen;
 }
