@@ -8,6 +8,7 @@ namespace skein::detail {
 namespace opencl {
 
 OclApi::OclApi() {
+  IcdEnvironmentGuard keep_environment;
   cl_uint count = 0;
   const cl_int err = clGetPlatformIDs(0, nullptr, &count);
   if (err != CL_SUCCESS || count == 0) {

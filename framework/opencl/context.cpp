@@ -111,6 +111,7 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                          reinterpret_cast<cl_context_properties>(platform), 0};
   cl_int err = CL_SUCCESS;
+  opencl::IcdEnvironmentGuard keep_environment;
   cl_context context = clCreateContext(props, static_cast<cl_uint>(ids.size()), ids.data(),
                                        nullptr, nullptr, &err);
   SKEIN_CL_CHECK(err, describe(*devices.front()));

@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include <cstdlib>
+
 #include "check.hpp"
 
 namespace skein::detail::opencl {
@@ -28,6 +30,22 @@ std::vector<std::size_t> device_sizes(cl_device_id device, cl_device_info what) 
   std::vector<std::size_t> values(size / sizeof(std::size_t));
   SKEIN_CL_CHECK(clGetDeviceInfo(device, what, size, values.data(), nullptr), "OpenCL device");
   return values;
+}
+
+IcdEnvironmentGuard::IcdEnvironmentGuard() {
+  for (auto& s : saved_) {
+    if (const char* v = std::getenv(s.name)) {
+      s.set = true;
+      s.value = v;  // a copy: the loader may write into the environment's own string
+    }
+  }
+}
+
+IcdEnvironmentGuard::~IcdEnvironmentGuard() {
+  for (const auto& s : saved_) {
+    const char* now = std::getenv(s.name);
+    if (s.set && (!now || s.value != now)) setenv(s.name, s.value.c_str(), 1);
+  }
 }
 
 }  // namespace skein::detail::opencl

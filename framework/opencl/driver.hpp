@@ -34,4 +34,25 @@ T device_value(cl_device_id device, cl_device_info what, bool* ok = nullptr) {
 
 std::vector<std::size_t> device_sizes(cl_device_id device, cl_device_info what);
 
+// Keeps the ICD loader's variables (OCL_ICD_FILENAMES, OCL_ICD_VENDORS) as they were. Seen on a
+// GPU machine (Ubuntu 24.04, PoCL and NVIDIA's ICD): after the first clGetPlatformIDs the
+// process's OCL_ICD_FILENAMES was cut at its first ':', so that processes started afterwards (an
+// mpirun, a child of the simulation code) no longer saw NVIDIA's platform. Put around the calls
+// that load and initialise drivers.
+class IcdEnvironmentGuard {
+ public:
+  IcdEnvironmentGuard();
+  ~IcdEnvironmentGuard();
+  IcdEnvironmentGuard(const IcdEnvironmentGuard&) = delete;
+  IcdEnvironmentGuard& operator=(const IcdEnvironmentGuard&) = delete;
+
+ private:
+  struct Saved {
+    const char* name;
+    bool set = false;
+    std::string value;
+  };
+  Saved saved_[2] = {{"OCL_ICD_FILENAMES"}, {"OCL_ICD_VENDORS"}};
+};
+
 }  // namespace skein::detail::opencl

@@ -13,6 +13,7 @@ OclPlatform::OclPlatform(std::shared_ptr<ApiAdapter> api, cl_platform_id id, std
 
 const std::vector<std::shared_ptr<DeviceAdapter>>& OclPlatform::devices() {
   std::call_once(once_, [this] {
+    IcdEnvironmentGuard keep_environment;
     cl_uint count = 0;
     const cl_int err = clGetDeviceIDs(id_, CL_DEVICE_TYPE_ALL, 0, nullptr, &count);
     if (err == CL_DEVICE_NOT_FOUND || count == 0) return;

@@ -31,6 +31,16 @@ std::size_t most_devices(skein::ApiId id) {
   return most;
 }
 
+std::string g_initial_icd_filenames = "(unset)";
+
+// Processes the simulation code starts later (mpirun, its own children) must find the same OpenCL
+// drivers: discovering the platforms must not change the loader's variables.
+TEST(Environment, OpenclDiscoveryLeavesTheLoaderVariablesAlone) {
+  (void)skein::test::backends();
+  const char* now = std::getenv("OCL_ICD_FILENAMES");
+  EXPECT_EQ(now ? std::string(now) : std::string("(unset)"), g_initial_icd_filenames);
+}
+
 TEST(Environment, ExpectedBackendsArePresent) {
   const char* expect = std::getenv("SKEIN_TEST_EXPECT_APIS");
   const char* minimum = std::getenv("SKEIN_TEST_MIN_DEVICES");
@@ -52,6 +62,7 @@ TEST(Environment, ExpectedBackendsArePresent) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const char* v = std::getenv("OCL_ICD_FILENAMES")) g_initial_icd_filenames = v;
   // Compiled kernels go to a cache of this run's own, never the user's.
   std::string own_cache;
   if (!std::getenv("SKEIN_CACHE_DIR")) {
