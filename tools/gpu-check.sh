@@ -12,7 +12,7 @@
 #   ctest.log        the whole test suite
 #   skein-info.txt   skein-info; skein-info.json: skein-info --json
 #   memcheck.log     the CUDA tests under compute-sanitizer memcheck
-#   bench-copy.txt   the copy benchmark's table; bench-copy.json: its results
+#   bench-copy.txt   the copy and kernel benchmarks; bench-coll.txt: collectives and their peer
 set -uo pipefail
 
 if (($# != 1)); then
@@ -30,12 +30,13 @@ cd "$SOURCE_DIR" || exit 2
 # NVLink multicast (NVLS) off, as in the reference measurements Skein is compared with
 # (shared PEERS.md).
 export NCCL_NVLS_ENABLE=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # A GPU run must test CUDA and NVIDIA's OpenCL, never pass by finding no backend.
 export SKEIN_TEST_EXPECT_APIS="${SKEIN_TEST_EXPECT_APIS:-cuda,opencl}"
 
 SUMMARY="$OUTDIR/summary.txt"
 for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck.log \
-  bench-copy.txt bench-copy.json; do
+  bench-copy.txt bench-copy.json bench-coll.txt; do
   rm -f "$OUTDIR/$f"
 done
 : >"$SUMMARY"
@@ -87,6 +88,16 @@ rc=$?
 printf '%-16s %3d  %s\n' skein-info-json "$rc" skein-info.json >>"$SUMMARY"
 ((rc == 0)) || failed=1
 
+# The MPI suite on the GPUs (ctest runs it on PoCL): NCCL with one GPU per rank, and with one
+# rank driving every GPU.
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+if ((ngpu > 0)); then
+  step mpi-nccl-1pr "$OUTDIR/ctest.log" mpirun -np "$ngpu" --oversubscribe -x SKEIN_API=cuda \
+    -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+  step mpi-nccl-1rank "$OUTDIR/ctest.log" mpirun -np 1 -x SKEIN_API=cuda \
+    -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+fi
+
 # The CUDA cases of the suite (parameterised per backend, named .../cuda_N) under memcheck.
 # --error-exitcode makes a memory error fail the step even when the tests pass. API errors are not
 # reported: Skein turns every failed call into an exception the tests see, and some failures are
@@ -98,7 +109,17 @@ step memcheck "$OUTDIR/memcheck.log" \
   "$BUILD_DIR/tests/skein-tests" --gtest_filter='*cuda*'
 
 step bench-copy "$OUTDIR/bench-copy.txt" \
-  "$BUILD_DIR/tests/bench/skein-bench-copy" --json "$OUTDIR/bench-copy.json"
+  "$BUILD_DIR/tests/bench/skein-bench-copy"
+# Collectives against the peers: Skein over NCCL, then PyTorch's NCCL collectives, same sizes.
+if ((ngpu > 1)); then
+  step bench-coll "$OUTDIR/bench-coll.txt" mpirun -np "$ngpu" --oversubscribe -x SKEIN_API=cuda \
+    -x NCCL_NVLS_ENABLE "$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives" \
+    --coll all_reduce -b 8 -e 256M -f 4 -n 20 -w 5
+  if command -v torchrun >/dev/null 2>&1; then
+    step peer-torch "$OUTDIR/bench-coll.txt" torchrun --nproc_per_node "$ngpu" \
+      tools/peer-collectives.py --coll all_reduce -b 8 -e 256M -f 4 -n 20 -w 5
+  fi
+fi
 # Kernel launches and the program cache; its table goes to the same file as the copy benchmark's.
 step bench-kernels "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-kernels"
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <skein/runtime.hpp>
 #include <skein/skein.hpp>
 
 namespace {
@@ -72,8 +73,33 @@ int main(int argc, char** argv) {
                  "Only devices whose name matches this regular expression (repeatable)");
   app.add_flag("--json", json, "Print JSON instead of text");
   app.add_option("--json-file", json_file, "Also write the JSON to this file");
+  bool ranks = false;
+  app.add_flag("--ranks",
+               ranks,
+               "Start the runtime and print which devices each rank uses (run under mpirun for "
+               "every rank's; SKEIN_API, SKEIN_DEVICES, SKEIN_DEVICES_PER_RANK, SKEIN_DEVICE and "
+               "SKEIN_SHARE_DEVICES apply)");
   app.set_version_flag("--version", SKEIN_VERSION_STRING);
   CLI11_PARSE(app, argc, argv);
+
+  if (ranks) {
+    try {
+#if SKEIN_HAS_MPI
+      skein::Runtime runtime(&argc, &argv);
+#else
+      skein::Runtime runtime;
+#endif
+      // The placement is gathered to every rank: one rank prints it for the job.
+      if (runtime.rank() == 0) {
+        fmt::print("Skein {}: {} rank(s)\n{}", SKEIN_VERSION_STRING, runtime.size(),
+                   runtime.placement_table());
+      }
+    } catch (const skein::Error& e) {
+      fmt::print(stderr, "{}\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
 
   try {
     std::optional<skein::ApiId> only;

@@ -20,3 +20,10 @@
 #include "skein/queue.hpp"
 #include "skein/static_kernel.hpp"
 #include "skein/template.hpp"
+
+// The collectives layer (Skein::collectives, part of Skein::skein): the MPI-aware runtime and the
+// Communicator.
+#if __has_include(<skein/communicator.hpp>)
+#include "skein/communicator.hpp"
+#include "skein/runtime.hpp"
+#endif

@@ -1,0 +1,105 @@
+// Collectives over every device of every rank: a Communicator's members are (rank, local device)
+// pairs. NCCL for CUDA devices, MPI (staged through page-locked host memory, or direct when the
+// MPI library is CUDA-aware) for any device.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "skein/array.hpp"
+#include "skein/config.hpp"
+#include "skein/event.hpp"
+#include "skein/queue.hpp"
+#include "skein/runtime.hpp"
+
+namespace skein {
+
+enum class ReduceOp { sum, prod, min, max, avg };
+std::string_view name(ReduceOp op);
+
+enum class CollectiveBackend { automatic, nccl, mpi };
+std::string_view name(CollectiveBackend backend);
+
+enum class CollectiveOp {
+  all_reduce, all_gather, broadcast, reduce, reduce_scatter, send, recv, barrier, all_to_all
+};
+std::string_view name(CollectiveOp op);
+
+class Communicator {
+ public:
+  // Over all ranks of the runtime and each rank's devices (of runtime.context()).
+  explicit Communicator(const Runtime& runtime,
+                        CollectiveBackend backend = CollectiveBackend::automatic);
+#if SKEIN_HAS_MPI
+  // Over the ranks of `comm` and the given devices of `context` (all of them by default).
+  Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs = {},
+               CollectiveBackend backend = CollectiveBackend::automatic);
+#endif
+  ~Communicator();
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+
+  // Members in the whole communicator (devices over all ranks), and this rank's.
+  std::size_t size() const;
+  std::size_t local_size() const;
+  // The communicator rank of this rank's i-th device (pygpu's clique rank): members are ordered
+  // by MPI rank, then by local device.
+  int rank_of(std::size_t local_device) const;
+  // The context device index of this rank's i-th member.
+  std::size_t device_idx(std::size_t local_device) const;
+  const Context& context() const;
+  CollectiveBackend backend() const;
+  // "NCCL 2.28.3" or "MPI (staged through host memory)" / "MPI (CUDA-aware)".
+  std::string backend_description() const;
+
+  // Like MPI_Comm_split over ranks: ranks with the same color form a new communicator, ordered
+  // by key, then by old rank. Collective over the ranks.
+  Communicator split(int color, int key) const;
+
+  // Each operation takes one array per local device, in local device order (a span of
+  // local_size() arrays). Arrays of one member are contiguous and on that member's device. In
+  // place when send and recv are the same arrays (MPI_IN_PLACE's meaning). Enqueued on `queue`
+  // (which must contain the communicator's devices); returns one event per local device.
+  // Counts are elements.
+  std::vector<Event> all_reduce(const Queue& queue, std::span<const Array> send,
+                                std::span<const Array> recv, ReduceOp op);
+  // Every member's `send` (n elements) lands in every member's `recv` (size() * n elements),
+  // in communicator-rank order.
+  std::vector<Event> all_gather(const Queue& queue, std::span<const Array> send,
+                                std::span<const Array> recv);
+  // The root member's `data` to every member's `data`.
+  std::vector<Event> broadcast(const Queue& queue, std::span<const Array> data, int root);
+  // The reduction lands in the root member's `recv`; other members' `recv` are not written
+  // (they may be empty arrays).
+  std::vector<Event> reduce(const Queue& queue, std::span<const Array> send,
+                            std::span<const Array> recv, ReduceOp op, int root);
+  // `send` has size() * n elements; member r receives the reduction of block r (n elements).
+  std::vector<Event> reduce_scatter(const Queue& queue, std::span<const Array> send,
+                                    std::span<const Array> recv, ReduceOp op);
+  // Point to point between members: this rank's `local_device` sends to / receives from member
+  // `peer` (a communicator rank).
+  std::vector<Event> send(const Queue& queue, std::size_t local_device, const Array& data, int peer);
+  std::vector<Event> recv(const Queue& queue, std::size_t local_device, const Array& data, int peer);
+  // Every member's `send` (size() blocks of n) goes block j to member j's `recv` block i.
+  std::vector<Event> all_to_all(const Queue& queue, std::span<const Array> send,
+                                std::span<const Array> recv);
+  // Returns when every member has reached it (after the queue's work so far on this rank).
+  void barrier(const Queue& queue);
+
+  // Several operations issued between group_start() and group_end() are launched together
+  // (ncclGroupStart/End; the MPI backend runs them in order at group_end()).
+  void group_start();
+  void group_end();
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace skein

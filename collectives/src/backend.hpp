@@ -1,0 +1,109 @@
+// What each collectives backend (mpi/, nccl/) implements. The front-end (src/communicator.cpp)
+// validates every call (sizes, root, dtype, contexts, the agreement check across ranks) before a
+// backend sees it, and runs the watchdog that turns a stuck collective into a TimeoutError.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skein/communicator.hpp"
+#include "skein/dtype.hpp"
+
+#if SKEIN_HAS_MPI
+#include <mpi.h>
+#endif
+
+namespace skein::detail {
+
+using CollectiveClock = std::chrono::steady_clock;
+
+class QueueAdapter;
+class BufferAdapter;
+
+// One member's part of a call: its buffers (byte offsets included) and its queue.
+struct MemberBuffers {
+  std::size_t local_device = 0;  // index among this rank's members
+  std::size_t device_idx = 0;    // in the context
+  QueueAdapter* queue = nullptr;
+  const BufferAdapter* send = nullptr;
+  std::size_t send_offset = 0;
+  const BufferAdapter* recv = nullptr;
+  std::size_t recv_offset = 0;
+};
+
+struct CollectiveCall {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  ReduceOp reduce_op = ReduceOp::sum;
+  Dtype dtype = Dtype::float32;
+  std::size_t count = 0;   // elements per member block (as in NCCL's count arguments)
+  int root = 0;            // broadcast / reduce
+  int peer = 0;            // send / recv
+  bool in_place = false;
+  std::vector<MemberBuffers> members;  // this rank's members taking part (all, or one for p2p)
+  // The front-end's number for this call (collectives and point-to-point are counted apart), for
+  // messages.
+  std::uint64_t sequence = 0;
+  // When run() must be done (the front-end's SKEIN_COLLECTIVE_TIMEOUT from the call's start,
+  // the agreement check included). A backend that blocks in run() (the MPI backend) gives up at
+  // this time and throws TimeoutError saying what it waited for; the front-end then calls
+  // abort() (again: abort() must be idempotent) and raises the TimeoutError the user sees.
+  // time_point::max(): no limit.
+  CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
+};
+
+// The layout of a communicator: which (MPI rank, local device) each member is.
+struct MemberMap {
+  std::vector<int> member_rank;         // member -> MPI rank
+  std::vector<std::size_t> first_member_of_rank;  // MPI rank -> its first member
+  std::vector<std::size_t> members_of_rank;       // MPI rank -> how many
+};
+
+class CollectiveBackendAdapter {
+ public:
+  virtual ~CollectiveBackendAdapter() = default;
+  virtual CollectiveBackend kind() const = 0;
+  virtual std::string description() const = 0;
+  // Whether the backend can do this reduction on this dtype (the front-end raises a LogicError
+  // naming the backend when it cannot).
+  virtual bool supports(Dtype dtype, ReduceOp op) const = 0;
+  // Enqueues the call on the members' queues (asynchronous where the backend allows: NCCL).
+  virtual void run(const CollectiveCall& call) = 0;
+  virtual void group_start() = 0;
+  // A backend that blocks here (the MPI backend runs the whole group here) applies the timeout
+  // it was created with.
+  virtual void group_end() = 0;
+  // Stops every outstanding operation so that this rank can raise instead of hanging
+  // (ncclCommAbort; the MPI backend cancels what it can). Never throws.
+  virtual void abort() noexcept = 0;
+  // For the watchdog: a backend error that arrived asynchronously ("" when none).
+  virtual std::string async_error() = 0;
+};
+
+#if SKEIN_HAS_MPI
+// The backends' factories. `comm` is the communicator's own duplicate of the user's communicator
+// (a backend may use it or duplicate it again); `first_member` is this rank's first member;
+// `device_idxs` are this rank's members' devices in `context`, in member order. `timeout_s`
+// (SKEIN_COLLECTIVE_TIMEOUT, parsed by the front-end; <= 0: none) limits what the backend waits
+// for outside run() (which has CollectiveCall::deadline): set-up, group_end(), finalisation. The
+// overloads without it wait without limit there.
+std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
+    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
+    const std::vector<std::size_t>& device_idxs);
+std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
+    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
+    const std::vector<std::size_t>& device_idxs, double timeout_s);
+#if SKEIN_HAS_NCCL
+std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
+    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
+    const std::vector<std::size_t>& device_idxs);
+std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
+    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
+    const std::vector<std::size_t>& device_idxs, double timeout_s);
+#endif
+#endif
+
+}  // namespace skein::detail

@@ -1,0 +1,71 @@
+// Small MPI helpers shared by the Communicator front-end and the MPI backend: MPI error codes as
+// Skein errors, and waiting on non-blocking MPI requests against a deadline (blocking MPI calls
+// could hang forever when a rank never arrives; polling lets Skein raise TimeoutError instead).
+#pragma once
+
+#include "skein/config.hpp"
+
+#if SKEIN_HAS_MPI
+
+#include <mpi.h>
+
+#include <chrono>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "backend.hpp"
+#include "errors.hpp"
+
+namespace skein::detail {
+
+inline std::string mpi_error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "unknown MPI error";
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+// Skein's communicators use MPI_ERRORS_RETURN, so failures arrive here as return codes.
+inline void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  throw RuntimeError(ErrorInfo{.what = mpi_error_string(code),
+                               .call = call,
+                               .code = code,
+                               .has_code = true,
+                               .hint = "An MPI rank probably failed or left; see its output."});
+}
+
+// Polls the requests until all complete. Throws TimeoutError (naming `what`) once `deadline`
+// has passed; the requests are then left outstanding (MPI cannot cancel collectives), and the
+// caller must keep their buffers alive.
+inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time_point deadline,
+                          const std::string& what) {
+  if (requests.empty()) return;
+  const auto start = CollectiveClock::now();
+  for (unsigned polls = 0;; ++polls) {
+    int done = 0;
+    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    if (done) return;
+    const auto now = CollectiveClock::now();
+    if (now >= deadline) {
+      const double waited = std::chrono::duration<double>(now - start).count();
+      throw TimeoutError(ErrorInfo{
+          .what = fmt::format("{} did not complete after {:.1f} s", what, waited),
+          .call = "MPI_Testall"});
+    }
+    // Spin briefly for low latency, then back off: ranks often share cores (oversubscribed
+    // tests, several ranks per node), and a busy-polling rank would slow the one it waits for.
+    if (polls < 200) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 2000 ? 20 : 200));
+    }
+  }
+}
+
+}  // namespace skein::detail
+
+#endif
