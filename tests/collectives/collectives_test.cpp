@@ -8,6 +8,8 @@
 // 1, 2, 3, 4 ranks), and exactly two devices per rank from Communicator(MPI_COMM_WORLD, ctx,
 // {0, 1}) (ranks share PoCL devices there: they are CPU threads).
 #include <gtest/gtest.h>
+
+#include "scoped_env.hpp"
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -48,24 +50,7 @@ bool on_every_rank(bool condition) {
   return all != 0;
 }
 
-class EnvVar {
- public:
-  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  EnvVar(const EnvVar&) = delete;
-  EnvVar& operator=(const EnvVar&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnv = ::skein::test::ScopedEnv;
 
 // ---- host values and references ----------------------------------------------------------------
 
@@ -647,7 +632,7 @@ TEST_P(Collectives, BadCallsRaiseBeforeAnythingIsSent) {
 
 TEST_P(Collectives, MismatchedCountsAreCaughtByTheAgreementCheck) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  EnvVar check("SKEIN_CHECK_COLLECTIVES", "1");
+  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", "1");
   Rig s = make_rig(GetParam());
   const std::size_t n = world_rank() == 1 ? 999 : 1000;
   std::vector<Array> a;
@@ -677,7 +662,7 @@ TEST(CollectivesEnvironment, InvalidVariablesRaiseNamingThem) {
   if (devices.empty()) GTEST_SKIP() << "needs an OpenCL platform with 2 devices";
   const Context context = Context::from_devices(devices[0]);
   {
-    EnvVar bad("SKEIN_COLLECTIVE_TIMEOUT", "abc");
+    ScopedEnv bad("SKEIN_COLLECTIVE_TIMEOUT", "abc");
     try {
       Communicator c(MPI_COMM_WORLD, context);
       ADD_FAILURE() << "no LogicError";
@@ -686,7 +671,7 @@ TEST(CollectivesEnvironment, InvalidVariablesRaiseNamingThem) {
     }
   }
   {
-    EnvVar bad("SKEIN_CHECK_COLLECTIVES", "yes");
+    ScopedEnv bad("SKEIN_CHECK_COLLECTIVES", "yes");
     try {
       Communicator c(MPI_COMM_WORLD, context);
       ADD_FAILURE() << "no LogicError";

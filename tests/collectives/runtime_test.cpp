@@ -2,6 +2,8 @@
 // placement, the placement table, adopting a sub-communicator, the SKEIN_* variables, and the
 // pure placement rules checked exhaustively against an independent statement of them.
 #include <gtest/gtest.h>
+
+#include "scoped_env.hpp"
 #include <mpi.h>
 #include <unistd.h>
 
@@ -42,25 +44,7 @@ std::string hostname() {
   return name;
 }
 
-// Sets (or unsets, with nullopt) an environment variable for the scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ScopedEnv = ::skein::test::ScopedEnv;
 
 // Clears every placement variable, so that a test starts from the documented defaults whatever
 // the job's environment says.
