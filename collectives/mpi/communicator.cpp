@@ -664,10 +664,4 @@ std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
   return std::make_unique<MpiBackend>(comm, members, first_member, context, device_idxs, timeout_s);
 }
 
-std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
-    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
-    const std::vector<std::size_t>& device_idxs) {
-  return make_mpi_backend(comm, members, first_member, context, device_idxs, 0.0);
-}
-
 }  // namespace skein::detail

@@ -653,10 +653,4 @@ std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
                                        timeout_s);
 }
 
-std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
-    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
-    const std::vector<std::size_t>& device_idxs) {
-  return make_nccl_backend(comm, members, first_member, context, device_idxs, 0.0);
-}
-
 }  // namespace skein::detail

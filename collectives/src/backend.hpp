@@ -88,18 +88,11 @@ class CollectiveBackendAdapter {
 // (a backend may use it or duplicate it again); `first_member` is this rank's first member;
 // `device_idxs` are this rank's members' devices in `context`, in member order. `timeout_s`
 // (SKEIN_COLLECTIVE_TIMEOUT, parsed by the front-end; <= 0: none) limits what the backend waits
-// for outside run() (which has CollectiveCall::deadline): set-up, group_end(), finalisation. The
-// overloads without it wait without limit there.
-std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
-    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
-    const std::vector<std::size_t>& device_idxs);
+// for outside run() (which has CollectiveCall::deadline): set-up, group_end(), finalisation.
 std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
     MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
     const std::vector<std::size_t>& device_idxs, double timeout_s);
 #if SKEIN_HAS_NCCL
-std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
-    MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
-    const std::vector<std::size_t>& device_idxs);
 std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
     MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
     const std::vector<std::size_t>& device_idxs, double timeout_s);

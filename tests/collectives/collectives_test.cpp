@@ -9,6 +9,7 @@
 // {0, 1}) (ranks share PoCL devices there: they are CPU threads).
 #include <gtest/gtest.h>
 
+#include "mpi_support.hpp"
 #include "scoped_env.hpp"
 #include <mpi.h>
 
@@ -30,17 +31,8 @@ namespace {
 
 using namespace skein;
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using ::skein::test::world_rank;
+using ::skein::test::world_size;
 
 // Whether `condition` holds on every rank: a test that makes a collective call only where some
 // local condition holds must decide it for all ranks alike (members per rank may differ).

@@ -3,6 +3,7 @@
 // pure placement rules checked exhaustively against an independent statement of them.
 #include <gtest/gtest.h>
 
+#include "mpi_support.hpp"
 #include "scoped_env.hpp"
 #include <mpi.h>
 #include <unistd.h>
@@ -26,17 +27,8 @@ using skein::LogicError;
 using skein::PlacementOptions;
 using skein::Runtime;
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using ::skein::test::world_rank;
+using ::skein::test::world_size;
 
 std::string hostname() {
   char name[256] = {};
