@@ -238,10 +238,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
     if (aborted_) return;
     aborted_ = true;
     // MPI may still write into the staging buffers of the operations left outstanding (a late
-    // rank can complete them), and cannot cancel collectives: the buffers are deliberately
-    // leaked rather than returned to the context.
-    auto* keep = new std::vector<HostBuffer>(std::move(slots_));
-    (void)keep;
+    // rank can complete them), and cannot cancel collectives: the buffers are kept for the rest
+    // of the process rather than returned to the context (a rare, bounded cost after a fault).
+    keep_until_exit(std::move(slots_));
     slots_.clear();
     pending_events_.clear();
     grouped_.clear();

@@ -296,8 +296,9 @@ void Communicator::Impl::agree(const std::string& label, const Fingerprint& mine
   try {
     detail::wait_requests(std::span(&request, 1), deadline, "the agreement check's MPI_Iallgather");
   } catch (const TimeoutError&) {
-    // MPI may still write the fingerprints later: keep the buffer alive.
-    new std::vector<Fingerprint>(std::move(all));
+    // MPI may still read or write the fingerprints later.
+    detail::keep_until_exit(std::move(all));
+    detail::keep_until_exit(mine);
     throw;
   }
   std::vector<std::string> differences;

@@ -3,6 +3,14 @@
 // could hang forever when a rank never arrives; polling lets Skein raise TimeoutError instead).
 #pragma once
 
+#include <type_traits>
+
+#include <vector>
+
+#include <mutex>
+
+#include <memory>
+
 #include "skein/config.hpp"
 
 #if SKEIN_HAS_MPI
@@ -64,6 +72,17 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
       std::this_thread::sleep_for(std::chrono::microseconds(polls < 2000 ? 20 : 200));
     }
   }
+}
+
+// Keeps `value` alive until the process ends. For buffers that MPI may still read or write after
+// Skein gave up on an operation (MPI cannot cancel collectives): they stay reachable, so that
+// nothing is freed under MPI and leak checkers see them as kept, not lost.
+template <class T>
+void keep_until_exit(T&& value) {
+  static auto* kept = new std::vector<std::shared_ptr<void>>;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  kept->push_back(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
 }
 
 }  // namespace skein::detail
