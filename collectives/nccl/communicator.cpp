@@ -1,11 +1,17 @@
 // The NCCL backend of the Communicator: one ncclComm_t per local member (device), all of one
 // communicator clique whose ranks are the Communicator's member indices.
 //
-// Communicators are created non-blocking (config.blocking = 0). NCCL then never blocks the host
-// inside a call: initialisation, group launches and finalisation return ncclInProgress and finish
-// in the background, and we poll ncclCommGetAsyncError. That is what makes a stuck peer
-// recoverable: we give up after the collective timeout and ncclCommAbort, instead of sitting in
-// a blocking NCCL call that nothing can interrupt.
+// Communicators are blocking by default (SKEIN_NCCL_BLOCKING=1). NCCL's non-blocking mode
+// (config.blocking = 0) hands every group launch to a new helper thread and returns
+// ncclInProgress, which costs several microseconds per collective: too much for small messages.
+// A blocking communicator can still block the host inside a call (connection set-up with a peer
+// that never arrives, at the first use of an algorithm or peer), so the front-end watches every
+// call while it runs, and its watchdog thread aborts the communicators (ncclCommAbort, which NCCL
+// allows from another thread to end a stuck call) once the collective timeout has passed; the
+// stuck call then returns with an error and every surviving rank raises. Kernels that never
+// finish (a peer that skipped the collective) are found by the same watchdog through the call's
+// events. SKEIN_NCCL_BLOCKING=0 selects non-blocking communicators: nothing then blocks the host,
+// at that cost per call.
 #include <mpi.h>
 #include <nccl.h>
 
@@ -15,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -52,6 +59,20 @@ std::optional<ncclDataType_t> nccl_type(Dtype dtype) {
     // for sum and avg: rather than half-support them, the front-end reports them unsupported.
     default: return std::nullopt;
   }
+}
+
+// SKEIN_NCCL_BLOCKING: unset or "1" -> blocking communicators; "0" -> non-blocking.
+bool blocking_from_environment() {
+  const char* value = std::getenv("SKEIN_NCCL_BLOCKING");
+  if (value == nullptr) return true;
+  const std::string v(value);
+  if (v == "1") return true;
+  if (v == "0") return false;
+  raise_in(SKEIN_HERE, "Communicator", "Set SKEIN_NCCL_BLOCKING to 1 or 0, or unset it.",
+           "SKEIN_NCCL_BLOCKING={} is invalid: it takes 1 (blocking NCCL communicators, the "
+           "default) or 0 (non-blocking: no NCCL call ever blocks the host, at several "
+           "microseconds more per collective)",
+           v);
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -99,7 +120,9 @@ class NcclBackend final : public CollectiveBackendAdapter {
   NcclBackend& operator=(const NcclBackend&) = delete;
 
   CollectiveBackend kind() const override { return CollectiveBackend::nccl; }
-  std::string description() const override { return nccl_version(); }
+  std::string description() const override {
+    return nccl_version() + (blocking_ ? " (blocking communicators)" : " (non-blocking communicators)");
+  }
   bool supports(Dtype dtype, ReduceOp) const override { return nccl_type(dtype).has_value(); }
   void run(const CollectiveCall& call) override;
   void group_start() override;
@@ -148,6 +171,7 @@ class NcclBackend final : public CollectiveBackendAdapter {
 
   std::shared_ptr<CudaContextAdapter> cuda_;  // keeps the CUDA contexts alive until the end
   double timeout_s_ = 0;
+  bool blocking_ = true;  // ncclConfig_t::blocking of our communicators
   int nranks_ = 0;  // members of the whole communicator (the clique's size)
   std::vector<Member> members_;
   int user_group_depth_ = 0;
@@ -164,7 +188,8 @@ NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
                          const Context& context, const std::vector<std::size_t>& device_idxs,
                          double timeout_s)
     : cuda_(std::dynamic_pointer_cast<CudaContextAdapter>(context.impl()->adapter)),
-      timeout_s_(timeout_s) {
+      timeout_s_(timeout_s),
+      blocking_(blocking_from_environment()) {
   if (!cuda_) {
     raise_in(SKEIN_HERE, "Communicator", "Use the MPI backend for OpenCL devices.",
              "the NCCL backend needs a CUDA context, and this context is not one");
@@ -255,7 +280,7 @@ void NcclBackend::check_primary_context(std::size_t device_idx) const {
 
 void NcclBackend::init_comms(const ncclUniqueId& id, int nranks) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = blocking_ ? 1 : 0;
   // Several devices per rank: their inits must be one group, or the first would wait for the
   // others, which this thread has not started yet.
   SKEIN_NCCL_CHECK(ncclGroupStart, (), std::string());
@@ -285,15 +310,17 @@ NcclBackend::~NcclBackend() {
   if (aborted_.load()) return;
   try {
     // Finalize first: it flushes what is still in flight and lets the peers see us leave in
-    // order; ncclCommDestroy then frees locally without blocking. Non-blocking finalize calls do
-    // not wait on each other, so several members per rank need no group here.
+    // order; ncclCommDestroy then frees locally without blocking. Blocking finalize calls of
+    // several members of this rank are one group, so that none waits for the next.
     bool clean = true;
+    if (blocking_) ncclGroupStart();
     for (auto& m : members_) {
       if (m.comm == nullptr) continue;
       CudaContextScope scope(m.context, CudaContextScope::NoThrow{});
       const ncclResult_t r = ncclCommFinalize(m.comm);
       if (r != ncclSuccess && r != ncclInProgress) clean = false;
     }
+    if (blocking_ && ncclGroupEnd() != ncclSuccess) clean = false;
     const auto limit = deadline();
     for (auto& m : members_) {
       if (m.comm == nullptr || !clean) continue;

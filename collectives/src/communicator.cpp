@@ -10,7 +10,9 @@
 // throws TimeoutError when it passes. An asynchronous backend (NCCL) returns once the work is
 // enqueued; a watchdog thread then follows the call's events and aborts the backend when the
 // deadline passes or the backend reports an asynchronous error, and the next call on the
-// communicator raises. Either way the communicator is unusable afterwards: the ranks no longer
+// communicator raises. The watchdog also watches the call itself while it runs (a blocking NCCL
+// call can wait on the host for a peer): past the deadline it aborts the backend, which makes the
+// stuck call return, and the call raises TimeoutError. Either way the communicator is unusable afterwards: the ranks no longer
 // agree on which operations have completed.
 #include "skein/communicator.hpp"
 
@@ -165,6 +167,7 @@ struct Communicator::Impl {
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<Watch> watches;
+  std::optional<Watch> in_call;  // the call now running on the host (asynchronous backends)
   std::optional<std::pair<bool, std::string>> watchdog_failure;  // (timed out?, message)
   bool stop = false;
   std::thread watchdog;
@@ -210,10 +213,23 @@ void Communicator::Impl::start_watchdog() {
 }
 
 void Communicator::Impl::watchdog_loop() {
+  // Calls do not wake this thread (a wake-up costs the caller a system call, which small
+  // collectives would feel): it looks every few milliseconds while there is work, else every
+  // 100 ms, which is nothing against timeouts of seconds.
   std::unique_lock lock(mutex);
   while (!stop) {
-    wake.wait_for(lock, std::chrono::milliseconds(watches.empty() ? 200 : 5));
+    wake.wait_for(lock, std::chrono::milliseconds(watches.empty() ? 100 : 5));
     if (stop) break;
+    const auto now = CollectiveClock::now();
+    if (in_call && now >= in_call->deadline) {
+      backend->abort();
+      const double waited = std::chrono::duration<double>(now - in_call->start).count();
+      watchdog_failure = {true, fmt::format("{} did not return within {} s (waited {:.1f} s)",
+                                            in_call->label, timeout_s, waited)};
+      in_call.reset();
+      watches.clear();
+      continue;
+    }
     while (!watches.empty()) {
       Watch& w = watches.front();
       const bool done = std::all_of(w.events.begin(), w.events.end(),
@@ -223,7 +239,6 @@ void Communicator::Impl::watchdog_loop() {
         continue;
       }
       std::string error = backend->async_error();
-      const auto now = CollectiveClock::now();
       if (error.empty() && now < w.deadline) break;
       backend->abort();
       const double waited = std::chrono::duration<double>(now - w.start).count();
@@ -262,11 +277,25 @@ void Communicator::Impl::check_usable(const std::string& call) {
 template <class F>
 void Communicator::Impl::guarded(const std::string& label, const std::string& call,
                                  CollectiveClock::time_point start, F&& f) {
+  const bool watched = watchdog.joinable() && timeout_s > 0;
+  if (watched) {
+    std::lock_guard lock(mutex);
+    in_call = Watch{{}, start, deadline(), label};
+  }
+  // What the watchdog concluded if it aborted the backend during this call.
+  auto watchdog_verdict = [&]() -> std::optional<std::pair<bool, std::string>> {
+    if (!watched) return std::nullopt;
+    std::lock_guard lock(mutex);
+    in_call.reset();
+    return watchdog_failure;
+  };
   try {
     f();
   } catch (const LogicError&) {
+    watchdog_verdict();
     throw;
   } catch (const TimeoutError& e) {
+    watchdog_verdict();
     backend->abort();
     const double waited = std::chrono::duration<double>(CollectiveClock::now() - start).count();
     broken = fmt::format("{} did not finish within {} s", label, timeout_s);
@@ -278,10 +307,22 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
         .hint = "Another rank probably did not make this call, made a different one, or died. "
                 "Create a new Communicator to go on."});
   } catch (const Error& e) {
+    const auto verdict = watchdog_verdict();
     backend->abort();
+    if (verdict && verdict->first) {
+      // The watchdog ended a call that was stuck on the host: that is the error to report.
+      broken = verdict->second;
+      throw TimeoutError(ErrorInfo{
+          .what = fmt::format("{} (SKEIN_COLLECTIVE_TIMEOUT={} s); the communicator was aborted",
+                              verdict->second, timeout_s),
+          .call = call,
+          .hint = "Another rank probably did not make this call, made a different one, or died. "
+                  "Create a new Communicator to go on."});
+    }
     broken = fmt::format("{} failed: {}", label, e.info().what);
     throw;
   }
+  watchdog_verdict();
 }
 
 void Communicator::Impl::agree(const std::string& label, const Fingerprint& mine,
@@ -737,7 +778,6 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
       std::lock_guard lock(impl.mutex);
       impl.watches.push_back({events, start, call.deadline, label});
     }
-    impl.wake.notify_all();
   }
   return events;
 }

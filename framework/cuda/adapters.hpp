@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,13 @@ class CudaContextAdapter final : public ContextAdapter,
     return descriptions_[device_idx];
   }
 
+  // Events are recycled per device: creating one (and making the context current for it) costs
+  // several times more than recording it, and every launch that returns events records one per
+  // device. take_event() gives a CU_EVENT_DEFAULT event of `device_idx`'s context, recycled or
+  // new; give_back_event() returns one whose adapter is gone.
+  CUevent take_event(std::size_t device_idx);
+  void give_back_event(std::size_t device_idx, CUevent event) noexcept;
+
  private:
   // Separate from the adapter so that what was retained is released when the constructor throws
   // half-way.
@@ -104,6 +112,13 @@ class CudaContextAdapter final : public ContextAdapter,
   Handles handles_;
   // peer_[from * n + to]: `from` can access memory of `to`.
   std::vector<char> peer_;
+  // After handles_: the pooled events are destroyed while their contexts still exist.
+  struct EventPool {
+    std::mutex mutex;
+    std::vector<std::vector<CUevent>> free;  // per device
+    ~EventPool();
+  };
+  EventPool events_;
 };
 
 std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapter> context,

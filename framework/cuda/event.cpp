@@ -10,10 +10,9 @@ class CudaEventAdapter final : public EventAdapter {
                    CUevent event)
       : context_(std::move(context)), device_idx_(device_idx), event_(event) {}
 
-  ~CudaEventAdapter() override {
-    // Safe while work before the event is pending: the driver releases it once it completes.
-    report_cuda_cleanup_failure(cu().cuEventDestroy(event_), "cuEventDestroy", device());
-  }
+  // Back to the context's pool. Recording it again later is safe while work before this record
+  // is pending: waits already enqueued on it keep the state they captured.
+  ~CudaEventAdapter() override { context_->give_back_event(device_idx_, event_); }
 
   void wait() override { SKEIN_CU_CHECK(cuEventSynchronize, (event_), device()); }
 
@@ -52,14 +51,49 @@ class CudaEventAdapter final : public EventAdapter {
 
 std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
                                                 std::size_t device_idx, CUstream stream) {
-  const std::string& device = context->description(device_idx);
-  CudaContextScope scope(context->context(device_idx), device);
+  CUevent event = context->take_event(device_idx);
+  auto adapter = std::make_shared<CudaEventAdapter>(context, device_idx, event);
+  SKEIN_CU_CHECK(cuEventRecord, (event, stream), context->description(device_idx));
+  return adapter;
+}
+
+CUevent CudaContextAdapter::take_event(std::size_t device_idx) {
+  {
+    std::lock_guard lock(events_.mutex);
+    if (device_idx < events_.free.size() && !events_.free[device_idx].empty()) {
+      CUevent event = events_.free[device_idx].back();
+      events_.free[device_idx].pop_back();
+      return event;
+    }
+  }
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
   CUevent event = nullptr;
   // Timing stays on (CU_EVENT_DEFAULT): Event::time_since needs it, and recording costs the same.
   SKEIN_CU_CHECK(cuEventCreate, (&event, CU_EVENT_DEFAULT), device);
-  auto adapter = std::make_shared<CudaEventAdapter>(std::move(context), device_idx, event);
-  SKEIN_CU_CHECK(cuEventRecord, (event, stream), device);
-  return adapter;
+  return event;
+}
+
+void CudaContextAdapter::give_back_event(std::size_t device_idx, CUevent event) noexcept {
+  // Bounded: a burst of live events must not keep that many forever.
+  constexpr std::size_t kMaxPooled = 256;
+  try {
+    std::lock_guard lock(events_.mutex);
+    if (events_.free.size() <= device_idx) events_.free.resize(devices_.size());
+    if (events_.free[device_idx].size() < kMaxPooled) {
+      events_.free[device_idx].push_back(event);
+      return;
+    }
+  } catch (...) {
+    // Out of memory growing the pool: destroy it instead.
+  }
+  report_cuda_cleanup_failure(cu().cuEventDestroy(event), "cuEventDestroy", description(device_idx));
+}
+
+CudaContextAdapter::EventPool::~EventPool() {
+  for (const auto& events : free) {
+    for (CUevent event : events) (void)cu().cuEventDestroy(event);
+  }
 }
 
 CUevent cuda_event_of(EventAdapter& event, const char* call) {

@@ -35,8 +35,11 @@ int report(bool ok, const std::string& what) {
   return ok ? 0 : 1;
 }
 
+// OpenCL (PoCL in CI) unless SKEIN_API=cuda: on a GPU machine the same scenarios run over NCCL.
 Context rank_context() {
-  const auto found = platforms_and_devices_by_mask(Api::from_id(ApiId::opencl), 1);
+  const char* api = std::getenv("SKEIN_API");
+  const ApiId id = api != nullptr && std::string(api) == "cuda" ? ApiId::cuda : ApiId::opencl;
+  const auto found = platforms_and_devices_by_mask(Api::from_id(id), 1);
   const auto& devices = found.at(0).second;
   return Context::from_devices(devices[static_cast<std::size_t>(g_rank) % devices.size()]);
 }
