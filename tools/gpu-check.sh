@@ -6,7 +6,15 @@
 #
 # Every step runs even when an earlier one failed; each step's exit code goes to OUTDIR/summary.txt.
 # The script exits non-zero when any step failed. BUILD_DIR (default build-gpu) and JOBS (default:
-# all cores) can be overridden. It writes these eight files and nothing else:
+# all cores) can be overridden. STEPS (default: all) picks groups of steps, comma-separated:
+#   tests      ctest, the gtest suite, skein-info
+#   mpi        the MPI suite over NCCL (one GPU per rank, one rank for every GPU) and the fault
+#              scenarios over NCCL
+#   memcheck   the CUDA tests under compute-sanitizer
+#   bench      the copy and kernel benchmarks
+#   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
+#              and tools/compare-collectives.py's ratios
+# It writes these eight files and nothing else:
 #   summary.txt      step, exit code, log of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
@@ -33,6 +41,10 @@ export NCCL_NVLS_ENABLE=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # A GPU run must test CUDA and NVIDIA's OpenCL, never pass by finding no backend.
 export SKEIN_TEST_EXPECT_APIS="${SKEIN_TEST_EXPECT_APIS:-cuda,opencl}"
+
+STEPS="${STEPS:-all}"
+# want GROUP: whether STEPS selects the group.
+want() { [[ "$STEPS" == all || ",$STEPS," == *",$1,"* ]]; }
 
 SUMMARY="$OUTDIR/summary.txt"
 for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck.log \
@@ -75,27 +87,44 @@ step configure "$OUTDIR/build.log" \
   -DSKEIN_WITH_CUDA=ON -DSKEIN_WITH_OPENCL=AUTO -DSKEIN_WITH_MPI=AUTO -DSKEIN_WITH_HDF5=AUTO
 step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS"
 
-step ctest "$OUTDIR/ctest.log" ctest --test-dir "$BUILD_DIR" --output-on-failure
-# The suite's own output, for the per-backend counts (ctest shows it only on failure).
-step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="pthread pthread pthread pthread" \
-  "$BUILD_DIR/tests/skein-tests"
+if want tests; then
+  step ctest "$OUTDIR/ctest.log" ctest --test-dir "$BUILD_DIR" --output-on-failure
+  # The suite's own output, for the per-backend counts (ctest shows it only on failure).
+  step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="pthread pthread pthread pthread" \
+    "$BUILD_DIR/tests/skein-tests"
 
-step skein-info "$OUTDIR/skein-info.txt" "$BUILD_DIR/apps/skein-info/skein-info"
-# JSON alone in its file; messages on stderr stay on the terminal.
-echo "=== skein-info-json: $BUILD_DIR/apps/skein-info/skein-info --json"
-"$BUILD_DIR/apps/skein-info/skein-info" --json >"$OUTDIR/skein-info.json"
-rc=$?
-printf '%-16s %3d  %s\n' skein-info-json "$rc" skein-info.json >>"$SUMMARY"
-((rc == 0)) || failed=1
+  step skein-info "$OUTDIR/skein-info.txt" "$BUILD_DIR/apps/skein-info/skein-info"
+  # JSON alone in its file; messages on stderr stay on the terminal.
+  echo "=== skein-info-json: $BUILD_DIR/apps/skein-info/skein-info --json"
+  "$BUILD_DIR/apps/skein-info/skein-info" --json >"$OUTDIR/skein-info.json"
+  rc=$?
+  printf '%-16s %3d  %s\n' skein-info-json "$rc" skein-info.json >>"$SUMMARY"
+  ((rc == 0)) || failed=1
+fi
 
 # The MPI suite on the GPUs (ctest runs it on PoCL): NCCL with one GPU per rank, and with one
-# rank driving every GPU.
+# rank driving every GPU; then the fault scenarios over NCCL, each under a hard limit.
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
-if ((ngpu > 0)); then
-  step mpi-nccl-1pr "$OUTDIR/ctest.log" mpirun -np "$ngpu" --oversubscribe -x SKEIN_API=cuda \
+if want mpi && ((ngpu > 0)); then
+  step mpi-nccl-1pr "$OUTDIR/ctest.log" timeout 900 mpirun -np "$ngpu" --oversubscribe \
+    -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+  step mpi-nccl-1rank "$OUTDIR/ctest.log" timeout 900 mpirun -np 1 -x SKEIN_API=cuda \
     -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
-  step mpi-nccl-1rank "$OUTDIR/ctest.log" mpirun -np 1 -x SKEIN_API=cuda \
-    -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+  if ((ngpu >= 3)); then
+    fault=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_COLLECTIVE_TIMEOUT=5)
+    fault_bin="$BUILD_DIR/tests/skein-collectives-fault"
+    step fault-mismatch "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+      -x SKEIN_CHECK_COLLECTIVES=1 "$fault_bin" mismatch
+    step fault-skip "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+      -x SKEIN_CHECK_COLLECTIVES=0 "$fault_bin" skip
+    step fault-skip-chk "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+      -x SKEIN_CHECK_COLLECTIVES=1 "$fault_bin" skip
+    step fault-skip-nb "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+      -x SKEIN_CHECK_COLLECTIVES=0 -x SKEIN_NCCL_BLOCKING=0 "$fault_bin" skip
+    step fault-kill "$OUTDIR/ctest.log" env SKEIN_API=cuda SKEIN_COLLECTIVE_TIMEOUT=5 \
+      cmake -DMPIEXEC=mpirun -DNP=3 -DPROGRAM="$fault_bin" -DLIMIT=45 \
+      -P tests/collectives/check_fault_kill.cmake
+  fi
 fi
 
 # The CUDA cases of the suite (parameterised per backend, named .../cuda_N) under memcheck.
@@ -103,25 +132,48 @@ fi
 # reported: Skein turns every failed call into an exception the tests see, and some failures are
 # expected (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED when a second context enables peer access,
 # the error cases the tests provoke on purpose).
-sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-step memcheck "$OUTDIR/memcheck.log" \
-  "$sanitizer" --tool memcheck --report-api-errors no --leak-check full --error-exitcode 99 \
-  "$BUILD_DIR/tests/skein-tests" --gtest_filter='*cuda*'
-
-step bench-copy "$OUTDIR/bench-copy.txt" \
-  "$BUILD_DIR/tests/bench/skein-bench-copy"
-# Collectives against the peers: Skein over NCCL, then PyTorch's NCCL collectives, same sizes.
-if ((ngpu > 1)); then
-  step bench-coll "$OUTDIR/bench-coll.txt" mpirun -np "$ngpu" --oversubscribe -x SKEIN_API=cuda \
-    -x NCCL_NVLS_ENABLE "$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives" \
-    --coll all_reduce -b 8 -e 256M -f 4 -n 20 -w 5
-  if command -v torchrun >/dev/null 2>&1; then
-    step peer-torch "$OUTDIR/bench-coll.txt" torchrun --nproc_per_node "$ngpu" \
-      tools/peer-collectives.py --coll all_reduce -b 8 -e 256M -f 4 -n 20 -w 5
-  fi
+if want memcheck; then
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  step memcheck "$OUTDIR/memcheck.log" \
+    "$sanitizer" --tool memcheck --report-api-errors no --leak-check full --error-exitcode 99 \
+    "$BUILD_DIR/tests/skein-tests" --gtest_filter='*cuda*'
 fi
-# Kernel launches and the program cache; its table goes to the same file as the copy benchmark's.
-step bench-kernels "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-kernels"
+
+if want bench; then
+  step bench-copy "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-copy"
+  # Kernel launches and the program cache; same file as the copy benchmark's.
+  step bench-kernels "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-kernels"
+fi
+
+# Collectives against their peers, every operation at nccl-tests' sizes (8 B to 1 GiB, x8 a
+# row): Skein with one GPU per rank and with one rank driving every GPU, PyTorch's NCCL
+# collectives in the same run, the MPI backend's all_reduce against its staging floor on two
+# GPUs, and the ratios (tools/compare-collectives.py, also against shared/PEERS.md).
+if want coll && ((ngpu > 1)); then
+  jsondir="$(mktemp -d)"
+  coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
+  sizes=(-b 8 -e 1G -f 8 -n 20 -w 5)
+  for coll in all_reduce all_gather broadcast reduce reduce_scatter; do
+    step "$coll-1pr" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" --coll "$coll" "${sizes[@]}" \
+      --devices-per-rank 1 --json "$jsondir/skein-$coll-1pr.json"
+    step "$coll-1rank" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np 1 \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" --coll "$coll" "${sizes[@]}" \
+      --devices-per-rank "$ngpu" --json "$jsondir/skein-$coll-1rank.json"
+    if command -v torchrun >/dev/null 2>&1; then
+      step "$coll-torch" "$OUTDIR/bench-coll.txt" timeout 300 torchrun --nproc_per_node "$ngpu" \
+        tools/peer-collectives.py --coll "$coll" "${sizes[@]}" --json "$jsondir/torch-$coll.json"
+    fi
+  done
+  # Small all_reduces with NCCL's non-blocking communicators, for the cost of that mode.
+  step all_reduce-nb "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
+    -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_NCCL_BLOCKING=0 "$coll_bin" \
+    --coll all_reduce -b 8 -e 64K -f 8 -n 20 -w 5 --devices-per-rank 1
+  step mpi-floor "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np 2 --oversubscribe \
+    -x SKEIN_API=cuda "$coll_bin" --coll all_reduce --backend mpi --floor -b 8 -e 256M -f 8 \
+    -n 20 -w 5 --devices-per-rank 1
+  step compare-coll "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
+fi
 
 echo "=== summary (step, exit code, log) in $SUMMARY"
 cat "$SUMMARY"

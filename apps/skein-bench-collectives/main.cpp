@@ -194,7 +194,34 @@ struct Options {
   skein::CollectiveBackend backend = skein::CollectiveBackend::automatic;
   std::optional<std::size_t> devices_per_rank;
   std::string json_file;
+  // Also time the staging floor of an all_reduce through host MPI (see Bench::measure_floor).
+  bool floor = false;
 };
+
+// The MPI datatype of a host buffer of `t`, for the staging floor's MPI_Allreduce.
+MPI_Datatype mpi_type(Dtype t) {
+  switch (t) {
+    case Dtype::int8: return MPI_INT8_T;
+    case Dtype::uint8: return MPI_UINT8_T;
+    case Dtype::int32: return MPI_INT32_T;
+    case Dtype::uint32: return MPI_UINT32_T;
+    case Dtype::int64: return MPI_INT64_T;
+    case Dtype::uint64: return MPI_UINT64_T;
+    case Dtype::float32: return MPI_FLOAT;
+    case Dtype::float64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::prod: return MPI_PROD;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::max: return MPI_MAX;
+    default: return MPI_OP_NULL;
+  }
+}
 
 struct Measurement {
   double time_us = 0, algbw = 0, busbw = 0;
@@ -243,6 +270,34 @@ class Bench {
       m.wrong = wrong;
     }
     return m;
+  }
+
+  // The floor of an all_reduce staged through the host, timed like measure(): per iteration,
+  // device->host copy of the input into page-locked memory, MPI_Allreduce in place on the host,
+  // host->device copy into the output, each step waited for. Any all_reduce that goes through
+  // host MPI does at least this work. One device per rank (the host reduction is MPI's alone).
+  double measure_floor(std::size_t count) {
+    allocate(count, false);
+    fill_inputs(false);
+    const std::size_t bytes = count * skein::itemsize(o_.dtype);
+    const skein::HostBuffer host = skein::HostBuffer::allocate(runtime_.context(), bytes);
+    const auto one = [&] {
+      send_[0].get(host.bytes(), skein::Sync::async);
+      queue_.synchronize();
+      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(count), mpi_type(o_.dtype),
+                    mpi_op(o_.op), runtime_.comm());
+      recv_[0].set(std::span<const std::byte>(host.bytes()), skein::Sync::async);
+      queue_.synchronize();
+    };
+    for (int i = 0; i < o_.warmup; ++i) one();
+    MPI_Barrier(runtime_.comm());
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < o_.iters; ++i) one();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+        std::max(o_.iters, 1);
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_SUM, runtime_.comm());
+    return seconds / runtime_.size() * 1e6;
   }
 
   // nccl-tests' size column: the whole gathered / scattered array for those collectives.
@@ -399,6 +454,15 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
     if (printer) std::fprintf(stderr, "skein-bench-collectives: root %d is not a member (0..%zu)\n", o.root, n - 1);
     return 2;
   }
+  if (o.floor && (o.coll->coll != Coll::all_reduce || comm.local_size() != 1 ||
+                  mpi_type(o.dtype) == MPI_DATATYPE_NULL || mpi_op(o.op) == MPI_OP_NULL)) {
+    if (printer) {
+      std::fprintf(stderr,
+                   "skein-bench-collectives: --floor times an all_reduce with one device per rank, "
+                   "an integer, float or double type and sum, prod, min or max\n");
+    }
+    return 2;
+  }
 
   if (printer) {
     std::printf("# skein-bench-collectives (Skein %s): %s over %s, %zu member(s) on %d rank(s)\n",
@@ -434,6 +498,11 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
   const std::string redop = o.coll->has_op ? o.op_name : "none";
   const int root = o.coll->has_root ? o.root : -1;
   std::size_t last_count = 0;
+  struct FloorRow {
+    std::size_t size;
+    double skein_us, floor_us;
+  };
+  std::vector<FloorRow> floor_rows;
   for (double bytes = static_cast<double>(o.min_bytes); bytes <= static_cast<double>(o.max_bytes);
        bytes = std::max(bytes * o.step_factor, bytes + 1)) {
     const std::size_t count = bench.count_for(static_cast<std::size_t>(bytes));
@@ -459,11 +528,26 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
                     {"root", root},
                     {"out_of_place", measurement_json(out)},
                     {"in_place", measurement_json(in)}});
+    if (o.floor) {
+      floor_rows.push_back({bench.size_bytes(count), out.time_us, bench.measure_floor(count)});
+      rows.back()["staging_floor_us"] = floor_rows.back().floor_us;
+    }
   }
   const double avg_busbw = busbw_count > 0 ? busbw_sum / busbw_count : 0;
   if (printer) {
     std::printf("# Out of bounds values : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g\n#\n", avg_busbw);
+    if (o.floor) {
+      std::printf("# Staging floor of the same run: device->host copy + host MPI_Allreduce + "
+                  "host->device copy\n");
+      std::printf("# %10s  %12s  %12s  %11s\n", "size (B)", "skein (us)", "floor (us)",
+                  "skein/floor");
+      for (const auto& r : floor_rows) {
+        std::printf("# %10zu  %12.2f  %12.2f  %11.3f\n", r.size, r.skein_us, r.floor_us,
+                    r.floor_us > 0 ? r.skein_us / r.floor_us : 0.0);
+      }
+      std::printf("#\n");
+    }
     if (!o.json_file.empty()) {
       nlohmann::json out{{"tool", "skein-bench-collectives"},
                          {"skein_version", SKEIN_VERSION_STRING},
@@ -534,6 +618,10 @@ int main(int argc, char** argv) {
   app.add_option("--devices-per-rank", devices_per_rank,
                  "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK, else an even share)");
   app.add_option("--json", o.json_file, "Also write every row to this JSON file (rank 0)");
+  app.add_flag("--floor", o.floor,
+               "all_reduce only, one device per rank: also time its floor through host MPI "
+               "(device->host copy, MPI_Allreduce, host->device copy) and print Skein's "
+               "out-of-place time against it");
   app.set_version_flag("--version", SKEIN_VERSION_STRING);
   CLI11_PARSE(app, argc, argv);
 
