@@ -6,6 +6,7 @@
 DIR holds the JSON files (--json) of one GPU run, named by tools/gpu-check.sh:
     skein-<coll>-<mode>.json   mode: 1pr (one GPU per rank) or 1rank (one rank, every GPU)
     torch-<coll>.json          PyTorch's torch.distributed over NCCL, same sizes, same run
+    nccl-<coll>.json           NCCL called directly as nccl-tests does (skein-bench-nccl), same run
 The nccl-tests figures are those of shared/PEERS.md (measured on 4 x H200, NVLS off): the
 lower end of each range, so a ratio >= 1 there means at least nccl-tests' worst reported figure.
 
@@ -48,18 +49,22 @@ def rows_by_size(result):
 
 def main(directory):
     failures = []
+    found = 0
     for coll in NCCL_TESTS:
         torch = rows_by_size(load(os.path.join(directory, f"torch-{coll}.json")))
+        direct = rows_by_size(load(os.path.join(directory, f"nccl-{coll}.json")))
         for mode in ("1pr", "1rank"):
             skein_result = load(os.path.join(directory, f"skein-{coll}-{mode}.json"))
             if not skein_result:
                 continue
+            found += 1
             skein = rows_by_size(skein_result)
             ref = NCCL_TESTS[coll] if mode == "1pr" else NCCL_TESTS_1RANK.get(coll, NCCL_TESTS[coll])
             print(f"\n## {coll}, {'one GPU per rank' if mode == '1pr' else 'one rank, every GPU'} "
                   f"({skein_result['members']} members, {skein_result['backend']})")
             print(f"{'size (B)':>12} {'skein oop':>10} {'skein ip':>10} {'nccl-tests':>10} "
-                  f"{'ratio':>6} {'torch oop':>10} {'torch ip':>10} {'ratio oop':>9} {'ratio ip':>9}")
+                  f"{'ratio':>6} {'torch oop':>10} {'torch ip':>10} {'ratio oop':>9} {'ratio ip':>9}"
+                  f" {'nccl oop':>9} {'nccl ip':>9} {'ratio oop':>9} {'ratio ip':>9}")
             for size in sorted(skein):
                 if size < (1 << 20):
                     continue
@@ -72,11 +77,18 @@ def main(directory):
                 r_nt = min(so, si) / nt if nt else None
                 r_to = so / to if to else None
                 r_ti = si / ti if ti else None
+                d = direct.get(size) if mode == "1pr" else None
+                do = d["out_of_place"]["busbw_GBps"] if d else None
+                di = d["in_place"]["busbw_GBps"] if d else None
+                r_do = so / do if do else None
+                r_di = si / di if di else None
                 fmt = lambda v, w=10, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"
                 print(f"{size:>12} {fmt(so)} {fmt(si)} {fmt(nt)} {fmt(r_nt, 6, 3)} {fmt(to)} "
-                      f"{fmt(ti)} {fmt(r_to, 9, 3)} {fmt(r_ti, 9, 3)}")
+                      f"{fmt(ti)} {fmt(r_to, 9, 3)} {fmt(r_ti, 9, 3)} {fmt(do, 9)} {fmt(di, 9)} "
+                      f"{fmt(r_do, 9, 3)} {fmt(r_di, 9, 3)}")
                 if size >= (64 << 20):
-                    for name, r in (("nccl-tests", r_nt), ("torch oop", r_to), ("torch ip", r_ti)):
+                    for name, r in (("nccl-tests", r_nt), ("torch oop", r_to), ("torch ip", r_ti),
+                                    ("nccl direct oop", r_do), ("nccl direct ip", r_di)):
                         if r is not None and r < BOUND:
                             failures.append(f"{coll} {mode} {size} B: {r:.3f} x {name}")
             small_size, small_ref = (NCCL_TESTS_SMALL_US if mode == "1pr"
@@ -93,10 +105,20 @@ def main(directory):
                              f"{si - ti:+.2f} us")
                     if coll == "all_reduce" and min(so - to, si - ti) > LATENCY_SLACK_US:
                         failures.append(f"all_reduce 8 B: {so - to:+.2f} / {si - ti:+.2f} us vs torch")
+                d = direct.get(small_size) if mode == "1pr" else None
+                if d:
+                    do, di = d["out_of_place"]["time_us"], d["in_place"]["time_us"]
+                    line += (f"; NCCL direct {do:.2f} / {di:.2f} us: skein - NCCL = {so - do:+.2f} / "
+                             f"{si - di:+.2f} us")
+                    if coll == "all_reduce" and min(so - do, si - di) > LATENCY_SLACK_US:
+                        failures.append(f"all_reduce 8 B: {so - do:+.2f} / {si - di:+.2f} us vs NCCL direct")
                 if coll == "all_reduce" and min(so, si) - small_ref > LATENCY_SLACK_US:
                     failures.append(f"all_reduce {mode} 8 B: {min(so, si):.2f} us vs nccl-tests {small_ref} us")
                 print(line)
     print()
+    if not found:
+        print(f"No skein-<coll>-<mode>.json in {directory}")
+        return 1
     if failures:
         print("BELOW THE BOUNDS:\n  " + "\n  ".join(failures))
         return 1

@@ -160,6 +160,9 @@ if want coll && ((ngpu > 1)); then
     step "$coll-1rank" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np 1 \
       -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" --coll "$coll" "${sizes[@]}" \
       --devices-per-rank "$ngpu" --json "$jsondir/skein-$coll-1rank.json"
+    step "$coll-nccl" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
+      -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" --coll "$coll" "${sizes[@]}" \
+      --json "$jsondir/nccl-$coll.json"
     if command -v torchrun >/dev/null 2>&1; then
       step "$coll-torch" "$OUTDIR/bench-coll.txt" timeout 300 torchrun --nproc_per_node "$ngpu" \
         tools/peer-collectives.py --coll "$coll" "${sizes[@]}" --json "$jsondir/torch-$coll.json"

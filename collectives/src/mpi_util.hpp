@@ -51,7 +51,7 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
                           const std::string& what) {
   if (requests.empty()) return;
   const auto start = CollectiveClock::now();
-  for (unsigned polls = 0;; ++polls) {
+  for (;;) {
     int done = 0;
     check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
                           MPI_STATUSES_IGNORE),
@@ -64,12 +64,16 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
           .what = fmt::format("{} did not complete after {:.1f} s", what, waited),
           .call = "MPI_Testall"});
     }
-    // Spin briefly for low latency, then back off: ranks often share cores (oversubscribed
-    // tests, several ranks per node), and a busy-polling rank would slow the one it waits for.
-    if (polls < 200) {
+    // MPI's non-blocking collectives only progress inside MPI calls, so a sleeping rank stalls
+    // the operation for every rank (a staged all_reduce of a few MiB took 5 x longer with short
+    // sleeps between tests). Poll continuously, yielding the core to ranks that share it, for
+    // the first second; a wait longer than that means a late rank, and then backing off spares
+    // the core it may be using.
+    const auto waited = now - start;
+    if (waited < std::chrono::seconds(1)) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(polls < 2000 ? 20 : 200));
+      std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::seconds(10) ? 50 : 500));
     }
   }
 }

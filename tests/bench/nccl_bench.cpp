@@ -1,0 +1,185 @@
+// skein-bench-nccl: NCCL called directly, the way nccl-tests' inner loop calls it, so that a GPU
+// run has nccl-tests' figure for Skein's collectives in the same run (nccl-tests itself is not
+// on the GPU machines). One GPU per rank (the rank's local rank among the visible GPUs), float,
+// sum; for each size: warm-up calls, a barrier, `iters` calls on one stream and one
+// synchronisation, the host time averaged over the ranks; out of place and in place.
+//
+//   mpirun -np 4 skein-bench-nccl --coll all_reduce -b 8 -e 1G -f 8 --json out.json
+//
+// Its table has nccl-tests' columns (no #wrong: the data is not checked here, only timed; Skein's
+// benchmark checks its own results).
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "skein-bench-nccl: %s: %s\n", what, cudaGetErrorString(e));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+void check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) {
+    std::fprintf(stderr, "skein-bench-nccl: %s: %s\n", what, ncclGetErrorString(r));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+std::size_t parse_size(const std::string& text) {
+  std::size_t idx = 0;
+  const double v = std::stod(text, &idx);
+  double mul = 1;
+  if (idx < text.size()) {
+    switch (text[idx]) {
+      case 'K': case 'k': mul = 1024.0; break;
+      case 'M': case 'm': mul = 1024.0 * 1024; break;
+      case 'G': case 'g': mul = 1024.0 * 1024 * 1024; break;
+      default: throw std::invalid_argument("bad size " + text);
+    }
+  }
+  return static_cast<std::size_t>(v * mul);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"NCCL called directly (nccl-tests' inner loop), for same-run comparisons"};
+  std::string coll = "all_reduce", min_text = "8", max_text = "1G", json_file;
+  double factor = 8;
+  int iters = 20, warmup = 5;
+  app.add_option("--coll", coll)->check(
+      CLI::IsMember({"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"}));
+  app.add_option("-b,--minbytes", min_text);
+  app.add_option("-e,--maxbytes", max_text);
+  app.add_option("-f,--stepfactor", factor)->check(CLI::Range(1.0001, 1e9));
+  app.add_option("-n,--iters", iters)->check(CLI::Range(1, 1 << 30));
+  app.add_option("-w,--warmup_iters", warmup)->check(CLI::Range(0, 1 << 30));
+  app.add_option("--json", json_file);
+  CLI11_PARSE(app, argc, argv);
+
+  MPI_Init(&argc, &argv);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int local = 0, ngpu = 0;
+  MPI_Comm_rank(node, &local);
+  check(cudaGetDeviceCount(&ngpu), "cudaGetDeviceCount");
+  check(cudaSetDevice(local % ngpu), "cudaSetDevice");
+
+  ncclUniqueId id;
+  if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm;
+  check(ncclCommInitRank(&comm, nranks, id, rank), "ncclCommInitRank");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  const std::size_t min_bytes = parse_size(min_text), max_bytes = parse_size(max_text);
+  const bool blocks = coll == "all_gather" || coll == "reduce_scatter";
+  const std::size_t max_count = max_bytes / sizeof(float) / (blocks ? nranks : 1);
+  const std::size_t big = max_count * (blocks ? nranks : 1);
+  float *send = nullptr, *recv = nullptr;
+  check(cudaMalloc(&send, big * sizeof(float) + 256), "cudaMalloc");
+  check(cudaMalloc(&recv, big * sizeof(float) + 256), "cudaMalloc");
+  check(cudaMemset(send, 0, big * sizeof(float)), "cudaMemset");
+
+  auto issue = [&](std::size_t count, bool in_place) {
+    // In place as NCCL defines it: all_gather sends from the rank's block of the output,
+    // reduce_scatter receives into the rank's block of the input.
+    float* out = in_place ? send : recv;
+    if (coll == "all_reduce") {
+      check(ncclAllReduce(send, out, count, ncclFloat, ncclSum, comm, stream), "ncclAllReduce");
+    } else if (coll == "broadcast") {
+      check(ncclBroadcast(send, out, count, ncclFloat, 0, comm, stream), "ncclBroadcast");
+    } else if (coll == "reduce") {
+      check(ncclReduce(send, out, count, ncclFloat, ncclSum, 0, comm, stream), "ncclReduce");
+    } else if (coll == "all_gather") {
+      const float* in = in_place ? send + rank * count : send;
+      check(ncclAllGather(in, out, count, ncclFloat, comm, stream), "ncclAllGather");
+    } else {
+      float* o = in_place ? send + rank * count : recv;
+      check(ncclReduceScatter(send, o, count, ncclFloat, ncclSum, comm, stream),
+            "ncclReduceScatter");
+    }
+  };
+  auto factor_of = [&](double n) {
+    if (coll == "all_reduce") return 2 * (n - 1) / n;
+    if (blocks) return (n - 1) / n;
+    return 1.0;
+  };
+
+  nlohmann::json rows = nlohmann::json::array();
+  if (rank == 0) {
+    std::printf("# skein-bench-nccl: %s, NCCL called directly, %d rank(s), one GPU each\n",
+                coll.c_str(), nranks);
+    std::printf("# %10s  %12s  %7s  %6s  %6s  %7s  %6s  %6s\n", "size", "count", "oop time",
+                "algbw", "busbw", "ip time", "algbw", "busbw");
+  }
+  std::size_t last = 0;
+  for (double b = static_cast<double>(min_bytes); b <= static_cast<double>(max_bytes);
+       b = std::max(b * factor, b + 1)) {
+    const std::size_t count = static_cast<std::size_t>(b) / sizeof(float) / (blocks ? nranks : 1);
+    if (count == 0 || count == last) continue;
+    last = count;
+    const double bytes = static_cast<double>(count * sizeof(float) * (blocks ? nranks : 1));
+    nlohmann::json row{{"size", bytes}, {"count", count}};
+    double t[2];
+    for (int ip = 0; ip < 2; ++ip) {
+      for (int i = 0; i < warmup; ++i) issue(count, ip);
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      MPI_Barrier(MPI_COMM_WORLD);
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters; ++i) issue(count, ip);
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+      MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      t[ip] = s / nranks;
+      const double algbw = bytes / t[ip] / 1e9;
+      row[ip ? "in_place" : "out_of_place"] = {{"time_us", t[ip] * 1e6},
+                                               {"algbw_GBps", algbw},
+                                               {"busbw_GBps", algbw * factor_of(nranks)}};
+    }
+    if (rank == 0) {
+      const double a0 = bytes / t[0] / 1e9, a1 = bytes / t[1] / 1e9;
+      std::printf("%12.0f  %12zu  %7.2f  %6.2f  %6.2f  %7.2f  %6.2f  %6.2f\n", bytes, count,
+                  t[0] * 1e6, a0, a0 * factor_of(nranks), t[1] * 1e6, a1, a1 * factor_of(nranks));
+      std::fflush(stdout);
+    }
+    rows.push_back(row);
+  }
+  if (rank == 0 && !json_file.empty()) {
+    int version = 0;
+    ncclGetVersion(&version);
+    std::ofstream(json_file) << nlohmann::json{{"tool", "skein-bench-nccl"},
+                                               {"collective", coll},
+                                               {"nccl_version", version},
+                                               {"ranks", nranks},
+                                               {"members", nranks},
+                                               {"backend", "NCCL direct"},
+                                               {"iters", iters},
+                                               {"rows", rows}}
+                                    .dump(2)
+                             << "\n";
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  ncclCommDestroy(comm);
+  cudaFree(send);
+  cudaFree(recv);
+  MPI_Comm_free(&node);
+  MPI_Finalize();
+  return 0;
+}
