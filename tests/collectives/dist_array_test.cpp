@@ -1,0 +1,736 @@
+// BlockLayout, DistArray and ReplicatedArray under mpirun (1..4 ranks) on PoCL devices with the
+// MPI backend. Layout queries are checked against host computations written out independently
+// (scans over the blocks, hand-computed weight splits); every device result against host data
+// made from a formula of the global row and column, so each rank knows what every block, halo
+// row and gathered array must hold without asking another rank. Sizes 0, 1, odd, fewer rows than
+// members, uneven and empty blocks, 2-D with odd column counts, and a few MiB. Bad calls must
+// raise LogicError on every rank, and a good call must work afterwards (no rank left waiting).
+//
+// Two device set-ups, as in collectives_test.cpp: the Runtime's own placement (4, 2, 1, 1 PoCL
+// devices per rank for 1, 2, 3, 4 ranks) and exactly two devices per rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <skein/dist_array.hpp>
+#include <skein/skein.hpp>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "mpi_support.hpp"
+
+namespace {
+
+using namespace skein;
+using ::skein::test::world_rank;
+using ::skein::test::world_size;
+
+bool on_every_rank(bool condition) {
+  int mine = condition ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all != 0;
+}
+
+// Runs `bad`, which must raise LogicError whose message holds every word of `words`.
+template <class F>
+void expect_logic_error(F&& bad, const std::vector<std::string>& words, const std::string& what = "") {
+  try {
+    bad();
+    ADD_FAILURE() << "no LogicError: " << what;
+  } catch (const LogicError& e) {
+    const std::string message = e.what();
+    for (const auto& w : words) {
+      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
+    }
+  }
+}
+
+template <class T>
+void expect_same(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(got[i] == want[i])) {
+      ADD_FAILURE() << what << ": first difference at element " << i << " of " << got.size();
+      return;
+    }
+  }
+}
+
+// ---- host data ----------------------------------------------------------------------------------
+
+// Exact in every dtype used here (int16, float32, float64, complex64).
+template <class T>
+T value_of(std::uint64_t k) {
+  if constexpr (std::is_same_v<T, std::complex<float>>) {
+    return T(static_cast<float>(k % 4093), -static_cast<float>(k % 1021));
+  } else {
+    return static_cast<T>(k % 32749);
+  }
+}
+
+std::size_t rows_of(const Shape& s) { return s[0]; }
+std::size_t cols_of(const Shape& s) { return s.size() > 1 ? s[1] : 1; }
+
+template <class T>
+T element(std::size_t row, std::size_t col, std::uint64_t salt) {
+  return value_of<T>(row * 1000003u + col * 7u + salt * 101u);
+}
+
+// Rows [begin, end) of the global array, row-major.
+template <class T>
+std::vector<T> host_rows(const Shape& shape, std::size_t begin, std::size_t end, std::uint64_t salt) {
+  std::vector<T> out;
+  out.reserve((end - begin) * cols_of(shape));
+  for (std::size_t r = begin; r < end; ++r) {
+    for (std::size_t c = 0; c < cols_of(shape); ++c) out.push_back(element<T>(r, c, salt));
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> host_array(const Shape& shape, std::uint64_t salt) {
+  return host_rows<T>(shape, 0, rows_of(shape), salt);
+}
+
+// ---- set-ups ------------------------------------------------------------------------------------
+
+std::vector<Device> pocl_devices() {
+  const auto found = platforms_and_devices_by_mask(Api::from_id(ApiId::opencl), 1);
+  if (found.empty()) return {};
+  return found.front().second;
+}
+
+enum class Placement { runtime, two_per_rank };
+
+struct Rig {
+  std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<Communicator> comm;
+  std::size_t M() const { return comm->size(); }
+  std::size_t L() const { return comm->local_size(); }
+  int R() const { return world_size(); }
+};
+
+Rig make_rig(Placement placement) {
+  Rig s;
+  if (placement == Placement::runtime) {
+    s.runtime = std::make_unique<Runtime>(MPI_COMM_WORLD);
+    s.comm = std::make_unique<Communicator>(*s.runtime);
+  } else {
+    const auto devices = pocl_devices();
+    const std::size_t r = static_cast<std::size_t>(world_rank());
+    const std::vector<Device> mine = {devices[(2 * r) % devices.size()], devices[(2 * r + 1) % devices.size()]};
+    const Context context = Context::from_devices(std::span<const Device>(mine));
+    s.comm = std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1});
+  }
+  return s;
+}
+
+class DistArrays : public testing::TestWithParam<Placement> {
+ protected:
+  void SetUp() override {
+    // The Runtime gives each rank devices of its own; the other set-up takes two per rank
+    // (shared between ranks where there are too few).
+    const std::size_t devices = pocl_devices().size();
+    if (GetParam() == Placement::runtime && devices < static_cast<std::size_t>(world_size())) {
+      GTEST_SKIP() << "needs an OpenCL device per rank";
+    }
+    if (GetParam() == Placement::two_per_rank && devices < 2) GTEST_SKIP() << "needs an OpenCL platform with 2 devices";
+    s_ = make_rig(GetParam());
+  }
+  Rig s_;
+};
+
+std::string placement_name(const testing::TestParamInfo<Placement>& info) {
+  return info.param == Placement::runtime ? "RuntimePlacement" : "TwoDevicesPerRank";
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, DistArrays, testing::Values(Placement::runtime, Placement::two_per_rank),
+                         placement_name);
+
+// ---- BlockLayout on the host --------------------------------------------------------------------
+
+// The blocks as [begin, end) pairs from plain row counts, and the checks every layout must pass
+// against them: rows and ranks, owners by scanning, locations, shapes.
+void check_layout(const BlockLayout& layout, const Shape& shape, const std::vector<std::size_t>& per_rank,
+                  const std::vector<std::size_t>& counts, std::size_t halo, const std::string& what) {
+  const std::size_t M = counts.size();
+  ASSERT_EQ(layout.members(), M) << what;
+  ASSERT_EQ(layout.ranks(), static_cast<int>(per_rank.size())) << what;
+  EXPECT_EQ(layout.shape(), shape) << what;
+  EXPECT_EQ(layout.rows(), rows_of(shape)) << what;
+  EXPECT_EQ(layout.row_size(), cols_of(shape)) << what;
+  std::vector<std::size_t> begin(M + 1, 0);
+  for (std::size_t m = 0; m < M; ++m) begin[m + 1] = begin[m] + counts[m];
+  ASSERT_EQ(begin[M], rows_of(shape)) << what;
+  // Member -> (rank, local device), by walking the ranks.
+  std::vector<MemberLocation> where;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    for (std::size_t l = 0; l < per_rank[r]; ++l) where.push_back({where.size(), static_cast<int>(r), l});
+  }
+  ASSERT_EQ(where.size(), M) << what;
+  for (std::size_t m = 0; m < M; ++m) {
+    EXPECT_EQ(layout.member_rows(m), (RowRange{begin[m], begin[m + 1]})) << what << " member " << m;
+    EXPECT_EQ(layout.location(m), where[m]) << what << " member " << m;
+    EXPECT_EQ(layout.member_of(where[m].rank, where[m].local_device), m) << what;
+    Shape block = shape;
+    block[0] = counts[m];
+    EXPECT_EQ(layout.block_shape(m), block) << what << " member " << m;
+    block[0] = counts[m] == 0 ? 0 : counts[m] + 2 * halo;
+    EXPECT_EQ(layout.block_shape(m, true), block) << what << " member " << m;
+  }
+  std::size_t first = 0;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    EXPECT_EQ(layout.members_of_rank(rank), per_rank[r]) << what;
+    EXPECT_EQ(layout.first_member_of_rank(rank), first) << what;
+    EXPECT_EQ(layout.rank_rows(rank), (RowRange{begin[first], begin[first + per_rank[r]]})) << what;
+    first += per_rank[r];
+  }
+  for (std::size_t row = 0; row < rows_of(shape); ++row) {
+    std::size_t owner = M;
+    for (std::size_t m = 0; m < M; ++m) {
+      if (begin[m] <= row && row < begin[m + 1]) owner = m;
+    }
+    ASSERT_LT(owner, M) << what;
+    EXPECT_EQ(layout.owner(row), where[owner]) << what << " row " << row;
+  }
+}
+
+TEST(DistLayout, EvenSplitMatchesAHostComputation) {
+  const std::vector<std::vector<std::size_t>> rank_sets = {{1}, {2}, {1, 1, 1}, {2, 1, 3}, {4, 4}};
+  for (const auto& per_rank : rank_sets) {
+    std::size_t M = 0;
+    for (auto n : per_rank) M += n;
+    for (std::size_t rows : {0u, 1u, 2u, 3u, 7u, 8u, 100u, 1001u}) {
+      for (const Shape& shape : {Shape{rows}, Shape{rows, 5}}) {
+        // Even: the first rows % M members one more; counted out row by row.
+        std::vector<std::size_t> counts(M, 0);
+        for (std::size_t r = 0; r < rows; ++r) counts[r % M] += 1;
+        const std::string what = fmt::format("shape {} over [{}]", to_string(shape), fmt::join(per_rank, ","));
+        check_layout(BlockLayout(shape, per_rank), shape, per_rank, counts, 0, what);
+        if (rows >= 2 * M) check_layout(BlockLayout(shape, per_rank, {}, {2}), shape, per_rank, counts, 2, what + " halo 2");
+      }
+    }
+  }
+}
+
+TEST(DistLayout, ExplicitCountsAndWeights) {
+  const std::vector<std::size_t> per_rank = {1, 2, 1};
+  check_layout(BlockLayout({10, 3}, per_rank, RowSplit::counts({3, 0, 2, 5})), {10, 3}, per_rank,
+               {3, 0, 2, 5}, 0, "counts 3 0 2 5");
+  check_layout(BlockLayout({4}, per_rank, RowSplit::counts({0, 0, 0, 4})), {4}, per_rank, {0, 0, 0, 4},
+               0, "all rows on the last member");
+  check_layout(BlockLayout({0}, per_rank, RowSplit::counts({0, 0, 0, 0})), {0}, per_rank, {0, 0, 0, 0},
+               0, "no rows");
+  // Weights, ends at round(rows * prefix / total), worked out by hand.
+  const std::vector<std::size_t> three = {3};
+  check_layout(BlockLayout({8}, three, RowSplit::weights({1, 1, 2})), {8}, three, {2, 2, 4}, 0, "weights 1 1 2");
+  check_layout(BlockLayout({5, 2}, three, RowSplit::weights({1, 0, 1})), {5, 2}, three, {3, 0, 2}, 0,
+               "weights 1 0 1 (2.5 rounds up)");
+  check_layout(BlockLayout({7}, three, RowSplit::weights({0, 0, 3.5})), {7}, three, {0, 0, 7}, 0, "weights 0 0 3.5");
+  check_layout(BlockLayout({10}, three, RowSplit::weights({0.1, 0.2, 0.7})), {10}, three, {1, 2, 7}, 0,
+               "weights 0.1 0.2 0.7");
+  check_layout(BlockLayout({1000}, {2, 2}, RowSplit::weights({1, 2, 3, 4})), {1000}, {2, 2},
+               {100, 200, 300, 400}, 0, "weights 1 2 3 4");
+  EXPECT_EQ(RowSplit::weights({1, 2}).weights_per_member(), (std::vector<double>{1, 2}));
+  EXPECT_EQ(RowSplit::counts({1, 2}).kind(), RowSplit::Kind::counts);
+}
+
+TEST(DistLayout, NeighboursSkipEmptyBlocks) {
+  const BlockLayout open({10, 2}, {4}, RowSplit::counts({2, 0, 3, 5}), {1});
+  EXPECT_EQ(open.prev_neighbour(0), -1);
+  EXPECT_EQ(open.next_neighbour(0), 2);
+  EXPECT_EQ(open.prev_neighbour(1), -1);  // an empty block takes no part
+  EXPECT_EQ(open.next_neighbour(1), -1);
+  EXPECT_EQ(open.prev_neighbour(2), 0);
+  EXPECT_EQ(open.next_neighbour(2), 3);
+  EXPECT_EQ(open.next_neighbour(3), -1);
+  const BlockLayout periodic({5}, {2, 2}, RowSplit::counts({2, 0, 3, 0}), {2, true});
+  EXPECT_EQ(periodic.prev_neighbour(0), 2);
+  EXPECT_EQ(periodic.next_neighbour(0), 2);
+  EXPECT_EQ(periodic.prev_neighbour(2), 0);
+  EXPECT_EQ(periodic.next_neighbour(2), 0);
+  EXPECT_EQ(periodic.next_neighbour(3), -1);
+  const BlockLayout alone({4}, {3}, RowSplit::counts({0, 4, 0}), {3, true});
+  EXPECT_EQ(alone.prev_neighbour(1), 1);
+  EXPECT_EQ(alone.next_neighbour(1), 1);
+  // A halo wider than the only block is fine with open boundaries: nobody reads it.
+  const BlockLayout lone({2}, {3}, RowSplit::counts({0, 2, 0}), {5});
+  EXPECT_EQ(lone.prev_neighbour(1), -1);
+  EXPECT_EQ(lone.next_neighbour(1), -1);
+  EXPECT_EQ(lone.halo(), (Halo{5, false}));
+  EXPECT_NE(lone.describe().find("[0, 0) [0, 2) [2, 2)"), std::string::npos) << lone.describe();
+}
+
+TEST(DistLayout, BadArgumentsRaiseLogicErrorsNamingThem) {
+  expect_logic_error([] { BlockLayout({2, 3, 4}, {1}); }, {"BlockLayout", "(2, 3, 4)", "3 dimensions"});
+  expect_logic_error([] { BlockLayout(Shape{}, {1}); }, {"BlockLayout", "0 dimensions"});
+  expect_logic_error([] { BlockLayout({4}, {}); }, {"BlockLayout", "members_per_rank is empty"});
+  expect_logic_error([] { BlockLayout({4}, {2, 0, 1}); }, {"rank 1 has no members"});
+  expect_logic_error([] { BlockLayout({4}, {3}, RowSplit::counts({1, 3})); }, {"2 row counts", "3 members"});
+  expect_logic_error([] { BlockLayout({9, 2}, {3}, RowSplit::counts({1, 3, 4})); },
+                     {"add up to 8", "9 rows"});
+  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1, -1})); }, {"weight -1 of member 1"});
+  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1, std::nan("")})); }, {"member 1", "finite"});
+  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({0, 0})); }, {"weights are zero"});
+  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1})); }, {"1 weights", "2 members"});
+  // Halo wider than a neighbour's block: member 1 has 2 rows, its neighbours read 3.
+  expect_logic_error([] { BlockLayout({10}, {3}, RowSplit::counts({4, 2, 4}), {3}); },
+                     {"halo width 3", "member 1", "[4, 6)"});
+  // Periodic: the first block is also the last's neighbour.
+  expect_logic_error([] { BlockLayout({7}, {2}, RowSplit::counts({1, 6}), {2, true}); },
+                     {"halo width 2", "member 0"});
+  expect_logic_error([] { BlockLayout({7}, {2}, RowSplit::counts({0, 1}), {2, true}); }, {"add up to 1"});
+  // Even split of 5 rows over 4 members gives blocks of 1 or 2: a halo of 2 is too wide.
+  expect_logic_error([] { BlockLayout({5}, {4}, {}, {2}); }, {"halo width 2", "member 1"});
+  const BlockLayout ok({6, 2}, {1, 2});
+  expect_logic_error([&] { (void)ok.owner(6); }, {"BlockLayout::owner", "row 6"});
+  expect_logic_error([&] { (void)ok.member_rows(3); }, {"member 3 does not exist"});
+  expect_logic_error([&] { (void)ok.member_of(1, 2); }, {"rank 1 has 2 member(s)", "local device 2"});
+  expect_logic_error([&] { (void)ok.rank_rows(2); }, {"rank 2 does not exist"});
+  expect_logic_error([&] { (void)ok.location(-1); }, {"does not exist"});
+}
+
+// ---- ranks and members --------------------------------------------------------------------------
+
+TEST_P(DistArrays, CommunicatorRanksMatchMpi) {
+  const unsigned long long mine = s_.L();
+  std::vector<unsigned long long> all(static_cast<std::size_t>(world_size()));
+  MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+  const std::vector<std::size_t> want(all.begin(), all.end());
+  const auto ranks = communicator_ranks(*s_.comm);
+  EXPECT_EQ(ranks.members_per_rank, want);
+  EXPECT_EQ(ranks.rank, world_rank());
+  const BlockLayout over = BlockLayout::over(*s_.comm, {37, 3}, RowSplit::even(), {1});
+  EXPECT_TRUE(over == BlockLayout({37, 3}, want, {}, {1}));
+  EXPECT_FALSE(over == BlockLayout({37, 3}, want, {}, {2}));
+  EXPECT_FALSE(over == BlockLayout({37, 4}, want, {}, {1}));
+}
+
+TEST_P(DistArrays, BlocksAreOnTheMembersDevices) {
+  const std::size_t M = s_.M();
+  DistArray d(*s_.comm, {3 * M + 2, 3}, Dtype::float32, RowSplit::even(), {1});
+  ASSERT_EQ(d.local_size(), s_.L());
+  EXPECT_EQ(d.rank(), world_rank());
+  EXPECT_EQ(&d.communicator(), s_.comm.get());
+  std::size_t visited = 0;
+  d.for_each_local([&](const LocalBlock& b) {
+    EXPECT_EQ(b.local_device, visited);
+    EXPECT_EQ(b.member, static_cast<std::size_t>(s_.comm->rank_of(visited)));
+    EXPECT_EQ(b.device_idx, s_.comm->device_idx(visited));
+    EXPECT_EQ(b.rows, d.layout().member_rows(b.member));
+    EXPECT_EQ(b.interior.shape(), (Shape{b.rows.size(), 3}));
+    EXPECT_EQ(b.with_halo.shape(), (Shape{b.rows.size() + 2, 3}));
+    EXPECT_EQ(b.interior.device_idx(), b.device_idx);
+    EXPECT_TRUE(b.interior.is_contiguous());
+    // The interior is the with-halo storage minus one row at each end.
+    EXPECT_EQ(b.interior.offset(), b.with_halo.offset() + 3 * sizeof(float));
+    EXPECT_EQ(d.local_arrays()[b.device_idx].offset(), b.interior.offset());
+    EXPECT_EQ(d.local_arrays(true)[b.device_idx].shape(), b.with_halo.shape());
+    ++visited;
+  });
+  EXPECT_EQ(visited, s_.L());
+  const RowRange mine = d.rank_rows();
+  EXPECT_EQ(mine.begin, d.local_rows(0).begin);
+  EXPECT_EQ(mine.end, d.local_rows(d.local_size() - 1).end);
+  EXPECT_THROW(d.block(d.local_size()), LogicError);
+}
+
+// ---- scatter and gather -------------------------------------------------------------------------
+
+// Scatter from `root`, then check every local block (its rows, zero halo rows), the gather to the
+// root, all_gather on every rank, and the rank's own rows.
+template <class T>
+void round_trip(Rig& s, const Shape& shape, const RowSplit& split, std::size_t halo, int root,
+                std::uint64_t salt, const std::string& what) {
+  const Dtype dtype = dtype_of<T>;
+  DistArray d(*s.comm, shape, dtype, split, {halo});
+  const std::vector<T> global = host_array<T>(shape, salt);
+  if (world_rank() == root) {
+    d.scatter(global, root);
+  } else {
+    d.scatter(std::span<const T>(), root);
+  }
+  const std::size_t cols = cols_of(shape);
+  for (std::size_t l = 0; l < d.local_size(); ++l) {
+    const RowRange rows = d.local_rows(l);
+    EXPECT_EQ(rows, d.layout().member_rows(static_cast<std::size_t>(s.comm->rank_of(l)))) << what;
+    expect_same(d.local(l).get<T>(), host_rows<T>(shape, rows.begin, rows.end, salt),
+                fmt::format("{}: block of local device {} (rows [{}, {}))", what, l, rows.begin, rows.end));
+    const auto all = d.local_with_halo(l).get<T>();
+    // No ASSERTs: every rank must go on to the gathers below.
+    EXPECT_EQ(all.size(), (rows.size() + (rows.empty() ? 0 : 2 * halo)) * cols) << what;
+    if (halo > 0 && !rows.empty() && all.size() == (rows.size() + 2 * halo) * cols) {
+      const std::vector<T> top(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(halo * cols));
+      const std::vector<T> bottom(all.end() - static_cast<std::ptrdiff_t>(halo * cols), all.end());
+      expect_same(top, std::vector<T>(halo * cols, T{}), what + ": top halo untouched by scatter");
+      expect_same(bottom, std::vector<T>(halo * cols, T{}), what + ": bottom halo untouched by scatter");
+    }
+  }
+  const auto gathered = d.template gather<T>(root);
+  if (world_rank() == root) {
+    expect_same(gathered, global, what + ": gather to the root");
+  } else {
+    EXPECT_TRUE(gathered.empty()) << what;
+  }
+  expect_same(d.template all_gather<T>(), global, what + ": all_gather");
+  const RowRange mine = d.rank_rows();
+  expect_same(d.template gather_local<T>(), host_rows<T>(shape, mine.begin, mine.end, salt), what + ": gather_local");
+  // The byte versions hold the same bytes.
+  const auto bytes = d.all_gather_bytes();
+  const auto* want = reinterpret_cast<const std::byte*>(global.data());
+  EXPECT_TRUE(bytes.size() == global.size() * sizeof(T) && std::equal(bytes.begin(), bytes.end(), want)) << what;
+}
+
+struct Case {
+  Shape shape;
+  RowSplit split;
+  std::string name;
+};
+
+std::vector<Case> round_trip_cases(std::size_t M) {
+  std::vector<Case> cases = {
+      {{0}, {}, "0 rows"},
+      {{1}, {}, "1 row"},
+      {{7}, {}, "7 rows"},
+      {{M + 1}, {}, "members + 1 rows"},
+      {{13, 5}, {}, "13 x 5"},
+      {{3, 7}, {}, "3 x 7"},
+      {{0, 3}, {}, "0 x 3"},
+      {{2 * M + 1, 3}, {}, "2M+1 x 3"},
+  };
+  if (M > 1) cases.push_back({{M - 1, 3}, {}, "fewer rows than members"});
+  // Uneven: everything on the last member; weights 1, 2, 3, ...; counts with empty blocks.
+  std::vector<std::size_t> last(M, 0);
+  last.back() = 9;
+  cases.push_back({{9, 3}, RowSplit::counts(last), "all rows on the last member"});
+  std::vector<double> weights;
+  for (std::size_t m = 0; m < M; ++m) weights.push_back(static_cast<double>(m + 1));
+  cases.push_back({{101, 3}, RowSplit::weights(weights), "weights 1, 2, ..."});
+  std::vector<std::size_t> gaps;
+  std::size_t total = 0;
+  for (std::size_t m = 0; m < M; ++m) {
+    gaps.push_back(m % 2 == 0 ? 2 * m + 3 : 0);
+    total += gaps.back();
+  }
+  cases.push_back({{total, 11}, RowSplit::counts(gaps), "every other member empty"});
+  return cases;
+}
+
+TEST_P(DistArrays, ScatterGatherRoundTrips) {
+  const std::size_t M = s_.M();
+  const int R = s_.R();
+  std::uint64_t salt = 1;
+  for (const auto& c : round_trip_cases(M)) {
+    for (int root : {0, R - 1}) {
+      // A halo of 1 fits any layout: every block with rows has at least one.
+      for (std::size_t halo : {0u, 1u}) {
+        const std::string what = fmt::format("{} ({}) root {} halo {}", c.name, to_string(c.shape), root, halo);
+        round_trip<float>(s_, c.shape, c.split, halo, root, salt++, what + " float32");
+        round_trip<std::int16_t>(s_, c.shape, c.split, halo, root, salt++, what + " int16");
+      }
+    }
+  }
+  // Other dtypes on two shapes.
+  round_trip<double>(s_, {2 * M + 3, 5}, RowSplit::even(), 1, R - 1, salt++, "float64 2M+3 x 5");
+  round_trip<std::complex<float>>(s_, {M + 2}, RowSplit::even(), 0, 0, salt++, "complex64 M+2");
+}
+
+TEST_P(DistArrays, ScatterGatherAFewMiB) {
+  const std::size_t M = s_.M();
+  const int R = s_.R();
+  // 1-D float32, ~3 MiB; 2-D float64 with an odd column count, ~3 MiB, split unevenly.
+  round_trip<float>(s_, {(std::size_t(3) << 20) / 4 + 3}, RowSplit::even(), 0, R - 1, 77, "3 MiB float32");
+  std::vector<double> weights;
+  for (std::size_t m = 0; m < M; ++m) weights.push_back(static_cast<double>(M - m) + 0.5);
+  round_trip<double>(s_, {(std::size_t(3) << 20) / (8 * 33) + 1, 33}, RowSplit::weights(weights), 2, 0, 78,
+                     "3 MiB float64 x 33 weighted");
+}
+
+TEST_P(DistArrays, ScatterLocalGatherLocalAndViews) {
+  const std::size_t M = s_.M();
+  const Shape shape{4 * M + 3, 3};
+  DistArray d(*s_.comm, shape, Dtype::float64);
+  // Each rank writes its own rows.
+  const RowRange mine = d.rank_rows();
+  d.scatter_local(host_rows<double>(shape, mine.begin, mine.end, 5));
+  expect_same(d.all_gather<double>(), host_array<double>(shape, 5), "scatter_local then all_gather");
+  // A write through a local view is a write to the distributed array.
+  for (std::size_t l = 0; l < d.local_size(); ++l) {
+    const RowRange rows = d.local_rows(l);
+    d.local(l).set(host_rows<double>(shape, rows.begin, rows.end, 6));
+  }
+  expect_same(d.gather<double>(0), world_rank() == 0 ? host_array<double>(shape, 6) : std::vector<double>{},
+              "writes through local() then gather");
+  expect_same(d.gather_local<double>(), host_rows<double>(shape, mine.begin, mine.end, 6), "gather_local");
+  const auto bytes = d.gather_local_bytes();
+  EXPECT_EQ(bytes.size(), mine.size() * 3 * sizeof(double));
+  // A copy with the same layout.
+  DistArray e(*s_.comm, d.layout(), Dtype::float64);
+  expect_same(e.all_gather<double>(), std::vector<double>(shape_size(shape), 0.0), "a new array is zero");
+  e.set(d);
+  expect_same(e.all_gather<double>(), host_array<double>(shape, 6), "DistArray::set");
+  e.fill_zero();
+  expect_same(e.all_gather<double>(), std::vector<double>(shape_size(shape), 0.0), "fill_zero");
+}
+
+TEST_P(DistArrays, EmptyBlocksHaveNoRowsAndNoHalo) {
+  const std::size_t M = s_.M();
+  if (M < 2) GTEST_SKIP() << "needs two members";
+  // M - 1 rows over M members: the last member's block is empty; a halo of 1 fits the others.
+  DistArray d(*s_.comm, {M - 1, 2}, Dtype::int32, RowSplit::even(), {1});
+  for (std::size_t l = 0; l < d.local_size(); ++l) {
+    const std::size_t m = static_cast<std::size_t>(s_.comm->rank_of(l));
+    if (m == M - 1) {
+      EXPECT_TRUE(d.local_rows(l).empty());
+      EXPECT_EQ(d.local(l).shape(), (Shape{0, 2}));
+      EXPECT_EQ(d.local_with_halo(l).shape(), (Shape{0, 2}));
+      EXPECT_EQ(d.local_rows(l), (RowRange{M - 1, M - 1}));
+    } else {
+      EXPECT_EQ(d.local_rows(l), (RowRange{m, m + 1}));
+      EXPECT_EQ(d.local_with_halo(l).shape(), (Shape{3, 2}));
+    }
+  }
+}
+
+// ---- halo exchange ------------------------------------------------------------------------------
+
+// Global element (row, col) of the halo tests: distinct and exact in float64.
+double cell(std::size_t row, std::size_t col, std::size_t cols, double round) {
+  return round * 1e6 + static_cast<double>(row * cols + col + 1);
+}
+constexpr double kSentinel = -7.0;
+
+// Fills the blocks with cell(), the halo rows with kSentinel, exchanges, and checks each halo row
+// against the global array: the rows just above and below the block (wrapping around when
+// periodic), or kSentinel at an open boundary. Twice, so that a second exchange is seen to refresh.
+void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo halo, const std::string& what) {
+  DistArray d(*s.comm, shape, Dtype::float64, split, halo);
+  const std::size_t R = rows_of(shape), C = cols_of(shape), h = halo.width;
+  for (double round : {1.0, 2.0}) {
+    for (std::size_t l = 0; l < d.local_size(); ++l) {
+      const RowRange rows = d.local_rows(l);
+      std::vector<double> start(d.local_with_halo(l).size(), kSentinel);
+      for (std::size_t r = rows.begin; r < rows.end; ++r) {
+        for (std::size_t c = 0; c < C; ++c) start[(h + r - rows.begin) * C + c] = cell(r, c, C, round);
+      }
+      d.local_with_halo(l).set(start);
+    }
+    d.exchange_halos();
+    for (std::size_t l = 0; l < d.local_size(); ++l) {
+      const RowRange rows = d.local_rows(l);
+      const auto got = d.local_with_halo(l).get<double>();
+      if (rows.empty()) {
+        EXPECT_TRUE(got.empty()) << what;
+        continue;
+      }
+      // No ASSERTs or early returns here: every rank must go on to the next exchange.
+      if (got.size() != (rows.size() + 2 * h) * C) {
+        ADD_FAILURE() << what << ": local device " << l << " holds " << got.size() << " elements";
+        continue;
+      }
+      // Which global row each stored row must hold; -1: the sentinel.
+      auto expected_row = [&](long long g) -> long long {
+        const long long n = static_cast<long long>(R);
+        if (g >= 0 && g < n) return g;
+        return halo.periodic ? ((g % n) + n) % n : -1;
+      };
+      bool reported = false;  // the first wrong element of a block only
+      for (std::size_t i = 0; i < rows.size() + 2 * h && !reported; ++i) {
+        const long long g = expected_row(static_cast<long long>(rows.begin + i) - static_cast<long long>(h));
+        for (std::size_t c = 0; c < C && !reported; ++c) {
+          const double want = g < 0 ? kSentinel : cell(static_cast<std::size_t>(g), c, C, round);
+          if (got[i * C + c] != want) {
+            ADD_FAILURE() << what << " round " << round << ": local device " << l << " (rows [" << rows.begin
+                          << ", " << rows.end << ")), stored row " << i << " col " << c << " holds "
+                          << got[i * C + c] << ", expected " << want;
+            reported = true;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(DistArrays, HaloExchange) {
+  const std::size_t M = s_.M();
+  for (std::size_t w : {1u, 2u, 3u}) {
+    for (bool periodic : {false, true}) {
+      const Halo halo{w, periodic};
+      const std::string tag = fmt::format("halo {}{}", w, periodic ? " periodic" : "");
+      // Even splits, every block at least w rows; 1-D and 2-D with an odd column count.
+      check_halo_exchange(s_, {w * M + 1}, {}, halo, tag + " 1-D even");
+      check_halo_exchange(s_, {w * M + M / 2 + 3, 5}, {}, halo, tag + " 2-D even");
+      // Empty blocks between blocks with rows (every other member).
+      std::vector<std::size_t> gaps;
+      std::size_t total = 0;
+      for (std::size_t m = 0; m < M; ++m) {
+        gaps.push_back(m % 2 == 1 || m + 1 == M ? w + m : 0);
+        total += gaps.back();
+      }
+      check_halo_exchange(s_, {total, 3}, RowSplit::counts(gaps), halo, tag + " empty blocks");
+      // All rows on one member (its own neighbour when periodic).
+      std::vector<std::size_t> one(M, 0);
+      one[M / 2] = w + 2;
+      check_halo_exchange(s_, {w + 2, 3}, RowSplit::counts(one), halo, tag + " one block");
+    }
+  }
+  // Fewer rows than members, halo 1.
+  if (M > 1) check_halo_exchange(s_, {M - 1, 2}, {}, {1, true}, "fewer rows than members, periodic");
+  // No halo: nothing to do.
+  DistArray none(*s_.comm, {5}, Dtype::float64);
+  none.exchange_halos();
+}
+
+TEST_P(DistArrays, HaloExchangeAFewMiB) {
+  const std::size_t M = s_.M();
+  // ~2 MiB of float64 rows of 4099 columns; halo rows of 32 KiB each.
+  check_halo_exchange(s_, {64 + M, 4099}, {}, {2, true}, "2 MiB periodic");
+}
+
+// ---- replicated arrays --------------------------------------------------------------------------
+
+TEST_P(DistArrays, ReplicatedFromHostBroadcastAndMembers) {
+  const std::size_t M = s_.M(), L = s_.L();
+  const int R = s_.R();
+  for (const Shape& shape : {Shape{0}, Shape{1}, Shape{7}, Shape{5, 3}, Shape{(std::size_t(2) << 20) / 4 + 5}}) {
+    const std::string what = to_string(shape);
+    // Every rank's own copy of the same host data.
+    const auto data = host_array<float>(shape, 11);
+    auto a = ReplicatedArray::from_host(*s_.comm, std::span<const float>(data), shape);
+    EXPECT_EQ(a.local_size(), L);
+    EXPECT_EQ(a.shape(), shape);
+    for (std::size_t l = 0; l < L; ++l) {
+      expect_same(a.get<float>(l), data, what + ": from_host");
+      EXPECT_EQ(a.local(l).device_idx(), s_.comm->device_idx(l));
+      EXPECT_EQ(a.local_arrays()[s_.comm->device_idx(l)].shape(), shape);
+    }
+    // The root rank's data to every device (the others start from zeros).
+    for (int root : {0, R - 1}) {
+      ReplicatedArray b(*s_.comm, shape, Dtype::float32);
+      const auto fresh = host_array<float>(shape, 12 + static_cast<std::uint64_t>(root));
+      if (world_rank() == root) {
+        b.broadcast_from_host(std::span<const float>(fresh), root);
+      } else {
+        b.broadcast_from_host(std::span<const float>(), root);
+      }
+      for (std::size_t l = 0; l < L; ++l) expect_same(b.get<float>(l), fresh, what + fmt::format(": from rank {}", root));
+    }
+    // One member's device copy to all: each member first holds its own data.
+    const int root_member = static_cast<int>(M - 1);
+    for (std::size_t l = 0; l < L; ++l) {
+      a.local(l).set(host_array<float>(shape, 100 + static_cast<std::uint64_t>(s_.comm->rank_of(l))));
+    }
+    a.broadcast(root_member);
+    const auto want = host_array<float>(shape, 100 + static_cast<std::uint64_t>(root_member));
+    for (std::size_t l = 0; l < L; ++l) {
+      expect_same(a.get<float>(l), want, what + ": broadcast from the last member");
+      const auto bytes = a.get_bytes(l);
+      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), reinterpret_cast<const std::byte*>(want.data())));
+    }
+  }
+}
+
+// ---- bad calls ----------------------------------------------------------------------------------
+
+// After a bad call on every rank, a good collective call must still work.
+void expect_still_working(Rig& s) {
+  const Shape shape{s.M() + 3, 2};
+  DistArray d(*s.comm, shape, Dtype::float32);
+  const auto data = host_array<float>(shape, 99);
+  d.scatter(world_rank() == 0 ? std::span<const float>(data) : std::span<const float>(), 0);
+  expect_same(d.all_gather<float>(), data, "a good call after the error");
+}
+
+TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {
+  const std::size_t M = s_.M();
+  const int R = s_.R();
+  const int rank = world_rank();
+  const Shape shape{2 * M + 1, 3};
+  DistArray d(*s_.comm, shape, Dtype::float32);
+  const auto data = host_array<float>(shape, 3);
+
+  // The root's host array has the wrong size: every rank raises, naming the root.
+  const std::vector<float> short_data(data.begin(), data.end() - 1);
+  expect_logic_error([&] { d.scatter(rank == 0 ? short_data : std::vector<float>{}, 0); },
+                     rank == 0 ? std::vector<std::string>{"DistArray::scatter", "rank 0 (the root)", "bytes"}
+                               : std::vector<std::string>{"DistArray::scatter", "root rank 0", "wrong size"},
+                     "short host array at the root");
+  expect_still_working(s_);
+
+  // Root rank out of range, host type of another dtype, own rows of the wrong size.
+  expect_logic_error([&] { d.scatter(data, R); }, {"DistArray::scatter", fmt::format("root rank {}", R), "does not exist"});
+  expect_logic_error([&] { (void)d.gather<float>(-1); }, {"DistArray::gather", "root rank -1"});
+  expect_logic_error([&] { (void)d.gather_bytes(R); }, {"DistArray::gather", "does not exist"});
+  expect_logic_error([&] { (void)d.gather<double>(0); }, {"float64", "float32"});
+  expect_logic_error([&] { d.scatter(std::vector<int>(data.size()), 0); }, {"int32", "float32"});
+  expect_logic_error([&] { d.scatter_local(std::vector<float>(d.rank_rows().size() * 3 + 3)); },
+                     {"DistArray::scatter_local", fmt::format("rank {}", rank), "rows"});
+  expect_still_working(s_);
+
+  // Layouts that do not describe the communicator.
+  expect_logic_error([&] { DistArray(*s_.comm, BlockLayout({8}, {M + 1}), Dtype::float32); },
+                     {"DistArray", fmt::format("{} members", M + 1), fmt::format("communicator has {}", M)});
+  if (R > 1) {
+    // The right number of members, but all on one rank.
+    expect_logic_error([&] { DistArray(*s_.comm, BlockLayout({8}, {M}), Dtype::float32); },
+                       {"DistArray", "members per rank"});
+  }
+  // Ranks that pass different shapes or dtypes.
+  if (R > 1) {
+    expect_logic_error([&] { DistArray(*s_.comm, {rank == 0 ? 10u : 11u}, Dtype::float32); },
+                       {"DistArray", "different arguments", "rank 0 / rank"});
+    expect_logic_error(
+        [&] { DistArray(*s_.comm, {10}, rank == R - 1 ? Dtype::float64 : Dtype::float32); },
+        {"DistArray", "different arguments", fmt::format("/ rank {}", R - 1)});
+    expect_logic_error(
+        [&] { ReplicatedArray(*s_.comm, {rank == 0 ? 3u : 4u}, Dtype::float32); },
+        {"ReplicatedArray", "different arguments"});
+  }
+  // A halo too wide for the blocks: raised while the layout is made, on every rank alike.
+  // (Periodic, so that a lone member is its own neighbour.)
+  expect_logic_error([&] { DistArray(*s_.comm, {M}, Dtype::float32, RowSplit::even(), {2, true}); },
+                     {"BlockLayout", "halo width 2"});
+  // Only rank 0 passes a queue without its devices (when it has a second device to leave out):
+  // it raises its reason, the others that rank 0 failed.
+  int rank0_has_two = s_.L() >= 2 ? 1 : 0;
+  MPI_Bcast(&rank0_has_two, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank0_has_two) {
+    const Queue partial = rank == 0 ? Queue(s_.comm->context(), {s_.comm->device_idx(0)})
+                                    : Queue(s_.comm->context());
+    expect_logic_error(
+        [&] { DistArray(*s_.comm, partial, BlockLayout::over(*s_.comm, {8}), Dtype::float32); },
+        rank == 0 ? std::vector<std::string>{"DistArray", "rank 0", "no queue on context device"}
+                  : std::vector<std::string>{"DistArray", "rank 0 could not make its part"});
+  }
+  expect_still_working(s_);
+
+  // Copies between arrays of different layouts or dtypes.
+  DistArray other(*s_.comm, {2 * M + 2, 3}, Dtype::float32);
+  expect_logic_error([&] { d.set(other); }, {"DistArray::set", "layout"});
+  DistArray ints(*s_.comm, shape, Dtype::int32);
+  expect_logic_error([&] { d.set(ints); }, {"DistArray::set", "int32"});
+
+  // Replicated arrays: the root's host data of the wrong size; roots out of range.
+  ReplicatedArray rep(*s_.comm, {5}, Dtype::float32);
+  expect_logic_error(
+      [&] { rep.broadcast_from_host(std::span<const float>(data.data(), rank == R - 1 ? 4 : 0), R - 1); },
+      rank == R - 1 ? std::vector<std::string>{"broadcast_from_host", "(the root)", "16 bytes"}
+                    : std::vector<std::string>{"broadcast_from_host", fmt::format("root rank {}", R - 1)});
+  expect_logic_error([&] { rep.broadcast(static_cast<int>(M)); }, {"ReplicatedArray::broadcast", "root member"});
+  expect_logic_error([&] { rep.broadcast_from_host(std::span<const float>(data.data(), 5), R); }, {"root rank"});
+  expect_logic_error([&] { rep.set(std::vector<float>(6)); }, {"ReplicatedArray::set", "24 bytes"});
+  expect_logic_error([&] { rep.set(std::vector<double>(5)); }, {"float64"});
+  expect_logic_error([&] { (void)rep.local(s_.L()); }, {"local device"});
+  expect_still_working(s_);
+}
+
+}  // namespace
