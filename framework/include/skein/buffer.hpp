@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
 
 #include "skein/context.hpp"
 #include "skein/queue.hpp"
@@ -79,6 +80,9 @@ class HostBuffer {
  public:
   HostBuffer() = default;
   static HostBuffer allocate(const Context& context, std::size_t size);
+  // A host buffer over an adapter (PageLockedMemoryPool hands out its blocks this way).
+  explicit HostBuffer(std::shared_ptr<detail::HostBufferAdapter> adapter)
+      : adapter_(std::move(adapter)) {}
 
   std::byte* data() const;
   std::size_t size() const;

@@ -13,6 +13,7 @@
 #include "skein/error.hpp"
 #include "skein/event.hpp"
 #include "skein/functions.hpp"
+#include "skein/memory_pool.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/occupancy.hpp"
 #include "skein/platform.hpp"
@@ -20,10 +21,12 @@
 #include "skein/queue.hpp"
 #include "skein/static_kernel.hpp"
 #include "skein/template.hpp"
+#include "skein/virtual_alloc.hpp"
 
 // The collectives layer (Skein::collectives, part of Skein::skein): the MPI-aware runtime and the
 // Communicator.
 #if __has_include(<skein/communicator.hpp>)
 #include "skein/communicator.hpp"
+#include "skein/dist_array.hpp"
 #include "skein/runtime.hpp"
 #endif

@@ -1,0 +1,125 @@
+// Memory pools (after PyCUDA's DeviceMemoryPool and PageLockedMemoryPool): memory given back to a
+// pool is held for later requests of a similar size instead of being freed, so that code making
+// many short-lived temporaries (arrays in a time loop) does not pay for an allocation and a free
+// each time.
+//
+// Sizes are rounded up to bins as PyCUDA does: a bin holds the sizes that agree in their leading
+// three bits (the top bit and two more), so a block is at most 25% larger than the request, and a
+// block held for one request is reused for any request of the same bin. bin_number() and
+// alloc_size() give the rule.
+//
+// When a block is handed out again. A block goes back to its pool when the last handle that
+// uses it is gone: the Buffer and every copy of it, its sub-regions, and the arrays and views over
+// it (for a page-locked block, every copy of the HostBuffer). The pool may hand it out again at
+// once, while work enqueued earlier may still use the memory. As in PyCUDA, that is safe when the
+// old and the new user of a block enqueue their work on the same queue of the block's device:
+// queues run in order, so the new user's work starts after the old one's. This covers the common
+// case of one Queue for all the devices a code uses (Skein's copies between devices order the
+// source's queue after the copy too). Work on a second queue of the device, a kernel of another
+// device reading the block through peer access (Array::single_device_view), or an asynchronous
+// transfer into host memory still in flight is not ordered that way: synchronize that queue
+// (Queue::synchronize) before the last handle goes. Page-locked blocks have the same rule: an
+// asynchronous transfer (Sync::async) from or to a pooled HostBuffer must be finished (synchronize
+// the queue) before the HostBuffer's last copy goes.
+//
+// Pools are thread-safe, and cheap shared handles like Skein's other objects: copies are the
+// same pool. Blocks keep their pool's memory alive, so a pool may go before its blocks; a block
+// that comes back after the last handle of its pool is gone is freed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "skein/array.hpp"
+#include "skein/buffer.hpp"
+#include "skein/context.hpp"
+
+namespace skein {
+
+// The counts of a pool, taken at one instant (PyCUDA's attributes of the same names).
+struct MemoryPoolStatistics {
+  std::size_t held_blocks = 0;    // blocks not in use, kept for later requests
+  std::size_t active_blocks = 0;  // blocks handed out and not given back yet
+  std::size_t held_bytes = 0;     // bytes of the held blocks (their rounded-up sizes)
+  std::size_t active_bytes = 0;   // bytes requested for the active blocks
+  std::size_t managed_bytes = 0;  // bytes of every block the pool allocated and has not freed
+                                  // (active and held, rounded-up sizes)
+  friend bool operator==(const MemoryPoolStatistics&, const MemoryPoolStatistics&) = default;
+};
+
+// Makes the page-locked host memory of a pool: bytes -> HostBuffer.
+using HostAllocator = std::function<HostBuffer(std::size_t nbytes)>;
+
+// A pool of device memory for every device of one context. Blocks are kept per device: a block
+// of device 0 is only handed out again for device 0.
+class DeviceMemoryPool {
+ public:
+  // `base` makes the pool's blocks (default: Buffer::allocate in `context`); it must return a
+  // buffer of the context, on the requested device, of at least the requested size.
+  explicit DeviceMemoryPool(const Context& context, Allocator base = {});
+
+  const Context& context() const;
+
+  // A buffer of exactly `nbytes` on device `device_idx`: a held block of the same bin when there
+  // is one, else a new block of alloc_size(bin_number(nbytes)) bytes. When the device is out of
+  // memory, the pool frees its held blocks and tries once more before raising MemoryError.
+  // A request of 0 bytes returns an empty buffer that the pool does not count.
+  Buffer allocate(std::size_t device_idx, std::size_t nbytes) const;
+  // An Allocator for Array::empty / Array::zeros that draws from this pool.
+  Allocator allocator() const;
+
+  MemoryPoolStatistics statistics() const;
+  std::size_t held_blocks() const { return statistics().held_blocks; }
+  std::size_t active_blocks() const { return statistics().active_blocks; }
+  std::size_t held_bytes() const { return statistics().held_bytes; }
+  std::size_t active_bytes() const { return statistics().active_bytes; }
+  std::size_t managed_bytes() const { return statistics().managed_bytes; }
+
+  // Frees every held block.
+  void free_held() const;
+  // From now on, blocks given back are freed at once instead of being held; frees the held ones.
+  // For a pool that falls out of use while some of its blocks are still active.
+  void stop_holding() const;
+
+  // The bin of a request, and the size of the blocks of a bin (the largest request of the bin).
+  static std::uint32_t bin_number(std::size_t nbytes);
+  static std::size_t alloc_size(std::uint32_t bin);
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// A pool of page-locked host memory of one context (for asynchronous transfers, see HostBuffer).
+class PageLockedMemoryPool {
+ public:
+  // `base` makes the pool's blocks (default: HostBuffer::allocate in `context`).
+  explicit PageLockedMemoryPool(const Context& context, HostAllocator base = {});
+
+  const Context& context() const;
+
+  // A host buffer of exactly `nbytes` (size() says `nbytes`; the block behind it may be larger).
+  // Out of memory: frees the held blocks and tries once more before raising MemoryError.
+  HostBuffer allocate(std::size_t nbytes) const;
+  HostAllocator allocator() const;
+
+  MemoryPoolStatistics statistics() const;
+  std::size_t held_blocks() const { return statistics().held_blocks; }
+  std::size_t active_blocks() const { return statistics().active_blocks; }
+  std::size_t held_bytes() const { return statistics().held_bytes; }
+  std::size_t active_bytes() const { return statistics().active_bytes; }
+  std::size_t managed_bytes() const { return statistics().managed_bytes; }
+
+  void free_held() const;
+  void stop_holding() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace skein

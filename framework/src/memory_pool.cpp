@@ -1,0 +1,335 @@
+#include "skein/memory_pool.hpp"
+
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "errors.hpp"
+#include "front.hpp"
+
+namespace skein {
+
+namespace {
+
+// PyCUDA's binning: a bin is the exponent of the size's top bit and the kMantissaBits bits below
+// it. Sizes of one bin differ by less than 25%, and there are few bins (4 per power of two).
+constexpr unsigned kMantissaBits = 2;
+constexpr std::size_t kMantissaMask = (std::size_t{1} << kMantissaBits) - 1;
+
+unsigned bit_log2(std::size_t v) {
+  unsigned l = 0;
+  while (v >>= 1) ++l;
+  return l;
+}
+
+// Shifts left by `shift`, or right by -shift when it is negative.
+std::size_t shift_by(std::size_t v, int shift) { return shift >= 0 ? v << shift : v >> -shift; }
+
+// The shared part of both pools: bins of held blocks, the counts, and the out-of-memory retry.
+// `Mem` is Buffer or HostBuffer; a key is (device index, bin), with device 0 for host memory.
+template <class Mem>
+class PoolCore {
+ public:
+  using Key = std::pair<std::size_t, std::uint32_t>;
+  using Make = std::function<Mem(std::size_t device_idx, std::size_t nbytes)>;
+
+  PoolCore(const char* name, Make make) : name_(name), make_(std::move(make)) {}
+
+  // A block for a request of `requested` bytes: a held one of the key when there is one, else a
+  // new one. Counts it active.
+  Mem take(const Key& key, std::size_t requested) {
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = bins_.find(key); it != bins_.end() && !it->second.empty()) {
+        Mem block = std::move(it->second.back());
+        it->second.pop_back();
+        --stats_.held_blocks;
+        stats_.held_bytes -= block.size();
+        ++stats_.active_blocks;
+        stats_.active_bytes += requested;
+        return block;
+      }
+    }
+    // Outside the lock: allocating may take long, and blocks may come back meanwhile.
+    Mem block = make_with_retry(key.first, DeviceMemoryPool::alloc_size(key.second));
+    std::lock_guard lock(mutex_);
+    ++stats_.active_blocks;
+    stats_.active_bytes += requested;
+    stats_.managed_bytes += block.size();
+    return block;
+  }
+
+  // Called when the last handle of an active block is gone: holds the block, or frees it when the
+  // pool stopped holding. Never throws (it runs in destructors).
+  void give_back(const Key& key, Mem&& block, std::size_t requested) noexcept {
+    Mem to_free;  // freed after the lock is released
+    {
+      std::lock_guard lock(mutex_);
+      --stats_.active_blocks;
+      stats_.active_bytes -= requested;
+      const std::size_t size = block.size();
+      bool held = false;
+      if (!stop_holding_) {
+        try {
+          bins_[key].push_back(std::move(block));
+          held = true;
+        } catch (...) {  // no memory to hold it: free it instead
+        }
+      }
+      if (held) {
+        ++stats_.held_blocks;
+        stats_.held_bytes += size;
+      } else {
+        stats_.managed_bytes -= size;
+        to_free = std::move(block);
+      }
+    }
+  }
+
+  // Frees every held block; returns how many there were.
+  std::size_t free_held() {
+    std::map<Key, std::vector<Mem>> to_free;
+    std::size_t n = 0;
+    {
+      std::lock_guard lock(mutex_);
+      to_free.swap(bins_);
+      n = stats_.held_blocks;
+      stats_.managed_bytes -= stats_.held_bytes;
+      stats_.held_blocks = 0;
+      stats_.held_bytes = 0;
+    }
+    return n;
+  }
+
+  void stop_holding() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_holding_ = true;
+    }
+    free_held();
+  }
+
+  MemoryPoolStatistics statistics() {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+ private:
+  // As PyCUDA: out of memory, free what the pool holds and try once more.
+  Mem make_with_retry(std::size_t device_idx, std::size_t nbytes) {
+    try {
+      return make_(device_idx, nbytes);
+    } catch (const MemoryError& first) {
+      const std::size_t held_bytes = statistics().held_bytes;
+      const std::size_t freed = free_held();
+      if (freed == 0) throw;
+      try {
+        return make_(device_idx, nbytes);
+      } catch (const MemoryError& second) {
+        ErrorInfo info = second.info();
+        info.what += fmt::format(" (the {} had freed its {} held blocks, {}, and tried again)",
+                                 name_, freed, format_bytes(held_bytes));
+        throw MemoryError(info, second.requested(), second.available());
+      }
+    }
+  }
+
+  const char* name_;
+  Make make_;
+  std::mutex mutex_;
+  std::map<Key, std::vector<Mem>> bins_;
+  MemoryPoolStatistics stats_;
+  bool stop_holding_ = false;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// DeviceMemoryPool
+
+struct DeviceMemoryPool::State {
+  State(Context context, Allocator base)
+      : context(std::move(context)),
+        core("device memory pool",
+             [this, base = std::move(base)](std::size_t device_idx, std::size_t nbytes) {
+               return make_block(base, device_idx, nbytes);
+             }) {}
+
+  Buffer make_block(const Allocator& base, std::size_t device_idx, std::size_t nbytes) const {
+    Buffer block = base ? base(device_idx, nbytes) : Buffer::allocate(context, device_idx, nbytes);
+    if (block.size() < nbytes || block.device_idx() != device_idx || block.empty() ||
+        block.context_id() != context.impl().get()) {
+      detail::raise_in(SKEIN_HERE, "DeviceMemoryPool::allocate",
+                       "The pool's base allocator must return a buffer of the pool's context, on "
+                       "the requested device, of at least the requested size.",
+                       "the base allocator returned {} bytes on device {}{} for a request of {} "
+                       "bytes on device {}",
+                       block.size(), block.device_idx(),
+                       block.context_id() == context.impl().get() ? "" : " of another context",
+                       nbytes, device_idx);
+    }
+    return block;
+  }
+
+  Context context;
+  PoolCore<Buffer> core;
+};
+
+namespace {
+
+// Owns an active device block. Buffers handed out point at the block's backend allocation but
+// share ownership of this object (shared_ptr's aliasing constructor), so sub-regions, arrays and
+// views keep it too, and the backends see their own allocation object. When the last of them
+// goes, the block goes back to the pool.
+struct PooledDeviceBlock {
+  std::shared_ptr<DeviceMemoryPool::State> pool;
+  PoolCore<Buffer>::Key key;
+  Buffer block;
+  std::size_t requested;
+
+  PooledDeviceBlock(std::shared_ptr<DeviceMemoryPool::State> pool, PoolCore<Buffer>::Key key,
+                    Buffer block, std::size_t requested)
+      : pool(std::move(pool)), key(key), block(std::move(block)), requested(requested) {}
+  PooledDeviceBlock(const PooledDeviceBlock&) = delete;
+  PooledDeviceBlock& operator=(const PooledDeviceBlock&) = delete;
+  ~PooledDeviceBlock() { pool->core.give_back(key, std::move(block), requested); }
+};
+
+}  // namespace
+
+DeviceMemoryPool::DeviceMemoryPool(const Context& context, Allocator base)
+    : state_(std::make_shared<State>(context, std::move(base))) {}
+
+const Context& DeviceMemoryPool::context() const { return state_->context; }
+
+Buffer DeviceMemoryPool::allocate(std::size_t device_idx, std::size_t nbytes) const {
+  detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::allocate");
+  if (nbytes == 0) return Buffer::allocate(state_->context, device_idx, 0);
+  const PoolCore<Buffer>::Key key{device_idx, bin_number(nbytes)};
+  Buffer block = state_->core.take(key, nbytes);
+  std::shared_ptr<PooledDeviceBlock> owner;
+  try {
+    owner = std::make_shared<PooledDeviceBlock>(state_, key, std::move(block), nbytes);
+  } catch (...) {
+    // The block is counted active: hand it back as its owner would have.
+    state_->core.give_back(key, std::move(block), nbytes);
+    throw;
+  }
+  const Buffer& real = owner->block;
+  std::shared_ptr<detail::BufferAdapter> adapter(owner, real.adapter().get());
+  return Buffer(state_->context, std::move(adapter), device_idx, real.offset(), nbytes);
+}
+
+Allocator DeviceMemoryPool::allocator() const {
+  return [pool = *this](std::size_t device_idx, std::size_t nbytes) {
+    return pool.allocate(device_idx, nbytes);
+  };
+}
+
+MemoryPoolStatistics DeviceMemoryPool::statistics() const { return state_->core.statistics(); }
+void DeviceMemoryPool::free_held() const { state_->core.free_held(); }
+void DeviceMemoryPool::stop_holding() const { state_->core.stop_holding(); }
+
+std::uint32_t DeviceMemoryPool::bin_number(std::size_t nbytes) {
+  if (nbytes == 0) return 0;
+  const unsigned l = bit_log2(nbytes);
+  const std::size_t shifted =
+      shift_by(nbytes, static_cast<int>(kMantissaBits) - static_cast<int>(l));
+  return static_cast<std::uint32_t>((std::size_t{l} << kMantissaBits) | (shifted & kMantissaMask));
+}
+
+std::size_t DeviceMemoryPool::alloc_size(std::uint32_t bin) {
+  const int exponent = static_cast<int>(bin >> kMantissaBits);
+  const std::size_t mantissa = bin & kMantissaMask;
+  if (exponent >= static_cast<int>(sizeof(std::size_t) * 8)) {
+    detail::raise_in(SKEIN_HERE, "DeviceMemoryPool::alloc_size",
+                     "Use a bin that bin_number() returned.",
+                     "bin {} is beyond the largest size ({} bits)", bin, sizeof(std::size_t) * 8);
+  }
+  const int shift = exponent - static_cast<int>(kMantissaBits);
+  // The bin's largest size: its leading bits followed by ones.
+  std::size_t ones = shift_by(1, shift);
+  if (ones) ones -= 1;
+  const std::size_t head = shift_by((std::size_t{1} << kMantissaBits) | mantissa, shift);
+  return head | ones;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PageLockedMemoryPool
+
+struct PageLockedMemoryPool::State {
+  State(Context context, HostAllocator base)
+      : context(std::move(context)),
+        core("page-locked memory pool",
+             [this, base = std::move(base)](std::size_t, std::size_t nbytes) {
+               return make_block(base, nbytes);
+             }) {}
+
+  HostBuffer make_block(const HostAllocator& base, std::size_t nbytes) const {
+    HostBuffer block = base ? base(nbytes) : HostBuffer::allocate(context, nbytes);
+    if (block.size() < nbytes || block.data() == nullptr) {
+      detail::raise_in(SKEIN_HERE, "PageLockedMemoryPool::allocate",
+                       "The pool's base allocator must return a host buffer of at least the "
+                       "requested size.",
+                       "the base allocator returned {} bytes for a request of {} bytes",
+                       block.size(), nbytes);
+    }
+    return block;
+  }
+
+  Context context;
+  PoolCore<HostBuffer> core;
+};
+
+namespace {
+
+// An active page-locked block: HostBuffers handed out hold this adapter, which shows the
+// requested size and gives the block back to the pool when the last copy goes.
+class PooledHostBlock final : public detail::HostBufferAdapter {
+ public:
+  PooledHostBlock(std::shared_ptr<PageLockedMemoryPool::State> pool, PoolCore<HostBuffer>::Key key,
+                  HostBuffer block, std::size_t requested)
+      : pool_(std::move(pool)), key_(key), block_(std::move(block)), requested_(requested) {}
+  ~PooledHostBlock() override { pool_->core.give_back(key_, std::move(block_), requested_); }
+
+  std::byte* data() const override { return block_.data(); }
+  std::size_t size() const override { return requested_; }
+
+ private:
+  std::shared_ptr<PageLockedMemoryPool::State> pool_;
+  PoolCore<HostBuffer>::Key key_;
+  HostBuffer block_;
+  std::size_t requested_;
+};
+
+}  // namespace
+
+PageLockedMemoryPool::PageLockedMemoryPool(const Context& context, HostAllocator base)
+    : state_(std::make_shared<State>(context, std::move(base))) {}
+
+const Context& PageLockedMemoryPool::context() const { return state_->context; }
+
+HostBuffer PageLockedMemoryPool::allocate(std::size_t nbytes) const {
+  if (nbytes == 0) return HostBuffer::allocate(state_->context, 0);
+  const PoolCore<HostBuffer>::Key key{0, DeviceMemoryPool::bin_number(nbytes)};
+  HostBuffer block = state_->core.take(key, nbytes);
+  std::shared_ptr<PooledHostBlock> owner;
+  try {
+    owner = std::make_shared<PooledHostBlock>(state_, key, std::move(block), nbytes);
+  } catch (...) {
+    state_->core.give_back(key, std::move(block), nbytes);
+    throw;
+  }
+  return HostBuffer(std::move(owner));
+}
+
+HostAllocator PageLockedMemoryPool::allocator() const {
+  return [pool = *this](std::size_t nbytes) { return pool.allocate(nbytes); };
+}
+
+MemoryPoolStatistics PageLockedMemoryPool::statistics() const { return state_->core.statistics(); }
+void PageLockedMemoryPool::free_held() const { state_->core.free_held(); }
+void PageLockedMemoryPool::stop_holding() const { state_->core.stop_holding(); }
+
+}  // namespace skein
