@@ -25,6 +25,9 @@ PACKAGES=(
   python3 python3-numpy python3-h5py
   # PNG output of the apps
   libpng-dev
+  # Slurm and munge for the batch scripts' test on a one-node cluster (tests/slurm); srun's pmix
+  # plugin (in slurm-wlm-basic-plugins) loads the unversioned libpmix.so of libpmix-dev
+  slurm-wlm munge libpmix-dev
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
