@@ -13,6 +13,10 @@
 
 namespace skein {
 
+namespace detail {
+class BlasAdapter;
+}
+
 struct Context::Impl {
   std::shared_ptr<detail::ContextAdapter> adapter;
   std::vector<Device> devices;
@@ -20,6 +24,9 @@ struct Context::Impl {
   // device, and only ever in that device's context.
   std::mutex programs_mutex;
   std::map<std::pair<std::size_t, std::string>, std::shared_ptr<detail::ProgramAdapter>> programs;
+  // BLAS (cuBLAS handles, src/blas.cpp), made on first use and dropped with the context.
+  std::mutex blas_mutex;
+  std::shared_ptr<detail::BlasAdapter> blas;
 };
 
 struct Queue::Impl {

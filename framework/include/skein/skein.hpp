@@ -4,6 +4,7 @@
 #include "skein/config.hpp"
 #include "skein/api.hpp"
 #include "skein/array.hpp"
+#include "skein/blas.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/ctypes.hpp"
