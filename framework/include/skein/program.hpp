@@ -247,6 +247,12 @@ class PreparedKernel {
     for (std::size_t d : device_idxs()) launch_on<Args...>(d, &events, args...);
     return events;
   }
+  // Enqueues on one device with arguments packed already: for generated kernels whose parameter
+  // list is only known at run time (elementwise and reduction kernels). Checked as above.
+  void launch_packed(std::size_t device_idx, std::span<const detail::KernelArg> args,
+                     std::vector<Event>* events = nullptr) const {
+    launch(device_idx, args, events);
+  }
 
   const std::vector<std::size_t>& device_idxs() const;
   const WorkSize& global_size(std::size_t device_idx) const;

@@ -1,0 +1,1178 @@
+#include "skein/elementwise.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "errors.hpp"
+#include "kernel_gen.hpp"
+#include "skein/ctypes.hpp"
+#include "skein/functions.hpp"
+
+namespace skein {
+
+// --- Operand -----------------------------------------------------------------------------------
+
+Operand::Operand(const Array& array) : array_(array), dtype_(array.dtype()), weak_(false) {}
+
+Dtype Operand::int_dtype(std::size_t size, bool is_signed) {
+  switch (size) {
+    case 1: return is_signed ? Dtype::int8 : Dtype::uint8;
+    case 2: return is_signed ? Dtype::int16 : Dtype::uint16;
+    case 4: return is_signed ? Dtype::int32 : Dtype::uint32;
+    default: return is_signed ? Dtype::int64 : Dtype::uint64;
+  }
+}
+
+void Operand::set_int(std::int64_t v, Dtype d, bool weak) {
+  kind_ = Kind::integer;
+  int_ = v;
+  value_ = static_cast<double>(v);
+  dtype_ = d;
+  weak_ = weak;
+}
+void Operand::set_uint(std::uint64_t v, Dtype d, bool weak) {
+  kind_ = Kind::unsigned_integer;
+  uint_ = v;
+  value_ = static_cast<double>(v);
+  dtype_ = d;
+  weak_ = weak;
+}
+void Operand::set_float(double v, Dtype d, bool weak) {
+  kind_ = Kind::floating;
+  value_ = v;
+  dtype_ = d;
+  weak_ = weak;
+}
+void Operand::set_complex(std::complex<double> v, Dtype d, bool weak) {
+  kind_ = Kind::complex;
+  value_ = v;
+  dtype_ = d;
+  weak_ = weak;
+}
+
+const Array& Operand::array() const {
+  if (!array_) {
+    detail::raise_in(SKEIN_HERE, "Operand::array", "Check is_array() first.",
+                     "the operand is the scalar {}", to_string());
+  }
+  return *array_;
+}
+
+Dtype Operand::dtype() const { return array_ ? array_->dtype() : dtype_; }
+
+std::string Operand::to_string() const {
+  if (array_) {
+    return fmt::format("{} array of shape {}", name(array_->dtype()), skein::to_string(array_->shape()));
+  }
+  switch (kind_) {
+    case Kind::integer: return fmt::format("{}", int_);
+    case Kind::unsigned_integer: return fmt::format("{}", uint_);
+    case Kind::floating: return fmt::format("{}", value_.real());
+    case Kind::complex: return fmt::format("({}{:+}j)", value_.real(), value_.imag());
+  }
+  return "?";
+}
+
+namespace {
+
+template <class T>
+std::vector<std::byte> bytes_of(const T& v) {
+  std::vector<std::byte> out(sizeof(T));
+  std::memcpy(out.data(), &v, sizeof(T));
+  return out;
+}
+
+bool int_fits(Dtype d, long double v) {
+  return visit_dtype(d, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_integral_v<T>) {
+      return v >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+             v <= static_cast<long double>(std::numeric_limits<T>::max());
+    } else {
+      return true;
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<std::byte> Operand::bytes_as(Dtype target, std::string_view what, bool truncate) const {
+  if (array_) {
+    detail::raise_in(SKEIN_HERE, "Operand", "Pass a scalar.", "{}: an array was given", what);
+  }
+  auto refuse = [&](const std::string& why, const std::string& hint) {
+    detail::raise_in(SKEIN_HERE, "Operand", hint, "{}: the scalar {} cannot be converted to {}: {}",
+                     what, to_string(), name(target), why);
+  };
+  if (kind_ == Kind::complex && !is_complex(target)) {
+    refuse("that would drop the imaginary part", "Pass the real part, or use a complex dtype.");
+  }
+  if (is_integer(target)) {
+    long double v = 0;
+    bool exact_int = true;
+    if (kind_ == Kind::integer) {
+      v = static_cast<long double>(int_);
+    } else if (kind_ == Kind::unsigned_integer) {
+      v = static_cast<long double>(uint_);
+    } else {
+      const double f = value_.real();
+      if (!std::isfinite(f)) refuse("it is not finite", "Pass a finite value.");
+      exact_int = std::trunc(f) == f;
+      v = static_cast<long double>(std::trunc(f));
+      if (!exact_int && !truncate) {
+        refuse("it has a fractional part", "Pass an integer, or a float dtype.");
+      }
+    }
+    return visit_dtype(target, [&](auto t) -> std::vector<std::byte> {
+      using T = decltype(t);
+      if constexpr (std::is_integral_v<T>) {
+        if (!int_fits(target, v)) {
+          if (!truncate || (kind_ != Kind::integer && kind_ != Kind::unsigned_integer)) {
+            refuse(fmt::format("it is outside {}'s range", name(target)),
+                   "Pass a value that fits, or use a wider dtype.");
+          }
+          // Integers wrap as in C (two's complement), as NumPy's astype.
+          const std::uint64_t bits = kind_ == Kind::integer ? static_cast<std::uint64_t>(int_) : uint_;
+          return bytes_of(static_cast<T>(bits));
+        }
+        return bytes_of(static_cast<T>(v));
+      } else {
+        return {};
+      }
+    });
+  }
+  const double re = kind_ == Kind::integer ? static_cast<double>(int_)
+                    : kind_ == Kind::unsigned_integer ? static_cast<double>(uint_)
+                                                     : value_.real();
+  switch (target) {
+    case Dtype::float16: return bytes_of(float16(static_cast<float>(re)).bits);
+    case Dtype::bfloat16: return bytes_of(bfloat16(static_cast<float>(re)).bits);
+    case Dtype::float32: return bytes_of(static_cast<float>(re));
+    case Dtype::float64: return bytes_of(re);
+    case Dtype::complex64:
+      return bytes_of(std::complex<float>(static_cast<float>(re), static_cast<float>(value_.imag())));
+    case Dtype::complex128: return bytes_of(std::complex<double>(re, value_.imag()));
+    default: break;
+  }
+  return {};
+}
+
+Operand Operand::typed(Dtype dtype, double value) {
+  Operand probe(value);
+  Operand out(0);
+  out.weak_ = false;
+  if (is_integer(dtype)) {
+    const auto b = probe.bytes_as(dtype, "Operand::typed");
+    return typed_int(dtype, visit_dtype(dtype, [&](auto t) -> std::int64_t {
+                       using T = decltype(t);
+                       if constexpr (std::is_integral_v<T>) {
+                         T v;
+                         std::memcpy(&v, b.data(), sizeof(T));
+                         return static_cast<std::int64_t>(v);
+                       } else {
+                         return 0;
+                       }
+                     }));
+  }
+  if (is_complex(dtype)) {
+    out.set_complex(std::complex<double>(value, 0), dtype, false);
+    return out;
+  }
+  // The value as the dtype holds it, so that host references see the same number.
+  double stored = value;
+  if (dtype == Dtype::float32) stored = static_cast<float>(value);
+  if (dtype == Dtype::float16) stored = static_cast<float>(float16(static_cast<float>(value)));
+  if (dtype == Dtype::bfloat16) stored = static_cast<float>(bfloat16(static_cast<float>(value)));
+  out.set_float(stored, dtype, false);
+  return out;
+}
+
+Operand Operand::typed(Dtype dtype, std::complex<double> value) {
+  if (!is_complex(dtype)) {
+    if (value.imag() != 0) {
+      Operand(value).bytes_as(dtype, "Operand::typed");  // raises
+    }
+    return typed(dtype, value.real());
+  }
+  Operand out(0);
+  if (dtype == Dtype::complex64) value = std::complex<double>(std::complex<float>(value));
+  out.set_complex(value, dtype, false);
+  return out;
+}
+
+Operand Operand::typed_int(Dtype dtype, std::int64_t value) {
+  if (!is_integer(dtype)) return typed(dtype, static_cast<double>(value));
+  Operand probe(value);
+  (void)probe.bytes_as(dtype, "Operand::typed_int");  // range check
+  Operand out(0);
+  if (is_signed(dtype)) {
+    out.set_int(value, dtype, false);
+  } else {
+    out.set_uint(static_cast<std::uint64_t>(value), dtype, false);
+  }
+  return out;
+}
+
+// --- promotion ---------------------------------------------------------------------------------
+
+namespace {
+bool is_half_dtype(Dtype d) { return d == Dtype::float16 || d == Dtype::bfloat16; }
+
+// 0: integer, 1: float, 2: complex.
+int kind_rank(Dtype d) { return is_complex(d) ? 2 : is_integer(d) ? 0 : 1; }
+}  // namespace
+
+Dtype promote_types(Dtype a, Dtype b) {
+  if (a == b) return a;
+  if (is_half_dtype(a) || is_half_dtype(b)) {
+    if (is_half_dtype(a) && is_half_dtype(b)) return Dtype::float32;  // float16 + bfloat16
+    const Dtype h = is_half_dtype(a) ? a : b;
+    const Dtype o = is_half_dtype(a) ? b : a;
+    if (is_integer(o)) {
+      if (itemsize(o) == 1) return h;
+      return itemsize(o) == 2 ? Dtype::float32 : Dtype::float64;
+    }
+    return o;  // float32, float64, complex64, complex128 all hold a 16-bit float
+  }
+  return result_type({a, b});
+}
+
+Dtype result_type(std::span<const Operand> operands) {
+  if (operands.empty()) {
+    detail::raise_in(SKEIN_HERE, "skein::result_type", "Pass at least one operand.",
+                     "no operands");
+  }
+  std::optional<Dtype> strong;
+  int weak_kind = -1;
+  for (const auto& o : operands) {
+    if (o.weak()) {
+      weak_kind = std::max(weak_kind, kind_rank(o.dtype()));
+    } else {
+      strong = strong ? promote_types(*strong, o.dtype()) : o.dtype();
+    }
+  }
+  if (!strong) {
+    return weak_kind == 2 ? Dtype::complex128 : weak_kind == 1 ? Dtype::float64 : Dtype::int64;
+  }
+  Dtype r = *strong;
+  if (weak_kind > kind_rank(r)) {
+    if (weak_kind == 1) {
+      r = Dtype::float64;  // integers meeting a weak float: NumPy's default float
+    } else if (is_integer(r)) {
+      r = Dtype::complex128;
+    } else {
+      r = (r == Dtype::float64) ? Dtype::complex128 : Dtype::complex64;
+    }
+  }
+  // A weak integer must fit an integer result (NumPy 2 raises OverflowError).
+  if (is_integer(r)) {
+    for (const auto& o : operands) {
+      if (o.weak()) (void)o.bytes_as(r, "skein::result_type (a weak integer scalar)");
+    }
+  }
+  return r;
+}
+
+// --- the kernel --------------------------------------------------------------------------------
+
+struct ElementwiseKernel::Impl {
+  std::vector<detail::ParamDecl> params;  // inputs, then outputs
+  std::size_t n_in = 0;
+  std::string operation;
+  ElementwiseOptions options;
+  std::uint64_t owner = detail::new_cache_owner();
+  mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
+
+  ~Impl() { detail::drop_cache_owner(owner); }
+  std::size_t n_out() const { return params.size() - n_in; }
+};
+
+namespace {
+
+constexpr std::string_view kReserved[] = {"i", "n"};
+
+std::string describe_params(const std::vector<detail::ParamDecl>& params, std::size_t from,
+                            std::size_t to) {
+  std::vector<std::string> parts;
+  for (std::size_t k = from; k < to; ++k) {
+    parts.push_back(fmt::format("{}{} {}", params[k].raw ? "raw " : "", params[k].type, params[k].name));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Everything a call needs that depends on its arguments.
+struct Resolved {
+  std::size_t device = 0;
+  std::vector<Operand> args;  // inputs and outputs (allocated ones included)
+  std::vector<Array> outputs;
+  std::vector<Dtype> dtypes;    // per parameter
+  std::vector<bool> is_array;   // per parameter
+  detail::Bindings bindings;
+  detail::Layout layout;
+  std::vector<std::size_t> layout_index;  // per parameter: its index among the non-raw arrays, or npos
+  std::size_t layout_count = 0;           // non-raw arrays
+  std::uint64_t n = 0;
+  std::size_t W = 1, U = 1;  // contiguous path: elements per 16-byte chunk, chunks per thread
+  std::string signature;
+};
+
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+void check_array_alignment(const Array& a, const std::string& call, const std::string& kernel,
+                           const std::string& param) {
+  const std::size_t isz = a.itemsize();
+  bool ok = detail::address_in_allocation(a) % isz == 0;
+  for (std::size_t d = 0; ok && d < a.ndim(); ++d) ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
+  if (!ok) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Use views whose offset and strides are multiples of the itemsize.",
+                     "kernel '{}': argument '{}' ({} array, byte offset {}, strides {}) has "
+                     "elements that are not aligned to their size",
+                     kernel, param, name(a.dtype()), detail::address_in_allocation(a),
+                     to_string(a.strides()));
+  }
+}
+
+Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
+                 std::span<const Operand> args, std::optional<std::size_t> expect_device,
+                 bool allocate) {
+  const std::string& kname = impl.options.name;
+  const std::string call = "ElementwiseKernel";
+  const auto& params = impl.params;
+  if (args.size() != impl.n_in && args.size() != params.size()) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass the inputs, then either every output or none (they are then "
+                     "allocated).",
+                     "kernel '{}' takes {} input(s) ({}) and {} output(s) ({}); {} argument(s) "
+                     "were given",
+                     kname, impl.n_in, describe_params(params, 0, impl.n_in), impl.n_out(),
+                     describe_params(params, impl.n_in, params.size()), args.size());
+  }
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const auto& p = params[k];
+    if (args[k].is_scalar() && (p.output || p.raw)) {
+      detail::raise_in(SKEIN_HERE, call, "Pass an Array for it.",
+                       "kernel '{}': argument {} ('{}') is the scalar {}, but {} parameter takes "
+                       "an array",
+                       kname, k, p.name, args[k].to_string(), p.output ? "an output" : "a raw");
+    }
+    if (args[k].is_array()) {
+      const Array& a = args[k].array();
+      check_array_alignment(a, call, kname, p.name);
+      if (p.raw && !a.is_contiguous()) {
+        detail::raise_in(SKEIN_HERE, call, "Pass a contiguous array (copy the view first).",
+                         "kernel '{}': raw argument {} ('{}') is a strided view", kname, k, p.name);
+      }
+    }
+  }
+  Resolved r;
+  r.bindings = detail::bind_types(params, args, call, kname);
+  for (const auto& p : params) r.dtypes.push_back(detail::param_dtype(p, r.bindings, call, kname));
+  const auto device = detail::common_device(queue, args, call, kname);
+  if (!device && !expect_device) {
+    detail::raise_in(SKEIN_HERE, call, "Pass at least one array (the outputs, for example).",
+                     "kernel '{}': no argument is an array, so there is no device to run on",
+                     kname);
+  }
+  if (device && expect_device && *device != *expect_device) {
+    detail::raise_in(SKEIN_HERE, call, "Give each device the arrays that live on it.",
+                     "kernel '{}': the arguments for device {} are on device {}", kname,
+                     *expect_device, *device);
+  }
+  r.device = device ? *device : *expect_device;
+
+  // The shape: inputs and given outputs broadcast together; outputs must have it.
+  std::vector<bool> take(args.size());
+  for (std::size_t k = 0; k < args.size(); ++k) take[k] = !params[k].raw && args[k].is_array();
+  bool any = std::find(take.begin(), take.end(), true) != take.end();
+  if (!any) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass a non-raw array (the outputs, for example): its shape sets the number "
+                     "of elements.",
+                     "kernel '{}': no non-raw array among the arguments, so the number of "
+                     "elements is unknown",
+                     kname);
+  }
+  const Shape shape = detail::broadcast_shapes(args, take, params, call, kname);
+  for (std::size_t k = impl.n_in; k < args.size(); ++k) {
+    if (params[k].raw) continue;
+    if (args[k].array().shape() != shape) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Give outputs the shape the inputs broadcast to.",
+                       "kernel '{}': output '{}' has shape {}; the inputs broadcast to {}", kname,
+                       params[k].name, to_string(args[k].array().shape()), to_string(shape));
+    }
+  }
+  r.args.assign(args.begin(), args.end());
+  if (args.size() == impl.n_in) {
+    for (std::size_t k = impl.n_in; k < params.size(); ++k) {
+      if (params[k].raw) {
+        detail::raise_in(SKEIN_HERE, call, "Pass the outputs.",
+                         "kernel '{}': raw output '{}' cannot be allocated (its size is unknown)",
+                         kname, params[k].name);
+      }
+      // source() needs no memory: the layout of a new contiguous array is known.
+      if (allocate) r.args.emplace_back(Array::empty(queue, shape, r.dtypes[k], r.device));
+    }
+  }
+  if (allocate || args.size() == params.size()) {
+    for (std::size_t k = impl.n_in; k < params.size(); ++k) r.outputs.push_back(r.args[k].array());
+  }
+
+  r.n = shape_size(shape);
+  r.layout_index.assign(params.size(), npos);
+  std::vector<detail::ArrayShape> shapes;
+  std::size_t min_isz = 16, sum_isz = 0;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const bool is_array = k >= args.size() || args[k].is_array();
+    r.is_array.push_back(is_array);
+    if (params[k].raw || !is_array) continue;
+    r.layout_index[k] = shapes.size();
+    const std::size_t isz = itemsize(r.dtypes[k]);
+    if (k < r.args.size()) {
+      shapes.push_back(detail::shape_of(r.args[k].array()));
+    } else {
+      shapes.push_back({shape, contiguous_strides(shape, isz), isz});
+    }
+    min_isz = std::min(min_isz, isz);
+    sum_isz += isz;
+  }
+  r.layout_count = shapes.size();
+  r.layout = detail::make_layout(shape, shapes);
+
+  r.W = 16 / min_isz;
+  r.U = std::clamp<std::size_t>(
+      detail::floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))), 1,
+      4);
+
+  std::string sig = r.layout.contiguous ? "ew1|c" : fmt::format("ew1|s{}", r.layout.shape.size());
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    sig += fmt::format("|{}{}", params[k].raw ? 'R' : r.is_array[k] ? 'A' : 'S',
+                       name(r.dtypes[k]));
+  }
+  r.signature = std::move(sig);
+  return r;
+}
+
+// The operation as a function of one element: inputs by value (raw ones as pointers), outputs
+// through pointers to private variables.
+std::string op_function(const ElementwiseKernel::Impl& impl, const Resolved& r) {
+  const auto& params = impl.params;
+  std::vector<std::string> decl{"const VSIZE_T i", "const VSIZE_T n"};
+  std::string outs_decl, outs_write;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const auto& p = params[k];
+    const Dtype d = r.dtypes[k];
+    if (p.raw) {
+      decl.push_back(fmt::format("GLOBAL_MEM {}{}* {}", p.output ? "" : "const ", ctype(d), p.name));
+    } else if (!p.output) {
+      decl.push_back(fmt::format("const {} {}", detail::compute_ctype(d), p.name));
+    } else {
+      decl.push_back(fmt::format("{}* _skein_out_{}", detail::compute_ctype(d), p.name));
+      outs_decl += fmt::format("    {} {};\n", detail::compute_ctype(d), p.name);
+      outs_write += fmt::format("    *_skein_out_{0} = {0};\n", p.name);
+    }
+  }
+  return fmt::format(
+      "WITHIN_KERNEL INLINE void {}_op({})\n{{\n{}{}    /* operation */\n    {};\n{}}}\n",
+      impl.options.name, fmt::join(decl, ", "), detail::placeholder_typedefs(r.bindings), outs_decl,
+      impl.operation, outs_write);
+}
+
+std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
+  const auto& params = impl.params;
+  const std::string& kname = impl.options.name;
+  std::string src;
+  src += "/* Generated by skein::ElementwiseKernel */\n";
+  if (!impl.options.preamble.empty()) src += impl.options.preamble + "\n";
+  src += op_function(impl, r);
+
+  const bool contiguous = r.layout.contiguous;
+  const std::size_t D = r.layout.shape.size();
+  const std::size_t W = r.W, U = r.U;
+
+  // Vector views of the arrays (contiguous path).
+  if (contiguous) {
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (r.layout_index[k] == npos) continue;
+      const std::size_t V = W * itemsize(r.dtypes[k]) / 16;
+      src += fmt::format("typedef union {{ uint4 v[{}]; {} e[{}]; }} _skein_vec_{}_{};\n", V,
+                         ctype(r.dtypes[k]), W, kname, params[k].name);
+    }
+  }
+
+  // Parameters.
+  std::vector<std::string> kparams;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const auto& p = params[k];
+    if (r.is_array[k]) {
+      kparams.push_back(detail::array_param(p.name));
+    } else {
+      kparams.push_back(fmt::format("const {} _skein_a_{}", detail::scalar_param_ctype(r.dtypes[k]), p.name));
+    }
+  }
+  kparams.push_back("const uint64_t _skein_n");
+  if (contiguous) {
+    kparams.push_back("const uint64_t _skein_head");
+    kparams.push_back("const uint64_t _skein_nchunks");
+  } else {
+    for (std::size_t d = 0; d < D; ++d) kparams.push_back(fmt::format("const uint64_t _skein_d{}", d));
+    for (std::size_t j = 0; j < r.layout_count; ++j) {
+      for (std::size_t d = 0; d < D; ++d) kparams.push_back(fmt::format("const uint64_t _skein_s{}_{}", j, d));
+    }
+  }
+  src += fmt::format("KERNEL void {}({})\n{{\n", kname, fmt::join(kparams, ",\n    "));
+
+  // Pointers and scalar values.
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const auto& p = params[k];
+    const Dtype d = r.dtypes[k];
+    if (r.is_array[k]) {
+      if (contiguous || p.raw) {
+        src += "    " + detail::array_pointer(p.name, ctype(d), !p.output) + "\n";
+      } else {
+        src += fmt::format("    GLOBAL_MEM {}char* _skein_q_{} = _skein_b_{} + _skein_o_{};\n",
+                           p.output ? "" : "const ", p.name, p.name, p.name);
+      }
+    } else if (d == Dtype::float16 || d == Dtype::bfloat16) {
+      src += fmt::format("    {} _skein_h_{};\n    _skein_h_{}.bits = _skein_a_{};\n", ctype(d),
+                         p.name, p.name, p.name);
+      src += fmt::format("    const float _skein_v_{} = {};\n", p.name,
+                         detail::load_value(d, "_skein_h_" + p.name));
+    } else {
+      src += fmt::format("    const {} _skein_v_{} = _skein_a_{};\n", ctype(d), p.name, p.name);
+    }
+  }
+  src += "    const VSIZE_T _skein_tid = get_global_id(0);\n";
+  src += "    const VSIZE_T _skein_nth = get_global_size(0);\n";
+
+  // One call of the operation; `value(k)` gives input k's element, `store(k, v)` the statement
+  // storing output k.
+  auto call_op = [&](const std::string& index, const std::function<std::string(std::size_t)>& value,
+                     const std::function<std::string(std::size_t, const std::string&)>& store,
+                     const std::string& indent) {
+    std::string s;
+    std::vector<std::string> a{index, "_skein_n"};
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      const auto& p = params[k];
+      if (p.raw) {
+        a.push_back("_skein_p_" + p.name);
+      } else if (!p.output) {
+        a.push_back(r.is_array[k] ? value(k) : "_skein_v_" + p.name);
+      } else {
+        s += fmt::format("{}{} _skein_t_{};\n", indent, detail::compute_ctype(r.dtypes[k]), p.name);
+        a.push_back("&_skein_t_" + p.name);
+      }
+    }
+    s += fmt::format("{}{}_op({});\n", indent, kname, fmt::join(a, ", "));
+    for (std::size_t k = impl.n_in; k < params.size(); ++k) {
+      if (params[k].raw) continue;
+      s += indent + store(k, detail::store_value(r.dtypes[k], "_skein_t_" + params[k].name)) + "\n";
+    }
+    return s;
+  };
+
+  if (contiguous) {
+    bool any_vector = false;
+    for (std::size_t k = 0; k < params.size(); ++k) any_vector |= r.layout_index[k] != npos;
+    if (any_vector) {
+      // Vector loop: U chunks of W elements per thread and iteration, every load issued before
+      // the first element is computed.
+      src += fmt::format(
+          "    for (VSIZE_T _skein_c = _skein_tid; _skein_c < _skein_nchunks; _skein_c += _skein_nth * {}) {{\n",
+          U);
+      for (std::size_t u = 0; u < U; ++u) {
+        src += fmt::format("        const VSIZE_T _skein_c{0} = _skein_c + {0} * _skein_nth;\n", u);
+      }
+      for (std::size_t k = 0; k < impl.n_in; ++k) {
+        if (r.layout_index[k] == npos) continue;
+        const std::size_t V = W * itemsize(r.dtypes[k]) / 16;
+        const auto& nm = params[k].name;
+        src += fmt::format(
+            "        GLOBAL_MEM const uint4* _skein_w_{0} = (GLOBAL_MEM const uint4*)(_skein_p_{0} + _skein_head);\n",
+            nm);
+        for (std::size_t u = 0; u < U; ++u) {
+          src += fmt::format("        _skein_vec_{}_{} _skein_x_{}_{};\n", kname, nm, nm, u);
+          src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
+          for (std::size_t v = 0; v < V; ++v) {
+            src += fmt::format("            _skein_x_{0}_{1}.v[{2}] = _skein_w_{0}[_skein_c{1} * {3} + {2}];\n",
+                               nm, u, v, V);
+          }
+          src += "        }\n";
+        }
+      }
+      for (std::size_t k = impl.n_in; k < params.size(); ++k) {
+        if (r.layout_index[k] == npos) continue;
+        src += fmt::format(
+            "        GLOBAL_MEM uint4* _skein_w_{0} = (GLOBAL_MEM uint4*)(_skein_p_{0} + _skein_head);\n",
+            params[k].name);
+      }
+      for (std::size_t u = 0; u < U; ++u) {
+        src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
+        for (std::size_t k = impl.n_in; k < params.size(); ++k) {
+          if (r.layout_index[k] == npos) continue;
+          src += fmt::format("            _skein_vec_{}_{} _skein_y_{};\n", kname, params[k].name,
+                             params[k].name);
+        }
+        for (std::size_t j = 0; j < W; ++j) {
+          src += "            {\n";
+          src += call_op(
+              fmt::format("_skein_head + _skein_c{} * {} + {}", u, W, j),
+              [&](std::size_t k) {
+                return detail::load_value(r.dtypes[k], fmt::format("_skein_x_{}_{}.e[{}]", params[k].name, u, j));
+              },
+              [&](std::size_t k, const std::string& v) {
+                return fmt::format("_skein_y_{}.e[{}] = {};", params[k].name, j, v);
+              },
+              "                ");
+          src += "            }\n";
+        }
+        for (std::size_t k = impl.n_in; k < params.size(); ++k) {
+          if (r.layout_index[k] == npos) continue;
+          const std::size_t V = W * itemsize(r.dtypes[k]) / 16;
+          for (std::size_t v = 0; v < V; ++v) {
+            src += fmt::format("            _skein_w_{0}[_skein_c{1} * {3} + {2}] = _skein_y_{0}.v[{2}];\n",
+                               params[k].name, u, v, V);
+          }
+        }
+        src += "        }\n";
+      }
+      src += "    }\n";
+    }
+    // The unaligned head and the tail, element by element.
+    src += fmt::format("    const VSIZE_T _skein_tail = _skein_head + _skein_nchunks * {};\n", W);
+    src += "    const VSIZE_T _skein_ns = _skein_head + (_skein_n - _skein_tail);\n";
+    src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_ns; _skein_t += _skein_nth) {\n";
+    src += "        const VSIZE_T _skein_i = _skein_t < _skein_head ? _skein_t : _skein_tail + (_skein_t - _skein_head);\n";
+    src += call_op(
+        "_skein_i",
+        [&](std::size_t k) {
+          return detail::load_value(r.dtypes[k], fmt::format("_skein_p_{}[_skein_i]", params[k].name));
+        },
+        [&](std::size_t k, const std::string& v) {
+          return fmt::format("_skein_p_{}[_skein_i] = {};", params[k].name, v);
+        },
+        "        ");
+    src += "    }\n";
+  } else {
+    // General layout: each element's address from its multi-index.
+    src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_n; _skein_t += _skein_nth) {\n";
+    src += "        VSIZE_T _skein_r = _skein_t;\n";
+    for (std::size_t j = 0; j < r.layout_count; ++j) src += fmt::format("        uint64_t _skein_off{} = 0;\n", j);
+    for (std::size_t d = D; d-- > 0;) {
+      if (d > 0) {
+        src += fmt::format("        {{\n            const VSIZE_T _skein_x = _skein_r % _skein_d{0};\n"
+                           "            _skein_r /= _skein_d{0};\n", d);
+        for (std::size_t j = 0; j < r.layout_count; ++j) {
+          src += fmt::format("            _skein_off{0} += _skein_x * _skein_s{0}_{1};\n", j, d);
+        }
+        src += "        }\n";
+      } else {
+        for (std::size_t j = 0; j < r.layout_count; ++j) {
+          src += fmt::format("        _skein_off{0} += _skein_r * _skein_s{0}_0;\n", j);
+        }
+      }
+    }
+    src += call_op(
+        "_skein_t",
+        [&](std::size_t k) {
+          return detail::load_value(
+              r.dtypes[k], fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_off{})",
+                                       ctype(r.dtypes[k]), params[k].name, r.layout_index[k]));
+        },
+        [&](std::size_t k, const std::string& v) {
+          return fmt::format("*(GLOBAL_MEM {}*)(_skein_q_{} + _skein_off{}) = {};", ctype(r.dtypes[k]),
+                             params[k].name, r.layout_index[k], v);
+        },
+        "        ");
+    src += "    }\n";
+  }
+  src += "}\n";
+  return render(src, impl.options.globals, kname);
+}
+
+struct Plan {
+  Resolved resolved;
+  std::shared_ptr<const detail::CompiledProgram> program;
+  detail::ArgPack args;
+  std::size_t groups = 0;
+  std::size_t local = 0;
+};
+
+Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::span<const Operand> args,
+               std::optional<std::size_t> expect_device) {
+  Plan plan;
+  plan.resolved = resolve(impl, queue, args, expect_device, true);
+  const Resolved& r = plan.resolved;
+  if (r.n == 0) return plan;
+  ProgramOptions options;
+  options.fast_math = impl.options.fast_math;
+  options.name = impl.options.name;
+  plan.program = detail::cached_program(
+      impl.owner, queue.context(), r.signature,
+      [&] {
+        impl.built += 1;
+        return generate(impl, r);
+      },
+      {impl.options.name}, options);
+  const std::size_t d = r.device;
+  plan.local = plan.program->local_size[d];
+  const std::size_t resident = plan.program->resident(impl.options.name, d);
+
+  const auto& params = impl.params;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    if (r.args[k].is_array()) {
+      plan.args.array(r.args[k].array());
+    } else {
+      plan.args.bytes(r.args[k].bytes_as(
+          r.dtypes[k], fmt::format("argument '{}' of kernel '{}'", params[k].name, impl.options.name)));
+    }
+  }
+  plan.args.value(std::uint64_t{r.n});
+  std::uint64_t work = r.n;
+  if (r.layout.contiguous) {
+    std::uint64_t head = r.n, nchunks = 0;
+    const bool aligned_buffers = queue.context().device(d).params().base_address_align >= 16 ||
+                                 queue.context().api().id() == ApiId::cuda;
+    std::vector<const Array*> vector_arrays;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (r.layout_index[k] != npos) vector_arrays.push_back(&r.args[k].array());
+    }
+    if (aligned_buffers && !vector_arrays.empty()) {
+      if (auto h = detail::common_vector_start(vector_arrays); h && *h < r.n) {
+        head = *h;
+        nchunks = (r.n - head) / r.W;
+      }
+    }
+    if (nchunks == 0) head = r.n;
+    plan.args.value(head);
+    plan.args.value(nchunks);
+    work = std::max<std::uint64_t>(detail::ceil_div(nchunks, r.U), r.n - nchunks * r.W);
+  } else {
+    for (auto s : r.layout.shape) plan.args.value(s);
+    for (const auto& strides : r.layout.strides) {
+      for (auto s : strides) plan.args.value(s);
+    }
+  }
+  plan.groups = std::clamp<std::uint64_t>(detail::ceil_div(work, plan.local), 1, resident);
+  return plan;
+}
+
+void execute(const ElementwiseKernel::Impl& impl, const Queue& queue, const Plan& plan) {
+  if (!plan.program) return;
+  detail::launch(plan.program->kernel(impl.options.name), queue, plan.resolved.device, plan.groups,
+                 plan.local, plan.args);
+}
+
+}  // namespace
+
+ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
+                                     std::string operation, ElementwiseOptions options) {
+  auto impl = std::make_shared<Impl>();
+  const std::string call = "ElementwiseKernel";
+  if (!detail::is_identifier(options.name) || options.name.rfind("_skein", 0) == 0) {
+    detail::raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.",
+                     "'{}' is not a usable kernel name", options.name);
+  }
+  impl->params = detail::parse_params(in_params, false, call, options.name);
+  impl->n_in = impl->params.size();
+  auto outs = detail::parse_params(out_params, true, call, options.name);
+  if (outs.empty()) {
+    detail::raise_in(SKEIN_HERE, call, "Declare at least one output parameter.",
+                     "kernel '{}' has no output", options.name);
+  }
+  impl->params.insert(impl->params.end(), outs.begin(), outs.end());
+  detail::check_reserved(impl->params, kReserved, call, options.name);
+  for (const auto& p : impl->params) {
+    if (p.name == options.name || p.name == options.name + "_op") {
+      detail::raise_in(SKEIN_HERE, call, "Rename the parameter or the kernel.",
+                       "kernel '{}': parameter '{}' has the kernel's name", options.name, p.name);
+    }
+  }
+  if (operation.find_first_not_of(" \t\r\n;") == std::string::npos) {
+    detail::raise_in(SKEIN_HERE, call, "Write the operation, e.g. \"z = a * x + y\".",
+                     "kernel '{}': the operation is empty", options.name);
+  }
+  impl->operation = std::move(operation);
+  impl->options = std::move(options);
+  impl_ = std::move(impl);
+}
+
+const std::string& ElementwiseKernel::name() const { return impl_->options.name; }
+std::size_t ElementwiseKernel::programs_built() const { return impl_->built.load(); }
+
+std::vector<Array> ElementwiseKernel::operator()(const Queue& queue,
+                                                 std::span<const Operand> args) const {
+  Plan plan = make_plan(*impl_, queue, args, std::nullopt);
+  execute(*impl_, queue, plan);
+  return plan.resolved.outputs;
+}
+
+MultiDevice<std::vector<Array>> ElementwiseKernel::per_device(
+    const Queue& queue, const MultiDevice<std::vector<Operand>>& args) const {
+  std::vector<Plan> plans;
+  for (std::size_t d : queue.device_idxs()) {
+    const auto& list = args[d];
+    plans.push_back(make_plan(*impl_, queue, list, d));
+  }
+  MultiDevice<std::vector<Array>> result;
+  for (const auto& plan : plans) execute(*impl_, queue, plan);
+  for (auto& plan : plans) result.set(plan.resolved.device, plan.resolved.outputs);
+  return result;
+}
+
+std::string ElementwiseKernel::source(const Queue& queue, std::span<const Operand> args) const {
+  const Resolved r = resolve(*impl_, queue, args, std::nullopt, false);
+  return generate(*impl_, r);
+}
+
+// --- built-ins ---------------------------------------------------------------------------------
+
+std::string_view name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return "add";
+    case BinaryOp::subtract: return "subtract";
+    case BinaryOp::multiply: return "multiply";
+    case BinaryOp::divide: return "divide";
+    case BinaryOp::maximum: return "maximum";
+    case BinaryOp::minimum: return "minimum";
+  }
+  return "?";
+}
+
+std::string_view name(CompareOp op) {
+  switch (op) {
+    case CompareOp::equal: return "equal";
+    case CompareOp::not_equal: return "not_equal";
+    case CompareOp::less: return "less";
+    case CompareOp::less_equal: return "less_equal";
+    case CompareOp::greater: return "greater";
+    case CompareOp::greater_equal: return "greater_equal";
+  }
+  return "?";
+}
+
+std::string_view name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::negative: return "negative";
+    case UnaryOp::absolute: return "absolute";
+    case UnaryOp::square: return "square";
+    case UnaryOp::sqrt: return "sqrt";
+    case UnaryOp::exp: return "exp";
+    case UnaryOp::log: return "log";
+    case UnaryOp::sin: return "sin";
+    case UnaryOp::cos: return "cos";
+    case UnaryOp::tanh: return "tanh";
+    case UnaryOp::floor: return "floor";
+    case UnaryOp::ceil: return "ceil";
+    case UnaryOp::conjugate: return "conjugate";
+  }
+  return "?";
+}
+
+namespace {
+
+// The built-in kernels, one per operation and dtypes, made on first use and kept.
+const ElementwiseKernel& builtin(const std::string& key, const std::function<ElementwiseKernel()>& make) {
+  static std::mutex mutex;
+  static auto* kernels = new std::map<std::string, std::unique_ptr<ElementwiseKernel>>;
+  std::lock_guard lock(mutex);
+  auto& slot = (*kernels)[key];
+  if (!slot) slot = std::make_unique<ElementwiseKernel>(make());
+  return *slot;
+}
+
+// The dtype a parameter is declared with: an array's own, or the loop dtype for a scalar.
+Dtype declared(const Operand& o, Dtype loop) { return o.is_array() ? o.dtype() : loop; }
+
+std::string unsigned_for(Dtype d) { return itemsize(d) == 8 ? "uint64_t" : "uint32_t"; }
+
+std::string make_complex(Dtype d) { return "skein_make_" + ctype(d).substr(6); }
+
+// C for `a op b` on compute values of dtype t.
+std::string arith(Dtype t, const std::string& a, char op, const std::string& b) {
+  t = detail::compute_dtype(t);
+  if (is_complex(t)) {
+    const std::string m = make_complex(t);
+    if (op == '+') return fmt::format("{}({}.re + {}.re, {}.im + {}.im)", m, a, b, a, b);
+    if (op == '-') return fmt::format("{}({}.re - {}.re, {}.im - {}.im)", m, a, b, a, b);
+    return fmt::format("{0}({1}.re * {2}.re - {1}.im * {2}.im, {1}.re * {2}.im + {1}.im * {2}.re)", m, a, b);
+  }
+  if (is_integer(t)) {
+    // Wrap around as NumPy does: signed overflow is undefined in C, so go through unsigned.
+    const std::string u = unsigned_for(t);
+    return fmt::format("(({})(({}){} {} ({}){}))", ctype(t), u, a, op, u, b);
+  }
+  return fmt::format("({} {} {})", a, op, b);
+}
+
+std::string param_list(const std::vector<std::pair<Dtype, std::string>>& ps) {
+  std::vector<std::string> parts;
+  for (const auto& [d, n] : ps) parts.push_back(fmt::format("{} {}", name(d), n));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::vector<Array> run(const ElementwiseKernel& k, const Queue& queue, std::vector<Operand> args,
+                       const std::optional<Array>& out) {
+  if (out) args.emplace_back(*out);
+  return k(queue, args);
+}
+
+void check_out(const std::optional<Array>& out, Dtype expected, const char* call) {
+  if (out && out->dtype() != expected) {
+    detail::raise_in(SKEIN_HERE, call, "Pass an output of the result's dtype, or none.",
+                     "the output is {}, the result dtype is {}", name(out->dtype()), name(expected));
+  }
+}
+
+std::string fn(const char* f, Dtype t) {
+  return detail::compute_dtype(t) == Dtype::float32 ? fmt::format("_skein_f32({})", f) : f;
+}
+
+// Defines _skein_f32(f): CUDA's float math functions carry an `f` suffix, OpenCL's are overloaded.
+const char* kMathPreamble = R"(#ifndef _skein_f32
+#ifdef CUDA
+#define _skein_f32(fn) fn##f
+#else
+#define _skein_f32(fn) fn
+#endif
+#endif
+)";
+
+// NumPy's float type for float functions of an integer dtype.
+Dtype float_for(Dtype d) {
+  if (!is_integer(d)) return d;
+  if (itemsize(d) == 1) return Dtype::float16;
+  if (itemsize(d) == 2) return Dtype::float32;
+  return Dtype::float64;
+}
+
+}  // namespace
+
+Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand& y,
+           const std::optional<Array>& out) {
+  const Operand ops[] = {a, x, y};
+  const Dtype r = result_type(ops);
+  check_out(out, r, "skein::axpy");
+  const Dtype da = declared(a, r), dx = declared(x, r), dy = declared(y, r);
+  const auto& k = builtin(fmt::format("axpy|{}|{}|{}|{}", name(da), name(dx), name(dy), name(r)), [&] {
+    const std::string ca = detail::convert_value(da, r, "a"), cx = detail::convert_value(dx, r, "x"),
+                      cy = detail::convert_value(dy, r, "y");
+    return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}, {dy, "y"}}), param_list({{r, "z"}}),
+                             "z = " + arith(r, arith(r, ca, '*', cx), '+', cy),
+                             {.name = "skein_axpy"});
+  });
+  return run(k, queue, {a, x, y}, out).front();
+}
+
+Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::optional<Array>& out) {
+  const Operand ops[] = {a, x};
+  const Dtype r = result_type(ops);
+  check_out(out, r, "skein::scale");
+  const Dtype da = declared(a, r), dx = declared(x, r);
+  const auto& k = builtin(fmt::format("scale|{}|{}|{}", name(da), name(dx), name(r)), [&] {
+    return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}}), param_list({{r, "z"}}),
+                             "z = " + arith(r, detail::convert_value(da, r, "a"), '*',
+                                            detail::convert_value(dx, r, "x")),
+                             {.name = "skein_scale"});
+  });
+  return run(k, queue, {a, x}, out).front();
+}
+
+void fill(const Queue& queue, const Array& out, const Operand& value) { copy(queue, value, out); }
+
+void copy(const Queue& queue, const Operand& src, const Array& dst) {
+  const Dtype s = src.is_array() ? src.dtype() : dst.dtype();
+  const Dtype d = dst.dtype();
+  if (is_complex(s) && !is_complex(d)) {
+    detail::raise_in(SKEIN_HERE, "skein::copy",
+                     "Take the real part explicitly (an ElementwiseKernel with z = x.re).",
+                     "copying {} into {} would drop the imaginary part", name(s), name(d));
+  }
+  const auto& k = builtin(fmt::format("copy|{}|{}", name(s), name(d)), [&] {
+    return ElementwiseKernel(param_list({{s, "x"}}), param_list({{d, "z"}}),
+                             "z = " + detail::convert_value(s, d, "x"), {.name = "skein_copy"});
+  });
+  if (src.is_array()) {
+    k(queue, {src, dst});
+  } else {
+    // NumPy's fill: floats truncate toward zero for integer arrays, integers wrap.
+    const auto bytes = src.bytes_as(d, "skein::copy value", true);
+    Operand v = src;
+    if (is_integer(d) && src.is_scalar()) {
+      v = visit_dtype(d, [&](auto t) -> Operand {
+        using T = decltype(t);
+        if constexpr (std::is_integral_v<T>) {
+          T x;
+          std::memcpy(&x, bytes.data(), sizeof(T));
+          return Operand(x);
+        } else {
+          return Operand(0);
+        }
+      });
+    }
+    k(queue, {v, dst});
+  }
+}
+
+Array astype(const Queue& queue, const Array& x, Dtype dtype) {
+  if (is_complex(x.dtype()) && !is_complex(dtype)) {
+    detail::raise_in(SKEIN_HERE, "skein::astype",
+                     "Take the real part explicitly (an ElementwiseKernel with z = x.re).",
+                     "converting {} to {} would drop the imaginary part", name(x.dtype()), name(dtype));
+  }
+  Array out = Array::empty(queue, x.shape(), dtype, x.device_idx());
+  copy(queue, x, out);
+  return out;
+}
+
+Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b,
+             const std::optional<Array>& out) {
+  const Operand ops[] = {a, b};
+  const Dtype r = result_type(ops);
+  const Dtype c = (op == BinaryOp::divide && is_integer(r)) ? Dtype::float64 : r;
+  if (is_complex(c) && (op == BinaryOp::maximum || op == BinaryOp::minimum)) {
+    detail::raise_in(SKEIN_HERE, "skein::binary", "Compare real and imaginary parts explicitly.",
+                     "{} is not defined for {}", name(op), name(c));
+  }
+  check_out(out, c, "skein::binary");
+  const Dtype da = declared(a, r), db = declared(b, r);
+  const auto& k = builtin(fmt::format("binary|{}|{}|{}|{}", name(op), name(da), name(db), name(c)), [&] {
+    const std::string x = detail::convert_value(da, c, "a"), y = detail::convert_value(db, c, "b");
+    std::string expr;
+    RenderGlobals globals;
+    switch (op) {
+      case BinaryOp::add: expr = arith(c, x, '+', y); break;
+      case BinaryOp::subtract: expr = arith(c, x, '-', y); break;
+      case BinaryOp::multiply: expr = arith(c, x, '*', y); break;
+      case BinaryOp::divide:
+        if (is_complex(c)) {
+          globals.emplace("div", functions::div(c, c));
+          expr = fmt::format("${{div}}({}, {})", x, y);
+        } else {
+          expr = fmt::format("({} / {})", x, y);
+        }
+        break;
+      case BinaryOp::maximum:
+      case BinaryOp::minimum: {
+        const char* cmp = op == BinaryOp::maximum ? ">=" : "<=";
+        const std::string CT = detail::compute_ctype(c);
+        if (is_integer(c)) {
+          expr = fmt::format("(({0}){1} {2} ({0}){3} ? ({0}){1} : ({0}){3})", CT, x, cmp, y);
+        } else {
+          // NaN propagates, as NumPy's maximum / minimum.
+          expr = fmt::format("_skein_pick(({0}){1}, ({0}){2})", CT, x, y);
+        }
+        break;
+      }
+    }
+    std::string preamble;
+    if ((op == BinaryOp::maximum || op == BinaryOp::minimum) && !is_integer(c)) {
+      const std::string CT = detail::compute_ctype(c);
+      preamble = fmt::format(
+          "WITHIN_KERNEL INLINE {0} _skein_pick({0} a, {0} b)\n{{\n"
+          "    if (a != a) return a;\n    if (b != b) return b;\n    return a {1} b ? a : b;\n}}\n",
+          CT, op == BinaryOp::maximum ? ">=" : "<=");
+    }
+    return ElementwiseKernel(param_list({{da, "a"}, {db, "b"}}), param_list({{c, "z"}}), "z = " + expr,
+                             {.name = "skein_" + std::string(name(op)), .preamble = preamble,
+                              .globals = globals});
+  });
+  return run(k, queue, {a, b}, out).front();
+}
+
+Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand& b,
+              const std::optional<Array>& out) {
+  const Operand ops[] = {a, b};
+  const Dtype r = result_type(ops);
+  if (is_complex(r) && op != CompareOp::equal && op != CompareOp::not_equal) {
+    detail::raise_in(SKEIN_HERE, "skein::compare", "Compare real parts (or magnitudes) explicitly.",
+                     "{} is not defined for {}", name(op), name(r));
+  }
+  check_out(out, Dtype::uint8, "skein::compare");
+  const Dtype da = declared(a, r), db = declared(b, r);
+  const auto& k = builtin(fmt::format("compare|{}|{}|{}|{}", name(op), name(da), name(db), name(r)), [&] {
+    const std::string x = detail::convert_value(da, r, "a"), y = detail::convert_value(db, r, "b");
+    static const char* ops_c[] = {"==", "!=", "<", "<=", ">", ">="};
+    const char* o = ops_c[static_cast<int>(op)];
+    std::string cond;
+    if (is_complex(r)) {
+      cond = fmt::format("(({0}).re == ({1}).re && ({0}).im == ({1}).im)", x, y);
+      if (op == CompareOp::not_equal) cond = "!" + cond;
+    } else {
+      cond = fmt::format("({} {} {})", x, o, y);
+    }
+    return ElementwiseKernel(param_list({{da, "a"}, {db, "b"}}), "uint8 z",
+                             fmt::format("z = {} ? 1 : 0", cond), {.name = "skein_" + std::string(name(op))});
+  });
+  return run(k, queue, {a, b}, out).front();
+}
+
+Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optional<Array>& out) {
+  const Dtype d = x.is_array() ? x.dtype() : result_type(std::span<const Operand>(&x, 1));
+  const bool float_fn = op == UnaryOp::sqrt || op == UnaryOp::exp || op == UnaryOp::log ||
+                        op == UnaryOp::sin || op == UnaryOp::cos || op == UnaryOp::tanh ||
+                        op == UnaryOp::floor || op == UnaryOp::ceil;
+  if (is_complex(d) && float_fn && op != UnaryOp::exp) {
+    detail::raise_in(SKEIN_HERE, "skein::unary",
+                     "Complex inputs take negative, absolute, square, exp and conjugate.",
+                     "{} of {} is not supported", name(op), name(d));
+  }
+  Dtype r = float_fn ? float_for(d) : d;
+  if (op == UnaryOp::absolute && is_complex(d)) r = d == Dtype::complex64 ? Dtype::float32 : Dtype::float64;
+  check_out(out, r, "skein::unary");
+  const auto& k = builtin(fmt::format("unary|{}|{}|{}", name(op), name(d), name(r)), [&] {
+    const Dtype c = detail::compute_dtype(r);
+    const std::string v = detail::convert_value(d, float_fn ? r : d, "x");
+    const std::string CT = detail::compute_ctype(d);
+    std::string expr;
+    RenderGlobals globals;
+    switch (op) {
+      case UnaryOp::negative:
+        if (is_complex(d)) {
+          expr = fmt::format("{}(-x.re, -x.im)", make_complex(d));
+        } else if (is_integer(d)) {
+          expr = fmt::format("(({})(({})0 - ({})x))", CT, unsigned_for(d), unsigned_for(d));
+        } else {
+          expr = "-x";
+        }
+        break;
+      case UnaryOp::absolute:
+        if (is_complex(d)) {
+          expr = fmt::format("{}(x.re, x.im)", fn("hypot", r));
+        } else if (is_integer(d) && is_signed(d)) {
+          expr = fmt::format("(x < 0 ? (({})(({})0 - ({})x)) : x)", CT, unsigned_for(d), unsigned_for(d));
+        } else if (is_integer(d)) {
+          expr = "x";
+        } else {
+          expr = fmt::format("{}(x)", fn("fabs", d));
+        }
+        break;
+      case UnaryOp::square: expr = arith(d, "x", '*', "x"); break;
+      case UnaryOp::conjugate:
+        expr = is_complex(d) ? fmt::format("{}(x.re, -x.im)", make_complex(d)) : "x";
+        break;
+      case UnaryOp::exp:
+        if (is_complex(d)) {
+          globals.emplace("exp", functions::exp(d));
+          expr = "${exp}(x)";
+          break;
+        }
+        [[fallthrough]];
+      default: expr = fmt::format("{}({})", fn(std::string(name(op)).c_str(), c), v); break;
+    }
+    return ElementwiseKernel(param_list({{d, "x"}}), param_list({{r, "z"}}), "z = " + expr,
+                             {.name = "skein_" + std::string(name(op)), .preamble = kMathPreamble,
+                              .globals = globals});
+  });
+  return run(k, queue, {x}, out).front();
+}
+
+}  // namespace skein

@@ -1,0 +1,198 @@
+// What elementwise and reduction kernels share: parameter lists, dtype binding, C code for loads
+// and stores, broadcasting and layout classes, the in-memory cache of compiled programs, scratch
+// memory per queue, and packing run-time argument lists for generated kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skein/array.hpp"
+#include "skein/elementwise.hpp"
+#include "skein/program.hpp"
+
+namespace skein::detail {
+
+// --- types -------------------------------------------------------------------------------------
+
+// A dtype from a parameter's type name: NumPy's names and the C names of ctypes.hpp (float is
+// float32, double float64, int int32, ...). std::nullopt for anything else (a placeholder).
+std::optional<Dtype> dtype_from_type_name(std::string_view name);
+// The type an element is computed in: float for float16 / bfloat16, else the dtype's ctype.
+std::string compute_ctype(Dtype dtype);
+Dtype compute_dtype(Dtype dtype);
+// C expressions: a stored element (storage type) as its compute type, and back.
+std::string load_value(Dtype dtype, const std::string& stored);
+std::string store_value(Dtype dtype, const std::string& computed);
+// A compute value of `from` converted to the compute type of `to` (real -> complex sets a zero
+// imaginary part; complex -> real is the caller's to refuse).
+std::string convert_value(Dtype from, Dtype to, const std::string& value);
+// The kernel-side C type of a scalar parameter: uint16_t for float16/bfloat16 (bits), else ctype.
+std::string scalar_param_ctype(Dtype dtype);
+
+bool is_identifier(std::string_view s);
+
+// --- parameters --------------------------------------------------------------------------------
+
+struct ParamDecl {
+  std::string name;
+  std::string type;             // as written
+  std::optional<Dtype> dtype;   // set for a concrete type, empty for a placeholder
+  bool raw = false;
+  bool output = false;
+};
+
+// Parses "T x, raw float32 y, ..." (see elementwise.hpp). `call` names the constructor in errors.
+std::vector<ParamDecl> parse_params(std::string_view text, bool output, const std::string& call,
+                                    const std::string& kernel);
+void check_reserved(const std::vector<ParamDecl>& params, std::span<const std::string_view> reserved,
+                    const std::string& call, const std::string& kernel);
+
+// Placeholder name -> dtype, as bound by one call.
+using Bindings = std::map<std::string, Dtype, std::less<>>;
+
+// Binds the placeholders from the arguments of the params (arrays first, then scalars) and checks
+// the arrays' dtypes against concrete types. `args` may be shorter than `params` (outputs not
+// given). LogicError naming the parameter otherwise.
+Bindings bind_types(const std::vector<ParamDecl>& params, std::span<const Operand> args,
+                    const std::string& call, const std::string& kernel);
+// The dtype of a parameter under the bindings; LogicError when a placeholder is unbound.
+Dtype param_dtype(const ParamDecl& p, const Bindings& b, const std::string& call,
+                  const std::string& kernel);
+// "typedef float T;\n" for each binding.
+std::string placeholder_typedefs(const Bindings& b);
+
+// --- arrays ------------------------------------------------------------------------------------
+
+// The device the arrays among `args` run on, after checking that they share the queue's context
+// and one device of the queue. std::nullopt when there is no array.
+std::optional<std::size_t> common_device(const Queue& queue, std::span<const Operand> args,
+                                         const std::string& call, const std::string& kernel);
+
+// NumPy broadcasting of the shapes of the arrays flagged in `take`.
+Shape broadcast_shapes(std::span<const Operand> args, const std::vector<bool>& take,
+                       const std::vector<ParamDecl>& params, const std::string& call,
+                       const std::string& kernel);
+
+// The layout of a set of arrays of one (broadcast) shape: dimensions of extent 1 dropped and
+// neighbours merged where every array allows it. Byte strides per array, C order.
+struct Layout {
+  std::vector<std::uint64_t> shape;                 // collapsed, at least 1 dimension
+  std::vector<std::vector<std::uint64_t>> strides;  // [array][dim], bytes
+  std::uint64_t size = 0;
+  bool contiguous = false;  // one dimension, every stride the array's itemsize
+};
+// What make_layout needs of an array (outputs to be allocated have no Array yet).
+struct ArrayShape {
+  Shape shape;
+  Strides strides;
+  std::size_t itemsize = 1;
+};
+inline ArrayShape shape_of(const Array& a) { return {a.shape(), a.strides(), a.itemsize()}; }
+// `arrays` viewed with `shape` (each broadcast to it: missing / extent-1 dimensions get stride 0).
+Layout make_layout(const Shape& shape, std::span<const ArrayShape> arrays);
+
+// Bytes from the start of the allocation to the array's element 0 (for alignment).
+inline std::uint64_t address_in_allocation(const Array& a) { return a.data().offset() + a.offset(); }
+
+// The first element index h < 16 at which every array (by allocation address and itemsize) is
+// 16-byte aligned, if any.
+std::optional<std::uint64_t> common_vector_start(std::span<const Array* const> arrays);
+
+// --- compiled programs, kept per (owner, context, signature) -------------------------------------
+
+struct CompiledProgram {
+  Program program;
+  std::map<std::string, Kernel, std::less<>> kernels;
+  // Per device of the context: the work-group size the sources were written for, and how many
+  // such groups of each kernel are resident on the whole device at once.
+  std::vector<std::size_t> local_size;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> resident_groups;
+
+  const Kernel& kernel(std::string_view name) const;
+  std::size_t resident(std::string_view kernel, std::size_t device_idx) const;
+};
+
+// A unique id for an object that owns cache entries.
+std::uint64_t new_cache_owner();
+// The entries of an owner are dropped when it goes.
+void drop_cache_owner(std::uint64_t owner);
+// The program for (owner, context, signature); `build` renders the source (only on a miss).
+// Entries whose context nobody else holds any more are dropped on the way (the cache keeps
+// contexts alive only while they are used elsewhere).
+std::shared_ptr<const CompiledProgram> cached_program(
+    std::uint64_t owner, const Context& context, const std::string& signature,
+    const std::function<std::string()>& build, const std::vector<std::string>& kernel_names,
+    const ProgramOptions& options);
+
+// The work-group size generated kernels are written for on the context's devices: a power of
+// two, at most 256 and at most what every device allows.
+std::size_t group_size_for(const Context& context);
+
+// --- scratch memory ----------------------------------------------------------------------------
+
+// Device memory for intermediate results, kept per (queue, device) and reused by later calls on
+// that queue (its work is in order, so a later call never overtakes an earlier one's use).
+// Allocating and freeing per call would synchronise: cuMemFree waits for the device.
+class Scratch {
+ public:
+  // Locks the queue's scratch on `device_idx` until destroyed, and makes it at least `bytes` big.
+  Scratch(const Queue& queue, std::size_t device_idx, std::size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  Scratch(Scratch&&) noexcept;
+
+  // `count` elements of `itemsize` bytes starting at `byte_offset` (aligned to 256).
+  const Buffer& buffer() const { return buffer_; }
+
+ private:
+  std::shared_ptr<std::mutex> mutex_;
+  Buffer buffer_;
+};
+
+// --- launching ---------------------------------------------------------------------------------
+
+// A run-time list of kernel arguments.
+class ArgPack {
+ public:
+  // An array as two parameters: its whole allocation (GLOBAL_MEM char*) and the byte offset of
+  // element 0 (uint64_t). The whole allocation avoids OpenCL's sub-buffer alignment rules.
+  void array(const Array& a);
+  void buffer(const Buffer& b, std::uint64_t byte_offset = 0);
+  void bytes(std::span<const std::byte> value);
+  template <class T>
+  void value(const T& v) {
+    bytes(std::as_bytes(std::span<const T>(&v, 1)));
+  }
+  // The arguments, pointing into this pack (valid until it is changed or destroyed; copies and
+  // moves of a pack point into their own storage).
+  std::span<const KernelArg> args() const;
+
+ private:
+  mutable std::vector<KernelArg> args_;
+  std::vector<std::size_t> value_at_;  // per argument: offset of a scalar's bytes in bytes_
+  std::vector<std::byte> bytes_;
+};
+
+// Enqueues `kernel` on device `device_idx` of `queue` with `groups` groups of `local` items.
+void launch(const Kernel& kernel, const Queue& queue, std::size_t device_idx, std::size_t groups,
+            std::size_t local, const ArgPack& args);
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b);
+std::uint64_t floor_pow2(std::uint64_t v);
+
+// Kernel parameter declarations and setup for arrays, by the names the generated code uses.
+std::string array_param(const std::string& name);  // "GLOBAL_MEM char* _skein_b_NAME, const uint64_t _skein_o_NAME"
+// "GLOBAL_MEM [const] T* _skein_p_NAME = (GLOBAL_MEM [const] T*)(_skein_b_NAME + _skein_o_NAME);"
+std::string array_pointer(const std::string& name, const std::string& storage_type, bool is_const);
+
+}  // namespace skein::detail

@@ -1,0 +1,1672 @@
+#include "skein/reduction.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <mutex>
+
+#include "adapter.hpp"
+#include "errors.hpp"
+#include "kernel_gen.hpp"
+#include "skein/ctypes.hpp"
+
+namespace skein {
+
+struct ReductionKernel::Impl {
+  std::vector<detail::ParamDecl> params;  // the inputs
+  detail::ParamDecl out;
+  std::string map_expr, reduce_expr, identity;
+  ReductionOptions options;
+  std::uint64_t owner = detail::new_cache_owner();
+  mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
+
+  ~Impl() { detail::drop_cache_owner(owner); }
+  const std::string& name() const { return options.name; }
+};
+
+namespace {
+
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+constexpr std::string_view kReserved[] = {"i", "n", "a", "b", "reduce_t"};
+// Records a combine kernel can stack (levels only decrease along the stack, so 2 x 64 suffice).
+constexpr int kStack = 132;
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return detail::ceil_div(a, b); }
+unsigned log2_exact(std::uint64_t v) { return static_cast<unsigned>(std::countr_zero(v)); }
+std::size_t round_up(std::size_t v, std::size_t unit) { return (v + unit - 1) / unit * unit; }
+
+// The highest level of the canonical tree over `total` elements: its root.
+std::uint32_t max_level(std::uint64_t total) {
+  return total <= 1 ? 0 : static_cast<std::uint32_t>(std::bit_width(total - 1));
+}
+
+// What a call resolves to.
+struct Resolved {
+  std::vector<Operand> args;       // the inputs
+  std::vector<Dtype> dtypes;       // per input
+  std::vector<bool> is_array;      // per input
+  detail::Bindings bindings;
+  Dtype out_dtype = Dtype::float32;
+  bool struct_reduce = false;
+  Dtype reduce_dtype = Dtype::float32;  // when not a struct (compute dtype)
+  std::size_t reduce_size = 0, reduce_align = 0;
+  std::size_t record_size = 0;
+  std::optional<std::size_t> device;
+  Shape shape;  // the inputs' broadcast shape
+  detail::Layout layout;
+  std::vector<std::size_t> layout_index;  // per input
+  std::size_t layout_count = 0;
+  std::uint64_t n = 0;
+  std::size_t W = 1, U = 1;  // contiguous: elements per 16-byte chunk, chunks per thread
+  std::string types_sig;      // the dtypes, for every program's signature
+};
+
+void check_alignment(const Array& a, const std::string& call, const std::string& kernel,
+                     const std::string& param) {
+  const std::size_t isz = a.itemsize();
+  bool ok = detail::address_in_allocation(a) % isz == 0;
+  for (std::size_t d = 0; ok && d < a.ndim(); ++d) ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
+  if (!ok) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Use views whose offset and strides are multiples of the itemsize.",
+                     "kernel '{}': argument '{}' has elements that are not aligned to their size",
+                     kernel, param);
+  }
+}
+
+Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
+                 std::span<const Operand> inputs, const std::optional<Array>& out,
+                 const char* call) {
+  const std::string& kname = impl.name();
+  const auto& params = impl.params;
+  if (inputs.size() != params.size()) {
+    std::vector<std::string> parts;
+    for (const auto& p : params) parts.push_back(fmt::format("{}{} {}", p.raw ? "raw " : "", p.type, p.name));
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass one operand per input parameter (the output goes in ReductionArgs::out).",
+                     "kernel '{}' takes {} input(s) ({}); {} were given", kname, params.size(),
+                     fmt::join(parts, ", "), inputs.size());
+  }
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].is_scalar() && params[k].raw) {
+      detail::raise_in(SKEIN_HERE, call, "Pass an Array for it.",
+                       "kernel '{}': raw parameter '{}' was given the scalar {}", kname,
+                       params[k].name, inputs[k].to_string());
+    }
+    if (inputs[k].is_array()) {
+      check_alignment(inputs[k].array(), call, kname, params[k].name);
+      if (params[k].raw && !inputs[k].array().is_contiguous()) {
+        detail::raise_in(SKEIN_HERE, call, "Pass a contiguous array (copy the view first).",
+                         "kernel '{}': raw argument '{}' is a strided view", kname, params[k].name);
+      }
+    }
+  }
+  Resolved r;
+  r.args.assign(inputs.begin(), inputs.end());
+  // The output binds its placeholder too when given.
+  std::vector<detail::ParamDecl> all = params;
+  all.push_back(impl.out);
+  std::vector<Operand> ops(inputs.begin(), inputs.end());
+  if (out) ops.emplace_back(*out);
+  r.bindings = detail::bind_types(all, ops, call, kname);
+  for (const auto& p : params) r.dtypes.push_back(detail::param_dtype(p, r.bindings, call, kname));
+  r.out_dtype = detail::param_dtype(impl.out, r.bindings, call, kname);
+  if (impl.options.reduce_struct) {
+    r.struct_reduce = true;
+    r.reduce_size = impl.options.reduce_struct->itemsize();
+    r.reduce_align = impl.options.reduce_struct->alignment();
+  } else {
+    r.reduce_dtype = detail::compute_dtype(impl.options.reduce_type.value_or(r.out_dtype));
+    r.reduce_size = itemsize(r.reduce_dtype);
+    r.reduce_align = alignment_of(r.reduce_dtype);
+  }
+  const std::size_t ra = std::max<std::size_t>(8, r.reduce_align);
+  r.record_size = round_up(16 + r.reduce_size, ra);
+  r.device = detail::common_device(queue, ops, call, kname);
+
+  std::vector<bool> take(inputs.size());
+  bool any_raw = false, any_take = false;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    take[k] = !params[k].raw && inputs[k].is_array();
+    any_raw |= params[k].raw;
+    any_take |= take[k];
+  }
+  if (any_raw && !any_take) {
+    detail::raise_in(SKEIN_HERE, call, "Pass a non-raw array too: its shape sets the number of elements.",
+                     "kernel '{}': only raw arrays among the inputs, so the number of elements is unknown",
+                     kname);
+  }
+  r.shape = detail::broadcast_shapes(inputs, take, params, call, kname);
+  r.n = shape_size(r.shape);
+  r.layout_index.assign(inputs.size(), npos);
+  std::vector<detail::ArrayShape> shapes;
+  std::size_t min_isz = 16, sum_isz = 0;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    r.is_array.push_back(inputs[k].is_array());
+    if (!take[k]) continue;
+    r.layout_index[k] = shapes.size();
+    shapes.push_back(detail::shape_of(inputs[k].array()));
+    min_isz = std::min(min_isz, itemsize(r.dtypes[k]));
+    sum_isz += itemsize(r.dtypes[k]);
+  }
+  r.layout_count = shapes.size();
+  r.layout = detail::make_layout(r.shape, shapes);
+  r.W = 16 / min_isz;
+  r.U = std::clamp<std::size_t>(
+      detail::floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))), 1, 4);
+
+  std::string sig;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    sig += fmt::format("|{}{}", params[k].raw ? 'R' : r.is_array[k] ? 'A' : 'S', name(r.dtypes[k]));
+  }
+  sig += fmt::format("|o{}", name(r.out_dtype));
+  r.types_sig = std::move(sig);
+  return r;
+}
+
+// What every program of a reduction starts with: types, the preamble, and the map, reduce,
+// identity and post-map functions.
+std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r, bool deterministic) {
+  const std::string& k = impl.name();
+  std::string src = "/* Generated by skein::ReductionKernel */\n";
+  if (deterministic) {
+    // Partial values must come out the same wherever they are computed: no FMA contraction.
+    src += "#ifdef OPENCL\n#pragma OPENCL FP_CONTRACT OFF\n#endif\n";
+  }
+  for (const auto& [n, d] : r.bindings) src += fmt::format("typedef {} {};\n", detail::compute_ctype(d), n);
+  if (r.struct_reduce) {
+    src += ctype_struct(*impl.options.reduce_struct, "reduce_t") + "\n";
+  } else {
+    src += fmt::format("typedef {} reduce_t;\n", ctype(r.reduce_dtype));
+  }
+  if (!impl.options.preamble.empty()) src += impl.options.preamble + "\n";
+  std::vector<std::string> decl{"const VSIZE_T i", "const VSIZE_T n"};
+  for (std::size_t j = 0; j < impl.params.size(); ++j) {
+    const auto& p = impl.params[j];
+    if (p.raw) {
+      decl.push_back(fmt::format("GLOBAL_MEM const {}* {}", ctype(r.dtypes[j]), p.name));
+    } else {
+      decl.push_back(fmt::format("const {} {}", detail::compute_ctype(r.dtypes[j]), p.name));
+    }
+  }
+  src += fmt::format(
+      "WITHIN_KERNEL INLINE reduce_t {0}_map({1})\n{{\n    /* map */\n    reduce_t _skein_m = {2};\n"
+      "    return _skein_m;\n}}\n",
+      k, fmt::join(decl, ", "), impl.map_expr);
+  src += fmt::format(
+      "WITHIN_KERNEL INLINE reduce_t {0}_reduce(const reduce_t a, const reduce_t b)\n{{\n"
+      "    /* reduce */\n    reduce_t _skein_r = {1};\n    return _skein_r;\n}}\n",
+      k, impl.reduce_expr);
+  src += fmt::format(
+      "WITHIN_KERNEL INLINE reduce_t {0}_identity()\n{{\n    /* identity */\n    reduce_t _skein_r = {1};\n"
+      "    return _skein_r;\n}}\n",
+      k, impl.identity);
+  const std::string post = impl.options.post_map.empty() ? impl.out.name + " = a" : impl.options.post_map;
+  src += fmt::format(
+      "WITHIN_KERNEL INLINE void {0}_post(const reduce_t a, {1}* _skein_out)\n{{\n    {1} {2};\n"
+      "    /* post_map */\n    {3};\n    *_skein_out = {2};\n}}\n",
+      k, detail::compute_ctype(r.out_dtype), impl.out.name, post);
+  // Stores the post-mapped value `v` at element `idx` of the output.
+  src += fmt::format(
+      "WITHIN_KERNEL INLINE void {0}_finish(const reduce_t v, GLOBAL_MEM char* yb, const uint64_t yo, "
+      "const VSIZE_T idx)\n{{\n    {1} _skein_y;\n    {0}_post(v, &_skein_y);\n"
+      "    ((GLOBAL_MEM {2}*)(yb + yo))[idx] = {3};\n}}\n",
+      k, detail::compute_ctype(r.out_dtype), ctype(r.out_dtype), detail::store_value(r.out_dtype, "_skein_y"));
+  return src;
+}
+
+// Pointers to the inputs and the values of scalar inputs, at the top of a kernel.
+std::string input_setup(const ReductionKernel::Impl& impl, const Resolved& r, bool byte_pointers) {
+  std::string src;
+  for (std::size_t k = 0; k < impl.params.size(); ++k) {
+    const auto& p = impl.params[k];
+    const Dtype d = r.dtypes[k];
+    if (r.is_array[k]) {
+      if (!byte_pointers || p.raw) {
+        src += "    " + detail::array_pointer(p.name, ctype(d), true) + "\n";
+      } else {
+        src += fmt::format("    GLOBAL_MEM const char* _skein_q_{0} = _skein_b_{0} + _skein_o_{0};\n", p.name);
+      }
+    } else if (d == Dtype::float16 || d == Dtype::bfloat16) {
+      src += fmt::format("    {0} _skein_h_{1};\n    _skein_h_{1}.bits = _skein_a_{1};\n", ctype(d), p.name);
+      src += fmt::format("    const float _skein_v_{} = {};\n", p.name, detail::load_value(d, "_skein_h_" + p.name));
+    } else {
+      src += fmt::format("    const {0} _skein_v_{1} = _skein_a_{1};\n", ctype(d), p.name);
+    }
+  }
+  return src;
+}
+
+std::vector<std::string> input_params(const ReductionKernel::Impl& impl, const Resolved& r) {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < impl.params.size(); ++k) {
+    if (r.is_array[k]) {
+      out.push_back(detail::array_param(impl.params[k].name));
+    } else {
+      out.push_back(fmt::format("const {} _skein_a_{}", detail::scalar_param_ctype(r.dtypes[k]),
+                                impl.params[k].name));
+    }
+  }
+  return out;
+}
+
+// `K_map(index, n, ...)` with each non-raw array input's element given by `element(k)`.
+std::string map_call(const ReductionKernel::Impl& impl, const Resolved& r, const std::string& index,
+                     const std::function<std::string(std::size_t)>& element) {
+  std::vector<std::string> a{index, "_skein_n"};
+  for (std::size_t k = 0; k < impl.params.size(); ++k) {
+    const auto& p = impl.params[k];
+    if (p.raw) {
+      a.push_back("_skein_p_" + p.name);
+    } else if (r.is_array[k]) {
+      a.push_back(detail::load_value(r.dtypes[k], element(k)));
+    } else {
+      a.push_back("_skein_v_" + p.name);
+    }
+  }
+  return fmt::format("{}_map({})", impl.name(), fmt::join(a, ", "));
+}
+
+// Layout parameters of the general (strided) path, and the code computing byte offsets
+// _skein_off<j> of flat element `index`.
+std::vector<std::string> strided_params(const Resolved& r) {
+  std::vector<std::string> out;
+  const std::size_t D = r.layout.shape.size();
+  for (std::size_t d = 0; d < D; ++d) out.push_back(fmt::format("const uint64_t _skein_d{}", d));
+  for (std::size_t j = 0; j < r.layout_count; ++j) {
+    for (std::size_t d = 0; d < D; ++d) out.push_back(fmt::format("const uint64_t _skein_s{}_{}", j, d));
+  }
+  return out;
+}
+
+std::string strided_offsets(const Resolved& r, const std::string& index, const std::string& indent) {
+  const std::size_t D = r.layout.shape.size();
+  std::string src = fmt::format("{}VSIZE_T _skein_r = {};\n", indent, index);
+  for (std::size_t j = 0; j < r.layout_count; ++j) src += fmt::format("{}uint64_t _skein_off{} = 0;\n", indent, j);
+  for (std::size_t d = D; d-- > 0;) {
+    if (d > 0) {
+      src += fmt::format("{0}{{\n{0}    const VSIZE_T _skein_x = _skein_r % _skein_d{1};\n{0}    _skein_r /= _skein_d{1};\n",
+                         indent, d);
+      for (std::size_t j = 0; j < r.layout_count; ++j) {
+        src += fmt::format("{}    _skein_off{} += _skein_x * _skein_s{}_{};\n", indent, j, j, d);
+      }
+      src += indent + "}\n";
+    } else {
+      for (std::size_t j = 0; j < r.layout_count; ++j) {
+        src += fmt::format("{}_skein_off{} += _skein_r * _skein_s{}_0;\n", indent, j, j);
+      }
+    }
+  }
+  return src;
+}
+
+std::string strided_element(const Resolved& r, std::size_t k, const std::string& name) {
+  return fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_off{})", ctype(r.dtypes[k]), name,
+                     r.layout_index[k]);
+}
+
+// Reduces _skein_sd[0..L) into _skein_sd[0] in any order (fast mode), for a group of L items.
+std::string block_reduce_any(const std::string& k, std::size_t L) {
+  return fmt::format(
+      "    LOCAL_BARRIER;\n"
+      "    for (unsigned int _skein_s = {1} / 2; _skein_s > 0; _skein_s >>= 1) {{\n"
+      "        if (_skein_lid < _skein_s) _skein_sd[_skein_lid] = {0}_reduce(_skein_sd[_skein_lid], _skein_sd[_skein_lid + _skein_s]);\n"
+      "        LOCAL_BARRIER;\n"
+      "    }}\n",
+      k, L);
+}
+
+// --- fast whole-array program: K_p1 (elements -> one partial per group), K_p2 (partials -> one) ---
+
+std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L) {
+  const std::string& k = impl.name();
+  std::string src = common_source(impl, r, false);
+  const bool contiguous = r.layout.contiguous;
+  const std::size_t W = r.W, U = r.U;
+  if (contiguous) {
+    for (std::size_t j = 0; j < impl.params.size(); ++j) {
+      if (r.layout_index[j] == npos) continue;
+      src += fmt::format("typedef union {{ uint4 v[{}]; {} e[{}]; }} _skein_vec_{}_{};\n",
+                         W * itemsize(r.dtypes[j]) / 16, ctype(r.dtypes[j]), W, k, impl.params[j].name);
+    }
+  }
+  auto params = input_params(impl, r);
+  params.push_back("const uint64_t _skein_n");
+  if (contiguous) {
+    params.push_back("const uint64_t _skein_head");
+    params.push_back("const uint64_t _skein_nchunks");
+  } else {
+    for (auto& p : strided_params(r)) params.push_back(p);
+  }
+  params.push_back(detail::array_param("_part"));
+  src += fmt::format("KERNEL void {}_p1({})\n{{\n", k, fmt::join(params, ",\n    "));
+  src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
+  src += input_setup(impl, r, !contiguous);
+  src += "    const VSIZE_T _skein_tid = get_global_id(0);\n";
+  src += "    const VSIZE_T _skein_nth = get_global_size(0);\n";
+  src += "    const unsigned int _skein_lid = get_local_id(0);\n";
+  src += fmt::format("    reduce_t _skein_acc = {}_identity();\n", k);
+  if (contiguous) {
+    bool any_vector = false;
+    for (std::size_t j = 0; j < impl.params.size(); ++j) any_vector |= r.layout_index[j] != npos;
+    if (any_vector) {
+      src += fmt::format(
+          "    for (VSIZE_T _skein_c = _skein_tid; _skein_c < _skein_nchunks; _skein_c += _skein_nth * {}) {{\n", U);
+      for (std::size_t u = 0; u < U; ++u) {
+        src += fmt::format("        const VSIZE_T _skein_c{0} = _skein_c + {0} * _skein_nth;\n", u);
+      }
+      for (std::size_t j = 0; j < impl.params.size(); ++j) {
+        if (r.layout_index[j] == npos) continue;
+        const auto& nm = impl.params[j].name;
+        const std::size_t V = W * itemsize(r.dtypes[j]) / 16;
+        src += fmt::format(
+            "        GLOBAL_MEM const uint4* _skein_w_{0} = (GLOBAL_MEM const uint4*)(_skein_p_{0} + _skein_head);\n", nm);
+        for (std::size_t u = 0; u < U; ++u) {
+          src += fmt::format("        _skein_vec_{}_{} _skein_x_{}_{};\n", k, nm, nm, u);
+          src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
+          for (std::size_t v = 0; v < V; ++v) {
+            src += fmt::format("            _skein_x_{0}_{1}.v[{2}] = _skein_w_{0}[_skein_c{1} * {3} + {2}];\n", nm, u, v, V);
+          }
+          src += "        }\n";
+        }
+      }
+      for (std::size_t u = 0; u < U; ++u) {
+        src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
+        for (std::size_t e = 0; e < W; ++e) {
+          src += fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+                             map_call(impl, r, fmt::format("_skein_head + _skein_c{} * {} + {}", u, W, e),
+                                      [&](std::size_t j) {
+                                        return fmt::format("_skein_x_{}_{}.e[{}]", impl.params[j].name, u, e);
+                                      }));
+        }
+        src += "        }\n";
+      }
+      src += "    }\n";
+    }
+    src += fmt::format("    const VSIZE_T _skein_tail = _skein_head + _skein_nchunks * {};\n", W);
+    src += "    const VSIZE_T _skein_ns = _skein_head + (_skein_n - _skein_tail);\n";
+    src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_ns; _skein_t += _skein_nth) {\n";
+    src += "        const VSIZE_T _skein_i = _skein_t < _skein_head ? _skein_t : _skein_tail + (_skein_t - _skein_head);\n";
+    src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+                       map_call(impl, r, "_skein_i", [&](std::size_t j) {
+                         return fmt::format("_skein_p_{}[_skein_i]", impl.params[j].name);
+                       }));
+    src += "    }\n";
+  } else {
+    src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_n; _skein_t += _skein_nth) {\n";
+    src += strided_offsets(r, "_skein_t", "        ");
+    src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+                       map_call(impl, r, "_skein_t", [&](std::size_t j) {
+                         return strided_element(r, j, impl.params[j].name);
+                       }));
+    src += "    }\n";
+  }
+  src += "    _skein_sd[_skein_lid] = _skein_acc;\n";
+  src += block_reduce_any(k, L);
+  src += "    if (_skein_lid == 0) ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = _skein_sd[0];\n";
+  src += "}\n";
+
+  // One group reduces `count` partial values; writes the result as a partial value or, with
+  // `finish`, post-mapped into the output.
+  src += fmt::format(
+      "KERNEL void {0}_p2({1}, const uint64_t _skein_count, const int _skein_finish, {2}, {3})\n{{\n",
+      k, detail::array_param("_in"), detail::array_param("_part"), detail::array_param("_y"));
+  src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
+  src += "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
+  src += "    const unsigned int _skein_lid = get_local_id(0);\n";
+  src += fmt::format("    reduce_t _skein_acc = {}_identity();\n", k);
+  src += fmt::format(
+      "    for (VSIZE_T _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {}) "
+      "_skein_acc = {}_reduce(_skein_acc, _skein_in[_skein_t]);\n",
+      L, k);
+  src += "    _skein_sd[_skein_lid] = _skein_acc;\n";
+  src += block_reduce_any(k, L);
+  src += "    if (_skein_lid == 0) {\n";
+  src += fmt::format("        if (_skein_finish) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+  src += "        else *(GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part) = _skein_sd[0];\n";
+  src += "    }\n}\n";
+  return render(src, impl.options.globals, k);
+}
+
+// --- deterministic program: K_dleaf (elements), K_dmid (values of a previous pass), K_dcombine ---
+
+// The pairwise combine of two sibling nodes of a tile that may not lie wholly inside the piece,
+// emitting the children that are maximal inside it (see reduction.hpp).
+std::string det_helpers(const std::string& k, const Resolved& r) {
+  const std::size_t ra = std::max<std::size_t>(8, r.reduce_align);
+  return fmt::format(R"(typedef struct ALIGN({1}) {{ uint64_t start; uint32_t level; uint32_t valid; reduce_t value; }} {0}_rec;
+
+/* Whether node (level lev, first element p) of a pass, cut to [0, N), lies inside [a, b). */
+WITHIN_KERNEL INLINE int {0}_full(const uint64_t p, const uint32_t lev, const uint64_t a, const uint64_t b,
+                                  const uint64_t N)
+{{
+    if (p < a || p >= N) return 0;
+    const uint64_t end = p + ((uint64_t)1 << lev);
+    return (end < N ? end : N) <= b;
+}}
+
+WITHIN_KERNEL INLINE void {0}_emit(GLOBAL_MEM {0}_rec* recs, const uint64_t p, const uint32_t lev,
+                                   const reduce_t v, const uint32_t lbase, const uint32_t lmax)
+{{
+    const uint32_t level = lbase + lev;
+    if (level >= lmax) return; /* cannot happen: only the root reaches lmax */
+    /* Right children are left-edge records (slots by increasing level), left children right-edge
+       ones (by decreasing level): slot order is then global order. */
+    const uint32_t slot = ((p >> lev) & 1) ? level : 2 * lmax - level;
+    recs[slot].start = p << lbase;
+    recs[slot].level = level;
+    recs[slot].valid = 1;
+    recs[slot].value = v;
+}}
+
+WITHIN_KERNEL INLINE reduce_t {0}_chk(const reduce_t l, const reduce_t r, const uint64_t p, const uint32_t lev,
+                                      const uint64_t a, const uint64_t b, const uint64_t N,
+                                      GLOBAL_MEM {0}_rec* recs, const uint32_t lbase, const uint32_t lmax)
+{{
+    const uint64_t pr = p + ((uint64_t)1 << lev);
+    if (!{0}_full(p, lev + 1, a, b, N)) {{
+        if ({0}_full(p, lev, a, b, N)) {0}_emit(recs, p, lev, l, lbase, lmax);
+        if (pr < N && {0}_full(pr, lev, a, b, N)) {0}_emit(recs, pr, lev, r, lbase, lmax);
+    }}
+    return pr < N ? {0}_reduce(l, r) : l;
+}}
+)",
+                     k, ra);
+}
+
+// One tile pass. `leaf(interior)` gives the code that sets reduce_t _skein_leaf<u> for sub-tile u
+// of this thread (W elements starting at _skein_e<u> (piece index) / _skein_P<u> (pass index)).
+std::string det_tile_kernel(const std::string& k, const std::string& kernel_name,
+                            const std::vector<std::string>& own_params, const std::string& setup,
+                            std::size_t L, std::size_t W, std::size_t U,
+                            const std::function<std::string(std::size_t u, bool interior)>& leaf) {
+  const unsigned w = log2_exact(W), lb = log2_exact(L);
+  const unsigned s = w + lb + log2_exact(U);
+  std::vector<std::string> params = own_params;
+  for (const char* p : {"const uint64_t _skein_a", "const uint64_t _skein_bnd", "const uint64_t _skein_N",
+                        "const uint64_t _skein_tile0"}) {
+    params.push_back(p);
+  }
+  params.push_back(detail::array_param("_up"));
+  params.push_back("const uint64_t _skein_up0");
+  params.push_back("const uint32_t _skein_pass_up");
+  params.push_back(detail::array_param("_recs"));
+  params.push_back("const uint32_t _skein_lmax");
+  params.push_back("const uint32_t _skein_lbase");
+  std::string src = fmt::format("KERNEL void {}({})\n{{\n", kernel_name, fmt::join(params, ",\n    "));
+  src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", U * L);
+  src += setup;
+  src += fmt::format(
+      "    GLOBAL_MEM {0}_rec* _skein_recs = (GLOBAL_MEM {0}_rec*)(_skein_b__recs + _skein_o__recs);\n", k);
+  src += "    const unsigned int _skein_lid = get_local_id(0);\n";
+  src += "    const uint64_t _skein_j = _skein_tile0 + get_group_id(0);\n";
+  src += fmt::format("    const uint64_t _skein_T = _skein_j << {};\n", s);
+  src += fmt::format(
+      "    const int _skein_interior = _skein_T >= _skein_a && _skein_T + {} <= _skein_bnd;\n", std::uint64_t{1} << s);
+  src += "#define _SKEIN_CHK(l, r, p, lev) " + k +
+         "_chk((l), (r), (p), (lev), _skein_a, _skein_bnd, _skein_N, _skein_recs, _skein_lbase, _skein_lmax)\n";
+  for (std::size_t u = 0; u < U; ++u) {
+    src += fmt::format("    reduce_t _skein_leaf{};\n", u);
+  }
+  for (int interior = 1; interior >= 0; --interior) {
+    src += interior ? "    if (_skein_interior) {\n" : "    else {\n";
+    for (std::size_t u = 0; u < U; ++u) {
+      src += fmt::format("        {{\n            const uint64_t _skein_P{0} = _skein_T + {1} + (uint64_t)_skein_lid * {2};\n",
+                         u, u * L * W, W);
+      src += fmt::format("            const uint64_t _skein_e{0} = _skein_P{0} - _skein_a;\n", u);
+      src += leaf(u, interior != 0);
+      src += "        }\n";
+    }
+    src += "    }\n";
+  }
+  for (std::size_t u = 0; u < U; ++u) src += fmt::format("    _skein_sd[{} + _skein_lid] = _skein_leaf{};\n", u * L, u);
+  src += "    LOCAL_BARRIER;\n";
+  // Pairwise over the group's threads, for every sub-tile: step `st` joins threads 2 st q and
+  // 2 st q + st (adjacent nodes, so the canonical tree).
+  src += fmt::format("    for (unsigned int _skein_st = 1, _skein_lv = {}; _skein_st < {}; _skein_st <<= 1, ++_skein_lv) {{\n", w, L);
+  src += "        const unsigned int _skein_x = 2 * _skein_st * _skein_lid;\n";
+  src += fmt::format("        if (_skein_x < {}) {{\n", L);
+  for (std::size_t u = 0; u < U; ++u) {
+    src += fmt::format(
+        "            if (_skein_interior) _skein_sd[{0} + _skein_x] = {1}_reduce(_skein_sd[{0} + _skein_x], _skein_sd[{0} + _skein_x + _skein_st]);\n"
+        "            else _skein_sd[{0} + _skein_x] = _SKEIN_CHK(_skein_sd[{0} + _skein_x], _skein_sd[{0} + _skein_x + _skein_st], "
+        "_skein_T + {2} + (uint64_t)_skein_x * {3}, _skein_lv);\n",
+        u * L, k, u * L * W, W);
+  }
+  src += "        }\n        LOCAL_BARRIER;\n    }\n";
+  // Across the sub-tiles, then the tile's root.
+  src += "    if (_skein_lid == 0) {\n";
+  std::vector<std::string> vals;
+  for (std::size_t u = 0; u < U; ++u) vals.push_back(fmt::format("_skein_sd[{}]", u * L));
+  unsigned lev = w + lb;
+  std::size_t span = L * W;
+  while (vals.size() > 1) {
+    std::vector<std::string> next;
+    for (std::size_t q = 0; q < vals.size(); q += 2) {
+      const std::string name = fmt::format("_skein_c{}_{}", lev, q / 2);
+      src += fmt::format(
+          "        const reduce_t {0} = _skein_interior ? {1}_reduce({2}, {3}) : _SKEIN_CHK({2}, {3}, _skein_T + {4}, {5});\n",
+          name, k, vals[q], vals[q + 1], std::uint64_t{q / 2} * 2 * span, lev);
+      next.push_back(name);
+    }
+    vals = std::move(next);
+    ++lev;
+    span *= 2;
+  }
+  src += fmt::format("        if ({}_full(_skein_T, {}, _skein_a, _skein_bnd, _skein_N)) {{\n", k, s);
+  src += fmt::format(
+      "            if (_skein_pass_up) ((GLOBAL_MEM reduce_t*)(_skein_b__up + _skein_o__up))[_skein_j - _skein_up0] = {};\n",
+      vals[0]);
+  src += "            else {\n";
+  src += "                _skein_recs[_skein_lmax].start = 0;\n";
+  src += "                _skein_recs[_skein_lmax].level = _skein_lmax;\n";
+  src += "                _skein_recs[_skein_lmax].valid = 1;\n";
+  src += fmt::format("                _skein_recs[_skein_lmax].value = {};\n", vals[0]);
+  src += "            }\n        }\n    }\n";
+  src += "#undef _SKEIN_CHK\n}\n";
+  return src;
+}
+
+// The pairwise tree over W leaf values _skein_m0.._skein_m{W-1} into _skein_leaf<u>.
+std::string leaf_tree(const std::string& k, std::size_t W, std::size_t u, bool interior) {
+  std::string src;
+  std::vector<std::string> vals;
+  for (std::size_t e = 0; e < W; ++e) vals.push_back(fmt::format("_skein_m{}", e));
+  unsigned lev = 0;
+  while (vals.size() > 1) {
+    std::vector<std::string> next;
+    for (std::size_t q = 0; q < vals.size(); q += 2) {
+      const std::string name = fmt::format("_skein_t{}_{}", lev, q / 2);
+      if (interior) {
+        src += fmt::format("            const reduce_t {} = {}_reduce({}, {});\n", name, k, vals[q], vals[q + 1]);
+      } else {
+        src += fmt::format("            const reduce_t {} = _SKEIN_CHK({}, {}, _skein_P{} + {}, {});\n", name, vals[q],
+                           vals[q + 1], u, (q / 2) << (lev + 1), lev);
+      }
+      next.push_back(name);
+    }
+    vals = std::move(next);
+    ++lev;
+  }
+  src += fmt::format("            _skein_leaf{} = {};\n", u, vals[0]);
+  return src;
+}
+
+struct DetGeometry {
+  std::size_t L = 1, W = 1, U = 1;  // leaf pass
+  std::size_t Um = 1;               // later passes (one value per thread)
+  std::uint64_t S0() const { return std::uint64_t{L} * W * U; }
+  std::uint64_t Sm() const { return std::uint64_t{L} * Um; }
+};
+
+DetGeometry det_geometry(const Resolved& r, std::size_t L) {
+  DetGeometry g;
+  g.L = L;
+  g.W = r.layout.contiguous ? r.W : 1;
+  g.U = r.layout.contiguous ? r.U : 4;
+  g.Um = 4;
+  // Keep the group's local memory modest.
+  while (g.U > 1 && g.U * L * r.reduce_size > 32768) g.U /= 2;
+  while (g.Um > 1 && g.Um * L * r.reduce_size > 32768) g.Um /= 2;
+  return g;
+}
+
+std::string det_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L) {
+  const std::string& k = impl.name();
+  const DetGeometry g = det_geometry(r, L);
+  std::string src = common_source(impl, r, true);
+  src += det_helpers(k, r);
+  const bool contiguous = r.layout.contiguous;
+  const std::size_t W = g.W;
+  if (contiguous) {
+    for (std::size_t j = 0; j < impl.params.size(); ++j) {
+      if (r.layout_index[j] == npos) continue;
+      src += fmt::format("typedef union {{ uint4 v[{}]; {} e[{}]; }} _skein_vec_{}_{};\n",
+                         W * itemsize(r.dtypes[j]) / 16, ctype(r.dtypes[j]), W, k, impl.params[j].name);
+    }
+  }
+
+  // Leaf pass: map values of the inputs.
+  auto own = input_params(impl, r);
+  own.push_back("const uint64_t _skein_n");
+  own.push_back("const uint32_t _skein_vec");
+  if (!contiguous) {
+    for (auto& p : strided_params(r)) own.push_back(p);
+  }
+  auto element = [&](std::size_t j, const std::string& e) {
+    if (contiguous) return fmt::format("_skein_p_{}[{}]", impl.params[j].name, e);
+    return strided_element(r, j, impl.params[j].name);
+  };
+  auto leaf = [&](std::size_t u, bool interior) {
+    std::string s;
+    // The W map values _skein_m<e>.
+    if (interior && contiguous) {
+      bool any_vector = false;
+      for (std::size_t j = 0; j < impl.params.size(); ++j) any_vector |= r.layout_index[j] != npos;
+      if (any_vector) {
+        s += "            if (_skein_vec) {\n";
+        for (std::size_t j = 0; j < impl.params.size(); ++j) {
+          if (r.layout_index[j] == npos) continue;
+          const auto& nm = impl.params[j].name;
+          const std::size_t V = W * itemsize(r.dtypes[j]) / 16;
+          s += fmt::format("                _skein_vec_{0}_{1} _skein_x_{1};\n", k, nm);
+          for (std::size_t v = 0; v < V; ++v) {
+            s += fmt::format(
+                "                _skein_x_{0}.v[{1}] = ((GLOBAL_MEM const uint4*)(_skein_p_{0} + _skein_e{2}))[{1}];\n",
+                nm, v, u);
+          }
+        }
+        for (std::size_t e = 0; e < W; ++e) {
+          s += fmt::format("                const reduce_t _skein_m{} = {};\n", e,
+                           map_call(impl, r, fmt::format("_skein_e{} + {}", u, e), [&](std::size_t j) {
+                             return fmt::format("_skein_x_{}.e[{}]", impl.params[j].name, e);
+                           }));
+        }
+        s += leaf_tree(k, W, u, true);
+        s += "            } else {\n";
+      }
+      for (std::size_t e = 0; e < W; ++e) {
+        s += fmt::format("                const reduce_t _skein_m{} = {};\n", e,
+                         map_call(impl, r, fmt::format("_skein_e{} + {}", u, e), [&](std::size_t j) {
+                           return element(j, fmt::format("_skein_e{} + {}", u, e));
+                         }));
+      }
+      s += leaf_tree(k, W, u, true);
+      if (any_vector) s += "            }\n";
+      return s;
+    }
+    for (std::size_t e = 0; e < W; ++e) {
+      // Elements outside the piece are never part of an emitted node: any value does.
+      s += fmt::format("            reduce_t _skein_m{} = {}_identity();\n", e, k);
+      s += fmt::format(
+          "            if (_skein_P{0} + {1} >= _skein_a && _skein_P{0} + {1} < _skein_bnd) {{\n", u, e);
+      if (!contiguous) s += strided_offsets(r, fmt::format("_skein_e{} + {}", u, e), "                ");
+      s += fmt::format("                _skein_m{} = {};\n", e,
+                       map_call(impl, r, fmt::format("_skein_e{} + {}", u, e), [&](std::size_t j) {
+                         return element(j, fmt::format("_skein_e{} + {}", u, e));
+                       }));
+      s += "            }\n";
+    }
+    s += leaf_tree(k, W, u, interior);
+    return s;
+  };
+  src += det_tile_kernel(k, k + "_dleaf", own, input_setup(impl, r, !contiguous), g.L, W, g.U, leaf);
+
+  // Later passes: the values a previous pass handed up, one per thread and sub-tile.
+  {
+    std::vector<std::string> own_mid{detail::array_param("_in")};
+    const std::string setup =
+        "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
+    src += det_tile_kernel(k, k + "_dmid", own_mid, setup, g.L, 1, g.Um, [&](std::size_t u, bool interior) {
+      if (interior) return fmt::format("            _skein_leaf{0} = _skein_in[_skein_e{0}];\n", u);
+      return fmt::format(
+          "            _skein_leaf{0} = (_skein_P{0} >= _skein_a && _skein_P{0} < _skein_bnd) ? _skein_in[_skein_e{0}] : {1}_identity();\n",
+          u, k);
+    });
+  }
+
+  // Combine: one work item merges the records in global order (siblings bottom-up), then folds
+  // what is left from the right (the nodes cut by N).
+  src += fmt::format(R"(KERNEL void {0}_dcombine({1}, const uint64_t _skein_count, const uint64_t _skein_N, {2})
+{{
+    if (get_global_id(0) != 0) return;
+    GLOBAL_MEM const {0}_rec* _skein_rec = (GLOBAL_MEM const {0}_rec*)(_skein_b__recs + _skein_o__recs);
+    reduce_t _skein_sv[{3}];
+    uint64_t _skein_sp[{3}];
+    uint32_t _skein_sl[{3}];
+    int _skein_top = 0;
+    uint64_t _skein_pos = 0, _skein_hint = 0;
+    while (_skein_pos < _skein_N) {{
+        uint64_t _skein_k = _skein_hint;
+        while (_skein_k < _skein_count && !_skein_rec[_skein_k].valid) ++_skein_k;
+        if (_skein_k >= _skein_count || _skein_rec[_skein_k].start != _skein_pos) {{
+            for (_skein_k = 0; _skein_k < _skein_count; ++_skein_k) {{
+                if (_skein_rec[_skein_k].valid && _skein_rec[_skein_k].start == _skein_pos) break;
+            }}
+            if (_skein_k >= _skein_count) break; /* the records do not tile [0, N) */
+        }}
+        _skein_hint = _skein_k + 1;
+        if (_skein_top >= {3}) break;
+        const uint32_t _skein_lv = _skein_rec[_skein_k].level;
+        _skein_sv[_skein_top] = _skein_rec[_skein_k].value;
+        _skein_sp[_skein_top] = _skein_pos;
+        _skein_sl[_skein_top] = _skein_lv;
+        ++_skein_top;
+        const uint64_t _skein_end = _skein_pos + ((uint64_t)1 << _skein_lv);
+        _skein_pos = _skein_end < _skein_N ? _skein_end : _skein_N;
+        while (_skein_top >= 2 && _skein_sl[_skein_top - 1] == _skein_sl[_skein_top - 2] &&
+               ((_skein_sp[_skein_top - 2] >> _skein_sl[_skein_top - 2]) & 1) == 0 &&
+               _skein_sp[_skein_top - 1] == _skein_sp[_skein_top - 2] + ((uint64_t)1 << _skein_sl[_skein_top - 2])) {{
+            _skein_sv[_skein_top - 2] = {0}_reduce(_skein_sv[_skein_top - 2], _skein_sv[_skein_top - 1]);
+            _skein_sl[_skein_top - 2] += 1;
+            --_skein_top;
+        }}
+    }}
+    reduce_t _skein_acc = {0}_identity();
+    if (_skein_top > 0) {{
+        _skein_acc = _skein_sv[_skein_top - 1];
+        for (int _skein_t = _skein_top - 2; _skein_t >= 0; --_skein_t) _skein_acc = {0}_reduce(_skein_sv[_skein_t], _skein_acc);
+    }}
+    {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, 0);
+}}
+)",
+                     k, detail::array_param("_recs"), detail::array_param("_y"), kStack);
+  return render(src, impl.options.globals, k);
+}
+
+// --- per-axis program (2-D): K_rows (axis 1), K_cols + K_cols2 (axis 0) ---
+
+std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L) {
+  const std::string& k = impl.name();
+  std::string src = common_source(impl, r, false);
+  auto base = input_params(impl, r);
+  base.push_back("const uint64_t _skein_R");
+  base.push_back("const uint64_t _skein_C");
+  for (std::size_t j = 0; j < r.layout_count; ++j) {
+    base.push_back(fmt::format("const uint64_t _skein_s{}_0", j));
+    base.push_back(fmt::format("const uint64_t _skein_s{}_1", j));
+  }
+  auto element = [&](std::size_t j) {
+    return fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_row * _skein_s{}_0 + _skein_col * _skein_s{}_1)",
+                       ctype(r.dtypes[j]), impl.params[j].name, r.layout_index[j], r.layout_index[j]);
+  };
+  const std::string setup = input_setup(impl, r, true) +
+                            "    const VSIZE_T _skein_n = _skein_R * _skein_C;\n";
+  // axis 1: a group per row.
+  {
+    auto params = base;
+    params.push_back(detail::array_param("_y"));
+    src += fmt::format("KERNEL void {}_rows({})\n{{\n", k, fmt::join(params, ",\n    "));
+    src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
+    src += setup;
+    src += "    const unsigned int _skein_lid = get_local_id(0);\n";
+    src += "    for (VSIZE_T _skein_row = get_group_id(0); _skein_row < _skein_R; _skein_row += get_num_groups(0)) {\n";
+    src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
+    src += fmt::format("        for (VSIZE_T _skein_col = _skein_lid; _skein_col < _skein_C; _skein_col += {}) {{\n", L);
+    src += fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+                       map_call(impl, r, "_skein_row * _skein_C + _skein_col", element));
+    src += "        }\n";
+    src += "        _skein_sd[_skein_lid] = _skein_acc;\n";
+    std::string block = block_reduce_any(k, L);
+    // indent the block reduction one level
+    std::string indented;
+    std::size_t pos = 0;
+    while (pos < block.size()) {
+      const auto e = block.find('\n', pos);
+      indented += "    " + block.substr(pos, e - pos + 1);
+      pos = e + 1;
+    }
+    src += indented;
+    src += fmt::format("        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, _skein_row);\n", k);
+    src += "        LOCAL_BARRIER;\n    }\n}\n";
+  }
+  // axis 0: partial values per (chunk of rows, column), then a thread per column.
+  {
+    auto params = base;
+    params.push_back("const uint64_t _skein_rpc");
+    params.push_back("const uint64_t _skein_ncb");
+    params.push_back(detail::array_param("_part"));
+    src += fmt::format("KERNEL void {}_cols({})\n{{\n", k, fmt::join(params, ",\n    "));
+    src += setup;
+    src += "    const VSIZE_T _skein_g = get_group_id(0);\n";
+    src += fmt::format("    const VSIZE_T _skein_col = (_skein_g % _skein_ncb) * {} + get_local_id(0);\n", L);
+    src += "    const VSIZE_T _skein_ch = _skein_g / _skein_ncb;\n";
+    src += "    if (_skein_col >= _skein_C) return;\n";
+    src += fmt::format("    reduce_t _skein_acc = {}_identity();\n", k);
+    src += "    const VSIZE_T _skein_r1 = (_skein_ch + 1) * _skein_rpc < _skein_R ? (_skein_ch + 1) * _skein_rpc : _skein_R;\n";
+    src += "    for (VSIZE_T _skein_row = _skein_ch * _skein_rpc; _skein_row < _skein_r1; ++_skein_row) {\n";
+    src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+                       map_call(impl, r, "_skein_row * _skein_C + _skein_col", element));
+    src += "    }\n";
+    src += "    ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[_skein_ch * _skein_C + _skein_col] = _skein_acc;\n";
+    src += "}\n";
+    src += fmt::format(
+        "KERNEL void {0}_cols2({1}, const uint64_t _skein_C, const uint64_t _skein_chunks, {2})\n{{\n"
+        "    const VSIZE_T _skein_col = get_global_id(0);\n"
+        "    if (_skein_col >= _skein_C) return;\n"
+        "    GLOBAL_MEM const reduce_t* _skein_p = (GLOBAL_MEM const reduce_t*)(_skein_b__part + _skein_o__part);\n"
+        "    reduce_t _skein_acc = {0}_identity();\n"
+        "    for (VSIZE_T _skein_ch = 0; _skein_ch < _skein_chunks; ++_skein_ch) _skein_acc = {0}_reduce(_skein_acc, _skein_p[_skein_ch * _skein_C + _skein_col]);\n"
+        "    {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, _skein_col);\n}}\n",
+        k, detail::array_param("_part"), detail::array_param("_y"));
+  }
+  return render(src, impl.options.globals, k);
+}
+
+// --- running ---------------------------------------------------------------------------------
+
+enum class Mode { fast, det, axis };
+
+std::shared_ptr<const detail::CompiledProgram> program_for(const ReductionKernel::Impl& impl,
+                                                           const Context& context, const Resolved& r,
+                                                           Mode mode) {
+  const std::size_t L = detail::group_size_for(context);
+  std::string sig;
+  std::vector<std::string> kernels;
+  const std::string& k = impl.name();
+  ProgramOptions options;
+  options.name = k;
+  std::function<std::string()> build;
+  const std::string layout_sig =
+      r.layout.contiguous ? "c" : fmt::format("s{}", r.layout.shape.size());
+  switch (mode) {
+    case Mode::fast:
+      sig = fmt::format("red1|fast|{}|L{}{}", layout_sig, L, r.types_sig);
+      kernels = {k + "_p1", k + "_p2"};
+      build = [&] { return fast_source(impl, r, L); };
+      break;
+    case Mode::det:
+      sig = fmt::format("red1|det|{}|L{}{}", layout_sig, L, r.types_sig);
+      kernels = {k + "_dleaf", k + "_dmid", k + "_dcombine"};
+      build = [&] { return det_source(impl, r, L); };
+      if (context.api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
+      break;
+    case Mode::axis:
+      sig = fmt::format("red1|axis|L{}{}", L, r.types_sig);
+      kernels = {k + "_rows", k + "_cols", k + "_cols2"};
+      build = [&] { return axis_source(impl, r, L); };
+      break;
+  }
+  return detail::cached_program(
+      impl.owner, context, sig,
+      [&] {
+        impl.built += 1;
+        return build();
+      },
+      kernels, options);
+}
+
+void pack_inputs(detail::ArgPack& pack, const ReductionKernel::Impl& impl, const Resolved& r) {
+  for (std::size_t k = 0; k < impl.params.size(); ++k) {
+    if (r.is_array[k]) {
+      pack.array(r.args[k].array());
+    } else {
+      pack.bytes(r.args[k].bytes_as(r.dtypes[k], fmt::format("argument '{}' of kernel '{}'",
+                                                              impl.params[k].name, impl.name())));
+    }
+  }
+}
+
+void pack_strides(detail::ArgPack& pack, const Resolved& r) {
+  for (auto s : r.layout.shape) pack.value(s);
+  for (const auto& strides : r.layout.strides) {
+    for (auto s : strides) pack.value(s);
+  }
+}
+
+// The device of the array inputs; with scalars only, the queue's first device.
+std::size_t device_of(const Resolved& r, const Queue& queue) {
+  return r.device ? *r.device : queue.device_idxs().front();
+}
+
+void check_out(const Array& out, Dtype dtype, std::size_t elements, std::size_t device,
+               const Queue& queue, const char* call, const std::string& kname) {
+  if (out.dtype() != dtype || out.size() != elements || !out.is_contiguous()) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass a contiguous output of the result's dtype and size, or none.",
+                     "kernel '{}': the output is a {} array of shape {}{}; the result needs {} x {}",
+                     kname, name(out.dtype()), to_string(out.shape()),
+                     out.is_contiguous() ? "" : " (strided)", elements, name(dtype));
+  }
+  if (out.data().context_id() != queue.context().impl().get()) {
+    detail::raise_in(SKEIN_HERE, call, "Use an output of the queue's context.",
+                     "kernel '{}': the output belongs to another context", kname);
+  }
+  if (out.device_idx() != device) {
+    detail::raise_in(SKEIN_HERE, call, "Put the output on the device the reduction runs on.",
+                     "kernel '{}': the output is on device {}, the reduction runs on device {}", kname,
+                     out.device_idx(), device);
+  }
+}
+
+Array output_for(const std::optional<Array>& out, const Queue& queue, Dtype dtype, Shape shape,
+                 std::size_t device, const char* call, const std::string& kname) {
+  if (out) {
+    check_out(*out, dtype, shape_size(shape), device, queue, call, kname);
+    return *out;
+  }
+  return Array::empty(queue, std::move(shape), dtype, device);
+}
+
+// Byte layout of the scratch memory of one call: regions at 256-byte boundaries.
+struct ScratchLayout {
+  std::size_t total = 0;
+  std::size_t add(std::size_t bytes) {
+    const std::size_t at = total;
+    total += round_up(std::max<std::size_t>(bytes, 1), 256);
+    return at;
+  }
+};
+
+// The fast first pass on one device into `part` (groups partial values); returns the group count.
+std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
+                       const Resolved& r, const detail::CompiledProgram& prog, const Buffer& part,
+                       std::size_t part_offset, std::size_t groups) {
+  detail::ArgPack pack;
+  pack_inputs(pack, impl, r);
+  pack.value(std::uint64_t{r.n});
+  if (r.layout.contiguous) {
+    std::uint64_t head = r.n, nchunks = 0;
+    std::vector<const Array*> arrays;
+    for (std::size_t k = 0; k < impl.params.size(); ++k) {
+      if (r.layout_index[k] != npos) arrays.push_back(&r.args[k].array());
+    }
+    const bool aligned_buffers = queue.context().device(d).params().base_address_align >= 16 ||
+                                 queue.context().api().id() == ApiId::cuda;
+    if (aligned_buffers && !arrays.empty()) {
+      if (auto h = detail::common_vector_start(arrays); h && *h < r.n) {
+        head = *h;
+        nchunks = (r.n - head) / r.W;
+      }
+    }
+    if (nchunks == 0) head = r.n;
+    pack.value(head);
+    pack.value(nchunks);
+  } else {
+    pack_strides(pack, r);
+  }
+  pack.buffer(part, part_offset);
+  detail::launch(prog.kernel(impl.name() + "_p1"), queue, d, groups, prog.local_size[d], pack);
+  return groups;
+}
+
+std::size_t p1_groups(const ReductionKernel::Impl& impl, const Resolved& r,
+                      const detail::CompiledProgram& prog, std::size_t d) {
+  const std::size_t L = prog.local_size[d];
+  const std::uint64_t work = r.layout.contiguous ? std::max<std::uint64_t>(ceil_div(r.n, r.W * r.U), 1) : r.n;
+  return std::clamp<std::uint64_t>(ceil_div(work, L), 1, prog.resident(impl.name() + "_p1", d));
+}
+
+void enqueue_p2(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
+                const detail::CompiledProgram& prog, const Buffer& in, std::size_t in_offset,
+                std::uint64_t count, bool finish, const Buffer& part, std::size_t part_offset,
+                const Array* y) {
+  detail::ArgPack pack;
+  pack.buffer(in, in_offset);
+  pack.value(count);
+  pack.value(std::int32_t{finish ? 1 : 0});
+  pack.buffer(part, part_offset);
+  if (y) {
+    pack.array(*y);
+  } else {
+    pack.buffer(part, part_offset);
+  }
+  detail::launch(prog.kernel(impl.name() + "_p2"), queue, d, 1, prog.local_size[d], pack);
+}
+
+// Deterministic records of one piece: passes over tiles, into `recs` (cleared first).
+void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
+                     const Resolved& r, const detail::CompiledProgram& prog, std::uint64_t offset,
+                     std::uint64_t total, const Buffer& recs, std::size_t recs_offset,
+                     const Buffer& scratch, std::size_t up_a, std::size_t up_b) {
+  const std::uint32_t lmax = max_level(total);
+  const std::size_t capacity = ReductionKernel::record_capacity(total);
+  queue.device_queue(d).fill_zero(*recs.adapter(), recs.offset() + recs_offset, capacity * r.record_size);
+  const std::uint64_t n = r.n;
+  if (n == 0) return;
+  const std::size_t L = prog.local_size[d];
+  const DetGeometry g = det_geometry(r, L);
+
+  std::uint64_t a = offset, b = offset + n, N = total;
+  std::uint32_t lbase = 0;
+  std::size_t in_off = 0, out_off = up_a;
+  bool first = true;
+  while (a < b) {
+    const std::uint64_t S = first ? g.S0() : g.Sm();
+    const unsigned s = log2_exact(S);
+    const std::uint64_t tile0 = a / S, tiles = ceil_div(b, S) - tile0;
+    const bool pass_up = N > S;
+    const std::uint64_t A = ceil_div(a, S);
+    const std::uint64_t B = (b == N) ? ceil_div(N, S) : b / S;
+    detail::ArgPack pack;
+    if (first) {
+      pack_inputs(pack, impl, r);
+      pack.value(n);
+      // 16-byte loads of the leaves need each input's element with a global index that is a
+      // multiple of W at a 16-byte boundary.
+      std::uint32_t vec = 0;
+      if (r.layout.contiguous && (queue.context().device(d).params().base_address_align >= 16 ||
+                                  queue.context().api().id() == ApiId::cuda)) {
+        vec = 1;
+        for (std::size_t k = 0; k < impl.params.size(); ++k) {
+          if (r.layout_index[k] == npos) continue;
+          const Array& arr = r.args[k].array();
+          const std::uint64_t isz = arr.itemsize();
+          if ((detail::address_in_allocation(arr) % 16 + 16 - (offset * isz) % 16) % 16 != 0) vec = 0;
+        }
+      }
+      pack.value(vec);
+      if (!r.layout.contiguous) pack_strides(pack, r);
+    } else {
+      pack.buffer(scratch, in_off);
+    }
+    pack.value(a);
+    pack.value(b);
+    pack.value(N);
+    pack.value(tile0);
+    pack.buffer(scratch, out_off);
+    pack.value(A);
+    pack.value(std::uint32_t{pass_up ? 1u : 0u});
+    pack.buffer(recs, recs_offset);
+    pack.value(lmax);
+    pack.value(lbase);
+    detail::launch(prog.kernel(impl.name() + (first ? "_dleaf" : "_dmid")), queue, d, tiles, L, pack);
+    if (!pass_up || A >= B) break;
+    a = A;
+    b = B;
+    N = ceil_div(N, S);
+    lbase += s;
+    in_off = out_off;
+    out_off = (out_off == up_a) ? up_b : up_a;
+    first = false;
+  }
+}
+
+// Scratch bytes for the up-arrays of a piece of n elements.
+std::size_t up_bytes(const Resolved& r, std::size_t L) {
+  const DetGeometry g = det_geometry(r, L);
+  return (r.n / g.S0() + 2) * r.reduce_size;
+}
+
+void enqueue_combine(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
+                     const detail::CompiledProgram& prog, const Buffer& recs, std::size_t recs_offset,
+                     std::uint64_t count, std::uint64_t total, const Array& y) {
+  detail::ArgPack pack;
+  pack.buffer(recs, recs_offset);
+  pack.value(count);
+  pack.value(total);
+  pack.array(y);
+  detail::launch(prog.kernel(impl.name() + "_dcombine"), queue, d, 1, 1, pack);
+}
+
+}  // namespace
+
+// --- ReductionKernel ---------------------------------------------------------------------------
+
+ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view out_param,
+                                 std::string map_expr, std::string reduce_expr, std::string identity,
+                                 ReductionOptions options) {
+  const std::string call = "ReductionKernel";
+  if (!detail::is_identifier(options.name) || options.name.rfind("_skein", 0) == 0) {
+    detail::raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.",
+                     "'{}' is not a usable kernel name", options.name);
+  }
+  auto impl = std::make_shared<Impl>();
+  impl->params = detail::parse_params(in_params, false, call, options.name);
+  auto outs = detail::parse_params(out_param, true, call, options.name);
+  if (outs.size() != 1 || outs[0].raw) {
+    detail::raise_in(SKEIN_HERE, call, "Declare exactly one output, e.g. \"T y\".",
+                     "kernel '{}': {} output parameter(s) in \"{}\"{}", options.name, outs.size(),
+                     out_param, !outs.empty() && outs[0].raw ? " (a raw output)" : "");
+  }
+  impl->out = outs[0];
+  auto all = impl->params;
+  all.push_back(impl->out);
+  detail::check_reserved(all, kReserved, call, options.name);
+  if (options.reduce_type && options.reduce_struct) {
+    detail::raise_in(SKEIN_HERE, call, "Set reduce_type or reduce_struct, not both.",
+                     "kernel '{}': two reduce types given", options.name);
+  }
+  if (options.reduce_struct && options.reduce_struct->fields().empty()) {
+    detail::raise_in(SKEIN_HERE, call, "Give the struct at least one field.",
+                     "kernel '{}': the reduce struct is empty", options.name);
+  }
+  for (const auto* e : {&map_expr, &reduce_expr, &identity}) {
+    if (e->find_first_not_of(" \t\r\n") == std::string::npos) {
+      detail::raise_in(SKEIN_HERE, call, "Give the map, reduce and identity expressions.",
+                       "kernel '{}': the {} expression is empty", options.name,
+                       e == &map_expr ? "map" : e == &reduce_expr ? "reduce" : "identity");
+    }
+  }
+  impl->map_expr = std::move(map_expr);
+  impl->reduce_expr = std::move(reduce_expr);
+  impl->identity = std::move(identity);
+  impl->options = std::move(options);
+  impl_ = std::move(impl);
+}
+
+const std::string& ReductionKernel::name() const { return impl_->name(); }
+std::size_t ReductionKernel::programs_built() const { return impl_->built.load(); }
+
+std::size_t ReductionKernel::record_capacity(std::uint64_t global_size) {
+  return 2 * static_cast<std::size_t>(max_level(global_size)) + 1;
+}
+
+Dtype ReductionKernel::partial_dtype(std::span<const Operand> inputs) const {
+  if (impl_->options.reduce_struct) return Dtype::uint8;
+  // The dtypes alone decide it; no queue is needed to bind them.
+  std::vector<detail::ParamDecl> all = impl_->params;
+  all.push_back(impl_->out);
+  const auto b = detail::bind_types(all, inputs, "ReductionKernel::partial_dtype", impl_->name());
+  const Dtype out = detail::param_dtype(impl_->out, b, "ReductionKernel::partial_dtype", impl_->name());
+  return detail::compute_dtype(impl_->options.reduce_type.value_or(out));
+}
+
+std::size_t ReductionKernel::partial_size(std::span<const Operand> inputs) const {
+  if (impl_->options.reduce_struct) return impl_->options.reduce_struct->itemsize();
+  return itemsize(partial_dtype(inputs));
+}
+
+std::size_t ReductionKernel::record_size(std::span<const Operand> inputs) const {
+  const std::size_t size = partial_size(inputs);
+  const std::size_t align = impl_->options.reduce_struct ? impl_->options.reduce_struct->alignment() : size;
+  const std::size_t ra = std::max<std::size_t>(8, align);
+  return round_up(16 + size, ra);
+}
+
+Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> inputs,
+                                  const ReductionArgs& args) const {
+  const auto& impl = *impl_;
+  const char* call = "ReductionKernel";
+  const Resolved r = resolve(impl, queue, inputs, args.out, call);
+  const std::size_t d = device_of(r, queue);
+  if (args.axis) {
+    if (args.deterministic) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Per-axis reductions are already deterministic on one device; drop "
+                       "deterministic.",
+                       "kernel '{}': deterministic mode is for whole-array reductions", impl.name());
+    }
+    if (r.shape.size() != 2 || *args.axis > 1) {
+      detail::raise_in(SKEIN_HERE, call, "Reduce 2-D arrays along axis 0 or 1.",
+                       "kernel '{}': axis {} of inputs of shape {}", impl.name(), *args.axis,
+                       to_string(r.shape));
+    }
+    const std::uint64_t R = r.shape[0], C = r.shape[1];
+    const std::size_t axis = *args.axis;
+    Array y = output_for(args.out, queue, r.out_dtype, Shape{axis == 0 ? C : R}, d, call, impl.name());
+    if (y.size() == 0) return y;
+    auto prog = program_for(impl, queue.context(), r, Mode::axis);
+    const std::size_t L = prog->local_size[d];
+    detail::ArgPack pack;
+    pack_inputs(pack, impl, r);
+    pack.value(R);
+    pack.value(C);
+    // Byte strides of each non-raw input over the (R, C) shape (0 where broadcast).
+    for (std::size_t k = 0; k < impl.params.size(); ++k) {
+      if (r.layout_index[k] == npos) continue;
+      const Array& a = r.args[k].array();
+      const std::size_t lead = 2 - a.ndim();
+      for (std::size_t dim = 0; dim < 2; ++dim) {
+        std::uint64_t s = 0;
+        if (dim >= lead && a.shape()[dim - lead] != 1) s = a.strides()[dim - lead];
+        pack.value(s);
+      }
+    }
+    if (axis == 1) {
+      pack.array(y);
+      const std::size_t groups = std::clamp<std::uint64_t>(R, 1, prog->resident(impl.name() + "_rows", d));
+      detail::launch(prog->kernel(impl.name() + "_rows"), queue, d, groups, L, pack);
+      return y;
+    }
+    const std::uint64_t ncb = ceil_div(C, L);
+    const std::uint64_t resident = prog->resident(impl.name() + "_cols", d);
+    std::uint64_t chunks = std::clamp<std::uint64_t>(resident / ncb, 1, std::max<std::uint64_t>(R / 16, 1));
+    const std::uint64_t rpc = std::max<std::uint64_t>(ceil_div(R, chunks), 1);
+    chunks = std::max<std::uint64_t>(ceil_div(R, rpc), 1);
+    pack.value(rpc);
+    pack.value(ncb);
+    detail::Scratch scratch(queue, d, chunks * C * r.reduce_size);
+    pack.buffer(scratch.buffer());
+    detail::launch(prog->kernel(impl.name() + "_cols"), queue, d, ncb * chunks, L, pack);
+    detail::ArgPack pack2;
+    pack2.buffer(scratch.buffer());
+    pack2.value(C);
+    pack2.value(chunks);
+    pack2.array(y);
+    detail::launch(prog->kernel(impl.name() + "_cols2"), queue, d, ncb, L, pack2);
+    return y;
+  }
+  Array y = output_for(args.out, queue, r.out_dtype, Shape{1}, d, call, impl.name());
+  if (args.deterministic) {
+    auto prog = program_for(impl, queue.context(), r, Mode::det);
+    const std::size_t L = prog->local_size[d];
+    ScratchLayout layout;
+    const std::size_t recs_at = layout.add(record_capacity(r.n) * r.record_size);
+    const std::size_t up_a = layout.add(up_bytes(r, L));
+    const std::size_t up_b = layout.add(up_bytes(r, L));
+    detail::Scratch scratch(queue, d, layout.total);
+    enqueue_records(impl, queue, d, r, *prog, 0, r.n, scratch.buffer(), recs_at, scratch.buffer(), up_a, up_b);
+    enqueue_combine(impl, queue, d, *prog, scratch.buffer(), recs_at, record_capacity(r.n), r.n, y);
+    return y;
+  }
+  auto prog = program_for(impl, queue.context(), r, Mode::fast);
+  const std::size_t groups = p1_groups(impl, r, *prog, d);
+  detail::Scratch scratch(queue, d, groups * r.reduce_size);
+  enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
+  enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, true, scratch.buffer(), 0, &y);
+  return y;
+}
+
+Array ReductionKernel::partial(const Queue& queue, std::span<const Operand> inputs,
+                               const std::optional<Array>& out) const {
+  const auto& impl = *impl_;
+  const char* call = "ReductionKernel::partial";
+  const Resolved r = resolve(impl, queue, inputs, std::nullopt, call);
+  const std::size_t d = device_of(r, queue);
+  const Dtype pd = r.struct_reduce ? Dtype::uint8 : r.reduce_dtype;
+  Array y = output_for(out, queue, pd, Shape{r.struct_reduce ? r.reduce_size : 1}, d, call, impl.name());
+  auto prog = program_for(impl, queue.context(), r, Mode::fast);
+  const std::size_t groups = p1_groups(impl, r, *prog, d);
+  detail::Scratch scratch(queue, d, groups * r.reduce_size);
+  enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
+  enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, false, y.data(), y.offset(), nullptr);
+  return y;
+}
+
+Array ReductionKernel::finish(const Queue& queue, std::span<const Operand> inputs,
+                              const Array& partials, const std::optional<Array>& out) const {
+  const auto& impl = *impl_;
+  const char* call = "ReductionKernel::finish";
+  Resolved r = resolve(impl, queue, inputs, out, call);
+  const Dtype pd = r.struct_reduce ? Dtype::uint8 : r.reduce_dtype;
+  if (partials.dtype() != pd || !partials.is_contiguous() ||
+      (r.struct_reduce && partials.size() % r.reduce_size != 0)) {
+    detail::raise_in(SKEIN_HERE, call, "Pass partial values as partial() makes them.",
+                     "kernel '{}': the partials are a {} array of shape {}; partial values are {}{}",
+                     impl.name(), skein::name(partials.dtype()), to_string(partials.shape()), skein::name(pd),
+                     r.struct_reduce ? fmt::format(" x {} bytes each", r.reduce_size) : "");
+  }
+  if (partials.data().context_id() != queue.context().impl().get()) {
+    detail::raise_in(SKEIN_HERE, call, "Use partials of the queue's context.",
+                     "kernel '{}': the partials belong to another context", impl.name());
+  }
+  const std::size_t d = partials.device_idx();
+  if (!queue.has_device(d)) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue that contains the partials' device.",
+                     "kernel '{}': the partials are on device {}, which is not in the queue", impl.name(), d);
+  }
+  const std::uint64_t count = r.struct_reduce ? partials.size() / r.reduce_size : partials.size();
+  Array y = output_for(out, queue, r.out_dtype, Shape{1}, d, call, impl.name());
+  auto prog = program_for(impl, queue.context(), r, Mode::fast);
+  enqueue_p2(impl, queue, d, *prog, partials.data(), partials.offset(), count, true, partials.data(),
+             partials.offset(), &y);
+  return y;
+}
+
+Array ReductionKernel::records(const Queue& queue, std::span<const Operand> inputs,
+                               std::uint64_t global_offset, std::uint64_t global_size,
+                               const std::optional<Array>& out) const {
+  const auto& impl = *impl_;
+  const char* call = "ReductionKernel::records";
+  const Resolved r = resolve(impl, queue, inputs, std::nullopt, call);
+  if (global_offset > global_size || r.n > global_size - global_offset) {
+    detail::raise_in(SKEIN_HERE, call, "The piece must lie inside the global range.",
+                     "kernel '{}': a piece of {} elements at offset {} does not fit in {} elements",
+                     impl.name(), r.n, global_offset, global_size);
+  }
+  const std::size_t d = device_of(r, queue);
+  const std::size_t bytes = record_capacity(global_size) * r.record_size;
+  Array recs = output_for(out, queue, Dtype::uint8, Shape{bytes}, d, call, impl.name());
+  auto prog = program_for(impl, queue.context(), r, Mode::det);
+  const std::size_t L = prog->local_size[d];
+  ScratchLayout layout;
+  const std::size_t up_a = layout.add(up_bytes(r, L));
+  const std::size_t up_b = layout.add(up_bytes(r, L));
+  detail::Scratch scratch(queue, d, layout.total);
+  enqueue_records(impl, queue, d, r, *prog, global_offset, global_size, recs.data(), recs.offset(),
+                  scratch.buffer(), up_a, up_b);
+  return recs;
+}
+
+Array ReductionKernel::combine(const Queue& queue, std::span<const Operand> inputs,
+                               const Array& records, std::uint64_t global_size,
+                               const std::optional<Array>& out) const {
+  const auto& impl = *impl_;
+  const char* call = "ReductionKernel::combine";
+  const Resolved r = resolve(impl, queue, inputs, out, call);
+  if (records.dtype() != Dtype::uint8 || !records.is_contiguous() ||
+      records.nbytes() % r.record_size != 0) {
+    detail::raise_in(SKEIN_HERE, call, "Pass records as records() makes them (uint8, whole records).",
+                     "kernel '{}': the records are a {} array of {} bytes; a record has {} bytes",
+                     impl.name(), skein::name(records.dtype()), records.nbytes(), r.record_size);
+  }
+  if (records.data().context_id() != queue.context().impl().get()) {
+    detail::raise_in(SKEIN_HERE, call, "Use records of the queue's context.",
+                     "kernel '{}': the records belong to another context", impl.name());
+  }
+  const std::size_t d = records.device_idx();
+  if (!queue.has_device(d)) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue that contains the records' device.",
+                     "kernel '{}': the records are on device {}, which is not in the queue", impl.name(), d);
+  }
+  Array y = output_for(out, queue, r.out_dtype, Shape{1}, d, call, impl.name());
+  auto prog = program_for(impl, queue.context(), r, Mode::det);
+  enqueue_combine(impl, queue, d, *prog, records.data(), records.offset(), records.nbytes() / r.record_size,
+                  global_size, y);
+  return y;
+}
+
+Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vector<Operand>>& inputs,
+                                  const ReductionArgs& args) const {
+  const auto& impl = *impl_;
+  const char* call = "ReductionKernel::per_device";
+  if (args.axis) {
+    detail::raise_in(SKEIN_HERE, call, "Reduce per axis on each device with operator().",
+                     "kernel '{}': per_device reduces whole arrays", impl.name());
+  }
+  const auto& devs = queue.device_idxs();
+  std::vector<Resolved> rs;
+  std::uint64_t total = 0;
+  for (std::size_t d : devs) {
+    rs.push_back(resolve(impl, queue, inputs[d], std::nullopt, call));
+    if (rs.back().device && *rs.back().device != d) {
+      detail::raise_in(SKEIN_HERE, call, "Give each device the arrays that live on it.",
+                       "kernel '{}': the inputs for device {} are on device {}", impl.name(), d,
+                       *rs.back().device);
+    }
+    rs.back().device = d;
+    total += rs.back().n;
+    if (rs.back().types_sig != rs.front().types_sig) {
+      detail::raise_in(SKEIN_HERE, call, "Give every device inputs of the same dtypes and kinds.",
+                       "kernel '{}': device {} has inputs {}, device {} has {}", impl.name(), devs.front(),
+                       rs.front().types_sig, d, rs.back().types_sig);
+    }
+  }
+  const std::size_t first = devs.front();
+  Array y = output_for(args.out, queue, rs.front().out_dtype, Shape{1}, first, call, impl.name());
+  const Mode mode = args.deterministic ? Mode::det : Mode::fast;
+  std::vector<std::shared_ptr<const detail::CompiledProgram>> progs;
+  for (const auto& r : rs) progs.push_back(program_for(impl, queue.context(), r, mode));
+  const std::size_t per = args.deterministic ? record_capacity(total) * rs.front().record_size
+                                             : rs.front().reduce_size;
+  // Scratch of every device, locked in device order.
+  std::vector<std::size_t> order(devs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t z) { return devs[x] < devs[z]; });
+  std::vector<ScratchLayout> layouts(devs.size());
+  std::vector<std::size_t> own_at(devs.size()), up_a(devs.size()), up_b(devs.size()), groups(devs.size());
+  std::size_t gather_at = 0;
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    const std::size_t d = devs[i];
+    const std::size_t L = progs[i]->local_size[d];
+    if (args.deterministic) {
+      own_at[i] = layouts[i].add(per);
+      up_a[i] = layouts[i].add(up_bytes(rs[i], L));
+      up_b[i] = layouts[i].add(up_bytes(rs[i], L));
+    } else {
+      groups[i] = p1_groups(impl, rs[i], *progs[i], d);
+      up_a[i] = layouts[i].add(groups[i] * rs[i].reduce_size);
+      own_at[i] = layouts[i].add(per);
+    }
+    if (i == 0) gather_at = layouts[i].add(per * devs.size());
+  }
+  std::vector<std::optional<detail::Scratch>> scratch(devs.size());
+  for (std::size_t i : order) scratch[i].emplace(queue, devs[i], layouts[i].total);
+
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    const std::size_t d = devs[i];
+    const Buffer& buf = scratch[i]->buffer();
+    if (args.deterministic) {
+      enqueue_records(impl, queue, d, rs[i], *progs[i], offset, total, buf, own_at[i], buf, up_a[i], up_b[i]);
+    } else {
+      enqueue_p1(impl, queue, d, rs[i], *progs[i], buf, up_a[i], groups[i]);
+      enqueue_p2(impl, queue, d, *progs[i], buf, up_a[i], groups[i], false, buf, own_at[i], nullptr);
+    }
+    offset += rs[i].n;
+  }
+  // Bring every device's values to the first device, in device order.
+  const Buffer& gather = scratch[0]->buffer();
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    gather.get_sub_region(gather_at + i * per, per)
+        .set(queue, scratch[i]->buffer().get_sub_region(own_at[i], per));
+    // The source device's later work must not overwrite its scratch before the copy has read it.
+    if (devs[i] != first) queue.device_queue(devs[i]).wait_for_queue(queue.device_queue(first));
+  }
+  if (args.deterministic) {
+    enqueue_combine(impl, queue, first, *progs[0], gather, gather_at, record_capacity(total) * devs.size(), total, y);
+  } else {
+    enqueue_p2(impl, queue, first, *progs[0], gather, gather_at, devs.size(), true, gather, gather_at, &y);
+  }
+  return y;
+}
+
+std::string ReductionKernel::source(const Queue& queue, std::span<const Operand> inputs) const {
+  const Resolved r = resolve(*impl_, queue, inputs, std::nullopt, "ReductionKernel::source");
+  const std::size_t L = detail::group_size_for(queue.context());
+  return fast_source(*impl_, r, L) + "\n" + det_source(*impl_, r, L) + "\n" + axis_source(*impl_, r, L);
+}
+
+void detail::raise_not_one_element(const Array& result) {
+  detail::raise_in(SKEIN_HERE, "skein::reduction_value", "Pass a whole-array reduction's result.",
+                   "the array has shape {} ({} elements), not one element", to_string(result.shape()),
+                   result.size());
+}
+
+std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
+  if (offset > total || size > total - offset) {
+    detail::raise_in(SKEIN_HERE, "skein::reduction_nodes", "The piece must lie inside [0, total).",
+                     "a piece of {} elements at offset {} does not fit in {}", size, offset, total);
+  }
+  std::vector<ReductionNode> out;
+  const std::uint64_t a = offset, b = offset + size, N = total;
+  const std::uint32_t lmax = max_level(N);
+  auto full = [&](std::uint64_t p, std::uint32_t lev) {
+    if (p < a || p >= N) return false;
+    const std::uint64_t end = lev >= 63 ? N : p + (std::uint64_t{1} << lev);
+    return std::min(end, N) <= b;
+  };
+  std::uint64_t p = a;
+  while (p < b) {
+    std::uint32_t lev = 0;
+    while (lev < lmax && (p >> (lev + 1) << (lev + 1)) == p && full(p, lev + 1)) ++lev;
+    out.push_back({p, lev});
+    const std::uint64_t end = p + (std::uint64_t{1} << lev);
+    p = std::min(end, N);
+  }
+  return out;
+}
+
+// --- built-ins ---------------------------------------------------------------------------------
+
+namespace {
+
+const ReductionKernel& builtin(const std::string& key, const std::function<ReductionKernel()>& make) {
+  static std::mutex mutex;
+  static auto* kernels = new std::map<std::string, std::unique_ptr<ReductionKernel>>;
+  std::lock_guard lock(mutex);
+  auto& slot = (*kernels)[key];
+  if (!slot) slot = std::make_unique<ReductionKernel>(make());
+  return *slot;
+}
+
+std::string make_complex(Dtype d) { return "skein_make_" + ctype(d).substr(6); }
+
+// Infinities on both backends (NVRTC has no INFINITY without headers).
+const char* kInfinityPreamble = R"(#ifdef CUDA
+#define SKEIN_INFINITY_F __int_as_float(0x7f800000)
+#define SKEIN_INFINITY_D __longlong_as_double(0x7ff0000000000000LL)
+#else
+#define SKEIN_INFINITY_F INFINITY
+#define SKEIN_INFINITY_D ((double)INFINITY)
+#endif
+)";
+
+std::string infinity(Dtype d, bool negative) {
+  const char* inf = d == Dtype::float64 ? "SKEIN_INFINITY_D" : "SKEIN_INFINITY_F";
+  return negative ? fmt::format("(-{})", inf) : inf;
+}
+
+std::string int_limit(Dtype d, bool max) {
+  return visit_dtype(d, [&](auto t) -> std::string {
+    using T = decltype(t);
+    if constexpr (std::is_integral_v<T>) {
+      if (max) return fmt::format("(({}){}{})", ctype(d), std::numeric_limits<T>::max(), std::is_signed_v<T> ? "LL" : "ULL");
+      if (std::is_signed_v<T>) {
+        // -MAX - 1: the literal of the minimum itself does not exist in C.
+        return fmt::format("(({})(-{}LL - 1))", ctype(d), std::numeric_limits<T>::max());
+      }
+      return fmt::format("(({})0)", ctype(d));
+    } else {
+      return "0";
+    }
+  });
+}
+
+void require_real(Dtype d, const char* fn) {
+  if (is_complex(d)) {
+    detail::raise_in(SKEIN_HERE, fn, "Reduce the real or imaginary parts, or the magnitudes.",
+                     "{} of {} is not defined (complex numbers are not ordered)", fn, name(d));
+  }
+}
+
+}  // namespace
+
+Dtype sum_dtype(Dtype x) {
+  if (is_integer(x)) return is_signed(x) ? Dtype::int64 : Dtype::uint64;
+  return x;
+}
+
+Dtype nrm2_dtype(Dtype x) {
+  switch (x) {
+    case Dtype::float16: case Dtype::bfloat16: case Dtype::float32: case Dtype::float64: return x;
+    case Dtype::complex64: return Dtype::float32;
+    case Dtype::complex128: return Dtype::float64;
+    default: return Dtype::float64;
+  }
+}
+
+const ReductionKernel& sum_kernel(Dtype x) {
+  return builtin(fmt::format("sum|{}", name(x)), [&] {
+    const Dtype o = sum_dtype(x);
+    ReductionOptions opt{.name = "skein_sum"};
+    std::string reduce = "a + b", identity = "0";
+    if (is_complex(o)) {
+      reduce = fmt::format("{}(a.re + b.re, a.im + b.im)", make_complex(o));
+      identity = fmt::format("{}(0, 0)", make_complex(o));
+    }
+    return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(o)),
+                           is_complex(o) ? "x" : fmt::format("(reduce_t)x"), reduce, identity, opt);
+  });
+}
+
+const ReductionKernel& min_kernel(Dtype x) {
+  require_real(x, "skein::min");
+  return builtin(fmt::format("min|{}", name(x)), [&] {
+    const bool f = !is_integer(x);
+    const Dtype c = detail::compute_dtype(x);
+    return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
+                           f ? "(a != a || a <= b) ? a : b" : "a <= b ? a : b",
+                           f ? infinity(c, false) : int_limit(x, true),
+                           {.preamble = kInfinityPreamble, .name = "skein_min"});
+  });
+}
+
+const ReductionKernel& max_kernel(Dtype x) {
+  require_real(x, "skein::max");
+  return builtin(fmt::format("max|{}", name(x)), [&] {
+    const bool f = !is_integer(x);
+    const Dtype c = detail::compute_dtype(x);
+    return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
+                           f ? "(a != a || a >= b) ? a : b" : "a >= b ? a : b",
+                           f ? infinity(c, true) : int_limit(x, false),
+                           {.preamble = kInfinityPreamble, .name = "skein_max"});
+  });
+}
+
+const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
+  return builtin(fmt::format("dot|{}|{}", name(x), name(y)), [&] {
+    const Dtype r = promote_types(x, y);
+    const std::string cx = detail::convert_value(x, r, "x"), cy = detail::convert_value(y, r, "y");
+    std::string map, reduce = "a + b", identity = "0";
+    if (is_complex(r)) {
+      const std::string m = make_complex(r);
+      map = fmt::format("{0}(({1}).re * ({2}).re - ({1}).im * ({2}).im, ({1}).re * ({2}).im + ({1}).im * ({2}).re)", m, cx, cy);
+      reduce = fmt::format("{}(a.re + b.re, a.im + b.im)", m);
+      identity = fmt::format("{}(0, 0)", m);
+    } else if (is_integer(r)) {
+      const std::string u = itemsize(r) == 8 ? "uint64_t" : "uint32_t";
+      map = fmt::format("(reduce_t)(({0}){1} * ({0}){2})", u, cx, cy);
+      reduce = fmt::format("(reduce_t)(({0})a + ({0})b)", u);
+    } else {
+      map = fmt::format("(reduce_t)({} * {})", cx, cy);
+    }
+    return ReductionKernel(fmt::format("{} x, {} y", name(x), name(y)), fmt::format("{} z", name(r)), map,
+                           reduce, identity, {.name = "skein_dot"});
+  });
+}
+
+const ReductionKernel& nrm2_kernel(Dtype x) {
+  return builtin(fmt::format("nrm2|{}", name(x)), [&] {
+    const Dtype o = nrm2_dtype(x);
+    const bool wide = x == Dtype::float16 || x == Dtype::bfloat16 || x == Dtype::float32 ||
+                      x == Dtype::complex64;
+    if (wide) {
+      // Squares of float32 values in float64: no overflow, no underflow, one rounding at the end.
+      const std::string map = is_complex(x) ? "(double)x.re * (double)x.re + (double)x.im * (double)x.im"
+                                            : "(double)x * (double)x";
+      return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(o)), map, "a + b", "0.0",
+                             {.post_map = "y = (float)sqrt(a)", .reduce_type = Dtype::float64,
+                              .name = "skein_nrm2"});
+    }
+    // A (scale, sum of squares) pair: value = scale * sqrt(ssq), with every |x| <= scale.
+    StructType pair{{"scale", Dtype::float64}, {"ssq", Dtype::float64}};
+    const std::string preamble = R"(WITHIN_KERNEL INLINE reduce_t skein_nrm2_pair(double scale, double ssq)
+{
+    reduce_t r;
+    r.scale = scale;
+    r.ssq = ssq;
+    return r;
+}
+WITHIN_KERNEL INLINE reduce_t skein_nrm2_join(reduce_t p, reduce_t q)
+{
+    if (!(p.scale >= q.scale)) { reduce_t t = p; p = q; q = t; }
+    if (p.scale == 0.0) return p;
+    const double ratio = (q.scale == p.scale) ? 1.0 : q.scale / p.scale;
+    return skein_nrm2_pair(p.scale, p.ssq + q.ssq * ratio * ratio);
+}
+WITHIN_KERNEL INLINE reduce_t skein_nrm2_of(double v)
+{
+    const double m = fabs(v);
+    return skein_nrm2_pair(m, m == 0.0 ? 0.0 : 1.0);
+}
+)";
+    const std::string map = is_complex(x) ? "skein_nrm2_join(skein_nrm2_of(x.re), skein_nrm2_of(x.im))"
+                                          : "skein_nrm2_of((double)x)";
+    return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(o)), map,
+                           "skein_nrm2_join(a, b)", "skein_nrm2_pair(0.0, 0.0)",
+                           {.post_map = "y = a.scale * sqrt(a.ssq)", .reduce_struct = pair,
+                            .preamble = preamble, .name = "skein_nrm2"});
+  });
+}
+
+Array sum(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  return sum_kernel(x.dtype())(queue, {x}, args);
+}
+
+namespace {
+void require_nonempty(const Array& x, const ReductionArgs& args, const char* fn) {
+  const bool empty = args.axis ? (x.ndim() == 2 && *args.axis < 2 && x.shape()[*args.axis] == 0)
+                               : x.size() == 0;
+  if (empty) {
+    detail::raise_in(SKEIN_HERE, fn, "Reduce a non-empty array (min and max have no identity).",
+                     "{} of an empty array{}", fn,
+                     args.axis ? fmt::format(" along axis {}", *args.axis) : std::string());
+  }
+}
+}  // namespace
+
+Array min(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  require_nonempty(x, args, "skein::min");
+  return min_kernel(x.dtype())(queue, {x}, args);
+}
+
+Array max(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  require_nonempty(x, args, "skein::max");
+  return max_kernel(x.dtype())(queue, {x}, args);
+}
+
+Array dot(const Queue& queue, const Array& x, const Array& y, const ReductionArgs& args) {
+  return dot_kernel(x.dtype(), y.dtype())(queue, {x, y}, args);
+}
+
+Array nrm2(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  return nrm2_kernel(x.dtype())(queue, {x}, args);
+}
+
+}  // namespace skein
