@@ -14,6 +14,8 @@
 #   bench      the copy and kernel benchmarks
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
+#   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
+#              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios
 # It writes these eight files and nothing else:
 #   summary.txt      step, exit code, log of every step
 #   build.log        nvidia-smi, configure, build
@@ -176,6 +178,44 @@ if want coll && ((ngpu > 1)); then
     -x SKEIN_API=cuda "$coll_bin" --coll all_reduce --backend mpi --floor -b 8 -e 256M -f 8 \
     -n 20 -w 5 --devices-per-rank 1
   step compare-coll "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
+fi
+
+# Array kernels: one GPU against CuPy (1 GiB float32 arrays, gemm 8192^3), NVIDIA's OpenCL, and
+# the speed-up from one GPU to four (one rank per GPU, and one rank for all four) at sizes that
+# fill the GPUs (axpy and sum: 4 Gi float32 elements, 16 GiB an array; gemm: 16384^2).
+if want arrays && ((ngpu > 0)); then
+  adir="$(mktemp -d)"
+  bench_bin="$BUILD_DIR/apps/skein-bench/skein-bench"
+  one=(mpirun -np 1 -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$bench_bin")
+  if python3 -c "import cupy" 2>/dev/null; then
+    step peer-cupy "$OUTDIR/bench-copy.txt" timeout 300 python3 tools/peer-arrays.py --bytes 1G \
+      --gemm 8192 --json "$adir/peer.json"
+  fi
+  step one-axpy "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" axpy --size 268435456 \
+    --devices-per-rank 1 --json "$adir/one-axpy.json"
+  step one-sum "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" sum --size 268435456 \
+    --devices-per-rank 1 --json "$adir/one-sum.json"
+  step one-gemm32 "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" gemm --size 8192 \
+    --devices-per-rank 1 --json "$adir/one-gemm32.json"
+  step one-gemm64 "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" gemm --size 8192 \
+    --dtype float64 --devices-per-rank 1 --json "$adir/one-gemm64.json"
+  step ocl-axpy "$OUTDIR/bench-copy.txt" timeout 300 mpirun -np 1 -x SKEIN_API=opencl \
+    -x SKEIN_DEVICES=NVIDIA "$bench_bin" axpy --size 268435456 --devices-per-rank 1 \
+    --json "$adir/ocl-axpy.json"
+  if ((ngpu >= 4)); then
+    for b in axpy sum gemm; do
+      size=4294967296
+      [[ $b == gemm ]] && size=16384
+      step "scale-$b-1" "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" "$b" --size "$size" \
+        --devices-per-rank 1 --repeat 10 --json "$adir/scale-$b-1.json"
+      step "scale-$b-4pr" "$OUTDIR/bench-copy.txt" timeout 300 mpirun -np 4 -x SKEIN_API=cuda \
+        -x NCCL_NVLS_ENABLE "$bench_bin" "$b" --size "$size" --devices-per-rank 1 --repeat 10 \
+        --json "$adir/scale-$b-4pr.json"
+      step "scale-$b-4r1" "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" "$b" --size "$size" \
+        --devices-per-rank 4 --repeat 10 --json "$adir/scale-$b-4r1.json"
+    done
+  fi
+  step compare-arrays "$OUTDIR/bench-copy.txt" python3 tools/compare-arrays.py "$adir"
 fi
 
 echo "=== summary (step, exit code, log) in $SUMMARY"

@@ -31,5 +31,6 @@
 #if __has_include(<skein/communicator.hpp>)
 #include "skein/communicator.hpp"
 #include "skein/dist_array.hpp"
+#include "skein/dist_ops.hpp"
 #include "skein/runtime.hpp"
 #endif

@@ -1,0 +1,108 @@
+// Elementwise, reduction and BLAS operations on distributed arrays. Each runs the framework's
+// single-device kernel (elementwise.hpp, reduction.hpp, blas.hpp) on every local device's block,
+// and finishes across devices and ranks with the Communicator where the result is global:
+//
+//   elementwise   block by block; no communication (the operands share one layout)
+//   reductions    within each device (one partial value on the device), then one all_reduce
+//                 over every member (the rank's devices and all ranks at once); the result is on
+//                 every rank. Deterministic mode: the canonical pairwise tree over global element
+//                 indices (ReductionKernel::records / combine), all_gathered, so the result does
+//                 not depend on how many devices or ranks hold the array
+//   dot, nrm2     per device, then all_reduce (nrm2: the sum of squares, square-rooted on the
+//                 host; no scaling against overflow)
+//   gemv, gemm    A and C split by rows with the same layout, x or B replicated on every device
+//                 (a distributed x or B is all_gathered first, see replicate())
+//
+// Every call is collective over the arrays' Communicator: all ranks make it, in the same order.
+// Calls are ordered on each array's queue and, except those returning host values, do not wait.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "skein/blas.hpp"
+#include "skein/communicator.hpp"
+#include "skein/dist_array.hpp"
+#include "skein/elementwise.hpp"
+#include "skein/reduction.hpp"
+
+namespace skein::dist {
+
+// An operand of a distributed elementwise kernel: a distributed array (its local blocks are
+// used) or a scalar (broadcast to every element).
+class DistOperand {
+ public:
+  DistOperand(const DistArray& array) : array_(&array) {}  // NOLINT: implicit on purpose
+  DistOperand(Operand scalar);                            // NOLINT: scalars only
+  template <class T>
+    requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+  DistOperand(T value) : DistOperand(Operand(value)) {}  // NOLINT
+
+  const DistArray* array() const { return array_; }
+  const std::optional<Operand>& scalar() const { return scalar_; }
+
+ private:
+  const DistArray* array_ = nullptr;
+  std::optional<Operand> scalar_;
+};
+
+// Runs `kernel` on every local block. Arguments in the kernel's order (inputs, then outputs);
+// every distributed argument must have the same layout (and so the same rows on every device).
+void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> args);
+inline void elementwise(const ElementwiseKernel& kernel, std::initializer_list<DistOperand> args) {
+  elementwise(kernel, std::span<const DistOperand>(args.begin(), args.size()));
+}
+
+// out = a * x + y, out = a * x, out = value, out = x (built-ins of elementwise.hpp, per block).
+void axpy(const Operand& a, const DistArray& x, const DistArray& y, const DistArray& out);
+void scale(const Operand& a, const DistArray& x, const DistArray& out);
+void fill(const DistArray& out, const Operand& value);
+void copy(const DistArray& src, const DistArray& dst);
+
+struct DistReductionOptions {
+  // The canonical pairwise tree over global indices: bit-identical for any number of devices
+  // and ranks (and slower: every member's partial records are all_gathered).
+  bool deterministic = false;
+};
+
+// Whole-array reductions of a ReductionKernel with one input: the result (dtype of the kernel's
+// output) as a one-element Array on each local device, equal on every member. The reduce
+// operation across members is `across` (sum for sums and dots, min, max).
+std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, ReduceOp across,
+                          const DistReductionOptions& options = {});
+
+// Built-ins, returned to the host on every rank (as double; integers are exact up to 2^53).
+double sum(const DistArray& x, const DistReductionOptions& options = {});
+double min(const DistArray& x, const DistReductionOptions& options = {});
+double max(const DistArray& x, const DistReductionOptions& options = {});
+double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& options = {});
+double nrm2(const DistArray& x, const DistReductionOptions& options = {});
+
+// Per-axis sums of a 2-D distributed array: axis 1 (one value per row) into `out`, a 1-D array
+// with the same row layout; axis 0 (one value per column) into every device's copy of `out`.
+void sum_rows(const DistArray& x, const DistArray& out);
+void sum_columns(const DistArray& x, const ReplicatedArray& out);
+
+// BLAS (blas.hpp) on distributed arrays.
+double blas_dot(const DistArray& x, const DistArray& y);
+double blas_nrm2(const DistArray& x);
+// y = alpha * A @ x + beta * y: A (m x n) and y (m) split by rows with the same row layout,
+// x (n) on every device.
+void gemv(double alpha, const DistArray& a, const ReplicatedArray& x, double beta,
+          const DistArray& y);
+void gemv(double alpha, const DistArray& a, const DistArray& x, double beta, const DistArray& y);
+// C = alpha * A @ B + beta * C: A (m x k) and C (m x n) split by rows with the same row layout,
+// B (k x n) on every device.
+void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double beta,
+          const DistArray& c, const blas::GemmOptions& options = {});
+void gemm(double alpha, const DistArray& a, const DistArray& b, double beta, const DistArray& c,
+          const blas::GemmOptions& options = {});
+
+// A distributed array all_gathered onto every device (device to device, through the
+// Communicator).
+ReplicatedArray replicate(const DistArray& x);
+
+}  // namespace skein::dist

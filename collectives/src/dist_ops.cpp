@@ -1,0 +1,344 @@
+// Operations on distributed arrays: the framework's single-device kernels on every local block,
+// finished across members with the Communicator. See skein/dist_ops.hpp.
+#include "skein/dist_ops.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "errors.hpp"
+
+namespace skein::dist {
+
+namespace {
+
+const char* const kHint = "Make the distributed operands with the same BlockLayout.";
+
+void check_same_layout(const DistArray& a, const DistArray& b, const char* call, const char* what) {
+  if (&a.communicator() != &b.communicator()) {
+    detail::raise_in(SKEIN_HERE, call, "Use arrays of one Communicator.",
+                     "rank {}: {} belong to different communicators", a.rank(), what);
+  }
+  if (a.layout().rows() != b.layout().rows() || a.layout().members() != b.layout().members()) {
+    detail::raise_in(SKEIN_HERE, call, kHint, "rank {}: {} have different layouts ({} vs {})",
+                     a.rank(), what, a.layout().describe(), b.layout().describe());
+  }
+  for (std::size_t m = 0; m < a.layout().members(); ++m) {
+    if (!(a.layout().member_rows(m) == b.layout().member_rows(m))) {
+      detail::raise_in(SKEIN_HERE, call, kHint,
+                       "rank {}: {} split their rows differently (member {}: rows [{}, {}) vs [{}, {}))",
+                       a.rank(), what, m, a.layout().member_rows(m).begin,
+                       a.layout().member_rows(m).end, b.layout().member_rows(m).begin,
+                       b.layout().member_rows(m).end);
+    }
+  }
+}
+
+// The value of a one-element array on the host, as a double.
+double host_value(const Array& a) {
+  std::vector<std::byte> bytes(a.itemsize());
+  a.get(std::span<std::byte>(bytes));
+  double v = 0;
+  visit_dtype(a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    T x;
+    std::memcpy(&x, bytes.data(), sizeof(T));
+    if constexpr (requires { static_cast<double>(x); }) {
+      v = static_cast<double>(x);
+    } else if constexpr (requires { x.real(); }) {
+      v = static_cast<double>(x.real());
+    } else {
+      v = static_cast<double>(static_cast<float>(x));
+    }
+  });
+  return v;
+}
+
+// One-element arrays of `dtype`, one per local device of `x`.
+std::vector<Array> scalars(const DistArray& x, Dtype dtype) {
+  std::vector<Array> out;
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    out.push_back(Array::empty(x.queue(), {1}, dtype, x.block(i).device_idx));
+  }
+  return out;
+}
+
+std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& kernel,
+                                  ReduceOp across, const DistReductionOptions& options) {
+  return reduce(kernel, x, across, options);
+}
+
+}  // namespace
+
+DistOperand::DistOperand(Operand scalar) {
+  if (scalar.is_array()) {
+    detail::raise_in(SKEIN_HERE, "dist::DistOperand",
+                     "Pass a DistArray, or a scalar; single-device arrays cannot take part.",
+                     "a single-device Array was given as a distributed operand");
+  }
+  scalar_ = std::move(scalar);
+}
+
+void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> args) {
+  const DistArray* first = nullptr;
+  for (const auto& a : args) {
+    if (a.array() == nullptr) continue;
+    if (first == nullptr) {
+      first = a.array();
+    } else {
+      check_same_layout(*first, *a.array(), "dist::elementwise", "the distributed operands");
+    }
+  }
+  if (first == nullptr) {
+    detail::raise_in(SKEIN_HERE, "dist::elementwise", "Pass at least one DistArray.",
+                     "kernel {}: no distributed operand", kernel.name());
+  }
+  std::vector<Operand> local;
+  local.reserve(args.size());
+  for (std::size_t i = 0; i < first->local_size(); ++i) {
+    local.clear();
+    for (const auto& a : args) {
+      if (a.array() != nullptr) {
+        local.emplace_back(a.array()->local(i));
+      } else {
+        local.push_back(*a.scalar());
+      }
+    }
+    kernel(first->queue(), std::span<const Operand>(local));
+  }
+}
+
+void axpy(const Operand& a, const DistArray& x, const DistArray& y, const DistArray& out) {
+  check_same_layout(x, y, "dist::axpy", "x and y");
+  check_same_layout(x, out, "dist::axpy", "x and out");
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    skein::axpy(x.queue(), a, x.local(i), y.local(i), out.local(i));
+  }
+}
+
+void scale(const Operand& a, const DistArray& x, const DistArray& out) {
+  check_same_layout(x, out, "dist::scale", "x and out");
+  for (std::size_t i = 0; i < x.local_size(); ++i) skein::scale(x.queue(), a, x.local(i), out.local(i));
+}
+
+void fill(const DistArray& out, const Operand& value) {
+  for (std::size_t i = 0; i < out.local_size(); ++i) skein::fill(out.queue(), out.local(i), value);
+}
+
+void copy(const DistArray& src, const DistArray& dst) {
+  check_same_layout(src, dst, "dist::copy", "src and dst");
+  for (std::size_t i = 0; i < src.local_size(); ++i) skein::copy(src.queue(), src.local(i), dst.local(i));
+}
+
+std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, ReduceOp across,
+                          const DistReductionOptions& options) {
+  Communicator& comm = x.communicator();
+  const Queue& queue = x.queue();
+  std::vector<Array> results;
+  if (!options.deterministic) {
+    // One value per device (a block without rows gives the identity), then every member's.
+    for (std::size_t i = 0; i < x.local_size(); ++i) results.push_back(kernel(queue, {Operand(x.local(i))}));
+    comm.all_reduce(queue, results, results, across);
+    return results;
+  }
+  // Deterministic: every member's records of the canonical tree (a fixed number of slots each,
+  // unused ones marked), gathered to every member and combined there in canonical order.
+  const std::uint64_t total = x.size();
+  const std::size_t capacity = ReductionKernel::record_capacity(total);
+  std::vector<Array> mine, all;
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    const Operand in(x.local(i));
+    const std::size_t piece = capacity * kernel.record_size(std::span<const Operand>(&in, 1));
+    Array records = kernel.records(queue, std::span<const Operand>(&in, 1),
+                                   static_cast<std::uint64_t>(x.local_rows(i).begin) * x.layout().row_size(),
+                                   total);
+    mine.push_back(records.reshape({piece}));
+    all.push_back(Array::empty(queue, {piece * comm.size()}, Dtype::uint8, x.block(i).device_idx));
+  }
+  comm.all_gather(queue, mine, all);
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    const Operand in(x.local(i));
+    results.push_back(kernel.combine(queue, std::span<const Operand>(&in, 1), all[i], total));
+  }
+  // The gathered records are temporaries: the combine kernels reading them must be done.
+  queue.synchronize();
+  return results;
+}
+
+double sum(const DistArray& x, const DistReductionOptions& options) {
+  return host_value(reduce_builtin(x, sum_kernel(x.dtype()), ReduceOp::sum, options).at(0));
+}
+
+double min(const DistArray& x, const DistReductionOptions& options) {
+  return host_value(reduce_builtin(x, min_kernel(x.dtype()), ReduceOp::min, options).at(0));
+}
+
+double max(const DistArray& x, const DistReductionOptions& options) {
+  return host_value(reduce_builtin(x, max_kernel(x.dtype()), ReduceOp::max, options).at(0));
+}
+
+double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& options) {
+  check_same_layout(x, y, "dist::dot", "x and y");
+  const ReductionKernel& kernel = dot_kernel(x.dtype(), y.dtype());
+  Communicator& comm = x.communicator();
+  const Queue& queue = x.queue();
+  if (options.deterministic) {
+    // The canonical tree needs one input per record set: x * y first, then its sum.
+    DistArray product(comm, queue, x.layout(), promote_types(x.dtype(), y.dtype()));
+    for (std::size_t i = 0; i < x.local_size(); ++i) {
+      binary(queue, BinaryOp::multiply, x.local(i), y.local(i), product.local(i));
+    }
+    return sum(product, options);
+  }
+  std::vector<Array> results;
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    results.push_back(kernel(queue, {Operand(x.local(i)), Operand(y.local(i))}));
+  }
+  comm.all_reduce(queue, results, results, ReduceOp::sum);
+  return host_value(results.at(0));
+}
+
+double nrm2(const DistArray& x, const DistReductionOptions& options) {
+  return std::sqrt(dot(x, x, options));
+}
+
+void sum_rows(const DistArray& x, const DistArray& out) {
+  if (x.shape().size() != 2 || out.shape().size() != 1 || out.shape()[0] != x.shape()[0]) {
+    detail::raise_in(SKEIN_HERE, "dist::sum_rows", "Pass a 2-D array and a 1-D out of its rows.",
+                     "rank {}: shapes {} and {}", x.rank(), to_string(x.shape()),
+                     to_string(out.shape()));
+  }
+  check_same_layout(x, out, "dist::sum_rows", "x and out");
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    ReductionArgs args;
+    args.axis = 1;
+    args.out = out.local(i);
+    skein::sum(x.queue(), x.local(i), args);
+  }
+}
+
+void sum_columns(const DistArray& x, const ReplicatedArray& out) {
+  if (x.shape().size() != 2 || out.shape() != Shape{x.shape()[1]}) {
+    detail::raise_in(SKEIN_HERE, "dist::sum_columns",
+                     "Pass a 2-D array and a replicated 1-D out of its columns.",
+                     "rank {}: shapes {} and {}", x.rank(), to_string(x.shape()),
+                     to_string(out.shape()));
+  }
+  std::vector<Array> partial, result;
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    ReductionArgs args;
+    args.axis = 0;
+    partial.push_back(skein::sum(x.queue(), x.local(i), args));
+    result.push_back(out.local(i));
+  }
+  x.communicator().all_reduce(x.queue(), partial, result, ReduceOp::sum);
+}
+
+double blas_dot(const DistArray& x, const DistArray& y) {
+  check_same_layout(x, y, "dist::blas_dot", "x and y");
+  std::vector<Array> results = scalars(x, x.dtype());
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    blas::dot(x.queue(), x.local(i).reshape({x.local(i).size()}),
+              y.local(i).reshape({y.local(i).size()}), results[i]);
+  }
+  x.communicator().all_reduce(x.queue(), results, results, ReduceOp::sum);
+  return host_value(results.at(0));
+}
+
+double blas_nrm2(const DistArray& x) { return std::sqrt(blas_dot(x, x)); }
+
+void gemv(double alpha, const DistArray& a, const ReplicatedArray& x, double beta,
+          const DistArray& y) {
+  if (a.shape().size() != 2 || y.shape().size() != 1 || a.shape()[0] != y.shape()[0] ||
+      x.shape() != Shape{a.shape()[1]}) {
+    detail::raise_in(SKEIN_HERE, "dist::gemv", "A is m x n, x has n elements, y has m.",
+                     "rank {}: A {}, x {}, y {}", a.rank(), to_string(a.shape()),
+                     to_string(x.shape()), to_string(y.shape()));
+  }
+  check_same_layout(a, y, "dist::gemv", "A and y");
+  for (std::size_t i = 0; i < a.local_size(); ++i) {
+    blas::gemv(a.queue(), alpha, a.local(i), x.local(i), beta, y.local(i));
+  }
+}
+
+void gemv(double alpha, const DistArray& a, const DistArray& x, double beta, const DistArray& y) {
+  gemv(alpha, a, replicate(x), beta, y);
+}
+
+void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double beta,
+          const DistArray& c, const blas::GemmOptions& options) {
+  if (options.trans_a) {
+    detail::raise_in(SKEIN_HERE, "dist::gemm", "Transpose A before distributing it.",
+                     "rank {}: trans_a is not supported for A split by rows", a.rank());
+  }
+  if (a.shape().size() != 2 || b.shape().size() != 2 || c.shape().size() != 2 ||
+      a.shape()[0] != c.shape()[0]) {
+    detail::raise_in(SKEIN_HERE, "dist::gemm", "A is m x k, B is k x n, C is m x n.",
+                     "rank {}: A {}, B {}, C {}", a.rank(), to_string(a.shape()),
+                     to_string(b.shape()), to_string(c.shape()));
+  }
+  check_same_layout(a, c, "dist::gemm", "A and C");
+  for (std::size_t i = 0; i < a.local_size(); ++i) {
+    if (a.local(i).size() == 0) continue;  // a member without rows has nothing to compute
+    blas::gemm(a.queue(), alpha, a.local(i), b.local(i), beta, c.local(i), options);
+  }
+}
+
+void gemm(double alpha, const DistArray& a, const DistArray& b, double beta, const DistArray& c,
+          const blas::GemmOptions& options) {
+  gemm(alpha, a, replicate(b), beta, c, options);
+}
+
+ReplicatedArray replicate(const DistArray& x) {
+  Communicator& comm = x.communicator();
+  const Queue& queue = x.queue();
+  const BlockLayout& layout = x.layout();
+  ReplicatedArray out(comm, queue, x.shape(), x.dtype());
+  const std::size_t row_elems = layout.row_size();
+  std::size_t tallest = 0;
+  bool even = true;
+  for (std::size_t m = 0; m < layout.members(); ++m) {
+    tallest = std::max(tallest, layout.member_rows(m).size());
+  }
+  for (std::size_t m = 0; m < layout.members(); ++m) even = even && layout.member_rows(m).size() == tallest;
+  if (even) {
+    // Every block has the same rows: gather straight into the replicated arrays (blocks are
+    // laid out in member order, which is row order).
+    std::vector<Array> send, recv;
+    for (std::size_t i = 0; i < x.local_size(); ++i) {
+      send.push_back(x.local(i).reshape({x.local(i).size()}));
+      recv.push_back(out.local(i).reshape({out.size()}));
+    }
+    comm.all_gather(queue, send, recv);
+    return out;
+  }
+  // Uneven blocks: each is padded to the tallest, gathered, and unpacked row range by row range.
+  const std::size_t block = tallest * row_elems;
+  std::vector<Array> send, recv;
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    const std::size_t dev = x.block(i).device_idx;
+    Array s = Array::zeros(queue, {block}, x.dtype(), dev);
+    const Array local = x.local(i).reshape({x.local(i).size()});
+    if (local.size() > 0) s.view(0, {local.size()}).set(local);
+    send.push_back(s);
+    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev));
+  }
+  comm.all_gather(queue, send, recv);
+  for (std::size_t i = 0; i < x.local_size(); ++i) {
+    const Array flat = out.local(i).reshape({out.size()});
+    for (std::size_t m = 0; m < layout.members(); ++m) {
+      const RowRange rows = layout.member_rows(m);
+      if (rows.empty()) continue;
+      flat.view(rows.begin * row_elems, {rows.size() * row_elems})
+          .set(recv[i].view(m * block, {rows.size() * row_elems}));
+    }
+  }
+  // The temporaries go out of scope here: the copies reading them must be done first.
+  queue.synchronize();
+  return out;
+}
+
+}  // namespace skein::dist
