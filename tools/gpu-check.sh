@@ -206,17 +206,17 @@ if want arrays && ((ngpu > 0)); then
   step ocl-axpy "$OUTDIR/bench-copy.txt" timeout 300 mpirun -np 1 -x SKEIN_API=opencl \
     -x SKEIN_DEVICES=NVIDIA "$bench_bin" axpy --size 268435456 --devices-per-rank 1 \
     --json "$adir/ocl-axpy.json"
-  if ((ngpu >= 4)); then
+  if ((ngpu >= 2)); then
     for b in axpy sum gemm; do
       size=4294967296
       [[ $b == gemm ]] && size=16384
       step "scale-$b-1" "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" "$b" --size "$size" \
         --devices-per-rank 1 --repeat 10 --json "$adir/scale-$b-1.json"
-      step "scale-$b-4pr" "$OUTDIR/bench-copy.txt" timeout 300 mpirun -np 4 -x SKEIN_API=cuda \
-        -x NCCL_NVLS_ENABLE "$bench_bin" "$b" --size "$size" --devices-per-rank 1 --repeat 10 \
-        --json "$adir/scale-$b-4pr.json"
-      step "scale-$b-4r1" "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" "$b" --size "$size" \
-        --devices-per-rank 4 --repeat 10 --json "$adir/scale-$b-4r1.json"
+      step "scale-$b-${ngpu}pr" "$OUTDIR/bench-copy.txt" timeout 300 mpirun -np "$ngpu" \
+        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$bench_bin" "$b" --size "$size" \
+        --devices-per-rank 1 --repeat 10 --json "$adir/scale-$b-${ngpu}pr.json"
+      step "scale-$b-${ngpu}r1" "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" "$b" \
+        --size "$size" --devices-per-rank "$ngpu" --repeat 10 --json "$adir/scale-$b-${ngpu}r1.json"
     done
   fi
   step compare-arrays "$OUTDIR/bench-copy.txt" python3 tools/compare-arrays.py "$adir"
