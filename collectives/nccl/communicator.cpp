@@ -153,8 +153,9 @@ class NcclBackend final : public CollectiveBackendAdapter {
 
   void init_comms(const ncclUniqueId& id, int nranks);
   void check_primary_context(std::size_t device_idx) const;
+  // `count` elements of `type` per block (call.count, or its bytes for types moved as bytes).
   void enqueue(const CollectiveCall& call, const MemberBuffers& buffers, ncclDataType_t type,
-               std::vector<AfterLaunch>& after);
+               std::size_t count, std::vector<AfterLaunch>& after);
   // Runs what waited for the launch (outside any group).
   void after_launch(std::vector<AfterLaunch>& after);
   void barrier(const CollectiveCall& call);
@@ -443,7 +444,16 @@ void NcclBackend::run(const CollectiveCall& call) {
     barrier(call);
     return;
   }
-  const auto type = nccl_type(call.dtype);
+  auto type = nccl_type(call.dtype);
+  std::size_t count = call.count;
+  const bool reduces = call.op == CollectiveOp::all_reduce || call.op == CollectiveOp::reduce ||
+                       call.op == CollectiveOp::reduce_scatter;
+  if (!type && !reduces) {
+    // Operations that only move data do not need NCCL to know the type: its bytes will do
+    // (int16, uint16, complex).
+    type = ncclUint8;
+    count *= itemsize(call.dtype);
+  }
   if (!type) {
     raise_in(SKEIN_HERE, std::string(name(call.op)), "",
              "NCCL does not support dtype {}", name(call.dtype));
@@ -460,7 +470,7 @@ void NcclBackend::run(const CollectiveCall& call) {
     // user's group_start()/group_end() this group is nested and launches nothing by itself.
     SKEIN_NCCL_CHECK(ncclGroupStart, (), std::string());
     try {
-      for (const auto& buffers : call.members) enqueue(call, buffers, *type, after);
+      for (const auto& buffers : call.members) enqueue(call, buffers, *type, count, after);
     } catch (...) {
       ncclGroupEnd();  // closes the group; NCCL drops the calls queued in it
       throw;
@@ -486,7 +496,7 @@ void NcclBackend::after_launch(std::vector<AfterLaunch>& after) {
 }
 
 void NcclBackend::enqueue(const CollectiveCall& call, const MemberBuffers& b, ncclDataType_t type,
-                          std::vector<AfterLaunch>& after) {
+                          std::size_t count, std::vector<AfterLaunch>& after) {
   Member& m = members_[b.local_device];
   CudaContextScope scope(m.context, m.device);
   auto stream = reinterpret_cast<cudaStream_t>(b.queue->native());
@@ -496,19 +506,19 @@ void NcclBackend::enqueue(const CollectiveCall& call, const MemberBuffers& b, nc
   std::uintptr_t send = pointer(b.send, b.send_offset);
   std::uintptr_t recv = pointer(b.recv, b.recv_offset);
   const std::size_t itemsize = skein::itemsize(call.dtype);
-  const std::size_t block = call.count * itemsize;
+  const std::size_t block = call.count * itemsize;  // bytes, whatever `type` is
   auto ptr = [](std::uintptr_t p) { return reinterpret_cast<void*>(p); };
   const ncclRedOp_t op = nccl_op(call.reduce_op);
 
   switch (call.op) {
     case CollectiveOp::all_reduce:
-      SKEIN_NCCL_CHECK(ncclAllReduce, (ptr(send), ptr(recv), call.count, type, op, m.comm, stream),
+      SKEIN_NCCL_CHECK(ncclAllReduce, (ptr(send), ptr(recv), count, type, op, m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::all_gather:
       // In place, the front-end passes send as this member's block of recv: NCCL's own in-place
       // form, so the pointers go to NCCL as they are (here and for reduce_scatter).
-      SKEIN_NCCL_CHECK(ncclAllGather, (ptr(send), ptr(recv), call.count, type, m.comm, stream),
+      SKEIN_NCCL_CHECK(ncclAllGather, (ptr(send), ptr(recv), count, type, m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::broadcast:
@@ -516,27 +526,27 @@ void NcclBackend::enqueue(const CollectiveCall& call, const MemberBuffers& b, nc
       if (recv == 0) recv = send;
       if (send == 0) send = recv;
       SKEIN_NCCL_CHECK(ncclBroadcast,
-                       (ptr(send), ptr(recv), call.count, type, call.root, m.comm, stream),
+                       (ptr(send), ptr(recv), count, type, call.root, m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::reduce:
       // Only the root's recv is written; NCCL accepts a null recv elsewhere.
       if (call.in_place && recv == 0) recv = send;
       SKEIN_NCCL_CHECK(ncclReduce,
-                       (ptr(send), ptr(recv), call.count, type, op, call.root, m.comm, stream),
+                       (ptr(send), ptr(recv), count, type, op, call.root, m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::reduce_scatter:
       SKEIN_NCCL_CHECK(ncclReduceScatter,
-                       (ptr(send), ptr(recv), call.count, type, op, m.comm, stream), m.device);
+                       (ptr(send), ptr(recv), count, type, op, m.comm, stream), m.device);
       break;
     case CollectiveOp::send:
-      SKEIN_NCCL_CHECK(ncclSend, (ptr(send != 0 ? send : recv), call.count, type, call.peer,
+      SKEIN_NCCL_CHECK(ncclSend, (ptr(send != 0 ? send : recv), count, type, call.peer,
                                   m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::recv:
-      SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv != 0 ? recv : send), call.count, type, call.peer,
+      SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv != 0 ? recv : send), count, type, call.peer,
                                   m.comm, stream),
                        m.device);
       break;
@@ -558,9 +568,9 @@ void NcclBackend::enqueue(const CollectiveCall& call, const MemberBuffers& b, nc
       }
       for (int peer = 0; peer < nranks; ++peer) {
         const std::size_t at = static_cast<std::size_t>(peer) * block;
-        SKEIN_NCCL_CHECK(ncclSend, (ptr(send + at), call.count, type, peer, m.comm, stream),
+        SKEIN_NCCL_CHECK(ncclSend, (ptr(send + at), count, type, peer, m.comm, stream),
                          m.device);
-        SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv + at), call.count, type, peer, m.comm, stream),
+        SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv + at), count, type, peer, m.comm, stream),
                          m.device);
       }
       break;

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <skein/dist_array.hpp>
@@ -102,8 +103,12 @@ std::vector<T> host_array(const Shape& shape, std::uint64_t salt) {
 
 // ---- set-ups ------------------------------------------------------------------------------------
 
+// The devices of the API the suite runs on: OpenCL (PoCL in CI), or CUDA where SKEIN_API=cuda
+// (the GPU machines run the suite over NCCL that way).
 std::vector<Device> pocl_devices() {
-  const auto found = platforms_and_devices_by_mask(Api::from_id(ApiId::opencl), 1);
+  const char* api = std::getenv("SKEIN_API");
+  const ApiId id = api != nullptr && std::string(api) == "cuda" ? ApiId::cuda : ApiId::opencl;
+  const auto found = platforms_and_devices_by_mask(Api::from_id(id), 1);
   if (found.empty()) return {};
   return found.front().second;
 }
@@ -143,6 +148,12 @@ class DistArrays : public testing::TestWithParam<Placement> {
       GTEST_SKIP() << "needs an OpenCL device per rank";
     }
     if (GetParam() == Placement::two_per_rank && devices < 2) GTEST_SKIP() << "needs an OpenCL platform with 2 devices";
+    // NCCL refuses one GPU in two members: sharing is for the MPI backend only.
+    const char* api = std::getenv("SKEIN_API");
+    if (GetParam() == Placement::two_per_rank && api != nullptr && std::string(api) == "cuda" &&
+        devices < 2 * static_cast<std::size_t>(world_size())) {
+      GTEST_SKIP() << "needs two GPUs per rank";
+    }
     s_ = make_rig(GetParam());
   }
   Rig s_;
