@@ -16,7 +16,7 @@
 #              and tools/compare-collectives.py's ratios
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios
-# NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), GTEST_FILTER narrows the
+# NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
 # gtest run, COLLS (default: every collective) narrows `coll`.
 # It writes these eight files and nothing else:
 #   summary.txt      step, exit code, log of every step
@@ -97,7 +97,7 @@ if want tests; then
   fi
   # The suite's own output, for the per-backend counts (ctest shows it only on failure).
   step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="pthread pthread pthread pthread" \
-    "$BUILD_DIR/tests/skein-tests" --gtest_filter="${GTEST_FILTER:-*}"
+    "$BUILD_DIR/tests/skein-tests" --gtest_filter="${SKEIN_GTEST_FILTER:-*}"
 
   step skein-info "$OUTDIR/skein-info.txt" "$BUILD_DIR/apps/skein-info/skein-info"
   # JSON alone in its file; messages on stderr stay on the terminal.

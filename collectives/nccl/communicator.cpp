@@ -468,14 +468,25 @@ void NcclBackend::run(const CollectiveCall& call) {
     // One group per call: several members per rank must be launched together (each member's
     // kernel waits for the others), and a grouped single call costs nothing extra. Inside the
     // user's group_start()/group_end() this group is nested and launches nothing by itself.
-    SKEIN_NCCL_CHECK(ncclGroupStart, (), std::string());
+    auto& profile = call_profile();
+    const auto group_start = profile.on ? Clock::now() : Clock::time_point();
+    // One member: NCCL groups the call itself (all_to_all's sends and receives too, as ours).
+    // Non-blocking communicators keep the group: its end is where ncclInProgress is seen.
+    const bool group = !blocking_ || call.members.size() > 1 || call.op == CollectiveOp::all_to_all;
+    if (group) SKEIN_NCCL_CHECK(ncclGroupStart, (), std::string());
     try {
       for (const auto& buffers : call.members) enqueue(call, buffers, *type, count, after);
     } catch (...) {
-      ncclGroupEnd();  // closes the group; NCCL drops the calls queued in it
+      if (group) ncclGroupEnd();  // closes the group; NCCL drops the calls queued in it
       throw;
     }
-    launched = SKEIN_NCCL_CHECK(ncclGroupEnd, (), members_[call.members.front().local_device].device);
+    if (group) {
+      launched = SKEIN_NCCL_CHECK(ncclGroupEnd, (), members_[call.members.front().local_device].device);
+    }
+    if (profile.on) {
+      profile.launch_ns +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - group_start).count();
+    }
   }
   // Not a wait for the collective: with non-blocking communicators the launch itself may still
   // be under way (ncclInProgress), and NCCL requires it to be done before the next NCCL call.

@@ -35,6 +35,20 @@ struct MemberBuffers {
   std::size_t recv_offset = 0;
 };
 
+// Where a collective call's host time goes, when SKEIN_PROFILE_COLLECTIVES=1: nanoseconds per
+// phase summed over calls, printed by each Communicator when it goes (for tuning; off by default
+// and then costs one branch per phase).
+struct CallProfile {
+  bool on = false;
+  long long calls = 0;
+  long long checks_ns = 0;    // argument checks (the front-end, before launch)
+  long long backend_ns = 0;   // the backend's run (NCCL: its group and launches)
+  long long launch_ns = 0;    // NCCL only: ncclGroupStart .. ncclGroupEnd
+  long long events_ns = 0;    // the events returned to the caller
+  long long watch_ns = 0;     // registering the call with the watchdog
+};
+CallProfile& call_profile();
+
 struct CollectiveCall {
   CollectiveOp op = CollectiveOp::all_reduce;
   ReduceOp reduce_op = ReduceOp::sum;

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -75,9 +76,25 @@ std::string_view name(CollectiveOp op) {
   return "?";
 }
 
+namespace detail {
+CallProfile& call_profile() {
+  static CallProfile profile = [] {
+    CallProfile p;
+    const char* v = std::getenv("SKEIN_PROFILE_COLLECTIVES");
+    p.on = v != nullptr && std::string(v) == "1";
+    return p;
+  }();
+  return profile;
+}
+}  // namespace detail
+
 namespace {
 
 using detail::CollectiveClock;
+
+long long ns_since(CollectiveClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(CollectiveClock::now() - t).count();
+}
 
 // SKEIN_CHECK_COLLECTIVES: unset -> on in debug builds only; "1" on; "0" off.
 bool agreement_check_from_environment() {
@@ -192,6 +209,15 @@ struct Communicator::Impl {
 };
 
 Communicator::Impl::~Impl() {
+  if (const auto& p = detail::call_profile(); p.on && p.calls > 0) {
+    const double n = static_cast<double>(p.calls) * 1e3;
+    std::fprintf(stderr,
+                 "[skein rank %d] %lld collective calls, host us per call: checks %.2f, backend "
+                 "%.2f (NCCL group %.2f), events %.2f, watchdog %.2f\n",
+                 mpi_rank, p.calls, static_cast<double>(p.checks_ns) / n,
+                 static_cast<double>(p.backend_ns) / n, static_cast<double>(p.launch_ns) / n,
+                 static_cast<double>(p.events_ns) / n, static_cast<double>(p.watch_ns) / n);
+  }
   if (watchdog.joinable()) {
     {
       std::lock_guard lock(mutex);
@@ -388,7 +414,8 @@ namespace {
 class CallBuilder {
  public:
   CallBuilder(Communicator::Impl& impl, CollectiveOp op, const Queue& queue)
-      : impl_(impl), queue_(queue), call_name_("Communicator::" + std::string(name(op))) {
+      : impl_(impl), queue_(queue), call_name_("Communicator::" + std::string(name(op))),
+        created_(detail::call_profile().on ? CollectiveClock::now() : CollectiveClock::time_point()) {
     call_.op = op;
     if (!(queue.context() == impl.context)) {
       fail(std::nullopt, "the queue belongs to another context than the communicator's",
@@ -533,11 +560,13 @@ class CallBuilder {
     if (dtype_) call_.dtype = *dtype_;
   }
   const std::string& call_name() const { return call_name_; }
+  CollectiveClock::time_point created() const { return created_; }
 
  private:
   Communicator::Impl& impl_;
   const Queue& queue_;
   std::string call_name_;
+  CollectiveClock::time_point created_;
   std::string size_rule_;
   std::optional<Dtype> dtype_;
   detail::CollectiveCall call_;
@@ -717,6 +746,9 @@ std::size_t Communicator::device_idx(std::size_t local_device) const {
 const Context& Communicator::context() const { return impl_->context; }
 CollectiveBackend Communicator::backend() const { return impl_->backend->kind(); }
 std::string Communicator::backend_description() const { return impl_->backend->description(); }
+#if SKEIN_HAS_MPI
+MPI_Comm Communicator::mpi_comm() const { return impl_->comm; }
+#endif
 
 Communicator Communicator::split(int color, int key) const {
 #if SKEIN_HAS_MPI
@@ -748,6 +780,12 @@ namespace {
 // Runs a checked call: the agreement check (collectives), the backend, and the events.
 std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue& queue) {
   detail::CollectiveCall& call = b.call();
+  auto& profile = detail::call_profile();
+  // This call's phases; calls slower than 200 us in all (connection set-up on first use of a
+  // peer or algorithm, a full queue) are left out of the averages.
+  long long checks = 0, backend = 0, events_ns = 0, launch_before = profile.launch_ns;
+  if (profile.on) checks = ns_since(b.created());
+  auto phase = profile.on ? CollectiveClock::now() : CollectiveClock::time_point();
   impl.check_usable(b.call_name());
   const bool collective = call.op != CollectiveOp::send && call.op != CollectiveOp::recv;
   call.sequence = collective ? ++impl.collective_sequence : ++impl.p2p_sequence;
@@ -767,16 +805,36 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     }
     impl.backend->run(call);
   });
+  if (profile.on) {
+    backend = ns_since(phase);
+    phase = CollectiveClock::now();
+  }
   std::vector<Event> events(call.members.size());
   // Inside a group the work is only issued at group_end(): there is nothing to record yet.
   if (impl.group_depth > 0) return events;
   for (std::size_t i = 0; i < call.members.size(); ++i) {
     events[i] = queue.record_event(call.members[i].device_idx);
   }
+  if (profile.on) {
+    events_ns = ns_since(phase);
+    phase = CollectiveClock::now();
+  }
   if (impl.asynchronous() && impl.timeout_s > 0) {
     {
       std::lock_guard lock(impl.mutex);
       impl.watches.push_back({events, start, call.deadline, label});
+    }
+  }
+  if (profile.on) {
+    const long long watch = ns_since(phase);
+    if (checks + backend + events_ns + watch < 200000) {
+      ++profile.calls;
+      profile.checks_ns += checks;
+      profile.backend_ns += backend;
+      profile.events_ns += events_ns;
+      profile.watch_ns += watch;
+    } else {
+      profile.launch_ns = launch_before;  // its NCCL group time goes too
     }
   }
   return events;
