@@ -54,6 +54,12 @@ class Communicator {
   CollectiveBackend backend() const;
   // "NCCL 2.28.3" or "MPI (staged through host memory)" / "MPI (CUDA-aware)".
   std::string backend_description() const;
+#if SKEIN_HAS_MPI
+  // The MPI communicator over this communicator's ranks (Skein's own duplicate, with
+  // MPI_ERRORS_RETURN), for layers above that make MPI calls of their own over the same ranks
+  // (HDF5's MPI-IO). The Communicator owns it: duplicate it for traffic of your own; never free it.
+  MPI_Comm mpi_comm() const;
+#endif
 
   // Like MPI_Comm_split over ranks: ranks with the same color form a new communicator, ordered
   // by key, then by old rank. Collective over the ranks.
