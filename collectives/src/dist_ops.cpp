@@ -37,6 +37,16 @@ void check_same_layout(const DistArray& a, const DistArray& b, const char* call,
   }
 }
 
+// Elementwise operands and dot's: the same global shape too (a layout only fixes the rows).
+void check_same_shape(const DistArray& a, const DistArray& b, const char* call, const char* what) {
+  check_same_layout(a, b, call, what);
+  if (a.shape() != b.shape()) {
+    detail::raise_in(SKEIN_HERE, call, "Give the operands one shape.",
+                     "rank {}: {} have shapes {} and {}", a.rank(), what, to_string(a.shape()),
+                     to_string(b.shape()));
+  }
+}
+
 // The value of a one-element array on the host, as a double.
 double host_value(const Array& a) {
   std::vector<std::byte> bytes(a.itemsize());
@@ -71,6 +81,58 @@ std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& ker
   return reduce(kernel, x, across, options);
 }
 
+// min and max have no identity: an empty array has no minimum (as skein::min). The global size
+// is the same on every rank, so every rank raises.
+void require_nonempty(const DistArray& x, const char* call) {
+  if (x.size() == 0) {
+    detail::raise_in(SKEIN_HERE, call, "Reduce a non-empty array (min and max have no identity).",
+                     "rank {}: {} of an empty array (shape {})", x.rank(), call,
+                     to_string(x.shape()));
+  }
+}
+
+// The context devices of this rank's blocks.
+std::vector<std::size_t> local_devices(const DistArray& x) {
+  std::vector<std::size_t> devices;
+  for (const auto& b : x.blocks()) devices.push_back(b.device_idx);
+  return devices;
+}
+
+// Operands may use different queues (a DistArray or ReplicatedArray makes its own unless it is
+// given one), while an operation enqueues its work on one queue. So that calls stay ordered on
+// each operand's queue, the work first waits for what the other operands' queues already hold on
+// the local devices, and their later work waits for it (device-side events; nothing blocks): a
+// write through another operand's queue neither overtakes nor is overtaken by the operation.
+class Ordering {
+ public:
+  Ordering(const Queue& work, std::vector<std::size_t> devices)
+      : work_(work), devices_(std::move(devices)) {}
+
+  // Work enqueued on the work queue from now on runs after what `queue` holds now.
+  void join(const Queue& queue) {
+    if (queue == work_) return;
+    for (const auto& q : others_) {
+      if (q == queue) return;
+    }
+    for (std::size_t d : devices_) work_.wait_for(queue.record_event(d), d);
+    others_.push_back(queue);
+  }
+
+  // Work enqueued on the joined queues from now on runs after what the work queue holds now.
+  void release() const {
+    if (others_.empty()) return;
+    for (std::size_t d : devices_) {
+      const Event done = work_.record_event(d);
+      for (const auto& q : others_) q.wait_for(done, d);
+    }
+  }
+
+ private:
+  Queue work_;
+  std::vector<std::size_t> devices_;
+  std::vector<Queue> others_;
+};
+
 }  // namespace
 
 DistOperand::DistOperand(Operand scalar) {
@@ -89,12 +151,16 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
     if (first == nullptr) {
       first = a.array();
     } else {
-      check_same_layout(*first, *a.array(), "dist::elementwise", "the distributed operands");
+      check_same_shape(*first, *a.array(), "dist::elementwise", "the distributed operands");
     }
   }
   if (first == nullptr) {
     detail::raise_in(SKEIN_HERE, "dist::elementwise", "Pass at least one DistArray.",
                      "kernel {}: no distributed operand", kernel.name());
+  }
+  Ordering order(first->queue(), local_devices(*first));
+  for (const auto& a : args) {
+    if (a.array() != nullptr) order.join(a.array()->queue());
   }
   std::vector<Operand> local;
   local.reserve(args.size());
@@ -109,19 +175,27 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
     }
     kernel(first->queue(), std::span<const Operand>(local));
   }
+  order.release();
 }
 
 void axpy(const Operand& a, const DistArray& x, const DistArray& y, const DistArray& out) {
-  check_same_layout(x, y, "dist::axpy", "x and y");
-  check_same_layout(x, out, "dist::axpy", "x and out");
+  check_same_shape(x, y, "dist::axpy", "x and y");
+  check_same_shape(x, out, "dist::axpy", "x and out");
+  Ordering order(x.queue(), local_devices(x));
+  order.join(y.queue());
+  order.join(out.queue());
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     skein::axpy(x.queue(), a, x.local(i), y.local(i), out.local(i));
   }
+  order.release();
 }
 
 void scale(const Operand& a, const DistArray& x, const DistArray& out) {
-  check_same_layout(x, out, "dist::scale", "x and out");
+  check_same_shape(x, out, "dist::scale", "x and out");
+  Ordering order(x.queue(), local_devices(x));
+  order.join(out.queue());
   for (std::size_t i = 0; i < x.local_size(); ++i) skein::scale(x.queue(), a, x.local(i), out.local(i));
+  order.release();
 }
 
 void fill(const DistArray& out, const Operand& value) {
@@ -129,8 +203,11 @@ void fill(const DistArray& out, const Operand& value) {
 }
 
 void copy(const DistArray& src, const DistArray& dst) {
-  check_same_layout(src, dst, "dist::copy", "src and dst");
+  check_same_shape(src, dst, "dist::copy", "src and dst");
+  Ordering order(src.queue(), local_devices(src));
+  order.join(dst.queue());
   for (std::size_t i = 0; i < src.local_size(); ++i) skein::copy(src.queue(), src.local(i), dst.local(i));
+  order.release();
 }
 
 std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, ReduceOp across,
@@ -173,18 +250,24 @@ double sum(const DistArray& x, const DistReductionOptions& options) {
 }
 
 double min(const DistArray& x, const DistReductionOptions& options) {
+  require_nonempty(x, "dist::min");
   return host_value(reduce_builtin(x, min_kernel(x.dtype()), ReduceOp::min, options).at(0));
 }
 
 double max(const DistArray& x, const DistReductionOptions& options) {
+  require_nonempty(x, "dist::max");
   return host_value(reduce_builtin(x, max_kernel(x.dtype()), ReduceOp::max, options).at(0));
 }
 
 double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& options) {
-  check_same_layout(x, y, "dist::dot", "x and y");
+  check_same_shape(x, y, "dist::dot", "x and y");
   const ReductionKernel& kernel = dot_kernel(x.dtype(), y.dtype());
   Communicator& comm = x.communicator();
   const Queue& queue = x.queue();
+  // y is read on x's queue, after the work y's queue holds; the result is waited for before
+  // returning, so y's later work cannot overtake the read (no release needed).
+  Ordering order(queue, local_devices(x));
+  order.join(y.queue());
   if (options.deterministic) {
     // The canonical tree needs one input per record set: x * y first, then its sum.
     DistArray product(comm, queue, x.layout(), promote_types(x.dtype(), y.dtype()));
@@ -212,12 +295,15 @@ void sum_rows(const DistArray& x, const DistArray& out) {
                      to_string(out.shape()));
   }
   check_same_layout(x, out, "dist::sum_rows", "x and out");
+  Ordering order(x.queue(), local_devices(x));
+  order.join(out.queue());
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     ReductionArgs args;
     args.axis = 1;
     args.out = out.local(i);
     skein::sum(x.queue(), x.local(i), args);
   }
+  order.release();
 }
 
 void sum_columns(const DistArray& x, const ReplicatedArray& out) {
@@ -227,6 +313,8 @@ void sum_columns(const DistArray& x, const ReplicatedArray& out) {
                      "rank {}: shapes {} and {}", x.rank(), to_string(x.shape()),
                      to_string(out.shape()));
   }
+  Ordering order(x.queue(), local_devices(x));
+  order.join(out.queue());
   std::vector<Array> partial, result;
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     ReductionArgs args;
@@ -235,10 +323,17 @@ void sum_columns(const DistArray& x, const ReplicatedArray& out) {
     result.push_back(out.local(i));
   }
   x.communicator().all_reduce(x.queue(), partial, result, ReduceOp::sum);
+  order.release();
+  // The partial sums are temporaries: the all_reduce reading them must be done.
+  x.queue().synchronize();
 }
 
 double blas_dot(const DistArray& x, const DistArray& y) {
-  check_same_layout(x, y, "dist::blas_dot", "x and y");
+  check_same_shape(x, y, "dist::blas_dot", "x and y");
+  // y is read on x's queue, after the work y's queue holds; the result is waited for before
+  // returning, so y's later work cannot overtake the read (no release needed).
+  Ordering order(x.queue(), local_devices(x));
+  order.join(y.queue());
   std::vector<Array> results = scalars(x, x.dtype());
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     blas::dot(x.queue(), x.local(i).reshape({x.local(i).size()}),
@@ -259,13 +354,19 @@ void gemv(double alpha, const DistArray& a, const ReplicatedArray& x, double bet
                      to_string(x.shape()), to_string(y.shape()));
   }
   check_same_layout(a, y, "dist::gemv", "A and y");
+  Ordering order(a.queue(), local_devices(a));
+  order.join(x.queue());
+  order.join(y.queue());
   for (std::size_t i = 0; i < a.local_size(); ++i) {
     blas::gemv(a.queue(), alpha, a.local(i), x.local(i), beta, y.local(i));
   }
+  order.release();
 }
 
 void gemv(double alpha, const DistArray& a, const DistArray& x, double beta, const DistArray& y) {
   gemv(alpha, a, replicate(x), beta, y);
+  // The replicated x is a temporary: the products reading it must be done.
+  a.queue().synchronize();
 }
 
 void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double beta,
@@ -281,15 +382,21 @@ void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double bet
                      to_string(b.shape()), to_string(c.shape()));
   }
   check_same_layout(a, c, "dist::gemm", "A and C");
+  Ordering order(a.queue(), local_devices(a));
+  order.join(b.queue());
+  order.join(c.queue());
   for (std::size_t i = 0; i < a.local_size(); ++i) {
     if (a.local(i).size() == 0) continue;  // a member without rows has nothing to compute
     blas::gemm(a.queue(), alpha, a.local(i), b.local(i), beta, c.local(i), options);
   }
+  order.release();
 }
 
 void gemm(double alpha, const DistArray& a, const DistArray& b, double beta, const DistArray& c,
           const blas::GemmOptions& options) {
   gemm(alpha, a, replicate(b), beta, c, options);
+  // The replicated B is a temporary: the products reading it must be done.
+  a.queue().synchronize();
 }
 
 ReplicatedArray replicate(const DistArray& x) {

@@ -14,7 +14,10 @@
 //                 (a distributed x or B is all_gathered first, see replicate())
 //
 // Every call is collective over the arrays' Communicator: all ranks make it, in the same order.
-// Calls are ordered on each array's queue and, except those returning host values, do not wait.
+// Calls are ordered on each operand's queue (operands on other queues than the first's are joined
+// with events). Most do not wait for the host; those returning host values do, and so do those
+// that free temporaries the device may still read (replicate() of uneven blocks, sum_columns,
+// gemv / gemm with a distributed x / B, deterministic reductions).
 #pragma once
 
 #include <cstddef>
