@@ -87,10 +87,11 @@ class CudaContextAdapter final : public ContextAdapter,
 
   // Events are recycled per device: creating one (and making the context current for it) costs
   // several times more than recording it, and every launch that returns events records one per
-  // device. take_event() gives a CU_EVENT_DEFAULT event of `device_idx`'s context, recycled or
-  // new; give_back_event() returns one whose adapter is gone.
-  CUevent take_event(std::size_t device_idx);
-  void give_back_event(std::size_t device_idx, CUevent event) noexcept;
+  // device. take_event() gives an event of `device_idx`'s context (CU_EVENT_DEFAULT with `timing`,
+  // else CU_EVENT_DISABLE_TIMING), recycled or new; give_back_event() returns one whose adapter is
+  // gone.
+  CUevent take_event(std::size_t device_idx, bool timing);
+  void give_back_event(std::size_t device_idx, bool timing, CUevent event) noexcept;
 
  private:
   // Separate from the adapter so that what was retained is released when the constructor throws
@@ -115,7 +116,8 @@ class CudaContextAdapter final : public ContextAdapter,
   // After handles_: the pooled events are destroyed while their contexts still exist.
   struct EventPool {
     std::mutex mutex;
-    std::vector<std::vector<CUevent>> free;  // per device
+    std::vector<std::vector<CUevent>> free;          // per device, with timing
+    std::vector<std::vector<CUevent>> free_untimed;  // per device, without
     ~EventPool();
   };
   EventPool events_;
@@ -130,7 +132,8 @@ std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter
                                               std::size_t device_idx);
 // Records a new event on `stream` of the context's device `device_idx`.
 std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
-                                                std::size_t device_idx, CUstream stream);
+                                                std::size_t device_idx, CUstream stream,
+                                                bool timing = true);
 // The CUevent of one of our event adapters (LogicError naming `call` for another backend's).
 CUevent cuda_event_of(EventAdapter& event, const char* call);
 

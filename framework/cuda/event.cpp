@@ -7,12 +7,12 @@ namespace {
 class CudaEventAdapter final : public EventAdapter {
  public:
   CudaEventAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                   CUevent event)
-      : context_(std::move(context)), device_idx_(device_idx), event_(event) {}
+                   CUevent event, bool timing)
+      : context_(std::move(context)), device_idx_(device_idx), event_(event), timing_(timing) {}
 
   // Back to the context's pool. Recording it again later is safe while work before this record
   // is pending: waits already enqueued on it keep the state they captured.
-  ~CudaEventAdapter() override { context_->give_back_event(device_idx_, event_); }
+  ~CudaEventAdapter() override { context_->give_back_event(device_idx_, timing_, event_); }
 
   void wait() override { SKEIN_CU_CHECK(cuEventSynchronize, (event_), device()); }
 
@@ -24,6 +24,12 @@ class CudaEventAdapter final : public EventAdapter {
   }
 
   double time_since(EventAdapter& start) override {
+    auto* other = dynamic_cast<CudaEventAdapter*>(&start);
+    if (!timing_ || (other != nullptr && !other->timing_)) {
+      raise_in(SKEIN_HERE, "Event::time_since", "Record the events with Queue::record_event().",
+               "an event recorded without timing (Queue::record_marker(), or returned by a "
+               "collective) cannot be timed");
+    }
     float milliseconds = 0;
     const CUresult result =
         cu().cuEventElapsedTime(&milliseconds, cuda_event_of(start, "Event::time_since"), event_);
@@ -45,43 +51,48 @@ class CudaEventAdapter final : public EventAdapter {
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUevent event_;
+  bool timing_;
 };
 
 }  // namespace
 
 std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
-                                                std::size_t device_idx, CUstream stream) {
-  CUevent event = context->take_event(device_idx);
-  auto adapter = std::make_shared<CudaEventAdapter>(context, device_idx, event);
+                                                std::size_t device_idx, CUstream stream,
+                                                bool timing) {
+  CUevent event = context->take_event(device_idx, timing);
+  auto adapter = std::make_shared<CudaEventAdapter>(context, device_idx, event, timing);
   SKEIN_CU_CHECK(cuEventRecord, (event, stream), context->description(device_idx));
   return adapter;
 }
 
-CUevent CudaContextAdapter::take_event(std::size_t device_idx) {
+CUevent CudaContextAdapter::take_event(std::size_t device_idx, bool timing) {
   {
     std::lock_guard lock(events_.mutex);
-    if (device_idx < events_.free.size() && !events_.free[device_idx].empty()) {
-      CUevent event = events_.free[device_idx].back();
-      events_.free[device_idx].pop_back();
+    auto& pool = timing ? events_.free : events_.free_untimed;
+    if (device_idx < pool.size() && !pool[device_idx].empty()) {
+      CUevent event = pool[device_idx].back();
+      pool[device_idx].pop_back();
       return event;
     }
   }
   const std::string& device = description(device_idx);
   CudaContextScope scope(context(device_idx), device);
   CUevent event = nullptr;
-  // Timing stays on (CU_EVENT_DEFAULT): Event::time_since needs it, and recording costs the same.
-  SKEIN_CU_CHECK(cuEventCreate, (&event, CU_EVENT_DEFAULT), device);
+  SKEIN_CU_CHECK(cuEventCreate, (&event, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+                 device);
   return event;
 }
 
-void CudaContextAdapter::give_back_event(std::size_t device_idx, CUevent event) noexcept {
+void CudaContextAdapter::give_back_event(std::size_t device_idx, bool timing,
+                                         CUevent event) noexcept {
   // Bounded: a burst of live events must not keep that many forever.
   constexpr std::size_t kMaxPooled = 256;
   try {
     std::lock_guard lock(events_.mutex);
-    if (events_.free.size() <= device_idx) events_.free.resize(devices_.size());
-    if (events_.free[device_idx].size() < kMaxPooled) {
-      events_.free[device_idx].push_back(event);
+    auto& pool = timing ? events_.free : events_.free_untimed;
+    if (pool.size() <= device_idx) pool.resize(devices_.size());
+    if (pool[device_idx].size() < kMaxPooled) {
+      pool[device_idx].push_back(event);
       return;
     }
   } catch (...) {
@@ -91,8 +102,10 @@ void CudaContextAdapter::give_back_event(std::size_t device_idx, CUevent event) 
 }
 
 CudaContextAdapter::EventPool::~EventPool() {
-  for (const auto& events : free) {
-    for (CUevent event : events) (void)cu().cuEventDestroy(event);
+  for (const auto* pool : {&free, &free_untimed}) {
+    for (const auto& events : *pool) {
+      for (CUevent event : events) (void)cu().cuEventDestroy(event);
+    }
   }
 }
 

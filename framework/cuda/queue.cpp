@@ -66,7 +66,11 @@ class CudaQueueAdapter final : public QueueAdapter {
   }
 
   std::shared_ptr<EventAdapter> record() override {
-    return record_cuda_event(context_, device_idx_, stream_);
+    return record_cuda_event(context_, device_idx_, stream_, true);
+  }
+
+  std::shared_ptr<EventAdapter> record_untimed() override {
+    return record_cuda_event(context_, device_idx_, stream_, false);
   }
 
   void wait_for(EventAdapter& event) override {

@@ -99,6 +99,8 @@ class QueueAdapter {
                     std::size_t src_offset, std::size_t size) = 0;
   virtual void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) = 0;
   virtual std::shared_ptr<EventAdapter> record() = 0;
+  // An event without timing (Event::time_since refuses it), where that is cheaper to record.
+  virtual std::shared_ptr<EventAdapter> record_untimed() { return record(); }
   virtual void wait_for(EventAdapter& event) = 0;
   // Later work on this queue waits for the work enqueued so far on `other` (a queue of another
   // device of the same context). Cheaper than record() + wait_for(): no timing, no new event.

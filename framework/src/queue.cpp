@@ -65,6 +65,10 @@ Event Queue::record_event(std::size_t device_idx) const {
   return Event(device_queue(device_idx).record());
 }
 
+Event Queue::record_marker(std::size_t device_idx) const {
+  return Event(device_queue(device_idx).record_untimed());
+}
+
 void Queue::wait_for(const Event& event, std::size_t device_idx) const {
   if (!event.valid()) {
     detail::raise_in(SKEIN_HERE, "Queue::wait_for", "Pass an event from record_event().",

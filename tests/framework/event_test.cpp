@@ -33,6 +33,33 @@ TEST_P(Events, WaitQueryAndElapsedTime) {
   EXPECT_THROW(queue.wait_for(empty), LogicError);
 }
 
+// Markers (untimed events) order work like events: a copy that waits for one sees the data the
+// work before it wrote; timing them is refused where they carry no timing (CUDA).
+TEST_P(Events, MarkersOrderWorkAndRefuseTiming) {
+  auto ctx = context();
+  Queue producer(ctx), consumer(ctx);
+  const std::size_t n = 16u << 20;
+  const auto data = random_bytes(n, 21);
+  auto a = Buffer::allocate(ctx, 0, n);
+  auto b = Buffer::allocate(ctx, 0, n);
+  a.set(producer, std::span<const std::byte>(data), Sync::async);
+  const Event marker = producer.record_marker(0);
+  consumer.wait_for(marker, 0);
+  b.set(consumer, a);
+  std::vector<std::byte> back(n);
+  b.get(consumer, std::span<std::byte>(back));
+  EXPECT_TRUE(marker.query());
+  EXPECT_EQ(back, data);
+  for (int i = 0; i < 300; ++i) (void)producer.record_marker(0);  // recycled, never exhausted
+  producer.synchronize();
+  if (GetParam().api == ApiId::cuda) {
+    const Event timed = producer.record_event(0);
+    timed.wait();
+    EXPECT_THROW((void)marker.time_since(timed), LogicError);
+    EXPECT_THROW((void)timed.time_since(marker), LogicError);
+  }
+}
+
 TEST_P(Events, AnotherDeviceWaitsForAnEvent) {
   SKEIN_NEED_DEVICES(2);
   auto ctx = context(2);
