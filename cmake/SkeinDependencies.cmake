@@ -40,7 +40,8 @@ if(NOT SKEIN_WITH_HDF5 STREQUAL "OFF")
 endif()
 skein_resolve_dependency(HDF5 HDF5_FOUND)
 set(SKEIN_HDF5_PARALLEL OFF)
-if(SKEIN_HAS_HDF5 AND HDF5_IS_PARALLEL)
+# MPI-IO needs MPI in Skein too (without MPI there are no distributed arrays to write).
+if(SKEIN_HAS_HDF5 AND HDF5_IS_PARALLEL AND SKEIN_HAS_MPI)
   set(SKEIN_HDF5_PARALLEL ON)
 endif()
 

@@ -29,8 +29,10 @@
 // The collectives layer (Skein::collectives, part of Skein::skein): the MPI-aware runtime and the
 // Communicator.
 #if __has_include(<skein/communicator.hpp>)
+#include "skein/checkpoint.hpp"
 #include "skein/communicator.hpp"
 #include "skein/dist_array.hpp"
 #include "skein/dist_ops.hpp"
+#include "skein/hdf5.hpp"
 #include "skein/runtime.hpp"
 #endif
