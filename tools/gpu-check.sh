@@ -116,19 +116,21 @@ if want mpi && ((ngpu > 0)); then
     -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
   step mpi-nccl-1rank "$OUTDIR/ctest.log" timeout 900 mpirun -np 1 -x SKEIN_API=cuda \
     -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
-  if ((ngpu >= 3)); then
+  if ((ngpu >= 2)); then
+    # Up to 3 ranks (rank 1 is the one that skips or dies), one GPU each: NCCL refuses a GPU twice.
+    fnp=$((ngpu < 3 ? ngpu : 3))
     fault=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_COLLECTIVE_TIMEOUT=5)
     fault_bin="$BUILD_DIR/tests/skein-collectives-fault"
-    step fault-mismatch "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+    step fault-mismatch "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
       -x SKEIN_CHECK_COLLECTIVES=1 "$fault_bin" mismatch
-    step fault-skip "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+    step fault-skip "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
       -x SKEIN_CHECK_COLLECTIVES=0 "$fault_bin" skip
-    step fault-skip-chk "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+    step fault-skip-chk "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
       -x SKEIN_CHECK_COLLECTIVES=1 "$fault_bin" skip
-    step fault-skip-nb "$OUTDIR/ctest.log" timeout 60 mpirun -np 3 "${fault[@]}" \
+    step fault-skip-nb "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
       -x SKEIN_CHECK_COLLECTIVES=0 -x SKEIN_NCCL_BLOCKING=0 "$fault_bin" skip
     step fault-kill "$OUTDIR/ctest.log" env SKEIN_API=cuda SKEIN_COLLECTIVE_TIMEOUT=5 \
-      cmake -DMPIEXEC=mpirun -DNP=3 -DPROGRAM="$fault_bin" -DLIMIT=45 \
+      cmake -DMPIEXEC=mpirun -DNP="$fnp" -DPROGRAM="$fault_bin" -DLIMIT=45 \
       -P tests/collectives/check_fault_kill.cmake
   fi
 fi
