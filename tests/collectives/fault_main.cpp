@@ -106,7 +106,10 @@ int kill_one() {
     raise(SIGKILL);
   }
   try {
-    comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum);
+    // NCCL returns once the work is enqueued: wait for it, as a simulation code would.
+    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) {
+      e.wait();
+    }
   } catch (const std::exception& e) {
     report(true, std::string("raised: ") + e.what());
     return 2;  // the job fails either way; the wrapper checks that it ended, non-zero
