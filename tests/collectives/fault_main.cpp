@@ -110,6 +110,8 @@ int kill_one() {
     for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) {
       e.wait();
     }
+    // After an abort by the watchdog the kernels end too: the next call says what happened.
+    comm.barrier(queue);
   } catch (const std::exception& e) {
     report(true, std::string("raised: ") + e.what());
     return 2;  // the job fails either way; the wrapper checks that it ended, non-zero
