@@ -609,55 +609,12 @@ struct File::Impl {
                      rank, path, numbered, first);
   }
 
-  // Rank `root`'s string on every rank.
   std::string broadcast_string(const std::string& text, int root) const {
-    std::uint64_t n = text.size();
-    detail::check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast");
-    std::string out = rank == root ? text : std::string(n, '\0');
-    for (std::uint64_t done = 0; done < n;) {
-      const int part = static_cast<int>(std::min<std::uint64_t>(n - done, 1u << 30));
-      detail::check_mpi(MPI_Bcast(out.data() + done, part, MPI_CHAR, root, comm), "MPI_Bcast");
-      done += static_cast<std::uint64_t>(part);
-    }
-    return out;
+    return detail::broadcast_string(comm, rank, text, root);
   }
 
-  // Tells every rank whether any failed (`mine`: this rank's failure, or null). The failing ranks
-  // rethrow their own error; the others raise one of the same kind naming the lowest failing rank
-  // and its message.
   void share_failure(std::exception_ptr mine, const std::string& call) const {
-    const int me = mine ? rank : INT_MAX;
-    int first = INT_MAX;
-    detail::check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-    if (first == INT_MAX) return;
-    int kind = 0;  // 0: LogicError, 1: TimeoutError, 2: another skein::Error or exception
-    std::string message;
-    if (rank == first) {
-      try {
-        std::rethrow_exception(mine);
-      } catch (const LogicError& e) {
-        kind = 0, message = e.what();
-      } catch (const TimeoutError& e) {
-        kind = 1, message = e.what();
-      } catch (const std::exception& e) {
-        kind = 2, message = e.what();
-      } catch (...) {
-        kind = 2, message = "unknown exception";
-      }
-    }
-    detail::check_mpi(MPI_Bcast(&kind, 1, MPI_INT, first, comm), "MPI_Bcast");
-    message = broadcast_string(message, first);
-    if (mine) std::rethrow_exception(mine);
-    // Its message (which has its own hint and place) goes inside this one.
-    if (message.rfind("skein: ", 0) == 0) message.erase(0, 7);
-    while (!message.empty() && message.back() == '.') message.pop_back();
-    ErrorInfo info{.what = fmt::format("rank {} failed in {} on HDF5 file '{}', so no rank went on: {}",
-                                       first, call, path, message),
-                   .call = call,
-                   .location = SKEIN_HERE};
-    if (kind == 0) throw LogicError(info);
-    if (kind == 1) throw TimeoutError(info);
-    throw RuntimeError(info);
+    detail::share_failure(comm, rank, std::move(mine), call, fmt::format("on HDF5 file '{}'", path));
   }
 
   // Runs `f` on the file ranks, shares any failure, and returns its

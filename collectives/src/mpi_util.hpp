@@ -1,6 +1,7 @@
-// Small MPI helpers shared by the Communicator front-end and the MPI backend: MPI error codes as
-// Skein errors, and waiting on non-blocking MPI requests against a deadline (blocking MPI calls
-// could hang forever when a rank never arrives; polling lets Skein raise TimeoutError instead).
+// Small MPI helpers shared by the collectives layer: MPI error codes as Skein errors, waiting on
+// non-blocking MPI requests against a deadline (blocking MPI calls could hang forever when a rank
+// never arrives; polling lets Skein raise TimeoutError instead), and sharing one rank's string or
+// failure with every rank (HDF5 files, checkpoints).
 #pragma once
 
 #include <type_traits>
@@ -17,7 +18,13 @@
 
 #include <mpi.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
+#include <exception>
 #include <span>
 #include <string>
 #include <thread>
@@ -87,6 +94,63 @@ void keep_until_exit(T&& value) {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
   kept->push_back(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
+}
+
+// Rank `root`'s string on every rank of `comm` (`rank` is this rank in `comm`).
+inline std::string broadcast_string(MPI_Comm comm, int rank, const std::string& text, int root) {
+  std::uint64_t n = text.size();
+  check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast");
+  std::string out = rank == root ? text : std::string(n, '\0');
+  for (std::uint64_t done = 0; done < n;) {
+    const int part = static_cast<int>(std::min<std::uint64_t>(n - done, 1u << 30));
+    check_mpi(MPI_Bcast(out.data() + done, part, MPI_CHAR, root, comm), "MPI_Bcast");
+    done += static_cast<std::uint64_t>(part);
+  }
+  return out;
+}
+
+// Tells every rank of `comm` whether any failed (`mine`: this rank's failure, or null). The
+// failing ranks rethrow their own error; the others raise one of the same kind (LogicError,
+// TimeoutError, `Specific` — a RuntimeError of the caller's layer — or RuntimeError) naming the
+// lowest failing rank, the call and `where` (e.g. "on HDF5 file 'x'"), with that rank's message.
+template <class Specific = RuntimeError>
+void share_failure(MPI_Comm comm, int rank, std::exception_ptr mine, const std::string& call,
+                   const std::string& where) {
+  const int me = mine ? rank : INT_MAX;
+  int first = INT_MAX;
+  check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (first == INT_MAX) return;
+  int kind = 3;  // 0: LogicError, 1: TimeoutError, 2: Specific, 3: anything else
+  std::string message;
+  if (rank == first) {
+    try {
+      std::rethrow_exception(mine);
+    } catch (const LogicError& e) {
+      kind = 0, message = e.what();
+    } catch (const TimeoutError& e) {
+      kind = 1, message = e.what();
+    } catch (const Specific& e) {
+      kind = 2, message = e.what();
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+      message = "unknown exception";
+    }
+  }
+  check_mpi(MPI_Bcast(&kind, 1, MPI_INT, first, comm), "MPI_Bcast");
+  message = broadcast_string(comm, rank, message, first);
+  if (mine) std::rethrow_exception(mine);
+  // Its message (which has its own hint and place) goes inside this one.
+  if (message.rfind("skein: ", 0) == 0) message.erase(0, 7);
+  while (!message.empty() && message.back() == '.') message.pop_back();
+  const ErrorInfo info{.what = fmt::format("rank {} failed in {} {}, so no rank went on: {}", first,
+                                           call, where, message),
+                       .call = call,
+                       .location = SKEIN_HERE};
+  if (kind == 0) throw LogicError(info);
+  if (kind == 1) throw TimeoutError(info);
+  if (kind == 2) throw Specific(info);
+  throw RuntimeError(info);
 }
 
 }  // namespace skein::detail
