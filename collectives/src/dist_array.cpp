@@ -25,11 +25,16 @@
 #include <optional>
 
 #include "errors.hpp"
+#include "skein/memory_pool.hpp"
 #include "skein/error.hpp"
 
 namespace skein {
 
 namespace {
+
+// Temporaries come from the queue's pool (temporaries_pool()), so that a time loop allocates
+// nothing after its first step.
+Allocator temporaries(const Queue& queue) { return temporaries_pool(queue).allocator(); }
 
 std::string shape_text(const Shape& shape) { return to_string(shape); }
 
@@ -91,7 +96,7 @@ std::vector<MemberInfo> exchange_member_info(Communicator& comm, std::uint64_t f
                                              static_cast<std::uint64_t>(L), fingerprint,
                                              problem ? 1u : 0u};
     send.push_back(Array::from_host(queue, mine, {}, comm.device_idx(l)));
-    recv.push_back(Array::empty(queue, {M * kInfoFields}, Dtype::uint64, comm.device_idx(l)));
+    recv.push_back(Array::empty(queue, {M * kInfoFields}, Dtype::uint64, comm.device_idx(l), temporaries(queue)));
   }
   comm.all_gather(queue, send, recv);
   const auto all = recv[0].get<std::uint64_t>();
@@ -580,7 +585,7 @@ void DistArray::scatter(std::span<const std::byte> host, int root_rank) {
       const RowRange rows = layout_.rank_rows(r);
       if (r == root_rank || rows.empty()) continue;
       const Array staging = Array::empty(queue_, {rows.size() * layout_.row_size()}, dtype_,
-                                         blocks_[0].device_idx);
+                                         blocks_[0].device_idx, temporaries(queue_));
       staging.set(host.subspan(rows.begin * row_bytes, rows.size() * row_bytes));
       in_group(*comm_, [&] {
         for (std::size_t l = 0; l < layout_.members_of_rank(r); ++l) {
@@ -660,7 +665,7 @@ void DistArray::gather_into(std::span<std::byte> dest, int root_rank) const {
     const RowRange rows = layout_.rank_rows(r);
     if (r == root_rank || rows.empty()) continue;
     const Array staging = Array::empty(queue_, {rows.size() * layout_.row_size()}, dtype_,
-                                       blocks_[0].device_idx);
+                                       blocks_[0].device_idx, temporaries(queue_));
     in_group(*comm_, [&] {
       for (std::size_t l = 0; l < layout_.members_of_rank(r); ++l) {
         const std::size_t m = layout_.member_of(r, l);
@@ -698,11 +703,11 @@ void DistArray::all_gather_into(std::span<std::byte> dest) const {
     if (even) {
       send.push_back(b.interior.reshape({b.rows.size() * rs}));
     } else {
-      Array padded = Array::empty(queue_, {tallest * rs}, dtype_, b.device_idx);
+      Array padded = Array::empty(queue_, {tallest * rs}, dtype_, b.device_idx, temporaries(queue_));
       if (!b.rows.empty()) padded.view(0, {b.rows.size() * rs}).set(b.interior.reshape({b.rows.size() * rs}));
       send.push_back(std::move(padded));
     }
-    recv.push_back(Array::empty(queue_, {M * tallest * rs}, dtype_, b.device_idx));
+    recv.push_back(Array::empty(queue_, {M * tallest * rs}, dtype_, b.device_idx, temporaries(queue_)));
   }
   comm_->all_gather(queue_, send, recv);
   const std::size_t row_bytes = rs * itemsize(dtype_);

@@ -10,10 +10,15 @@
 #include <cstring>
 
 #include "errors.hpp"
+#include "skein/memory_pool.hpp"
 
 namespace skein::dist {
 
 namespace {
+
+// Temporaries come from the queue's pool (temporaries_pool()), so that a time loop allocates
+// nothing after its first step.
+Allocator temporaries(const Queue& queue) { return temporaries_pool(queue).allocator(); }
 
 const char* const kHint = "Make the distributed operands with the same BlockLayout.";
 
@@ -71,7 +76,7 @@ double host_value(const Array& a) {
 std::vector<Array> scalars(const DistArray& x, Dtype dtype) {
   std::vector<Array> out;
   for (std::size_t i = 0; i < x.local_size(); ++i) {
-    out.push_back(Array::empty(x.queue(), {1}, dtype, x.block(i).device_idx));
+    out.push_back(Array::empty(x.queue(), {1}, dtype, x.block(i).device_idx, temporaries(x.queue())));
   }
   return out;
 }
@@ -233,7 +238,8 @@ std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, Red
                                    static_cast<std::uint64_t>(x.local_rows(i).begin) * x.layout().row_size(),
                                    total);
     mine.push_back(records.reshape({piece}));
-    all.push_back(Array::empty(queue, {piece * comm.size()}, Dtype::uint8, x.block(i).device_idx));
+    all.push_back(Array::empty(queue, {piece * comm.size()}, Dtype::uint8, x.block(i).device_idx,
+                             temporaries(queue)));
   }
   comm.all_gather(queue, mine, all);
   for (std::size_t i = 0; i < x.local_size(); ++i) {
@@ -427,11 +433,11 @@ ReplicatedArray replicate(const DistArray& x) {
   std::vector<Array> send, recv;
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     const std::size_t dev = x.block(i).device_idx;
-    Array s = Array::zeros(queue, {block}, x.dtype(), dev);
+    Array s = Array::zeros(queue, {block}, x.dtype(), dev, temporaries(queue));
     const Array local = x.local(i).reshape({x.local(i).size()});
     if (local.size() > 0) s.view(0, {local.size()}).set(local);
     send.push_back(s);
-    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev));
+    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev, temporaries(queue)));
   }
   comm.all_gather(queue, send, recv);
   for (std::size_t i = 0; i < x.local_size(); ++i) {

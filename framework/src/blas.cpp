@@ -307,7 +307,7 @@ void scale_vector(detail::BlasAdapter& blas, const Queue& queue, std::size_t dev
   } else if (y.inc == 1) {
     q.fill_zero(*y.memory.buffer, y.memory.offset, n * itemsize(dtype));
   } else {
-    const Array zeros = Array::zeros(queue, {n}, dtype, device);
+    const Array zeros = Array::zeros(queue, {n}, dtype, device, temporaries_pool(queue).allocator());
     blas.copy(q, dtype, n, {memory_of("skein::blas", {"zeros", zeros}), 1}, y);
   }
 }

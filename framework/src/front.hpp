@@ -4,11 +4,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "adapter.hpp"
 #include "skein/context.hpp"
+#include "skein/memory_pool.hpp"
 #include "skein/queue.hpp"
 
 namespace skein {
@@ -30,10 +32,16 @@ struct Context::Impl {
 };
 
 struct Queue::Impl {
+  explicit Impl(Context c) : context(std::move(c)) {}
   Context context;
   std::vector<std::size_t> device_idxs;
   // Indexed by device index in the context; null for devices not in the queue.
   std::vector<std::unique_ptr<detail::QueueAdapter>> queues;
+  // The pool that Skein's array operations on this queue take their temporaries from
+  // (temporaries_pool()): made on first use, and freed with the queue. Declared last, so that its
+  // held blocks are freed while the device queues still exist.
+  std::mutex temporaries_mutex;
+  std::optional<DeviceMemoryPool> temporaries;
 };
 
 namespace detail {

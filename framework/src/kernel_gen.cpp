@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "front.hpp"
 #include "skein/ctypes.hpp"
+#include "skein/memory_pool.hpp"
 #include "skein/occupancy.hpp"
 
 namespace skein::detail {
@@ -518,72 +519,8 @@ std::shared_ptr<const CompiledProgram> cached_program(
 
 // --- scratch -----------------------------------------------------------------------------------
 
-namespace {
-
-struct ScratchSlot {
-  std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
-  Buffer buffer;
-};
-
-struct ScratchEntry {
-  std::weak_ptr<Queue::Impl> queue;
-  std::map<std::size_t, std::shared_ptr<ScratchSlot>> slots;
-};
-
-struct ScratchPool {
-  std::mutex mutex;
-  std::map<const void*, ScratchEntry> entries;
-};
-
-ScratchPool& scratch_pool() {
-  static auto* pool = new ScratchPool;  // never destroyed, as the program cache
-  return *pool;
-}
-
-}  // namespace
-
-Scratch::Scratch(const Queue& queue, std::size_t device_idx, std::size_t bytes) {
-  auto& pool = scratch_pool();
-  std::shared_ptr<ScratchSlot> slot;
-  {
-    std::vector<ScratchEntry> expired;  // freed after the lock
-    std::lock_guard lock(pool.mutex);
-    for (auto it = pool.entries.begin(); it != pool.entries.end();) {
-      if (it->second.queue.expired()) {
-        expired.push_back(std::move(it->second));
-        it = pool.entries.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto& entry = pool.entries[queue.impl().get()];
-    if (entry.queue.expired()) entry.queue = queue.impl();
-    auto& s = entry.slots[device_idx];
-    if (!s) s = std::make_shared<ScratchSlot>();
-    slot = s;
-  }
-  slot->mutex->lock();
-  mutex_ = slot->mutex;
-  try {
-    const std::size_t want = std::max<std::size_t>(bytes, 256);
-    if (slot->buffer.size() < want) {
-      // Grow by half again, so a slowly growing series of calls does not reallocate each time.
-      slot->buffer = Buffer();
-      slot->buffer = Buffer::allocate(queue.context(), device_idx, std::max(want, want / 2 * 3));
-    }
-    buffer_ = slot->buffer;
-  } catch (...) {
-    mutex_->unlock();
-    throw;
-  }
-}
-
-Scratch::~Scratch() {
-  if (mutex_) mutex_->unlock();
-}
-
-Scratch::Scratch(Scratch&& other) noexcept
-    : mutex_(std::move(other.mutex_)), buffer_(std::move(other.buffer_)) {}
+Scratch::Scratch(const Queue& queue, std::size_t device_idx, std::size_t bytes)
+    : buffer_(temporaries_pool(queue).allocate(device_idx, std::max<std::size_t>(bytes, 256))) {}
 
 // --- launching ---------------------------------------------------------------------------------
 

@@ -139,23 +139,18 @@ std::size_t group_size_for(const Context& context);
 
 // --- scratch memory ----------------------------------------------------------------------------
 
-// Device memory for intermediate results, kept per (queue, device) and reused by later calls on
-// that queue (its work is in order, so a later call never overtakes an earlier one's use).
-// Allocating and freeing per call would synchronise: cuMemFree waits for the device.
+// Device memory for the intermediate results of one call, from the queue's temporaries_pool():
+// given back when the Scratch goes, and reused by later calls on that queue (its work is in order,
+// so a later call never overtakes an earlier one's use). Allocating and freeing per call would
+// synchronise: cuMemFree waits for the device.
 class Scratch {
  public:
-  // Locks the queue's scratch on `device_idx` until destroyed, and makes it at least `bytes` big.
+  // At least `bytes` (and at least 256) bytes on `device_idx`.
   Scratch(const Queue& queue, std::size_t device_idx, std::size_t bytes);
-  ~Scratch();
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  Scratch(Scratch&&) noexcept;
 
-  // `count` elements of `itemsize` bytes starting at `byte_offset` (aligned to 256).
   const Buffer& buffer() const { return buffer_; }
 
  private:
-  std::shared_ptr<std::mutex> mutex_;
   Buffer buffer_;
 };
 

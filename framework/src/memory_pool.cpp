@@ -332,4 +332,11 @@ MemoryPoolStatistics PageLockedMemoryPool::statistics() const { return state_->c
 void PageLockedMemoryPool::free_held() const { state_->core.free_held(); }
 void PageLockedMemoryPool::stop_holding() const { state_->core.stop_holding(); }
 
+DeviceMemoryPool temporaries_pool(const Queue& queue) {
+  auto& impl = *queue.impl();
+  std::lock_guard lock(impl.temporaries_mutex);
+  if (!impl.temporaries) impl.temporaries.emplace(impl.context);
+  return *impl.temporaries;
+}
+
 }  // namespace skein

@@ -24,7 +24,7 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs) {
     detail::raise_in(SKEIN_HERE, "Queue", "Give at least one device index.",
                      "a queue needs at least one device");
   }
-  auto impl = std::make_shared<Impl>(Impl{context, {}, {}});
+  auto impl = std::make_shared<Impl>(context);
   impl->queues.resize(context.num_devices());
   for (std::size_t idx : device_idxs) {
     detail::check_device_idx(context, idx, "Queue");

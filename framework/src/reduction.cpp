@@ -1374,10 +1374,6 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
   for (const auto& r : rs) progs.push_back(program_for(impl, queue.context(), r, mode));
   const std::size_t per = args.deterministic ? record_capacity(total) * rs.front().record_size
                                              : rs.front().reduce_size;
-  // Scratch of every device, locked in device order.
-  std::vector<std::size_t> order(devs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t z) { return devs[x] < devs[z]; });
   std::vector<ScratchLayout> layouts(devs.size());
   std::vector<std::size_t> own_at(devs.size()), up_a(devs.size()), up_b(devs.size()), groups(devs.size());
   std::size_t gather_at = 0;
@@ -1396,7 +1392,7 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
     if (i == 0) gather_at = layouts[i].add(per * devs.size());
   }
   std::vector<std::optional<detail::Scratch>> scratch(devs.size());
-  for (std::size_t i : order) scratch[i].emplace(queue, devs[i], layouts[i].total);
+  for (std::size_t i = 0; i < devs.size(); ++i) scratch[i].emplace(queue, devs[i], layouts[i].total);
 
   std::uint64_t offset = 0;
   for (std::size_t i = 0; i < devs.size(); ++i) {

@@ -285,6 +285,46 @@ TEST_P(MemoryPool, ArraysRoundTripDataThroughPooledAndReusedBlocks) {
   EXPECT_EQ(pool.held_bytes(), pool.managed_bytes());
 }
 
+// Skein's own array operations take their temporaries (the reductions' scratch) from the queue's
+// temporaries_pool(): the first call makes blocks, later calls of the same size reuse them, and
+// each queue has its own pool.
+TEST_P(MemoryPool, ReductionsDrawTheirScratchFromTheQueuesPool) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const DeviceMemoryPool pool = temporaries_pool(queue);
+  EXPECT_EQ(pool.managed_bytes(), 0u) << "a new queue's pool is empty";
+  std::uint32_t seed = 300;
+  std::size_t managed_after_first = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{1000003}}) {
+      SCOPED_TRACE(fmt::format("round {}, {} elements", round, n));
+      const auto host = random_reals<float>(n, seed++);
+      double expected = 0;
+      for (float v : host) expected += v;
+      const Array x = Array::from_host(queue, host);
+      const double got = sum(queue, x).get<float>()[0];
+      EXPECT_NEAR(got, expected, 1e-5 * static_cast<double>(n) + 1e-6);
+      const double det = sum(queue, x, ReductionArgs{.deterministic = true}).get<float>()[0];
+      EXPECT_NEAR(det, expected, 1e-5 * static_cast<double>(n) + 1e-6);
+      EXPECT_EQ(pool.active_blocks(), 0u) << "scratch goes back to the pool after each call";
+    }
+    if (round == 0) {
+      managed_after_first = pool.managed_bytes();
+      EXPECT_GT(pool.held_blocks(), 0u);
+    } else {
+      EXPECT_EQ(pool.managed_bytes(), managed_after_first) << "later calls allocate nothing new";
+    }
+  }
+  // Copies of the queue share the pool; another queue has its own.
+  const Queue copy = queue;
+  EXPECT_EQ(temporaries_pool(copy).managed_bytes(), managed_after_first);
+  Queue other(ctx);
+  EXPECT_EQ(temporaries_pool(other).managed_bytes(), 0u);
+  pool.free_held();
+  EXPECT_EQ(pool.managed_bytes(), 0u);
+  EXPECT_EQ(pool.held_blocks(), 0u);
+}
+
 TEST_P(MemoryPool, BlocksAreKeptPerDevice) {
   SKEIN_NEED_DEVICES(2);
   auto ctx = context(2);

@@ -122,4 +122,14 @@ class PageLockedMemoryPool {
   std::shared_ptr<State> state_;
 };
 
+// The pool that Skein's array operations on `queue` take their temporaries from: the scratch of
+// reductions, helper vectors of BLAS calls, and the staging and receive buffers of the
+// distributed arrays' collectives. One pool per Queue (copies of a Queue share it), made on first
+// use and freed with the queue. Its blocks are reused only by later work on the same queue, which
+// runs after the earlier work (the rule above). Between calls it holds the blocks it has made, so
+// a time loop allocates nothing after its first step: statistics() shows them, free_held() gives
+// them back to the device. Pass temporaries_pool(queue).allocator() to Array::empty for
+// temporaries of your own that follow the same rule.
+DeviceMemoryPool temporaries_pool(const Queue& queue);
+
 }  // namespace skein
