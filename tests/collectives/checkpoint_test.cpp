@@ -27,91 +27,22 @@
 #include <string>
 #include <vector>
 
+#include "dist_support.hpp"
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
 
 namespace {
 
 using namespace skein;
+using ::skein::test::another_layout_rig;
+using ::skein::test::expect_error;
+using ::skein::test::Rig;
+using ::skein::test::runtime_rig;
+using ::skein::test::suite_devices_or_none;
+using ::skein::test::TempDir;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
 namespace fs = std::filesystem;
-
-// The devices of the API the Runtime takes (SKEIN_API: PoCL's in CI, CUDA on GPU machines).
-std::vector<Device> test_devices() {
-  const char* api = std::getenv("SKEIN_API");
-  try {
-    const auto found = platforms_and_devices_by_mask(
-        Api::from_id(api && std::string(api) == "cuda" ? ApiId::cuda : ApiId::opencl), 1);
-    if (found.empty()) return {};
-    return found.front().second;
-  } catch (const Error&) {
-    return {};
-  }
-}
-
-struct Rig {
-  std::unique_ptr<Runtime> runtime;
-  std::unique_ptr<Communicator> comm;
-};
-
-Rig runtime_rig() {
-  Rig s;
-  s.runtime = std::make_unique<Runtime>(MPI_COMM_WORLD);
-  s.comm = std::make_unique<Communicator>(*s.runtime);
-  return s;
-}
-
-Rig two_per_rank_rig() {
-  const auto devices = test_devices();
-  // With one device there is no second one to take: another communicator over the Runtime's.
-  if (devices.size() < 2) return runtime_rig();
-  Rig s;
-  const std::size_t r = static_cast<std::size_t>(world_rank());
-  const std::vector<Device> mine = {devices[(2 * r) % devices.size()], devices[(2 * r + 1) % devices.size()]};
-  const Context context = Context::from_devices(std::span<const Device>(mine));
-  // The MPI backend: ranks may share devices here, which NCCL refuses.
-  s.comm = std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1},
-                                          CollectiveBackend::mpi);
-  return s;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char name[256] = {};
-    if (world_rank() == 0) {
-      char pattern[] = "/tmp/skein-checkpoint-test-XXXXXX";
-      const char* made = mkdtemp(pattern);
-      std::snprintf(name, sizeof name, "%s", made ? made : "");
-    }
-    MPI_Bcast(name, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = name;
-  }
-  ~TempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (world_rank() == 0 && !path_.empty()) fs::remove_all(path_);
-  }
-  fs::path sub(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
-template <class E, class F>
-void expect_error(F&& bad, const std::vector<std::string>& words, const std::string& what) {
-  try {
-    bad();
-    ADD_FAILURE() << "no exception: " << what;
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (const auto& w : words) {
-      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type for " << what << ": " << e.what();
-  }
-}
 
 // Values of step `salt`: any bit pattern (so every bit must survive the round trip).
 std::vector<std::byte> values(Dtype dtype, std::size_t elements, std::size_t first, std::uint64_t salt) {
@@ -172,7 +103,7 @@ class Checkpoints : public testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
     if (GetParam() == Path::mpiio && !hdf5::parallel_available()) GTEST_SKIP() << "HDF5 without MPI-IO";
-    if (test_devices().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
+    if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
     s_ = runtime_rig();
   }
   CheckpointOptions options(std::size_t keep) const {
@@ -183,7 +114,7 @@ class Checkpoints : public testing::TestWithParam<Path> {
     return o;
   }
   Rig s_;
-  TempDir dir_;
+  TempDir dir_{"skein-checkpoint-test"};
 };
 
 std::string path_name(const testing::TestParamInfo<Path>& info) {
@@ -237,7 +168,7 @@ TEST_P(Checkpoints, CompleteOnesAreListedPrunedAndRestoredIntoAnotherLayout) {
   EXPECT_EQ(latest->time, 1.25);
 
   // Restored into another layout (two devices per rank, an uneven split), after scribbling.
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   std::vector<double> weights;
   for (std::size_t i = 0; i < other.comm->size(); ++i) weights.push_back(static_cast<double>(i % 3));
   weights.back() += 1;

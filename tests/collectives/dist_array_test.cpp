@@ -26,33 +26,22 @@
 #include <type_traits>
 #include <vector>
 
+#include "dist_support.hpp"
 #include "mpi_support.hpp"
 
 namespace {
 
 using namespace skein;
+using ::skein::test::expect_logic_error;
+using ::skein::test::on_every_rank;
+using ::skein::test::Placement;
+using ::skein::test::placement_name;
+using ::skein::test::placement_rig;
+using ::skein::test::placement_skip_reason;
+using ::skein::test::Rig;
+using ::skein::test::suite_api;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
-
-bool on_every_rank(bool condition) {
-  int mine = condition ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all != 0;
-}
-
-// Runs `bad`, which must raise LogicError whose message holds every word of `words`.
-template <class F>
-void expect_logic_error(F&& bad, const std::vector<std::string>& words, const std::string& what = "") {
-  try {
-    bad();
-    ADD_FAILURE() << "no LogicError: " << what;
-  } catch (const LogicError& e) {
-    const std::string message = e.what();
-    for (const auto& w : words) {
-      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
-    }
-  }
-}
 
 template <class T>
 void expect_same(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
@@ -101,67 +90,16 @@ std::vector<T> host_array(const Shape& shape, std::uint64_t salt) {
   return host_rows<T>(shape, 0, rows_of(shape), salt);
 }
 
-// ---- set-ups ------------------------------------------------------------------------------------
-
-// The devices of the API the suite runs on: OpenCL (PoCL in CI), or CUDA where SKEIN_API=cuda
-// (the GPU machines run the suite over NCCL that way).
-std::vector<Device> pocl_devices() {
-  const char* api = std::getenv("SKEIN_API");
-  const ApiId id = api != nullptr && std::string(api) == "cuda" ? ApiId::cuda : ApiId::opencl;
-  const auto found = platforms_and_devices_by_mask(Api::from_id(id), 1);
-  if (found.empty()) return {};
-  return found.front().second;
-}
-
-enum class Placement { runtime, two_per_rank };
-
-struct Rig {
-  std::unique_ptr<Runtime> runtime;
-  std::unique_ptr<Communicator> comm;
-  std::size_t M() const { return comm->size(); }
-  std::size_t L() const { return comm->local_size(); }
-  int R() const { return world_size(); }
-};
-
-Rig make_rig(Placement placement) {
-  Rig s;
-  if (placement == Placement::runtime) {
-    s.runtime = std::make_unique<Runtime>(MPI_COMM_WORLD);
-    s.comm = std::make_unique<Communicator>(*s.runtime);
-  } else {
-    const auto devices = pocl_devices();
-    const std::size_t r = static_cast<std::size_t>(world_rank());
-    const std::vector<Device> mine = {devices[(2 * r) % devices.size()], devices[(2 * r + 1) % devices.size()]};
-    const Context context = Context::from_devices(std::span<const Device>(mine));
-    s.comm = std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1});
-  }
-  return s;
-}
+// ---- set-ups (Rig and the placements: tests/support/dist_support.hpp) ---------------------------
 
 class DistArrays : public testing::TestWithParam<Placement> {
  protected:
   void SetUp() override {
-    // The Runtime gives each rank devices of its own; the other set-up takes two per rank
-    // (shared between ranks where there are too few).
-    const std::size_t devices = pocl_devices().size();
-    if (GetParam() == Placement::runtime && devices < static_cast<std::size_t>(world_size())) {
-      GTEST_SKIP() << "needs an OpenCL device per rank";
-    }
-    if (GetParam() == Placement::two_per_rank && devices < 2) GTEST_SKIP() << "needs an OpenCL platform with 2 devices";
-    // NCCL refuses one GPU in two members: sharing is for the MPI backend only.
-    const char* api = std::getenv("SKEIN_API");
-    if (GetParam() == Placement::two_per_rank && api != nullptr && std::string(api) == "cuda" &&
-        devices < 2 * static_cast<std::size_t>(world_size())) {
-      GTEST_SKIP() << "needs two GPUs per rank";
-    }
-    s_ = make_rig(GetParam());
+    if (const auto why = placement_skip_reason(GetParam(), suite_api())) GTEST_SKIP() << *why;
+    s_ = placement_rig(GetParam(), suite_api());
   }
   Rig s_;
 };
-
-std::string placement_name(const testing::TestParamInfo<Placement>& info) {
-  return info.param == Placement::runtime ? "RuntimePlacement" : "TwoDevicesPerRank";
-}
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DistArrays, testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);

@@ -29,27 +29,20 @@
 #include <type_traits>
 #include <vector>
 
+#include "dist_support.hpp"
 #include "mpi_support.hpp"
 
 namespace {
 
 using namespace skein;
+using ::skein::test::expect_logic_error;
+using ::skein::test::Placement;
+using ::skein::test::placement_name;
+using ::skein::test::placement_rig;
+using ::skein::test::placement_skip_reason;
+using ::skein::test::Rig;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
-
-// Runs `bad`, which must raise LogicError whose message holds every word of `words`.
-template <class F>
-void expect_logic_error(F&& bad, const std::vector<std::string>& words, const std::string& what = "") {
-  try {
-    bad();
-    ADD_FAILURE() << "no LogicError: " << what;
-  } catch (const LogicError& e) {
-    const std::string message = e.what();
-    for (const auto& w : words) {
-      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
-    }
-  }
-}
 
 // The same double, bit for bit, on every rank (results returned to the host are global).
 void expect_same_on_every_rank(double value, const std::string& what) {
@@ -122,55 +115,18 @@ std::vector<T> global_data(std::size_t n, std::uint64_t salt, Fill fill = Fill::
   return out;
 }
 
-// ---- set-ups ------------------------------------------------------------------------------------
+// ---- set-ups (Rig and the placements: tests/support/dist_support.hpp) ---------------------------
 
-std::vector<Device> pocl_devices() {
-  const auto found = platforms_and_devices_by_mask(Api::from_id(ApiId::opencl), 1);
-  if (found.empty()) return {};
-  return found.front().second;
-}
-
-enum class Placement { runtime, two_per_rank };
-
-struct Rig {
-  std::unique_ptr<Runtime> runtime;
-  std::unique_ptr<Communicator> comm;
-  std::size_t M() const { return comm->size(); }
-  std::size_t L() const { return comm->local_size(); }
-  int R() const { return world_size(); }
-};
-
-Rig make_rig(Placement placement) {
-  Rig s;
-  if (placement == Placement::runtime) {
-    s.runtime = std::make_unique<Runtime>(MPI_COMM_WORLD);
-    s.comm = std::make_unique<Communicator>(*s.runtime);
-  } else {
-    const auto devices = pocl_devices();
-    const std::size_t r = static_cast<std::size_t>(world_rank());
-    const std::vector<Device> mine = {devices[(2 * r) % devices.size()], devices[(2 * r + 1) % devices.size()]};
-    const Context context = Context::from_devices(std::span<const Device>(mine));
-    s.comm = std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1});
-  }
-  return s;
-}
-
+// OpenCL's devices whatever SKEIN_API says: on a GPU machine the two-per-rank set-up runs on
+// NVIDIA's OpenCL over the MPI backend (the Runtime's placement follows SKEIN_API).
 class DistOps : public testing::TestWithParam<Placement> {
  protected:
   void SetUp() override {
-    const std::size_t devices = pocl_devices().size();
-    if (GetParam() == Placement::runtime && devices < static_cast<std::size_t>(world_size())) {
-      GTEST_SKIP() << "needs an OpenCL device per rank";
-    }
-    if (GetParam() == Placement::two_per_rank && devices < 2) GTEST_SKIP() << "needs an OpenCL platform with 2 devices";
-    s_ = make_rig(GetParam());
+    if (const auto why = placement_skip_reason(GetParam(), ApiId::opencl)) GTEST_SKIP() << *why;
+    s_ = placement_rig(GetParam(), ApiId::opencl);
   }
   Rig s_;
 };
-
-std::string placement_name(const testing::TestParamInfo<Placement>& info) {
-  return info.param == Placement::runtime ? "RuntimePlacement" : "TwoDevicesPerRank";
-}
 
 INSTANTIATE_TEST_SUITE_P(Placements, DistOps, testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);

@@ -36,104 +36,23 @@
 #include <string>
 #include <vector>
 
+#include "dist_support.hpp"
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
 
 namespace {
 
 using namespace skein;
+using ::skein::test::another_layout_rig;
+using ::skein::test::expect_error;
+using ::skein::test::on_every_rank;
+using ::skein::test::Rig;
+using ::skein::test::runtime_rig;
+using ::skein::test::suite_devices_or_none;
+using ::skein::test::TempDir;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
 namespace fs = std::filesystem;
-
-// ---- set-ups -----------------------------------------------------------------------------------
-
-// The devices of the API the Runtime takes (SKEIN_API: PoCL's in CI, CUDA on GPU machines).
-std::vector<Device> test_devices() {
-  const char* api = std::getenv("SKEIN_API");
-  try {
-    const auto found = platforms_and_devices_by_mask(
-        Api::from_id(api && std::string(api) == "cuda" ? ApiId::cuda : ApiId::opencl), 1);
-    if (found.empty()) return {};
-    return found.front().second;
-  } catch (const Error&) {
-    return {};
-  }
-}
-
-struct Rig {
-  std::unique_ptr<Runtime> runtime;
-  std::unique_ptr<Communicator> comm;
-};
-
-// The Runtime's placement (one or more devices of its own per rank).
-Rig runtime_rig() {
-  Rig s;
-  s.runtime = std::make_unique<Runtime>(MPI_COMM_WORLD);
-  s.comm = std::make_unique<Communicator>(*s.runtime);
-  return s;
-}
-
-// Two devices per rank (shared between ranks where there are too few): another layout to read into.
-Rig two_per_rank_rig() {
-  const auto devices = test_devices();
-  // With one device there is no second one to take: another communicator over the Runtime's.
-  if (devices.size() < 2) return runtime_rig();
-  Rig s;
-  const std::size_t r = static_cast<std::size_t>(world_rank());
-  const std::vector<Device> mine = {devices[(2 * r) % devices.size()], devices[(2 * r + 1) % devices.size()]};
-  const Context context = Context::from_devices(std::span<const Device>(mine));
-  // The MPI backend: ranks may share devices here, which NCCL refuses.
-  s.comm = std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1},
-                                          CollectiveBackend::mpi);
-  return s;
-}
-
-// A scratch directory every rank sees (rank 0 makes it), removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    char name[256] = {};
-    if (world_rank() == 0) {
-      char pattern[] = "/tmp/skein-hdf5-test-XXXXXX";
-      const char* made = mkdtemp(pattern);
-      std::snprintf(name, sizeof name, "%s", made ? made : "");
-    }
-    MPI_Bcast(name, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = name;
-  }
-  ~TempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (world_rank() == 0 && !path_.empty()) fs::remove_all(path_);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-bool on_every_rank(bool condition) {
-  int mine = condition ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all != 0;
-}
-
-// Runs `bad`, which must raise E (on this rank) whose message holds every word of `words`.
-template <class E, class F>
-void expect_error(F&& bad, const std::vector<std::string>& words, const std::string& what) {
-  try {
-    bad();
-    ADD_FAILURE() << "no exception: " << what;
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (const auto& w : words) {
-      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type for " << what << ": " << e.what();
-  }
-}
 
 // ---- values -------------------------------------------------------------------------------------
 
@@ -226,7 +145,7 @@ class Hdf5Files : public testing::TestWithParam<Path> {
   void SetUp() override {
     if (!hdf5::available()) GTEST_SKIP() << "no HDF5 in this build";
     if (GetParam() == Path::mpiio && !hdf5::parallel_available()) GTEST_SKIP() << "HDF5 without MPI-IO";
-    if (test_devices().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
+    if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
     s_ = runtime_rig();
   }
   hdf5::FileOptions options(std::size_t max_bytes = std::size_t{256} << 20) const {
@@ -236,7 +155,7 @@ class Hdf5Files : public testing::TestWithParam<Path> {
     return o;
   }
   Rig s_;
-  TempDir dir_;
+  TempDir dir_{"skein-hdf5-test"};
 };
 
 std::string path_name(const testing::TestParamInfo<Path>& info) {
@@ -262,7 +181,7 @@ void write_and_check(hdf5::File& f, DistArray& written, DistArray& into, const s
 }
 
 TEST_P(Hdf5Files, EveryDtypeRoundTripsBitForBit) {
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   const std::string path = dir_.file("dtypes.h5");
   hdf5::File f = hdf5::File::create(*s_.comm, path, options());
   EXPECT_EQ(f.parallel(), GetParam() == Path::mpiio);
@@ -298,7 +217,7 @@ TEST_P(Hdf5Files, EveryDtypeRoundTripsBitForBit) {
 }
 
 TEST_P(Hdf5Files, OddShapesEmptyMembersAndOtherLayouts) {
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   hdf5::File f = hdf5::File::create(*s_.comm, dir_.file("odd.h5"), options());
   const std::size_t M = s_.comm->size(), M2 = other.comm->size();
   const std::vector<Shape> shapes = {{5, 7}, {3, 1}, {2, 9}, {M + 3, 3}, {M > 1 ? M - 1 : 1, 5}, {101, 3}};
@@ -336,7 +255,7 @@ TEST_P(Hdf5Files, OddShapesEmptyMembersAndOtherLayouts) {
 }
 
 TEST_P(Hdf5Files, LargeArraysMoveInManyPieces) {
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   // A 4 MiB array in pieces of 100000 bytes: not a multiple of the 2 KiB rows, so each piece is
   // 48 rows and the last of each rank shorter.
   {
@@ -360,7 +279,7 @@ TEST_P(Hdf5Files, LargeArraysMoveInManyPieces) {
 }
 
 TEST_P(Hdf5Files, ChunkingAndCompressionRoundTrip) {
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   const std::string path = dir_.file("compressed.h5");
   hdf5::File f = hdf5::File::create(*s_.comm, path, options(50000));
   // Random bits (incompressible) with explicit chunks, shuffle off.
@@ -621,7 +540,7 @@ TEST_P(Hdf5Files, PlainHdf5ReadsSkeinsFilesAndSkeinReadsOthers) {
 
 TEST_P(Hdf5Files, BadCallsRaiseTypedErrorsOnEveryRank) {
   const std::string path = dir_.file("errors.h5");
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   hdf5::File f = hdf5::File::create(*s_.comm, path, options());
   DistArray a = filled(*s_.comm, {10, 3}, Dtype::float64, 70);
   f.write("u", a);
@@ -697,9 +616,9 @@ TEST_P(Hdf5Files, BadCallsRaiseTypedErrorsOnEveryRank) {
 // SKEIN_HDF5_SERIAL=1 turns every file to the path through rank 0.
 TEST(Hdf5Environment, SerialVariableForcesThePathThroughRank0) {
   if (!hdf5::available()) GTEST_SKIP() << "no HDF5 in this build";
-  if (test_devices().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
+  if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
   Rig s = runtime_rig();
-  TempDir dir;
+  TempDir dir{"skein-hdf5-test"};
   test::ScopedEnv env("SKEIN_HDF5_SERIAL", "1");
   hdf5::File f = hdf5::File::create(*s.comm, dir.file("serial.h5"));
   EXPECT_FALSE(f.parallel());
@@ -790,7 +709,7 @@ TEST(HDF5CrossRanks, Write) {
 TEST(HDF5CrossRanks, Read) {
   if (!cross_dir()) GTEST_SKIP() << "run by the hdf5.cross.* tests (SKEIN_TEST_HDF5_DIR)";
   Rig s = runtime_rig();
-  Rig other = two_per_rank_rig();
+  Rig other = another_layout_rig();
   for (const char* file : {"mpiio", "rank0"}) {
     for (bool serial : {false, true}) {
       hdf5::FileOptions o;
