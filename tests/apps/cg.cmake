@@ -1,0 +1,97 @@
+# skein-cg under mpirun on PoCL devices (_skein_mpi_env: four pthread devices, OpenCL, shared out
+# evenly among the ranks unless SKEIN_DEVICES_PER_RANK says otherwise). Each run checks itself (converged, true
+# residual from a fresh matvec, host residual in double from the gathered x, all within the bound
+# for tol and dtype; see apps/skein-cg/main.cpp) and cg_check.cmake checks its JSON summary again.
+# The grids are small and odd (33 x 29 splits unevenly over 2 and 4 ranks), so each run takes a
+# few seconds.
+if(NOT TARGET skein-cg)
+  return()
+endif()
+
+set(_cg_script ${CMAKE_CURRENT_SOURCE_DIR}/cg_check.cmake)
+set(_cg_dir ${CMAKE_CURRENT_BINARY_DIR}/cg)
+
+# skein_cg_test(NAME name NP np MODE pass|fail|deterministic ARGS ... [DEFS -DKEY=VALUE ...]
+#               [ENV NAME=VALUE ...] [RELEASE_ONLY])
+# RELEASE_ONLY: labelled no-sanitizer. The sanitizer run keeps one run of each host code path
+# (2 ranks x 2 devices, BLAS dots with b = 1, the edge sizes on 1 and 4 ranks, the failures); the
+# others repeat those paths on other splits and dtypes, which checks numbers, not memory.
+function(skein_cg_test)
+  cmake_parse_arguments(T "RELEASE_ONLY" "NAME;NP;MODE" "ARGS;DEFS;ENV" ${ARGN})
+  set(labels mpi apps)
+  if(T_RELEASE_ONLY)
+    list(APPEND labels no-sanitizer)
+  endif()
+  string(REPLACE ";" "\\;" args "${T_ARGS}")
+  add_test(NAME apps.cg.${T_NAME}
+    COMMAND ${CMAKE_COMMAND} -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DPROGRAM=$<TARGET_FILE:skein-cg>
+            -DNP=${T_NP} -DMODE=${T_MODE} -DARGS=${args} -DDIR=${_cg_dir}/${T_NAME} -DLIMIT=90
+            ${T_DEFS}
+            -P ${_cg_script})
+  # cg_check.cmake stops each run after 90 s (a run takes a few seconds, several times that under
+  # the sanitizers); the deterministic tests make four runs.
+  if(T_MODE STREQUAL "deterministic")
+    set(timeout 400)
+  else()
+    set(timeout 120)
+  endif()
+  set_tests_properties(apps.cg.${T_NAME} PROPERTIES TIMEOUT ${timeout} LABELS "${labels}"
+    ENVIRONMENT "${_skein_mpi_env};${T_ENV}")
+endfunction()
+
+# 1, 2 and 4 ranks of one device each on the odd grid (the deterministic tests below run both
+# dtypes on each); one rank of four devices; two ranks of two (halos between devices of one rank
+# and between ranks). x* makes the error measurable: CG's tol bounds it through A's condition
+# number (about 500 here).
+foreach(run "1;float64;RELEASE_ONLY" "2;float32;RELEASE_ONLY" "4;float64;RELEASE_ONLY")
+  list(GET run 0 np)
+  list(GET run 1 dtype)
+  set(release_only)
+  if(run MATCHES "RELEASE_ONLY")
+    set(release_only RELEASE_ONLY)
+  endif()
+  if(dtype STREQUAL "float64")
+    set(max_error 1e-7)
+  else()
+    set(max_error 1e-3)
+  endif()
+  skein_cg_test(NAME np${np}.${dtype} NP ${np} MODE pass
+    ARGS --nx 33 --ny 29 --dtype ${dtype} --report-every 20
+    DEFS -DDEVICES=${np} -DMAX_ERROR=${max_error} ENV SKEIN_DEVICES_PER_RANK=1 ${release_only})
+endforeach()
+skein_cg_test(NAME np1x4 NP 1 MODE pass ARGS --nx 33 --ny 29 DEFS -DDEVICES=4 -DMAX_ERROR=1e-7
+  ENV SKEIN_DEVICES_PER_RANK=4 RELEASE_ONLY)
+skein_cg_test(NAME np2x2 NP 2 MODE pass ARGS --nx 33 --ny 29 --dtype float32 DEFS -DDEVICES=4
+  -DMAX_ERROR=1e-3 ENV SKEIN_DEVICES_PER_RANK=2)
+# Dots through CLBlast with b = 1 (no known x*), on a grid of 9 rows per device (--weak).
+skein_cg_test(NAME np2.blas_weak NP 2 MODE pass ARGS --nx 31 --ny 9 --weak --dot blas --rhs ones
+  DEFS -DDEVICES=2 ENV SKEIN_DEVICES_PER_RANK=1)
+# Edge sizes: one point; one column of three rows over four devices (one has no rows).
+skein_cg_test(NAME np1.one_point NP 1 MODE pass ARGS --nx 1 --ny 1 DEFS -DMAX_ERROR=1e-12)
+skein_cg_test(NAME np4.one_column NP 4 MODE pass ARGS --nx 1 --ny 3
+  DEFS -DDEVICES=4 -DMAX_ERROR=1e-9 ENV SKEIN_DEVICES_PER_RANK=1)
+# 2^20 points (4 MiB per float32 vector), still checked on the host, with a loose tol.
+skein_cg_test(NAME np2.large NP 2 MODE pass ARGS --nx 1024 --ny 1024 --dtype float32 --tol 1e-3
+  --report-every 10 DEFS -DDEVICES=4 RELEASE_ONLY)
+
+# --deterministic: the same iteration count and bit-identical x on 1, 2 and 4 ranks of one
+# device and on 2 ranks of 2 devices.
+foreach(dtype float32 float64)
+  skein_cg_test(NAME deterministic.${dtype} NP 0 MODE deterministic
+    ARGS --nx 33 --ny 29 --dtype ${dtype} DEFS -DCONFIGS=1x1,2x1,4x1,2x2 RELEASE_ONLY)
+endforeach()
+
+# Failures: exit status non-zero with a message saying what was wrong (NP 0: refused before MPI
+# starts, so run without mpirun; the NP 2 ones show that every rank stops).
+skein_cg_test(NAME not_converged NP 2 MODE fail ARGS --nx 33 --ny 29 --max-iters 3
+  DEFS "-DEXPECT=did not converge.*after 3 iterations")
+skein_cg_test(NAME bad.nx NP 0 MODE fail ARGS --nx 0 DEFS "-DEXPECT=--nx.*0 not in range")
+skein_cg_test(NAME bad.tol_zero NP 0 MODE fail ARGS --tol 0
+  DEFS "-DEXPECT=--tol.*must be in \\(0, 1\\)")
+skein_cg_test(NAME bad.tol_negative NP 2 MODE fail ARGS --tol=-1e-3
+  DEFS "-DEXPECT=--tol.*-1e-3.*must be in \\(0, 1\\)")
+skein_cg_test(NAME bad.dtype NP 0 MODE fail ARGS --dtype float16
+  DEFS "-DEXPECT=--dtype.*float16.*not in")
+add_test(NAME apps.cg.help COMMAND skein-cg --help)
+set_tests_properties(apps.cg.help PROPERTIES TIMEOUT 30 LABELS apps PASS_REGULAR_EXPRESSION
+  "--nx.*--ny.*--tol.*--max-iters.*--dtype.*--report-every.*--deterministic.*--weak.*--json")
