@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two Quick start commands of README.md, for a fresh Debian 12 machine:
 #
-#   bash tools/quickstart.sh demo   # install dependencies, build into build/, run skein-info
+#   bash tools/quickstart.sh demo   # install dependencies, build into build/, run skein-info,
+#                                   # then skein-heat on two ranks (mpirun)
 #   bash tools/quickstart.sh test   # install dependencies, build into build/, run the test suite
 #
 # Both install only the missing Debian packages (tools/install-deps.sh) and build with
@@ -14,7 +15,8 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 
 usage() {
   echo "usage: $0 demo|test" >&2
-  echo "  demo  install dependencies, build, and run skein-info (what this machine offers)" >&2
+  echo "  demo  install dependencies, build, run skein-info (what this machine offers) and" >&2
+  echo "        skein-heat on two ranks" >&2
   echo "  test  install dependencies, build, and run the test suite with ctest" >&2
 }
 
@@ -46,7 +48,22 @@ case "$mode" in
     echo "== quickstart: running skein-info"
     # With POCL_DEVICES unset, PoCL shows one CPU device; e.g.
     # POCL_DEVICES="pthread pthread pthread pthread" shows four.
-    exec "$BUILD_DIR/apps/skein-info/skein-info"
+    "$BUILD_DIR/apps/skein-info/skein-info"
+    HEAT="$BUILD_DIR/apps/skein-heat/skein-heat"
+    if [[ ! -x "$HEAT" ]] || ! command -v mpirun >/dev/null 2>&1; then
+      echo "== quickstart: skein-heat or mpirun is missing (Skein was built without MPI): no heat demo"
+      exit 0
+    fi
+    # skein-heat on two ranks, on whatever devices the machine has: the ranks share out the GPUs
+    # (or PoCL's CPU devices); with a single device both ranks use it (SKEIN_SHARE_DEVICES=1).
+    # Open MPI needs to be told that root may run it and that two ranks may share one core.
+    if ((EUID == 0)); then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+    export OMPI_MCA_rmaps_base_oversubscribe=1
+    export SKEIN_SHARE_DEVICES="${SKEIN_SHARE_DEVICES:-1}"
+    DEMO_DIR="$BUILD_DIR/heat-demo"
+    echo "== quickstart: running skein-heat on 2 ranks (output in $DEMO_DIR)"
+    exec mpirun -np 2 "$HEAT" --nx 512 --ny 512 --steps 400 --report-every 100 \
+      --checkpoint-every 200 --out "$DEMO_DIR" --overwrite --png "$DEMO_DIR/heat.png"
     ;;
   test)
     echo "== quickstart: running the tests"

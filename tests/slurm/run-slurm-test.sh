@@ -385,7 +385,7 @@ submit mpirun-2ranks-1each multi-node-mpirun.sbatch SHOW_PLACEMENT=0 SKEIN_DEVIC
 submit mpirun-no-program multi-node-mpirun.sbatch -- --nodes=1 :: skein-no-such-program --help
 if [[ -n "$SKEIN_HEAT" ]]; then
   submit program multi-node.sbatch -- --nodes=1 \
-    :: skein-heat --nx 64 --ny 64 --steps 20 --checkpoint-every 10 --out "$WORK/heat.h5"
+    :: skein-heat --nx 64 --ny 64 --steps 20 --checkpoint-every 10 --out "$WORK/heat"
 else
   submit program multi-node.sbatch -- --nodes=1 :: hostname
 fi
@@ -672,6 +672,13 @@ for name in "${CASES[@]}"; do
       expect_placement "$name" 4 "0|1|2|3"
       if [[ -n "$SKEIN_HEAT" ]]; then
         expect_text "$name" "multi-node.sbatch: running skein-heat --nx 64"
+        # skein-heat checks its field against the analytic solution and writes --out DIR.
+        expect_text "$name" "on 4 device(s) of 4 rank(s)"
+        expect_text "$name" ", tolerance"
+        expect_text "$name" ": passed"
+        check "$name" "skein-heat wrote heat.h5 and the checkpoint of step 20" \
+          "$([[ -s "$WORK/heat/heat.h5" && -s "$WORK/heat/checkpoints/checkpoint-0000000020.done" ]] && echo 1 || echo 0)" \
+          "$(ls -R "$WORK/heat" 2>&1 | tr '\n' ' ')"
       else
         expect_text "$name" "multi-node.sbatch: running hostname"
         check "$name" "the program ran on each of the 4 ranks" \

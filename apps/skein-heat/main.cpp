@@ -1,0 +1,572 @@
+// skein-heat: 2-D heat diffusion on a grid split by rows over every device of every rank, the
+// sample simulation code of Skein. Under mpirun:
+//
+//   mpirun -np 2 skein-heat --nx 1024 --ny 1024 --steps 2000 --out run1 --checkpoint-every 500
+//   mpirun -np 2 skein-heat --nx 1024 --ny 1024 --steps 4000 --out run1 --restart
+//   mpirun -np 4 skein-heat --nx 16384 --ny 8192 --weak --steps 500 --json weak4.json
+//
+// What it solves: u_t = alpha (u_xx + u_yy) on the unit square with u = 0 on the boundary and
+// u0 = sin(kx pi x) sin(ky pi y), by the explicit 5-point (FTCS) step of heat_solver.hpp. Each
+// step is a halo exchange (DistArray::exchange_halos: device copies between a rank's devices,
+// Communicator send/recv between ranks) and one stencil kernel per device, with nothing waited for
+// on the host. Every --report-every steps the ranks agree on the residual max |u_new - u_old| and
+// rank 0 prints a progress line. At the end the field is checked against the exact solution of
+// the discrete problem (lambda^n u0, see heat_solver.hpp) with a tolerance derived from the dtype
+// and the number of steps; the distance to the continuous solution (the truncation error) is
+// printed for information.
+//
+// Files (--out DIR): DIR/heat.h5 holds the final field (dataset "u", with its step, time, grid
+// and parameters as attributes); DIR/checkpoints/ holds checkpoints (CheckpointManager: written
+// atomically, checksummed, the newest --keep kept). --restart continues from the newest complete
+// checkpoint, also on another number of ranks or devices, and ends bit-identical to an
+// uninterrupted run: the stencil rounds the same way everywhere and the residual only reads the
+// field. --png FILE writes an image of the final field.
+//
+// Performance (the summary, and --json FILE): the step time (median over the report intervals of
+// the slowest rank's wall time per step, after one warm-up step), against the stencil's memory
+// floor: the bytes one step must move per device (read the block, write the block) at the
+// device-to-device copy bandwidth measured in the same run on the same devices; and the share of
+// a step the halo exchange takes. With several devices the slowest device's figures count.
+//
+// Exit status: 0 done and the check passed; 1 bad options or a checkpoint that does not fit them
+// (said on rank 0); 2 another error (said by the rank where it happened, the job is aborted);
+// 3 the check failed (by how much is said).
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <skein/checkpoint.hpp>
+#include <skein/dist_array.hpp>
+#include <skein/hdf5.hpp>
+#include <skein/runtime.hpp>
+#include <skein/skein.hpp>
+
+#include "heat_png.hpp"
+#include "heat_solver.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using skein::DistArray;
+using skein::Dtype;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::size_t nx = 256, ny = 256;
+  std::int64_t steps = 1000;
+  std::string dtype = "float64";
+  double alpha = 1.0;
+  double dt_factor = 0.2;
+  std::vector<int> modes = {1, 1};
+  std::int64_t report_every = 100;
+  std::int64_t checkpoint_every = 0;
+  std::size_t keep = 2;
+  std::string out;
+  bool restart = false;
+  bool overwrite = false;
+  std::string png;
+  std::size_t png_max_side = 1024;
+  bool weak = false;
+  std::size_t devices_per_rank = 0;
+  std::string json_file;
+};
+
+// An error every rank raises alike (bad options, a checkpoint that does not fit them or is
+// damaged): every rank returns `status`, rank 0 says why, nobody needs to be aborted.
+class AgreedError : public skein::LogicError {
+ public:
+  AgreedError(std::string what, std::string hint = {}, int status = 1)
+      : skein::LogicError(skein::ErrorInfo{.what = std::move(what), .call = "skein-heat", .hint = std::move(hint)}),
+        status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+using UsageError = AgreedError;
+
+double seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Device milliseconds of f on one device, median of `repeat` runs after one warm-up run.
+template <class F>
+double device_ms(const skein::Queue& queue, std::size_t device_idx, int repeat, F&& f) {
+  std::vector<double> ms;
+  for (int i = 0; i <= repeat; ++i) {
+    const skein::Event start = queue.record_event(device_idx);
+    f();
+    const skein::Event stop = queue.record_event(device_idx);
+    stop.wait();
+    if (i > 0) ms.push_back(stop.time_since(start));
+  }
+  return median(ms);
+}
+
+// What the summary and --json report about speed; every figure is the slowest rank's / device's.
+struct Performance {
+  double t_step = 0;       // s per step, median over the report intervals
+  double t_step_mean = 0;  // s per step over the whole loop (checkpoints and reports excluded)
+  double t_kernel = 0;     // the stencil kernel alone, device time
+  double t_halo = 0;       // one halo exchange, wall time
+  double floor = 0;        // bytes per step per device / copy bandwidth
+  double copy_gbps = 0;    // device-to-device copy (read + write) of the slowest device
+  std::size_t bytes_per_step = 0;  // on the busiest device
+  std::size_t intervals = 0;
+};
+
+Performance measure(const DistArray& u, const DistArray& v, const skein::heat::Stencil& stencil,
+                    const std::vector<double>& interval_times, double loop_time, std::int64_t steps) {
+  const MPI_Comm comm = u.communicator().mpi_comm();
+  const skein::Queue& queue = u.queue();
+  Performance p;
+  // Per-interval step times: the slowest rank's.
+  std::vector<double> times = interval_times;
+  MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm);
+  p.t_step = median(times);
+  p.intervals = times.size();
+  p.t_step_mean = loop_time / static_cast<double>(std::max<std::int64_t>(steps, 1));
+  MPI_Allreduce(MPI_IN_PLACE, &p.t_step_mean, 1, MPI_DOUBLE, MPI_MAX, comm);
+
+  // Device figures, one device at a time. These write only v (the previous step's field, which
+  // nothing reads any more) and u's halo rows, never u's interior.
+  constexpr int repeat = 5;
+  double floor = 0, kernel = 0, copy_bps = 0;
+  bool any = false;
+  std::size_t bytes = 0;
+  for (std::size_t l = 0; l < u.local_size(); ++l) {
+    const skein::LocalBlock& b = u.block(l);
+    if (b.rows.empty()) continue;
+    const double copy_ms = device_ms(queue, b.device_idx, repeat, [&] { v.local(l).set(b.interior); });
+    const double kernel_ms = device_ms(queue, b.device_idx, repeat, [&] { stencil.step_block(u, v, l); });
+    const std::size_t block_bytes = stencil.bytes_per_step(u, l);
+    const double bps = static_cast<double>(block_bytes) / (copy_ms * 1e-3);  // read + write
+    floor = std::max(floor, copy_ms * 1e-3);
+    kernel = std::max(kernel, kernel_ms * 1e-3);
+    copy_bps = any ? std::min(copy_bps, bps) : bps;
+    bytes = std::max(bytes, block_bytes);
+    any = true;
+  }
+  double maxima[3] = {floor, kernel, any ? -copy_bps : -INFINITY};
+  MPI_Allreduce(MPI_IN_PLACE, maxima, 3, MPI_DOUBLE, MPI_MAX, comm);
+  p.floor = maxima[0];
+  p.t_kernel = maxima[1];
+  p.copy_gbps = -maxima[2] / 1e9;
+  unsigned long long b64 = bytes;
+  MPI_Allreduce(MPI_IN_PLACE, &b64, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+  p.bytes_per_step = b64;
+
+  // The halo exchange alone (it rewrites u's halo rows with the values they already hold).
+  std::vector<double> halo;
+  for (int i = 0; i <= repeat; ++i) {
+    MPI_Barrier(comm);
+    const auto start = Clock::now();
+    u.exchange_halos();
+    queue.synchronize();
+    double s = seconds(start);
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (i > 0) halo.push_back(s);
+  }
+  p.t_halo = median(halo);
+  return p;
+}
+
+// Rank 0 does something with the file system; its outcome is shared so that every rank raises.
+template <class F>
+void on_root(const skein::Runtime& runtime, F&& f) {
+  int ok = 1;
+  std::string message;
+  if (runtime.rank() == 0) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      ok = 0;
+      message = e.what();
+    }
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, runtime.comm());
+  if (!ok) {
+    throw skein::RuntimeError(runtime.rank() == 0 ? message
+                                                  : "rank 0 failed to prepare the output directory (see its message)");
+  }
+}
+
+std::string format_time(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} s", s);
+}
+
+int simulate(const Options& o, const skein::Runtime& runtime) {
+  const bool root = runtime.rank() == 0;
+  skein::Communicator comm(runtime);
+  const skein::Queue queue(comm.context());
+  const std::size_t devices = comm.size();
+
+  // --- options that need the runtime (or that every rank checks alike) ---
+  const Dtype dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
+  const std::size_t ny = o.weak ? o.ny * devices : o.ny;
+  if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
+  skein::heat::Problem problem;
+  try {
+    problem = skein::heat::Problem::make(o.nx, ny, o.modes[0], o.modes[1], o.alpha, o.dt_factor, dtype);
+  } catch (const skein::LogicError& e) {
+    throw UsageError(e.info().what, e.info().hint);
+  }
+  if (o.out.empty() && (o.restart || o.checkpoint_every > 0)) {
+    throw UsageError(o.restart ? "--restart needs --out DIR (the directory with the checkpoints)"
+                               : "--checkpoint-every needs --out DIR (where the checkpoints go)");
+  }
+  if (!o.out.empty() && !skein::hdf5::available()) {
+    throw UsageError("--out needs HDF5, and this Skein was built without it",
+                     "install libhdf5-openmpi-dev (tools/install-deps.sh) and rebuild");
+  }
+  if (!o.png.empty() && !skein::heat::png_available()) {
+    throw UsageError(fmt::format("--png {}: this skein-heat was built without libpng", o.png),
+                     "install libpng-dev (tools/install-deps.sh) and rebuild, or leave out --png");
+  }
+  if (o.restart && o.overwrite) throw UsageError("--restart and --overwrite exclude each other");
+
+  // --- the field: two arrays with one halo row, stepped from one into the other ---
+  const skein::BlockLayout layout =
+      skein::BlockLayout::over(comm, {ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
+  DistArray u(comm, queue, layout, dtype);
+  DistArray v(comm, queue, layout, dtype);
+  const skein::heat::Stencil stencil(u, problem);
+
+  if (root) {
+    fmt::print("skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, {})\n",
+               o.nx, ny, o.nx, ny, o.weak ? fmt::format(", {} per device", o.ny) : "", o.dtype, devices,
+               runtime.size(), comm.context().api().name(), comm.backend_description());
+    fmt::print("  layout: {}\n", layout.describe());
+    fmt::print("  alpha {}, dt {:.6g} (factor {}), mode ({}, {}), lambda {:.17g}\n", o.alpha, problem.dt,
+               o.dt_factor, o.modes[0], o.modes[1], problem.lambda());
+    std::fflush(stdout);
+  }
+
+  // --- output directory and checkpoints ---
+  const fs::path out_dir = o.out;
+  std::optional<skein::CheckpointManager> checkpoints;
+  const skein::hdf5::Attributes attributes = {
+      {"nx", static_cast<std::int64_t>(o.nx)},     {"ny", static_cast<std::int64_t>(ny)},
+      {"kx", static_cast<std::int64_t>(o.modes[0])}, {"ky", static_cast<std::int64_t>(o.modes[1])},
+      {"alpha", o.alpha},                            {"dt", problem.dt},
+      {"dtype", o.dtype},                            {"program", std::string("skein-heat")}};
+  if (!o.out.empty()) {
+    on_root(runtime, [&] { fs::create_directories(out_dir); });
+    skein::CheckpointOptions options;
+    options.keep = o.keep;
+    checkpoints.emplace(comm, out_dir / "checkpoints", options);
+  }
+
+  std::int64_t start = 0;
+  if (o.restart) {
+    std::optional<skein::CheckpointInfo> latest;
+    try {
+      latest = checkpoints->latest_complete();
+    } catch (const skein::CheckpointError& e) {
+      // Rank 0 checked the file and every rank raises: refuse on every rank, with what to do here.
+      throw AgreedError(fmt::format("--restart: the newest checkpoint cannot be used: {}", e.info().what),
+                        fmt::format("move the damaged checkpoint (its .h5 and .done files) out of {} to restart from "
+                                    "the one before, or start again with --overwrite",
+                                    (out_dir / "checkpoints").string()),
+                        2);
+    }
+    if (!latest) {
+      throw UsageError(fmt::format("--restart: there is no complete checkpoint in {}", (out_dir / "checkpoints").string()),
+                       "run without --restart first (with --checkpoint-every N), or give the --out of that run");
+    }
+    const auto entry = latest->arrays.find("u");
+    if (entry == latest->arrays.end()) {
+      throw UsageError(fmt::format("--restart: the checkpoint {} has no array 'u': it is not skein-heat's",
+                                   latest->file.string()));
+    }
+    if (entry->second.shape != skein::Shape{ny, o.nx} || entry->second.dtype != dtype) {
+      throw UsageError(
+          fmt::format("--restart: the checkpoint {} holds a {} grid of {} (rows x columns), but the options "
+                      "ask for {} of {}",
+                      latest->file.string(), skein::to_string(entry->second.shape), skein::name(entry->second.dtype),
+                      skein::to_string(skein::Shape{ny, o.nx}), o.dtype),
+          "give the same --nx, --ny (and --weak with as many devices) and --dtype as the run that wrote it");
+    }
+    const skein::CheckpointInfo restored = checkpoints->restore(*latest, {{"u", u}});
+    // The same grid with other parameters would continue another problem: refuse that too.
+    for (const char* key : {"kx", "ky", "alpha", "dt"}) {
+      const auto it = restored.attributes.find(key);
+      const auto want = attributes.at(key);
+      if (it == restored.attributes.end() || it->second != want) {
+        throw UsageError(fmt::format("--restart: the checkpoint {} has {} = {}, the options give {}",
+                                     latest->file.string(), key,
+                                     it == restored.attributes.end() ? "(none)" : skein::hdf5::to_string(it->second),
+                                     skein::hdf5::to_string(want)),
+                         "give the same --modes, --alpha, --dt-factor and grid as the run that wrote it");
+      }
+    }
+    start = restored.step;
+    if (start > o.steps) {
+      throw UsageError(fmt::format("--restart: the newest checkpoint is at step {}, past --steps {}", start, o.steps),
+                       "give --steps of at least the checkpoint's step");
+    }
+    if (root) fmt::print("  restarted from {} (step {}, written by {} rank(s))\n", latest->file.string(), start, latest->ranks);
+  } else {
+    if (checkpoints) {
+      const auto old = checkpoints->list();
+      if (!old.empty()) {
+        if (!o.overwrite) {
+          throw UsageError(fmt::format("{} holds checkpoints of an earlier run (newest: step {})",
+                                       (out_dir / "checkpoints").string(), old.back().step),
+                           "pass --restart to continue from it, --overwrite to start again (deletes them), or "
+                           "another --out");
+        }
+        on_root(runtime, [&] {
+          for (const auto& c : old) {
+            fs::remove(c.marker);  // the marker first: a checkpoint without one is incomplete
+            fs::remove(c.file);
+          }
+        });
+      }
+    }
+    skein::heat::set_initial(u, problem);
+  }
+
+  // --- the time loop ---
+  const auto run_start = Clock::now();
+  std::vector<double> interval_times;  // seconds per step of each report interval, this rank
+  double loop_time = 0;
+  double residual = NAN;
+  std::size_t checkpoints_written = 0;
+  if (start < o.steps) {
+    // One warm-up step into v (which the first real step overwrites): first launches, MPI's
+    // first messages and staging buffers are not timed.
+    u.exchange_halos();
+    stencil.step(u, v);
+    queue.synchronize();
+  }
+  const auto next_multiple = [](std::int64_t step, std::int64_t every) {
+    return every > 0 ? (step / every + 1) * every : INT64_MAX;
+  };
+  std::int64_t step = start;
+  while (step < o.steps) {
+    const std::int64_t stop = std::min({o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
+    const std::int64_t n = stop - step;
+    const auto interval_start = Clock::now();
+    for (; step < stop; ++step) {
+      u.exchange_halos();
+      stencil.step(u, v);
+      std::swap(u, v);
+    }
+    queue.synchronize();
+    const double t = seconds(interval_start);
+    loop_time += t;
+    interval_times.push_back(t / static_cast<double>(n));
+
+    if (step == o.steps || (o.report_every > 0 && step % o.report_every == 0)) {
+      residual = skein::heat::max_difference(u, v);
+      if (root) {
+        fmt::print("step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n", step,
+                   o.steps, static_cast<double>(step) * problem.dt, residual, static_cast<double>(n) / t,
+                   seconds(run_start));
+        std::fflush(stdout);
+      }
+    }
+    if (checkpoints && o.checkpoint_every > 0 && step % o.checkpoint_every == 0) {
+      const auto info = checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
+      ++checkpoints_written;
+      if (root) {
+        fmt::print("  checkpoint {} ({})\n", info.file.string(), skein::format_bytes(info.bytes));
+        std::fflush(stdout);
+      }
+    }
+  }
+  const double run_time = seconds(run_start);
+
+  // --- the check against the exact solution ---
+  const skein::heat::CheckResult check = skein::heat::check(u, problem, o.steps);
+  std::optional<Performance> perf;
+  if (!interval_times.empty()) perf = measure(u, v, stencil, interval_times, loop_time, o.steps - start);
+
+  // --- files ---
+  std::vector<std::string> files;
+  const double time = static_cast<double>(o.steps) * problem.dt;
+  if (!o.out.empty()) {
+    const std::string path = (out_dir / "heat.h5").string();
+    auto file = skein::hdf5::File::create(comm, path);
+    skein::hdf5::WriteOptions write;
+    write.step = o.steps;
+    write.time = time;
+    write.attributes = attributes;
+    write.attributes["step"] = o.steps;
+    write.attributes["time"] = time;
+    file.write("u", u, write);
+    file.close();
+    files.push_back(path);
+  }
+  std::optional<skein::heat::ImageInfo> image;
+  if (!o.png.empty()) {
+    image = skein::heat::write_png(u, o.png, o.png_max_side);
+    files.push_back(o.png);
+  }
+  std::vector<skein::CheckpointInfo> kept;
+  if (checkpoints) kept = checkpoints->list();
+
+  // --- summary ---
+  if (root) {
+    fmt::print("skein-heat summary\n");
+    fmt::print("  grid        {} x {} ({} points), {}, {} device(s) on {} rank(s)\n", o.nx, ny, o.nx * ny, o.dtype,
+               devices, runtime.size());
+    fmt::print("  steps       {} (this run: {}{}), t = {:.6g}, {:.3f} s in all\n", o.steps, o.steps - start,
+               start > 0 ? fmt::format(", restarted at step {}", start) : "", time, run_time);
+    if (!std::isnan(residual)) fmt::print("  residual    {:.3e} (max |u_new - u_old| of the last step)\n", residual);
+    fmt::print("  check       max |u - lambda^n u0| = {:.3e}, tolerance {:.3e}: {}\n", check.max_error, check.tolerance,
+               check.passed() ? "passed" : "FAILED");
+    fmt::print("              max |u - exp(-(kx^2+ky^2) pi^2 alpha t) u0| = {:.3e} (truncation error, for information)\n",
+               check.max_error_continuous);
+    if (perf) {
+      fmt::print("  step time   {} (median of {} interval(s); mean {}), {:.3g} Gpoints/s\n", format_time(perf->t_step),
+                 perf->intervals, format_time(perf->t_step_mean), static_cast<double>(o.nx * ny) / perf->t_step / 1e9);
+      fmt::print("  floor       {} per step: {} read + written per device at {:.1f} GB/s (device copy, measured); "
+                 "floor / step = {:.3f}\n",
+                 format_time(perf->floor), skein::format_bytes(perf->bytes_per_step), perf->copy_gbps,
+                 perf->floor / perf->t_step);
+      fmt::print("  kernel      {} per step (device time); halo exchange {} = {:.1f} % of a step\n",
+                 format_time(perf->t_kernel), format_time(perf->t_halo), 100 * perf->t_halo / perf->t_step);
+    }
+    if (image) {
+      fmt::print("  image       {}: {} x {} pixels{}, colours from {:.3g} to {:.3g}\n", o.png, image->width, image->height,
+                 image->downsampled ? fmt::format(" (the {} x {} grid sampled: --png-size {})", o.nx, ny,
+                                                  o.png_max_side)
+                                    : "",
+                 image->min, image->max);
+    }
+    if (!o.out.empty()) {
+      fmt::print("  files       {}\n", (out_dir / "heat.h5").string());
+      if (checkpoints_written > 0 || !kept.empty()) {
+        fmt::print("  checkpoints {} written, {} kept in {}{}\n", checkpoints_written, kept.size(),
+                   (out_dir / "checkpoints").string(),
+                   kept.empty() ? "" : fmt::format(" (newest: step {})", kept.back().step));
+      }
+    }
+    if (!check.passed()) {
+      fmt::print(stderr,
+                 "skein-heat: CHECK FAILED: the final field differs from the discrete analytic solution by {:.3e}, "
+                 "{:.3g} times the tolerance {:.3e}\n",
+                 check.max_error, check.max_error / check.tolerance, check.tolerance);
+    }
+    if (!o.json_file.empty()) {
+      nlohmann::json j = {{"tool", "skein-heat"},
+                          {"api", std::string(comm.context().api().name())},
+                          {"devices", devices},
+                          {"ranks", runtime.size()},
+                          {"nx", o.nx},
+                          {"ny", ny},
+                          {"ny_per_device", o.weak ? nlohmann::json(o.ny) : nlohmann::json(nullptr)},
+                          {"weak", o.weak},
+                          {"dtype", o.dtype},
+                          {"steps", o.steps},
+                          {"start_step", start},
+                          {"time", time},
+                          {"dt", problem.dt},
+                          {"run_s", run_time},
+                          {"residual", std::isnan(residual) ? nlohmann::json(nullptr) : nlohmann::json(residual)},
+                          {"check",
+                           {{"passed", check.passed()},
+                            {"max_error", check.max_error},
+                            {"tolerance", check.tolerance},
+                            {"max_error_continuous", check.max_error_continuous}}},
+                          {"files", files}};
+      if (perf) {
+        j["t_step_s"] = perf->t_step;
+        j["t_step_mean_s"] = perf->t_step_mean;
+        j["t_kernel_s"] = perf->t_kernel;
+        j["t_halo_s"] = perf->t_halo;
+        j["halo_share"] = perf->t_halo / perf->t_step;
+        j["floor_s"] = perf->floor;
+        j["floor_ratio"] = perf->floor / perf->t_step;
+        j["copy_GBps"] = perf->copy_gbps;
+        j["bytes_per_step_per_device"] = perf->bytes_per_step;
+        j["points_per_s"] = static_cast<double>(o.nx * ny) / perf->t_step;
+        j["intervals"] = perf->intervals;
+      }
+      std::ofstream(o.json_file) << j.dump(2) << "\n";
+    }
+    std::fflush(stdout);
+  }
+  return check.passed() ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"skein-heat: 2-D heat diffusion on every device of every rank (run under mpirun), "
+               "checked against the analytic solution"};
+  Options o;
+  app.option_defaults()->always_capture_default();  // --help shows the defaults
+  app.add_option("--nx", o.nx, "Interior grid points along x (columns)")->check(CLI::Range(std::size_t{1}, (std::size_t{1} << 32) - 1));
+  app.add_option("--ny", o.ny, "Interior grid points along y (rows; per device with --weak)")
+      ->check(CLI::Range(std::size_t{1}, (std::size_t{1} << 32) - 1));
+  app.add_option("--steps", o.steps, "Time steps (the step to end at, also after --restart)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  app.add_option("--dtype", o.dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
+  app.add_option("--alpha", o.alpha, "Diffusivity");
+  app.add_option("--dt-factor", o.dt_factor, "dt = factor * min(hx, hy)^2 / alpha, in (0, 0.25]");
+  app.add_option("--modes", o.modes, "Mode KX,KY of the initial condition sin(KX pi x) sin(KY pi y)")
+      ->delimiter(',')
+      ->expected(2);
+  app.add_option("--report-every", o.report_every, "Residual and a progress line every N steps (0: only at the end)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  app.add_option("--checkpoint-every", o.checkpoint_every, "A checkpoint every N steps in DIR/checkpoints (0: none)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  app.add_option("--keep", o.keep, "Checkpoints kept (the newest; 0: all)");
+  app.add_option("--out", o.out, "Directory for heat.h5 (the final field) and checkpoints/");
+  app.add_flag("--restart", o.restart, "Continue from the newest complete checkpoint in --out");
+  app.add_flag("--overwrite", o.overwrite, "Start again even though --out holds checkpoints (deletes them)");
+  app.add_option("--png", o.png, "Write an image of the final field to this PNG file");
+  app.add_option("--png-size", o.png_max_side, "Most pixels per side of the image (larger grids are sampled)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{16384}));
+  app.add_flag("--weak", o.weak, "--ny is rows per device (global rows = ny x devices), for weak scaling");
+  app.add_option("--devices-per-rank", o.devices_per_rank, "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
+  app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    skein::PlacementOptions placement;
+    if (o.devices_per_rank > 0) placement.devices_per_rank = o.devices_per_rank;
+    skein::Runtime runtime(&argc, &argv, placement);
+    try {
+      return simulate(o, runtime);
+    } catch (const AgreedError& e) {
+      if (runtime.rank() == 0) {
+        fmt::print(stderr, "skein-heat: error: {}\n", e.info().what);
+        if (!e.info().hint.empty()) fmt::print(stderr, "  what to do: {}\n", e.info().hint);
+      }
+      return e.status();
+    } catch (const std::exception& e) {
+      // One rank failing must end the job, not leave the others waiting in a collective.
+      std::fprintf(stderr, "skein-heat: rank %d: %s\n", runtime.rank(), e.what());
+      std::fflush(stderr);
+      if (runtime.size() > 1) MPI_Abort(runtime.comm(), 2);
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    // The runtime itself failed (placement, MPI): every rank sees that on its own.
+    std::fprintf(stderr, "skein-heat: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,63 @@
+# skein-heat on 1, 2 and 4 ranks over the 4 PoCL devices of _skein_mpi_env (SKEIN_API=opencl),
+# each scenario a script (heat_check.cmake) that checks what the app wrote, independently of it:
+#   apps.heat.np1 / np2 / np4   a 37 x 41 grid (odd, split unevenly): 1 rank x 4 devices,
+#                               2 ranks x 2 devices (halos cross a device and a rank boundary),
+#                               4 ranks x 1 device; float64 and float32, two modes; the app's own
+#                               analytic check must pass and heat.h5 must hold the exact discrete
+#                               solution (heat_reference.py)
+#   apps.heat.tiny / large      3 rows on 4 devices (an empty block); a 1100 x 701 field (6 MiB)
+#   apps.heat.restart           checkpoints on 4 ranks, restarted on 2 ranks x 2 devices: the final
+#                               field bit-identical to an uninterrupted run on 1 rank x 4 devices;
+#                               a damaged checkpoint and a restart that does not fit are refused
+#   apps.heat.png               --png: a valid PNG of the grid's size, and downsampled
+#   apps.heat.bad_options       bad options exit non-zero with a message naming what was wrong
+# Each takes a few seconds in a release build (the whole set about 20 s). Under the sanitizers
+# every start of skein-heat costs 5-15 s, so the sanitizer run keeps np1, np2, tiny and restart
+# (every code path of the app but the PNG writer: one and several devices per rank, an empty
+# block, HDF5, checkpoints, restart on another rank count, the refusals) and leaves out (label
+# no-sanitizer) np4, large, png and bad_options, which add sizes and messages, not code paths,
+# and would add about 80 s there. The scripts exit 77 (skipped) when h5dump or python3 is missing.
+if(TARGET skein-heat AND SKEIN_HAS_HDF5)
+  find_program(SKEIN_H5DUMP h5dump)
+  find_program(SKEIN_PYTHON3 python3)
+  set(_heat_script ${CMAKE_CURRENT_SOURCE_DIR}/heat_check.cmake)
+  set(_heat_args -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DHEAT=$<TARGET_FILE:skein-heat>
+      -DH5DUMP=${SKEIN_H5DUMP} -DPYTHON=${SKEIN_PYTHON3}
+      -DREFERENCE=${CMAKE_CURRENT_SOURCE_DIR}/heat_reference.py -DLIMIT=240)
+
+  # NAME NP EXPECT ARGS: one run.
+  foreach(case
+      "np1|1|on 4 device(s) of 1 rank(s)|--nx;37;--ny;41;--steps;40;--dtype;float64"
+      "np2|2|on 4 device(s) of 2 rank(s)|--nx;37;--ny;41;--steps;40;--dtype;float32;--modes;2,3"
+      "np4|4|on 4 device(s) of 4 rank(s)|--nx;37;--ny;41;--steps;40;--dtype;float64;--modes;3,2;--dt-factor;0.25"
+      # 3 rows on 4 devices (one block empty, 1-row blocks), and a field of 6 MiB.
+      "tiny|2|on 4 device(s) of 2 rank(s)|--nx;1;--ny;3;--steps;7;--dtype;float64"
+      "large|2|on 4 device(s) of 2 rank(s)|--nx;1100;--ny;701;--steps;12;--dtype;float64;--modes;1,2")
+    string(REPLACE "|" ";" _fields "${case}")
+    list(GET _fields 0 _name)
+    list(GET _fields 1 _np)
+    list(GET _fields 2 _expect)
+    string(REPLACE "${_name}|${_np}|${_expect}|" "" _run_args "${case}")
+    add_test(NAME apps.heat.${_name}
+      COMMAND ${CMAKE_COMMAND} -DMODE=run -DNP=${_np} "-DEXPECT=${_expect}" "-DARGS=${_run_args}"
+              -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-${_name} ${_heat_args} -P ${_heat_script})
+    set_tests_properties(apps.heat.${_name} PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
+      ENVIRONMENT "${_skein_mpi_env}")
+  endforeach()
+  set_tests_properties(apps.heat.np4 apps.heat.large PROPERTIES LABELS "mpi;apps;no-sanitizer")
+  # 2 ranks x 2 devices, said explicitly (the even share-out gives the same on 4 devices).
+  set_tests_properties(apps.heat.np2 PROPERTIES ENVIRONMENT "${_skein_mpi_env};SKEIN_DEVICES_PER_RANK=2")
+
+  foreach(_mode restart png bad_options)
+    set(_script_mode ${_mode})
+    if(_mode STREQUAL "bad_options")
+      set(_script_mode bad)
+    endif()
+    add_test(NAME apps.heat.${_mode}
+      COMMAND ${CMAKE_COMMAND} -DMODE=${_script_mode} -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-${_mode}
+              ${_heat_args} -P ${_heat_script})
+    set_tests_properties(apps.heat.${_mode} PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
+      ENVIRONMENT "${_skein_mpi_env}")
+  endforeach()
+  set_tests_properties(apps.heat.png apps.heat.bad_options PROPERTIES LABELS "mpi;apps;no-sanitizer")
+endif()
