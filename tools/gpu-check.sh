@@ -15,10 +15,12 @@
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
-#              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios
+#              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
+#              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
 # gtest run, COLLS (default: every collective) narrows `coll`.
-# It writes these eight files and nothing else:
+# It writes these eight files, and the scaling runs' scaling-*.json and scaling-*.svg, and nothing
+# else:
 #   summary.txt      step, exit code, log of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
@@ -55,6 +57,7 @@ for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck
   bench-copy.txt bench-copy.json bench-coll.txt; do
   rm -f "$OUTDIR/$f"
 done
+rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg
 : >"$SUMMARY"
 failed=0
 
@@ -219,6 +222,20 @@ if want arrays && ((ngpu > 0)); then
         --devices-per-rank 1 --repeat 10 --json "$adir/scale-$b-${ngpu}pr.json"
       step "scale-$b-${ngpu}r1" "$OUTDIR/bench-copy.txt" timeout 300 "${one[@]}" "$b" \
         --size "$size" --devices-per-rank "$ngpu" --repeat 10 --json "$adir/scale-$b-${ngpu}r1.json"
+    done
+    # The same speed-ups as a scaling run each, in one mpirun: 1..N ranks with one GPU each, and
+    # one rank driving 1..N GPUs. The tables go to bench-copy.txt; the JSON and the plots (SVG:
+    # Skein's speed-up, the reference's, the ideal line) to OUTDIR/scaling-<op>-<ranks|1rank>.*.
+    for b in axpy sum gemm; do
+      size=4294967296
+      [[ $b == gemm ]] && size=16384
+      step "scaling-$b-ranks" "$OUTDIR/bench-copy.txt" timeout 600 mpirun -np "$ngpu" \
+        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$bench_bin" scaling --op "$b" --size "$size" \
+        --max-devices-per-rank 1 --repeat 10 --json "$OUTDIR/scaling-$b-ranks.json" \
+        --svg "$OUTDIR/scaling-$b-ranks.svg"
+      step "scaling-$b-1rank" "$OUTDIR/bench-copy.txt" timeout 600 "${one[@]}" scaling --op "$b" \
+        --size "$size" --max-devices-per-rank "$ngpu" --repeat 10 \
+        --json "$OUTDIR/scaling-$b-1rank.json" --svg "$OUTDIR/scaling-$b-1rank.svg"
     done
   fi
   step compare-arrays "$OUTDIR/bench-copy.txt" python3 tools/compare-arrays.py "$adir"
