@@ -25,6 +25,8 @@ PACKAGES=(
   python3 python3-numpy python3-h5py
   # PNG output of the apps
   libpng-dev
+  # the API reference (target docs, test docs.doxygen); no graphviz: the reference draws no graphs
+  doxygen
   # Slurm and munge for the batch scripts' test on a one-node cluster (tests/slurm); srun's pmix
   # plugin (in slurm-wlm-basic-plugins) loads the unversioned libpmix.so of libpmix-dev
   slurm-wlm munge libpmix-dev
