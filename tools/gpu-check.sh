@@ -14,13 +14,17 @@
 #   bench      the copy and kernel benchmarks
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
+#   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
+#              result; skein-heat's weak scaling against its stencil's bandwidth floor
+#              (apps.log, heat-weak-<n>.json; HEAT_NX and HEAT_NY_PER_GPU size its grid)
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
 # gtest run, COLLS (default: every collective) narrows `coll`.
-# It writes these eight files, and the scaling runs' scaling-*.json and scaling-*.svg, and nothing
-# else:
+# BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs.
+# It writes these files, and the scaling runs' scaling-*.json and scaling-*.svg, the apps'
+# apps.log and heat-weak-*.json, and nothing else:
 #   summary.txt      step, exit code, log of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
@@ -57,7 +61,7 @@ for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck
   bench-copy.txt bench-copy.json bench-coll.txt; do
   rm -f "$OUTDIR/$f"
 done
-rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg
+rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
 : >"$SUMMARY"
 failed=0
 
@@ -92,7 +96,9 @@ fi
 step configure "$OUTDIR/build.log" \
   cmake -S . -B "$BUILD_DIR" "${generator[@]}" "${cuda_root[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DSKEIN_WITH_CUDA=ON -DSKEIN_WITH_OPENCL=AUTO -DSKEIN_WITH_MPI=AUTO -DSKEIN_WITH_HDF5=AUTO
-step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS"
+targets=()
+for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"
 
 if want tests; then
   if [[ "${NO_CTEST:-0}" != 1 ]]; then
@@ -192,6 +198,47 @@ fi
 # Array kernels: one GPU against CuPy (1 GiB float32 arrays, gemm 8192^3), NVIDIA's OpenCL, and
 # the speed-up from one GPU to four (one rank per GPU, and one rank for all four) at sizes that
 # fill the GPUs (axpy and sum: 4 Gi float32 elements, 16 GiB an array; gemm: 16384^2).
+# The sample apps on 1, 2 and 4 GPUs, one rank per GPU: each run checks its own result (skein-heat
+# against the analytic solution, skein-cg its true residual, on the host too) and exits non-zero
+# when it is wrong. Then skein-heat's weak scaling: HEAT_NY_PER_GPU rows of HEAT_NX points per GPU
+# (float32; the default, 2 x 17 GB per GPU, fits an 80 GB H100 and an H200), its step time against
+# the stencil's floor (read and write the block once at the device copy bandwidth measured in the
+# same run), and the efficiency t_step(1 GPU) / t_step(n GPUs) from the JSON summaries.
+if want apps && ((ngpu > 0)); then
+  heat_bin="$BUILD_DIR/apps/skein-heat/skein-heat"
+  cg_bin="$BUILD_DIR/apps/skein-cg/skein-cg"
+  apps_tmp="$(mktemp -d)"
+  gpu_mpi=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE)
+  for n in 1 2 4; do
+    ((n <= ngpu)) || continue
+    step "heat-$n" "$OUTDIR/apps.log" timeout 300 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
+      --nx 4099 --ny 4097 --steps 400 --report-every 100 --dtype float64 --checkpoint-every 200 \
+      --out "$apps_tmp/heat-$n" --overwrite --png "$apps_tmp/heat-$n.png"
+    step "heat-f32-$n" "$OUTDIR/apps.log" timeout 300 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
+      --nx 1023 --ny 777 --steps 1000 --dtype float32
+    for dt in float32 float64; do
+      step "cg-$dt-$n" "$OUTDIR/apps.log" env SKEIN_API=cuda cmake -DMPIEXEC=mpirun \
+        -DPROGRAM="$cg_bin" -DNP="$n" -DDEVICES="$n" -DMODE=pass -DLIMIT=300 \
+        -DARGS="--nx;1024;--ny;1023;--dtype;$dt" -DDIR="$apps_tmp/cg-$dt-$n" \
+        -P tests/apps/cg_check.cmake
+    done
+  done
+  configs=1x1
+  ((ngpu >= 2)) && configs+=,2x1
+  ((ngpu >= 4)) && configs+=,4x1
+  step cg-deterministic "$OUTDIR/apps.log" env SKEIN_API=cuda cmake -DMPIEXEC=mpirun \
+    -DPROGRAM="$cg_bin" -DMODE=deterministic -DCONFIGS="$configs" -DLIMIT=300 \
+    -DARGS="--nx;1024;--ny;1023;--dtype;float32" -DDIR="$apps_tmp/cg-det" -P tests/apps/cg_check.cmake
+  for n in 1 2 4; do
+    ((n <= ngpu)) || continue
+    step "heat-weak-$n" "$OUTDIR/apps.log" timeout 600 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
+      --weak --nx "${HEAT_NX:-32768}" --ny "${HEAT_NY_PER_GPU:-131072}" --dtype float32 \
+      --steps 200 --report-every 20 --json "$OUTDIR/heat-weak-$n.json"
+  done
+  step heat-weak-eff "$OUTDIR/apps.log" python3 tools/compare-heat.py "$OUTDIR"
+  rm -rf "$apps_tmp"
+fi
+
 if want arrays && ((ngpu > 0)); then
   adir="$(mktemp -d)"
   bench_bin="$BUILD_DIR/apps/skein-bench/skein-bench"
