@@ -43,25 +43,40 @@ constexpr const char* stencil_source = R"(
 #pragma OPENCL FP_CONTRACT OFF
 #endif
 KERNEL void heat_step(GLOBAL_MEM ${T}* out, GLOBAL_MEM const ${T}* in, unsigned int nx,
-                      unsigned int rows, ${T} c0, ${T} rx, ${T} ry)
+                      unsigned int rows, unsigned int rows_per_item, ${T} c0, ${T} rx, ${T} ry)
 {
+    /* Each work item walks down its column through rows_per_item rows, keeping the rows above
+       and at its point in registers: every element of `in` is loaded from memory about once
+       (the neighbours left and right come from the same cache lines). */
     const unsigned int c = (unsigned int)get_global_id(0);
-    if (c >= nx) return;
-    const unsigned int stride = (unsigned int)get_global_size(1);
-    for (unsigned int r = (unsigned int)get_global_id(1); r < rows; r += stride) {
-        const VSIZE_T i = (VSIZE_T)(r + 1) * nx + c;
+    const unsigned int r0 = (unsigned int)get_global_id(1) * rows_per_item;
+    if (c >= nx || r0 >= rows) return;
+    const unsigned int r1 = rows - r0 < rows_per_item ? rows : r0 + rows_per_item;
+    VSIZE_T i = (VSIZE_T)(r0 + 1) * nx + c;
+    ${T} up = in[i - nx];
+    ${T} mid = in[i];
+    for (unsigned int r = r0; r < r1; ++r, i += nx) {
+        const ${T} down = in[i + nx];
         const ${T} left = c > 0 ? in[i - 1] : (${T})0;
         const ${T} right = c + 1 < nx ? in[i + 1] : (${T})0;
-        out[i] = c0 * in[i] + rx * (left + right) + ry * (in[i - nx] + in[i + nx]);
+        out[i] = c0 * mid + rx * (left + right) + ry * (up + down);
+        up = mid;
+        mid = down;
     }
 }
 )";
 
-// Work-group shape: 64 columns (coalesced rows on GPUs) x 4 rows; the rows launched are capped
-// (the kernel loops over the rest), which keeps CUDA's grid y dimension under its 65535 limit.
-constexpr std::size_t local_x = 64, local_y = 4, max_groups_y = 16384;
+// Work-group shape: 64 columns (coalesced rows on GPUs) x 4 work items down; each work item
+// takes at least 16 rows, and more where the grid's y dimension would pass CUDA's limit of 65535
+// groups.
+constexpr std::size_t local_x = 64, local_y = 4, max_groups_y = 16384, min_rows_per_item = 16;
 
 std::size_t round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m; }
+std::size_t ceil_div(std::size_t v, std::size_t m) { return (v + m - 1) / m; }
+
+std::size_t rows_per_item(std::size_t rows) {
+  return std::max(min_rows_per_item, ceil_div(rows, max_groups_y * local_y));
+}
 
 // max |a - b| over one block, on its device.
 const ReductionKernel& difference_kernel() {
@@ -160,8 +175,8 @@ PreparedKernel prepare_stencil(const DistArray& field, std::vector<std::size_t>&
   for (std::size_t d : queue.device_idxs()) global.set(d, WorkSize{local_x, local_y});
   for (const LocalBlock& b : field.blocks()) {
     if (b.rows.empty()) continue;
-    const std::size_t groups_y = std::min((b.rows.size() + local_y - 1) / local_y, max_groups_y);
-    global.set(b.device_idx, WorkSize{round_up(nx, local_x), groups_y * local_y});
+    const std::size_t items_y = ceil_div(b.rows.size(), rows_per_item(b.rows.size()));
+    global.set(b.device_idx, WorkSize{round_up(nx, local_x), round_up(items_y, local_y)});
     active.push_back(b.device_idx);
   }
   return program.kernel("heat_step").prepare(queue, LaunchSizes(std::move(global)),
@@ -188,13 +203,15 @@ void Stencil::step_block(const DistArray& in, const DistArray& out, std::size_t 
   const std::size_t dev[1] = {b.device_idx};
   const auto nx = static_cast<std::uint32_t>(in.layout().row_size());
   const auto rows = static_cast<std::uint32_t>(b.rows.size());
+  const auto per_item = static_cast<std::uint32_t>(rows_per_item(b.rows.size()));
   const Array& src = b.with_halo;
   const Array& dst = out.block(l).with_halo;
   if (problem_.dtype == Dtype::float32) {
-    kernel_.on_devices(dev, dst, src, nx, rows, static_cast<float>(problem_.c0()),
+    kernel_.on_devices(dev, dst, src, nx, rows, per_item, static_cast<float>(problem_.c0()),
                        static_cast<float>(problem_.rx()), static_cast<float>(problem_.ry()));
   } else {
-    kernel_.on_devices(dev, dst, src, nx, rows, problem_.c0(), problem_.rx(), problem_.ry());
+    kernel_.on_devices(dev, dst, src, nx, rows, per_item, problem_.c0(), problem_.rx(),
+                       problem_.ry());
   }
 }
 
