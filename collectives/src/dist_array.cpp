@@ -784,7 +784,17 @@ void DistArray::set(const DistArray& source) const {
                        "local block {} of the source is on context device {}, this one's on {}", l,
                        source.blocks_[l].device_idx, blocks_[l].device_idx);
     }
-    if (!blocks_[l].rows.empty()) blocks_[l].interior.set(source.blocks_[l].interior);
+  }
+  // The copies run on this array's queue. A source on another queue is joined as skein::dist's
+  // operations join their operands (device-side waits; the host never blocks): the copies start
+  // after the work already on the source's queue, and the source's later work after the copies.
+  const bool other_queue = !(source.queue_ == queue_);
+  for (std::size_t l = 0; l < blocks_.size(); ++l) {
+    if (blocks_[l].rows.empty()) continue;
+    const std::size_t d = blocks_[l].device_idx;
+    if (other_queue) queue_.wait_for(source.queue_.record_marker(d), d);
+    blocks_[l].interior.set(source.blocks_[l].interior);
+    if (other_queue) source.queue_.wait_for(queue_.record_marker(d), d);
   }
 }
 

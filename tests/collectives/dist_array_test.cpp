@@ -431,6 +431,38 @@ TEST_P(DistArrays, ScatterLocalGatherLocalAndViews) {
   expect_same(e.all_gather<double>(), std::vector<double>(shape_size(shape), 0.0), "fill_zero");
 }
 
+// DistArray::set with a source on another queue (each DistArray made without a queue has its
+// own): the copies start after the work queued on the source's queue before the call, and the
+// source's later work does not overtake them. Nothing on the host waits in between. The writes on
+// the source's queue are slow on purpose (each element spins first; `mask` is 0 but the compiler
+// cannot know it), so that a copy that did not wait for them would read the old values.
+TEST_P(DistArrays, SetJoinsASourceOnAnotherQueue) {
+  const Shape shape{(std::size_t(1) << 18) + 5};  // 1 MiB of uint32, odd
+  const std::size_t n = shape_size(shape);
+  const ElementwiseKernel slow_fill(
+      "uint32 v, uint32 spins, uint32 mask", "uint32 y",
+      "unsigned int s = (unsigned int)i; "
+      "for (unsigned int k = 0; k < spins; ++k) s = s * 1664525u + 1013904223u; "
+      "y = v + (s & mask)",
+      {.name = "dist_set_slow_fill"});
+  DistArray src(*s_.comm, shape, Dtype::uint32);
+  DistArray dst(*s_.comm, src.layout(), Dtype::uint32);
+  ASSERT_FALSE(src.queue() == dst.queue());
+  const auto fill = [&](std::uint32_t v) {
+    dist::elementwise(slow_fill, {Operand(v), Operand(std::uint32_t{1000}), Operand(std::uint32_t{0}), src});
+  };
+  for (std::uint32_t round = 1; round <= 2; ++round) {
+    const std::uint32_t before = round, after = 10 + round;
+    fill(before);     // enqueued on src's queue
+    dst.set(src);     // on dst's queue: must see `before`
+    fill(after);      // on src's queue: must not overtake the copy
+    expect_same(dst.all_gather<std::uint32_t>(), std::vector<std::uint32_t>(n, before),
+                fmt::format("round {}: set after a slow write on the source's queue", round));
+    expect_same(src.all_gather<std::uint32_t>(), std::vector<std::uint32_t>(n, after),
+                fmt::format("round {}: the source's later write", round));
+  }
+}
+
 TEST_P(DistArrays, EmptyBlocksHaveNoRowsAndNoHalo) {
   const std::size_t M = s_.M();
   if (M < 2) GTEST_SKIP() << "needs two members";

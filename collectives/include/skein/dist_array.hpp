@@ -268,7 +268,10 @@ class DistArray {
   void exchange_halos() const;
 
   // Not collective: device-to-device copy of every local block (interior rows) from `source`,
-  // which must have the same layout and dtype and live on the same devices.
+  // which must have the same layout and dtype and live on the same devices. The copies run on
+  // this array's queue; a source on another queue is joined (device-side waits, as skein::dist's
+  // operations do): the copies start after the work already queued on the source's queue, and
+  // work queued there later starts after them.
   void set(const DistArray& source) const;
   // Not collective: zeros in every local block, halo rows included.
   void fill_zero() const;
