@@ -32,9 +32,21 @@ std::size_t rows_per_slice(std::size_t nx, Dtype dtype) {
   return std::max<std::size_t>(1, slice_bytes / (nx * std::max<std::size_t>(itemsize(dtype), 8)));
 }
 
-// One source for both backends. Work item (c, r) updates column c of local rows r, r + G, ...
-// (G: the launched rows), so that a block of any height fits the grid limits of the device.
-// `in` and `out` are the blocks with their halo rows: interior row r is row r + 1 there.
+// Calls f(block, r0, r1) for the local rows [r0, r1) of every local block, a slice of at most
+// rows_per_slice() rows at a time: the host never holds more than one slice of a field that
+// fills a GPU.
+template <class F>
+void for_each_slice(const DistArray& u, std::size_t nx, Dtype dtype, F&& f) {
+  const std::size_t chunk = rows_per_slice(nx, dtype);
+  for (const LocalBlock& b : u.blocks()) {
+    for (std::size_t r0 = 0; r0 < b.rows.size(); r0 += chunk) f(b, r0, std::min(b.rows.size(), r0 + chunk));
+  }
+}
+
+// One source for both backends. Work item (c, j) updates column c of the local rows
+// [j K, (j + 1) K) (K = rows_per_item, at least 16, more where a tall block would pass the
+// device's grid limits). `in` and `out` are the blocks with their halo rows: interior row r is
+// row r + 1 there.
 // FP contraction is off (here for OpenCL, --fmad=false for NVRTC): every element is computed
 // with the same roundings on every device and in every work group, so the field does not depend
 // on how the grid is split, and a restarted run matches an uninterrupted one bit for bit.
@@ -246,19 +258,15 @@ void set_initial_as(const DistArray& u, const Problem& p) {
   const std::size_t nx = p.nx;
   std::vector<double> sx(nx);
   for (std::size_t c = 0; c < nx; ++c) sx[c] = p.mode_x(c);
-  const std::size_t chunk = rows_per_slice(nx, p.dtype);
   std::vector<T> host;
-  for (const LocalBlock& b : u.blocks()) {
-    for (std::size_t r0 = 0; r0 < b.rows.size(); r0 += chunk) {
-      const std::size_t r1 = std::min(b.rows.size(), r0 + chunk);
-      host.resize((r1 - r0) * nx);
-      for (std::size_t r = r0; r < r1; ++r) {
-        const double sy = p.mode_y(b.rows.begin + r);
-        for (std::size_t c = 0; c < nx; ++c) host[(r - r0) * nx + c] = static_cast<T>(sy * sx[c]);
-      }
-      b.interior.slice(r0, r1).set(std::span<const T>(host));
+  for_each_slice(u, nx, p.dtype, [&](const LocalBlock& b, std::size_t r0, std::size_t r1) {
+    host.resize((r1 - r0) * nx);
+    for (std::size_t r = r0; r < r1; ++r) {
+      const double sy = p.mode_y(b.rows.begin + r);
+      for (std::size_t c = 0; c < nx; ++c) host[(r - r0) * nx + c] = static_cast<T>(sy * sx[c]);
     }
-  }
+    b.interior.slice(r0, r1).set(std::span<const T>(host));
+  });
 }
 
 template <class T>
@@ -275,27 +283,23 @@ CheckResult check_as(const DistArray& u, const Problem& p, std::int64_t step) {
   const double continuous = p.continuous_decay(static_cast<double>(step) * p.dt);
 
   double errors[2] = {0, 0};  // discrete, continuous
-  const std::size_t chunk = rows_per_slice(nx, p.dtype);
   std::vector<T> host;
-  for (const LocalBlock& b : u.blocks()) {
-    for (std::size_t r0 = 0; r0 < b.rows.size(); r0 += chunk) {
-      const std::size_t r1 = std::min(b.rows.size(), r0 + chunk);
-      host.resize((r1 - r0) * nx);
-      b.interior.slice(r0, r1).get(std::span<T>(host));
-      for (std::size_t r = r0; r < r1; ++r) {
-        const double sy = p.mode_y(b.rows.begin + r);
-        for (std::size_t c = 0; c < nx; ++c) {
-          const double v = static_cast<double>(host[(r - r0) * nx + c]);
-          const double u0 = sy * sx[c];
-          // NaN compares false: count it as an infinite error, not as none.
-          const double e = std::abs(v - discrete * u0);
-          errors[0] = std::isnan(e) ? INFINITY : std::max(errors[0], e);
-          const double ec = std::abs(v - continuous * u0);
-          errors[1] = std::isnan(ec) ? INFINITY : std::max(errors[1], ec);
-        }
+  for_each_slice(u, nx, p.dtype, [&](const LocalBlock& b, std::size_t r0, std::size_t r1) {
+    host.resize((r1 - r0) * nx);
+    b.interior.slice(r0, r1).get(std::span<T>(host));
+    for (std::size_t r = r0; r < r1; ++r) {
+      const double sy = p.mode_y(b.rows.begin + r);
+      for (std::size_t c = 0; c < nx; ++c) {
+        const double v = static_cast<double>(host[(r - r0) * nx + c]);
+        const double u0 = sy * sx[c];
+        // NaN compares false: count it as an infinite error, not as none.
+        const double e = std::abs(v - discrete * u0);
+        errors[0] = std::isnan(e) ? INFINITY : std::max(errors[0], e);
+        const double ec = std::abs(v - continuous * u0);
+        errors[1] = std::isnan(ec) ? INFINITY : std::max(errors[1], ec);
       }
     }
-  }
+  });
   MPI_Allreduce(MPI_IN_PLACE, errors, 2, MPI_DOUBLE, MPI_MAX, u.communicator().mpi_comm());
   CheckResult result;
   result.max_error = errors[0];
