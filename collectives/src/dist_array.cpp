@@ -25,6 +25,7 @@
 #include <optional>
 
 #include "errors.hpp"
+#include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/error.hpp"
 
@@ -785,17 +786,17 @@ void DistArray::set(const DistArray& source) const {
                        source.blocks_[l].device_idx, blocks_[l].device_idx);
     }
   }
-  // The copies run on this array's queue. A source on another queue is joined as skein::dist's
-  // operations join their operands (device-side waits; the host never blocks): the copies start
-  // after the work already on the source's queue, and the source's later work after the copies.
-  const bool other_queue = !(source.queue_ == queue_);
+  // The copies run on this array's queue; a source on another queue is joined as skein::dist's
+  // operations join their operands: the copies start after the work already on the source's
+  // queue, and the source's later work after the copies.
+  std::vector<std::size_t> devices;
+  for (const auto& b : blocks_) devices.push_back(b.device_idx);
+  detail::Ordering order(queue_, std::move(devices));
+  order.join(source.queue_);
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
-    if (blocks_[l].rows.empty()) continue;
-    const std::size_t d = blocks_[l].device_idx;
-    if (other_queue) queue_.wait_for(source.queue_.record_marker(d), d);
-    blocks_[l].interior.set(source.blocks_[l].interior);
-    if (other_queue) source.queue_.wait_for(queue_.record_marker(d), d);
+    if (!blocks_[l].rows.empty()) blocks_[l].interior.set(source.blocks_[l].interior);
   }
+  order.release();
 }
 
 void DistArray::fill_zero() const {

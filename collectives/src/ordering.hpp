@@ -1,0 +1,49 @@
+// Ordering work across queues, for the distributed arrays (dist_array.cpp) and their operations
+// (dist_ops.cpp).
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "skein/queue.hpp"
+
+namespace skein::detail {
+
+// Operands may use different queues (a DistArray or ReplicatedArray makes its own unless it is
+// given one), while an operation enqueues its work on one queue. So that calls stay ordered on
+// each operand's queue, the work first waits for what the other operands' queues already hold on
+// the local devices, and their later work waits for it (device-side markers, untimed events;
+// nothing blocks): a write through another operand's queue neither overtakes nor is overtaken by
+// the operation.
+class Ordering {
+ public:
+  Ordering(const Queue& work, std::vector<std::size_t> devices)
+      : work_(work), devices_(std::move(devices)) {}
+
+  // Work enqueued on the work queue from now on runs after what `queue` holds now.
+  void join(const Queue& queue) {
+    if (queue == work_) return;
+    for (const auto& q : others_) {
+      if (q == queue) return;
+    }
+    for (std::size_t d : devices_) work_.wait_for(queue.record_marker(d), d);
+    others_.push_back(queue);
+  }
+
+  // Work enqueued on the joined queues from now on runs after what the work queue holds now.
+  void release() const {
+    if (others_.empty()) return;
+    for (std::size_t d : devices_) {
+      const Event done = work_.record_marker(d);
+      for (const auto& q : others_) q.wait_for(done, d);
+    }
+  }
+
+ private:
+  Queue work_;
+  std::vector<std::size_t> devices_;
+  std::vector<Queue> others_;
+};
+
+}  // namespace skein::detail
