@@ -9,7 +9,12 @@
 # all cores) can be overridden. STEPS (default: all) picks groups of steps, comma-separated:
 #   tests      ctest, the gtest suite, skein-info
 #   mpi        the MPI suite over NCCL (one GPU per rank, one rank for every GPU) and the fault
-#              scenarios over NCCL
+#              scenarios: ranks sharing the first GPU (MPI backend; NCCL refused), and over NCCL
+#              with one GPU per rank where there are two or more
+#   demo       the README's demo (tools/quickstart.sh demo) and skein-heat on two ranks sharing
+#              the first GPU
+#   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
+#              MPI backend on two ranks sharing a GPU, NCCL on every GPU (two or more)
 #   memcheck   the CUDA tests under compute-sanitizer
 #   bench      the copy and kernel benchmarks
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
@@ -125,22 +130,68 @@ if want mpi && ((ngpu > 0)); then
     -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
   step mpi-nccl-1rank "$OUTDIR/ctest.log" timeout 900 mpirun -np 1 -x SKEIN_API=cuda \
     -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+  fault_bin="$BUILD_DIR/tests/skein-collectives-fault"
+  # fault NAME NP LIMIT EXPECT VAR=VALUE...: one fault scenario on CUDA, checked as ctest checks
+  # them on PoCL (tests/collectives/check_fault.cmake).
+  fault() {
+    local name="$1" np="$2" limit="$3" expect="$4"
+    shift 4
+    step "fault-$name" "$OUTDIR/ctest.log" env SKEIN_API=cuda "$@" \
+      cmake -DMPIEXEC=mpirun -DNP="$np" -DMODE="${FAULT_MODE:-$name}" -DPROGRAM="$fault_bin" \
+      -DLIMIT="$limit" -DEXPECT="$expect" -P tests/collectives/check_fault.cmake
+  }
+  # Two ranks sharing the first GPU (any machine with one): the automatic choice is MPI, and the
+  # MPI backend's faults; NCCL forced onto the shared GPU is refused before NCCL is called.
+  export SKEIN_SHARE_DEVICES=1 CUDA_VISIBLE_DEVICES_SAVED="${CUDA_VISIBLE_DEVICES-}"
+  export CUDA_VISIBLE_DEVICES=0
+  fault shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+  FAULT_MODE=shared fault shared_nccl 2 60 zero SKEIN_BACKEND=nccl
+  for f in count dtype reduction root operation; do
+    FAULT_MODE=$f fault "$f-shared" 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+  done
+  FAULT_MODE=late fault late-shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
+  FAULT_MODE=tiny fault tiny-shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=0.000001
+  unset SKEIN_SHARE_DEVICES
+  if [[ -n "$CUDA_VISIBLE_DEVICES_SAVED" ]]; then export CUDA_VISIBLE_DEVICES="$CUDA_VISIBLE_DEVICES_SAVED"; else unset CUDA_VISIBLE_DEVICES; fi
   if ((ngpu >= 2)); then
-    # Up to 3 ranks (rank 1 is the one that skips or dies), one GPU each: NCCL refuses a GPU twice.
+    # Over NCCL: up to 3 ranks (rank 1 is the one that differs, skips or dies), one GPU each.
     fnp=$((ngpu < 3 ? ngpu : 3))
-    fault=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_COLLECTIVE_TIMEOUT=5)
-    fault_bin="$BUILD_DIR/tests/skein-collectives-fault"
-    step fault-mismatch "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
-      -x SKEIN_CHECK_COLLECTIVES=1 "$fault_bin" mismatch
-    step fault-skip "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
-      -x SKEIN_CHECK_COLLECTIVES=0 "$fault_bin" skip
-    step fault-skip-chk "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
-      -x SKEIN_CHECK_COLLECTIVES=1 "$fault_bin" skip
-    step fault-skip-nb "$OUTDIR/ctest.log" timeout 60 mpirun -np "$fnp" "${fault[@]}" \
-      -x SKEIN_CHECK_COLLECTIVES=0 -x SKEIN_NCCL_BLOCKING=0 "$fault_bin" skip
-    step fault-kill "$OUTDIR/ctest.log" env SKEIN_API=cuda SKEIN_COLLECTIVE_TIMEOUT=5 \
-      cmake -DMPIEXEC=mpirun -DNP="$fnp" -DPROGRAM="$fault_bin" -DLIMIT=45 \
-      -P tests/collectives/check_fault_kill.cmake
+    for f in count dtype reduction root operation; do
+      FAULT_MODE=$f fault "$f-nccl" "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+    done
+    FAULT_MODE=skip fault skip-nccl "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5
+    FAULT_MODE=skip fault skip-nccl-unchecked "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
+      SKEIN_CHECK_COLLECTIVES=0
+    FAULT_MODE=skip fault skip-nccl-nb "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
+      SKEIN_NCCL_BLOCKING=0
+    FAULT_MODE=late fault late-nccl 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
+    FAULT_MODE=kill fault kill-nccl "$fnp" 45 nonzero SKEIN_COLLECTIVE_TIMEOUT=5
+  fi
+fi
+
+# The README's demo (tools/quickstart.sh demo: skein-heat on two ranks) as a one-GPU machine runs
+# it: both ranks share the first GPU, so the automatic choice is the MPI backend.
+if want demo && ((ngpu > 0)); then
+  step demo "$OUTDIR/apps.log" env CUDA_VISIBLE_DEVICES=0 SKEIN_SKIP_DEPS=1 BUILD_DIR="$BUILD_DIR" \
+    bash tools/quickstart.sh demo
+  step heat-shared "$OUTDIR/apps.log" env CUDA_VISIBLE_DEVICES=0 SKEIN_SHARE_DEVICES=1 \
+    timeout 300 mpirun -np 2 --oversubscribe -x CUDA_VISIBLE_DEVICES -x SKEIN_SHARE_DEVICES \
+    "$BUILD_DIR/apps/skein-heat/skein-heat" --nx 2049 --ny 2051 --steps 200 --report-every 100 \
+    --out "$(mktemp -d)" --overwrite
+fi
+
+# The agreement check's cost on the 8-byte all_reduce, on and off in one run: the MPI backend on
+# two ranks sharing the first GPU, and NCCL with one GPU per rank where there are two or more.
+if want agree && ((ngpu > 0)); then
+  coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
+  step agree-mpi "$OUTDIR/bench-coll.txt" timeout 300 env CUDA_VISIBLE_DEVICES=0 \
+    SKEIN_SHARE_DEVICES=1 mpirun -np 2 --oversubscribe -x SKEIN_API=cuda -x SKEIN_SHARE_DEVICES \
+    -x CUDA_VISIBLE_DEVICES "$coll_bin" --coll all_reduce --backend mpi -b 8 -n 2000 -w 200 \
+    --devices-per-rank 1 --agreement-cost 9
+  if ((ngpu >= 2)); then
+    step agree-nccl "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" --coll all_reduce --backend nccl -b 8 \
+      -n 2000 -w 200 --devices-per-rank 1 --agreement-cost 9
   fi
 fi
 

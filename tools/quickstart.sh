@@ -37,8 +37,14 @@ case "$mode" in
     ;;
 esac
 
-echo "== quickstart: installing dependencies"
-bash "$ROOT/tools/install-deps.sh"
+# SKEIN_SKIP_DEPS=1 leaves the packages alone (a machine with no package registry, whose
+# libraries are already there: the GPU machines).
+if [[ "${SKEIN_SKIP_DEPS:-0}" == 1 ]]; then
+  echo "== quickstart: SKEIN_SKIP_DEPS=1: not installing dependencies"
+else
+  echo "== quickstart: installing dependencies"
+  bash "$ROOT/tools/install-deps.sh"
+fi
 
 echo "== quickstart: building into $BUILD_DIR"
 bash "$ROOT/tools/build.sh" "$BUILD_DIR"

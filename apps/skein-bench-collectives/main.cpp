@@ -196,6 +196,9 @@ struct Options {
   std::string json_file;
   // Also time the staging floor of an all_reduce through host MPI (see Bench::measure_floor).
   bool floor = false;
+  // > 0: measure the agreement check's cost instead (see bench_agreement_cost), in this many
+  // alternating rounds.
+  int agreement_rounds = 0;
 };
 
 // The MPI datatype of a host buffer of `t`, for the staging floor's MPI_Allreduce.
@@ -568,12 +571,81 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
   return wrong_total ? 1 : 0;
 }
 
+// The agreement check's cost: the collective at --minbytes over two communicators of the same
+// ranks and devices, one with the check on (SKEIN_CHECK_COLLECTIVES=1, the default) and one with it
+// off, timed in alternating rounds (each round: warm-up, then --iters calls, as a table row) in
+// one run. Rank 0 prints every round and the medians; the JSON file gets them too.
+int bench_agreement_cost(const Options& o, const skein::Runtime& runtime) {
+  setenv("SKEIN_CHECK_COLLECTIVES", "1", 1);
+  skein::Communicator on(runtime, o.backend);
+  setenv("SKEIN_CHECK_COLLECTIVES", "0", 1);
+  skein::Communicator off(runtime, o.backend);
+  unsetenv("SKEIN_CHECK_COLLECTIVES");
+  Bench bench_on(o, runtime, on), bench_off(o, runtime, off);
+  const std::size_t count = std::max<std::size_t>(bench_on.count_for(o.min_bytes), 1);
+  const bool printer = runtime.rank() == 0;
+  if (printer) {
+    std::printf("# skein-bench-collectives --agreement-cost: %s of %zu B over %s, %zu member(s) on "
+                "%d rank(s), %d rounds of %d calls (after %d warm-up calls), check on and off "
+                "alternating\n",
+                o.coll->name, bench_on.size_bytes(count), on.backend_description().c_str(),
+                on.size(), runtime.size(), o.agreement_rounds, o.iters, o.warmup);
+    std::printf("# %5s  %12s  %12s  %12s\n", "round", "on (us)", "off (us)", "on - off (us)");
+  }
+  std::vector<double> t_on, t_off;
+  long long wrong = 0;
+  for (int r = 0; r < o.agreement_rounds; ++r) {
+    // Which goes first alternates, so that neither always follows the other.
+    Measurement a, b;
+    if (r % 2 == 0) {
+      a = bench_on.measure(count, false);
+      b = bench_off.measure(count, false);
+    } else {
+      b = bench_off.measure(count, false);
+      a = bench_on.measure(count, false);
+    }
+    wrong += std::max(a.wrong, 0LL) + std::max(b.wrong, 0LL);
+    t_on.push_back(a.time_us);
+    t_off.push_back(b.time_us);
+    if (printer) {
+      std::printf("  %5d  %12.3f  %12.3f  %12.3f\n", r, a.time_us, b.time_us, a.time_us - b.time_us);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  const double m_on = median(t_on), m_off = median(t_off);
+  if (printer) {
+    std::printf("# median: check on %.3f us, off %.3f us per call: the check costs %.3f us "
+                "(#wrong %lld)\n",
+                m_on, m_off, m_on - m_off, wrong);
+    if (!o.json_file.empty()) {
+      nlohmann::json out{{"benchmark", "agreement-cost"},
+                         {"collective", o.coll->name},
+                         {"bytes", bench_on.size_bytes(count)},
+                         {"backend", on.backend_description()},
+                         {"members", on.size()},
+                         {"ranks", runtime.size()},
+                         {"iters", o.iters},
+                         {"rounds_on_us", t_on},
+                         {"rounds_off_us", t_off},
+                         {"median_on_us", m_on},
+                         {"median_off_us", m_off},
+                         {"cost_us", m_on - m_off},
+                         {"wrong", wrong}};
+      std::ofstream(o.json_file) << out.dump(2) << "\n";
+    }
+  }
+  return wrong ? 1 : 0;
+}
+
 int run(const Options& o, int* argc, char*** argv) {
   skein::PlacementOptions placement;
   placement.devices_per_rank = o.devices_per_rank;
   skein::Runtime runtime(argc, argv, placement);
   try {
-    return bench_all_sizes(o, runtime);
+    return o.agreement_rounds > 0 ? bench_agreement_cost(o, runtime) : bench_all_sizes(o, runtime);
   } catch (const std::exception& e) {
     // One rank failing must end the job, not leave the others waiting in a collective (or in
     // MPI_Finalize, which the runtime's destructor would call next).
@@ -622,6 +694,11 @@ int main(int argc, char** argv) {
                "all_reduce only, one device per rank: also time its floor through host MPI "
                "(device->host copy, MPI_Allreduce, host->device copy) and print Skein's "
                "out-of-place time against it");
+  app.add_option("--agreement-cost", o.agreement_rounds,
+                 "Instead of the table: time the collective at --minbytes with the agreement "
+                 "check on and off (SKEIN_CHECK_COLLECTIVES=1 / 0, set by the program) in this "
+                 "many alternating rounds, and print the medians")
+      ->check(CLI::Range(1, 1000));
   app.set_version_flag("--version", SKEIN_VERSION_STRING);
   CLI11_PARSE(app, argc, argv);
 

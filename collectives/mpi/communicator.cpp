@@ -625,6 +625,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
     }
     // The staged inputs (and, for a barrier, the queues' earlier work) must be complete.
     for (auto* q : queues) q->synchronize();
+    // The agreement check ran alongside the staging: nothing goes to another rank unless every
+    // rank makes the same call.
+    for (const auto& c : calls) {
+      if (c.agreement != nullptr) c.agreement->complete();
+    }
     std::vector<MPI_Request> requests;
     for (auto& p : plans) start(p, next_slot, requests);
     std::string what;

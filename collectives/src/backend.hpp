@@ -49,6 +49,18 @@ struct CallProfile {
 };
 CallProfile& call_profile();
 
+// The agreement check of a call that a synchronous backend runs (the MPI backend): started by the
+// front-end before run(), completed by the backend once the inputs are staged and before any data
+// goes to another rank, so that the exchange overlaps the staging and a mismatch (raised as
+// LogicError by complete()) never reaches MPI's buffers.
+class AgreementStep {
+ public:
+  virtual void complete() = 0;
+
+ protected:
+  ~AgreementStep() = default;
+};
+
 struct CollectiveCall {
   CollectiveOp op = CollectiveOp::all_reduce;
   ReduceOp reduce_op = ReduceOp::sum;
@@ -67,6 +79,9 @@ struct CollectiveCall {
   // abort() (again: abort() must be idempotent) and raises the TimeoutError the user sees.
   // time_point::max(): no limit.
   CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
+  // Set by the front-end for synchronous backends: complete() it before data leaves this rank
+  // (asynchronous backends ignore it: the front-end compares their calls alongside).
+  AgreementStep* agreement = nullptr;
 };
 
 // The layout of a communicator: which (MPI rank, local device) each member is.
@@ -96,6 +111,13 @@ class CollectiveBackendAdapter {
   // For the watchdog: a backend error that arrived asynchronously ("" when none).
   virtual std::string async_error() = 0;
 };
+
+// For the tests: `comm`'s front-end compares its calls across ranks as it does for an
+// asynchronous backend (returning before the comparison; the watchdog compares them alongside),
+// whatever the backend, so that the path NCCL takes runs where there is no GPU. Call it right
+// after construction. by_watchdog=false: the calling thread compares them at the next call, as
+// below MPI_THREAD_MULTIPLE.
+void compare_alongside_for_testing(Communicator& comm, bool by_watchdog = true);
 
 #if SKEIN_HAS_MPI
 // The backends' factories. `comm` is the communicator's own duplicate of the user's communicator

@@ -32,11 +32,23 @@
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
+#include "skein/config.hpp"
+#if SKEIN_HAS_MPI
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
 #include "adapter.hpp"
 #include "backend.hpp"
 #include "errors.hpp"
 #include "front.hpp"
 #include "mpi_util.hpp"
+#include "placement.hpp"
+#include "skein/device.hpp"
 #include "skein/error.hpp"
 
 namespace skein {
@@ -96,22 +108,32 @@ long long ns_since(CollectiveClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(CollectiveClock::now() - t).count();
 }
 
-// SKEIN_CHECK_COLLECTIVES: unset -> on in debug builds only; "1" on; "0" off.
+// SKEIN_CHECK_COLLECTIVES: unset or empty -> on (every build); "1" on; "0" off.
 bool agreement_check_from_environment() {
   const char* value = std::getenv("SKEIN_CHECK_COLLECTIVES");
-  if (!value) {
-#ifndef NDEBUG
-    return true;
-#else
-    return false;
-#endif
-  }
+  if (!value || *value == '\0') return true;
   const std::string v(value);
   if (v == "1") return true;
   if (v == "0") return false;
   detail::raise_in(SKEIN_HERE, "Communicator", "Set SKEIN_CHECK_COLLECTIVES to 1 or 0, or unset it.",
                    "SKEIN_CHECK_COLLECTIVES={} is invalid: it takes 1 (check that the ranks make "
-                   "the same collective calls) or 0 (do not)",
+                   "the same collective calls; the default) or 0 (do not)",
+                   v);
+}
+
+// SKEIN_BACKEND: unset or empty -> what the program asked for; "auto", "nccl" or "mpi" replace a
+// request for CollectiveBackend::automatic (an explicit choice in the code wins).
+std::optional<CollectiveBackend> backend_from_environment() {
+  const char* value = std::getenv("SKEIN_BACKEND");
+  if (!value || *value == '\0') return std::nullopt;
+  const std::string v(value);
+  if (v == "auto") return CollectiveBackend::automatic;
+  if (v == "nccl") return CollectiveBackend::nccl;
+  if (v == "mpi") return CollectiveBackend::mpi;
+  detail::raise_in(SKEIN_HERE, "Communicator",
+                   "Set SKEIN_BACKEND to auto, nccl or mpi, or unset it.",
+                   "SKEIN_BACKEND={} is invalid: it takes auto (NCCL when every rank has CUDA "
+                   "devices of its own, else MPI), nccl or mpi",
                    v);
 }
 
@@ -148,6 +170,40 @@ struct Fingerprint {
   std::int32_t reduction = -1;  // -1: not applicable
 };
 
+// The fingerprint as one 64-bit value (splitmix64 over its fields): the ranks compare digests,
+// and only after a mismatch the fingerprints themselves, to say what differs.
+std::uint64_t digest(const Fingerprint& f) {
+  auto mix = [](std::uint64_t h, std::uint64_t v) {
+    std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  std::uint64_t h = 0x5ce1'a5ce'1a5c'e1a5ULL;
+  h = mix(h, f.sequence);
+  h = mix(h, f.count);
+  h = mix(h, static_cast<std::uint32_t>(f.op));
+  h = mix(h, static_cast<std::uint32_t>(f.dtype));
+  h = mix(h, static_cast<std::uint32_t>(f.root));
+  h = mix(h, static_cast<std::uint32_t>(f.reduction));
+  return h;
+}
+
+// "all_reduce #7" and "Communicator::all_reduce": a fingerprint's call, for messages.
+std::string label_of(const Fingerprint& f) {
+  return fmt::format("{} #{}", name(static_cast<CollectiveOp>(f.op)), f.sequence);
+}
+std::string call_of(const Fingerprint& f) {
+  return fmt::format("Communicator::{}", name(static_cast<CollectiveOp>(f.op)));
+}
+
+// 64-bit FNV-1a of a string (device identities).
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
 std::string ranks_list(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
 }
@@ -156,7 +212,9 @@ std::string ranks_list(const std::vector<int>& ranks) {
 
 struct Communicator::Impl {
 #if SKEIN_HAS_MPI
-  MPI_Comm comm = MPI_COMM_NULL;  // Skein's own duplicate, with MPI_ERRORS_RETURN
+  MPI_Comm comm = MPI_COMM_NULL;       // Skein's own duplicate, with MPI_ERRORS_RETURN
+  MPI_Comm fp_comm = MPI_COMM_NULL;    // the agreement check's digests
+  MPI_Comm diag_comm = MPI_COMM_NULL;  // the fingerprints themselves, after a mismatch
 #endif
   int mpi_rank = 0;
   int mpi_size = 1;
@@ -166,6 +224,12 @@ struct Communicator::Impl {
   std::size_t first_member = 0;
   std::unique_ptr<detail::CollectiveBackendAdapter> backend;
   bool check_agreement = false;
+  // MPI_THREAD_MULTIPLE: the watchdog posts and tests an asynchronous backend's agreement
+  // exchanges; below it, the calling thread does, at the next call.
+  bool thread_multiple = false;
+  // Whether calls return before their agreement exchange is compared (asynchronous backends; the
+  // tests also set it for the MPI backend, see compare_alongside_for_testing).
+  bool async_agreement = false;
   double timeout_s = 300.0;
   std::uint64_t collective_sequence = 0;
   std::uint64_t p2p_sequence = 0;
@@ -173,6 +237,43 @@ struct Communicator::Impl {
   std::uint64_t group_sequence = 0;
   // Set once the backend was aborted: every later call raises this.
   std::string broken;
+
+  // One call's agreement check: its fingerprint, and the MPI_Iallreduce (MPI_MAX over the digest
+  // and its complement: every rank learns the largest and the smallest digest) that compares it.
+  // Shared, so that a request MPI still owns after a failure keeps its buffers (keep_until_exit).
+  struct Exchange {
+    Fingerprint mine;
+    std::uint64_t send[2] = {0, 0};
+    std::uint64_t recv[2] = {0, 0};
+#if SKEIN_HAS_MPI
+    MPI_Request request = MPI_REQUEST_NULL;
+#endif
+    bool posted = false;
+    bool done = false;
+    bool abandoned = false;   // given up on: registered with detail::abandon once
+    bool persistent = false;  // went through the persistent request (below)
+  };
+#if SKEIN_HAS_MPI
+  // A synchronous backend's exchanges, one at a time: a persistent MPI_Allreduce (MPI 4, or Open
+  // MPI's MPIX_ extension), so that starting one costs a fraction of a microsecond instead of the
+  // few microseconds of building a non-blocking collective's schedule each call. Shared, like an
+  // Exchange, for its buffers' sake.
+  struct Persistent {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::uint64_t send[2] = {0, 0};
+    std::uint64_t recv[2] = {0, 0};
+  };
+  std::shared_ptr<Persistent> persistent;
+  void make_persistent();
+#endif
+
+  // What the watchdog found: kinds of failure the next call raises.
+  enum class Failure { timeout, error, mismatch };
+  struct Verdict {
+    Failure kind;
+    std::string message;
+    std::string call;  // mismatch: the call that differed
+  };
 
   // The watchdog of asynchronous backends.
   struct Watch {
@@ -183,21 +284,27 @@ struct Communicator::Impl {
   };
   std::mutex mutex;
   std::condition_variable wake;
+  std::condition_variable settled;  // the exchanges in flight went to zero, or a failure
   std::deque<Watch> watches;
+  std::deque<std::shared_ptr<Exchange>> exchanges;  // asynchronous backends: queued by the calls
+  std::deque<std::shared_ptr<Exchange>> in_flight;  // posted, not yet compared (the watchdog's,
+                                                    // or the calling thread's below MULTIPLE)
   std::optional<Watch> in_call;  // the call now running on the host (asynchronous backends)
-  std::optional<std::pair<bool, std::string>> watchdog_failure;  // (timed out?, message)
+  std::optional<Verdict> watchdog_failure;
   bool stop = false;
   std::thread watchdog;
 
   explicit Impl(Context c) : context(std::move(c)) {}
   ~Impl();
 
-  CollectiveClock::time_point deadline() const {
-    if (timeout_s <= 0) return CollectiveClock::time_point::max();
+  CollectiveClock::time_point deadline() const { return deadline_in(timeout_s); }
+  static CollectiveClock::time_point deadline_in(double seconds) {
+    if (seconds <= 0) return CollectiveClock::time_point::max();
     return CollectiveClock::now() +
-           std::chrono::duration_cast<CollectiveClock::duration>(std::chrono::duration<double>(timeout_s));
+           std::chrono::duration_cast<CollectiveClock::duration>(std::chrono::duration<double>(seconds));
   }
   bool asynchronous() const { return backend && backend->kind() == CollectiveBackend::nccl; }
+  bool checks() const { return check_agreement && mpi_size > 1; }
   void start_watchdog();
   void watchdog_loop();
   void check_usable(const std::string& call);
@@ -205,7 +312,24 @@ struct Communicator::Impl {
   // and breaks the communicator, and a timeout becomes the TimeoutError the user sees.
   template <class F>
   void guarded(const std::string& label, const std::string& call, CollectiveClock::time_point start, F&& f);
-  void agree(const std::string& label, const Fingerprint& mine, CollectiveClock::time_point deadline);
+
+  // The agreement check's steps. post() starts the exchange; test() says whether it completed;
+  // differences() is "" when every rank made the same call, else what differs (gathering the
+  // fingerprints on diag_comm: every rank sees the same digests, so every rank gathers).
+  void post(Exchange& x);
+  bool test(Exchange& x);
+  std::string differences(const Exchange& x);
+  // Waits for a posted exchange (the call's deadline) and raises LogicError on a mismatch.
+  void finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point deadline);
+  // Gives up on exchanges MPI still owns: their buffers are kept and the requests registered.
+  void abandon(std::deque<std::shared_ptr<Exchange>>& xs);
+  // Asynchronous backends: posts the queued exchanges and compares the completed ones, in order;
+  // returns the first mismatch. Runs on the watchdog (MULTIPLE) or the calling thread.
+  std::optional<Verdict> progress_exchanges();
+  // Asynchronous backends: waits until every exchange was compared (barrier, destruction), at
+  // most until `deadline`. Returns false when some are still outstanding.
+  bool settle_exchanges(CollectiveClock::time_point deadline);
+  [[noreturn]] void raise_verdict(const Verdict& v, const std::string& call);
 };
 
 Communicator::Impl::~Impl() {
@@ -218,6 +342,31 @@ Communicator::Impl::~Impl() {
                  static_cast<double>(p.backend_ns) / n, static_cast<double>(p.launch_ns) / n,
                  static_cast<double>(p.events_ns) / n, static_cast<double>(p.watch_ns) / n);
   }
+#if SKEIN_HAS_MPI
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  // The last calls' agreement exchanges: every rank that made the same calls completes them
+  // within moments; a rank that is gone or late is given at most 10 s (the timeout if shorter).
+  if (!finalized && broken.empty() && async_agreement && checks()) {
+    try {
+      if (!settle_exchanges(deadline_in(timeout_s > 0 ? std::min(timeout_s, 10.0) : 10.0))) {
+        std::fprintf(stderr,
+                     "skein: rank %d: a Communicator was destroyed before the other ranks "
+                     "confirmed its last collective calls (the agreement check; "
+                     "SKEIN_COLLECTIVE_TIMEOUT=%g s)\n",
+                     mpi_rank, timeout_s);
+      }
+      std::lock_guard lock(mutex);
+      if (watchdog_failure && broken.empty()) {
+        std::fprintf(stderr, "skein: rank %d: %s (found when the Communicator was destroyed)\n",
+                     mpi_rank, watchdog_failure->message.c_str());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "skein: rank %d: %s (when the Communicator was destroyed)\n", mpi_rank,
+                   e.what());
+    }
+  }
+#endif
   if (watchdog.joinable()) {
     {
       std::lock_guard lock(mutex);
@@ -226,11 +375,19 @@ Communicator::Impl::~Impl() {
     wake.notify_all();
     watchdog.join();
   }
+  abandon(in_flight);
   backend.reset();
 #if SKEIN_HAS_MPI
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+  if (!finalized && persistent && persistent->request != MPI_REQUEST_NULL) {
+    MPI_Request_free(&persistent->request);  // inactive: every start was completed
+  }
+  // Communicators with an abandoned request on them (or on their duplication) stay: MPI_Finalize
+  // releases them.
+  if (!finalized && !detail::any_abandoned()) {
+    for (MPI_Comm* c : {&comm, &fp_comm, &diag_comm}) {
+      if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+    }
+  }
 #endif
 }
 
@@ -240,20 +397,50 @@ void Communicator::Impl::start_watchdog() {
 
 void Communicator::Impl::watchdog_loop() {
   // Calls do not wake this thread (a wake-up costs the caller a system call, which small
-  // collectives would feel): it looks every few milliseconds while there is work, else every
-  // 100 ms, which is nothing against timeouts of seconds.
+  // collectives would feel): it looks every millisecond while agreement exchanges are in flight,
+  // every few milliseconds while there is other work, else every 100 ms, which is nothing against
+  // timeouts of seconds.
   std::unique_lock lock(mutex);
   while (!stop) {
-    wake.wait_for(lock, std::chrono::milliseconds(watches.empty() ? 100 : 5));
+    const bool exchanging = thread_multiple && (!exchanges.empty() || !in_flight.empty());
+    wake.wait_for(lock, exchanging         ? std::chrono::milliseconds(1)
+                        : watches.empty() ? std::chrono::milliseconds(100)
+                                          : std::chrono::milliseconds(5));
     if (stop) break;
+    if (thread_multiple && !watchdog_failure && (!exchanges.empty() || !in_flight.empty())) {
+      for (auto& x : exchanges) in_flight.push_back(std::move(x));
+      exchanges.clear();
+      lock.unlock();
+      std::optional<Verdict> verdict;
+      try {
+        verdict = progress_exchanges();
+      } catch (const std::exception& e) {
+        verdict = Verdict{Failure::error, fmt::format("the agreement check failed: {}", e.what()), {}};
+      }
+      lock.lock();
+      if (verdict) {
+        // NCCL's kernels may be stuck on the mismatch: abort them now. A synchronous backend is
+        // left to the calling thread (check_usable), which may be inside it.
+        if (asynchronous()) backend->abort();
+        watchdog_failure = std::move(verdict);
+        in_call.reset();
+        watches.clear();
+      }
+      if (in_flight.empty() || watchdog_failure) settled.notify_all();
+      if (watchdog_failure) continue;
+    }
     const auto now = CollectiveClock::now();
     if (in_call && now >= in_call->deadline) {
       backend->abort();
       const double waited = std::chrono::duration<double>(now - in_call->start).count();
-      watchdog_failure = {true, fmt::format("{} did not return within {} s (waited {:.1f} s)",
-                                            in_call->label, timeout_s, waited)};
+      watchdog_failure = Verdict{Failure::timeout,
+                                 fmt::format("{} did not return within SKEIN_COLLECTIVE_TIMEOUT={} s "
+                                             "(waited {:.1f} s)",
+                                             in_call->label, timeout_s, waited),
+                                 {}};
       in_call.reset();
       watches.clear();
+      settled.notify_all();
       continue;
     }
     while (!watches.empty()) {
@@ -269,28 +456,59 @@ void Communicator::Impl::watchdog_loop() {
       backend->abort();
       const double waited = std::chrono::duration<double>(now - w.start).count();
       if (!error.empty()) {
-        watchdog_failure = {false, fmt::format("{} failed: {}", w.label, error)};
+        watchdog_failure = Verdict{Failure::error, fmt::format("{} failed: {}", w.label, error), {}};
       } else {
-        watchdog_failure = {true, fmt::format("{} did not finish within {} s (waited {:.1f} s)",
-                                              w.label, timeout_s, waited)};
+        watchdog_failure = Verdict{Failure::timeout,
+                                   fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s "
+                                               "(waited {:.1f} s)",
+                                               w.label, timeout_s, waited),
+                                   {}};
       }
       watches.clear();
+      settled.notify_all();
     }
   }
 }
 
+void Communicator::Impl::raise_verdict(const Verdict& v, const std::string& call) {
+  switch (v.kind) {
+    case Failure::mismatch:
+      throw LogicError(ErrorInfo{
+          .what = v.message + "; the communicator was aborted",
+          .call = v.call.empty() ? call : v.call,
+          .hint = "Every rank must make the same collective calls, in the same order, with the "
+                  "same counts, dtypes, roots and reductions. Create a new Communicator to go on."});
+    case Failure::timeout:
+      throw TimeoutError(ErrorInfo{
+          .what = v.message + "; the communicator was aborted",
+          .call = call,
+          .hint = "Another rank probably did not make this call, or failed. Create a new "
+                  "Communicator to go on."});
+    case Failure::error:
+      break;
+  }
+  throw RuntimeError(ErrorInfo{.what = v.message + "; the communicator was aborted",
+                               .call = call,
+                               .hint = "Another rank probably failed. Create a new Communicator to go on."});
+}
+
 void Communicator::Impl::check_usable(const std::string& call) {
+#if SKEIN_HAS_MPI
+  // Below MPI_THREAD_MULTIPLE the calling thread compares an asynchronous backend's exchanges.
+  if (!thread_multiple && broken.empty() && !in_flight.empty()) {
+    if (auto verdict = progress_exchanges()) {
+      backend->abort();
+      broken = verdict->message;
+      raise_verdict(*verdict, call);
+    }
+  }
+#endif
   if (watchdog.joinable()) {
     std::lock_guard lock(mutex);
     if (watchdog_failure && broken.empty()) {
-      broken = watchdog_failure->second;
-      const bool timed_out = watchdog_failure->first;
-      ErrorInfo info{.what = broken + "; the communicator was aborted",
-                     .call = call,
-                     .hint = "Another rank probably did not make this call, or failed. Create a "
-                             "new Communicator to go on."};
-      if (timed_out) throw TimeoutError(info);
-      throw RuntimeError(info);
+      backend->abort();
+      broken = watchdog_failure->message;
+      raise_verdict(*watchdog_failure, call);
     }
   }
   if (!broken.empty()) {
@@ -303,13 +521,13 @@ void Communicator::Impl::check_usable(const std::string& call) {
 template <class F>
 void Communicator::Impl::guarded(const std::string& label, const std::string& call,
                                  CollectiveClock::time_point start, F&& f) {
-  const bool watched = watchdog.joinable() && timeout_s > 0;
+  const bool watched = watchdog.joinable() && timeout_s > 0 && asynchronous();
   if (watched) {
     std::lock_guard lock(mutex);
     in_call = Watch{{}, start, deadline(), label};
   }
   // What the watchdog concluded if it aborted the backend during this call.
-  auto watchdog_verdict = [&]() -> std::optional<std::pair<bool, std::string>> {
+  auto watchdog_verdict = [&]() -> std::optional<Verdict> {
     if (!watched) return std::nullopt;
     std::lock_guard lock(mutex);
     in_call.reset();
@@ -324,7 +542,7 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
     watchdog_verdict();
     backend->abort();
     const double waited = std::chrono::duration<double>(CollectiveClock::now() - start).count();
-    broken = fmt::format("{} did not finish within {} s", label, timeout_s);
+    broken = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s", label, timeout_s);
     throw TimeoutError(ErrorInfo{
         .what = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s (waited {:.1f} s; "
                             "{}); the communicator was aborted",
@@ -335,15 +553,10 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
   } catch (const Error& e) {
     const auto verdict = watchdog_verdict();
     backend->abort();
-    if (verdict && verdict->first) {
+    if (verdict) {
       // The watchdog ended a call that was stuck on the host: that is the error to report.
-      broken = verdict->second;
-      throw TimeoutError(ErrorInfo{
-          .what = fmt::format("{} (SKEIN_COLLECTIVE_TIMEOUT={} s); the communicator was aborted",
-                              verdict->second, timeout_s),
-          .call = call,
-          .hint = "Another rank probably did not make this call, made a different one, or died. "
-                  "Create a new Communicator to go on."});
+      broken = verdict->message;
+      raise_verdict(*verdict, call);
     }
     broken = fmt::format("{} failed: {}", label, e.info().what);
     throw;
@@ -351,27 +564,77 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
   watchdog_verdict();
 }
 
-void Communicator::Impl::agree(const std::string& label, const Fingerprint& mine,
-                               CollectiveClock::time_point deadline) {
 #if SKEIN_HAS_MPI
-  if (mpi_size == 1) return;
-  std::vector<Fingerprint> all(static_cast<std::size_t>(mpi_size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  detail::check_mpi(MPI_Iallgather(&mine, sizeof(Fingerprint), MPI_BYTE, all.data(),
-                                   sizeof(Fingerprint), MPI_BYTE, comm, &request),
-                    "MPI_Iallgather");
-  try {
-    detail::wait_requests(std::span(&request, 1), deadline, "the agreement check's MPI_Iallgather");
-  } catch (const TimeoutError&) {
-    // MPI may still read or write the fingerprints later.
-    detail::keep_until_exit(std::move(all));
-    detail::keep_until_exit(mine);
-    throw;
+
+void Communicator::Impl::make_persistent() {
+#if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+  auto p = std::make_shared<Persistent>();
+#if MPI_VERSION >= 4
+  const int rc = MPI_Allreduce_init(p->send, p->recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm,
+                                    MPI_INFO_NULL, &p->request);
+#else
+  const int rc = MPIX_Allreduce_init(p->send, p->recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm,
+                                     MPI_INFO_NULL, &p->request);
+#endif
+  // Without it (an MPI library that refuses), each exchange posts an MPI_Iallreduce instead.
+  if (rc == MPI_SUCCESS) persistent = std::move(p);
+#endif
+}
+
+void Communicator::Impl::post(Exchange& x) {
+  const std::uint64_t d = digest(x.mine);
+  x.send[0] = d;
+  x.send[1] = ~d;
+  if (persistent && !async_agreement) {
+    // One exchange at a time here: the synchronous path completes each before the next.
+    persistent->send[0] = x.send[0];
+    persistent->send[1] = x.send[1];
+    detail::check_mpi(MPI_Start(&persistent->request), "MPI_Start (the agreement check)");
+    x.persistent = true;
+  } else {
+    detail::check_mpi(MPI_Iallreduce(x.send, x.recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm, &x.request),
+                      "MPI_Iallreduce (the agreement check)");
   }
-  std::vector<std::string> differences;
+  x.posted = true;
+}
+
+bool Communicator::Impl::test(Exchange& x) {
+  if (x.done) return true;
+  int flag = 0;
+  MPI_Request& request = x.persistent ? persistent->request : x.request;
+  detail::check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), "MPI_Test (the agreement check)");
+  x.done = flag != 0;
+  if (x.done && x.persistent) {
+    x.recv[0] = persistent->recv[0];
+    x.recv[1] = persistent->recv[1];
+  }
+  return x.done;
+}
+
+std::string Communicator::Impl::differences(const Exchange& x) {
+  // max(digest) == ~max(~digest) == min(digest): every rank has the same digest.
+  if (x.recv[0] == ~x.recv[1]) return {};
+  auto all = std::make_shared<std::vector<Fingerprint>>(static_cast<std::size_t>(mpi_size));
+  auto mine = std::make_shared<Fingerprint>(x.mine);
+  MPI_Request request = MPI_REQUEST_NULL;
+  detail::check_mpi(MPI_Iallgather(mine.get(), sizeof(Fingerprint), MPI_BYTE, all->data(),
+                                   sizeof(Fingerprint), MPI_BYTE, diag_comm, &request),
+                    "MPI_Iallgather (the agreement check)");
+  try {
+    detail::wait_requests(std::span(&request, 1), deadline(),
+                          "the agreement check's MPI_Iallgather of the fingerprints");
+  } catch (const TimeoutError&) {
+    detail::abandon(request, "the agreement check's MPI_Iallgather of the fingerprints");
+    detail::keep_until_exit(std::move(all));
+    detail::keep_until_exit(std::move(mine));
+    return fmt::format("{}: the ranks made different calls (the fingerprints could not be "
+                       "gathered within SKEIN_COLLECTIVE_TIMEOUT={} s to say what differs)",
+                       label_of(x.mine), timeout_s);
+  }
+  std::vector<std::string> found;
   auto compare = [&](const char* field, auto get, auto show) {
-    std::map<decltype(get(mine)), std::vector<int>> by_value;
-    for (int r = 0; r < mpi_size; ++r) by_value[get(all[static_cast<std::size_t>(r)])].push_back(r);
+    std::map<decltype(get(x.mine)), std::vector<int>> by_value;
+    for (int r = 0; r < mpi_size; ++r) by_value[get((*all)[static_cast<std::size_t>(r)])].push_back(r);
     if (by_value.size() < 2) return;
     std::vector<std::pair<int, std::string>> parts;  // ordered by first rank
     for (const auto& [value, ranks] : by_value) {
@@ -381,7 +644,7 @@ void Communicator::Impl::agree(const std::string& label, const Fingerprint& mine
     std::sort(parts.begin(), parts.end());
     std::vector<std::string> texts;
     for (auto& p : parts) texts.push_back(std::move(p.second));
-    differences.push_back(fmt::format("{} differs: {}", field, fmt::join(texts, ", ")));
+    found.push_back(fmt::format("{} differs: {}", field, fmt::join(texts, ", ")));
   };
   auto as_is = [](auto v) { return fmt::format("{}", v); };
   compare("operation", [](const Fingerprint& f) { return f.op; },
@@ -396,17 +659,102 @@ void Communicator::Impl::agree(const std::string& label, const Fingerprint& mine
   compare("reduction", [](const Fingerprint& f) { return f.reduction; }, [](std::int32_t v) {
     return v < 0 ? std::string("none") : std::string(name(static_cast<ReduceOp>(v)));
   });
-  if (!differences.empty()) {
-    throw LogicError(ErrorInfo{
-        .what = fmt::format("{}: the ranks made different calls: {}", label, fmt::join(differences, "; ")),
-        .call = "Communicator::" + std::string(name(static_cast<CollectiveOp>(mine.op))),
-        .hint = "Every rank must make the same collective calls, in the same order, with the same "
-                "counts, dtypes, roots and reductions."});
-  }
-#else
-  (void)label, (void)mine, (void)deadline;
-#endif
+  if (found.empty()) found.push_back("the fingerprints' digests differ");  // cannot happen
+  return fmt::format("{}: the ranks made different calls: {}", label_of(x.mine), fmt::join(found, "; "));
 }
+
+void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until) {
+  if (!x->done) {
+    try {
+      MPI_Request& request = x->persistent ? persistent->request : x->request;
+      detail::wait_requests(std::span(&request, 1), until, "the agreement check's MPI_Allreduce");
+    } catch (const TimeoutError&) {
+      std::deque<std::shared_ptr<Exchange>> left{x};
+      abandon(left);
+      throw;
+    }
+    x->done = true;
+    if (x->persistent) {
+      x->recv[0] = persistent->recv[0];
+      x->recv[1] = persistent->recv[1];
+    }
+  }
+  const std::string text = differences(*x);
+  if (!text.empty()) {
+    throw LogicError(ErrorInfo{
+        .what = text,
+        .call = call_of(x->mine),
+        .hint = "Every rank must make the same collective calls, in the same order, with the "
+                "same counts, dtypes, roots and reductions."});
+  }
+}
+
+void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  for (auto& x : xs) {
+    if (!x->posted || x->done || x->abandoned) continue;
+    x->abandoned = true;
+    if (x->persistent) {
+      // Still started: it and its buffers stay MPI's; later exchanges would post afresh.
+      if (!finalized) detail::abandon(persistent->request, "the agreement check's MPI_Allreduce");
+      detail::keep_until_exit(std::move(persistent));
+      persistent.reset();
+    } else if (!finalized) {
+      detail::abandon(x->request, "the agreement check's MPI_Iallreduce");
+    }
+    detail::keep_until_exit(std::move(x));
+  }
+  xs.clear();
+}
+
+std::optional<Communicator::Impl::Verdict> Communicator::Impl::progress_exchanges() {
+  for (auto& x : in_flight) {
+    if (!x->posted) post(*x);
+  }
+  while (!in_flight.empty() && test(*in_flight.front())) {
+    auto x = std::move(in_flight.front());
+    in_flight.pop_front();
+    std::string text = differences(*x);
+    if (!text.empty()) return Verdict{Failure::mismatch, std::move(text), call_of(x->mine)};
+  }
+  return std::nullopt;
+}
+
+bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point until) {
+  if (!thread_multiple) {
+    for (;;) {
+      if (auto verdict = progress_exchanges()) {
+        backend->abort();
+        std::lock_guard lock(mutex);
+        if (!watchdog_failure) watchdog_failure = std::move(verdict);
+        return true;
+      }
+      if (in_flight.empty()) return true;
+      if (CollectiveClock::now() >= until) return false;
+      std::this_thread::yield();
+    }
+  }
+  std::unique_lock lock(mutex);
+  auto quiet = [&] { return watchdog_failure || (exchanges.empty() && in_flight.empty()); };
+  if (until == CollectiveClock::time_point::max()) {
+    settled.wait(lock, quiet);
+    return true;
+  }
+  return settled.wait_until(lock, until, quiet);
+}
+
+#else
+
+void Communicator::Impl::post(Exchange&) {}
+bool Communicator::Impl::test(Exchange&) { return true; }
+std::string Communicator::Impl::differences(const Exchange&) { return {}; }
+void Communicator::Impl::finish(const std::shared_ptr<Exchange>&, CollectiveClock::time_point) {}
+void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) { xs.clear(); }
+std::optional<Communicator::Impl::Verdict> Communicator::Impl::progress_exchanges() { return std::nullopt; }
+bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point) { return true; }
+
+#endif
 
 namespace {
 
@@ -579,6 +927,39 @@ class CallBuilder {
 #if SKEIN_HAS_MPI
 namespace {
 
+// A communicator-creation step's MPI request, waited on against `deadline`. On a timeout the
+// request is registered as abandoned, `keep` (what MPI may still write) is kept until exit, and
+// the TimeoutError names the step, the variable and what to do.
+template <class Keep>
+void wait_creation_step(MPI_Request& request, CollectiveClock::time_point deadline, double timeout_s,
+                        const char* step, Keep&& keep) {
+  try {
+    detail::wait_requests(std::span(&request, 1), deadline, step);
+  } catch (const TimeoutError& e) {
+    detail::abandon(request, step);
+    detail::keep_until_exit(std::forward<Keep>(keep));
+    throw TimeoutError(ErrorInfo{
+        .what = fmt::format("creating a Communicator: {} did not complete within "
+                            "SKEIN_COLLECTIVE_TIMEOUT={} s ({})",
+                            step, timeout_s, e.info().what),
+        .call = "Communicator",
+        .hint = "Every rank of the MPI communicator must create the Communicator; another rank is "
+                "late, failed, or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is "
+                "legitimately slow to get here."});
+  }
+}
+
+// A duplicate of `parent` (MPI_Comm_idup) against the deadline. MPI writes the new handle when the
+// duplication completes: the handle lives on the heap, kept until exit if it never does.
+MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double timeout_s,
+                   const char* step) {
+  auto handle = std::make_unique<MPI_Comm>(MPI_COMM_NULL);
+  MPI_Request request = MPI_REQUEST_NULL;
+  detail::check_mpi(MPI_Comm_idup(parent, handle.get(), &request), "MPI_Comm_idup");
+  wait_creation_step(request, deadline, timeout_s, step, std::move(handle));
+  return *handle;
+}
+
 std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context& context,
                                               std::vector<std::size_t> device_idxs,
                                               CollectiveBackend requested) {
@@ -586,6 +967,11 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   // rank that has the same environment.
   const bool check_agreement = agreement_check_from_environment();
   const double timeout_s = timeout_from_environment();
+  // SKEIN_BACKEND answers a request for the automatic choice; an explicit one in the code wins.
+  const auto from_environment = backend_from_environment();
+  if (requested == CollectiveBackend::automatic && from_environment) requested = *from_environment;
+  const bool requested_by_environment =
+      from_environment && *from_environment != CollectiveBackend::automatic && requested == *from_environment;
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -612,8 +998,11 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
 #if !SKEIN_HAS_NCCL
   if (requested == CollectiveBackend::nccl) {
     detail::raise_in(SKEIN_HERE, "Communicator",
-                     "Use CollectiveBackend::mpi or automatic, or build Skein with NCCL.",
-                     "this build of Skein has no NCCL backend");
+                     requested_by_environment
+                         ? "Set SKEIN_BACKEND=mpi or auto, or build Skein with NCCL."
+                         : "Use CollectiveBackend::mpi or automatic, or build Skein with NCCL.",
+                     "this build of Skein has no NCCL backend{}",
+                     requested_by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
   }
 #endif
 
@@ -621,37 +1010,29 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   impl->check_agreement = check_agreement;
   impl->timeout_s = timeout_s;
   impl->device_idxs = device_idxs;
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
+  impl->thread_multiple = thread_level == MPI_THREAD_MULTIPLE;
   const auto deadline = impl->deadline();
 
   // Skein's own communicator: its traffic never mixes with the user's, and MPI errors on it
   // come back as codes (raised as exceptions) instead of aborting the job.
-  MPI_Request request = MPI_REQUEST_NULL;
-  detail::check_mpi(MPI_Comm_idup(user_comm, &impl->comm, &request), "MPI_Comm_idup");
-  try {
-    detail::wait_requests(std::span(&request, 1), deadline, "MPI_Comm_idup (creating a Communicator)");
-  } catch (...) {
-    impl->comm = MPI_COMM_NULL;  // never completed: it must not be freed
-    throw;
-  }
+  impl->comm = duplicate(user_comm, deadline, timeout_s, "MPI_Comm_idup");
   detail::check_mpi(MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   detail::check_mpi(MPI_Comm_rank(impl->comm, &impl->mpi_rank), "MPI_Comm_rank");
   detail::check_mpi(MPI_Comm_size(impl->comm, &impl->mpi_size), "MPI_Comm_size");
 
   // Members: each rank's count, and whether its devices are all CUDA.
   const bool cuda = context.api().id() == ApiId::cuda;
-  // On the heap: after a timeout MPI may still use the buffers, which are then leaked.
+  MPI_Request request = MPI_REQUEST_NULL;
+  // On the heap: after a timeout MPI may still use the buffers, which are then kept until exit.
   auto exchange = std::make_unique<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl->mpi_size));
   int* mine = exchange->data();
   mine[0] = static_cast<int>(device_idxs.size());
   mine[1] = cuda ? 1 : 0;
   detail::check_mpi(MPI_Iallgather(mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl->comm, &request),
                     "MPI_Iallgather");
-  try {
-    detail::wait_requests(std::span(&request, 1), deadline, "MPI_Iallgather (creating a Communicator)");
-  } catch (...) {
-    (void)exchange.release();
-    throw;
-  }
+  wait_creation_step(request, deadline, timeout_s, "MPI_Iallgather of the members", std::move(exchange));
   const int* all = mine + 2;
   auto& map = impl->map;
   std::vector<int> non_cuda_ranks;
@@ -664,9 +1045,74 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   }
   impl->first_member = map.first_member_of_rank[static_cast<std::size_t>(impl->mpi_rank)];
 
+  // Which physical device each member is (its host and PCI bus id, where the driver gives one):
+  // ranks that share a device cannot use NCCL, which allows one rank per GPU.
+  auto keys = std::make_unique<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown-host");
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    const Device& d = context.device(device_idxs[i]);
+    (*keys)[i] = fnv1a(fmt::format("{}|{}", host,
+                                   detail::device_key(host, d.params().pci_bus_id, context.api().id(),
+                                                      d.platform().index(), d.index())));
+  }
+  {
+    std::vector<int> counts, displs;
+    for (int r = 0; r < impl->mpi_size; ++r) {
+      counts.push_back(static_cast<int>(map.members_of_rank[static_cast<std::size_t>(r)]));
+      displs.push_back(static_cast<int>(map.first_member_of_rank[static_cast<std::size_t>(r)]));
+    }
+    std::uint64_t* base = keys->data();
+    detail::check_mpi(MPI_Iallgatherv(base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
+                                      base + device_idxs.size(), counts.data(), displs.data(),
+                                      MPI_UINT64_T, impl->comm, &request),
+                      "MPI_Iallgatherv");
+    // (Moved into keep_until_exit only on a timeout.)
+    wait_creation_step(request, deadline, timeout_s, "MPI_Iallgatherv of the devices", std::move(keys));
+  }
+  const std::uint64_t* all_keys = keys->data() + device_idxs.size();
+  // Pairs of ranks that share a device, and this rank's shared devices.
+  std::vector<std::string> shared;
+  std::vector<std::string> mine_shared;
+  for (std::size_t a = 0; a < map.member_rank.size(); ++a) {
+    for (std::size_t b = a + 1; b < map.member_rank.size(); ++b) {
+      if (all_keys[a] != all_keys[b] || map.member_rank[a] == map.member_rank[b]) continue;
+      shared.push_back(fmt::format("ranks {} and {}", map.member_rank[a], map.member_rank[b]));
+      for (std::size_t m : {a, b}) {
+        if (map.member_rank[m] == impl->mpi_rank) {
+          mine_shared.push_back(context.device(device_idxs[m - impl->first_member]).description());
+        }
+      }
+    }
+  }
+  std::sort(mine_shared.begin(), mine_shared.end());
+  mine_shared.erase(std::unique(mine_shared.begin(), mine_shared.end()), mine_shared.end());
+  const std::string shared_text =
+      shared.empty() ? std::string()
+                     : fmt::format("{} share a device{}", fmt::join(shared, ", "),
+                                   mine_shared.empty() ? std::string()
+                                                       : fmt::format(" (this rank's: {})", fmt::join(mine_shared, ", ")));
+
   CollectiveBackend chosen = requested;
   if (requested == CollectiveBackend::automatic) {
-    chosen = SKEIN_HAS_NCCL && non_cuda_ranks.empty() ? CollectiveBackend::nccl : CollectiveBackend::mpi;
+    if (!SKEIN_HAS_NCCL || !non_cuda_ranks.empty()) {
+      chosen = CollectiveBackend::mpi;
+    } else if (!shared.empty()) {
+      chosen = CollectiveBackend::mpi;
+      // Said once per process, by the communicator's first rank.
+      static std::once_flag said;
+      if (impl->mpi_rank == 0) {
+        std::call_once(said, [&] {
+          std::fprintf(stderr,
+                       "skein: Communicator: %s; NCCL allows one rank per GPU, so the collectives "
+                       "use the MPI backend (staged through host memory). SKEIN_BACKEND=mpi "
+                       "chooses it without this note.\n",
+                       shared_text.c_str());
+        });
+      }
+    } else {
+      chosen = CollectiveBackend::nccl;
+    }
   } else if (requested == CollectiveBackend::nccl && !non_cuda_ranks.empty()) {
     // Raised on every rank (the flags were gathered), so that no rank waits in NCCL's set-up.
     std::vector<std::string> mine_described;
@@ -674,12 +1120,33 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
     const bool me = std::find(non_cuda_ranks.begin(), non_cuda_ranks.end(), impl->mpi_rank) !=
                     non_cuda_ranks.end();
     detail::raise_in(SKEIN_HERE, "Communicator",
-                     "Use CollectiveBackend::mpi or automatic (MPI works with any device), or give "
-                     "every rank CUDA devices.",
-                     "the NCCL backend needs CUDA devices, but {} {} other devices{}",
+                     requested_by_environment
+                         ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
+                           "every rank CUDA devices."
+                         : "Use CollectiveBackend::mpi or automatic (MPI works with any device), or "
+                           "give every rank CUDA devices.",
+                     "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
+                     requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "",
                      ranks_list(non_cuda_ranks), non_cuda_ranks.size() == 1 ? "has" : "have",
                      me ? fmt::format(" (this rank's: {})", fmt::join(mine_described, ", ")) : "");
+  } else if (requested == CollectiveBackend::nccl && !shared.empty()) {
+    // Likewise on every rank, before NCCL would refuse it ("Duplicate GPU detected").
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     "Use the MPI backend (SKEIN_BACKEND=mpi, or CollectiveBackend::mpi or "
+                     "automatic in the code), or give each rank a GPU of its own.",
+                     "the NCCL backend{} cannot run on ranks that share a GPU: {}; NCCL allows one "
+                     "rank per GPU",
+                     requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "", shared_text);
   }
+
+  // The agreement check's communicators: the digests (posted by the watchdog of an asynchronous
+  // backend) and the fingerprints after a mismatch, each apart from the data's traffic.
+  if (impl->checks()) {
+    impl->fp_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
+    impl->diag_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
+    if (chosen != CollectiveBackend::nccl) impl->make_persistent();
+  }
+
   const int first = static_cast<int>(impl->first_member);
 #if SKEIN_HAS_NCCL
   if (chosen == CollectiveBackend::nccl) {
@@ -689,6 +1156,7 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   if (chosen == CollectiveBackend::mpi) {
     impl->backend = detail::make_mpi_backend(impl->comm, map, first, context, device_idxs, timeout_s);
   }
+  impl->async_agreement = impl->asynchronous();
   if (impl->asynchronous()) impl->start_watchdog();
   return impl;
 }
@@ -792,26 +1260,74 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   const std::string label = fmt::format("{} #{}", name(call.op), call.sequence);
   const auto start = CollectiveClock::now();
   call.deadline = impl.deadline();
+  // The agreement check: a digest of the call, compared across ranks. A synchronous backend
+  // completes it once the inputs are staged, before data leaves this rank (inside a group, before
+  // the group runs); an asynchronous one returns at once, and the exchange is compared alongside
+  // (by the watchdog under MPI_THREAD_MULTIPLE, else at the next call), aborting the communicator
+  // on a mismatch: the launch pays for a push on a queue, nothing more.
+  std::shared_ptr<Communicator::Impl::Exchange> exchange;
+  if (collective && impl.checks()) {
+    exchange = std::make_shared<Communicator::Impl::Exchange>();
+    Fingerprint& f = exchange->mine;
+    f.sequence = call.sequence;
+    f.count = call.count;
+    f.op = static_cast<std::int32_t>(call.op);
+    if (call.op != CollectiveOp::barrier) f.dtype = static_cast<std::int32_t>(call.dtype);
+    if (has_root(call.op)) f.root = call.root;
+    if (is_reduction(call.op)) f.reduction = static_cast<std::int32_t>(call.reduce_op);
+  }
+  struct Step final : detail::AgreementStep {
+    Communicator::Impl* impl = nullptr;
+    std::shared_ptr<Communicator::Impl::Exchange> exchange;
+    CollectiveClock::time_point deadline;
+    void complete() override { impl->finish(exchange, deadline); }
+  } step;
   impl.guarded(label, b.call_name(), start, [&] {
-    if (collective && impl.check_agreement) {
-      Fingerprint f;
-      f.sequence = call.sequence;
-      f.count = call.count;
-      f.op = static_cast<std::int32_t>(call.op);
-      if (call.op != CollectiveOp::barrier) f.dtype = static_cast<std::int32_t>(call.dtype);
-      if (has_root(call.op)) f.root = call.root;
-      if (is_reduction(call.op)) f.reduction = static_cast<std::int32_t>(call.reduce_op);
-      impl.agree(label, f, call.deadline);
+    if (exchange && !impl.async_agreement) {
+      impl.post(*exchange);
+      if (impl.group_depth > 0) {
+        impl.finish(exchange, call.deadline);
+      } else {
+        step.impl = &impl;
+        step.exchange = exchange;
+        step.deadline = call.deadline;
+        call.agreement = &step;
+      }
     }
-    impl.backend->run(call);
+    try {
+      impl.backend->run(call);
+    } catch (...) {
+      call.agreement = nullptr;
+      // Started, never compared (the backend failed first): MPI still owns it.
+      if (exchange && exchange->posted && !exchange->done) {
+        std::deque<std::shared_ptr<Communicator::Impl::Exchange>> left{exchange};
+        impl.abandon(left);
+        // The ranks can no longer pair their exchanges: nothing more goes through.
+        if (impl.broken.empty()) impl.broken = fmt::format("{} failed before its agreement check completed", label);
+      }
+      throw;
+    }
+    call.agreement = nullptr;
+    if (exchange && !impl.async_agreement && !exchange->done) impl.finish(exchange, call.deadline);
   });
+  // Below MPI_THREAD_MULTIPLE the calling thread posts the exchange (after the launch).
+  if (exchange && impl.async_agreement && !impl.thread_multiple) {
+    impl.post(*exchange);
+    impl.in_flight.push_back(std::move(exchange));
+  }
   if (profile.on) {
     backend = ns_since(phase);
     phase = CollectiveClock::now();
   }
   std::vector<Event> events(call.members.size());
   // Inside a group the work is only issued at group_end(): there is nothing to record yet.
-  if (impl.group_depth > 0) return events;
+  if (impl.group_depth > 0) {
+    if (exchange) {
+      std::lock_guard lock(impl.mutex);
+      impl.exchanges.push_back(std::move(exchange));
+    }
+    return events;
+  }
   for (std::size_t i = 0; i < call.members.size(); ++i) {
     // Untimed: cheaper to record, and these only say when the call is done.
     events[i] = queue.record_marker(call.members[i].device_idx);
@@ -820,20 +1336,21 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     events_ns = ns_since(phase);
     phase = CollectiveClock::now();
   }
-  if (impl.asynchronous() && impl.timeout_s > 0) {
-    {
-      std::lock_guard lock(impl.mutex);
-      impl.watches.push_back({events, start, call.deadline, label});
-    }
+  // The watchdog's work: the call's events, and its agreement exchange (MPI_THREAD_MULTIPLE).
+  const bool watch = impl.asynchronous() && impl.timeout_s > 0;
+  if (watch || exchange) {
+    std::lock_guard lock(impl.mutex);
+    if (watch) impl.watches.push_back({events, start, call.deadline, label});
+    if (exchange) impl.exchanges.push_back(std::move(exchange));
   }
   if (profile.on) {
-    const long long watch = ns_since(phase);
-    if (checks + backend + events_ns + watch < 200000) {
+    const long long watch_ns = ns_since(phase);
+    if (checks + backend + events_ns + watch_ns < 200000) {
       ++profile.calls;
       profile.checks_ns += checks;
       profile.backend_ns += backend;
       profile.events_ns += events_ns;
-      profile.watch_ns += watch;
+      profile.watch_ns += watch_ns;
     } else {
       profile.launch_ns = launch_before;  // its NCCL group time goes too
     }
@@ -990,6 +1507,20 @@ std::vector<Event> Communicator::all_to_all(const Queue& queue, std::span<const 
 }
 
 void Communicator::barrier(const Queue& queue) {
+  // Every call before the barrier is compared across ranks first: a mismatch raises here, on
+  // every rank, before the barrier's own traffic (which a rank stuck on the mismatch would never
+  // join).
+  if (impl_->async_agreement && impl_->checks() && impl_->group_depth == 0 && impl_->broken.empty() &&
+      !impl_->settle_exchanges(impl_->deadline())) {
+    impl_->backend->abort();
+    impl_->broken = fmt::format("the agreement check of the calls before barrier #{} did not "
+                                "complete within SKEIN_COLLECTIVE_TIMEOUT={} s",
+                                impl_->collective_sequence + 1, impl_->timeout_s);
+    throw TimeoutError(ErrorInfo{.what = impl_->broken + "; the communicator was aborted",
+                                 .call = "Communicator::barrier",
+                                 .hint = "Another rank probably did not make these calls, or "
+                                         "failed. Create a new Communicator to go on."});
+  }
   CallBuilder b(*impl_, CollectiveOp::barrier, queue);
   for (std::size_t l = 0; l < local_size(); ++l) b.member(l);
   b.call().count = 0;
@@ -1018,5 +1549,14 @@ void Communicator::group_end() {
   impl_->guarded(fmt::format("group #{}", impl_->group_sequence), "Communicator::group_end", start,
                  [&] { impl_->backend->group_end(); });
 }
+
+namespace detail {
+void compare_alongside_for_testing(Communicator& comm, bool by_watchdog) {
+  auto& impl = comm.impl();
+  impl.async_agreement = true;
+  impl.thread_multiple = impl.thread_multiple && by_watchdog;
+  if (!impl.watchdog.joinable()) impl.start_watchdog();
+}
+}  // namespace detail
 
 }  // namespace skein

@@ -96,6 +96,53 @@ void keep_until_exit(T&& value) {
   kept->push_back(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
 }
 
+// MPI requests that Skein gave up on after a timeout or a failure (MPI cannot cancel collectives,
+// nor a communicator's creation). They are kept here, with what they were, so that the Runtime can
+// give them a last chance to complete before MPI_Finalize and say what is still outstanding;
+// their buffers go to keep_until_exit. Thread-safe.
+struct AbandonedRequests {
+  std::mutex mutex;
+  std::vector<std::pair<MPI_Request, std::string>> requests;
+};
+inline AbandonedRequests& abandoned_requests() {
+  static auto* registry = new AbandonedRequests;  // never destroyed: used at exit
+  return *registry;
+}
+inline void abandon(MPI_Request request, std::string what) {
+  if (request == MPI_REQUEST_NULL) return;
+  auto& a = abandoned_requests();
+  std::lock_guard lock(a.mutex);
+  a.requests.emplace_back(request, std::move(what));
+}
+// Whether any abandoned request is still registered (a communicator with one pending on it, or
+// on a duplication of it, must not be freed: Open MPI crashes progressing such a request).
+inline bool any_abandoned() {
+  auto& a = abandoned_requests();
+  std::lock_guard lock(a.mutex);
+  return !a.requests.empty();
+}
+
+// Tests the abandoned requests until all have completed or `seconds` have passed; returns what is
+// still outstanding. Call only from a thread that may call MPI.
+inline std::vector<std::string> settle_abandoned(double seconds) {
+  auto& a = abandoned_requests();
+  std::lock_guard lock(a.mutex);
+  const auto until = CollectiveClock::now() + std::chrono::duration_cast<CollectiveClock::duration>(
+                                                  std::chrono::duration<double>(seconds));
+  for (;;) {
+    std::erase_if(a.requests, [](auto& r) {
+      int done = 0;
+      if (MPI_Test(&r.first, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return true;  // failed: gone
+      return done != 0;
+    });
+    if (a.requests.empty() || CollectiveClock::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::vector<std::string> left;
+  for (const auto& r : a.requests) left.push_back(r.second);
+  return left;
+}
+
 // Rank `root`'s string on every rank of `comm` (`rank` is this rank in `comm`).
 inline std::string broadcast_string(MPI_Comm comm, int rank, const std::string& text, int root) {
   std::uint64_t n = text.size();

@@ -8,12 +8,22 @@
 #include <climits>
 #include <exception>
 
+#include <cstdio>
+
 #include "errors.hpp"
 #include "placement.hpp"
+#if SKEIN_HAS_MPI
+#include "mpi_util.hpp"
+#endif
 
 namespace skein {
 
 namespace {
+
+#if SKEIN_HAS_MPI
+// How long Runtime's teardown waits for operations Skein gave up on.
+constexpr double kAbandonedGrace = 3.0;
+#endif
 
 // Longer than any host name (HOST_NAME_MAX is 64 on Linux).
 constexpr std::size_t kHostNameSize = 256;
@@ -116,7 +126,18 @@ struct Runtime::Impl {
     int finalised = 0;
     MPI_Finalized(&finalised);
     if (finalised) return;  // the application finalised MPI before dropping the runtime
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    // Operations Skein gave up on after a timeout (MPI cannot cancel them) get a moment to
+    // complete, since a late rank may still arrive, before their communicators go.
+    std::vector<std::string> left;
+    if (detail::any_abandoned()) left = detail::settle_abandoned(kAbandonedGrace);
+    if (left.empty()) {
+      if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    } else {
+      std::fprintf(stderr,
+                   "skein: rank %d: %zu MPI operation(s) that Skein gave up on after an error are "
+                   "still outstanding ([%s]); their communicators are left to MPI_Finalize\n",
+                   rank, left.size(), fmt::format("{}", fmt::join(left, "; ")).c_str());
+    }
     if (initialised_mpi) MPI_Finalize();
 #endif
   }
@@ -290,8 +311,9 @@ Runtime::Runtime(int* argc, char*** argv, PlacementOptions options)
   if (initialised) {
     MPI_Query_thread(&impl_->thread_level);
   } else {
-    // Skein calls MPI from the thread that created the runtime only.
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &impl_->thread_level) != MPI_SUCCESS) {
+    // MULTIPLE: a Communicator's watchdog thread compares the ranks' NCCL calls (the agreement
+    // check) on a communicator of its own while the application goes on.
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &impl_->thread_level) != MPI_SUCCESS) {
       detail::raise_in<RuntimeError>(SKEIN_HERE, "MPI_Init_thread", "", "MPI failed to start");
     }
     impl_->initialised_mpi = true;

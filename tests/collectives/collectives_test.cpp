@@ -11,6 +11,7 @@
 
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
+#include "backend.hpp"
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -624,7 +625,8 @@ TEST_P(Collectives, BadCallsRaiseBeforeAnythingIsSent) {
 
 TEST_P(Collectives, MismatchedCountsAreCaughtByTheAgreementCheck) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", "1");
+  // The check is on by default, in every build.
+  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
   Rig s = make_rig(GetParam());
   const std::size_t n = world_rank() == 1 ? 999 : 1000;
   std::vector<Array> a;
@@ -646,6 +648,103 @@ TEST_P(Collectives, MismatchedCountsAreCaughtByTheAgreementCheck) {
   for (auto& x : a) {
     expect_bytes(Rig::download(x), reduction_reference(Dtype::float32, ReduceOp::sum, s.M(), 0, 5),
                  Dtype::float32, "after the mismatch");
+  }
+}
+
+// The path NCCL's calls take (they return once enqueued; the watchdog compares the fingerprints
+// alongside), run over the MPI backend: many calls compared in flight, then a barrier.
+// Both ways: the watchdog compares (MPI_THREAD_MULTIPLE, what the suite runs with), and the
+// calling thread does at the next call (as below MULTIPLE).
+TEST_P(Collectives, CallsComparedAlongsideAgree) {
+  for (const bool by_watchdog : {true, false}) {
+  SCOPED_TRACE(by_watchdog ? "compared by the watchdog" : "compared by the calling thread");
+  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+  Rig s = make_rig(GetParam());
+  detail::compare_alongside_for_testing(*s.comm, by_watchdog);
+  for (int round = 0; round < 40; ++round) {
+    std::vector<Array> a;
+    for (std::size_t l = 0; l < s.L(); ++l) {
+      a.push_back(s.upload(l, Dtype::float32, reduction_bytes(Dtype::float32, ReduceOp::sum, s.member(l), 0, 9)));
+    }
+    s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
+    for (auto& x : a) {
+      expect_bytes(Rig::download(x), reduction_reference(Dtype::float32, ReduceOp::sum, s.M(), 0, 9),
+                   Dtype::float32, fmt::format("round {}", round));
+    }
+  }
+  EXPECT_NO_THROW(s.comm->barrier(*s.queue));
+  }
+}
+
+// A mismatch on that path: the call itself returns, and the next call (here the barrier) raises
+// the LogicError on every rank; the communicator is aborted afterwards.
+TEST_P(Collectives, MismatchComparedAlongsideRaisesOnEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  for (const bool by_watchdog : {true, false}) {
+  SCOPED_TRACE(by_watchdog ? "compared by the watchdog" : "compared by the calling thread");
+  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+  Rig s = make_rig(GetParam());
+  detail::compare_alongside_for_testing(*s.comm, by_watchdog);
+  // Sum on every rank but rank 1, which asks for max: the same sizes, so the data's exchange
+  // itself is harmless; only the check can tell.
+  const ReduceOp op = world_rank() == 1 ? ReduceOp::max : ReduceOp::sum;
+  std::vector<Array> a;
+  for (std::size_t l = 0; l < s.L(); ++l) a.push_back(s.make(l, Dtype::float32, 64));
+  for (auto& x : a) x.fill_zero();
+  s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);  // agreeing: #1
+  s.comm->all_reduce(*s.queue, a, a, op);              // #2 differs
+  try {
+    s.comm->barrier(*s.queue);
+    ADD_FAILURE() << "no LogicError";
+  } catch (const LogicError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("all_reduce #2"), std::string::npos) << what;
+    EXPECT_NE(what.find("reduction differs"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 1 has max"), std::string::npos) << what;
+  }
+  try {
+    s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
+    ADD_FAILURE() << "the aborted communicator took another call";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+  }
+  }
+}
+
+TEST(CollectivesEnvironment, BackendVariableChoosesForAutomatic) {
+  const auto devices = pocl_devices();
+  if (devices.empty()) GTEST_SKIP() << "needs an OpenCL platform";
+  const Context context = Context::from_devices(devices[0]);
+  {
+    ScopedEnv backend("SKEIN_BACKEND", "mpi");
+    Communicator c(MPI_COMM_WORLD, context);
+    EXPECT_EQ(c.backend(), CollectiveBackend::mpi);
+  }
+  {
+    ScopedEnv backend("SKEIN_BACKEND", "");  // empty: unset
+    Communicator c(MPI_COMM_WORLD, context);
+    EXPECT_EQ(c.backend(), CollectiveBackend::mpi);  // OpenCL devices
+  }
+  {
+    ScopedEnv backend("SKEIN_BACKEND", "nccl");
+    try {
+      Communicator c(MPI_COMM_WORLD, context);
+      ADD_FAILURE() << "no LogicError";
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find("SKEIN_BACKEND"), std::string::npos) << e.what();
+    }
+    // An explicit choice in the code wins over the variable.
+    Communicator c(MPI_COMM_WORLD, context, {}, CollectiveBackend::mpi);
+    EXPECT_EQ(c.backend(), CollectiveBackend::mpi);
+  }
+  {
+    ScopedEnv backend("SKEIN_BACKEND", "NCCL2");
+    try {
+      Communicator c(MPI_COMM_WORLD, context);
+      ADD_FAILURE() << "no LogicError";
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find("SKEIN_BACKEND=NCCL2"), std::string::npos) << e.what();
+    }
   }
 }
 

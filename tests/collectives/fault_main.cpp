@@ -1,16 +1,27 @@
-// Fault scenarios of the Communicator, one per run under mpirun (ctest gives each a hard time
-// limit; see tests/CMakeLists.txt):
-//   mismatch  ranks call all_reduce with different counts, the agreement check on: every rank
-//             must raise LogicError naming the field ("count differs")
+// Fault scenarios of the Communicator and the Runtime, one per run under mpirun, each under a
+// hard time limit (check_fault.cmake runs them; see tests/CMakeLists.txt). They run as a user's
+// program does: a skein::Runtime starts MPI and places the devices, in the default build
+// configuration, with the default agreement check unless a scenario's environment says otherwise.
+//   count, dtype, reduction, root, operation
+//             the ranks make different collective calls (rank 1 differs): every rank must raise
+//             LogicError naming what differs ("count differs: ..."); nothing is corrupted, and
+//             afterwards the MPI backend's communicator still computes a right all_reduce (an
+//             asynchronous backend, NCCL, is aborted instead and says so)
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
-//             SKEIN_COLLECTIVE_TIMEOUT (set to 5 by the test) plus a margin (run with the
-//             agreement check off and on: the wait is then in the check's MPI_Iallgather)
+//             SKEIN_COLLECTIVE_TIMEOUT plus a margin
+//   late      rank 1 creates its Communicator 2 x SKEIN_COLLECTIVE_TIMEOUT late: every rank raises
+//             TimeoutError naming SKEIN_COLLECTIVE_TIMEOUT, and the job ends without a crash
+//   tiny      SKEIN_COLLECTIVE_TIMEOUT=0.000001: creating a Communicator times out (or works) on
+//             every rank alike and the job ends without a crash
+//   shared    the ranks share one device (SKEIN_SHARE_DEVICES=1 and one device): the automatic
+//             choice is MPI, and an all_reduce is right; SKEIN_BACKEND=nccl is refused with
+//             LogicError on every rank before NCCL is called
 //   kill      rank 1 SIGKILLs itself while the others are in an all_reduce: the job must end
-//             (non-zero) instead of hanging (check_fault_kill.cmake asserts that)
-//   badenv    SKEIN_COLLECTIVE_TIMEOUT=abc (set by the test): every rank raises LogicError naming
-//             the variable
+//             (non-zero) instead of hanging (check_fault.cmake with EXPECT=nonzero)
+//   badenv[:VARIABLE]
+//             a bad value of VARIABLE (set by the test; SKEIN_COLLECTIVE_TIMEOUT by default):
+//             every rank raises LogicError naming it
 // Exit status 0 when this rank saw what it should.
-#include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,6 +32,7 @@
 #include <skein/communicator.hpp>
 #include <skein/skein.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -35,57 +47,97 @@ int report(bool ok, const std::string& what) {
   return ok ? 0 : 1;
 }
 
-// OpenCL (PoCL in CI) unless SKEIN_API=cuda: on a GPU machine the same scenarios run over NCCL.
-Context rank_context() {
-  const char* api = std::getenv("SKEIN_API");
-  const ApiId id = api != nullptr && std::string(api) == "cuda" ? ApiId::cuda : ApiId::opencl;
-  const auto found = platforms_and_devices_by_mask(Api::from_id(id), 1);
-  const auto& devices = found.at(0).second;
-  return Context::from_devices(devices[static_cast<std::size_t>(g_rank) % devices.size()]);
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
-int mismatch() {
-  setenv("SKEIN_CHECK_COLLECTIVES", "1", 1);
-  const Context context = rank_context();
-  Communicator comm(MPI_COMM_WORLD, context);
-  Queue queue(context);
-  const std::size_t n = g_rank == 1 ? 999 : 1000;
-  Array a = Array::zeros(queue, {n}, Dtype::float32);
+double timeout_seconds() {
+  const char* text = std::getenv("SKEIN_COLLECTIVE_TIMEOUT");
+  return text ? std::atof(text) : 300.0;
+}
+
+std::vector<float> ramp(std::size_t n, int rank) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i % 97) + 1000 * (rank + 1));
+  return v;
+}
+
+// After a mismatch: the MPI backend's communicator still works and gives the right sum; an
+// asynchronous backend's was aborted and says so.
+bool still_right(Communicator& comm, const Queue& queue, int ranks) {
+  const std::size_t n = 257;
+  Array a = Array::from_host(queue, ramp(n, g_rank));
   try {
-    comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum);
+    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
+  } catch (const RuntimeError& e) {
+    return comm.backend() != CollectiveBackend::mpi && contains(e.what(), "aborted");
+  }
+  if (comm.backend() != CollectiveBackend::mpi) return false;
+  const auto got = a.get<float>();
+  for (std::size_t i = 0; i < n; ++i) {
+    double want = 0;
+    for (int r = 0; r < ranks; ++r) want += static_cast<double>((i % 97) + 1000 * (r + 1));
+    if (got[i] != static_cast<float>(want)) return false;
+  }
+  return true;
+}
+
+// One mismatched call (rank 1 differs in `field`), then a barrier: an asynchronous backend
+// reports the mismatch there at the latest.
+int mismatch(const Runtime& runtime, const std::string& field) {
+  Communicator comm(runtime);
+  Queue queue(comm.context());
+  const bool odd = g_rank == 1;
+  const std::size_t n = field == "count" && odd ? 4000 : 1000;
+  const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
+  Array a = Array::zeros(queue, {n}, dtype);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (field == "root") {
+      comm.broadcast(queue, std::span(&a, 1), odd ? 1 : 0);
+    } else if (field == "operation" && odd) {
+      comm.broadcast(queue, std::span(&a, 1), 0);
+    } else {
+      comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1),
+                      field == "reduction" && odd ? ReduceOp::max : ReduceOp::sum);
+    }
+    comm.barrier(queue);
   } catch (const LogicError& e) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
-    return report(what.find("count differs") != std::string::npos &&
-                      what.find("rank 1 has 999") != std::string::npos,
-                  "LogicError: " + what);
+    const bool named = contains(what, field + " differs") && contains(what, "rank 1 has");
+    const bool fast = waited < 0.5 * timeout_seconds();
+    const bool after = still_right(comm, queue, runtime.size());
+    return report(named && fast && after,
+                  "LogicError after " + std::to_string(waited) + " s" +
+                      (after ? "" : " (but the communicator was left in a wrong state)") + ": " + what);
   } catch (const std::exception& e) {
     return report(false, std::string("unexpected exception: ") + e.what());
   }
   return report(false, "no exception");
 }
 
-int skip() {
-  const Context context = rank_context();
-  Communicator comm(MPI_COMM_WORLD, context);
-  Queue queue(context);
+int skip(const Runtime& runtime) {
+  Communicator comm(runtime);
+  Queue queue(comm.context());
   Array a = Array::zeros(queue, {1000}, Dtype::float32);
   if (g_rank == 1) return report(true, "skipped the all_reduce");
   const auto start = std::chrono::steady_clock::now();
   try {
-    comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum);
+    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
+    comm.barrier(queue);
   } catch (const TimeoutError& e) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
-    const char* limit_text = std::getenv("SKEIN_COLLECTIVE_TIMEOUT");
-    const double limit = limit_text ? std::atof(limit_text) : 300.0;
-    bool ok = what.find("all_reduce #1") != std::string::npos && waited >= 0.9 * limit &&
-              waited < limit + 10;
+    const double limit = timeout_seconds();
+    bool ok = contains(what, "SKEIN_COLLECTIVE_TIMEOUT") && waited >= 0.9 * limit && waited < limit + 10;
     // The communicator is unusable afterwards, and says so.
     try {
       comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum);
       ok = false;
     } catch (const RuntimeError& again) {
-      ok = ok && std::string(again.what()).find("aborted") != std::string::npos;
+      ok = ok && contains(again.what(), "aborted");
     }
     return report(ok, "TimeoutError after " + std::to_string(waited) + " s: " + what);
   } catch (const std::exception& e) {
@@ -94,10 +146,67 @@ int skip() {
   return report(false, "no exception");
 }
 
-int kill_one() {
-  const Context context = rank_context();
-  Communicator comm(MPI_COMM_WORLD, context);
-  Queue queue(context);
+int late(const Runtime& runtime) {
+  const double limit = timeout_seconds();
+  if (g_rank == 1) std::this_thread::sleep_for(std::chrono::duration<double>(2 * limit));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Communicator comm(runtime);
+  } catch (const TimeoutError& e) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string what = e.what();
+    return report(contains(what, "SKEIN_COLLECTIVE_TIMEOUT=") && contains(what, "Communicator") &&
+                      waited < limit + 10,
+                  "TimeoutError after " + std::to_string(waited) + " s: " + what);
+  } catch (const std::exception& e) {
+    return report(false, std::string("unexpected exception: ") + e.what());
+  }
+  return report(false, "no exception");
+}
+
+int tiny(const Runtime& runtime) {
+  try {
+    Communicator comm(runtime);
+    Queue queue(comm.context());
+    Array a = Array::from_host(queue, ramp(64, g_rank));
+    comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum);
+    comm.barrier(queue);
+    return report(true, "the calls finished within the tiny timeout");
+  } catch (const TimeoutError& e) {
+    return report(contains(e.what(), "SKEIN_COLLECTIVE_TIMEOUT="), std::string("TimeoutError: ") + e.what());
+  } catch (const std::exception& e) {
+    return report(false, std::string("unexpected exception: ") + e.what());
+  }
+}
+
+int shared(const Runtime& runtime) {
+  const char* forced = std::getenv("SKEIN_BACKEND");
+  if (forced != nullptr && std::string(forced) == "nccl") {
+    try {
+      Communicator comm(runtime);
+    } catch (const LogicError& e) {
+      const std::string what = e.what();
+      // A CUDA machine: the GPU is shared; elsewhere: the devices are not CUDA devices.
+      const bool named = contains(what, "share a GPU") || contains(what, "needs CUDA devices") ||
+                         contains(what, "no NCCL backend");
+      return report(named && contains(what, "SKEIN_BACKEND"), "LogicError: " + what);
+    } catch (const std::exception& e) {
+      return report(false, std::string("unexpected exception: ") + e.what());
+    }
+    return report(false, "no exception");
+  }
+  Communicator comm(runtime);
+  Queue queue(comm.context());
+  if (comm.backend() != CollectiveBackend::mpi) {
+    return report(false, "ranks sharing a device got the " + std::string(name(comm.backend())) + " backend");
+  }
+  return report(still_right(comm, queue, runtime.size()),
+                "all_reduce over ranks sharing one device (" + comm.context().device(0).description() + ")");
+}
+
+int kill_one(const Runtime& runtime) {
+  Communicator comm(runtime);
+  Queue queue(comm.context());
   Array a = Array::zeros(queue, {1 << 20}, Dtype::float32);
   comm.barrier(queue);
   if (g_rank == 1) {
@@ -119,36 +228,49 @@ int kill_one() {
   return report(false, "the all_reduce completed without rank 1");
 }
 
-int badenv() {
-  setenv("SKEIN_COLLECTIVE_TIMEOUT", "abc", 1);
-  const Context context = rank_context();
+int badenv(const Runtime& runtime, const std::string& name) {
   try {
-    Communicator comm(MPI_COMM_WORLD, context);
+    Communicator comm(runtime);
   } catch (const LogicError& e) {
     const std::string what = e.what();
-    return report(what.find("SKEIN_COLLECTIVE_TIMEOUT") != std::string::npos, "LogicError: " + what);
+    return report(contains(what, name + "="), "LogicError: " + what);
   } catch (const std::exception& e) {
     return report(false, std::string("unexpected exception: ") + e.what());
   }
   return report(false, "no exception");
 }
 
+int run(const std::string& mode, const Runtime& runtime) {
+  if (mode == "count" || mode == "dtype" || mode == "reduction" || mode == "root" || mode == "operation") {
+    return mismatch(runtime, mode);
+  }
+  if (mode == "skip") return skip(runtime);
+  if (mode == "late") return late(runtime);
+  if (mode == "tiny") return tiny(runtime);
+  if (mode == "shared") return shared(runtime);
+  if (mode == "kill") return kill_one(runtime);
+  // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set.
+  if (mode.rfind("badenv", 0) == 0) {
+    return badenv(runtime, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
+  }
+  std::fprintf(stderr, "unknown scenario '%s'\n", mode.c_str());
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   const std::string mode = argc > 1 ? argv[1] : "";
   int rc = 1;
   try {
-    if (mode == "mismatch") rc = mismatch();
-    else if (mode == "skip") rc = skip();
-    else if (mode == "kill") rc = kill_one();
-    else if (mode == "badenv") rc = badenv();
-    else std::fprintf(stderr, "usage: %s mismatch|skip|kill|badenv\n", argv[0]);
+    // One device per rank (the scenarios pass one array per call).
+    PlacementOptions placement;
+    placement.devices_per_rank = 1;
+    Runtime runtime(&argc, &argv, placement);
+    g_rank = runtime.rank();
+    rc = run(mode, runtime);
   } catch (const std::exception& e) {
     rc = report(false, std::string("exception outside the scenario: ") + e.what());
   }
-  MPI_Finalize();
   return rc;
 }

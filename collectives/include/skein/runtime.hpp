@@ -62,7 +62,9 @@ class Runtime {
   // Skein's messages never mix with the application's.
   MPI_Comm comm() const;
   // The thread support MPI gave (MPI_THREAD_*): what MPI_Init_thread returned when Skein
-  // initialised MPI (it asks for MPI_THREAD_FUNNELED), else what MPI_Query_thread says.
+  // initialised MPI (it asks for MPI_THREAD_MULTIPLE, so that each Communicator's watchdog thread
+  // can compare the ranks' NCCL calls while the application runs), else what MPI_Query_thread
+  // says. Below MPI_THREAD_MULTIPLE the calling thread compares them at the next call.
   int mpi_thread_level() const;
 #endif
   ~Runtime();
