@@ -287,8 +287,9 @@ struct Communicator::Impl {
   std::condition_variable settled;  // the exchanges in flight went to zero, or a failure
   std::deque<Watch> watches;
   std::deque<std::shared_ptr<Exchange>> exchanges;  // asynchronous backends: queued by the calls
-  std::deque<std::shared_ptr<Exchange>> in_flight;  // posted, not yet compared (the watchdog's,
-                                                    // or the calling thread's below MULTIPLE)
+  std::deque<std::shared_ptr<Exchange>> in_flight;  // posted, not yet compared: the watchdog's
+                                                    // alone (the calling thread's below MULTIPLE)
+  std::size_t in_flight_count = 0;  // in_flight.size() as the watchdog last saw it (under mutex)
   std::optional<Watch> in_call;  // the call now running on the host (asynchronous backends)
   std::optional<Verdict> watchdog_failure;
   bool stop = false;
@@ -402,12 +403,12 @@ void Communicator::Impl::watchdog_loop() {
   // timeouts of seconds.
   std::unique_lock lock(mutex);
   while (!stop) {
-    const bool exchanging = thread_multiple && (!exchanges.empty() || !in_flight.empty());
+    const bool exchanging = thread_multiple && (!exchanges.empty() || in_flight_count > 0);
     wake.wait_for(lock, exchanging         ? std::chrono::milliseconds(1)
                         : watches.empty() ? std::chrono::milliseconds(100)
                                           : std::chrono::milliseconds(5));
     if (stop) break;
-    if (thread_multiple && !watchdog_failure && (!exchanges.empty() || !in_flight.empty())) {
+    if (thread_multiple && !watchdog_failure && (!exchanges.empty() || in_flight_count > 0)) {
       for (auto& x : exchanges) in_flight.push_back(std::move(x));
       exchanges.clear();
       lock.unlock();
@@ -417,7 +418,9 @@ void Communicator::Impl::watchdog_loop() {
       } catch (const std::exception& e) {
         verdict = Verdict{Failure::error, fmt::format("the agreement check failed: {}", e.what()), {}};
       }
+      const std::size_t left = in_flight.size();
       lock.lock();
+      in_flight_count = left;
       if (verdict) {
         // NCCL's kernels may be stuck on the mismatch: abort them now. A synchronous backend is
         // left to the calling thread (check_usable), which may be inside it.
@@ -426,7 +429,7 @@ void Communicator::Impl::watchdog_loop() {
         in_call.reset();
         watches.clear();
       }
-      if (in_flight.empty() || watchdog_failure) settled.notify_all();
+      if (left == 0 || watchdog_failure) settled.notify_all();
       if (watchdog_failure) continue;
     }
     const auto now = CollectiveClock::now();
@@ -736,7 +739,7 @@ bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point until) {
     }
   }
   std::unique_lock lock(mutex);
-  auto quiet = [&] { return watchdog_failure || (exchanges.empty() && in_flight.empty()); };
+  auto quiet = [&] { return watchdog_failure || (exchanges.empty() && in_flight_count == 0); };
   if (until == CollectiveClock::time_point::max()) {
     settled.wait(lock, quiet);
     return true;
