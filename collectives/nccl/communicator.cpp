@@ -382,7 +382,9 @@ void NcclBackend::raise_timeout(const char* what) {
       SKEIN_HERE, what,
       "Another rank may have failed or not reached the same call; SKEIN_COLLECTIVE_TIMEOUT sets "
       "the limit in seconds.",
-      "NCCL did not complete within {} s; the NCCL communicators were aborted", timeout_s_);
+      "NCCL did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s; the NCCL communicators were "
+      "aborted",
+      timeout_s_);
 }
 
 void NcclBackend::raise_aborted(const char* what) const {
