@@ -63,6 +63,7 @@ std::string DatasetInfo::describe() const {
   std::string text = fmt::format("{}: {} {}", name, skein::name(dtype), skein::to_string(shape));
   if (chunk_rows > 0) text += fmt::format(", chunks of {} rows", chunk_rows);
   if (compression > 0) text += fmt::format(", deflate {}", compression);
+  if (checksum) text += ", fletcher32";
   if (step) text += fmt::format(", step {}", *step);
   if (time) text += fmt::format(", time {}", *time);
   return text;
@@ -104,18 +105,25 @@ herr_t collect_error(unsigned, const H5E_error2_t* error, void* data) {
   return 0;
 }
 
-// HDF5's error stack, outermost (the API call) first, and clears it. The first entry says what
-// failed, the last ones why (e.g. the system's "No such file or directory").
-std::string hdf5_error_stack() {
+// HDF5's error stack, outermost (the API call) first, and clears it.
+std::vector<std::string> hdf5_error_lines() {
   std::vector<std::string> lines;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &lines);
   H5Eclear2(H5E_DEFAULT);
+  return lines;
+}
+
+// The stack in one line: the first entry says what failed, the last ones why (e.g. the system's
+// "No such file or directory").
+std::string hdf5_error_stack(std::vector<std::string> lines) {
   if (lines.empty()) return "HDF5 gave no details";
   if (lines.size() > 4) {
     lines = {lines[0], "...", lines[lines.size() - 2], lines.back()};
   }
   return fmt::format("{}", fmt::join(lines, "; "));
 }
+
+std::string hdf5_error_stack() { return hdf5_error_stack(hdf5_error_lines()); }
 
 [[noreturn]] void raise_hdf5(const char* call, const std::string& where, const char* file, int line) {
   throw RuntimeError(ErrorInfo{
@@ -584,6 +592,8 @@ struct File::Impl {
   // it, and it lets MPI-IO aggregate the ranks' rows into large writes).
   Handle transfer_list() const {
     Handle dxpl(SKEIN_H5_CHECK(H5Pcreate, (H5P_DATASET_XFER), path), H5Pclose);
+    // Reads verify the Fletcher32 checksums (HDF5's default, stated so that it stays so).
+    SKEIN_H5_CHECK(H5Pset_edc_check, (dxpl.get(), H5Z_ENABLE_EDC), path);
 #ifdef H5_HAVE_PARALLEL
     if (parallel) SKEIN_H5_CHECK(H5Pset_dxpl_mpio, (dxpl.get(), H5FD_MPIO_COLLECTIVE), path);
 #endif
@@ -716,6 +726,36 @@ struct File::Impl {
   };
   void write_rows(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
   void read_rows(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
+
+  // H5Dread of rows `rows` of dataset `name`. A chunk whose Fletcher32 checksum does not match
+  // (the file changed after it was written) is named as such: HDF5 says so only deep in its stack.
+  void read_checked(hid_t dataset, hid_t type, hid_t mem, hid_t space, hid_t dxpl, void* buffer,
+                    const std::string& name, RowRange rows, const std::string& call) const {
+    if (H5Dread(dataset, type, mem, space, dxpl, buffer) >= 0) return;
+    std::vector<std::string> lines = hdf5_error_lines();
+    const bool checksum = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.find("Fletcher32") != std::string::npos;
+    });
+    const std::string where = fmt::format("reading rows [{}, {}) of dataset '{}' of HDF5 file '{}'",
+                                          rows.begin, rows.end, name, path);
+    if (!checksum) {
+      throw RuntimeError(ErrorInfo{
+          .what = fmt::format("{}: {}", where, hdf5_error_stack(std::move(lines))),
+          .call = "H5Dread",
+          .hint = "HDF5's messages above say what failed: a file that is not HDF5 or is damaged, "
+                  "or a file system that lost it.",
+          .location = SKEIN_HERE});
+    }
+    throw RuntimeError(ErrorInfo{
+        .what = fmt::format("the Fletcher32 checksum failed {}: the file was changed or damaged "
+                            "after it was written ({})",
+                            where, hdf5_error_stack(std::move(lines))),
+        .call = call,
+        .hint = "Do not use this dataset's values: restore the file from a good copy or write it "
+                "again. HDF5 checks each chunk's checksum on every read; h5py and h5dump refuse "
+                "the damaged chunk too.",
+        .location = SKEIN_HERE});
+  }
 };
 
 std::vector<std::string> File::Impl::list_datasets(const std::string& group) const {
@@ -780,6 +820,7 @@ DatasetInfo File::Impl::read_info(hid_t dataset, const std::string& name) const 
     const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &n, values,
                                            sizeof filter_name, filter_name, nullptr);
     if (id == H5Z_FILTER_DEFLATE && n > 0) info.compression = static_cast<int>(values[0]);
+    if (id == H5Z_FILTER_FLETCHER32) info.checksum = true;
   }
   info.attributes = read_attributes(dataset, name);
   if (auto it = info.attributes.find("skein_step"); it != info.attributes.end()) {
@@ -800,6 +841,7 @@ json info_to_json(const DatasetInfo& info) {
          {"dtype", std::string(name(info.dtype))},
          {"chunk_rows", info.chunk_rows},
          {"compression", info.compression},
+         {"checksum", info.checksum},
          {"layout", info.layout},
          {"attributes", attributes_to_json(info.attributes)}};
   if (info.step) j["step"] = *info.step;
@@ -814,6 +856,7 @@ DatasetInfo info_from_json(const json& j) {
   info.dtype = dtype_from_name(j["dtype"].get<std::string>());
   info.chunk_rows = j["chunk_rows"].get<std::size_t>();
   info.compression = j["compression"].get<int>();
+  info.checksum = j["checksum"].get<bool>();
   info.layout = j["layout"].get<std::string>();
   info.attributes = attributes_from_json(j["attributes"]);
   if (j.contains("step")) info.step = j["step"].get<std::int64_t>();
@@ -980,9 +1023,8 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
         Handle type = transfer_type(dataset, plan.dtype);
         Handle dxpl = transfer_list();
         static std::byte dummy[16];
-        SKEIN_H5_CHECK(H5Dread, (dataset, type.get(), mem.get(), space.get(), dxpl.get(),
-                                 buffer.empty() ? dummy : buffer.data()),
-                       where);
+        read_checked(dataset, type.get(), mem.get(), space.get(), dxpl.get(),
+                     buffer.empty() ? dummy : buffer.data(), name, piece, call);
         read = true;
       } catch (...) {
         remember();
@@ -1022,8 +1064,8 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
             Handle space(SKEIN_H5_CHECK(H5Dget_space, (dataset), where), H5Sclose);
             select_rows(space.get(), plan.shape, piece, where);
             Handle mem = memory_space(piece.size() * row_elements(plan.shape), where);
-            SKEIN_H5_CHECK(H5Dread, (dataset, type.get(), mem.get(), space.get(), dxpl.get(), buffer.data()),
-                           where);
+            read_checked(dataset, type.get(), mem.get(), space.get(), dxpl.get(), buffer.data(), name,
+                         piece, call);
             read = true;
           }
         } catch (...) {
@@ -1044,6 +1086,9 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
       }
     }
   } else {
+    // A short message means rank 0 failed: its error (a damaged chunk, say) is shared below and
+    // raised here as "rank 0 failed ...: <its message>", which says more than this rank knows.
+    std::optional<RowRange> missing;
     const RowRange rows = plan.rank_rows[static_cast<std::size_t>(rank)];
     for (std::size_t k = 0; k < pieces_of(rows, per_piece); ++k) {
       const RowRange piece = piece_of(rows, per_piece, k);
@@ -1056,17 +1101,20 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
         int got = 0;
         MPI_Get_count(&status, MPI_BYTE, &got);
         if (static_cast<std::size_t>(got) == buffer.size()) {
-          if (!failure) plan.store(piece, buffer);
-        } else if (!failure) {
-          throw RuntimeError(ErrorInfo{
-              .what = fmt::format("rank 0 could not read rows [{}, {}) of dataset '{}' for this "
-                                  "rank (it says why)",
-                                  piece.begin, piece.end, name),
-              .call = call});
+          if (!failure && !missing) plan.store(piece, buffer);
+        } else if (!missing) {
+          missing = piece;
         }
       } catch (...) {
         remember();
       }
+    }
+    if (missing && !failure) {
+      share_failure(failure, call);  // raises rank 0's error, which it always has then
+      throw RuntimeError(ErrorInfo{
+          .what = fmt::format("rank 0 could not read rows [{}, {}) of dataset '{}' for this rank",
+                              missing->begin, missing->end, name),
+          .call = call});
     }
   }
   share_failure(failure, call);
@@ -1172,8 +1220,9 @@ void check_write_options(const WriteOptions& o, const std::string& call) {
 std::string describe_options(const WriteOptions& o) {
   std::vector<std::string> attrs;
   for (const auto& [k, v] : o.attributes) attrs.push_back(k + "=" + to_string(v));
-  return fmt::format("chunk_rows {} compression {} shuffle {} step {} time {} overwrite {} attributes {{{}}}",
-                     o.chunk_rows, o.compression, o.shuffle, o.step ? std::to_string(*o.step) : "-",
+  return fmt::format("chunk_rows {} compression {} shuffle {} checksum {} step {} time {} overwrite {} "
+                     "attributes {{{}}}",
+                     o.chunk_rows, o.compression, o.shuffle, o.checksum, o.step ? std::to_string(*o.step) : "-",
                      o.time ? fmt::format("{:a}", *o.time) : "-", o.overwrite, fmt::join(attrs, ", "));
 }
 
@@ -1363,13 +1412,14 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
     }
     Handle dcpl(SKEIN_H5_CHECK(H5Pcreate, (H5P_DATASET_CREATE), where), H5Pclose);
     std::size_t chunk_rows = o.chunk_rows;
-    if (chunk_rows == 0 && o.compression > 0) {
+    if (chunk_rows == 0 && (o.compression > 0 || o.checksum)) {
       const std::size_t row_bytes = std::max<std::size_t>(1, row_elements(shape) * itemsize(dtype));
       chunk_rows = std::max<std::size_t>(1, (std::size_t{1} << 20) / row_bytes);
     }
-    // HDF5 refuses chunks larger than a fixed-size dataset and chunks of empty datasets: those
-    // stay contiguous (there is nothing to compress).
+    // HDF5 refuses chunks larger than a fixed-size dataset and chunks of 0-D or empty datasets:
+    // those stay contiguous, unfiltered (an empty one has nothing to protect or compress).
     const bool chunked = chunk_rows > 0 && !shape.empty() && shape_size(shape) > 0;
+    const bool filtered = chunked && (o.compression > 0 || o.checksum);
     if (chunked) {
       std::vector<hsize_t> chunk(shape.begin(), shape.end());
       chunk[0] = std::min(chunk_rows, shape[0]);
@@ -1378,8 +1428,10 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
         if (o.shuffle) SKEIN_H5_CHECK(H5Pset_shuffle, (dcpl.get()), where);
         SKEIN_H5_CHECK(H5Pset_deflate, (dcpl.get(), static_cast<unsigned>(o.compression)), where);
       }
+      // Last in the pipeline, so that the checksum covers the bytes as they lie in the file.
+      if (o.checksum) SKEIN_H5_CHECK(H5Pset_fletcher32, (dcpl.get()), where);
     }
-    if (!(chunked && o.compression > 0)) {
+    if (!filtered) {
       // Every element is written: HDF5 need not write fill values first.
       SKEIN_H5_CHECK(H5Pset_fill_time, (dcpl.get(), H5D_FILL_TIME_NEVER), where);
     }

@@ -43,12 +43,21 @@
 //                             skein_step / skein_time when WriteOptions gives them
 // plus any user attributes (WriteOptions::attributes, File::set_attribute).
 //
-// Chunking and compression (WriteOptions): deflate needs a chunked dataset, so a compression level
-// without chunk_rows picks chunks of about 1 MiB. Parallel HDF5 writes filtered (compressed)
+// Checksums (WriteOptions::checksum, on by default): every dataset Skein creates carries HDF5's
+// Fletcher32 filter, a 4-byte checksum per chunk that HDF5 checks on every read. A byte changed in
+// the file after it was written (disk, copy, transfer) makes the read raise a RuntimeError on every
+// rank naming the file and the dataset and saying that the checksum failed, instead of returning
+// wrong values; h5py and h5dump check it too. checksum = false writes an unfiltered dataset,
+// contiguous unless chunking or compression is asked for. HDF5 chunks neither 0-D (scalar) nor
+// empty datasets: those stay contiguous, without a checksum.
+//
+// Chunking and compression (WriteOptions): filters (the checksum, deflate) need a chunked dataset,
+// so without chunk_rows Skein picks chunks of about 1 MiB. Parallel HDF5 writes filtered
 // datasets only with collective transfers and from 1.10.2 on: Skein's transfers are collective,
 // and the element types in memory are the file's, so HDF5 never falls back to independent ones.
-// A parallel HDF5 older than 1.10.2 refuses compressed writes (a RuntimeError naming the dataset
-// and HDF5's reason): write without compression there, or through rank 0.
+// A parallel HDF5 older than 1.10.2 refuses filtered writes, the default checksum included (a
+// RuntimeError naming the dataset and HDF5's reason): write with checksum = false and without
+// compression there, or through rank 0.
 //
 // Every call marked collective must be made by every rank of the file's communicator in the same
 // order with the same arguments. The ranks compare a fingerprint of each call first, so a
@@ -116,9 +125,11 @@ struct FileOptions {
 };
 
 struct WriteOptions {
-  // Rows per chunk (the chunk spans all columns). 0: a contiguous dataset, unless compression
-  // asks for chunks (then rows for about 1 MiB per chunk). Clamped to the rows there are.
+  // Rows per chunk (the chunk spans all columns). 0: rows for about 1 MiB per chunk when the
+  // checksum or compression needs chunks, else a contiguous dataset. Clamped to the rows there are.
   std::size_t chunk_rows = 0;
+  // HDF5's Fletcher32 checksum filter on the dataset's chunks (see above); false: no checksum.
+  bool checksum = true;
   // Deflate (gzip) level 1 to 9; 0: no compression.
   int compression = 0;
   // The shuffle filter before deflate (groups the bytes of each element: compresses floats
@@ -142,11 +153,12 @@ struct DatasetInfo {
   Dtype dtype = Dtype::uint8;
   std::size_t chunk_rows = 0;  // 0: not chunked
   int compression = 0;         // deflate level; 0: none
+  bool checksum = false;       // whether the chunks carry a Fletcher32 checksum
   std::optional<std::int64_t> step;
   std::optional<double> time;
   std::string layout;          // skein_layout: how the writer split the rows ("" if not Skein's)
   Attributes attributes;       // every attribute HDF5 can show as an AttributeValue, skein_* included
-  // "u: float64 (1000, 7), chunks of 64 rows, deflate 4, step 10, time 0.5"
+  // "u: float64 (1000, 7), chunks of 64 rows, deflate 4, fletcher32, step 10, time 0.5"
   std::string describe() const;
 };
 
