@@ -1,11 +1,16 @@
 """Checks the files HDF5CrossRanks.Write (tests/collectives/hdf5_test.cpp) wrote on 4 ranks, with
-h5py: every dataset's NumPy dtype, shape, values, chunking/compression and attributes, and the
-file's attributes. The values are recomputed here from the same formula (cross_value), so a file
-that h5py reads differently from what Skein meant to write fails.
+h5py: every dataset's NumPy dtype, shape, values, chunking/compression, Fletcher32 checksum and
+attributes, and the file's attributes. The values are recomputed here from the same formula
+(cross_value), so a file that h5py reads differently from what Skein meant to write fails. A copy
+of each file with one byte changed inside a chunk of "u" must make h5py's read of "u" fail (the
+checksum is HDF5's own, so any HDF5 reader checks it).
 
     python3 hdf5_check.py FILE...      exit 0: all good; 1: a mismatch (each one printed)
 """
+import os
+import shutil
 import sys
+import tempfile
 
 import h5py
 import numpy as np
@@ -15,19 +20,20 @@ def cross_value(row, col, salt):
     return float((row * 31 + col * 7 + salt * 13) % 251 - 125)
 
 
-# name: (NumPy dtype h5py must give, shape, salt, deflate level or None, Skein dtype)
-# bfloat16 has no NumPy dtype: HDF5 converts it for h5py, which reads it as float32.
+# name: (NumPy dtype h5py must give, shape, salt, deflate level or None, Skein dtype, Fletcher32)
+# bfloat16 has no NumPy dtype: HDF5 converts it for h5py, which reads it as float32. "n" is
+# written with WriteOptions::checksum = false (contiguous); "e" is empty (HDF5 cannot chunk it).
 DATASETS = {
-    "u": ("float64", (37, 5), 1, None, "float64"),
-    "c": ("complex64", (23,), 2, None, "complex64"),
-    "z": ("complex128", (6, 2), 3, None, "complex128"),
-    "h": ("float16", (11, 3), 4, None, "float16"),
-    "b": ("float32", (9,), 5, None, "bfloat16"),
-    "i": ("int16", (13, 2), 6, None, "int16"),
-    "n": ("uint64", (5,), 7, None, "uint64"),
-    "e": ("float32", (0, 3), 8, None, "float32"),
-    "one": ("int8", (1,), 9, None, "int8"),
-    "fields/p": ("float32", (101, 3), 10, 4, "float32"),
+    "u": ("float64", (37, 5), 1, None, "float64", True),
+    "c": ("complex64", (23,), 2, None, "complex64", True),
+    "z": ("complex128", (6, 2), 3, None, "complex128", True),
+    "h": ("float16", (11, 3), 4, None, "float16", True),
+    "b": ("float32", (9,), 5, None, "bfloat16", True),
+    "i": ("int16", (13, 2), 6, None, "int16", True),
+    "n": ("uint64", (5,), 7, None, "uint64", False),
+    "e": ("float32", (0, 3), 8, None, "float32", False),
+    "one": ("int8", (1,), 9, None, "int8", True),
+    "fields/p": ("float32", (101, 3), 10, 4, "float32", True),
 }
 
 
@@ -50,7 +56,7 @@ def check(path):
             problems.append(f"skein_version is {f.attrs.get('skein_version')!r}, not a string")
         if f.attrs.get("purpose") != "cross-rank test":
             problems.append(f"purpose is {f.attrs.get('purpose')!r}")
-        for name, (dtype, shape, salt, level, skein_dtype) in DATASETS.items():
+        for name, (dtype, shape, salt, level, skein_dtype, fletcher32) in DATASETS.items():
             d = f[name]
             where = f"{path}:{name}"
             if d.dtype != np.dtype(dtype):
@@ -70,6 +76,12 @@ def check(path):
             elif d.compression != "gzip" or d.compression_opts != level or d.chunks is None:
                 problems.append(f"{where}: compression {d.compression} {d.compression_opts}, chunks {d.chunks}; "
                                 f"expected gzip {level}")
+            if d.fletcher32 != fletcher32:
+                problems.append(f"{where}: h5py sees fletcher32={d.fletcher32}, expected {fletcher32}")
+            if fletcher32 and d.chunks is None:
+                problems.append(f"{where}: has the Fletcher32 filter but is not chunked")
+            if name == "n" and d.chunks is not None:
+                problems.append(f"{where}: written without checksum, yet chunked {d.chunks} (expected contiguous)")
             a = d.attrs
             checks = {
                 "skein_dtype": skein_dtype,
@@ -91,10 +103,37 @@ def check(path):
     return problems
 
 
+def check_damage(path):
+    """A copy of the file with one byte changed in the middle of the first chunk of "u"."""
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "damaged.h5")
+        shutil.copyfile(path, copy)
+        with h5py.File(copy, "r") as f:
+            info = f["u"].id.get_chunk_info_by_coord((0, 0))
+        with open(copy, "r+b") as raw:
+            raw.seek(info.byte_offset + info.size // 2)
+            byte = raw.read(1)[0]
+            raw.seek(info.byte_offset + info.size // 2)
+            raw.write(bytes([byte ^ 0x5A]))
+        with h5py.File(copy, "r") as f:
+            try:
+                f["u"][()]
+                problems.append(f"{path}:u: a byte changed inside its chunk at {info.byte_offset}, yet h5py "
+                                f"read it without an error")
+            except OSError:
+                pass
+            # The other datasets are untouched and still read.
+            if not np.array_equal(f["i"][()], expected((13, 2), 6, "int16")):
+                problems.append(f"{path}:i changed in the damaged copy")
+    return problems
+
+
 def main():
     problems = []
     for path in sys.argv[1:]:
         problems += check(path)
+        problems += check_damage(path)
     for p in problems:
         print("MISMATCH", p)
     print(f"h5py {h5py.version.version} (HDF5 {h5py.version.hdf5_version}) checked {len(sys.argv) - 1} file(s): "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the files HDF5CrossRanks.Write (tests/collectives/hdf5_test.cpp) made on 4 ranks with a
-# tool other than Skein: h5py (hdf5_check.py: dtypes, values, attributes) or h5dump (it reads
-# every dataset; the attributes Skein writes are there with their values).
+# tool other than Skein: h5py (hdf5_check.py: dtypes, values, attributes, checksums) or h5dump (it
+# reads every dataset; the attributes Skein writes are there with their values; the Fletcher32
+# filter is on "u" and not on "n").
 #   bash hdf5_check.sh h5py|h5dump DIR
 # Exit 0: good; 1: a mismatch; 77 (ctest: skipped): the tool is not installed.
 set -u
@@ -47,6 +48,13 @@ case $tool in
       grep -qE '\(0\): -8\b' <<<"$one" || { echo "hdf5_check: $f: /one is not -8:"; echo "$one"; status=1; }
       u=$(h5dump -d /u -s 0,0 -c 1,1 -w 0 "$f")
       grep -qE '\(0,0\): -112\b' <<<"$u" || { echo "hdf5_check: $f: /u[0,0] is not -112:"; echo "$u"; status=1; }
+      # The checksum filter on "u"; "n" was written without it (contiguous).
+      props=$(h5dump -p -H -d /u "$f")
+      grep -qF 'CHECKSUM FLETCHER32' <<<"$props" ||
+        { echo "hdf5_check: $f: /u has no Fletcher32 filter:"; echo "$props"; status=1; }
+      props=$(h5dump -p -H -d /n "$f")
+      grep -qF 'CONTIGUOUS' <<<"$props" && ! grep -qF 'FLETCHER32' <<<"$props" ||
+        { echo "hdf5_check: $f: /n is not contiguous without filters:"; echo "$props"; status=1; }
       c=$(h5dump -d /c -s 0 -c 1 -w 0 "$f")
       grep -qE '\(0\): \{\s*-99,\s*198\s*\}' <<<"$(tr -s ' \n' ' ' <<<"$c")" ||
         { echo "hdf5_check: $f: /c[0] is not {-99, 198}:"; echo "$c"; status=1; }

@@ -538,6 +538,154 @@ TEST_P(Hdf5Files, PlainHdf5ReadsSkeinsFilesAndSkeinReadsOthers) {
   EXPECT_EQ(g.read_host<std::int32_t>("i").size(), 3u);  // still usable
 }
 
+// ---- checksums ----------------------------------------------------------------------------------
+
+// Plain HDF5 (rank 0, the file closed by Skein): whether dataset `name` is chunked and carries the
+// Fletcher32 filter, and where the chunk holding row `row` lies in the file (address, bytes).
+struct PlainLayout {
+  bool chunked = false;
+  bool fletcher32 = false;
+  haddr_t chunk_address = HADDR_UNDEF;
+  hsize_t chunk_bytes = 0;
+};
+
+PlainLayout plain_layout(const std::string& path, const std::string& name, hsize_t row) {
+  PlainLayout out;
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(file, 0) << path;
+  if (file < 0) return out;
+  const hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  const hid_t dcpl = H5Dget_create_plist(d);
+  out.chunked = H5Pget_layout(dcpl) == H5D_CHUNKED;
+  unsigned flags = 0;
+  std::size_t n = 0;
+  H5E_auto2_t print = nullptr;  // "not in the pipeline" is an answer here, not an error to print
+  void* print_data = nullptr;
+  H5Eget_auto2(H5E_DEFAULT, &print, &print_data);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  out.fletcher32 = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, &n, nullptr, 0, nullptr, nullptr) >= 0;
+  H5Eclear2(H5E_DEFAULT);
+  H5Eset_auto2(H5E_DEFAULT, print, print_data);
+  if (out.chunked) {
+    const hid_t space = H5Dget_space(d);
+    std::vector<hsize_t> at(static_cast<std::size_t>(H5Sget_simple_extent_ndims(space)), 0);
+    at[0] = row;
+    unsigned mask = 0;
+    EXPECT_GE(H5Dget_chunk_info_by_coord(d, at.data(), &mask, &out.chunk_address, &out.chunk_bytes), 0) << name;
+    H5Sclose(space);
+  }
+  H5Pclose(dcpl);
+  H5Dclose(d);
+  H5Fclose(file);
+  return out;
+}
+
+// Flips the bits of one byte of `path` at `offset`.
+void flip_byte(const std::string& path, std::uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x5a));
+  ASSERT_TRUE(f.good()) << "flipping byte " << offset << " of " << path;
+}
+
+TEST_P(Hdf5Files, ChecksumsAreOnByDefaultAndDamagedDataIsRefusedOnEveryRank) {
+  const std::string path = dir_.file("checksums.h5");
+  Rig other = another_layout_rig();
+  const Shape shape = {48, 3};  // 6 chunks of 8 rows in "u": on 4 ranks only rank 3 reads the last
+  hdf5::WriteOptions eight;
+  eight.chunk_rows = 8;
+  hdf5::WriteOptions contiguous;
+  contiguous.checksum = false;
+  {
+    hdf5::File f = hdf5::File::create(*s_.comm, path, options(200));  // pieces of 8 rows
+    f.write("u", filled(*s_.comm, shape, Dtype::float64, 80), eight);
+    f.write("v", filled(*s_.comm, shape, Dtype::float64, 81));  // default: one chunk here
+    f.write("deflated", filled(*s_.comm, shape, Dtype::float64, 82), {.compression = 5});
+    f.write("plain", filled(*s_.comm, shape, Dtype::float64, 83), contiguous);
+    const auto host = host_array(Dtype::int32, {100}, 84);
+    f.write_host("host", std::span<const std::byte>(host), Shape{100}, Dtype::int32);
+    const auto u = f.info("u"), v = f.info("v"), plain = f.info("plain");
+    EXPECT_TRUE(u.checksum);
+    EXPECT_EQ(u.chunk_rows, 8u);
+    EXPECT_TRUE(v.checksum);
+    EXPECT_EQ(v.chunk_rows, 48u);  // about 1 MiB per chunk, clamped to the rows
+    EXPECT_TRUE(f.info("deflated").checksum);
+    EXPECT_EQ(f.info("deflated").compression, 5);
+    EXPECT_TRUE(f.info("host").checksum);
+    EXPECT_FALSE(plain.checksum);
+    EXPECT_EQ(plain.chunk_rows, 0u);
+    EXPECT_NE(u.describe().find("fletcher32"), std::string::npos) << u.describe();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Plain HDF5 sees the filter (and no filter, contiguous, where it was turned off); then one
+  // byte in the middle of a chunk of each checked dataset is changed.
+  if (world_rank() == 0) [&] {
+    for (const auto& [name, row] : std::vector<std::pair<std::string, hsize_t>>{
+             {"u", 47}, {"v", 0}, {"deflated", 0}, {"host", 0}}) {
+      const PlainLayout l = plain_layout(path, name, row);
+      EXPECT_TRUE(l.chunked) << name;
+      EXPECT_TRUE(l.fletcher32) << name;
+      ASSERT_NE(l.chunk_address, HADDR_UNDEF) << name;
+      ASSERT_GT(l.chunk_bytes, 8u) << name;
+    }
+    const PlainLayout plain = plain_layout(path, "plain", 0);
+    EXPECT_FALSE(plain.chunked);
+    EXPECT_FALSE(plain.fletcher32);
+  }();
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  // Undamaged: every dataset reads back as the host computes it, on another layout too.
+  auto check_all = [&](const std::vector<std::string>& names, const std::string& what) {
+    hdf5::File f = hdf5::File::open(*s_.comm, path, hdf5::Access::read_only, options(200));
+    for (const auto& [name, salt] : std::vector<std::pair<std::string, std::uint64_t>>{
+             {"u", 80}, {"v", 81}, {"deflated", 82}, {"plain", 83}}) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+      DistArray b(*other.comm, shape, Dtype::float64, other_splits(other.comm->size(), shape[0])[1].second);
+      f.read(name, b);
+      expect_bytes(b.all_gather_bytes(), host_array(Dtype::float64, shape, salt), what + ": " + name);
+    }
+    if (std::find(names.begin(), names.end(), "host") != names.end()) {
+      expect_bytes(f.read_host_bytes("host"), host_array(Dtype::int32, {100}, 84), what + ": host");
+    }
+  };
+  check_all({"u", "v", "deflated", "plain", "host"}, "undamaged");
+
+  if (world_rank() == 0) [&] {
+    for (const auto& [name, row] : std::vector<std::pair<std::string, hsize_t>>{
+             {"u", 47}, {"v", 0}, {"deflated", 0}, {"host", 0}}) {
+      const PlainLayout l = plain_layout(path, name, row);
+      ASSERT_NE(l.chunk_address, HADDR_UNDEF) << name;
+      flip_byte(path, l.chunk_address + l.chunk_bytes / 2);
+    }
+  }();
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  {
+    hdf5::File f = hdf5::File::open(*s_.comm, path, hdf5::Access::read_only, options(200));
+    const std::vector<std::string> words = {path, "Fletcher32 checksum failed", "changed or damaged"};
+    auto with = [&](const std::string& name) {
+      std::vector<std::string> w = words;
+      w.push_back("dataset '" + name + "'");
+      return w;
+    };
+    for (const std::string name : {"u", "v", "deflated"}) {
+      DistArray a(*s_.comm, shape, Dtype::float64);
+      expect_error<RuntimeError>([&] { f.read(name, a); }, with(name), "read damaged " + name);
+      DistArray b(*other.comm, shape, Dtype::float64, other_splits(other.comm->size(), shape[0])[2].second);
+      expect_error<RuntimeError>([&] { f.read(name, b); }, with(name), "read damaged " + name + " (other layout)");
+      expect_error<RuntimeError>([&] { (void)f.read_host_bytes(name); }, with(name), "read_host damaged " + name);
+    }
+    expect_error<RuntimeError>([&] { (void)f.read_host<std::int32_t>("host"); }, with("host"), "read_host damaged host");
+    // The rows of "u" before the damaged chunk are still good, and no rank was left waiting.
+    const auto plain = f.read_host_bytes("plain");
+    expect_bytes(plain, host_array(Dtype::float64, shape, 83), "undamaged dataset after the errors");
+  }
+  check_all({"plain"}, "after the damage");
+}
+
 TEST_P(Hdf5Files, BadCallsRaiseTypedErrorsOnEveryRank) {
   const std::string path = dir_.file("errors.h5");
   Rig other = another_layout_rig();
@@ -665,6 +813,7 @@ struct CrossDataset {
   Shape shape;
   int salt;
   int compression;
+  bool checksum = true;  // WriteOptions::checksum (empty datasets get none: HDF5 cannot chunk them)
 };
 
 const std::vector<CrossDataset>& cross_datasets() {
@@ -672,7 +821,7 @@ const std::vector<CrossDataset>& cross_datasets() {
       {"u", Dtype::float64, {37, 5}, 1, 0},      {"c", Dtype::complex64, {23}, 2, 0},
       {"z", Dtype::complex128, {6, 2}, 3, 0},   {"h", Dtype::float16, {11, 3}, 4, 0},
       {"b", Dtype::bfloat16, {9}, 5, 0},        {"i", Dtype::int16, {13, 2}, 6, 0},
-      {"n", Dtype::uint64, {5}, 7, 0},          {"e", Dtype::float32, {0, 3}, 8, 0},
+      {"n", Dtype::uint64, {5}, 7, 0, false},          {"e", Dtype::float32, {0, 3}, 8, 0},
       {"one", Dtype::int8, {1}, 9, 0},          {"fields/p", Dtype::float32, {101, 3}, 10, 4},
   };
   return all;
@@ -698,6 +847,7 @@ TEST(HDF5CrossRanks, Write) {
       wo.step = 1000 + d.salt;
       wo.time = 0.5 * d.salt;
       wo.compression = d.compression;
+      wo.checksum = d.checksum;
       wo.attributes["salt"] = std::int64_t{d.salt};
       wo.attributes["written_by_ranks"] = std::int64_t{world_size()};
       f.write(d.name, a, wo);
@@ -726,6 +876,7 @@ TEST(HDF5CrossRanks, Read) {
         EXPECT_EQ(info.time, 0.5 * d.salt) << what;
         EXPECT_EQ(std::get<std::int64_t>(info.attributes.at("written_by_ranks")), 4) << what;
         EXPECT_EQ(info.compression, d.compression) << what;
+        EXPECT_EQ(info.checksum, d.checksum && shape_size(d.shape) > 0) << what;
         const auto want = cross_rows(d.dtype, d.shape, 0, d.shape[0], d.salt);
         DistArray a(*s.comm, d.shape, d.dtype);
         f.read(d.name, a);
