@@ -1,8 +1,8 @@
 // CheckpointManager under mpirun (1..4 ranks) on PoCL devices, on both HDF5 paths. Real files in
 // a scratch directory: complete checkpoints are listed and pruned to `keep`, markers carry the
 // file's size and a SHA-256 that `sha256sum` confirms, a checkpoint restores into another layout
-// with the bytes that were written, damaged checkpoints (bit flip, truncation, missing file,
-// garbage marker) are refused with a CheckpointError naming the file and what did not match
+// with the bytes that were written, damaged checkpoints (bit flip, a changed value inside the data,
+// truncation, missing file, garbage marker) are refused with a CheckpointError naming the file and what did not match
 // (or skipped with OnCorrupt::fall_back), and writes abandoned at each stage (the after_stage
 // hook throws, as a crash would stop them) leave the previous checkpoint as the newest complete
 // one. The SIGKILL version of the last runs in tests/collectives/checkpoint_kill.cmake.
@@ -10,6 +10,7 @@
 
 #if SKEIN_HAS_HDF5
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -244,6 +245,38 @@ TEST_P(Checkpoints, DamagedCheckpointsAreRefusedWithAClearError) {
     ASSERT_TRUE(restored.has_value());
     expect_step(u, table, 1, "fall back to step 1");
   }
+  restore_file();
+  EXPECT_EQ(m.latest_complete()->step, 2);
+
+  // One byte changed inside the stored values of "u" (its chunk, found with plain HDF5): the marker's
+  // SHA-256 refuses it first, with the same message; restoring by an info taken before the damage
+  // meets HDF5's Fletcher32 checksum of the chunk instead, which names the file and the dataset.
+  const CheckpointInfo before = m.verify(2);
+  on_rank0([&] {
+    const hid_t file = H5Fopen(file2.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t d = H5Dopen2(file, "u", H5P_DEFAULT);
+    const hsize_t at[2] = {kShape[0] - 1, 0};
+    unsigned mask = 0;
+    haddr_t address = HADDR_UNDEF;
+    hsize_t bytes = 0;
+    EXPECT_GE(H5Dget_chunk_info_by_coord(d, at, &mask, &address, &bytes), 0) << "u is not chunked";
+    H5Dclose(d);
+    H5Fclose(file);
+    ASSERT_NE(address, HADDR_UNDEF);
+    std::fstream f(file2, std::ios::in | std::ios::out | std::ios::binary);
+    const auto inside = static_cast<std::streamoff>(address + bytes / 2);
+    f.seekg(inside);
+    char c = 0;
+    f.get(c);
+    f.seekp(inside);
+    f.put(static_cast<char>(c ^ 0x10));
+  });
+  expect_error<CheckpointError>([&] { (void)m.latest_complete(); },
+                                {data_file(2), "SHA-256", marker_file(2), "damaged"}, "a changed value");
+  expect_error<CheckpointError>([&] { (void)m.restore_latest(arrays); }, {"SHA-256"}, "restore_latest, a changed value");
+  expect_error<RuntimeError>([&] { (void)m.restore(before, arrays); },
+                             {data_file(2), "dataset 'u'", "Fletcher32 checksum failed"}, "restore of a changed value");
   restore_file();
   EXPECT_EQ(m.latest_complete()->step, 2);
 
