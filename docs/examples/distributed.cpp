@@ -21,8 +21,9 @@ KERNEL void smooth(GLOBAL_MEM float* out, GLOBAL_MEM const float* in, int rows, 
 }
 )";
 
-int main(int argc, char** argv) {
-  // Initialises MPI (or adopts it) and picks this rank's devices (SKEIN_API, SKEIN_DEVICES...).
+int main(int argc, char** argv) try {
+  // Initialises MPI (or adopts it) and picks this rank's devices (SKEIN_API, SKEIN_DEVICES...);
+  // a bad setting raises here, caught by the outer handler at the end.
   skein::Runtime runtime(&argc, &argv);
   try {
     skein::Communicator comm(runtime);  // members: every device of every rank
@@ -87,8 +88,11 @@ int main(int argc, char** argv) {
                 << comm.backend_description() << ": " << (ok ? "ok" : "MISMATCH") << "\n";
     }
     return ok ? 0 : 1;
-  } catch (const skein::Error& e) {  // every rank reports its own error
+  } catch (const skein::Error& e) {  // every rank reports its own error, before MPI ends
     std::cerr << e.what() << "\n";
     return 1;
   }
+} catch (const skein::Error& e) {  // the Runtime could not start (MPI, devices, environment)
+  std::cerr << e.what() << "\n";
+  return 1;
 }

@@ -26,6 +26,10 @@ int main() try {
   }
   // Every device of the first platform (4 with POCL_DEVICES="pthread pthread pthread pthread").
   const auto found = skein::platforms_and_devices_by_mask(apis.front());
+  if (found.empty()) {  // an API without devices (e.g. PoCL with none configured)
+    std::cerr << "no device here; run skein-info to see why\n";
+    return 1;
+  }
   const auto ctx = skein::Context::from_devices(std::span(found.front().second));
   const skein::Queue queue(ctx);  // one stream / command queue per device
 
