@@ -8,9 +8,9 @@
 # The script exits non-zero when any step failed. BUILD_DIR (default build-gpu) and JOBS (default:
 # all cores) can be overridden. STEPS (default: all) picks groups of steps, comma-separated:
 #   tests      ctest, the gtest suite, skein-info
-#   mpi        the MPI suite over NCCL (one GPU per rank, one rank for every GPU) and the fault
-#              scenarios: ranks sharing the first GPU (MPI backend; NCCL refused), and over NCCL
-#              with one GPU per rank where there are two or more
+#   mpi        the MPI suite over NCCL (one GPU per rank, one rank for every GPU)
+#   faults     the fault scenarios: ranks sharing the first GPU (MPI backend; NCCL refused), and
+#              over NCCL with one GPU per rank where there are two or more
 #   demo       the README's demo (tools/quickstart.sh demo) and skein-heat on two ranks sharing
 #              the first GPU
 #   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
@@ -123,13 +123,17 @@ if want tests; then
 fi
 
 # The MPI suite on the GPUs (ctest runs it on PoCL): NCCL with one GPU per rank, and with one
-# rank driving every GPU; then the fault scenarios over NCCL, each under a hard limit.
+# rank driving every GPU.
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if want mpi && ((ngpu > 0)); then
   step mpi-nccl-1pr "$OUTDIR/ctest.log" timeout 900 mpirun -np "$ngpu" --oversubscribe \
     -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
   step mpi-nccl-1rank "$OUTDIR/ctest.log" timeout 900 mpirun -np 1 -x SKEIN_API=cuda \
     -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+fi
+
+# The fault scenarios (tests/collectives/fault_main.cpp) on the GPUs.
+if want faults && ((ngpu > 0)); then
   fault_bin="$BUILD_DIR/tests/skein-collectives-fault"
   # fault NAME NP LIMIT EXPECT VAR=VALUE...: one fault scenario on CUDA, checked as ctest checks
   # them on PoCL (tests/collectives/check_fault.cmake).
