@@ -163,6 +163,9 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
                          const std::string& name) override;
   std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
                                        const std::vector<std::string>& options) override;
+  std::shared_ptr<ProgramAdapter> build(std::size_t device_idx, const std::string& source,
+                                        const std::vector<std::string>& options,
+                                        const std::string& name) override;
   std::vector<std::string> compiler_identity(std::size_t device_idx) const override;
   std::vector<std::string> default_options(std::size_t device_idx, bool fast_math) const override;
   cl_context get() const { return context_; }

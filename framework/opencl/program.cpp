@@ -1,9 +1,13 @@
 // OpenCL programs: built from source for one device, cached as the driver's program binary, and
-// rebuilt from that binary when loaded. Kernels get their arguments with clSetKernelArg.
+// rebuilt from that binary when loaded; with the compile cache off, used as built. Kernels get
+// their arguments with clSetKernelArg.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "adapters.hpp"
 #include "check.hpp"
@@ -194,38 +198,52 @@ std::vector<std::string> OclContext::compiler_identity(std::size_t device_idx) c
           device_string(dev, CL_DEVICE_VERSION), device_string(dev, CL_DEVICE_OPENCL_C_VERSION)};
 }
 
-CompiledBinary OclContext::compile(std::size_t device_idx, const std::string& source,
-                                   const std::vector<std::string>& options,
-                                   const std::string& name) {
-  const std::string where = describe_device(device_idx);
-  const cl_device_id dev = device_id(device_idx);
+namespace {
+
+using ProgramHandle = std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)>;
+
+// `source` built for one device of the context, and the build log. Throws CompileError.
+ProgramHandle build_from_source(cl_context context, cl_device_id dev, const std::string& where,
+                                const std::string& source, const std::vector<std::string>& options,
+                                const std::string& name, std::string& log) {
   const char* text = source.c_str();
   const std::size_t length = source.size();
   cl_int err = CL_SUCCESS;
-  cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &err);
+  cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &err);
   SKEIN_CL_CHECK(err, where);
-  std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)> guard(
-      program, &clReleaseProgram);
+  ProgramHandle guard(program, &clReleaseProgram);
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
-  std::string log = build_log(program, dev);
+  log = build_log(program, dev);
   if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ||
       err == CL_COMPILE_PROGRAM_FAILURE) {
     raise_compile_error("clBuildProgram", where, name, log, source, options);
   }
   SKEIN_CL_CHECK(err, where);
+  return guard;
+}
 
-  // The binary of our device among the program's devices (all of the context's).
+}  // namespace
+
+CompiledBinary OclContext::compile(std::size_t device_idx, const std::string& source,
+                                   const std::vector<std::string>& options,
+                                   const std::string& name) {
+  const std::string where = describe_device(device_idx);
+  const cl_device_id dev = device_id(device_idx);
+  std::string log;
+  const ProgramHandle program = build_from_source(context_, dev, where, source, options, name, log);
+
+  // One binary per device of the program (all of the context's); only ours was built.
   cl_uint ndev = 0;
-  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof(ndev), &ndev, nullptr),
-                 where);
+  SKEIN_CL_CHECK(
+      clGetProgramInfo(program.get(), CL_PROGRAM_NUM_DEVICES, sizeof(ndev), &ndev, nullptr), where);
   std::vector<cl_device_id> devices(ndev);
-  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_DEVICES, ndev * sizeof(cl_device_id),
+  SKEIN_CL_CHECK(clGetProgramInfo(program.get(), CL_PROGRAM_DEVICES, ndev * sizeof(cl_device_id),
                                   devices.data(), nullptr),
                  where);
   std::vector<std::size_t> sizes(ndev);
-  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, ndev * sizeof(std::size_t),
-                                  sizes.data(), nullptr),
+  SKEIN_CL_CHECK(clGetProgramInfo(program.get(), CL_PROGRAM_BINARY_SIZES,
+                                  ndev * sizeof(std::size_t), sizes.data(), nullptr),
                  where);
   std::vector<std::vector<unsigned char>> binaries(ndev);
   std::vector<unsigned char*> pointers(ndev);
@@ -233,28 +251,50 @@ CompiledBinary OclContext::compile(std::size_t device_idx, const std::string& so
     binaries[i].resize(sizes[i]);
     pointers[i] = binaries[i].data();
   }
-  SKEIN_CL_CHECK(clGetProgramInfo(program, CL_PROGRAM_BINARIES,
+  SKEIN_CL_CHECK(clGetProgramInfo(program.get(), CL_PROGRAM_BINARIES,
                                   ndev * sizeof(unsigned char*), pointers.data(), nullptr),
                  where);
+  // The spec puts our binary at our device's place in CL_PROGRAM_DEVICES. PoCL (3.1) puts the
+  // binaries at the places of the devices in clBuildProgram's list instead: built for device 1 of
+  // four, the binary is in slot 0 and slot 1 is empty. Only one device was built for, so only one
+  // binary exists: when our slot is empty, the one non-empty slot is ours (load() checks it).
+  std::optional<cl_uint> ours, only;
+  std::size_t nonempty = 0;
   for (cl_uint i = 0; i < ndev; ++i) {
-    if (devices[i] != dev) continue;
-    if (binaries[i].empty()) {
-      throw RuntimeError(ErrorInfo{.what = "the driver returned an empty program binary",
-                                   .call = "clGetProgramInfo",
-                                   .device = where,
-                                   .hint = "Report the driver; set SKEIN_DISABLE_CACHE=1 meanwhile.",
-                                   .location = SKEIN_HERE});
+    if (devices[i] == dev && !binaries[i].empty()) ours = i;
+    if (!binaries[i].empty()) {
+      only = i;
+      ++nonempty;
     }
-    CompiledBinary out;
-    out.binary.resize(binaries[i].size());
-    std::memcpy(out.binary.data(), binaries[i].data(), binaries[i].size());
-    out.log = std::move(log);
-    return out;
   }
-  throw RuntimeError(ErrorInfo{.what = "the program has no binary for the device",
-                               .call = "clGetProgramInfo",
-                               .device = where,
-                               .location = SKEIN_HERE});
+  if (!ours && nonempty == 1) ours = only;
+  if (!ours) {
+    throw RuntimeError(ErrorInfo{
+        .what = fmt::format("the driver returned no program binary for the device ({} of the "
+                            "program's {} device(s) have one)",
+                            nonempty, ndev),
+        .call = "clGetProgramInfo(CL_PROGRAM_BINARIES)",
+        .device = where,
+        .hint = "Only the compile cache (and ProgramOptions::keep) need the binary: with "
+                "SKEIN_DISABLE_CACHE=1 kernels are built from source and used without one.",
+        .location = SKEIN_HERE});
+  }
+  CompiledBinary out;
+  out.binary.resize(binaries[*ours].size());
+  std::memcpy(out.binary.data(), binaries[*ours].data(), binaries[*ours].size());
+  out.log = std::move(log);
+  return out;
+}
+
+std::shared_ptr<ProgramAdapter> OclContext::build(std::size_t device_idx,
+                                                  const std::string& source,
+                                                  const std::vector<std::string>& options,
+                                                  const std::string& name) {
+  // The program the compiler built is used as it is: no binary is asked for.
+  std::string log;
+  ProgramHandle program = build_from_source(context_, device_id(device_idx),
+                                            describe_device(device_idx), source, options, name, log);
+  return std::make_shared<OclProgram>(shared_from_this(), device_idx, program.release());
 }
 
 std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
@@ -268,8 +308,7 @@ std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
   cl_program program =
       clCreateProgramWithBinary(context_, 1, &dev, &size, &data, &status, &err);
   SKEIN_CL_CHECK(err, where);
-  std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)> guard(
-      program, &clReleaseProgram);
+  ProgramHandle guard(program, &clReleaseProgram);
   SKEIN_CL_CHECK(status, where);
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);

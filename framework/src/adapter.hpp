@@ -174,6 +174,14 @@ class ContextAdapter {
   virtual std::shared_ptr<ProgramAdapter> load(std::size_t device_idx,
                                                std::span<const std::byte> binary,
                                                const std::vector<std::string>& options) = 0;
+  // Compiles and loads in one step, for when nothing keeps the binary (the compile cache is off):
+  // a backend that can run what its compiler made overrides it and never asks for a binary.
+  // Throws CompileError.
+  virtual std::shared_ptr<ProgramAdapter> build(std::size_t device_idx, const std::string& source,
+                                                const std::vector<std::string>& options,
+                                                const std::string& name) {
+    return load(device_idx, compile(device_idx, source, options, name).binary, options);
+  }
   // What, besides the source and options, decides the compiled binary: architecture, device
   // type, compiler and driver versions.
   virtual std::vector<std::string> compiler_identity(std::size_t device_idx) const = 0;

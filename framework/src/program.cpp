@@ -154,22 +154,26 @@ Program::Program(const Context& context, std::string source, ProgramOptions opti
       }
     }
     if (!loaded || opts.keep) {
-      auto result = detail::CompileCache::instance().get_or_build(key, [&] {
-        return adapter.compile(d, full, compile_options, opts.name).binary;
-      });
-      impl->from_cache[d] = result.from_disk;
-      if (opts.keep) {
-        const auto base = *impl->kept / fmt::format("device{}", d);
-        std::ofstream(base.string() + (api == ApiId::cuda ? ".cu" : ".cl")) << full;
-        std::ofstream(base.string() + (api == ApiId::cuda ? ".cubin" : ".bin"), std::ios::binary)
-            .write(reinterpret_cast<const char*>(result.binary.data()),
-                   static_cast<std::streamsize>(result.binary.size()));
+      auto& cache = detail::CompileCache::instance();
+      if (!loaded && !opts.keep && !cache.enabled()) {
+        // Nothing keeps the binary, so none is asked for: the program is used as it was built.
+        loaded = adapter.build(d, full, compile_options, opts.name);
+      } else {
+        auto result = cache.get_or_build(key, [&] {
+          return adapter.compile(d, full, compile_options, opts.name).binary;
+        });
+        impl->from_cache[d] = result.from_disk;
+        if (opts.keep) {
+          const auto base = *impl->kept / fmt::format("device{}", d);
+          std::ofstream(base.string() + (api == ApiId::cuda ? ".cu" : ".cl")) << full;
+          std::ofstream(base.string() + (api == ApiId::cuda ? ".cubin" : ".bin"), std::ios::binary)
+              .write(reinterpret_cast<const char*>(result.binary.data()),
+                     static_cast<std::streamsize>(result.binary.size()));
+        }
+        if (!loaded) loaded = adapter.load(d, result.binary, compile_options);
       }
-      if (!loaded) {
-        loaded = adapter.load(d, result.binary, compile_options);
-        std::lock_guard lock(cimpl.programs_mutex);
-        cimpl.programs.emplace(std::pair{d, key_hash}, loaded);
-      }
+      std::lock_guard lock(cimpl.programs_mutex);
+      cimpl.programs.emplace(std::pair{d, key_hash}, loaded);
     } else {
       impl->from_cache[d] = 1;
     }
