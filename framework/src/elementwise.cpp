@@ -375,16 +375,11 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
   Resolved r;
   r.bindings = detail::bind_types(params, args, call, kname);
   for (const auto& p : params) r.dtypes.push_back(detail::param_dtype(p, r.bindings, call, kname));
-  const auto device = detail::common_device(queue, args, call, kname);
+  const auto device = detail::common_device(queue, args, params, expect_device, call, kname);
   if (!device && !expect_device) {
     detail::raise_in(SKEIN_HERE, call, "Pass at least one array (the outputs, for example).",
                      "kernel '{}': no argument is an array, so there is no device to run on",
                      kname);
-  }
-  if (device && expect_device && *device != *expect_device) {
-    detail::raise_in(SKEIN_HERE, call, "Give each device the arrays that live on it.",
-                     "kernel '{}': the arguments for device {} are on device {}", kname,
-                     *expect_device, *device);
   }
   r.device = device ? *device : *expect_device;
 

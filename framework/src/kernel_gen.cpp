@@ -249,7 +249,13 @@ std::string placeholder_typedefs(const Bindings& b) {
 // --- arrays ------------------------------------------------------------------------------------
 
 std::optional<std::size_t> common_device(const Queue& queue, std::span<const Operand> args,
+                                         const std::vector<ParamDecl>& params,
+                                         std::optional<std::size_t> launch_device,
                                          const std::string& call, const std::string& kernel) {
+  auto named = [&](std::size_t k) {
+    return k < params.size() ? fmt::format("argument {} ('{}')", k, params[k].name)
+                             : fmt::format("argument {}", k);
+  };
   std::optional<std::size_t> device;
   std::size_t first = 0;
   for (std::size_t k = 0; k < args.size(); ++k) {
@@ -257,19 +263,26 @@ std::optional<std::size_t> common_device(const Queue& queue, std::span<const Ope
     const Array& a = args[k].array();
     if (a.data().context_id() != queue.context().impl().get()) {
       raise_in(SKEIN_HERE, call, "Use arrays and a queue of one context.",
-               "kernel '{}': argument {} belongs to another context than the queue", kernel, k);
+               "kernel '{}': {} belongs to another context than the queue", kernel, named(k));
+    }
+    if (launch_device && a.device_idx() != *launch_device) {
+      raise_in(SKEIN_HERE, call,
+               "Give each device the arrays that live on it (one array per device, e.g. "
+               "DistArray::local_arrays()), or copy the data there (Array::set).",
+               "kernel '{}': {} is on device {}, but it was given for the launch on device {}",
+               kernel, named(k), a.device_idx(), *launch_device);
     }
     if (!queue.has_device(a.device_idx())) {
       raise_in(SKEIN_HERE, call, "Use a queue that contains the arrays' device.",
-               "kernel '{}': argument {} is on device {}, which is not in the queue (devices {})",
-               kernel, k, a.device_idx(), fmt::join(queue.device_idxs(), ", "));
+               "kernel '{}': {} is on device {}, which is not in the queue (devices {})", kernel,
+               named(k), a.device_idx(), fmt::join(queue.device_idxs(), ", "));
     }
     if (device && *device != a.device_idx()) {
       raise_in(SKEIN_HERE, call,
                "Put every array of one launch on one device (Array::single_device_view, or "
                "copy), or launch per device with per_device().",
-               "kernel '{}': argument {} is on device {}, argument {} on device {}", kernel,
-               first, *device, k, a.device_idx());
+               "kernel '{}': {} is on device {}, {} on device {}", kernel, named(first), *device,
+               named(k), a.device_idx());
     }
     if (!device) {
       device = a.device_idx();
@@ -524,10 +537,16 @@ Scratch::Scratch(const Queue& queue, std::size_t device_idx, std::size_t bytes)
 
 // --- launching ---------------------------------------------------------------------------------
 
-void ArgPack::array(const Array& a) { buffer(a.data(), a.offset()); }
+void ArgPack::array(const Array& a) { add_buffer(a.data(), a.offset(), true, a.device_idx()); }
 
 void ArgPack::buffer(const Buffer& b, std::uint64_t byte_offset) {
+  add_buffer(b, byte_offset, false, b.device_idx());
+}
+
+void ArgPack::add_buffer(const Buffer& b, std::uint64_t byte_offset, bool array, std::size_t device) {
   args_.push_back(KernelArg{.kind = KernelArg::Kind::buffer,
+                            .array = array,
+                            .device = device,
                             .buffer = b.adapter().get(),
                             .offset = 0,
                             .buffer_device = b.device_idx(),

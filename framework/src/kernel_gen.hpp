@@ -73,8 +73,11 @@ std::string placeholder_typedefs(const Bindings& b);
 // --- arrays ------------------------------------------------------------------------------------
 
 // The device the arrays among `args` run on, after checking that they share the queue's context
-// and one device of the queue. std::nullopt when there is no array.
+// and one device of the queue, and with `launch_device` (a per-device launch) that it is that
+// device. `params` name the arguments in errors. std::nullopt when there is no array.
 std::optional<std::size_t> common_device(const Queue& queue, std::span<const Operand> args,
+                                         const std::vector<ParamDecl>& params,
+                                         std::optional<std::size_t> launch_device,
                                          const std::string& call, const std::string& kernel);
 
 // NumPy broadcasting of the shapes of the arrays flagged in `take`.
@@ -173,6 +176,9 @@ class ArgPack {
   std::span<const KernelArg> args() const;
 
  private:
+  // `array`, `device`: see KernelArg.
+  void add_buffer(const Buffer& b, std::uint64_t byte_offset, bool array, std::size_t device);
+
   mutable std::vector<KernelArg> args_;
   std::vector<std::size_t> value_at_;  // per argument: offset of a scalar's bytes in bytes_
   std::vector<std::byte> bytes_;

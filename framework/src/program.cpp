@@ -435,8 +435,7 @@ namespace {
 }
 }  // namespace
 
-void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
-                            std::vector<Event>* events) const {
+void PreparedKernel::check(std::size_t device_idx, std::span<const detail::KernelArg> args) const {
   const auto& impl = *impl_;
   if (device_idx >= impl.per_device.size() || !impl.per_device[device_idx]) [[unlikely]] {
     detail::raise_in(SKEIN_HERE, "PreparedKernel",
@@ -459,6 +458,17 @@ void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::Kern
         raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
                        "the buffer belongs to another context",
                        "Allocate it in the kernel's context.");
+      }
+      // An array is used on its own device only (a view from another device says so: it has that
+      // device's index). The same array given to a launch on several devices is the usual slip.
+      if (arg.array && arg.device != device_idx) [[unlikely]] {
+        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
+                       fmt::format("the array is on device {}, this launch is on device {}",
+                                   arg.device, device_idx),
+                       "Give each device an array of its own: MultiDevice<Array> (one array per "
+                       "device, e.g. DistArray::local_arrays()), or a copy on this device "
+                       "(Array::set); Array::single_device_view() reads it from another device "
+                       "where the backend allows.");
       }
       if (arg.buffer_device != device_idx &&
           !impl.context->can_access(device_idx, arg.buffer_device)) [[unlikely]] {
@@ -488,6 +498,12 @@ void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::Kern
       }
     }
   }
+}
+
+void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
+                            std::vector<Event>* events) const {
+  check(device_idx, args);
+  const auto& pd = *impl_->per_device[device_idx];
   if (events) {
     std::shared_ptr<detail::EventAdapter> event;
     pd.kernel->launch(*pd.queue, pd.dims, args, &event);

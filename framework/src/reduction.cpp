@@ -78,9 +78,10 @@ void check_alignment(const Array& a, const std::string& call, const std::string&
   }
 }
 
+// `launch_device`: the device of a per-device launch, where every array must be.
 Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
                  std::span<const Operand> inputs, const std::optional<Array>& out,
-                 const char* call) {
+                 const char* call, std::optional<std::size_t> launch_device = std::nullopt) {
   const std::string& kname = impl.name();
   const auto& params = impl.params;
   if (inputs.size() != params.size()) {
@@ -126,7 +127,7 @@ Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
   }
   const std::size_t ra = std::max<std::size_t>(8, r.reduce_align);
   r.record_size = round_up(16 + r.reduce_size, ra);
-  r.device = detail::common_device(queue, ops, call, kname);
+  r.device = detail::common_device(queue, ops, all, launch_device, call, kname);
 
   std::vector<bool> take(inputs.size());
   bool any_raw = false, any_take = false;
@@ -1353,12 +1354,7 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
   std::vector<Resolved> rs;
   std::uint64_t total = 0;
   for (std::size_t d : devs) {
-    rs.push_back(resolve(impl, queue, inputs[d], std::nullopt, call));
-    if (rs.back().device && *rs.back().device != d) {
-      detail::raise_in(SKEIN_HERE, call, "Give each device the arrays that live on it.",
-                       "kernel '{}': the inputs for device {} are on device {}", impl.name(), d,
-                       *rs.back().device);
-    }
+    rs.push_back(resolve(impl, queue, inputs[d], std::nullopt, call, d));
     rs.back().device = d;
     total += rs.back().n;
     if (rs.back().types_sig != rs.front().types_sig) {

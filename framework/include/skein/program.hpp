@@ -35,6 +35,11 @@ class BufferAdapter;
 struct KernelArg {
   enum class Kind : std::uint8_t { buffer, scalar };
   Kind kind = Kind::scalar;
+  // buffer: whether it is an Array's, and then the Array's device_idx() (for an
+  // Array::single_device_view, the device it is viewed from): launches refuse an Array of another
+  // device. A Buffer only needs to be where the launching device can reach it.
+  bool array = false;
+  std::size_t device = 0;
   std::size_t size = 0;         // scalar: bytes
   const void* value = nullptr;  // scalar: the bytes
   const BufferAdapter* buffer = nullptr;
@@ -202,6 +207,8 @@ inline KernelArg make_kernel_arg(const Buffer& b) {
 }
 inline KernelArg make_kernel_arg(const Array& a) {
   return {.kind = KernelArg::Kind::buffer,
+          .array = true,
+          .device = a.device_idx(),
           .buffer = a.data().adapter().get(),
           .offset = a.data().offset() + a.offset(),
           .buffer_device = a.data().device_idx(),
@@ -230,21 +237,23 @@ class PreparedKernel {
  public:
   // Enqueues the kernel on every device of the queue it was prepared with. Arguments: Buffer,
   // Array, scalars (pass explicitly typed values: std::int32_t{3}, 1.5f), or MultiDevice of
-  // those for per-device values. Their number and sizes are checked where the backend can tell.
+  // those for per-device values. Their number and sizes are checked where the backend can tell,
+  // and each Array must be on the device it is launched on (LogicError otherwise; a
+  // single_device_view() is on the device it views from).
   template <class... Args>
   void operator()(const Args&... args) const {
-    for (std::size_t d : device_idxs()) launch_on<Args...>(d, nullptr, args...);
+    launch_all<Args...>(device_idxs(), nullptr, args...);
   }
   // The same on some of the devices (indices in the context).
   template <class... Args>
   void on_devices(std::span<const std::size_t> device_idxs, const Args&... args) const {
-    for (std::size_t d : device_idxs) launch_on<Args...>(d, nullptr, args...);
+    launch_all<Args...>(device_idxs, nullptr, args...);
   }
   // The same as operator(), returning one event per device, recorded after its launch.
   template <class... Args>
   std::vector<Event> enqueue(const Args&... args) const {
     std::vector<Event> events;
-    for (std::size_t d : device_idxs()) launch_on<Args...>(d, &events, args...);
+    launch_all<Args...>(device_idxs(), &events, args...);
     return events;
   }
   // Enqueues on one device with arguments packed already: for generated kernels whose parameter
@@ -262,12 +271,28 @@ class PreparedKernel {
   PreparedKernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
 
  private:
+  // Every device's arguments are checked before any device's launch is enqueued, so that a
+  // refused call (an Array of device 0 given to every device) launches nothing.
+  template <class... Args>
+  void launch_all(std::span<const std::size_t> device_idxs, std::vector<Event>* events,
+                  const Args&... args) const {
+    if (device_idxs.size() > 1) {
+      for (std::size_t d : device_idxs) {
+        const detail::KernelArg packed[sizeof...(Args) + 1] = {detail::kernel_arg_for(args, d)...,
+                                                               detail::KernelArg{}};
+        check(d, std::span(packed, sizeof...(Args)));
+      }
+    }
+    for (std::size_t d : device_idxs) launch_on<Args...>(d, events, args...);
+  }
   template <class... Args>
   void launch_on(std::size_t device_idx, std::vector<Event>* events, const Args&... args) const {
     const detail::KernelArg packed[sizeof...(Args) + 1] = {
         detail::kernel_arg_for(args, device_idx)..., detail::KernelArg{}};
     launch(device_idx, std::span(packed, sizeof...(Args)), events);
   }
+  // LogicError when the arguments do not fit the kernel on this device.
+  void check(std::size_t device_idx, std::span<const detail::KernelArg> args) const;
   void launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
               std::vector<Event>* events) const;
 
