@@ -6,6 +6,9 @@
 #                               analytic check must pass and heat.h5 must hold the exact discrete
 #                               solution (heat_reference.py)
 #   apps.heat.tiny / large      3 rows on 4 devices (an empty block); a 1100 x 701 field (6 MiB)
+#   apps.heat.nocache /         37 x 41 on 1 rank x 4 devices with the compile cache off
+#   refused_cache               (SKEIN_DISABLE_CACHE=1), and with a world-writable SKEIN_CACHE_DIR
+#                               (refused, so off too): every device builds its own kernels
 #   apps.heat.restart           checkpoints on 4 ranks, restarted on 2 ranks x 2 devices: the final
 #                               field bit-identical to an uninterrupted run on 1 rank x 4 devices;
 #                               a damaged checkpoint and a restart that does not fit are refused
@@ -45,6 +48,21 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       ENVIRONMENT "${_skein_mpi_env}")
   endforeach()
   set_tests_properties(apps.heat.np4 apps.heat.large PROPERTIES LABELS "mpi;apps;no-sanitizer")
+
+  # NAME|CACHE (heat_check.cmake's CACHE).
+  foreach(case "nocache|off" "refused_cache|refused")
+    string(REPLACE "|" ";" _fields "${case}")
+    list(GET _fields 0 _cache)
+    list(GET _fields 1 _how)
+    add_test(NAME apps.heat.${_cache}
+      COMMAND ${CMAKE_COMMAND} -DMODE=run -DNP=1 "-DEXPECT=on 4 device(s) of 1 rank(s)"
+              "-DARGS=--nx;37;--ny;41;--steps;20;--dtype;float32;--modes;2,1" -DCACHE=${_how}
+              -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-${_cache} ${_heat_args} -P ${_heat_script})
+    set_tests_properties(apps.heat.${_cache} PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
+      ENVIRONMENT "${_skein_mpi_env}")
+  endforeach()
+  # The refused directory adds the refusal to what nocache runs: no code path of its own there.
+  set_tests_properties(apps.heat.refused_cache PROPERTIES LABELS "mpi;apps;no-sanitizer")
   # 2 ranks x 2 devices, said explicitly (the even share-out gives the same on 4 devices).
   set_tests_properties(apps.heat.np2 PROPERTIES ENVIRONMENT "${_skein_mpi_env};SKEIN_DEVICES_PER_RANK=2")
 

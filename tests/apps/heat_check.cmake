@@ -2,7 +2,10 @@
 #
 #   run      one run on NP ranks (ARGS: grid, steps, dtype, modes); it must exit 0 with its own
 #            analytic check passed, place the devices as EXPECT says, and its heat.h5 must match
-#            the exact discrete solution computed independently by heat_reference.py
+#            the exact discrete solution computed independently by heat_reference.py. With
+#            CACHE=off the compile cache is turned off (SKEIN_DISABLE_CACHE=1); with
+#            CACHE=refused it points at a world-writable directory, which Skein must refuse (and
+#            say so) and leave empty; either way every device builds its kernels from source
 #   restart  an uninterrupted 20-step run on 1 rank (4 devices) is the reference; a run to step 10
 #            with checkpoints on 4 ranks, then --restart --steps 20 on 2 ranks x 2 devices, must
 #            end with a field bit-identical to it (the "u" datasets dumped raw by h5dump, compared
@@ -13,7 +16,7 @@
 #   bad      bad options exit non-zero, saying what was wrong
 #
 #   cmake -DMODE=... -DMPIEXEC=... -DHEAT=... -DDIR=... -DH5DUMP=... -DPYTHON=... -DREFERENCE=...
-#         [-DNP=n -DARGS=... -DEXPECT=...] -DLIMIT=seconds -P heat_check.cmake
+#         [-DNP=n -DARGS=... -DEXPECT=... -DCACHE=off|refused] -DLIMIT=seconds -P heat_check.cmake
 # Exits 77 (skipped) when a tool the scenario needs (h5dump, python3) is missing.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
@@ -87,10 +90,30 @@ set(GRID --nx 37 --ny 41)
 if(MODE STREQUAL "run")
   need(h5dump "${H5DUMP}")
   need(python3 "${PYTHON}")
+  set(open_cache "${DIR}/open-cache")
+  if(CACHE STREQUAL "off")
+    set(ENV{SKEIN_DISABLE_CACHE} 1)
+  elseif(CACHE STREQUAL "refused")
+    file(MAKE_DIRECTORY "${open_cache}")
+    execute_process(COMMAND chmod 1777 "${open_cache}" RESULT_VARIABLE r)
+    if(NOT r EQUAL 0)
+      message(FATAL_ERROR "could not make ${open_cache} world-writable")
+    endif()
+    set(ENV{SKEIN_CACHE_DIR} "${open_cache}")
+  elseif(CACHE)
+    message(FATAL_ERROR "heat_check.cmake: unknown CACHE '${CACHE}'")
+  endif()
   heat(run ${NP} ${ARGS} --out "${DIR}/out" --report-every 10 --json "${DIR}/out.json")
   expect_rc(run 0)
   expect_text(run ": passed")
   expect_text(run "${EXPECT}")
+  if(CACHE STREQUAL "refused")
+    expect_text(run "compile cache disabled: ${open_cache} is world-writable")
+    file(GLOB written "${open_cache}/*" "${open_cache}/.*")
+    if(written)
+      message(FATAL_ERROR "run: Skein wrote to the refused cache directory: ${written}")
+    endif()
+  endif()
   file(READ "${DIR}/out.json" json)
   string(JSON passed GET "${json}" check passed)
   string(JSON t_step GET "${json}" t_step_s)

@@ -268,6 +268,49 @@ TEST_P(Programs, ProgramsForSomeDevicesAndKeepingFiles) {
   std::filesystem::remove_all(*only_second.kept_directory());
 }
 
+// Each device builds the program itself where nothing is in the compile cache yet (a new source),
+// also a device other than the context's first, and where the cache is off (framework.pocl4.nocache
+// runs this with SKEIN_DISABLE_CACHE=1): OpenCL drivers differ in where they put the binary of a
+// program built for one of several devices.
+TEST_P(Programs, EveryDeviceBuildsANewProgram) {
+  SKEIN_NEED_DEVICES(2);
+  const std::size_t ndev = std::min<std::size_t>(devices().size(), 4);
+  auto ctx = context(ndev);
+  Queue queue(ctx);
+  static int round = 0;
+  // A comment unique to this process and round: the cache has never seen the source.
+  const std::string tag = fmt::format("// {} {} {}\n", getpid(), ++round, GetParam().label);
+  const std::string source = tag + R"(
+KERNEL void offset(GLOBAL_MEM int* out, int base)
+{
+    const int i = get_global_id(0);
+    out[i] = base - 3 * i;
+}
+)";
+  const std::size_t last = ndev - 1;
+  Program on_last(ctx, source, {.device_idxs = std::vector<std::size_t>{last}});
+  EXPECT_FALSE(on_last.from_cache(last));
+  Program on_all(ctx, "// every device\n" + source);
+  EXPECT_FALSE(on_all.from_cache(0));
+  const std::size_t n = 64;
+  MultiDevice<Array> outs;
+  for (std::size_t d = 0; d < ndev; ++d) outs.set(d, Array::zeros(queue, {n}, Dtype::int32, d));
+  MultiDevice<std::int32_t> bases;
+  for (std::size_t d = 0; d < ndev; ++d) bases.set(d, static_cast<std::int32_t>(1000 * d + 7));
+  on_all.kernel("offset").prepare(queue, n)(outs, bases);
+  Queue only_last(ctx, {last});
+  auto last_out = Array::zeros(only_last, {n}, Dtype::int32, last);
+  on_last.kernel("offset").prepare(only_last, n)(last_out, std::int32_t{-5});
+  for (std::size_t d = 0; d < ndev; ++d) {
+    const auto got = outs[d].get<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], bases[d] - 3 * static_cast<std::int32_t>(i)) << "device " << d << ", " << i;
+    }
+  }
+  const auto got = last_out.get<std::int32_t>();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], -5 - 3 * static_cast<std::int32_t>(i)) << i;
+}
+
 TEST(CompileErrors, LinesOfCompilersThatIgnoreLineDirectivesAreTranslated) {
   // NVIDIA's OpenCL numbers the full source (prelude included) and names it "<kernel>".
   std::string full;
@@ -294,7 +337,8 @@ std::string run_child(const std::string& label, const std::string& cache_dir,
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     const std::string entry(*e);
-    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0) continue;
+    // The child's cache is this test's, on also where the run turned the process's cache off.
+    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0 || entry.rfind("SKEIN_DISABLE_CACHE=", 0) == 0) continue;
     env_strings.push_back(entry);
   }
   env_strings.push_back("SKEIN_CACHE_DIR=" + cache_dir);
