@@ -109,8 +109,12 @@ if want tests; then
   if [[ "${NO_CTEST:-0}" != 1 ]]; then
     step ctest "$OUTDIR/ctest.log" ctest --test-dir "$BUILD_DIR" --output-on-failure
   fi
-  # The suite's own output, for the per-backend counts (ctest shows it only on failure).
-  step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="pthread pthread pthread pthread" \
+  # The suite's own output, for the per-backend counts (ctest shows it only on failure). PoCL's
+  # "basic" devices: PoCL 5.0's pthread driver (Ubuntu 24.04, these machines' image) fails its own
+  # assertion in pocl_release_dlhandle_cache when several devices run one kernel at once (seen in
+  # 2-3 of 3 runs of DeviceArguments.Reduction*/opencl_0, never with POCL_MAX_PTHREAD_COUNT=1 or
+  # basic devices; CI's PoCL 3.1 runs the pthread devices).
+  step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="basic basic basic basic" \
     "$BUILD_DIR/tests/skein-tests" --gtest_filter="${SKEIN_GTEST_FILTER:-*}"
 
   step skein-info "$OUTDIR/skein-info.txt" "$BUILD_DIR/apps/skein-info/skein-info"
