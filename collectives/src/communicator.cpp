@@ -293,6 +293,7 @@ struct Communicator::Impl {
   std::optional<Watch> in_call;  // the call now running on the host (asynchronous backends)
   std::optional<Verdict> watchdog_failure;
   bool stop = false;
+  int settling = 0;  // threads waiting in settle_exchanges(): the watchdog then polls closely
   std::thread watchdog;
 
   explicit Impl(Context c) : context(std::move(c)) {}
@@ -404,13 +405,16 @@ void Communicator::Impl::watchdog_loop() {
   std::unique_lock lock(mutex);
   while (!stop) {
     const bool exchanging = thread_multiple && (!exchanges.empty() || in_flight_count > 0);
-    wake.wait_for(lock, exchanging         ? std::chrono::milliseconds(1)
-                        : watches.empty() ? std::chrono::milliseconds(100)
-                                          : std::chrono::milliseconds(5));
+    const auto period = exchanging && settling > 0 ? std::chrono::microseconds(20)
+                        : exchanging               ? std::chrono::microseconds(1000)
+                        : watches.empty()          ? std::chrono::microseconds(100000)
+                                                   : std::chrono::microseconds(5000);
+    wake.wait_for(lock, period);
     if (stop) break;
     if (thread_multiple && !watchdog_failure && (!exchanges.empty() || in_flight_count > 0)) {
       for (auto& x : exchanges) in_flight.push_back(std::move(x));
       exchanges.clear();
+      in_flight_count = in_flight.size();
       lock.unlock();
       std::optional<Verdict> verdict;
       try {
@@ -740,11 +744,19 @@ bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point until) {
   }
   std::unique_lock lock(mutex);
   auto quiet = [&] { return watchdog_failure || (exchanges.empty() && in_flight_count == 0); };
+  if (quiet()) return true;
+  // The watchdog polls closely while someone waits here (a barrier waits for every rank's
+  // exchanges, which every rank's watchdog completes).
+  ++settling;
+  wake.notify_all();
+  bool done = true;
   if (until == CollectiveClock::time_point::max()) {
     settled.wait(lock, quiet);
-    return true;
+  } else {
+    done = settled.wait_until(lock, until, quiet);
   }
-  return settled.wait_until(lock, until, quiet);
+  --settling;
+  return done;
 }
 
 #else
