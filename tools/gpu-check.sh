@@ -139,41 +139,40 @@ fi
 # The fault scenarios (tests/collectives/fault_main.cpp) on the GPUs.
 if want faults && ((ngpu > 0)); then
   fault_bin="$BUILD_DIR/tests/skein-collectives-fault"
-  # fault NAME NP LIMIT EXPECT VAR=VALUE...: one fault scenario on CUDA, checked as ctest checks
-  # them on PoCL (tests/collectives/check_fault.cmake).
+  # fault NAME SCENARIO NP LIMIT EXPECT VAR=VALUE...: one fault scenario on CUDA, checked as
+  # ctest checks them on PoCL (tests/collectives/check_fault.cmake).
   fault() {
-    local name="$1" np="$2" limit="$3" expect="$4"
-    shift 4
+    local name="$1" scenario="$2" np="$3" limit="$4" expect="$5"
+    shift 5
     step "fault-$name" "$OUTDIR/ctest.log" env SKEIN_API=cuda "$@" \
-      cmake -DMPIEXEC=mpirun -DNP="$np" -DMODE="${FAULT_MODE:-$name}" -DPROGRAM="$fault_bin" \
+      cmake -DMPIEXEC=mpirun -DNP="$np" -DMODE="$scenario" -DPROGRAM="$fault_bin" \
       -DLIMIT="$limit" -DEXPECT="$expect" -P tests/collectives/check_fault.cmake
   }
   # Two ranks sharing the first GPU (any machine with one): the automatic choice is MPI, and the
   # MPI backend's faults; NCCL forced onto the shared GPU is refused before NCCL is called.
   export SKEIN_SHARE_DEVICES=1 CUDA_VISIBLE_DEVICES_SAVED="${CUDA_VISIBLE_DEVICES-}"
   export CUDA_VISIBLE_DEVICES=0
-  fault shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
-  FAULT_MODE=shared fault shared_nccl 2 60 zero SKEIN_BACKEND=nccl
+  fault shared shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+  fault shared_nccl shared 2 60 zero SKEIN_BACKEND=nccl
   for f in count dtype reduction root operation; do
-    FAULT_MODE=$f fault "$f-shared" 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+    fault "$f-shared" "$f" 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
   done
-  FAULT_MODE=late fault late-shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
-  FAULT_MODE=tiny fault tiny-shared 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=0.000001
+  fault late-shared late 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
+  fault tiny-shared tiny 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=0.000001
   unset SKEIN_SHARE_DEVICES
   if [[ -n "$CUDA_VISIBLE_DEVICES_SAVED" ]]; then export CUDA_VISIBLE_DEVICES="$CUDA_VISIBLE_DEVICES_SAVED"; else unset CUDA_VISIBLE_DEVICES; fi
   if ((ngpu >= 2)); then
     # Over NCCL: up to 3 ranks (rank 1 is the one that differs, skips or dies), one GPU each.
     fnp=$((ngpu < 3 ? ngpu : 3))
     for f in count dtype reduction root operation; do
-      FAULT_MODE=$f fault "$f-nccl" "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+      fault "$f-nccl" "$f" "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
     done
-    FAULT_MODE=skip fault skip-nccl "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5
-    FAULT_MODE=skip fault skip-nccl-unchecked "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
+    fault skip-nccl skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5
+    fault skip-nccl-unchecked skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
       SKEIN_CHECK_COLLECTIVES=0
-    FAULT_MODE=skip fault skip-nccl-nb "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
-      SKEIN_NCCL_BLOCKING=0
-    FAULT_MODE=late fault late-nccl 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
-    FAULT_MODE=kill fault kill-nccl "$fnp" 45 nonzero SKEIN_COLLECTIVE_TIMEOUT=5
+    fault skip-nccl-nb skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 SKEIN_NCCL_BLOCKING=0
+    fault late-nccl late 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
+    fault kill-nccl kill "$fnp" 45 nonzero SKEIN_COLLECTIVE_TIMEOUT=5
   fi
 fi
 
