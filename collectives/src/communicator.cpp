@@ -1325,11 +1325,14 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     call.agreement = nullptr;
     if (exchange && !impl.async_agreement && !exchange->done) impl.finish(exchange, call.deadline);
   });
-  // Below MPI_THREAD_MULTIPLE the calling thread posts the exchange (after the launch).
-  if (exchange && impl.async_agreement && !impl.thread_multiple) {
+  if (!impl.async_agreement) {
+    exchange.reset();  // compared above
+  } else if (exchange && !impl.thread_multiple) {
+    // Below MPI_THREAD_MULTIPLE the calling thread posts the exchange (after the launch).
     impl.post(*exchange);
     impl.in_flight.push_back(std::move(exchange));
   }
+  // What is left in `exchange` is the watchdog's to post and compare.
   if (profile.on) {
     backend = ns_since(phase);
     phase = CollectiveClock::now();
