@@ -42,6 +42,7 @@
 #include "backend.hpp"
 #include "errors.hpp"
 #include "front.hpp"
+#include "host_reduce.hpp"
 #include "mpi_util.hpp"
 #include "skein/buffer.hpp"
 
@@ -66,79 +67,6 @@ MPI_Datatype mpi_type(Dtype dtype) {
     case Dtype::complex128: return MPI_C_DOUBLE_COMPLEX;
   }
   return MPI_BYTE;
-}
-
-template <class T>
-constexpr bool is_half = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
-template <class T>
-constexpr bool is_cplx = std::is_same_v<T, std::complex<float>> ||
-                         std::is_same_v<T, std::complex<double>>;
-
-// One element of a reduction. Integers wrap around (computed unsigned: signed overflow would be
-// undefined behaviour); half types compute in float and round once per step.
-template <class T>
-T combine(T a, T b, ReduceOp op) {
-  if constexpr (is_half<T>) {
-    return T(combine(static_cast<float>(a), static_cast<float>(b), op));
-  } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    switch (op) {
-      case ReduceOp::sum:
-      case ReduceOp::avg: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case ReduceOp::prod: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case ReduceOp::min: return std::min(a, b);
-      case ReduceOp::max: return std::max(a, b);
-    }
-    return a;
-  } else {
-    switch (op) {
-      case ReduceOp::sum:
-      case ReduceOp::avg: return a + b;
-      case ReduceOp::prod: return a * b;
-      case ReduceOp::min:
-        if constexpr (!is_cplx<T>) return std::min(a, b);
-        break;
-      case ReduceOp::max:
-        if constexpr (!is_cplx<T>) return std::max(a, b);
-        break;
-    }
-    return a;
-  }
-}
-
-template <class T>
-void reduce_into(std::byte* acc, const std::byte* in, std::size_t n, ReduceOp op) {
-  // memcpy per element: the staging buffers are byte arrays, and aligned loads are not promised.
-  for (std::size_t i = 0; i < n; ++i) {
-    T a, b;
-    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, in + i * sizeof(T), sizeof(T));
-    a = combine(a, b, op);
-    std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
-  }
-}
-
-void reduce_bytes(Dtype dtype, std::byte* acc, const std::byte* in, std::size_t n, ReduceOp op) {
-  visit_dtype(dtype, [&](auto t) { reduce_into<decltype(t)>(acc, in, n, op); });
-}
-
-// avg: the sum divided by the number of members.
-void divide_bytes(Dtype dtype, std::byte* data, std::size_t n, std::size_t divisor) {
-  visit_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
-    for (std::size_t i = 0; i < n; ++i) {
-      T v;
-      std::memcpy(&v, data + i * sizeof(T), sizeof(T));
-      if constexpr (is_half<T>) {
-        v = T(static_cast<float>(v) / static_cast<float>(divisor));
-      } else if constexpr (is_cplx<T>) {
-        v /= static_cast<typename T::value_type>(divisor);
-      } else {
-        v = static_cast<T>(v / static_cast<T>(divisor));
-      }
-      std::memcpy(data + i * sizeof(T), &v, sizeof(T));
-    }
-  });
 }
 
 // User-defined MPI operations (see MpiBackend::predefined): MPI calls them with
@@ -357,6 +285,12 @@ class MpiBackend final : public CollectiveBackendAdapter {
     return static_cast<int>(t);
   }
 
+  // Whether the call's agreement check carries its data (a small all_reduce).
+  static bool carries(const CollectiveCall& c) {
+    return c.agreement != nullptr && c.op == CollectiveOp::all_reduce &&
+           c.agreement->payload_capacity() >= c.count * itemsize(c.dtype);
+  }
+
   // Phase 1: device -> host for every member's input.
   void stage(Plan& p, std::size_t& next_slot) {
     const CollectiveCall& c = *p.call;
@@ -423,6 +357,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
       case CollectiveOp::all_reduce: {
         combine_local(n);
         p.out = p.work;
+        // One MPI call for a small all_reduce: its data travels in the agreement check's exchange
+        // (unless some rank could not carry its own, inside a group).
+        if (across && carries(c) && c.agreement->complete_carrying(p.work, n * es)) break;
         if (across) {
           const MPI_Op op = mpi_op(c.dtype, c.reduce_op);
           // Elementwise: large counts go in chunks that fit MPI's int counts.
@@ -627,8 +564,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
     for (auto* q : queues) q->synchronize();
     // The agreement check ran alongside the staging: nothing goes to another rank unless every
     // rank makes the same call.
+    // (A small all_reduce's check instead carries its data: see start().)
     for (const auto& c : calls) {
-      if (c.agreement != nullptr) c.agreement->complete();
+      if (c.agreement != nullptr && !carries(c)) c.agreement->complete();
     }
     std::vector<MPI_Request> requests;
     for (auto& p : plans) start(p, next_slot, requests);

@@ -53,9 +53,17 @@ CallProfile& call_profile();
 // front-end before run(), completed by the backend once the inputs are staged and before any data
 // goes to another rank, so that the exchange overlaps the staging and a mismatch (raised as
 // LogicError by complete()) never reaches MPI's buffers.
+//
+// A small all_reduce's data may travel in the exchange itself (one MPI call instead of two): when
+// payload_capacity() >= its bytes, the backend, once this rank's members are combined, calls
+// complete_carrying() instead of complete(). It returns true with the result over every rank in
+// `data` (avg not yet divided), or false when some rank could not carry its data (a call inside a
+// group): the backend then runs the data's MPI call as usual. Either way the call was compared.
 class AgreementStep {
  public:
   virtual void complete() = 0;
+  virtual std::size_t payload_capacity() const { return 0; }
+  virtual bool complete_carrying(std::byte* data, std::size_t bytes) = 0;
 
  protected:
   ~AgreementStep() = default;

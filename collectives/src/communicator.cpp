@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -46,6 +47,7 @@
 #include "backend.hpp"
 #include "errors.hpp"
 #include "front.hpp"
+#include "host_reduce.hpp"
 #include "mpi_util.hpp"
 #include "placement.hpp"
 #include "skein/device.hpp"
@@ -208,6 +210,48 @@ std::string ranks_list(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
 }
 
+// What a synchronous backend's agreement exchange carries (one per call, on the persistent
+// request): the largest digest and the largest complement of a digest (every rank learns the
+// largest and the smallest digest), and, for a small all_reduce, this rank's data, reduced
+// alongside the digests when every rank's digest is the same and every rank carried its data.
+// One fixed size whatever the call, so that the exchanges of ranks that made different calls
+// still pair up, and say so.
+constexpr std::size_t kCarriedBytes = 96;
+struct AgreementRecord {
+  std::uint64_t max_digest = 0;      // MPI: MAX
+  std::uint64_t max_complement = 0;  // MAX of ~digest
+  std::int32_t carried = 0;          // MIN: 1 when `payload` holds this rank's data
+  std::int32_t dtype = 0;            // the payload's, and its reduction
+  std::int32_t reduction = 0;
+  std::uint32_t bytes = 0;
+  std::byte payload[kCarriedBytes] = {};
+};
+static_assert(sizeof(AgreementRecord) == 32 + kCarriedBytes);
+
+#if SKEIN_HAS_MPI
+// The records' MPI operation: inout = in (op) inout, record by record.
+void combine_records(void* in, void* inout, int* len, MPI_Datatype*) {
+  for (int i = 0; i < *len; ++i) {
+    AgreementRecord a, b;  // copied: MPI's buffers are not promised to be aligned
+    std::memcpy(&a, static_cast<const std::byte*>(in) + i * sizeof a, sizeof a);
+    std::memcpy(&b, static_cast<const std::byte*>(inout) + i * sizeof b, sizeof b);
+    const bool same = a.max_digest == ~a.max_complement && b.max_digest == ~b.max_complement &&
+                      a.max_digest == b.max_digest;
+    // Equal digests: equal calls, so the same dtype, reduction and size.
+    const bool carry = same && a.carried != 0 && b.carried != 0;
+    if (carry) {
+      const auto dtype = static_cast<Dtype>(b.dtype);
+      detail::reduce_bytes(dtype, b.payload, a.payload, b.bytes / itemsize(dtype),
+                           static_cast<ReduceOp>(b.reduction));
+    }
+    b.max_digest = std::max(a.max_digest, b.max_digest);
+    b.max_complement = std::max(a.max_complement, b.max_complement);
+    b.carried = carry ? 1 : 0;
+    std::memcpy(static_cast<std::byte*>(inout) + i * sizeof b, &b, sizeof b);
+  }
+}
+#endif
+
 }  // namespace
 
 struct Communicator::Impl {
@@ -258,14 +302,28 @@ struct Communicator::Impl {
   // MPI's MPIX_ extension), so that starting one costs a fraction of a microsecond instead of the
   // few microseconds of building a non-blocking collective's schedule each call. Shared, like an
   // Exchange, for its buffers' sake.
+  // Its records (AgreementRecord) may carry a small all_reduce's data: see post_carrying().
   struct Persistent {
     MPI_Request request = MPI_REQUEST_NULL;
-    std::uint64_t send[2] = {0, 0};
-    std::uint64_t recv[2] = {0, 0};
+    AgreementRecord send;
+    AgreementRecord recv;
   };
   std::shared_ptr<Persistent> persistent;
+  MPI_Datatype record_type = MPI_DATATYPE_NULL;
+  MPI_Op record_op = MPI_OP_NULL;
   void make_persistent();
 #endif
+  // Whether a call may carry its data in its exchange (a small all_reduce run by a synchronous
+  // backend outside a group).
+  bool can_carry(const detail::CollectiveCall& call) const {
+#if SKEIN_HAS_MPI
+    return persistent && !async_agreement && group_depth == 0 && call.op == CollectiveOp::all_reduce &&
+           call.count * itemsize(call.dtype) <= kCarriedBytes;
+#else
+    (void)call;
+    return false;
+#endif
+  }
 
   // What the watchdog found: kinds of failure the next call raises.
   enum class Failure { timeout, error, mismatch };
@@ -319,10 +377,16 @@ struct Communicator::Impl {
   // differences() is "" when every rank made the same call, else what differs (gathering the
   // fingerprints on diag_comm: every rank sees the same digests, so every rank gathers).
   void post(Exchange& x);
+  // post() with this rank's data in the exchange (the persistent request's record).
+  void post_carrying(Exchange& x, const std::byte* data, std::size_t bytes, Dtype dtype, ReduceOp op);
   bool test(Exchange& x);
   std::string differences(const Exchange& x);
   // Waits for a posted exchange (the call's deadline) and raises LogicError on a mismatch.
   void finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point deadline);
+  // finish() of an exchange that carried data: true with the result in `data` when every rank
+  // carried its own.
+  bool finish_carrying(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point deadline,
+                       std::byte* data, std::size_t bytes, Dtype dtype, ReduceOp op);
   // Gives up on exchanges MPI still owns: their buffers are kept and the requests registered.
   void abandon(std::deque<std::shared_ptr<Exchange>>& xs);
   // Asynchronous backends: posts the queued exchanges and compares the completed ones, in order;
@@ -382,6 +446,11 @@ Communicator::Impl::~Impl() {
 #if SKEIN_HAS_MPI
   if (!finalized && persistent && persistent->request != MPI_REQUEST_NULL) {
     MPI_Request_free(&persistent->request);  // inactive: every start was completed
+  }
+  // An abandoned persistent request may still use them: MPI_Finalize releases them then.
+  if (!finalized && !detail::any_abandoned()) {
+    if (record_op != MPI_OP_NULL) MPI_Op_free(&record_op);
+    if (record_type != MPI_DATATYPE_NULL) MPI_Type_free(&record_type);
   }
   // Communicators with an abandoned request on them (or on their duplication) stay: MPI_Finalize
   // releases them.
@@ -576,11 +645,19 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
 void Communicator::Impl::make_persistent() {
 #if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
   auto p = std::make_shared<Persistent>();
+  if (record_type == MPI_DATATYPE_NULL) {
+    detail::check_mpi(MPI_Type_contiguous(static_cast<int>(sizeof(AgreementRecord)), MPI_BYTE, &record_type),
+                      "MPI_Type_contiguous (the agreement check)");
+    detail::check_mpi(MPI_Type_commit(&record_type), "MPI_Type_commit (the agreement check)");
+  }
+  if (record_op == MPI_OP_NULL) {
+    detail::check_mpi(MPI_Op_create(&combine_records, 1, &record_op), "MPI_Op_create (the agreement check)");
+  }
 #if MPI_VERSION >= 4
-  const int rc = MPI_Allreduce_init(p->send, p->recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm,
+  const int rc = MPI_Allreduce_init(&p->send, &p->recv, 1, record_type, record_op, fp_comm,
                                     MPI_INFO_NULL, &p->request);
 #else
-  const int rc = MPIX_Allreduce_init(p->send, p->recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm,
+  const int rc = MPIX_Allreduce_init(&p->send, &p->recv, 1, record_type, record_op, fp_comm,
                                      MPI_INFO_NULL, &p->request);
 #endif
   // Without it (an MPI library that refuses), each exchange posts an MPI_Iallreduce instead.
@@ -594,14 +671,33 @@ void Communicator::Impl::post(Exchange& x) {
   x.send[1] = ~d;
   if (persistent && !async_agreement) {
     // One exchange at a time here: the synchronous path completes each before the next.
-    persistent->send[0] = x.send[0];
-    persistent->send[1] = x.send[1];
+    persistent->send.max_digest = x.send[0];
+    persistent->send.max_complement = x.send[1];
+    persistent->send.carried = 0;
     detail::check_mpi(MPI_Start(&persistent->request), "MPI_Start (the agreement check)");
     x.persistent = true;
   } else {
     detail::check_mpi(MPI_Iallreduce(x.send, x.recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm, &x.request),
                       "MPI_Iallreduce (the agreement check)");
   }
+  x.posted = true;
+}
+
+void Communicator::Impl::post_carrying(Exchange& x, const std::byte* data, std::size_t bytes,
+                                       Dtype dtype, ReduceOp op) {
+  const std::uint64_t d = digest(x.mine);
+  x.send[0] = d;
+  x.send[1] = ~d;
+  AgreementRecord& r = persistent->send;
+  r.max_digest = d;
+  r.max_complement = ~d;
+  r.carried = 1;
+  r.dtype = static_cast<std::int32_t>(dtype);
+  r.reduction = static_cast<std::int32_t>(op == ReduceOp::avg ? ReduceOp::sum : op);
+  r.bytes = static_cast<std::uint32_t>(bytes);
+  std::memcpy(r.payload, data, bytes);
+  detail::check_mpi(MPI_Start(&persistent->request), "MPI_Start (the agreement check)");
+  x.persistent = true;
   x.posted = true;
 }
 
@@ -612,8 +708,8 @@ bool Communicator::Impl::test(Exchange& x) {
   detail::check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), "MPI_Test (the agreement check)");
   x.done = flag != 0;
   if (x.done && x.persistent) {
-    x.recv[0] = persistent->recv[0];
-    x.recv[1] = persistent->recv[1];
+    x.recv[0] = persistent->recv.max_digest;
+    x.recv[1] = persistent->recv.max_complement;
   }
   return x.done;
 }
@@ -671,6 +767,7 @@ std::string Communicator::Impl::differences(const Exchange& x) {
 }
 
 void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until) {
+  if (!x->posted) post(*x);
   if (!x->done) {
     try {
       MPI_Request& request = x->persistent ? persistent->request : x->request;
@@ -682,8 +779,8 @@ void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveCl
     }
     x->done = true;
     if (x->persistent) {
-      x->recv[0] = persistent->recv[0];
-      x->recv[1] = persistent->recv[1];
+      x->recv[0] = persistent->recv.max_digest;
+      x->recv[1] = persistent->recv.max_complement;
     }
   }
   const std::string text = differences(*x);
@@ -694,6 +791,15 @@ void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveCl
         .hint = "Every rank must make the same collective calls, in the same order, with the "
                 "same counts, dtypes, roots and reductions."});
   }
+}
+
+bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until,
+                                         std::byte* data, std::size_t bytes, Dtype dtype, ReduceOp op) {
+  post_carrying(*x, data, bytes, dtype, op);
+  finish(x, until);  // raises on a mismatch
+  if (persistent->recv.carried == 0) return false;
+  std::memcpy(data, persistent->recv.payload, bytes);
+  return true;
 }
 
 void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) {
@@ -765,6 +871,11 @@ void Communicator::Impl::post(Exchange&) {}
 bool Communicator::Impl::test(Exchange&) { return true; }
 std::string Communicator::Impl::differences(const Exchange&) { return {}; }
 void Communicator::Impl::finish(const std::shared_ptr<Exchange>&, CollectiveClock::time_point) {}
+void Communicator::Impl::post_carrying(Exchange&, const std::byte*, std::size_t, Dtype, ReduceOp) {}
+bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>&, CollectiveClock::time_point,
+                                         std::byte*, std::size_t, Dtype, ReduceOp) {
+  return false;
+}
 void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) { xs.clear(); }
 std::optional<Communicator::Impl::Verdict> Communicator::Impl::progress_exchanges() { return std::nullopt; }
 bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point) { return true; }
@@ -1295,17 +1406,31 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     Communicator::Impl* impl = nullptr;
     std::shared_ptr<Communicator::Impl::Exchange> exchange;
     CollectiveClock::time_point deadline;
+    const detail::CollectiveCall* call = nullptr;
+    bool carriable = false;
     void complete() override { impl->finish(exchange, deadline); }
+    std::size_t payload_capacity() const override { return carriable ? kCarriedBytes : 0; }
+    bool complete_carrying(std::byte* data, std::size_t bytes) override {
+      if (!carriable || bytes > kCarriedBytes || exchange->posted) {
+        impl->finish(exchange, deadline);
+        return false;
+      }
+      return impl->finish_carrying(exchange, deadline, data, bytes, call->dtype, call->reduce_op);
+    }
   } step;
   impl.guarded(label, b.call_name(), start, [&] {
     if (exchange && !impl.async_agreement) {
-      impl.post(*exchange);
+      // A small all_reduce's exchange starts once its data is staged, carrying it; any other
+      // starts now, alongside the staging.
+      step.carriable = impl.can_carry(call);
+      if (!step.carriable) impl.post(*exchange);
       if (impl.group_depth > 0) {
         impl.finish(exchange, call.deadline);
       } else {
         step.impl = &impl;
         step.exchange = exchange;
         step.deadline = call.deadline;
+        step.call = &call;
         call.agreement = &step;
       }
     }

@@ -300,7 +300,12 @@ TEST_P(Collectives, AllReduce) {
     for (ReduceOp op : kReductions) {
       if (!supported(dtype, op)) continue;
       for (bool in_place : {false, true}) {
-        for (std::size_t n : sizes(dtype, 1)) {
+        // Also either side of 96 bytes: up to that size the data travels in the agreement
+        // check's exchange (the MPI backend, more than one rank).
+        auto ns = sizes(dtype, 1);
+        ns.push_back(96 / itemsize(dtype));
+        ns.push_back(96 / itemsize(dtype) + 1);
+        for (std::size_t n : ns) {
           const std::string what = case_name("all_reduce", dtype, op, in_place, n);
           std::vector<Array> send, recv;
           for (std::size_t l = 0; l < L; ++l) {
@@ -648,6 +653,57 @@ TEST_P(Collectives, MismatchedCountsAreCaughtByTheAgreementCheck) {
   for (auto& x : a) {
     expect_bytes(Rig::download(x), reduction_reference(Dtype::float32, ReduceOp::sum, s.M(), 0, 5),
                  Dtype::float32, "after the mismatch");
+  }
+}
+
+// A small all_reduce's data travels in the agreement check's exchange (the MPI backend): ranks
+// that differ still raise, whether both sides carry their data or one does not, and a rank that
+// cannot carry its data (the call inside a group) makes the others send theirs as usual.
+TEST_P(Collectives, SmallAllReduceCarriedByTheCheck) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+  Rig s = make_rig(GetParam());
+  const bool odd = world_rank() == 1;
+  auto run = [&](Dtype dtype, std::size_t n, ReduceOp op, bool grouped) {
+    std::vector<Array> a;
+    for (std::size_t l = 0; l < s.L(); ++l) {
+      a.push_back(s.upload(l, dtype, reduction_bytes(dtype, op, s.member(l), 0, n)));
+    }
+    if (grouped) s.comm->group_start();
+    s.comm->all_reduce(*s.queue, a, a, op);
+    if (grouped) s.comm->group_end();
+    return a;
+  };
+  auto expect_mismatch = [&](const char* field, auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "no LogicError";
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  // Both carry: 2 elements against 3; float32 against int32.
+  expect_mismatch("count differs", [&] { run(Dtype::float32, odd ? 3 : 2, ReduceOp::sum, false); });
+  expect_mismatch("dtype differs", [&] {
+    run(odd ? Dtype::int32 : Dtype::float32, 2, ReduceOp::sum, false);
+  });
+  // One carries (2 elements), the other does not (4000).
+  expect_mismatch("count differs", [&] { run(Dtype::float32, odd ? 4000 : 2, ReduceOp::sum, false); });
+  // The same call, rank 1 inside a group: every rank gets the reduction.
+  for (const ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+    auto a = run(Dtype::float64, 5, op, odd);
+    for (auto& x : a) {
+      expect_bytes(Rig::download(x), reduction_reference(Dtype::float64, op, s.M(), 0, 5),
+                   Dtype::float64, fmt::format("{} with rank 1 in a group", name(op)));
+    }
+  }
+  // Nothing was lost: the communicator still works, carried or not.
+  for (const std::size_t n : {std::size_t(1), std::size_t(4000)}) {
+    auto a = run(Dtype::int64, n, ReduceOp::sum, false);
+    for (auto& x : a) {
+      expect_bytes(Rig::download(x), reduction_reference(Dtype::int64, ReduceOp::sum, s.M(), 0, n),
+                   Dtype::int64, fmt::format("after the mismatches, n={}", n));
+    }
   }
 }
 
