@@ -1,6 +1,8 @@
 # Finds every optional dependency and turns the results into SKEIN_HAS_* variables.
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
+# SHA-256 (the compile cache's entries, the checkpoints' checksums): libcrypto.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 if(NOT SKEIN_WITH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)

@@ -12,7 +12,9 @@ PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache
   # libraries the framework, apps, tests and benchmarks use
-  libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  # SHA-256 (compile cache, checkpoints): OpenSSL's libcrypto
+  libssl-dev
   # MPI
   openmpi-bin libopenmpi-dev
   # OpenCL: ICD loader, headers, PoCL (CPU devices, so that everything runs without a GPU), clinfo

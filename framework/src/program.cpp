@@ -56,19 +56,6 @@ struct Program::Impl {
 
 namespace {
 
-std::string numbered(const std::string& source) {
-  std::string out;
-  std::size_t line = 1, start = 0;
-  while (start <= source.size()) {
-    const auto end = source.find('\n', start);
-    out += fmt::format("{:5} | {}\n", line++,
-                       source.substr(start, end == std::string::npos ? end : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
 // Everything the compiler sees: prelude, constant arrays, then the user's source from line 1.
 std::string full_source(const detail::ContextAdapter& ctx, const std::string& source,
                         const ProgramOptions& options, ApiId api) {

@@ -1,20 +1,27 @@
-// SHA-256 (FIPS 180-4), for naming and checking the entries of the compile cache. Written from the
-// standard so that Skein needs no crypto library; it is not meant to resist side channels.
+// SHA-256, through OpenSSL's libcrypto (EVP), for naming and checking the entries of the compile
+// cache and for the checkpoints' checksums.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of Skein's headers
+
 namespace skein::detail {
 
-// Incremental hashing, for data that arrives in pieces (the cache key's length-prefixed parts).
+// Incremental hashing, for data that arrives in pieces (the cache key's length-prefixed parts, a
+// file read in blocks). Not copyable; movable.
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
   void update(std::span<const std::byte> data);
   void update(std::string_view text) { update(std::as_bytes(std::span(text.data(), text.size()))); }
   // The digest. The object is spent afterwards: reset() before hashing anything else.
@@ -22,12 +29,10 @@ class Sha256 {
   void reset();
 
  private:
-  void compress(const std::uint8_t* block);
-
-  std::array<std::uint32_t, 8> state_{};
-  std::array<std::uint8_t, 64> buffer_{};
-  std::size_t buffered_ = 0;      // bytes waiting in buffer_
-  std::uint64_t total_bytes_ = 0; // message length so far, for the padding
+  struct Free {
+    void operator()(evp_md_ctx_st* ctx) const noexcept;
+  };
+  std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
 std::array<std::uint8_t, 32> sha256(std::span<const std::byte> data);
