@@ -2,7 +2,11 @@
 # Configures and builds Skein with sensible defaults.
 #
 #   tools/build.sh [BUILD_DIR] [extra cmake args...]
+#   tools/build.sh --preset NAME [extra cmake args...]
 #
+# With --preset, the configuration is CMakePresets.json's preset NAME (release, debug, asan, gpu),
+# built in its directory (build, build-debug, build-asan, build-gpu under the source tree) unless
+# BUILD_DIR is set in the environment.
 # BUILD_DIR defaults to build/ in the source tree (relative paths are taken from the current
 # directory). Defaults: Ninja when it is installed, CMAKE_BUILD_TYPE=Release (set BUILD_TYPE in the
 # environment, or pass -DCMAKE_BUILD_TYPE=..., to change it), every SKEIN_WITH_* option AUTO (so the
@@ -13,13 +17,23 @@ set -euo pipefail
 
 SOURCE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_DIR="${1:-$SOURCE_DIR/build}"
-if (($# > 0)); then shift; fi
-
-BUILD_TYPE="${BUILD_TYPE:-Release}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
-configure_args=(-S "$SOURCE_DIR" -B "$BUILD_DIR" "-DCMAKE_BUILD_TYPE=$BUILD_TYPE")
+if [[ "${1:-}" == --preset ]]; then
+  PRESET="${2:?usage: $0 --preset NAME [extra cmake args...]}"
+  shift 2
+  case "$PRESET" in
+    release) preset_dir=build ;;
+    *) preset_dir="build-$PRESET" ;;
+  esac
+  BUILD_DIR="${BUILD_DIR:-$SOURCE_DIR/$preset_dir}"
+  configure_args=(--preset "$PRESET" -S "$SOURCE_DIR" -B "$BUILD_DIR")
+else
+  BUILD_DIR="${1:-$SOURCE_DIR/build}"
+  if (($# > 0)); then shift; fi
+  BUILD_TYPE="${BUILD_TYPE:-Release}"
+  configure_args=(-S "$SOURCE_DIR" -B "$BUILD_DIR" "-DCMAKE_BUILD_TYPE=$BUILD_TYPE")
+fi
 
 # Ninja, unless the build directory was already configured with another generator (CMake refuses
 # to switch generators in an existing build directory).
@@ -46,6 +60,11 @@ if command -v ccache >/dev/null 2>&1 && [[ "$*" != *CMAKE_CXX_COMPILER_LAUNCHER*
   configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$SOURCE_DIR}"
+
+# CI (CI=true, as CI services set it) builds with warnings as errors: one new warning fails the run.
+if [[ "${CI:-}" == true ]]; then
+  configure_args+=(-DSKEIN_WARNINGS_AS_ERRORS=ON)
+fi
 
 echo "build: cmake ${configure_args[*]} $*"
 cmake "${configure_args[@]}" "$@"

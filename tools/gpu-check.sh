@@ -99,8 +99,7 @@ if [[ -x /usr/local/cuda/bin/nvcc ]] && ! command -v nvcc >/dev/null 2>&1; then
   cuda_root=(-DCUDAToolkit_ROOT=/usr/local/cuda)
 fi
 step configure "$OUTDIR/build.log" \
-  cmake -S . -B "$BUILD_DIR" "${generator[@]}" "${cuda_root[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DSKEIN_WITH_CUDA=ON -DSKEIN_WITH_OPENCL=AUTO -DSKEIN_WITH_MPI=AUTO -DSKEIN_WITH_HDF5=AUTO
+  cmake --preset gpu -S . -B "$BUILD_DIR" "${generator[@]}" "${cuda_root[@]}"
 targets=()
 for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"

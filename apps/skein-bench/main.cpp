@@ -3,8 +3,8 @@
 //
 //   mpirun -np 4 skein-bench axpy --size 268435456 --dtype float32
 //   mpirun -np 1 skein-bench gemm --size 16384 --devices-per-rank 4
-//   mpirun -np 4 skein-bench scaling --op axpy --size 268435456 --max-devices-per-rank 1 \
-//       --svg scaling.svg --json scaling.json
+//   mpirun -np 4 skein-bench scaling --op axpy --size 268435456 --max-devices-per-rank 1
+//       --svg scaling.svg --json scaling.json   (one command)
 //
 //   axpy     z = a * x + y over x, y, z split across every device; GB/s counts 3 arrays (bytes
 //            read and written). Reference: a device-to-device copy of the same blocks (2 arrays).

@@ -109,11 +109,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
       : timeout_s_(timeout_s), comm_(comm), map_(members), first_member_(static_cast<std::size_t>(first_member)),
         context_(context), size_(members.member_rank.size()) {
     (void)device_idxs;  // the members of each call come with their queues and buffers
-    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(comm_, &ranks_), "MPI_Comm_size");
+    SKEIN_MPI_CHECK(MPI_Comm_rank, (comm_, &rank_));
+    SKEIN_MPI_CHECK(MPI_Comm_size, (comm_, &ranks_));
     int flag = 0;
     void* tag_ub = nullptr;
-    check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tag_ub, &flag), "MPI_Comm_get_attr");
+    SKEIN_MPI_CHECK(MPI_Comm_get_attr, (comm_, MPI_TAG_UB, &tag_ub, &flag));
     tag_ub_ = flag ? *static_cast<int*>(tag_ub) : 32767;
     cuda_aware_ = query_cuda_aware() && context.api().id() == ApiId::cuda;
   }
@@ -229,7 +229,7 @@ class MpiBackend final : public CollectiveBackendAdapter {
       }
     });
     MPI_Op created = MPI_OP_NULL;
-    check_mpi(MPI_Op_create(f, 1, &created), "MPI_Op_create");
+    SKEIN_MPI_CHECK(MPI_Op_create, (f, 1, &created));
     user_ops_.emplace(key, created);
     return created;
   }
@@ -346,7 +346,7 @@ class MpiBackend final : public CollectiveBackendAdapter {
     const bool across = ranks_ > 1;
     auto post = [&](auto&& f, const char* name) {
       MPI_Request r = MPI_REQUEST_NULL;
-      check_mpi(f(&r), name);
+      check_mpi(f(&r), name, SKEIN_HERE);
       requests.push_back(r);
     };
     auto combine_local = [&](std::size_t elements) {

@@ -34,8 +34,10 @@
 #include "../../framework/cuda/driver.hpp"
 #include "backend.hpp"
 #include "check.hpp"
+#include "env.hpp"
 #include "errors.hpp"
 #include "front.hpp"
+#include "mpi_util.hpp"
 
 namespace skein::detail {
 
@@ -61,20 +63,12 @@ std::optional<ncclDataType_t> nccl_type(Dtype dtype) {
   }
 }
 
-// SKEIN_NCCL_BLOCKING: unset or "1" -> blocking communicators; "0" -> non-blocking.
+// SKEIN_NCCL_BLOCKING: blocking communicators (the default) or non-blocking ones.
 bool blocking_from_environment() {
-  const char* value = std::getenv("SKEIN_NCCL_BLOCKING");
-  if (value == nullptr) return true;
-  const std::string v(value);
-  if (v == "1") return true;
-  if (v == "0") return false;
-  raise_in(SKEIN_HERE, "Communicator", "Set SKEIN_NCCL_BLOCKING to 1 or 0, or unset it.",
-           "SKEIN_NCCL_BLOCKING={} is invalid: it takes 1 (blocking NCCL communicators, the "
-           "default) or 0 (non-blocking: no NCCL call ever blocks the host, at several "
-           "microseconds more per collective)",
-           v);
+  return env_flag("SKEIN_NCCL_BLOCKING", true, "Communicator",
+                  "blocking NCCL communicators, the default; 0: non-blocking, no NCCL call ever "
+                  "blocks the host, at several microseconds more per collective");
 }
-
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum: return ncclSum;
@@ -217,7 +211,8 @@ NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
     local_failure = e.what();
   }
   int all_ok = local_failure.empty() ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  SKEIN_MPI_CHECK(MPI_Allreduce, (MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, comm),
+                  "the ranks' device checks before NCCL starts");
   if (!local_failure.empty()) {
     raise_in(SKEIN_HERE, "Communicator", "", "{}", local_failure);
   }
@@ -231,7 +226,7 @@ NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
   // sent along with the id, so that no rank is left waiting in the broadcast or in NCCL's
   // bootstrap for a root that gave up.
   int my_rank = 0;
-  MPI_Comm_rank(comm, &my_rank);
+  SKEIN_MPI_CHECK(MPI_Comm_rank, (comm, &my_rank));
   const int root = map.member_rank[0];
   struct {
     ncclUniqueId id;

@@ -43,6 +43,7 @@
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 #include <nlohmann/json.hpp>
 
+#include "env.hpp"
 #include "mpi_util.hpp"
 #endif
 
@@ -320,9 +321,9 @@ std::uint64_t fnv1a(std::string_view text) {
 
 // SKEIN_TEST_CHECKPOINT_KILL="<n>:<stage>": (n-th write of this process, stage), or nullopt.
 std::optional<std::pair<std::uint64_t, CheckpointStage>> kill_from_environment() {
-  const char* value = std::getenv("SKEIN_TEST_CHECKPOINT_KILL");
-  if (!value || !*value) return std::nullopt;
-  const std::string v(value);
+  const auto value = detail::env_value("SKEIN_TEST_CHECKPOINT_KILL");
+  if (!value) return std::nullopt;
+  const std::string& v = *value;
   const auto colon = v.find(':');
   char* end = nullptr;
   const unsigned long long n = colon == std::string::npos ? 0 : std::strtoull(v.c_str(), &end, 10);
@@ -330,10 +331,10 @@ std::optional<std::pair<std::uint64_t, CheckpointStage>> kill_from_environment()
   for (auto s : {CheckpointStage::created, CheckpointStage::written, CheckpointStage::renamed, CheckpointStage::marked}) {
     if (n > 0 && end == v.c_str() + colon && stage == name(s)) return std::pair{std::uint64_t{n}, s};
   }
-  detail::raise_in(SKEIN_HERE, "CheckpointManager::write",
-                   "Set it to <n>:<stage> with n >= 1 and a stage of created, written, renamed, "
-                   "marked (e.g. 2:written), or unset it.",
-                   "SKEIN_TEST_CHECKPOINT_KILL={} is invalid", v);
+  detail::bad_env("SKEIN_TEST_CHECKPOINT_KILL", v,
+                  "<n>:<stage> with n >= 1 and a stage of created, written, renamed or marked "
+                  "(e.g. 2:written)",
+                  "CheckpointManager::write");
 }
 
 std::atomic<std::uint64_t> g_writes{0};  // checkpoint writes of this process, for the kill hook
@@ -395,7 +396,7 @@ struct CheckpointManager::Impl {
     const std::string numbered = fmt::format("#{} {}", ++calls, description);
     const std::uint64_t h = fnv1a(numbered);
     std::uint64_t mine[2] = {h, ~h}, all[2] = {0, 0};
-    detail::check_mpi(MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    SKEIN_MPI_CHECK(MPI_Allreduce, (mine, all, 2, MPI_UINT64_T, MPI_MAX, comm));
     if (all[0] == h && all[1] == ~h) return;
     const std::string first = broadcast_string(numbered, 0);
     detail::raise_in(SKEIN_HERE, call,
@@ -516,10 +517,10 @@ CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path direct
     detail::raise_in(SKEIN_HERE, call, "Pass the arrays' communicator.", "the MPI communicator is MPI_COMM_NULL");
   }
   Impl& m = *impl_;
-  detail::check_mpi(MPI_Comm_dup(comm, &m.comm), "MPI_Comm_dup");
-  detail::check_mpi(MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  detail::check_mpi(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
-  detail::check_mpi(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");
+  SKEIN_MPI_CHECK(MPI_Comm_dup, (comm, &m.comm));
+  SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (m.comm, MPI_ERRORS_RETURN));
+  SKEIN_MPI_CHECK(MPI_Comm_rank, (m.comm, &m.rank));
+  SKEIN_MPI_CHECK(MPI_Comm_size, (m.comm, &m.size));
   m.dir = std::move(directory);
   m.options = std::move(options);
   m.agree_on_call(call, fmt::format("CheckpointManager '{}' keep {} on_corrupt {}", m.dir.string(), m.options.keep,

@@ -45,6 +45,7 @@
 
 #include "adapter.hpp"
 #include "backend.hpp"
+#include "env.hpp"
 #include "errors.hpp"
 #include "front.hpp"
 #include "host_reduce.hpp"
@@ -94,8 +95,8 @@ namespace detail {
 CallProfile& call_profile() {
   static CallProfile profile = [] {
     CallProfile p;
-    const char* v = std::getenv("SKEIN_PROFILE_COLLECTIVES");
-    p.on = v != nullptr && std::string(v) == "1";
+    p.on = detail::env_flag("SKEIN_PROFILE_COLLECTIVES", false, "Communicator",
+                            "print the host time per collective call");
     return p;
   }();
   return profile;
@@ -110,50 +111,25 @@ long long ns_since(CollectiveClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(CollectiveClock::now() - t).count();
 }
 
-// SKEIN_CHECK_COLLECTIVES: unset or empty -> on (every build); "1" on; "0" off.
+// The Communicator's variables (detail::env_*: unset or empty means the default).
 bool agreement_check_from_environment() {
-  const char* value = std::getenv("SKEIN_CHECK_COLLECTIVES");
-  if (!value || *value == '\0') return true;
-  const std::string v(value);
-  if (v == "1") return true;
-  if (v == "0") return false;
-  detail::raise_in(SKEIN_HERE, "Communicator", "Set SKEIN_CHECK_COLLECTIVES to 1 or 0, or unset it.",
-                   "SKEIN_CHECK_COLLECTIVES={} is invalid: it takes 1 (check that the ranks make "
-                   "the same collective calls; the default) or 0 (do not)",
-                   v);
+  return detail::env_flag("SKEIN_CHECK_COLLECTIVES", true, "Communicator",
+                          "check that the ranks make the same collective calls; the default");
 }
 
-// SKEIN_BACKEND: unset or empty -> what the program asked for; "auto", "nccl" or "mpi" replace a
-// request for CollectiveBackend::automatic (an explicit choice in the code wins).
+// SKEIN_BACKEND replaces a request for CollectiveBackend::automatic (an explicit choice in the
+// code wins).
 std::optional<CollectiveBackend> backend_from_environment() {
-  const char* value = std::getenv("SKEIN_BACKEND");
-  if (!value || *value == '\0') return std::nullopt;
-  const std::string v(value);
-  if (v == "auto") return CollectiveBackend::automatic;
-  if (v == "nccl") return CollectiveBackend::nccl;
-  if (v == "mpi") return CollectiveBackend::mpi;
-  detail::raise_in(SKEIN_HERE, "Communicator",
-                   "Set SKEIN_BACKEND to auto, nccl or mpi, or unset it.",
-                   "SKEIN_BACKEND={} is invalid: it takes auto (NCCL when every rank has CUDA "
-                   "devices of its own, else MPI), nccl or mpi",
-                   v);
+  return detail::env_choice<CollectiveBackend>(
+      "SKEIN_BACKEND", "Communicator",
+      {{"auto", CollectiveBackend::automatic, "NCCL when every rank has CUDA devices of its own, else MPI"},
+       {"nccl", CollectiveBackend::nccl, "NCCL"},
+       {"mpi", CollectiveBackend::mpi, "MPI, staged through host memory"}});
 }
 
-// SKEIN_COLLECTIVE_TIMEOUT: seconds (a non-negative number; 0 waits forever), default 300.
+// SKEIN_COLLECTIVE_TIMEOUT: seconds, default 300; 0 waits forever.
 double timeout_from_environment() {
-  const char* value = std::getenv("SKEIN_COLLECTIVE_TIMEOUT");
-  if (!value) return 300.0;
-  const std::string v(value);
-  char* end = nullptr;
-  errno = 0;
-  const double seconds = v.empty() ? -1.0 : std::strtod(v.c_str(), &end);
-  if (v.empty() || errno != 0 || *end != '\0' || !std::isfinite(seconds) || seconds < 0) {
-    detail::raise_in(SKEIN_HERE, "Communicator",
-                     "Set SKEIN_COLLECTIVE_TIMEOUT to a number of seconds (e.g. 300; 0 waits "
-                     "forever), or unset it for the default of 300 s.",
-                     "SKEIN_COLLECTIVE_TIMEOUT={} is not a valid number of seconds", v);
-  }
-  return seconds;
+  return detail::env_seconds("SKEIN_COLLECTIVE_TIMEOUT", 300.0, "Communicator", "waits forever");
 }
 
 bool is_reduction(CollectiveOp op) {
@@ -646,12 +622,11 @@ void Communicator::Impl::make_persistent() {
 #if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
   auto p = std::make_shared<Persistent>();
   if (record_type == MPI_DATATYPE_NULL) {
-    detail::check_mpi(MPI_Type_contiguous(static_cast<int>(sizeof(AgreementRecord)), MPI_BYTE, &record_type),
-                      "MPI_Type_contiguous (the agreement check)");
-    detail::check_mpi(MPI_Type_commit(&record_type), "MPI_Type_commit (the agreement check)");
+    SKEIN_MPI_CHECK(MPI_Type_contiguous, (static_cast<int>(sizeof(AgreementRecord)), MPI_BYTE, &record_type), "the agreement check");
+    SKEIN_MPI_CHECK(MPI_Type_commit, (&record_type), "the agreement check");
   }
   if (record_op == MPI_OP_NULL) {
-    detail::check_mpi(MPI_Op_create(&combine_records, 1, &record_op), "MPI_Op_create (the agreement check)");
+    SKEIN_MPI_CHECK(MPI_Op_create, (&combine_records, 1, &record_op), "the agreement check");
   }
 #if MPI_VERSION >= 4
   const int rc = MPI_Allreduce_init(&p->send, &p->recv, 1, record_type, record_op, fp_comm,
@@ -674,11 +649,10 @@ void Communicator::Impl::post(Exchange& x) {
     persistent->send.max_digest = x.send[0];
     persistent->send.max_complement = x.send[1];
     persistent->send.carried = 0;
-    detail::check_mpi(MPI_Start(&persistent->request), "MPI_Start (the agreement check)");
+    SKEIN_MPI_CHECK(MPI_Start, (&persistent->request), "the agreement check");
     x.persistent = true;
   } else {
-    detail::check_mpi(MPI_Iallreduce(x.send, x.recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm, &x.request),
-                      "MPI_Iallreduce (the agreement check)");
+    SKEIN_MPI_CHECK(MPI_Iallreduce, (x.send, x.recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm, &x.request), "the agreement check");
   }
   x.posted = true;
 }
@@ -696,7 +670,7 @@ void Communicator::Impl::post_carrying(Exchange& x, const std::byte* data, std::
   r.reduction = static_cast<std::int32_t>(op == ReduceOp::avg ? ReduceOp::sum : op);
   r.bytes = static_cast<std::uint32_t>(bytes);
   std::memcpy(r.payload, data, bytes);
-  detail::check_mpi(MPI_Start(&persistent->request), "MPI_Start (the agreement check)");
+  SKEIN_MPI_CHECK(MPI_Start, (&persistent->request), "the agreement check");
   x.persistent = true;
   x.posted = true;
 }
@@ -705,7 +679,7 @@ bool Communicator::Impl::test(Exchange& x) {
   if (x.done) return true;
   int flag = 0;
   MPI_Request& request = x.persistent ? persistent->request : x.request;
-  detail::check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), "MPI_Test (the agreement check)");
+  SKEIN_MPI_CHECK(MPI_Test, (&request, &flag, MPI_STATUS_IGNORE), "the agreement check");
   x.done = flag != 0;
   if (x.done && x.persistent) {
     x.recv[0] = persistent->recv.max_digest;
@@ -720,9 +694,8 @@ std::string Communicator::Impl::differences(const Exchange& x) {
   auto all = std::make_shared<std::vector<Fingerprint>>(static_cast<std::size_t>(mpi_size));
   auto mine = std::make_shared<Fingerprint>(x.mine);
   MPI_Request request = MPI_REQUEST_NULL;
-  detail::check_mpi(MPI_Iallgather(mine.get(), sizeof(Fingerprint), MPI_BYTE, all->data(),
-                                   sizeof(Fingerprint), MPI_BYTE, diag_comm, &request),
-                    "MPI_Iallgather (the agreement check)");
+  SKEIN_MPI_CHECK(MPI_Iallgather, (mine.get(), sizeof(Fingerprint), MPI_BYTE, all->data(),
+                                   sizeof(Fingerprint), MPI_BYTE, diag_comm, &request), "the agreement check");
   try {
     detail::wait_requests(std::span(&request, 1), deadline(),
                           "the agreement check's MPI_Iallgather of the fingerprints");
@@ -1081,7 +1054,7 @@ MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double
                    const char* step) {
   auto handle = std::make_unique<MPI_Comm>(MPI_COMM_NULL);
   MPI_Request request = MPI_REQUEST_NULL;
-  detail::check_mpi(MPI_Comm_idup(parent, handle.get(), &request), "MPI_Comm_idup");
+  SKEIN_MPI_CHECK(MPI_Comm_idup, (parent, handle.get(), &request));
   wait_creation_step(request, deadline, timeout_s, step, std::move(handle));
   return *handle;
 }
@@ -1144,9 +1117,9 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   // Skein's own communicator: its traffic never mixes with the user's, and MPI errors on it
   // come back as codes (raised as exceptions) instead of aborting the job.
   impl->comm = duplicate(user_comm, deadline, timeout_s, "MPI_Comm_idup");
-  detail::check_mpi(MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  detail::check_mpi(MPI_Comm_rank(impl->comm, &impl->mpi_rank), "MPI_Comm_rank");
-  detail::check_mpi(MPI_Comm_size(impl->comm, &impl->mpi_size), "MPI_Comm_size");
+  SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (impl->comm, MPI_ERRORS_RETURN));
+  SKEIN_MPI_CHECK(MPI_Comm_rank, (impl->comm, &impl->mpi_rank));
+  SKEIN_MPI_CHECK(MPI_Comm_size, (impl->comm, &impl->mpi_size));
 
   // Members: each rank's count, and whether its devices are all CUDA.
   const bool cuda = context.api().id() == ApiId::cuda;
@@ -1156,8 +1129,7 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   int* mine = exchange->data();
   mine[0] = static_cast<int>(device_idxs.size());
   mine[1] = cuda ? 1 : 0;
-  detail::check_mpi(MPI_Iallgather(mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl->comm, &request),
-                    "MPI_Iallgather");
+  SKEIN_MPI_CHECK(MPI_Iallgather, (mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl->comm, &request));
   wait_creation_step(request, deadline, timeout_s, "MPI_Iallgather of the members", std::move(exchange));
   const int* all = mine + 2;
   auto& map = impl->map;
@@ -1189,10 +1161,9 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
       displs.push_back(static_cast<int>(map.first_member_of_rank[static_cast<std::size_t>(r)]));
     }
     std::uint64_t* base = keys->data();
-    detail::check_mpi(MPI_Iallgatherv(base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
+    SKEIN_MPI_CHECK(MPI_Iallgatherv, (base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
                                       base + device_idxs.size(), counts.data(), displs.data(),
-                                      MPI_UINT64_T, impl->comm, &request),
-                      "MPI_Iallgatherv");
+                                      MPI_UINT64_T, impl->comm, &request));
     // (Moved into keep_until_exit only on a timeout.)
     wait_creation_step(request, deadline, timeout_s, "MPI_Iallgatherv of the devices", std::move(keys));
   }
@@ -1352,7 +1323,7 @@ Communicator Communicator::split(int color, int key) const {
                      "color {} is negative", color);
   }
   MPI_Comm part = MPI_COMM_NULL;
-  detail::check_mpi(MPI_Comm_split(impl_->comm, color, key, &part), "MPI_Comm_split");
+  SKEIN_MPI_CHECK(MPI_Comm_split, (impl_->comm, color, key, &part));
   try {
     Communicator result(part, impl_->context, impl_->device_idxs, backend());
     MPI_Comm_free(&part);

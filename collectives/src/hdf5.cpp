@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "env.hpp"
 #include "mpi_util.hpp"
 #endif
 
@@ -548,17 +549,11 @@ void print_line(const std::string& line) {
   std::fflush(stderr);
 }
 
-// SKEIN_HDF5_SERIAL: unset or "0": MPI-IO where HDF5 has it; "1": through rank 0.
+// SKEIN_HDF5_SERIAL: through rank 0 even where HDF5 has MPI-IO (default: no).
 bool serial_from_environment() {
-  const char* value = std::getenv("SKEIN_HDF5_SERIAL");
-  if (!value || std::string(value).empty() || std::string(value) == "0") return false;
-  if (std::string(value) == "1") return true;
-  detail::raise_in(SKEIN_HERE, "hdf5::File", "Set SKEIN_HDF5_SERIAL to 1 or 0, or unset it.",
-                   "SKEIN_HDF5_SERIAL={} is invalid: it takes 1 (read and write HDF5 files "
-                   "through rank 0) or 0 (MPI-IO where HDF5 has it)",
-                   value);
+  return detail::env_flag("SKEIN_HDF5_SERIAL", false, "hdf5::File",
+                          "read and write HDF5 files through rank 0");
 }
-
 }  // namespace
 
 // ---- File::Impl -------------------------------------------------------------------------------
@@ -608,7 +603,7 @@ struct File::Impl {
     const std::string numbered = fmt::format("#{} {}", ++calls, description);
     const std::uint64_t h = fnv1a(numbered);
     std::uint64_t mine[2] = {h, ~h}, all[2] = {0, 0};
-    detail::check_mpi(MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    SKEIN_MPI_CHECK(MPI_Allreduce, (mine, all, 2, MPI_UINT64_T, MPI_MAX, comm));
     if (all[0] == h && all[1] == ~h) return;
     const std::string first = broadcast_string(numbered, 0);
     detail::raise_in(SKEIN_HERE, call,
@@ -938,9 +933,8 @@ void File::Impl::write_rows(hid_t dataset, const std::string& name, const RowPla
           } else {
             // Received even after a failure: the sender must not be left waiting.
             MPI_Status status;
-            detail::check_mpi(MPI_Recv(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, r,
-                                       kTransferTag, comm, &status),
-                              "MPI_Recv");
+            SKEIN_MPI_CHECK(MPI_Recv, (buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, r,
+                                       kTransferTag, comm, &status));
             int got = 0;
             MPI_Get_count(&status, MPI_BYTE, &got);
             if (static_cast<std::size_t>(got) != buffer.size() && !failure) {
@@ -983,7 +977,7 @@ void File::Impl::write_rows(hid_t dataset, const std::string& name, const RowPla
       const int rc = MPI_Send(buffer.data(), count, MPI_BYTE, 0, kTransferTag, comm);
       if (rc != MPI_SUCCESS) {
         try {
-          detail::check_mpi(rc, "MPI_Send");
+          detail::check_mpi(rc, "MPI_Send", SKEIN_HERE);
         } catch (...) {
           remember();
         }
@@ -1076,9 +1070,8 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
             if (read) plan.store(piece, buffer);
           } else {
             // Sent even after a failure (empty): the receiver must not be left waiting.
-            detail::check_mpi(MPI_Send(buffer.data(), read ? static_cast<int>(buffer.size()) : 0,
-                                       MPI_BYTE, r, kTransferTag, comm),
-                              "MPI_Send");
+            SKEIN_MPI_CHECK(MPI_Send, (buffer.data(), read ? static_cast<int>(buffer.size()) : 0,
+                                       MPI_BYTE, r, kTransferTag, comm));
           }
         } catch (...) {
           remember();
@@ -1095,9 +1088,8 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
       buffer.resize(piece.size() * row_bytes);
       try {
         MPI_Status status;
-        detail::check_mpi(MPI_Recv(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, 0,
-                                   kTransferTag, comm, &status),
-                          "MPI_Recv");
+        SKEIN_MPI_CHECK(MPI_Recv, (buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, 0,
+                                   kTransferTag, comm, &status));
         int got = 0;
         MPI_Get_count(&status, MPI_BYTE, &got);
         if (static_cast<std::size_t>(got) == buffer.size()) {
@@ -1137,10 +1129,10 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   auto impl = std::make_unique<File::Impl>();
   impl->path = path;
   impl->options = options;
-  detail::check_mpi(MPI_Comm_dup(comm, &impl->comm), "MPI_Comm_dup");
-  detail::check_mpi(MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  detail::check_mpi(MPI_Comm_rank(impl->comm, &impl->rank), "MPI_Comm_rank");
-  detail::check_mpi(MPI_Comm_size(impl->comm, &impl->size), "MPI_Comm_size");
+  SKEIN_MPI_CHECK(MPI_Comm_dup, (comm, &impl->comm));
+  SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (impl->comm, MPI_ERRORS_RETURN));
+  SKEIN_MPI_CHECK(MPI_Comm_rank, (impl->comm, &impl->rank));
+  SKEIN_MPI_CHECK(MPI_Comm_size, (impl->comm, &impl->size));
 
   // The same on every rank: the environment is the job's, the options are checked just below.
   std::exception_ptr failure;
@@ -1637,7 +1629,7 @@ void File::write_host(const std::string& name_in, std::span<const std::byte> dat
     shape = *shape_in;
   } else {
     std::uint64_t n = f.rank == root_rank ? data.size() / itemsize(dtype) : 0;
-    detail::check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root_rank, f.comm), "MPI_Bcast");
+    SKEIN_MPI_CHECK(MPI_Bcast, (&n, 1, MPI_UINT64_T, root_rank, f.comm));
     shape = {static_cast<std::size_t>(n)};
   }
   try {
@@ -1716,7 +1708,7 @@ std::vector<std::byte> File::read_host_bytes_as(const std::string& name_in, std:
   f.read_rows(dataset.get(), name, plan, call);
   for (std::size_t done = 0; done < out.size();) {
     const int part = static_cast<int>(std::min<std::size_t>(out.size() - done, std::size_t{1} << 30));
-    detail::check_mpi(MPI_Bcast(out.data() + done, part, MPI_BYTE, 0, f.comm), "MPI_Bcast");
+    SKEIN_MPI_CHECK(MPI_Bcast, (out.data() + done, part, MPI_BYTE, 0, f.comm));
     done += static_cast<std::size_t>(part);
   }
   return out;

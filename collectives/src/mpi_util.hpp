@@ -4,13 +4,11 @@
 // failure with every rank (HDF5 files, checkpoints).
 #pragma once
 
-#include <type_traits>
-
-#include <vector>
-
-#include <mutex>
-
 #include <memory>
+#include <mutex>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "skein/config.hpp"
 
@@ -41,15 +39,42 @@ inline std::string mpi_error_string(int code) {
   return std::string(text, static_cast<std::size_t>(length));
 }
 
-// Skein's communicators use MPI_ERRORS_RETURN, so failures arrive here as return codes.
-inline void check_mpi(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  throw RuntimeError(ErrorInfo{.what = mpi_error_string(code),
-                               .call = call,
-                               .code = code,
-                               .has_code = true,
-                               .hint = "An MPI rank probably failed or left; see its output."});
+// Skein's communicators use MPI_ERRORS_RETURN, so failures arrive here as return codes: the
+// error says which call, on which rank (of MPI_COMM_WORLD), and where in Skein's source.
+[[noreturn]] inline void throw_mpi_error(int code, const char* call, std::string location) {
+  int initialized = 0, finalized = 0, rank = -1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw RuntimeError(ErrorInfo{
+      .what = rank >= 0 ? fmt::format("{} (on MPI rank {})", mpi_error_string(code), rank)
+                        : mpi_error_string(code),
+      .call = call,
+      .code = code,
+      .has_code = true,
+      .hint = "An MPI rank probably failed or left; see its output.",
+      .location = std::move(location)});
 }
+
+// For a return code already in hand; otherwise use SKEIN_MPI_CHECK.
+inline void check_mpi(int code, const char* call, std::string_view location) {
+  if (code != MPI_SUCCESS) [[unlikely]] throw_mpi_error(code, call, std::string(location));
+}
+inline void check_mpi(int code, const char* call, const char* file, int line) {
+  if (code != MPI_SUCCESS) [[unlikely]] throw_mpi_error(code, call, source_location(file, line));
+}
+
+}  // namespace skein::detail
+
+// The one checked-call macro of MPI: SKEIN_MPI_CHECK(MPI_Allreduce, (send, recv, ...)) or, with
+// what the call is for, SKEIN_MPI_CHECK(MPI_Start, (&request), "the agreement check"). A failure
+// throws RuntimeError with the call, MPI's message, the rank and the place in Skein's source;
+// the fast path costs one comparison.
+#define SKEIN_MPI_CHECK(function, arguments, ...)                                      \
+  ::skein::detail::check_mpi(::function arguments,                                     \
+                             #function __VA_OPT__(" (" __VA_ARGS__ ")"), __FILE__, __LINE__)
+
+namespace skein::detail {
 
 // Polls the requests until all complete. Throws TimeoutError (naming `what`) once `deadline`
 // has passed; the requests are then left outstanding (MPI cannot cancel collectives), and the
@@ -60,9 +85,8 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
   const auto start = CollectiveClock::now();
   for (;;) {
     int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
+    SKEIN_MPI_CHECK(MPI_Testall, (static_cast<int>(requests.size()), requests.data(), &done,
+                          MPI_STATUSES_IGNORE));
     if (done) return;
     const auto now = CollectiveClock::now();
     if (now >= deadline) {
@@ -146,11 +170,11 @@ inline std::vector<std::string> settle_abandoned(double seconds) {
 // Rank `root`'s string on every rank of `comm` (`rank` is this rank in `comm`).
 inline std::string broadcast_string(MPI_Comm comm, int rank, const std::string& text, int root) {
   std::uint64_t n = text.size();
-  check_mpi(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast");
+  SKEIN_MPI_CHECK(MPI_Bcast, (&n, 1, MPI_UINT64_T, root, comm));
   std::string out = rank == root ? text : std::string(n, '\0');
   for (std::uint64_t done = 0; done < n;) {
     const int part = static_cast<int>(std::min<std::uint64_t>(n - done, 1u << 30));
-    check_mpi(MPI_Bcast(out.data() + done, part, MPI_CHAR, root, comm), "MPI_Bcast");
+    SKEIN_MPI_CHECK(MPI_Bcast, (out.data() + done, part, MPI_CHAR, root, comm));
     done += static_cast<std::uint64_t>(part);
   }
   return out;
@@ -165,7 +189,7 @@ void share_failure(MPI_Comm comm, int rank, std::exception_ptr mine, const std::
                    const std::string& where) {
   const int me = mine ? rank : INT_MAX;
   int first = INT_MAX;
-  check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  SKEIN_MPI_CHECK(MPI_Allreduce, (&me, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == INT_MAX) return;
   int kind = 3;  // 0: LogicError, 1: TimeoutError, 2: Specific, 3: anything else
   std::string message;
@@ -184,7 +208,7 @@ void share_failure(MPI_Comm comm, int rank, std::exception_ptr mine, const std::
       message = "unknown exception";
     }
   }
-  check_mpi(MPI_Bcast(&kind, 1, MPI_INT, first, comm), "MPI_Bcast");
+  SKEIN_MPI_CHECK(MPI_Bcast, (&kind, 1, MPI_INT, first, comm));
   message = broadcast_string(comm, rank, message, first);
   if (mine) std::rethrow_exception(mine);
   // Its message (which has its own hint and place) goes inside this one.

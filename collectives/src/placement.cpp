@@ -10,26 +10,19 @@
 #include <map>
 #include <regex>
 
+#include "env.hpp"
 #include "errors.hpp"
 
 namespace skein {
 
 namespace {
 
-// An environment variable, with an empty value read as unset (what `VAR= cmd` usually means).
-std::optional<std::string> env(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return std::nullopt;
-  return std::string(value);
-}
-
+// An environment variable (detail::env_value: an empty value is unset).
+std::optional<std::string> env(const char* name) { return detail::env_value(name); }
 [[noreturn]] void bad_variable(const char* variable, const std::string& value,
                                const std::string& why, const std::string& accepted) {
-  detail::raise_in(SKEIN_HERE, "PlacementOptions::from_environment",
-                   fmt::format("Accepted values: {}.", accepted), "{}='{}' is not valid: {}",
-                   variable, value, why);
+  detail::bad_env(variable, value, accepted, "PlacementOptions::from_environment", why);
 }
-
 std::optional<std::size_t> parse_size(const std::string& text) {
   std::size_t value = 0;
   const char* end = text.data() + text.size();
@@ -101,22 +94,15 @@ PlacementOptions PlacementOptions::from_environment(PlacementOptions given) {
   }
   if (!given.share_devices) {
     if (auto value = env("SKEIN_SHARE_DEVICES")) {
-      auto flag = detail::parse_bool(*value);
-      if (!flag) bad_variable("SKEIN_SHARE_DEVICES", *value, "not a boolean", "1, 0, true, false, yes, no, on, off");
-      given.share_devices = flag;
+      given.share_devices = detail::parse_env_flag("SKEIN_SHARE_DEVICES", value,
+                                                   "PlacementOptions::from_environment",
+                                                   "ranks on one host may share devices");
     }
   }
   return given;
 }
 
 namespace detail {
-
-std::optional<bool> parse_bool(std::string value) {
-  for (auto& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
-  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
-  return std::nullopt;
-}
 
 std::vector<std::size_t> choose_devices(const PlacementRequest& request,
                                         const PlacementOptions& options) {

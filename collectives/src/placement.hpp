@@ -43,7 +43,5 @@ std::string device_key(const std::string& host, const std::optional<std::string>
 // (empty when there are none). `placement` is every rank's, in rank order.
 std::vector<std::string> shared_devices(const std::vector<RankPlacement>& placement);
 
-// Whether a SKEIN_SHARE_DEVICES-style value is true or false (nullopt when it is neither).
-std::optional<bool> parse_bool(std::string value);
 
 }  // namespace skein::detail

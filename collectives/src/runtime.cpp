@@ -148,12 +148,14 @@ struct Runtime::Impl {
 #if SKEIN_HAS_MPI
     const int length = static_cast<int>(mine.size());
     std::vector<int> lengths(static_cast<std::size_t>(size));
-    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
+    SKEIN_MPI_CHECK(MPI_Allgather, (&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm),
+                    "the ranks' host names and devices");
     std::vector<int> offsets(lengths.size(), 0);
     for (std::size_t r = 1; r < lengths.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
     std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
-    MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                   MPI_CHAR, comm);
+    SKEIN_MPI_CHECK(MPI_Allgatherv, (mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                                     offsets.data(), MPI_CHAR, comm),
+                    "the ranks' host names and devices");
     std::vector<std::string> result;
     for (std::size_t r = 0; r < lengths.size(); ++r) {
       result.push_back(all.substr(static_cast<std::size_t>(offsets[r]),
@@ -205,8 +207,8 @@ struct Runtime::Impl {
 #if SKEIN_HAS_MPI
     int world_rank = rank;
     int world_size = size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    SKEIN_MPI_CHECK(MPI_Comm_rank, (MPI_COMM_WORLD, &world_rank));
+    SKEIN_MPI_CHECK(MPI_Comm_size, (MPI_COMM_WORLD, &world_size));
     // On a sub-communicator the world rank is what mpirun's output and the job's logs show.
     if (world_size != size || world_rank != rank) {
       prefix = fmt::format("rank {} (world rank {}): ", rank, world_rank);
@@ -216,10 +218,17 @@ struct Runtime::Impl {
   }
 
 #if SKEIN_HAS_MPI
+  // Skein's duplicate of the user's communicator, whose MPI errors come back as codes (checked by
+  // SKEIN_MPI_CHECK) rather than abort the job.
+  void adopt(MPI_Comm user) {
+    SKEIN_MPI_CHECK(MPI_Comm_dup, (user, &comm));
+    SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (comm, MPI_ERRORS_RETURN));
+  }
+
   // Rank, size, host name and the node-local rank, from `comm` (already Skein's duplicate).
   void locate() {
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
+    SKEIN_MPI_CHECK(MPI_Comm_rank, (comm, &rank));
+    SKEIN_MPI_CHECK(MPI_Comm_size, (comm, &size));
     set_prefix();
 
     // Every rank's host name reaches every rank with the gathered placement (place()).
@@ -227,10 +236,10 @@ struct Runtime::Impl {
 
     // Ranks that can share memory are the ones on one node: their order gives the local rank.
     MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_size(node, &local_size);
-    MPI_Comm_free(&node);
+    SKEIN_MPI_CHECK(MPI_Comm_split_type, (comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    SKEIN_MPI_CHECK(MPI_Comm_rank, (node, &local_rank));
+    SKEIN_MPI_CHECK(MPI_Comm_size, (node, &local_size));
+    SKEIN_MPI_CHECK(MPI_Comm_free, (&node));
   }
 #endif
 
@@ -302,32 +311,30 @@ Runtime::Runtime(PlacementOptions options) : impl_(std::make_unique<Impl>()) {
 Runtime::Runtime(int* argc, char*** argv, PlacementOptions options)
     : impl_(std::make_unique<Impl>()) {
   int initialised = 0, finalised = 0;
-  MPI_Initialized(&initialised);
-  MPI_Finalized(&finalised);
+  SKEIN_MPI_CHECK(MPI_Initialized, (&initialised));
+  SKEIN_MPI_CHECK(MPI_Finalized, (&finalised));
   if (finalised) {
     detail::raise_in(SKEIN_HERE, "Runtime", "Create the runtime before MPI_Finalize.",
                      "MPI has already been finalised and cannot be initialised again");
   }
   if (initialised) {
-    MPI_Query_thread(&impl_->thread_level);
+    SKEIN_MPI_CHECK(MPI_Query_thread, (&impl_->thread_level));
   } else {
     // MULTIPLE: a Communicator's watchdog thread compares the ranks' NCCL calls (the agreement
     // check) on a communicator of its own while the application goes on.
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &impl_->thread_level) != MPI_SUCCESS) {
-      detail::raise_in<RuntimeError>(SKEIN_HERE, "MPI_Init_thread", "", "MPI failed to start");
-    }
+    SKEIN_MPI_CHECK(MPI_Init_thread, (argc, argv, MPI_THREAD_MULTIPLE, &impl_->thread_level));
     impl_->initialised_mpi = true;
   }
   impl_->uses_mpi = true;
-  MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
+  impl_->adopt(MPI_COMM_WORLD);
   impl_->locate();
   impl_->place(std::move(options));
 }
 
 Runtime::Runtime(MPI_Comm comm, PlacementOptions options) : impl_(std::make_unique<Impl>()) {
   int initialised = 0, finalised = 0;
-  MPI_Initialized(&initialised);
-  MPI_Finalized(&finalised);
+  SKEIN_MPI_CHECK(MPI_Initialized, (&initialised));
+  SKEIN_MPI_CHECK(MPI_Finalized, (&finalised));
   if (!initialised || finalised) {
     detail::raise_in(SKEIN_HERE, "Runtime(MPI_Comm)",
                      "Call MPI_Init (or MPI_Init_thread) first, or let Skein start MPI with "
@@ -340,9 +347,9 @@ Runtime::Runtime(MPI_Comm comm, PlacementOptions options) : impl_(std::make_uniq
                      "to ranks with MPI_UNDEFINED color).",
                      "the communicator is MPI_COMM_NULL");
   }
-  MPI_Query_thread(&impl_->thread_level);
+  SKEIN_MPI_CHECK(MPI_Query_thread, (&impl_->thread_level));
   impl_->uses_mpi = true;
-  MPI_Comm_dup(comm, &impl_->comm);
+  impl_->adopt(comm);
   impl_->locate();
   impl_->place(std::move(options));
 }

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "env.hpp"
 #include "sha256.hpp"
 
 namespace skein::detail {
@@ -290,14 +291,6 @@ std::string write_entry(int dir_fd, const std::string& name, const Digest& key, 
   return {};
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 }  // namespace
 
 struct CompileCache::Impl {
@@ -342,15 +335,10 @@ CompileCache& CompileCache::operator=(CompileCache&&) noexcept = default;
 
 CompileCache CompileCache::from_environment(const char* disable, const char* dir, const char* xdg_cache_home,
                                             const char* home) {
-  const std::string value = lower(disable ? disable : "");
-  if (value == "1" || value == "true" || value == "yes") {
-    return CompileCache(std::nullopt, "turned off by SKEIN_DISABLE_CACHE");
-  }
-  if (!(value.empty() || value == "0" || value == "false" || value == "no")) {
-    raise_in(SKEIN_HERE, "compile cache",
-             "Set it to 1, true or yes to turn the compile cache off; to 0, false, no or nothing to keep it on.",
-             "SKEIN_DISABLE_CACHE is \"{}\", which is not one of the accepted values", disable);
-  }
+  const auto off = parse_env_flag("SKEIN_DISABLE_CACHE",
+                                  disable ? std::optional<std::string>(disable) : std::nullopt,
+                                  "compile cache", "turn the compile cache off");
+  if (off.value_or(false)) return CompileCache(std::nullopt, "turned off by SKEIN_DISABLE_CACHE");
   if (dir && *dir) {
     if (!fs::path(dir).is_absolute()) {
       // A relative directory would follow the working directory around, one cache per folder.
@@ -373,8 +361,12 @@ CompileCache CompileCache::from_environment(const char* disable, const char* dir
 
 CompileCache& CompileCache::instance() {
   // A throw (a bad SKEIN_DISABLE_CACHE) leaves it unbuilt, so every later call reports it again.
-  static CompileCache cache = from_environment(std::getenv("SKEIN_DISABLE_CACHE"), std::getenv("SKEIN_CACHE_DIR"),
-                                               std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  static CompileCache cache = [] {
+    const auto disable = env_value("SKEIN_DISABLE_CACHE"), dir = env_value("SKEIN_CACHE_DIR"),
+               xdg = env_value("XDG_CACHE_HOME"), home = env_value("HOME");
+    auto c_str = [](const std::optional<std::string>& v) { return v ? v->c_str() : nullptr; };
+    return from_environment(c_str(disable), c_str(dir), c_str(xdg), c_str(home));
+  }();
   return cache;
 }
 

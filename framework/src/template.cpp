@@ -331,7 +331,7 @@ std::string RenderValue::integer_text(std::int64_t value) {
   if (value >= 0) return std::to_string(value);
   // The literal 9223372036854775808 does not fit a signed type, so the minimum is spelled out.
   if (value == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807-1)";
-  return "(" + std::to_string(value) + ")";
+  return fmt::format("({})", value);
 }
 
 std::string RenderValue::unsigned_text(std::uint64_t value) {

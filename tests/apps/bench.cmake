@@ -28,7 +28,7 @@ function(skein_bench_scaling name np configs)
             ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
             $<TARGET_FILE:skein-bench> scaling ${ARGN} ${_skein_bench_fast} --json ${json}
             --svg ${svg})
-  set_tests_properties(apps.skein-bench.${name} PROPERTIES TIMEOUT 180 LABELS mpi
+  set_tests_properties(apps.skein-bench.${name} PROPERTIES TIMEOUT 180 LABELS mpi PROCESSORS ${np}
     ENVIRONMENT "${_skein_mpi_env}")
 endfunction()
 

@@ -35,8 +35,12 @@ function(skein_cg_test)
   else()
     set(timeout 120)
   endif()
+  set(procs ${T_NP})
+  if(procs LESS 1)
+    set(procs 1)
+  endif()
   set_tests_properties(apps.cg.${T_NAME} PROPERTIES TIMEOUT ${timeout} LABELS "${labels}"
-    ENVIRONMENT "${_skein_mpi_env};${T_ENV}")
+    PROCESSORS ${procs} ENVIRONMENT "${_skein_mpi_env};${T_ENV}")
 endfunction()
 
 # 1, 2 and 4 ranks of one device each on the odd grid (the deterministic tests below run both

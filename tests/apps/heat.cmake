@@ -45,7 +45,7 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       COMMAND ${CMAKE_COMMAND} -DMODE=run -DNP=${_np} "-DEXPECT=${_expect}" "-DARGS=${_run_args}"
               -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-${_name} ${_heat_args} -P ${_heat_script})
     set_tests_properties(apps.heat.${_name} PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
-      ENVIRONMENT "${_skein_mpi_env}")
+      PROCESSORS ${_np} ENVIRONMENT "${_skein_mpi_env}")
   endforeach()
   set_tests_properties(apps.heat.np4 apps.heat.large PROPERTIES LABELS "mpi;apps;no-sanitizer")
 

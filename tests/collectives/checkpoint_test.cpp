@@ -352,7 +352,9 @@ TEST_P(Checkpoints, AbandonedWritesLeaveThePreviousCheckpoint) {
     if (world_rank() == 0) {
       for (const auto& f : files_in(dir)) {
         EXPECT_EQ(f.find(".tmp"), std::string::npos) << what << ": left " << f;
-        if (stage != CheckpointStage::marked) EXPECT_NE(f, data_file(2)) << what << ": left the unmarked file";
+        if (stage != CheckpointStage::marked) {
+          EXPECT_NE(f, data_file(2)) << what << ": left the unmarked file";
+        }
       }
     }
   }
@@ -376,7 +378,7 @@ TEST_P(Checkpoints, BadCallsRaiseTypedErrors) {
   expect_error<CheckpointError>([&] { (void)m.verify(99); }, {"step 99", "no completion marker"}, "verify a missing step");
   {
     test::ScopedEnv env("SKEIN_TEST_CHECKPOINT_KILL", "soon");
-    expect_error<LogicError>([&] { m.write(2, 0, {{"u", u}}); }, {"SKEIN_TEST_CHECKPOINT_KILL=soon"}, "bad kill variable");
+    expect_error<LogicError>([&] { m.write(2, 0, {{"u", u}}); }, {"SKEIN_TEST_CHECKPOINT_KILL='soon'"}, "bad kill variable");
   }
   if (world_size() > 1) {
     expect_error<LogicError>([&] { m.write(world_rank() == 1 ? 3 : 2, 0, {{"u", u}}); }, {"different calls"},

@@ -799,7 +799,7 @@ TEST(CollectivesEnvironment, BackendVariableChoosesForAutomatic) {
       Communicator c(MPI_COMM_WORLD, context);
       ADD_FAILURE() << "no LogicError";
     } catch (const LogicError& e) {
-      EXPECT_NE(std::string(e.what()).find("SKEIN_BACKEND=NCCL2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SKEIN_BACKEND='NCCL2'"), std::string::npos) << e.what();
     }
   }
 }
@@ -808,6 +808,12 @@ TEST(CollectivesEnvironment, InvalidVariablesRaiseNamingThem) {
   const auto devices = pocl_devices();
   if (devices.empty()) GTEST_SKIP() << "needs an OpenCL platform with 2 devices";
   const Context context = Context::from_devices(devices[0]);
+  {
+    // Empty is unset, for every variable: the defaults.
+    ScopedEnv timeout("SKEIN_COLLECTIVE_TIMEOUT", "");
+    ScopedEnv check("SKEIN_CHECK_COLLECTIVES", "");
+    EXPECT_NO_THROW(Communicator(MPI_COMM_WORLD, context));
+  }
   {
     ScopedEnv bad("SKEIN_COLLECTIVE_TIMEOUT", "abc");
     try {
@@ -818,7 +824,7 @@ TEST(CollectivesEnvironment, InvalidVariablesRaiseNamingThem) {
     }
   }
   {
-    ScopedEnv bad("SKEIN_CHECK_COLLECTIVES", "yes");
+    ScopedEnv bad("SKEIN_CHECK_COLLECTIVES", "maybe");
     try {
       Communicator c(MPI_COMM_WORLD, context);
       ADD_FAILURE() << "no LogicError";

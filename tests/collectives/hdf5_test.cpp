@@ -750,7 +750,7 @@ TEST_P(Hdf5Files, BadCallsRaiseTypedErrorsOnEveryRank) {
   {
     test::ScopedEnv env("SKEIN_HDF5_SERIAL", "abc");
     expect_error<LogicError>([&] { (void)hdf5::File::create(*s_.comm, dir_.file("env.h5"), options()); },
-                             {"SKEIN_HDF5_SERIAL=abc"}, "bad SKEIN_HDF5_SERIAL");
+                             {"SKEIN_HDF5_SERIAL='abc'"}, "bad SKEIN_HDF5_SERIAL");
   }
   hdf5::FileOptions zero = options();
   zero.max_bytes_per_call = 0;

@@ -348,7 +348,7 @@ TEST(PlacementOptions, InvalidValuesNameTheVariable) {
   expect_rejected("SKEIN_DEVICE", "first", "a device index");
   expect_rejected("SKEIN_DEVICE", "-1", "a device index");
   expect_rejected("SKEIN_DEVICES", "Tesla,([", "regular expressions");
-  expect_rejected("SKEIN_SHARE_DEVICES", "maybe", "1, 0, true, false");
+  expect_rejected("SKEIN_SHARE_DEVICES", "maybe", "1, true, yes or on");
 }
 
 TEST(PlacementOptions, ValidValuesAreRead) {
@@ -380,8 +380,9 @@ TEST(PlacementOptions, ValidValuesAreRead) {
   EXPECT_EQ(mixed.share_devices, false);
   EXPECT_EQ(mixed.device_index, 3u);
 
-  for (const char* yes : {"1", "true", "TRUE", "on", "Yes"}) EXPECT_EQ(skein::detail::parse_bool(yes), true) << yes;
-  for (const char* no : {"0", "false", "off", "No"}) EXPECT_EQ(skein::detail::parse_bool(no), false) << no;
+  // Switches follow the one rule of Skein's environment reader (tests/framework/env_test.cpp).
+  ScopedEnv off("SKEIN_SHARE_DEVICES", "Off");
+  EXPECT_EQ(PlacementOptions::from_environment().share_devices, false);
 }
 
 // --- The placement rules, exhaustively --------------------------------------------------------

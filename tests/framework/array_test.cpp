@@ -22,7 +22,9 @@ void round_trip(const Queue& queue, const Shape& shape, std::uint32_t seed) {
   EXPECT_TRUE(a.is_contiguous());
   const auto back = a.template get<T>();
   ASSERT_EQ(back.size(), host.size());
-  if (!host.empty()) EXPECT_EQ(std::memcmp(back.data(), host.data(), host.size() * sizeof(T)), 0);
+  if (!host.empty()) {
+    EXPECT_EQ(std::memcmp(back.data(), host.data(), host.size() * sizeof(T)), 0);
+  }
 }
 
 TEST_P(Arrays, RoundTripEveryDtypeAndShape) {

@@ -60,7 +60,9 @@ void check_opencl(const Device& device) {
   EXPECT_EQ(p.type == DeviceType::cpu, (type & CL_DEVICE_TYPE_CPU) != 0);
   EXPECT_EQ(p.supports_float64, cl_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0);
   EXPECT_EQ(p.base_address_align, cl_value<cl_uint>(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
-  if (p.type == DeviceType::cpu) EXPECT_EQ(p.warp_size, 1u);
+  if (p.type == DeviceType::cpu) {
+    EXPECT_EQ(p.warp_size, 1u);
+  }
   if (p.vendor.find("NVIDIA") != std::string::npos) {
     EXPECT_EQ(p.warp_size, 32u);
     EXPECT_TRUE(p.compute_capability.has_value());

@@ -459,7 +459,9 @@ TEST_P(Elementwise, CachedPerContextAndSignature) {
     }
     EXPECT_EQ(k.programs_built(), static_cast<std::size_t>(round + 1));
     // The build for the second context let the first go: only the cache held it.
-    if (round == 1) EXPECT_TRUE(contexts[0].expired());
+    if (round == 1) {
+      EXPECT_TRUE(contexts[0].expired());
+    }
   }
   // The second context is only in the cache now; the next build (a new signature) lets it go.
   EXPECT_FALSE(contexts[1].expired());

@@ -59,7 +59,7 @@ MemoryPoolStatistics stats(std::size_t held_blocks, std::size_t active_blocks,
   return {held_blocks, active_blocks, held_bytes, active_bytes, managed_bytes};
 }
 
-void PrintTo(const MemoryPoolStatistics& s, std::ostream* os) {
+[[maybe_unused]] void PrintTo(const MemoryPoolStatistics& s, std::ostream* os) {
   *os << fmt::format("{{held {} blocks / {} B, active {} blocks / {} B, managed {} B}}",
                      s.held_blocks, s.held_bytes, s.active_blocks, s.active_bytes, s.managed_bytes);
 }
@@ -127,7 +127,9 @@ TEST(MemoryPoolBins, KnownValuesAndExtremes) {
     ASSERT_GE(a, s);
     ASSERT_EQ(DeviceMemoryPool::bin_number(a), bin);
     // Bins are consecutive from 4 bytes on (below, 1, 2 and 3 bytes have bins 0, 4 and 6).
-    if (a != max && s >= 4) ASSERT_EQ(DeviceMemoryPool::bin_number(a + 1), bin + 1);
+    if (a != max && s >= 4) {
+      ASSERT_EQ(DeviceMemoryPool::bin_number(a + 1), bin + 1);
+    }
   }
   EXPECT_THROW(DeviceMemoryPool::alloc_size(64u << 2), LogicError);
 }
@@ -268,7 +270,9 @@ TEST_P(MemoryPool, ArraysRoundTripDataThroughPooledAndReusedBlocks) {
       Array c = Array::empty(queue, {n}, Dtype::float64, 0, pool.allocator());
       if (n) {
         EXPECT_NE(a.data().adapter().get(), b.data().adapter().get());
-        if (round == 1) EXPECT_EQ(pool.held_blocks() + 3, held_before);  // all three reused
+        if (round == 1) {
+          EXPECT_EQ(pool.held_blocks() + 3, held_before);  // all three reused
+        }
       }
       a.set(host);
       c.set(other);
@@ -582,7 +586,9 @@ TEST_P(MemoryPool, PageLockedCountsReuseAndRoundTrips) {
       HostBuffer in = pool.allocate(n);
       HostBuffer out = pool.allocate(n);
       ASSERT_EQ(in.size(), n);
-      if (n) ASSERT_NE(in.data(), out.data());
+      if (n) {
+        ASSERT_NE(in.data(), out.data());
+      }
       const auto host = random_bytes(n, seed++);
       std::copy(host.begin(), host.end(), in.data());
       std::fill_n(out.data(), n, std::byte{0xee});

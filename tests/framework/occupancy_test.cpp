@@ -380,7 +380,9 @@ TEST_P(Occupancies, AgreeWithTheDriver) {
     SCOPED_TRACE(testing::Message()
                  << kernel_name << ": " << attrs.registers << " registers, " << attrs.local_mem_size
                  << " B shared, at most " << attrs.max_total_local_size << " threads");
-    if (std::string(kernel_name) == "heavy") EXPECT_EQ(attrs.local_mem_size, 5120u * 4);
+    if (std::string(kernel_name) == "heavy") {
+      EXPECT_EQ(attrs.local_mem_size, 5120u * 4);
+    }
 
     for (std::size_t threads : {32u, 64u, 128u, 256u, 512u, 1024u}) {
       SCOPED_TRACE(testing::Message() << threads << " threads");
@@ -398,7 +400,9 @@ TEST_P(Occupancies, AgreeWithTheDriver) {
       } catch (const LogicError& e) {
         // Blocks the kernel cannot run: the driver says none fit (or refuses the question).
         EXPECT_GT(threads, attrs.max_total_local_size) << e.what();
-        if (status == CUDA_SUCCESS) EXPECT_EQ(blocks, 0);
+        if (status == CUDA_SUCCESS) {
+          EXPECT_EQ(blocks, 0);
+        }
         continue;
       }
       ASSERT_EQ(status, CUDA_SUCCESS);

@@ -44,7 +44,7 @@ VirtualAllocationStatistics expected_stats(const std::vector<std::size_t>& reals
   return s;
 }
 
-void PrintTo(const VirtualAllocationStatistics& s, std::ostream* os) {
+[[maybe_unused]] void PrintTo(const VirtualAllocationStatistics& s, std::ostream* os) {
   *os << "{real " << s.real_num << " / " << s.real_size_total << " B:";
   for (auto [size, n] : s.real_sizes) *os << " " << size << "x" << n;
   *os << "; virtual " << s.virtual_num << " / " << s.virtual_size_total << " B:";
@@ -402,7 +402,9 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
             overwritten = true;
           }
         }
-        if (!overwritten) ASSERT_TRUE(back == written.at(k)) << "buffer " << k;
+        if (!overwritten) {
+          ASSERT_TRUE(back == written.at(k)) << "buffer " << k;
+        }
       }
     }
   }
