@@ -481,7 +481,7 @@ void NcclBackend::run(const CollectiveCall& call) {
       launched = SKEIN_NCCL_CHECK(ncclGroupEnd, (), members_[call.members.front().local_device].device);
     }
     if (profile.on) {
-      profile.launch_ns +=
+      call_launch_ns() +=
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - group_start).count();
     }
   }

@@ -3,6 +3,7 @@
 // backend sees it, and runs the watchdog that turns a stuck collective into a TimeoutError.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -37,17 +38,21 @@ struct MemberBuffers {
 
 // Where a collective call's host time goes, when SKEIN_PROFILE_COLLECTIVES=1: nanoseconds per
 // phase summed over calls, printed by each Communicator when it goes (for tuning; off by default
-// and then costs one branch per phase).
+// and then costs one branch per phase). Safe under threads: the totals are atomic, and each call's
+// NCCL launch time goes through its thread's own slot (call_launch_ns) first.
 struct CallProfile {
-  bool on = false;
-  long long calls = 0;
-  long long checks_ns = 0;    // argument checks (the front-end, before launch)
-  long long backend_ns = 0;   // the backend's run (NCCL: its group and launches)
-  long long launch_ns = 0;    // NCCL only: ncclGroupStart .. ncclGroupEnd
-  long long events_ns = 0;    // the events returned to the caller
-  long long watch_ns = 0;     // registering the call with the watchdog
+  bool on = false;  // set once, on first use
+  std::atomic<long long> calls{0};
+  std::atomic<long long> checks_ns{0};   // argument checks (the front-end, before launch)
+  std::atomic<long long> backend_ns{0};  // the backend's run (NCCL: its group and launches)
+  std::atomic<long long> launch_ns{0};   // NCCL only: ncclGroupStart .. ncclGroupEnd
+  std::atomic<long long> events_ns{0};   // the events returned to the caller
+  std::atomic<long long> watch_ns{0};    // registering the call with the watchdog
 };
 CallProfile& call_profile();
+// The NCCL launch time of the call this thread is making (the backend adds to it; the front-end
+// moves it into the totals with the call's other phases).
+long long& call_launch_ns();
 
 // The agreement check of a call that a synchronous backend runs (the MPI backend): started by the
 // front-end before run(), completed by the backend once the inputs are staged and before any data

@@ -93,13 +93,13 @@ std::string_view name(CollectiveOp op) {
 
 namespace detail {
 CallProfile& call_profile() {
-  static CallProfile profile = [] {
-    CallProfile p;
-    p.on = detail::env_flag("SKEIN_PROFILE_COLLECTIVES", false, "Communicator",
-                            "print the host time per collective call");
-    return p;
-  }();
+  static CallProfile profile{.on = detail::env_flag("SKEIN_PROFILE_COLLECTIVES", false, "Communicator",
+                                                    "print the host time per collective call")};
   return profile;
+}
+long long& call_launch_ns() {
+  thread_local long long ns = 0;
+  return ns;
 }
 }  // namespace detail
 
@@ -380,7 +380,7 @@ Communicator::Impl::~Impl() {
     std::fprintf(stderr,
                  "[skein rank %d] %lld collective calls, host us per call: checks %.2f, backend "
                  "%.2f (NCCL group %.2f), events %.2f, watchdog %.2f\n",
-                 mpi_rank, p.calls, static_cast<double>(p.checks_ns) / n,
+                 mpi_rank, p.calls.load(), static_cast<double>(p.checks_ns) / n,
                  static_cast<double>(p.backend_ns) / n, static_cast<double>(p.launch_ns) / n,
                  static_cast<double>(p.events_ns) / n, static_cast<double>(p.watch_ns) / n);
   }
@@ -1348,8 +1348,11 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   auto& profile = detail::call_profile();
   // This call's phases; calls slower than 200 us in all (connection set-up on first use of a
   // peer or algorithm, a full queue) are left out of the averages.
-  long long checks = 0, backend = 0, events_ns = 0, launch_before = profile.launch_ns;
-  if (profile.on) checks = ns_since(b.created());
+  long long checks = 0, backend = 0, events_ns = 0;
+  if (profile.on) {
+    checks = ns_since(b.created());
+    detail::call_launch_ns() = 0;
+  }
   auto phase = profile.on ? CollectiveClock::now() : CollectiveClock::time_point();
   impl.check_usable(b.call_name());
   const bool collective = call.op != CollectiveOp::send && call.op != CollectiveOp::recv;
@@ -1460,13 +1463,13 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   if (profile.on) {
     const long long watch_ns = ns_since(phase);
     if (checks + backend + events_ns + watch_ns < 200000) {
-      ++profile.calls;
-      profile.checks_ns += checks;
-      profile.backend_ns += backend;
-      profile.events_ns += events_ns;
-      profile.watch_ns += watch_ns;
-    } else {
-      profile.launch_ns = launch_before;  // its NCCL group time goes too
+      constexpr auto relaxed = std::memory_order_relaxed;
+      profile.calls.fetch_add(1, relaxed);
+      profile.checks_ns.fetch_add(checks, relaxed);
+      profile.backend_ns.fetch_add(backend, relaxed);
+      profile.launch_ns.fetch_add(detail::call_launch_ns(), relaxed);
+      profile.events_ns.fetch_add(events_ns, relaxed);
+      profile.watch_ns.fetch_add(watch_ns, relaxed);
     }
   }
   return events;

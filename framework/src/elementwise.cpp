@@ -875,7 +875,8 @@ std::string_view name(UnaryOp op) {
 namespace {
 
 // The built-in kernels, one per operation and dtypes, made on first use and kept.
-const ElementwiseKernel& builtin(const std::string& key, const std::function<ElementwiseKernel()>& make) {
+// By value: GCC 13 takes a reference parameter bound to a temporary for a dangling return (-Wdangling-reference).
+const ElementwiseKernel& builtin(std::string key, std::function<ElementwiseKernel()> make) {
   static std::mutex mutex;
   static auto* kernels = new std::map<std::string, std::unique_ptr<ElementwiseKernel>>;
   std::lock_guard lock(mutex);

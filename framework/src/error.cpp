@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "errors.hpp"
 
@@ -23,8 +24,12 @@ std::string build_message(const ErrorInfo& info) {
   return msg;
 }
 
-std::string& prefix_storage() {
-  static std::string prefix;
+struct Prefix {
+  std::mutex mutex;
+  std::string text;
+};
+Prefix& prefix_storage() {
+  static Prefix prefix;
   return prefix;
 }
 }  // namespace
@@ -44,8 +49,16 @@ std::string format_bytes(std::size_t bytes) {
 }
 
 namespace detail {
-void set_error_prefix(std::string prefix) { prefix_storage() = std::move(prefix); }
-const std::string& error_prefix() { return prefix_storage(); }
+void set_error_prefix(std::string prefix) {
+  auto& p = prefix_storage();
+  std::lock_guard lock(p.mutex);
+  p.text = std::move(prefix);
+}
+std::string error_prefix() {
+  auto& p = prefix_storage();
+  std::lock_guard lock(p.mutex);
+  return p.text;
+}
 
 std::string source_location(const char* file, int line) {
   // Keep the path from the layer folder on: "framework/src/buffer.cpp:42".

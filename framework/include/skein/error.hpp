@@ -102,9 +102,10 @@ class TimeoutError : public RuntimeError {
 std::string format_bytes(std::size_t bytes);
 
 namespace detail {
-// A prefix added to every message of this process ("rank 3: "), set by the MPI runtime.
+// A prefix added to every message of this process ("rank 3: "), set by the MPI runtime. Safe to
+// call from any thread (a copy is returned: another thread may set it meanwhile).
 void set_error_prefix(std::string prefix);
-const std::string& error_prefix();
+std::string error_prefix();
 }  // namespace detail
 
 }  // namespace skein
