@@ -43,6 +43,7 @@
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 #include <nlohmann/json.hpp>
 
+#include "agreement.hpp"
 #include "env.hpp"
 #include "mpi_util.hpp"
 #endif
@@ -310,30 +311,43 @@ void print_line(const std::string& line) {
   std::fflush(stderr);
 }
 
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+// What SKEIN_TEST_CHECKPOINT_KILL asks for: which rank dies after which stage of which write.
+struct KillRequest {
+  int rank = 0;
+  std::uint64_t write = 0;
+  CheckpointStage stage = CheckpointStage::created;
+};
 
-// SKEIN_TEST_CHECKPOINT_KILL="<n>:<stage>": (n-th write of this process, stage), or nullopt.
-std::optional<std::pair<std::uint64_t, CheckpointStage>> kill_from_environment() {
+// SKEIN_TEST_CHECKPOINT_KILL="[<rank>@]<n>:<stage>" (rank 0 by default), or nullopt.
+std::optional<KillRequest> kill_from_environment() {
   const auto value = detail::env_value("SKEIN_TEST_CHECKPOINT_KILL");
   if (!value) return std::nullopt;
-  const std::string& v = *value;
+  const std::string& whole = *value;
+  const auto at = whole.find('@');
+  KillRequest k;
+  bool ok = true;
+  std::string v = whole;
+  if (at != std::string::npos) {
+    char* end = nullptr;
+    const long r = std::strtol(whole.c_str(), &end, 10);
+    ok = at > 0 && end == whole.c_str() + at && r >= 0 && r < INT_MAX;
+    k.rank = static_cast<int>(r);
+    v = whole.substr(at + 1);
+  }
   const auto colon = v.find(':');
   char* end = nullptr;
   const unsigned long long n = colon == std::string::npos ? 0 : std::strtoull(v.c_str(), &end, 10);
   const std::string stage = colon == std::string::npos ? "" : v.substr(colon + 1);
   for (auto s : {CheckpointStage::created, CheckpointStage::written, CheckpointStage::renamed, CheckpointStage::marked}) {
-    if (n > 0 && end == v.c_str() + colon && stage == name(s)) return std::pair{std::uint64_t{n}, s};
+    if (ok && n > 0 && end == v.c_str() + colon && stage == name(s)) {
+      k.write = n;
+      k.stage = s;
+      return k;
+    }
   }
-  detail::bad_env("SKEIN_TEST_CHECKPOINT_KILL", v,
-                  "<n>:<stage> with n >= 1 and a stage of created, written, renamed or marked "
-                  "(e.g. 2:written)",
+  detail::bad_env("SKEIN_TEST_CHECKPOINT_KILL", whole,
+                  "[<rank>@]<n>:<stage> with n >= 1 and a stage of created, written, renamed or marked "
+                  "(e.g. 2:written, or 1@2:written for rank 1; renamed and marked happen on rank 0)",
                   "CheckpointManager::write");
 }
 
@@ -342,26 +356,21 @@ std::atomic<std::uint64_t> g_writes{0};  // checkpoint writes of this process, f
 }  // namespace
 
 struct CheckpointManager::Impl {
-  MPI_Comm comm = MPI_COMM_NULL;  // our own duplicate
+  // The ranks' own duplicate of the caller's communicator, with its deadlines (agreement.hpp).
+  detail::Agreement agreement;
+  MPI_Comm comm = MPI_COMM_NULL;  // agreement.comm()
   int rank = 0;
   int size = 1;
   fs::path dir;
   CheckpointOptions options;
-  std::uint64_t calls = 0;
 
-  ~Impl() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+  std::string broadcast_string(const std::string& call, const std::string& text, int root) {
+    return agreement.broadcast_string(call, text, root);
   }
 
-  std::string broadcast_string(const std::string& text, int root) const {
-    return detail::broadcast_string(comm, rank, text, root);
-  }
-
-  void share_failure(std::exception_ptr mine, const std::string& call) const {
-    detail::share_failure<CheckpointError>(comm, rank, std::move(mine), call,
-                                           fmt::format("(checkpoint directory '{}')", dir.string()));
+  void share_failure(std::exception_ptr mine, const std::string& call) {
+    agreement.share_failure<CheckpointError>(std::move(mine), call,
+                                             fmt::format("(checkpoint directory '{}')", dir.string()));
   }
 
   // Runs `f` on rank 0, shares its failure, and returns its result on every rank.
@@ -377,7 +386,7 @@ struct CheckpointManager::Impl {
       }
     }
     share_failure(failure, call);
-    return broadcast_string(result, 0);
+    return broadcast_string(call, result, 0);
   }
 
   // Runs `f` on every rank and shares any failure.
@@ -393,31 +402,21 @@ struct CheckpointManager::Impl {
   }
 
   void agree_on_call(const std::string& call, const std::string& description) {
-    const std::string numbered = fmt::format("#{} {}", ++calls, description);
-    const std::uint64_t h = fnv1a(numbered);
-    std::uint64_t mine[2] = {h, ~h}, all[2] = {0, 0};
-    SKEIN_MPI_CHECK(MPI_Allreduce, (mine, all, 2, MPI_UINT64_T, MPI_MAX, comm));
-    if (all[0] == h && all[1] == ~h) return;
-    const std::string first = broadcast_string(numbered, 0);
-    detail::raise_in(SKEIN_HERE, call,
-                     "Make every rank call the CheckpointManager in the same order with the same "
-                     "arguments (step, time, array names, shapes, dtypes, attribute values).",
-                     "rank {}: the ranks made different calls on checkpoint directory '{}': this "
-                     "rank called {}, rank 0 called {}",
-                     rank, dir.string(), numbered, first);
+    agreement.agree_on_call(call, description);
   }
 
-  // Rank 0's part of a stage boundary: the hook, and the kill of SKEIN_TEST_CHECKPOINT_KILL.
+  // A stage boundary: the kill of SKEIN_TEST_CHECKPOINT_KILL (on the rank it names), and rank 0's
+  // hook.
   void stage_done(CheckpointStage stage, std::int64_t step, std::uint64_t write_number,
-                  const std::optional<std::pair<std::uint64_t, CheckpointStage>>& kill) {
-    if (rank != 0) return;
-    if (kill && kill->first == write_number && kill->second == stage) {
-      print_line(fmt::format("SKEIN_TEST_CHECKPOINT_KILL: killing rank 0 after stage '{}' of "
+                  const std::optional<KillRequest>& kill) {
+    if (kill && kill->rank == rank && kill->write == write_number && kill->stage == stage) {
+      print_line(fmt::format("SKEIN_TEST_CHECKPOINT_KILL: killing rank {} after stage '{}' of "
                              "checkpoint write {} (step {}) in '{}'",
-                             name(stage), write_number, step, dir.string()));
+                             rank, name(stage), write_number, step, dir.string()));
       std::fflush(stdout);
       ::kill(::getpid(), SIGKILL);
     }
+    if (rank != 0) return;
     if (options.after_stage) options.after_stage(stage, step);
   }
 
@@ -517,10 +516,13 @@ CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path direct
     detail::raise_in(SKEIN_HERE, call, "Pass the arrays' communicator.", "the MPI communicator is MPI_COMM_NULL");
   }
   Impl& m = *impl_;
-  SKEIN_MPI_CHECK(MPI_Comm_dup, (comm, &m.comm));
-  SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (m.comm, MPI_ERRORS_RETURN));
-  SKEIN_MPI_CHECK(MPI_Comm_rank, (m.comm, &m.rank));
-  SKEIN_MPI_CHECK(MPI_Comm_size, (m.comm, &m.size));
+  m.agreement = detail::Agreement(comm, fmt::format("checkpoint directory '{}'", directory.string()),
+                                  "Make every rank call the CheckpointManager in the same order with the same "
+                                  "arguments (step, time, array names, shapes, dtypes, attribute values).",
+                                  call);
+  m.comm = m.agreement.comm();
+  m.rank = m.agreement.rank();
+  m.size = m.agreement.size();
   m.dir = std::move(directory);
   m.options = std::move(options);
   m.agree_on_call(call, fmt::format("CheckpointManager '{}' keep {} on_corrupt {}", m.dir.string(), m.options.keep,
@@ -555,7 +557,7 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("write step {} time {} arrays {{{}}} attributes {{{}}}", step, time_bits(time),
                                     describe_arrays(arrays), describe_attributes(attributes)));
-  std::optional<std::pair<std::uint64_t, CheckpointStage>> kill;
+  std::optional<KillRequest> kill;
   m.everywhere(call, [&] {
     kill = kill_from_environment();
     if (step < 0) {

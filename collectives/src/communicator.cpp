@@ -44,6 +44,7 @@
 #endif
 
 #include "adapter.hpp"
+#include "agreement.hpp"
 #include "backend.hpp"
 #include "env.hpp"
 #include "errors.hpp"
@@ -128,9 +129,7 @@ std::optional<CollectiveBackend> backend_from_environment() {
 }
 
 // SKEIN_COLLECTIVE_TIMEOUT: seconds, default 300; 0 waits forever.
-double timeout_from_environment() {
-  return detail::env_seconds("SKEIN_COLLECTIVE_TIMEOUT", 300.0, "Communicator", "waits forever");
-}
+double timeout_from_environment() { return detail::collective_timeout("Communicator"); }
 
 bool is_reduction(CollectiveOp op) {
   return op == CollectiveOp::all_reduce || op == CollectiveOp::reduce ||
@@ -148,16 +147,11 @@ struct Fingerprint {
   std::int32_t reduction = -1;  // -1: not applicable
 };
 
-// The fingerprint as one 64-bit value (splitmix64 over its fields): the ranks compare digests,
-// and only after a mismatch the fingerprints themselves, to say what differs.
+// The fingerprint as one 64-bit value (the agreement hash's mixing over its fields): the ranks
+// compare digests, and only after a mismatch the fingerprints themselves, to say what differs.
 std::uint64_t digest(const Fingerprint& f) {
-  auto mix = [](std::uint64_t h, std::uint64_t v) {
-    std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  std::uint64_t h = 0x5ce1'a5ce'1a5c'e1a5ULL;
+  constexpr auto mix = detail::hash_mix;
+  std::uint64_t h = detail::kHashSeed;
   h = mix(h, f.sequence);
   h = mix(h, f.count);
   h = mix(h, static_cast<std::uint32_t>(f.op));
@@ -173,13 +167,6 @@ std::string label_of(const Fingerprint& f) {
 }
 std::string call_of(const Fingerprint& f) {
   return fmt::format("Communicator::{}", name(static_cast<CollectiveOp>(f.op)));
-}
-
-// 64-bit FNV-1a of a string (device identities).
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
 }
 
 std::string ranks_list(const std::vector<int>& ranks) {
@@ -1026,37 +1013,24 @@ class CallBuilder {
 #if SKEIN_HAS_MPI
 namespace {
 
-// A communicator-creation step's MPI request, waited on against `deadline`. On a timeout the
-// request is registered as abandoned, `keep` (what MPI may still write) is kept until exit, and
-// the TimeoutError names the step, the variable and what to do.
-template <class Keep>
+constexpr const char* kCreationHint =
+    "Every rank of the MPI communicator must create the Communicator; another rank is late, failed, "
+    "or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is legitimately slow to get here.";
+
+// A communicator-creation step's MPI request, waited on against the creation's one `deadline`
+// (agreement.hpp's wait_or_abandon: on a timeout `keep` is kept until exit and the TimeoutError
+// names the step, the variable and what to do).
 void wait_creation_step(MPI_Request& request, CollectiveClock::time_point deadline, double timeout_s,
-                        const char* step, Keep&& keep) {
-  try {
-    detail::wait_requests(std::span(&request, 1), deadline, step);
-  } catch (const TimeoutError& e) {
-    detail::abandon(request, step);
-    detail::keep_until_exit(std::forward<Keep>(keep));
-    throw TimeoutError(ErrorInfo{
-        .what = fmt::format("creating a Communicator: {} did not complete within "
-                            "SKEIN_COLLECTIVE_TIMEOUT={} s ({})",
-                            step, timeout_s, e.info().what),
-        .call = "Communicator",
-        .hint = "Every rank of the MPI communicator must create the Communicator; another rank is "
-                "late, failed, or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is "
-                "legitimately slow to get here."});
-  }
+                        const char* step, std::shared_ptr<void> keep) {
+  detail::wait_or_abandon(request, deadline, timeout_s, "Communicator",
+                          fmt::format("creating a Communicator: {}", step), std::move(keep), kCreationHint);
 }
 
-// A duplicate of `parent` (MPI_Comm_idup) against the deadline. MPI writes the new handle when the
-// duplication completes: the handle lives on the heap, kept until exit if it never does.
+// A duplicate of `parent` (MPI_Comm_idup) against the creation's deadline.
 MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double timeout_s,
                    const char* step) {
-  auto handle = std::make_unique<MPI_Comm>(MPI_COMM_NULL);
-  MPI_Request request = MPI_REQUEST_NULL;
-  SKEIN_MPI_CHECK(MPI_Comm_idup, (parent, handle.get(), &request));
-  wait_creation_step(request, deadline, timeout_s, step, std::move(handle));
-  return *handle;
+  return detail::duplicate_comm(parent, deadline, timeout_s, "Communicator",
+                                fmt::format("creating a Communicator: {}", step), kCreationHint);
 }
 
 std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context& context,
@@ -1125,12 +1099,12 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   const bool cuda = context.api().id() == ApiId::cuda;
   MPI_Request request = MPI_REQUEST_NULL;
   // On the heap: after a timeout MPI may still use the buffers, which are then kept until exit.
-  auto exchange = std::make_unique<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl->mpi_size));
+  auto exchange = std::make_shared<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl->mpi_size));
   int* mine = exchange->data();
   mine[0] = static_cast<int>(device_idxs.size());
   mine[1] = cuda ? 1 : 0;
   SKEIN_MPI_CHECK(MPI_Iallgather, (mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl->comm, &request));
-  wait_creation_step(request, deadline, timeout_s, "MPI_Iallgather of the members", std::move(exchange));
+  wait_creation_step(request, deadline, timeout_s, "MPI_Iallgather of the members", exchange);
   const int* all = mine + 2;
   auto& map = impl->map;
   std::vector<int> non_cuda_ranks;
@@ -1145,12 +1119,12 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
 
   // Which physical device each member is (its host and PCI bus id, where the driver gives one):
   // ranks that share a device cannot use NCCL, which allows one rank per GPU.
-  auto keys = std::make_unique<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
+  auto keys = std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown-host");
   for (std::size_t i = 0; i < device_idxs.size(); ++i) {
     const Device& d = context.device(device_idxs[i]);
-    (*keys)[i] = fnv1a(fmt::format("{}|{}", host,
+    (*keys)[i] = detail::agreement_hash(fmt::format("{}|{}", host,
                                    detail::device_key(host, d.params().pci_bus_id, context.api().id(),
                                                       d.platform().index(), d.index())));
   }
@@ -1164,8 +1138,7 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
     SKEIN_MPI_CHECK(MPI_Iallgatherv, (base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
                                       base + device_idxs.size(), counts.data(), displs.data(),
                                       MPI_UINT64_T, impl->comm, &request));
-    // (Moved into keep_until_exit only on a timeout.)
-    wait_creation_step(request, deadline, timeout_s, "MPI_Iallgatherv of the devices", std::move(keys));
+    wait_creation_step(request, deadline, timeout_s, "MPI_Iallgatherv of the devices", keys);
   }
   const std::uint64_t* all_keys = keys->data() + device_idxs.size();
   // Pairs of ranks that share a device, and this rank's shared devices.

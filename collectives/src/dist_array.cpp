@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 
+#include "agreement.hpp"
 #include "errors.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
@@ -39,19 +40,14 @@ Allocator temporaries(const Queue& queue) { return temporaries_pool(queue).alloc
 
 std::string shape_text(const Shape& shape) { return to_string(shape); }
 
-// FNV-1a over the values that must agree between ranks.
+// The agreement hash (agreement.hpp) over the values that must agree between ranks.
 class Fingerprint {
  public:
-  void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (v >> (8 * i)) & 0xffu;
-      hash_ *= 0x100000001b3ull;
-    }
-  }
+  void add(std::uint64_t v) { hash_ = detail::hash_mix(hash_, v); }
   std::uint64_t value() const { return hash_; }
 
  private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ull;
+  std::uint64_t hash_ = detail::kHashSeed;
 };
 
 std::string ranks_text(const std::vector<int>& ranks) {

@@ -2,8 +2,13 @@
 //
 // How the ranks stay in step:
 //   - Each public call starts with an agreement: every rank hashes its call (name, shape, dtype,
-//     options) and the ranks compare the hashes with one MPI_Allreduce. Different calls would
-//     otherwise meet in MPI-IO's collectives and hang, or write a file nobody asked for.
+//     options) and the ranks compare the hashes (detail::Agreement, agreement.hpp: non-blocking
+//     MPI under SKEIN_COLLECTIVE_TIMEOUT). Different calls would otherwise meet in MPI-IO's
+//     collectives and hang, or write a file nobody asked for; a rank that never arrives makes the
+//     others raise TimeoutError naming the call and the ranks. Every exchange of Skein's own
+//     (failures, results, the rows through rank 0) goes through the same Agreement and deadline;
+//     only HDF5's MPI-IO collectives inside one call have none (a rank that dies inside them is
+//     ended with the job by mpirun or srun).
 //   - HDF5 work runs on the *file ranks*: every rank on the parallel path, rank 0 only through
 //     rank 0. Whatever fails there is caught, and share_failure() tells every rank (the lowest
 //     failing rank's message travels), so all raise together and none waits in a collective.
@@ -39,6 +44,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agreement.hpp"
 #include "env.hpp"
 #include "mpi_util.hpp"
 #endif
@@ -534,15 +540,6 @@ std::string normalise(const std::string& name) {
 
 // ---- ranks ------------------------------------------------------------------------------------
 
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 void print_line(const std::string& line) {
   const std::string text = "skein: " + detail::error_prefix() + line + "\n";
   std::fwrite(text.data(), 1, text.size(), stderr);
@@ -560,24 +557,24 @@ bool serial_from_environment() {
 
 struct File::Impl {
   std::string path;
-  MPI_Comm comm = MPI_COMM_NULL;  // our own duplicate: HDF5's and our messages never meet others'
+  // The ranks' own duplicate of the caller's communicator, with its deadlines: HDF5's and our
+  // messages never meet others'.
+  detail::Agreement agreement;
+  MPI_Comm comm = MPI_COMM_NULL;  // agreement.comm() while open
   int rank = 0;
   int size = 1;
   bool parallel = false;
   bool writable = false;
   FileOptions options;
   Handle file;  // open on the file ranks
-  std::uint64_t calls = 0;  // numbers the calls, for the agreement
 
   ~Impl() {
+    if (file.valid() && parallel && !agreement.broken().empty()) {
+      // H5Fclose is collective on the parallel path; after a timeout the other ranks are not
+      // coming: the handle is left open rather than waited on forever.
+      (void)file.release();
+    }
     file.reset();  // before the communicator (HDF5 holds a duplicate of its own, but in order)
-    free_comm();
-  }
-  void free_comm() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
-    comm = MPI_COMM_NULL;
   }
 
   // Whether this rank opens the file: every rank on the parallel path, rank 0 otherwise.
@@ -600,26 +597,15 @@ struct File::Impl {
   // Every rank must make the same call: compares a hash of `description` (which holds the call
   // and its arguments) across ranks. On a mismatch every rank raises, naming rank 0's call.
   void agree_on_call(const std::string& call, const std::string& description) {
-    const std::string numbered = fmt::format("#{} {}", ++calls, description);
-    const std::uint64_t h = fnv1a(numbered);
-    std::uint64_t mine[2] = {h, ~h}, all[2] = {0, 0};
-    SKEIN_MPI_CHECK(MPI_Allreduce, (mine, all, 2, MPI_UINT64_T, MPI_MAX, comm));
-    if (all[0] == h && all[1] == ~h) return;
-    const std::string first = broadcast_string(numbered, 0);
-    detail::raise_in(SKEIN_HERE, call,
-                     "Make every rank call the same File operations in the same order with the "
-                     "same arguments (names, shapes, dtypes, options, attribute values).",
-                     "rank {}: the ranks made different calls on HDF5 file '{}': this rank called "
-                     "{}, rank 0 called {}",
-                     rank, path, numbered, first);
+    agreement.agree_on_call(call, description);
   }
 
-  std::string broadcast_string(const std::string& text, int root) const {
-    return detail::broadcast_string(comm, rank, text, root);
+  std::string broadcast_string(const std::string& call, const std::string& text, int root) {
+    return agreement.broadcast_string(call, text, root);
   }
 
-  void share_failure(std::exception_ptr mine, const std::string& call) const {
-    detail::share_failure(comm, rank, std::move(mine), call, fmt::format("on HDF5 file '{}'", path));
+  void share_failure(std::exception_ptr mine, const std::string& call) {
+    agreement.share_failure(std::move(mine), call, fmt::format("on HDF5 file '{}'", path));
   }
 
   // Runs `f` on the file ranks, shares any failure, and returns its
@@ -636,7 +622,7 @@ struct File::Impl {
       }
     }
     share_failure(failure, call);
-    if (!parallel) result = broadcast_string(result, 0);
+    if (!parallel) result = broadcast_string(call, result, 0);
     return result;
   }
 
@@ -869,9 +855,13 @@ void File::Impl::write_rows(hid_t dataset, const std::string& name, const RowPla
   const std::string where = fmt::format("writing dataset '{}' of HDF5 file '{}'", name, path);
   const bool nothing = shape_size(plan.shape) == 0;
   std::exception_ptr failure;
-  std::vector<std::byte> buffer;
+  // Owned through `owner`: after a timeout MPI may still write it, and it is kept until exit.
+  auto owner = std::make_shared<std::vector<std::byte>>();
+  std::vector<std::byte>& buffer = *owner;
   auto remember = [&] {
     if (!failure) failure = std::current_exception();
+    // After a timeout the ranks no longer pair up, and MPI may still use the buffer: out at once.
+    if (!agreement.broken().empty()) throw;
   };
 
   if (parallel) {
@@ -932,12 +922,9 @@ void File::Impl::write_rows(hid_t dataset, const std::string& name, const RowPla
             if (!failure) plan.fetch(piece, buffer);
           } else {
             // Received even after a failure: the sender must not be left waiting.
-            MPI_Status status;
-            SKEIN_MPI_CHECK(MPI_Recv, (buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, r,
-                                       kTransferTag, comm, &status));
-            int got = 0;
-            MPI_Get_count(&status, MPI_BYTE, &got);
-            if (static_cast<std::size_t>(got) != buffer.size() && !failure) {
+            const std::size_t got = agreement.receive(call, std::as_writable_bytes(std::span(buffer)), r,
+                                                      kTransferTag, owner);
+            if (got != buffer.size() && !failure) {
               throw RuntimeError(ErrorInfo{
                   .what = fmt::format("rank {} could not send rows [{}, {}) of dataset '{}' (it "
                                       "says why)",
@@ -974,13 +961,11 @@ void File::Impl::write_rows(hid_t dataset, const std::string& name, const RowPla
         remember();
         count = 0;  // an empty message tells rank 0 this piece is missing
       }
-      const int rc = MPI_Send(buffer.data(), count, MPI_BYTE, 0, kTransferTag, comm);
-      if (rc != MPI_SUCCESS) {
-        try {
-          detail::check_mpi(rc, "MPI_Send", SKEIN_HERE);
-        } catch (...) {
-          remember();
-        }
+      try {
+        agreement.send(call, std::as_bytes(std::span(buffer).first(static_cast<std::size_t>(count))), 0,
+                       kTransferTag, owner);
+      } catch (...) {
+        remember();
       }
     }
   }
@@ -995,9 +980,13 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
   const std::string where = fmt::format("reading dataset '{}' of HDF5 file '{}'", name, path);
   const bool nothing = shape_size(plan.shape) == 0;
   std::exception_ptr failure;
-  std::vector<std::byte> buffer;
+  // Owned through `owner`: after a timeout MPI may still write it, and it is kept until exit.
+  auto owner = std::make_shared<std::vector<std::byte>>();
+  std::vector<std::byte>& buffer = *owner;
   auto remember = [&] {
     if (!failure) failure = std::current_exception();
+    // After a timeout the ranks no longer pair up, and MPI may still use the buffer: out at once.
+    if (!agreement.broken().empty()) throw;
   };
 
   if (parallel) {
@@ -1070,8 +1059,8 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
             if (read) plan.store(piece, buffer);
           } else {
             // Sent even after a failure (empty): the receiver must not be left waiting.
-            SKEIN_MPI_CHECK(MPI_Send, (buffer.data(), read ? static_cast<int>(buffer.size()) : 0,
-                                       MPI_BYTE, r, kTransferTag, comm));
+            agreement.send(call, std::as_bytes(std::span(buffer).first(read ? buffer.size() : 0)), r,
+                           kTransferTag, owner);
           }
         } catch (...) {
           remember();
@@ -1087,12 +1076,9 @@ void File::Impl::read_rows(hid_t dataset, const std::string& name, const RowPlan
       const RowRange piece = piece_of(rows, per_piece, k);
       buffer.resize(piece.size() * row_bytes);
       try {
-        MPI_Status status;
-        SKEIN_MPI_CHECK(MPI_Recv, (buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, 0,
-                                   kTransferTag, comm, &status));
-        int got = 0;
-        MPI_Get_count(&status, MPI_BYTE, &got);
-        if (static_cast<std::size_t>(got) == buffer.size()) {
+        const std::size_t got = agreement.receive(call, std::as_writable_bytes(std::span(buffer)), 0,
+                                                  kTransferTag, owner);
+        if (got == buffer.size()) {
           if (!failure && !missing) plan.store(piece, buffer);
         } else if (!missing) {
           missing = piece;
@@ -1129,10 +1115,13 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   auto impl = std::make_unique<File::Impl>();
   impl->path = path;
   impl->options = options;
-  SKEIN_MPI_CHECK(MPI_Comm_dup, (comm, &impl->comm));
-  SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (impl->comm, MPI_ERRORS_RETURN));
-  SKEIN_MPI_CHECK(MPI_Comm_rank, (impl->comm, &impl->rank));
-  SKEIN_MPI_CHECK(MPI_Comm_size, (impl->comm, &impl->size));
+  impl->agreement = detail::Agreement(comm, fmt::format("HDF5 file '{}'", path),
+                                      "Make every rank call the same File operations in the same order with the "
+                                      "same arguments (names, shapes, dtypes, options, attribute values).",
+                                      call);
+  impl->comm = impl->agreement.comm();
+  impl->rank = impl->agreement.rank();
+  impl->size = impl->agreement.size();
 
   // The same on every rank: the environment is the job's, the options are checked just below.
   std::exception_ptr failure;
@@ -1337,6 +1326,29 @@ void File::close() {
   if (!impl_ || impl_->comm == MPI_COMM_NULL) return;
   Impl& f = *impl_;
   const std::string call = "hdf5::File::close";
+  // Without the other ranks, the file is closed where that needs no one else: on rank 0 through
+  // rank 0; on the parallel path H5Fclose is collective, and the handle is left open instead.
+  auto close_alone = [&] {
+    if (f.file.valid()) {
+      QuietHdf5Errors quiet;
+      if (f.parallel) {
+        (void)f.file.release();
+      } else {
+        H5Fclose(f.file.release());
+      }
+    }
+    impl_.reset();
+  };
+  if (!f.agreement.broken().empty()) {  // the error was raised by the step that timed out
+    close_alone();
+    return;
+  }
+  try {
+    f.agree_on_call(call, "close");  // a rank that never closes: a timeout, not a hang in H5Fclose
+  } catch (...) {
+    close_alone();
+    throw;
+  }
   std::exception_ptr failure;
   if (f.file.valid()) {
     QuietHdf5Errors quiet;
@@ -1628,9 +1640,9 @@ void File::write_host(const std::string& name_in, std::span<const std::byte> dat
   if (shape_in) {
     shape = *shape_in;
   } else {
-    std::uint64_t n = f.rank == root_rank ? data.size() / itemsize(dtype) : 0;
-    SKEIN_MPI_CHECK(MPI_Bcast, (&n, 1, MPI_UINT64_T, root_rank, f.comm));
-    shape = {static_cast<std::size_t>(n)};
+    auto n = std::make_shared<std::uint64_t>(f.rank == root_rank ? data.size() / itemsize(dtype) : 0);
+    f.agreement.broadcast_bytes(call, std::as_writable_bytes(std::span(n.get(), 1)), root_rank, n);
+    shape = {static_cast<std::size_t>(*n)};
   }
   try {
     if (f.rank == root_rank && data.size() != shape_size(shape) * itemsize(dtype)) {
@@ -1686,7 +1698,9 @@ std::vector<std::byte> File::read_host_bytes_as(const std::string& name_in, std:
                      shape_text(info.shape), skein::name(*expected));
   }
   const std::size_t row_bytes = row_elements(info.shape) * itemsize(info.dtype);
-  std::vector<std::byte> out(shape_size(info.shape) * itemsize(info.dtype));
+  // Owned through `owner`: the broadcast below may time out with MPI still writing it.
+  auto owner = std::make_shared<std::vector<std::byte>>(shape_size(info.shape) * itemsize(info.dtype));
+  std::vector<std::byte>& out = *owner;
   // Every rank reads the whole dataset: on the parallel path each rank selects all rows (MPI-IO
   // reads them once and spreads them); through rank 0 rank 0 reads and the rows are broadcast.
   Impl::RowPlan plan;
@@ -1698,7 +1712,7 @@ std::vector<std::byte> File::read_host_bytes_as(const std::string& name_in, std:
       std::memcpy(out.data() + rows.begin * row_bytes, src.data(), src.size());
     };
     f.read_rows(dataset.get(), name, plan, call);
-    return out;
+    return std::move(out);
   }
   plan.rank_rows.assign(static_cast<std::size_t>(f.size), RowRange{});
   plan.rank_rows[0] = {0, rows_of(info.shape)};
@@ -1706,12 +1720,8 @@ std::vector<std::byte> File::read_host_bytes_as(const std::string& name_in, std:
     std::memcpy(out.data() + rows.begin * row_bytes, src.data(), src.size());
   };
   f.read_rows(dataset.get(), name, plan, call);
-  for (std::size_t done = 0; done < out.size();) {
-    const int part = static_cast<int>(std::min<std::size_t>(out.size() - done, std::size_t{1} << 30));
-    SKEIN_MPI_CHECK(MPI_Bcast, (out.data() + done, part, MPI_BYTE, 0, f.comm));
-    done += static_cast<std::size_t>(part);
-  }
-  return out;
+  f.agreement.broadcast_bytes(call, std::span(out), 0, owner);
+  return std::move(out);
 }
 
 DatasetInfo File::info(const std::string& name_in) {

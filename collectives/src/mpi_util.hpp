@@ -1,7 +1,7 @@
-// Small MPI helpers shared by the collectives layer: MPI error codes as Skein errors, waiting on
-// non-blocking MPI requests against a deadline (blocking MPI calls could hang forever when a rank
-// never arrives; polling lets Skein raise TimeoutError instead), and sharing one rank's string or
-// failure with every rank (HDF5 files, checkpoints).
+// Small MPI helpers shared by the collectives layer: MPI error codes as Skein errors, and waiting
+// on non-blocking MPI requests against a deadline (blocking MPI calls could hang forever when a
+// rank never arrives; polling lets Skein raise TimeoutError instead). Agreement between ranks
+// (sharing a rank's string or failure, comparing calls) is agreement.hpp's.
 #pragma once
 
 #include <memory>
@@ -79,14 +79,15 @@ namespace skein::detail {
 // Polls the requests until all complete. Throws TimeoutError (naming `what`) once `deadline`
 // has passed; the requests are then left outstanding (MPI cannot cancel collectives), and the
 // caller must keep their buffers alive.
+// `statuses` (one per request), when given, receives the requests' statuses.
 inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time_point deadline,
-                          const std::string& what) {
+                          const std::string& what, MPI_Status* statuses = nullptr) {
   if (requests.empty()) return;
   const auto start = CollectiveClock::now();
   for (;;) {
     int done = 0;
     SKEIN_MPI_CHECK(MPI_Testall, (static_cast<int>(requests.size()), requests.data(), &done,
-                          MPI_STATUSES_IGNORE));
+                          statuses ? statuses : MPI_STATUSES_IGNORE));
     if (done) return;
     const auto now = CollectiveClock::now();
     if (now >= deadline) {
@@ -165,63 +166,6 @@ inline std::vector<std::string> settle_abandoned(double seconds) {
   std::vector<std::string> left;
   for (const auto& r : a.requests) left.push_back(r.second);
   return left;
-}
-
-// Rank `root`'s string on every rank of `comm` (`rank` is this rank in `comm`).
-inline std::string broadcast_string(MPI_Comm comm, int rank, const std::string& text, int root) {
-  std::uint64_t n = text.size();
-  SKEIN_MPI_CHECK(MPI_Bcast, (&n, 1, MPI_UINT64_T, root, comm));
-  std::string out = rank == root ? text : std::string(n, '\0');
-  for (std::uint64_t done = 0; done < n;) {
-    const int part = static_cast<int>(std::min<std::uint64_t>(n - done, 1u << 30));
-    SKEIN_MPI_CHECK(MPI_Bcast, (out.data() + done, part, MPI_CHAR, root, comm));
-    done += static_cast<std::uint64_t>(part);
-  }
-  return out;
-}
-
-// Tells every rank of `comm` whether any failed (`mine`: this rank's failure, or null). The
-// failing ranks rethrow their own error; the others raise one of the same kind (LogicError,
-// TimeoutError, `Specific` — a RuntimeError of the caller's layer — or RuntimeError) naming the
-// lowest failing rank, the call and `where` (e.g. "on HDF5 file 'x'"), with that rank's message.
-template <class Specific = RuntimeError>
-void share_failure(MPI_Comm comm, int rank, std::exception_ptr mine, const std::string& call,
-                   const std::string& where) {
-  const int me = mine ? rank : INT_MAX;
-  int first = INT_MAX;
-  SKEIN_MPI_CHECK(MPI_Allreduce, (&me, &first, 1, MPI_INT, MPI_MIN, comm));
-  if (first == INT_MAX) return;
-  int kind = 3;  // 0: LogicError, 1: TimeoutError, 2: Specific, 3: anything else
-  std::string message;
-  if (rank == first) {
-    try {
-      std::rethrow_exception(mine);
-    } catch (const LogicError& e) {
-      kind = 0, message = e.what();
-    } catch (const TimeoutError& e) {
-      kind = 1, message = e.what();
-    } catch (const Specific& e) {
-      kind = 2, message = e.what();
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-      message = "unknown exception";
-    }
-  }
-  SKEIN_MPI_CHECK(MPI_Bcast, (&kind, 1, MPI_INT, first, comm));
-  message = broadcast_string(comm, rank, message, first);
-  if (mine) std::rethrow_exception(mine);
-  // Its message (which has its own hint and place) goes inside this one.
-  if (message.rfind("skein: ", 0) == 0) message.erase(0, 7);
-  while (!message.empty() && message.back() == '.') message.pop_back();
-  const ErrorInfo info{.what = fmt::format("rank {} failed in {} {}, so no rank went on: {}", first,
-                                           call, where, message),
-                       .call = call,
-                       .location = SKEIN_HERE};
-  if (kind == 0) throw LogicError(info);
-  if (kind == 1) throw TimeoutError(info);
-  if (kind == 2) throw Specific(info);
-  throw RuntimeError(info);
 }
 
 }  // namespace skein::detail

@@ -5,7 +5,8 @@
 #      its second checkpoint (SKEIN_TEST_CHECKPOINT_KILL) must die without a result and leave
 #      checkpoint 1 complete (and 2 incomplete, unless killed after the marker); the same command
 #      run again, also on 3 or 2 ranks, must resume from checkpoint 1 (2 after the marker) and
-#      end with a result bit-identical to the reference;
+#      end with a result bit-identical to the reference; the same for rank 1 killed after the
+#      stages it takes part in (created, written), each run within LIMIT;
 #   3. a bit flipped in the newest checkpoint must be refused (CheckpointError, SHA-256), and with
 #      --fall-back the run resumes from the one before and ends bit-identical.
 #   cmake -DMPIEXEC=... -DPROGRAM=... -DDIR=... -DLIMIT=seconds -P checkpoint_kill.cmake
@@ -93,6 +94,31 @@ foreach(case "created;3" "written;4" "renamed;2" "marked;3")
     message(FATAL_ERROR "${name}: the restarted run failed")
   endif()
   expect_in("resumed from step ${resume_step} on ${np} rank(s)" "${name} restarted")
+  expect_same_result(${name})
+endforeach()
+
+# 2b. Rank 1 (not the rank that does the file work) killed during the second checkpoint: the job
+#     ends by itself within LIMIT, non-zero, checkpoint 1 stays complete and 2 incomplete, and the
+#     run resumes from 1, bit-identical.
+foreach(stage created written)
+  set(name "kill-rank1-${stage}")
+  run(${name} 4 "1@2:${stage}")
+  if(run_rc EQUAL 0)
+    message(FATAL_ERROR "${name}: the job exited 0 although rank 1 was killed")
+  endif()
+  expect_in("killing rank 1 after stage '${stage}' of checkpoint write 2 (step 2)" ${name})
+  set(cp "${DIR}/${name}/checkpoint-0000000001")
+  if(NOT EXISTS "${cp}.done" OR NOT EXISTS "${cp}.h5")
+    message(FATAL_ERROR "${name}: checkpoint 1 is not complete")
+  endif()
+  if(EXISTS "${DIR}/${name}/checkpoint-0000000002.done" OR EXISTS "${DIR}/${name}.bin")
+    message(FATAL_ERROR "${name}: the killed write left a marker or a result")
+  endif()
+  run(${name} 4 "")
+  if(NOT run_rc EQUAL 0)
+    message(FATAL_ERROR "${name}: the restarted run failed")
+  endif()
+  expect_in("resumed from step 1 on 4 rank(s)" "${name} restarted")
   expect_same_result(${name})
 endforeach()
 

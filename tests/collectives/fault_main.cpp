@@ -18,6 +18,10 @@
 //             LogicError on every rank before NCCL is called
 //   kill      rank 1 SIGKILLs itself while the others are in an all_reduce: the job must end
 //             (non-zero) instead of hanging (check_fault.cmake with EXPECT=nonzero)
+//   checkpoint_skip
+//             rank 1 writes checkpoint 1, then never comes to checkpoint 2: the others raise
+//             TimeoutError naming CheckpointManager::write, SKEIN_COLLECTIVE_TIMEOUT and rank 1
+//             within the timeout plus a margin; checkpoint 1 stays complete
 //   badenv[:VARIABLE]
 //             a bad value of VARIABLE (set by the test; SKEIN_COLLECTIVE_TIMEOUT by default):
 //             every rank raises LogicError naming it
@@ -29,6 +33,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <skein/checkpoint.hpp>
 #include <skein/communicator.hpp>
 #include <skein/skein.hpp>
 #include <string>
@@ -228,6 +234,43 @@ int kill_one(const Runtime& runtime) {
   return report(false, "the all_reduce completed without rank 1");
 }
 
+// Rank 1 writes checkpoint 1 with the others, then never comes to checkpoint 2 (it ends): the
+// others must raise TimeoutError within SKEIN_COLLECTIVE_TIMEOUT plus a margin, naming the call,
+// the variable and rank 1; checkpoint 1 stays complete and 2 never starts.
+int checkpoint_skip(const Runtime& runtime) {
+  namespace fs = std::filesystem;
+  Communicator comm(runtime);
+  const fs::path dir = fs::current_path() / "fault-checkpoint-skip";
+  if (g_rank == 0) fs::remove_all(dir);
+  comm.barrier(Queue(comm.context()));
+  DistArray u(comm, Shape{37, 5}, Dtype::float64);
+  CheckpointManager m(comm, dir);
+  m.write(1, 0.5, {{"u", u}});
+  if (g_rank == 1) return report(true, "wrote checkpoint 1 and skipped checkpoint 2");
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    m.write(2, 1.0, {{"u", u}});
+  } catch (const TimeoutError& e) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string what = e.what();
+    const double limit = timeout_seconds();
+    bool ok = contains(what, "CheckpointManager::write") && contains(what, "SKEIN_COLLECTIVE_TIMEOUT=") &&
+              contains(what, "rank 1 did not arrive") && waited >= 0.9 * limit && waited < limit + 10;
+    ok = ok && fs::exists(dir / "checkpoint-0000000001.done") && !fs::exists(dir / "checkpoint-0000000002.done");
+    // The manager is unusable afterwards, and says so at once.
+    try {
+      (void)m.latest_complete();
+      ok = false;
+    } catch (const TimeoutError& again) {
+      ok = ok && contains(again.what(), "timed out");
+    }
+    return report(ok, "TimeoutError after " + std::to_string(waited) + " s: " + what);
+  } catch (const std::exception& e) {
+    return report(false, std::string("unexpected exception: ") + e.what());
+  }
+  return report(false, "no exception");
+}
+
 int badenv(const Runtime& runtime, const std::string& name) {
   try {
     Communicator comm(runtime);
@@ -249,6 +292,7 @@ int run(const std::string& mode, const Runtime& runtime) {
   if (mode == "tiny") return tiny(runtime);
   if (mode == "shared") return shared(runtime);
   if (mode == "kill") return kill_one(runtime);
+  if (mode == "checkpoint_skip") return checkpoint_skip(runtime);
   // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set.
   if (mode.rfind("badenv", 0) == 0) {
     return badenv(runtime, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");

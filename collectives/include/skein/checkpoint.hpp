@@ -38,9 +38,10 @@
 // parallel HDF5 path; through rank 0 only rank 0 touches it. One job writes to a directory at a
 // time. Every call is collective over the manager's communicator.
 //
-// For tests of the above, SKEIN_TEST_CHECKPOINT_KILL="<n>:<stage>" makes rank 0 SIGKILL itself
-// after stage <stage> (created, written, renamed, marked; see CheckpointStage) of this process's
-// n-th checkpoint write: a job killed in the middle of a checkpoint, on demand.
+// For tests of the above, SKEIN_TEST_CHECKPOINT_KILL="[<rank>@]<n>:<stage>" makes that rank (0
+// by default) SIGKILL itself after stage <stage> (created, written, renamed, marked; see
+// CheckpointStage) of this process's n-th checkpoint write: a job killed in the middle of a
+// checkpoint, on demand. Stages renamed and marked happen on rank 0 alone.
 #pragma once
 
 #include <cstddef>
