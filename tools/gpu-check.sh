@@ -158,6 +158,10 @@ if want faults && ((ngpu > 0)); then
   done
   fault late-shared late 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
   fault tiny-shared tiny 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=0.000001
+  # A rank that never comes to a checkpoint (where Skein has HDF5: the checkpoint loop is built).
+  if [[ -x "$BUILD_DIR/tests/skein-checkpoint-loop" ]]; then
+    fault checkpoint_skip-shared checkpoint_skip 3 60 zero SKEIN_COLLECTIVE_TIMEOUT=5
+  fi
   unset SKEIN_SHARE_DEVICES
   if [[ -n "$CUDA_VISIBLE_DEVICES_SAVED" ]]; then export CUDA_VISIBLE_DEVICES="$CUDA_VISIBLE_DEVICES_SAVED"; else unset CUDA_VISIBLE_DEVICES; fi
   if ((ngpu >= 2)); then
