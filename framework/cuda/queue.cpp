@@ -1,3 +1,5 @@
+#include <mutex>
+
 #include "adapters.hpp"
 
 namespace skein::detail {
@@ -81,7 +83,10 @@ class CudaQueueAdapter final : public QueueAdapter {
   void wait_for_queue(QueueAdapter& other_queue) override {
     auto& other = static_cast<CudaQueueAdapter&>(other_queue);
     // One reusable event per queue: cuStreamWaitEvent waits for the work the event captured when
-    // it was recorded, so recording it again later does not disturb earlier waits.
+    // it was recorded, so recording it again later does not disturb earlier waits. Created once,
+    // under the other queue's lock (threads may share a Queue), and recorded and waited on under
+    // it, so that a wait never takes another thread's later record.
+    std::lock_guard lock(other.marker_mutex_);
     CUevent marker = other.marker();
     SKEIN_CU_CHECK(cuEventRecord, (marker, other.stream_), other.device());
     SKEIN_CU_CHECK(cuStreamWaitEvent, (stream_, marker, 0), device());
@@ -108,6 +113,7 @@ class CudaQueueAdapter final : public QueueAdapter {
   std::size_t device_idx_;
   CUstream stream_ = nullptr;
   CUevent marker_ = nullptr;  // for wait_for_queue(), created on first use
+  std::mutex marker_mutex_;    // guards marker_ and its record-and-wait
 };
 
 }  // namespace

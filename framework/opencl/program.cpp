@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "adapters.hpp"
@@ -111,6 +112,10 @@ class OclKernel final : public KernelAdapter {
 
   void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
               std::shared_ptr<EventAdapter>* event) override {
+    // clSetKernelArg is not thread-safe for one kernel object, and the arguments must stay set
+    // until the enqueue has taken them: one launch at a time per cl_kernel (copies of a Kernel,
+    // its PreparedKernels and the shared built-in kernels all launch through this object).
+    std::lock_guard lock(launch_mutex_);
     for (std::size_t i = 0; i < args.size(); ++i) {
       const auto& arg = args[i];
       const auto index = static_cast<cl_uint>(i);
@@ -133,6 +138,7 @@ class OclKernel final : public KernelAdapter {
   std::shared_ptr<OclContext> context_;
   std::size_t device_idx_;
   std::string device_;
+  std::mutex launch_mutex_;
   std::size_t align_;
   cl_kernel kernel_;
   KernelAttributes attributes_;

@@ -3,9 +3,12 @@
 // broadcasting), dtypes and promotion, several devices, and the errors.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <thread>
+#include <vector>
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
@@ -441,6 +444,52 @@ TEST_P(Elementwise, PerDevice) {
   MultiDevice<std::vector<Operand>> wrong = args;
   wrong.set(0, args[1]);
   EXPECT_THROW(k.per_device(queue, wrong), LogicError);
+}
+
+// Several threads launch the same kernels at once: a user's ElementwiseKernel (one object, shared)
+// and the built-in axpy (shared by the whole process), each thread with its own arrays, scalar and
+// queue. Every result is checked on the host: a launch that took another thread's arguments (on
+// OpenCL the arguments are set on one cl_kernel per device) gives a wrong element.
+TEST_P(Elementwise, ThreadsShareOneKernel) {
+  auto ctx = context();
+  ElementwiseKernel k("T a, T x, T y", "T z", "z = a * x + y", {.name = "axpy_threads"});
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 40;
+  std::atomic<int> wrong{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        Queue queue(ctx);
+        const std::size_t n = 3001 + 1000 * static_cast<std::size_t>(t);  // a size per thread
+        const auto x = random_reals<float>(n, 100 + static_cast<std::uint32_t>(t));
+        const auto y = random_reals<float>(n, 200 + static_cast<std::uint32_t>(t));
+        const Array dx = Array::from_host(queue, x);
+        const Array dy = Array::from_host(queue, y);
+        for (int r = 0; r < kRounds; ++r) {
+          const float a = static_cast<float>(t + 1) + 0.5f * static_cast<float>(r);
+          const Array user = k(queue, {a, dx, dy}).front();
+          const Array builtin = axpy(queue, a, dx, dy);
+          const auto got_user = user.get<float>();
+          const auto got_builtin = builtin.get<float>();
+          for (std::size_t i = 0; i < n; ++i) {
+            if (got_user.size() != n || got_builtin.size() != n || !axpy_ok(got_user[i], a, x[i], y[i]) ||
+                !axpy_ok(got_builtin[i], a, x[i], y[i])) {
+              ++wrong;
+              break;
+            }
+          }
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "thread " << t << ": " << e.what();
+        ++failed;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0) << "launches that computed with another thread's arguments";
 }
 
 // Repeated calls reuse the program kept in memory (nothing is generated again); another

@@ -130,6 +130,9 @@ struct CheckpointOptions {
   std::function<void(CheckpointStage, std::int64_t step)> after_stage;
 };
 
+// Threads: as hdf5::File, which it uses: one thread at a time per manager (its state is not
+// locked), no other HDF5 use at the same time unless HDF5 is built thread-safe, and its creation
+// over a Communicator is a call on that Communicator; after_stage runs on the thread calling write().
 class CheckpointManager {
  public:
   // Collective: over the ranks of `comm` (the arrays' communicator) or an MPI communicator that

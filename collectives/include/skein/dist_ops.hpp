@@ -18,6 +18,9 @@
 // with events). Most do not wait for the host; those returning host values do, and so do those
 // that free temporaries the device may still read (replicate() of uneven blocks, sum_columns,
 // gemv / gemm with a distributed x / B, deterministic reductions).
+//
+// Threads: every call is a call on the arrays' Communicator, under its rules (one thread at a
+// time, see Communicator).
 #pragma once
 
 #include <cstddef>

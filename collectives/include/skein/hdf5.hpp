@@ -164,6 +164,11 @@ struct DatasetInfo {
 
 // An HDF5 file open on every rank of a communicator (or on rank 0 only, see above). Move-only.
 // close() and the destructor close it: collective, like every call that touches the file.
+// Threads: one thread at a time per File, as for the MPI communicator it duplicates (its state is
+// not locked), and creating or opening one over a Communicator is a call on that Communicator.
+// Skein takes no lock around HDF5, which is thread-safe only when built so, so unless yours is,
+// no two threads may be in HDF5 at once: not two Files, a File and a CheckpointManager, or a File
+// and the application's own HDF5 calls (Skein also switches HDF5's error printing during a call).
 class File {
  public:
   // Collective. Creates the file (replacing an existing one) and writes the root attributes

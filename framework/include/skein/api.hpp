@@ -33,6 +33,9 @@ struct ApiStatus {
   std::string reason;   // why it is unavailable
 };
 
+// One GPGPU API of this process.
+// Threads: immutable once discovered (each API's adapter and its platforms are made once, under
+// std::call_once), so an Api and its copies may be used from any number of threads at once.
 class Api {
  public:
   // APIs usable on this machine, CUDA first.

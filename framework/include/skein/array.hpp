@@ -25,6 +25,11 @@ std::size_t shape_size(const Shape& shape);
 Strides contiguous_strides(const Shape& shape, std::size_t itemsize);
 std::string to_string(const Shape& shape);
 
+// A cheap handle: copies and views share the buffer.
+// Threads: an Array never changes once made (its queue, buffer, shape and strides are fixed), so
+// it and its copies may be used from any number of threads at once; its transfers and fills are
+// enqueued on queue(), whose rules apply, and ordering the threads' accesses to the shared device
+// memory is the caller's business.
 class Array {
  public:
   // A new array on `device_idx` of the queue's context (by default the queue's first device).

@@ -34,6 +34,12 @@
 // other devices or contexts, overlapping outputs and sizes over 2^31 - 1 raise LogicError naming
 // the call and the argument. BLAS that cannot be used here (an OpenCL build without CLBlast, no
 // cuBLAS library found) raises ApiUnavailableError with the reason; see status().
+//
+// Threads: the functions may be called from several threads at once. CUDA: each device of a
+// context has one cuBLAS handle (made on first use, under the context's lock) that a call holds
+// a lock on while it enqueues, so calls on one device wait for each other on the host (dot and
+// nrm2 with a host result until the value is there); OpenCL: Skein takes no lock around CLBlast
+// and relies on its own thread safety. The work is enqueued on the queue given, whose rules apply.
 #pragma once
 
 #include <string>

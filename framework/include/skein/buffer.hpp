@@ -20,6 +20,11 @@ class BufferAdapter;
 // memory (HostBuffer) makes the transfer truly asynchronous.
 enum class Sync { blocking, async };
 
+// A cheap handle: copies and sub-regions share the allocation.
+// Threads: a Buffer never changes once made, so it and its copies may be used from any number of
+// threads at once (the OpenCL backend's sub-buffers are made under a lock); transfers follow the
+// rules of the Queue they are given, and ordering the threads' reads and writes of the shared
+// device bytes is the caller's business.
 class Buffer {
  public:
   Buffer() = default;
@@ -76,6 +81,8 @@ class HostBufferAdapter;
 }
 
 // Page-locked (pinned) host memory of a context, for truly asynchronous transfers.
+// Threads: as Buffer: the handle and its copies may be used from any number of threads at once;
+// the bytes are the caller's to guard.
 class HostBuffer {
  public:
   HostBuffer() = default;

@@ -14,6 +14,11 @@ namespace detail {
 class ContextAdapter;
 }
 
+// Some devices of one platform that work together; a cheap handle (copies are the same context).
+// Threads: a Context and its copies may be used from any number of threads at once: its program
+// cache, BLAS handles and CUDA event pool are locked, and on CUDA each call makes the device's
+// context current for its own duration (pushed and popped when it is not), so no thread needs to
+// make one current. deactivate() acts on the calling thread's stack of current CUDA contexts only.
 class Context {
  public:
   static Context from_devices(std::span<const Device> devices);

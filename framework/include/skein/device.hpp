@@ -16,6 +16,9 @@ namespace detail {
 class DeviceAdapter;
 }
 
+// One device of a platform, with its parameters.
+// Threads: immutable once discovered (its parameters are read when it is found), so a Device and
+// its copies may be used from any number of threads at once.
 class Device {
  public:
   static std::vector<Device> all(const Platform& platform);

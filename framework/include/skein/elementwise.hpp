@@ -152,6 +152,12 @@ struct ElementwiseOptions {
   bool fast_math = false;
 };
 
+// A cheap handle: copies share the kernel and its compiled programs.
+// Threads: a kernel and its copies may be called from several threads at once, as may the
+// built-in operations (axpy, scale, fill, copy, astype, binary, compare, unary), whose kernels the
+// whole process shares: the compiled programs are kept in a locked cache, the build count is
+// atomic, and on OpenCL the launches of one compiled kernel take turns on the host (each sets its
+// arguments on one cl_kernel). The elementwise test ThreadsShareOneKernel runs this on every backend.
 class ElementwiseKernel {
  public:
   // LogicError for a malformed parameter list, a duplicated or reserved name (i, n, and names

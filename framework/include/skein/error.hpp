@@ -20,6 +20,8 @@ struct ErrorInfo {
 };
 
 // Base class of all of Skein's exceptions.
+// Threads: an Error never changes once made, so it may be read from any number of threads at once;
+// its message takes the process's error prefix (detail::error_prefix()) when it is built.
 class Error : public std::runtime_error {
  public:
   explicit Error(const ErrorInfo& info);
@@ -104,6 +106,8 @@ std::string format_bytes(std::size_t bytes);
 namespace detail {
 // A prefix added to every message of this process ("rank 3: "), set by the MPI runtime. Safe to
 // call from any thread (a copy is returned: another thread may set it meanwhile).
+// Threads: both take one process-wide mutex, so any threads may call them at once; the prefix is
+// the process's, not the thread's (a Runtime sets it and puts the previous one back when it goes).
 void set_error_prefix(std::string prefix);
 std::string error_prefix();
 }  // namespace detail

@@ -9,6 +9,9 @@ namespace detail {
 class EventAdapter;
 }
 
+// A cheap handle: copies are the same event.
+// Threads: an Event and its copies may be waited for, queried and timed from any number of threads
+// at once (the backends' event calls are thread-safe, and the CUDA backend's event pool is locked).
 class Event {
  public:
   Event() = default;

@@ -54,6 +54,12 @@ using HostAllocator = std::function<HostBuffer(std::size_t nbytes)>;
 
 // A pool of device memory for every device of one context. Blocks are kept per device: a block
 // of device 0 is only handed out again for device 0.
+// Threads: every call may be made from several threads at once, on a pool or its copies (its state
+// is behind one mutex; the base allocator is called outside it, maybe from several threads at
+// once, so it must be thread-safe too). Threads with queues of their own that share a pool hand
+// blocks from one queue's work to another's, which the pools' reuse rule does not order:
+// synchronize before a block's last handle goes, or give each queue its own pool (as
+// temporaries_pool() does).
 class DeviceMemoryPool {
  public:
   // `base` makes the pool's blocks (default: Buffer::allocate in `context`); it must return a
@@ -94,6 +100,9 @@ class DeviceMemoryPool {
 };
 
 // A pool of page-locked host memory of one context (for asynchronous transfers, see HostBuffer).
+// Threads: as DeviceMemoryPool: every call may be made from several threads at once (one mutex;
+// the base allocator must be thread-safe), and the pools' rule for asynchronous transfers holds
+// whichever thread takes the block next.
 class PageLockedMemoryPool {
  public:
   // `base` makes the pool's blocks (default: HostBuffer::allocate in `context`).

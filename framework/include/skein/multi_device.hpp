@@ -14,6 +14,8 @@ namespace detail {
 [[noreturn]] void raise_missing_device_value(std::size_t device_idx, std::size_t size);
 }
 
+// Threads: a plain value, like std::vector: const calls from several threads at once are fine;
+// set() must not run at the same time as any other use of the same object.
 template <class T>
 class MultiDevice {
  public:

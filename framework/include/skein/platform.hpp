@@ -15,6 +15,9 @@ class PlatformAdapter;
 }
 class Device;
 
+// One platform of an API.
+// Threads: immutable once discovered (its devices are found once, under std::call_once), so a
+// Platform and its copies may be used from any number of threads at once.
 class Platform {
  public:
   static std::vector<Platform> all(const Api& api);

@@ -121,6 +121,14 @@ struct KernelAttributes {
 class Kernel;
 class PreparedKernel;
 
+// A cheap handle: copies are the same program.
+// Threads: Programs may be constructed from several threads at once (the context's program cache
+// is locked, and the disk cache builds each key once and writes entries atomically), and a
+// Program's accessors and kernel() may be called from any number of threads at once.
+// set_constant_array() writes device memory that every launch from the program reads, and that
+// other Programs compiled from the same source and options in the same context share (they share
+// the loaded module): never call it while another thread launches from, or sets, the same
+// constant.
 class Program {
  public:
   // Compiles `source` (already rendered) for each device, or loads it from the compile cache.
@@ -162,6 +170,12 @@ class Program {
   std::shared_ptr<Impl> impl_;
 };
 
+// A cheap handle: copies are the same kernel (one backend kernel object per device).
+// Threads: prepare(), the attributes and launches may come from several threads at once, on a
+// Kernel or its copies. On OpenCL a launch sets its arguments on the kernel's one cl_kernel, so
+// launches of one Kernel take a lock and go one at a time on the host (the device work still
+// overlaps); for launches that never wait on each other, give each thread a Kernel of its own
+// from Program::kernel(), which makes a new cl_kernel per call.
 class Kernel {
  public:
   const std::string& name() const;
@@ -233,6 +247,10 @@ KernelArg kernel_arg_for(const MultiDevice<T>& arg, std::size_t device_idx) {
 
 }  // namespace detail
 
+// A kernel with its queue and sizes fixed (Kernel::prepare). A cheap handle.
+// Threads: as Kernel: launches may come from several threads at once (on OpenCL one at a time on
+// the host per cl_kernel, which the PreparedKernels of one Kernel share). Launches are enqueued on
+// the queue it was prepared with, whose rules apply.
 class PreparedKernel {
  public:
   // Enqueues the kernel on every device of the queue it was prepared with. Arguments: Buffer,

@@ -14,6 +14,11 @@ namespace detail {
 class QueueAdapter;
 }
 
+// A cheap handle: copies are the same queue (the same streams / command queues and pool).
+// Threads: a Queue and its copies may take work from several threads at once (CUDA streams and
+// OpenCL command queues accept it, the temporaries pool is locked, and the CUDA backend's event
+// for copies between devices is made and recorded under a lock), the threads' work landing in the
+// order their calls happen: give each thread its own Queue to keep its work in its order.
 class Queue {
  public:
   // A queue on every device of the context.

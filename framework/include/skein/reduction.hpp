@@ -98,6 +98,10 @@ struct ReductionNode {
   friend bool operator==(const ReductionNode&, const ReductionNode&) = default;
 };
 
+// A cheap handle: copies share the kernel and its compiled programs.
+// Threads: as ElementwiseKernel: a kernel, its copies and the built-ins (sum, min, max, dot,
+// nrm2, *_kernel()), shared by the whole process, may be called from several threads at once (on
+// OpenCL the launches of one compiled kernel take turns on the host).
 class ReductionKernel {
  public:
   // LogicError for malformed parameters, not exactly one output, both reduce types set, or

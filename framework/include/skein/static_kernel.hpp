@@ -27,6 +27,10 @@ struct StaticKernelOptions {
   std::optional<std::size_t> max_num_groups;
 };
 
+// A kernel compiled and prepared for one queue and size. Copies share the prepared kernel.
+// Threads: launches may come from several threads at once (on OpenCL one at a time on the host,
+// since a StaticKernel and its copies share one cl_kernel; each construction gets its own).
+// Launches are enqueued on queue(), whose rules apply; set_constant_array() as Program's.
 class StaticKernel {
  public:
   StaticKernel(const Queue& queue, std::string_view template_source, const std::string& name,

@@ -18,6 +18,10 @@
 // times (directly or through other modules) is emitted once per render, after its dependencies.
 // Prefixes are numbered in order of first use within a render, so rendering the same template
 // with the same globals always gives the same text (a stable key for compiled-binary caches).
+//
+// Threads: RenderValue, Snippet and Module never change once made, and render() keeps its state on
+// its own stack, so they may be shared and rendered from any number of threads at once; the
+// callables given to from_callable() are then called from those threads, possibly at once.
 #pragma once
 
 #include <concepts>

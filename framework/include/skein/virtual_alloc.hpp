@@ -90,6 +90,12 @@ struct VirtualAllocationStatistics {
 };
 
 // The base of the managers: a handle; TrivialManager and ZeroOffsetManager make them.
+// Threads: allocate(), allocator() and statistics() may be called from several threads at once,
+// on a manager or its copies (its state is behind one mutex; the real allocator is called outside
+// it, so it must be thread-safe too). But a ZeroOffsetManager keeps memory apart only by the
+// dependencies declared, and the threads' work on its queue interleaves, so buffers that different
+// threads use at the same time must name each other as dependencies: in practice, a manager (and
+// queue) per thread.
 class VirtualManager {
  public:
   // The queue whose order makes sharing safe (see above); virtual buffers are on its devices.
