@@ -132,6 +132,11 @@ class CollectiveBackendAdapter {
 // below MPI_THREAD_MULTIPLE.
 void compare_alongside_for_testing(Communicator& comm, bool by_watchdog = true);
 
+// The collectives layer's access to a Communicator's state (Communicator::Impl is not public).
+struct CommunicatorAccess {
+  static Communicator::Impl& impl(Communicator& comm) { return *comm.impl_; }
+};
+
 #if SKEIN_HAS_MPI
 // The backends' factories. `comm` is the communicator's own duplicate of the user's communicator
 // (a backend may use it or duplicate it again); `first_member` is this rank's first member;

@@ -1255,7 +1255,7 @@ Communicator::Communicator(const Runtime&, CollectiveBackend) {
 
 #endif
 
-Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 Communicator::Communicator(Communicator&&) noexcept = default;
 Communicator& Communicator::operator=(Communicator&&) noexcept = default;
@@ -1642,7 +1642,7 @@ void Communicator::group_end() {
 
 namespace detail {
 void compare_alongside_for_testing(Communicator& comm, bool by_watchdog) {
-  auto& impl = comm.impl();
+  auto& impl = CommunicatorAccess::impl(comm);
   impl.async_agreement = true;
   impl.thread_multiple = impl.thread_multiple && by_watchdog;
   if (!impl.watchdog.joinable()) impl.start_watchdog();

@@ -467,7 +467,7 @@ DistArray::DistArray(Communicator& comm, Shape shape, Dtype dtype, RowSplit spli
     : DistArray(comm, BlockLayout::over(comm, std::move(shape), std::move(split), halo), dtype) {}
 
 DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype)
-    : comm_(&comm), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
+    : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
   const std::string call = "DistArray";
   // What this rank alone can see is wrong: (what, hint), raised once every rank knows.
   std::optional<std::pair<std::string, std::string>> problem;
@@ -805,7 +805,7 @@ ReplicatedArray::ReplicatedArray(Communicator& comm, Shape shape, Dtype dtype)
     : ReplicatedArray(comm, Queue(comm.context()), std::move(shape), dtype) {}
 
 ReplicatedArray::ReplicatedArray(Communicator& comm, const Queue& queue, Shape shape, Dtype dtype)
-    : comm_(&comm), queue_(queue), shape_(std::move(shape)), dtype_(dtype) {
+    : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), shape_(std::move(shape)), dtype_(dtype) {
   const std::string call = "ReplicatedArray";
   std::optional<std::pair<std::string, std::string>> problem;
   if (auto q = queue_problem(comm, queue); !q.empty()) problem = {q, kQueueHint};

@@ -26,7 +26,7 @@ Allocator temporaries(const Queue& queue) { return temporaries_pool(queue).alloc
 const char* const kHint = "Make the distributed operands with the same BlockLayout.";
 
 void check_same_layout(const DistArray& a, const DistArray& b, const char* call, const char* what) {
-  if (&a.communicator() != &b.communicator()) {
+  if (a.communicator() != b.communicator()) {
     detail::raise_in(SKEIN_HERE, call, "Use arrays of one Communicator.",
                      "rank {}: {} belong to different communicators", a.rank(), what);
   }

@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <skein/dist_array.hpp>
+#include <optional>
 #include <skein/skein.hpp>
 #include <string>
 #include <type_traits>
@@ -269,7 +270,7 @@ TEST_P(DistArrays, BlocksAreOnTheMembersDevices) {
   DistArray d(*s_.comm, {3 * M + 2, 3}, Dtype::float32, RowSplit::even(), {1});
   ASSERT_EQ(d.local_size(), s_.L());
   EXPECT_EQ(d.rank(), world_rank());
-  EXPECT_EQ(&d.communicator(), s_.comm.get());
+  EXPECT_TRUE(d.communicator() == *s_.comm);
   std::size_t visited = 0;
   d.for_each_local([&](const LocalBlock& b) {
     EXPECT_EQ(b.local_device, visited);
@@ -391,6 +392,56 @@ TEST_P(DistArrays, ScatterGatherRoundTrips) {
   // Other dtypes on two shapes.
   round_trip<double>(s_, {2 * M + 3, 5}, RowSplit::even(), 1, R - 1, salt++, "float64 2M+3 x 5");
   round_trip<std::complex<float>>(s_, {M + 2}, RowSplit::even(), 0, 0, salt++, "complex64 M+2");
+}
+
+// The arrays share the communicator: moving the Communicator object they were made over, then
+// destroying both it and the object it moved to, leaves them working (a scatter, a halo exchange,
+// a gather and a broadcast, checked against host data).
+TEST_P(DistArrays, ArraysOutliveTheCommunicatorObject) {
+  const int R = s_.R();
+  const Shape shape{2 * s_.M() + 3, 4};
+  const std::uint64_t salt = 77;
+  const std::vector<float> global = host_array<float>(shape, salt);
+  std::optional<DistArray> d;
+  std::optional<ReplicatedArray> rep;
+  {
+    // A second communicator over the same ranks and devices, made and then given up here.
+    Communicator own = s_.comm->split(0, world_rank());
+    d.emplace(own, shape, Dtype::float32, RowSplit::even(), Halo{1, true});
+    rep.emplace(own, Shape{5}, Dtype::float64);
+    Communicator moved = std::move(own);
+  }
+  EXPECT_EQ(d->communicator().size(), s_.M());
+  EXPECT_TRUE(d->communicator() == rep->communicator());
+  EXPECT_FALSE(d->communicator() == *s_.comm);  // split() made another communicator
+  d->scatter(world_rank() == 0 ? std::span<const float>(global) : std::span<const float>(), 0);
+  d->exchange_halos();
+  for (std::size_t l = 0; l < d->local_size(); ++l) {
+    const RowRange rows = d->local_rows(l);
+    if (rows.empty()) continue;
+    const auto all = d->local_with_halo(l).get<float>();
+    // Periodic halo of one row: the rows above and below, wrapping around.
+    const std::size_t above = (rows.begin + shape[0] - 1) % shape[0];
+    const std::size_t below = rows.end % shape[0];
+    std::vector<float> want = host_rows<float>(shape, above, above + 1, salt);
+    const auto mid = host_rows<float>(shape, rows.begin, rows.end, salt);
+    want.insert(want.end(), mid.begin(), mid.end());
+    const auto last = host_rows<float>(shape, below, below + 1, salt);
+    want.insert(want.end(), last.begin(), last.end());
+    // No ASSERTs: every rank must go on to the gather below.
+    expect_same(all, want, fmt::format("local device {} with its halo", l));
+  }
+  const auto gathered = d->gather<float>(R - 1);
+  if (world_rank() == R - 1) {
+    expect_same(gathered, global, "gather after the Communicator object is gone");
+  } else {
+    EXPECT_TRUE(gathered.empty());
+  }
+  const std::vector<double> values = {1.5, -2, 3.25, 0, 1e300};
+  rep->broadcast_from_host(world_rank() == 0 ? std::span<const double>(values) : std::span<const double>(), 0);
+  for (std::size_t l = 0; l < rep->local_size(); ++l) {
+    expect_same(rep->get<double>(l), values, fmt::format("replicated array on local device {}", l));
+  }
 }
 
 TEST_P(DistArrays, ScatterGatherAFewMiB) {

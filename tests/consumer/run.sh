@@ -2,11 +2,13 @@
 # Installs a built Skein into a scratch prefix, then configures, builds and runs the outside
 # project in project/ against it with find_package(Skein CONFIG REQUIRED).
 #
-#   tests/consumer/run.sh BUILD_DIR [WORK_DIR] [GENERATOR] [BUILD_TYPE] [CXX_COMPILER]
+#   tests/consumer/run.sh BUILD_DIR [WORK_DIR] [GENERATOR] [BUILD_TYPE] [CXX_COMPILER] [PROJECT]
 #
 # BUILD_DIR: a configured and built Skein build tree. WORK_DIR (default: a temporary directory,
 # removed afterwards) receives the install prefix and the consumer's build tree; it is emptied
-# first. GENERATOR, BUILD_TYPE and CXX_COMPILER default to CMake's defaults.
+# first. GENERATOR, BUILD_TYPE and CXX_COMPILER default to CMake's defaults. PROJECT (default
+# project) is the folder here to build: framework-project links Skein::framework alone, and then
+# neither its program nor libskein_framework may need an MPI library.
 set -euo pipefail
 
 if (($# < 1)); then
@@ -20,6 +22,7 @@ WORK_DIR="${2:-}"
 GENERATOR="${3:-}"
 BUILD_TYPE="${4:-}"
 CXX_COMPILER="${5:-}"
+PROJECT="${6:-project}"
 
 if [[ -z "$WORK_DIR" ]]; then
   WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/skein-consumer.XXXXXX")"
@@ -39,7 +42,7 @@ step "cmake ${install_args[*]}"
 cmake "${install_args[@]}" >"$WORK_DIR/install.log" || { cat "$WORK_DIR/install.log"; exit 1; }
 step "installed $(grep -c . "$WORK_DIR/install.log") file(s) under $PREFIX"
 
-configure_args=(-S "$HERE/project" -B "$CONSUMER_BUILD" "-DCMAKE_PREFIX_PATH=$PREFIX")
+configure_args=(-S "$HERE/$PROJECT" -B "$CONSUMER_BUILD" "-DCMAKE_PREFIX_PATH=$PREFIX")
 [[ -n "$GENERATOR" ]] && configure_args+=(-G "$GENERATOR")
 [[ -n "$BUILD_TYPE" ]] && configure_args+=("-DCMAKE_BUILD_TYPE=$BUILD_TYPE")
 [[ -n "$CXX_COMPILER" ]] && configure_args+=("-DCMAKE_CXX_COMPILER=$CXX_COMPILER")
@@ -51,8 +54,20 @@ build_args=(--build "$CONSUMER_BUILD")
 step "cmake ${build_args[*]}"
 cmake "${build_args[@]}"
 
-exe="$CONSUMER_BUILD/skein-consumer"
-[[ -x "$exe" ]] || exe="$CONSUMER_BUILD/${BUILD_TYPE:-Release}/skein-consumer"
+name=skein-consumer
+[[ "$PROJECT" == framework-project ]] && name=skein-framework-consumer
+exe="$CONSUMER_BUILD/$name"
+[[ -x "$exe" ]] || exe="$CONSUMER_BUILD/${BUILD_TYPE:-Release}/$name"
+if [[ "$PROJECT" == framework-project ]]; then
+  for f in "$exe" "$PREFIX"/lib*/libskein_framework.so*; do
+    [[ -f "$f" && ! -L "$f" ]] || continue
+    if readelf -d "$f" | grep -i 'NEEDED.*mpi'; then
+      echo "consumer: FAIL: $f needs an MPI library" >&2
+      exit 1
+    fi
+    step "$(basename "$f") needs no MPI library"
+  done
+fi
 step "running $exe"
 "$exe"
 step "passed"

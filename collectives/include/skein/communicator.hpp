@@ -17,6 +17,10 @@
 
 namespace skein {
 
+namespace detail {
+struct CommunicatorAccess;  // the collectives layer's own access to the state (not public)
+}
+
 enum class ReduceOp { sum, prod, min, max, avg };
 std::string_view name(ReduceOp op);
 
@@ -28,6 +32,15 @@ enum class CollectiveOp {
 };
 std::string_view name(CollectiveOp op);
 
+// Collectives over (rank, local device) members. Move-only; DistArray and ReplicatedArray share it.
+// Threads: not thread-safe, like an MPI communicator (its call state is not locked): make every
+// call on it, on the DistArrays and ReplicatedArrays over it (which share it) and the creation of
+// files and checkpoint managers over it (which duplicates its MPI communicator) from one thread at
+// a time, group_start() to group_end() on one thread (NCCL's groups belong to the calling thread),
+// and as MPI's thread level allows (MPI_THREAD_FUNNELED: the thread that initialised MPI). The
+// NCCL backend's watchdog thread shares only locked state with the calls and makes MPI calls only
+// under MPI_THREAD_MULTIPLE (below it, the calling thread does its agreement check at the next
+// call); other Communicators may be used from other threads at once only with MPI_THREAD_MULTIPLE.
 class Communicator {
  public:
   // Over all ranks of the runtime and each rank's devices (of runtime.context()).
@@ -100,12 +113,22 @@ class Communicator {
   void group_start();
   void group_end();
 
+  // Whether two handles are the same communicator (an array's communicator() and the Communicator
+  // it was made over are).
+  friend bool operator==(const Communicator& a, const Communicator& b) { return a.impl_ == b.impl_; }
+
   struct Impl;
-  Impl& impl() { return *impl_; }
 
  private:
-  explicit Communicator(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  friend class DistArray;
+  friend class ReplicatedArray;
+  friend struct detail::CommunicatorAccess;
+  explicit Communicator(std::shared_ptr<Impl> impl);
+  // Another handle to the same communicator: DistArray and ReplicatedArray keep one, so that
+  // moving or destroying the caller's Communicator never leaves them with a dangling reference.
+  Communicator share() const { return Communicator(impl_); }
+  // Shared by this handle and the arrays made over it; the last owner ends the communicator.
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace skein

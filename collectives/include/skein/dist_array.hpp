@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -169,9 +170,15 @@ struct LocalBlock {
 
 // A global array split in blocks of rows over the communicator's members (see BlockLayout).
 // Blocks are contiguous, row-major, and framed by the layout's halo rows; halo rows start as
-// zeros. A cheap handle: copies share the blocks. The array keeps a pointer to the communicator:
-// the communicator must outlive it and stay where it is (not be moved from).
+// zeros. A cheap handle: copies share the blocks. The array shares the communicator with the
+// Communicator it was made over (communicator() is a handle to the same one), so moving or
+// destroying that Communicator object leaves the array valid.
 // Device work is enqueued on queue(); host transfers return when they are done.
+// Threads: collective calls (and the constructors) are calls on the shared communicator, under its
+// rules (one thread at a time with its other calls, see Communicator); the calls not collective
+// only enqueue on queue() and may come from any thread under the Queue's rules. The communicator
+// ends, with MPI calls, on the thread that drops its last handle (the Communicator or the last
+// array over it).
 class DistArray {
  public:
   // Collective: every rank passes the same layout and dtype (checked: a mismatch raises
@@ -283,7 +290,7 @@ class DistArray {
   void gather_into(std::span<std::byte> dest, int root_rank) const;
   void all_gather_into(std::span<std::byte> dest) const;
 
-  Communicator* comm_ = nullptr;
+  std::shared_ptr<Communicator> comm_;  // a handle sharing the communicator (Communicator::share)
   Queue queue_;
   BlockLayout layout_;
   Dtype dtype_ = Dtype::uint8;
@@ -291,8 +298,10 @@ class DistArray {
   std::vector<LocalBlock> blocks_;
 };
 
-// The same full array on every member's device. A cheap handle; as with DistArray, the
-// communicator must outlive it and not be moved.
+// The same full array on every member's device. A cheap handle; as with DistArray, it shares the
+// communicator, which moving or destroying the Communicator object does not end.
+// Threads: as DistArray: collective calls under the communicator's rules, one thread at a time;
+// set(), get() and get_bytes() from any thread under the Queue's rules.
 class ReplicatedArray {
  public:
   // Collective: every rank passes the same shape and dtype (checked). Contents start as zeros.
@@ -353,7 +362,7 @@ class ReplicatedArray {
  private:
   void check_host_type(Dtype host, const char* call) const;
 
-  Communicator* comm_ = nullptr;
+  std::shared_ptr<Communicator> comm_;  // a handle sharing the communicator (Communicator::share)
   Queue queue_;
   Shape shape_;
   Dtype dtype_ = Dtype::uint8;

@@ -48,6 +48,11 @@ struct RankPlacement {
   std::vector<std::string> device_ids;  // PCI bus ids where known, else platform:index
 };
 
+// This rank's runtime. Not copyable.
+// Threads: once constructed it never changes, so its accessors may be called from any number of
+// threads at once. The MPI constructors and the destructor make collective MPI calls (and the
+// destructor MPI_Finalize when Skein initialised MPI, which MPI wants on the thread that
+// initialised it): construct and destroy it on one thread, the one that initialises MPI.
 class Runtime {
  public:
   // Single-rank runtime without MPI (also what a build without MPI offers).
@@ -86,10 +91,9 @@ class Runtime {
   // The rank -> host -> devices map as a table, for logs and skein-info --ranks.
   std::string placement_table() const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }
 
  private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,7 @@
-// Skein's umbrella header: everything a simulation code uses.
+// The framework's umbrella header (Skein::framework): devices, contexts, queues, buffers, arrays,
+// kernels, BLAS, pools. It needs no MPI: a program that links Skein::framework alone (find_package
+// (Skein CONFIG REQUIRED COMPONENTS framework)) builds and runs without it. <skein/skein.hpp>, the
+// umbrella of Skein::skein, adds the runtime, the Communicator, distributed arrays and I/O.
 #pragma once
 
 #include "skein/config.hpp"
@@ -25,14 +28,3 @@
 #include "skein/static_kernel.hpp"
 #include "skein/template.hpp"
 #include "skein/virtual_alloc.hpp"
-
-// The collectives layer (Skein::collectives, part of Skein::skein): the MPI-aware runtime and the
-// Communicator.
-#if __has_include(<skein/communicator.hpp>)
-#include "skein/checkpoint.hpp"
-#include "skein/communicator.hpp"
-#include "skein/dist_array.hpp"
-#include "skein/dist_ops.hpp"
-#include "skein/hdf5.hpp"
-#include "skein/runtime.hpp"
-#endif
