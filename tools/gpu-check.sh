@@ -16,6 +16,7 @@
 #   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
 #              MPI backend on two ranks sharing a GPU, NCCL on every GPU (two or more)
 #   memcheck   the CUDA tests under compute-sanitizer
+#   tsan       the threaded tests under ThreadSanitizer on every backend (tools/tsan-check.sh)
 #   bench      the copy and kernel benchmarks
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
@@ -62,7 +63,7 @@ STEPS="${STEPS:-all}"
 want() { [[ "$STEPS" == all || ",$STEPS," == *",$1,"* ]]; }
 
 SUMMARY="$OUTDIR/summary.txt"
-for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck.log \
+for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck.log tsan.log \
   bench-copy.txt bench-copy.json bench-coll.txt; do
   rm -f "$OUTDIR/$f"
 done
@@ -215,6 +216,12 @@ if want memcheck; then
   step memcheck "$OUTDIR/memcheck.log" \
     "$sanitizer" --tool memcheck --report-api-errors no --leak-check full --error-exitcode 99 \
     "$BUILD_DIR/tests/skein-tests" --gtest_filter='*cuda*'
+fi
+
+# The threaded tests under ThreadSanitizer (their own build, build-tsan), on CUDA and both OpenCLs.
+if want tsan; then
+  step tsan "$OUTDIR/tsan.log" env BUILD_DIR="$SOURCE_DIR/build-tsan" JOBS="$JOBS" \
+    bash "$SOURCE_DIR/tools/tsan-check.sh" "$OUTDIR/tsan.log"
 fi
 
 if want bench; then
