@@ -38,10 +38,10 @@
 #include <set>
 #include <type_traits>
 
-#include "adapter.hpp"
+#include "skein/detail/adapter.hpp"
 #include "backend.hpp"
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 #include "host_reduce.hpp"
 #include "mpi_util.hpp"
 #include "skein/buffer.hpp"

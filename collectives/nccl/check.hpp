@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

@@ -30,13 +30,13 @@
 #include <thread>
 #include <vector>
 
-#include "../../framework/cuda/adapters.hpp"
-#include "../../framework/cuda/driver.hpp"
+#include "skein/detail/cuda/check.hpp"
+#include "skein/detail/cuda/context.hpp"
+#include "skein/detail/cuda/driver.hpp"
 #include "backend.hpp"
 #include "check.hpp"
-#include "env.hpp"
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/env.hpp"
+#include "skein/detail/errors.hpp"
 #include "mpi_util.hpp"
 
 namespace skein::detail {
@@ -164,7 +164,7 @@ class NcclBackend final : public CollectiveBackendAdapter {
   [[noreturn]] void raise_aborted(const char* what) const;
   void release_finished_staging() noexcept;
 
-  std::shared_ptr<CudaContextAdapter> cuda_;  // keeps the CUDA contexts alive until the end
+  std::shared_ptr<ContextAdapter> cuda_;  // keeps the CUDA contexts alive until the end
   double timeout_s_ = 0;
   bool blocking_ = true;  // ncclConfig_t::blocking of our communicators
   int nranks_ = 0;  // members of the whole communicator (the clique's size)
@@ -182,7 +182,7 @@ class NcclBackend final : public CollectiveBackendAdapter {
 NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
                          const Context& context, const std::vector<std::size_t>& device_idxs,
                          double timeout_s)
-    : cuda_(std::dynamic_pointer_cast<CudaContextAdapter>(context.impl()->adapter)),
+    : cuda_(cuda_context_adapter(context)),
       timeout_s_(timeout_s),
       blocking_(blocking_from_environment()) {
   if (!cuda_) {
@@ -197,8 +197,8 @@ NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
   for (std::size_t i = 0; i < device_idxs.size(); ++i) {
     Member m;
     m.device_idx = device_idxs[i];
-    m.context = cuda_->context(m.device_idx);
-    m.device = cuda_->description(m.device_idx);
+    m.context = cuda_context(*cuda_, m.device_idx);
+    m.device = cuda_device_description(*cuda_, m.device_idx);
     m.rank = first_member + static_cast<int>(i);
     members_.push_back(std::move(m));
   }
@@ -264,13 +264,14 @@ void NcclBackend::check_primary_context(std::size_t device_idx) const {
   // two must be the same context, or NCCL's kernels would be launched on foreign streams.
   const auto device = static_cast<CUdevice>(cuda_->devices()[device_idx]->native());
   CUcontext primary = nullptr;
-  SKEIN_CU_CHECK(cuDevicePrimaryCtxRetain, (&primary, device), cuda_->description(device_idx));
+  SKEIN_CU_CHECK(cuDevicePrimaryCtxRetain, (&primary, device),
+                 cuda_device_description(*cuda_, device_idx));
   cu().cuDevicePrimaryCtxRelease(device);
-  if (primary != cuda_->context(device_idx)) {
+  if (primary != cuda_context(*cuda_, device_idx)) {
     raise_in(SKEIN_HERE, "Communicator",
              "Create the Skein context from devices (primary contexts), or use the MPI backend.",
              "the NCCL backend needs the device's primary CUDA context, and {} uses another one",
-             cuda_->description(device_idx));
+             cuda_device_description(*cuda_, device_idx));
   }
 }
 

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "env.hpp"
+#include "skein/detail/env.hpp"
 
 namespace skein::detail {
 

@@ -55,7 +55,7 @@ double collective_timeout(const char* call);
 #include <vector>
 
 #include "backend.hpp"
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

@@ -36,15 +36,15 @@
 #include <fstream>
 #include <set>
 
-#include "errors.hpp"
-#include "sha256.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/sha256.hpp"
 #include "skein/communicator.hpp"
 
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 #include <nlohmann/json.hpp>
 
 #include "agreement.hpp"
-#include "env.hpp"
+#include "skein/detail/env.hpp"
 #include "mpi_util.hpp"
 #endif
 

@@ -43,12 +43,12 @@
 #endif
 #endif
 
-#include "adapter.hpp"
+#include "skein/detail/adapter.hpp"
 #include "agreement.hpp"
 #include "backend.hpp"
-#include "env.hpp"
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/env.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 #include "host_reduce.hpp"
 #include "mpi_util.hpp"
 #include "placement.hpp"

@@ -25,7 +25,7 @@
 #include <optional>
 
 #include "agreement.hpp"
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/error.hpp"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 

@@ -35,7 +35,7 @@
 #include <functional>
 #include <mutex>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "skein/communicator.hpp"
 #include "skein/error.hpp"
 
@@ -45,7 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agreement.hpp"
-#include "env.hpp"
+#include "skein/detail/env.hpp"
 #include "mpi_util.hpp"
 #endif
 

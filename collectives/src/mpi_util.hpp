@@ -28,7 +28,7 @@
 #include <thread>
 
 #include "backend.hpp"
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

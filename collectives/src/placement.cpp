@@ -10,8 +10,8 @@
 #include <map>
 #include <regex>
 
-#include "env.hpp"
-#include "errors.hpp"
+#include "skein/detail/env.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein {
 

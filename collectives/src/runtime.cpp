@@ -10,7 +10,7 @@
 
 #include <cstdio>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "placement.hpp"
 #if SKEIN_HAS_MPI
 #include "mpi_util.hpp"

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "adapter.hpp"
-#include "check.hpp"
+#include "skein/detail/adapter.hpp"
+#include "skein/detail/cuda/check.hpp"
+#include "skein/detail/cuda/context.hpp"
 
 namespace skein::detail {
 
@@ -20,28 +21,6 @@ std::shared_ptr<PlatformAdapter> make_cuda_platform(std::weak_ptr<ApiAdapter> ap
 std::shared_ptr<DeviceAdapter> make_cuda_device(std::weak_ptr<PlatformAdapter> platform,
                                                 std::size_t index, CUdevice device,
                                                 int driver_version);
-
-// Makes a CUcontext current for a scope and restores the previous one at its end. When the
-// context is current already (the common case: one thread driving one device) it costs one
-// cuCtxGetCurrent; otherwise it pushes the context and pops it at the end, so that Skein never
-// changes what the CUDA runtime or the application sees as current.
-class CudaContextScope {
- public:
-  // Throws a Skein error naming `device` when the context cannot be made current.
-  CudaContextScope(CUcontext context, const std::string& device);
-  // For destructors: never throws; entered() says whether the context is current.
-  struct NoThrow {};
-  CudaContextScope(CUcontext context, NoThrow) noexcept;
-  ~CudaContextScope();
-  CudaContextScope(const CudaContextScope&) = delete;
-  CudaContextScope& operator=(const CudaContextScope&) = delete;
-
-  bool entered() const { return entered_; }
-
- private:
-  bool pushed_ = false;
-  bool entered_ = false;
-};
 
 // Logs a failure in a destructor (which must not throw). Silent for CUDA_ERROR_DEINITIALIZED:
 // at process exit the driver may be torn down before our last objects, and then there is nothing

@@ -20,7 +20,7 @@
 
 #include "adapters.hpp"
 #include "blas_adapter.hpp"
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 // Two levels, so that the argument is macro-expanded first: "cublasSgemm_v2", not "cublasSgemm".
 #define SKEIN_CUBLAS_STR2(x) #x

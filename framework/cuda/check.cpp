@@ -1,4 +1,4 @@
-#include "check.hpp"
+#include "skein/detail/cuda/check.hpp"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "adapters.hpp"
-#include "front.hpp"
+#include "skein/detail/front.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/cuda.hpp"
@@ -210,6 +210,32 @@ void CudaContextAdapter::deactivate() {
 
 std::uintptr_t CudaContextAdapter::native(std::size_t device_idx) const {
   return reinterpret_cast<std::uintptr_t>(context(device_idx));
+}
+
+// --- the internal interface (skein/detail/cuda/context.hpp) -------------------------------------
+
+std::shared_ptr<ContextAdapter> cuda_context_adapter(const Context& context) {
+  const auto& adapter = context.impl()->adapter;
+  return std::dynamic_pointer_cast<CudaContextAdapter>(adapter) ? adapter : nullptr;
+}
+
+namespace {
+const CudaContextAdapter& as_cuda(const ContextAdapter& adapter, const char* call) {
+  const auto* cuda = dynamic_cast<const CudaContextAdapter*>(&adapter);
+  if (!cuda) {
+    raise_in(SKEIN_HERE, call, "Pass the adapter that cuda_context_adapter() returned.",
+             "the context adapter is not a CUDA one");
+  }
+  return *cuda;
+}
+}  // namespace
+
+CUcontext cuda_context(const ContextAdapter& adapter, std::size_t device_idx) {
+  return as_cuda(adapter, "detail::cuda_context").context(device_idx);
+}
+
+const std::string& cuda_device_description(const ContextAdapter& adapter, std::size_t device_idx) {
+  return as_cuda(adapter, "detail::cuda_device_description").description(device_idx);
 }
 
 std::shared_ptr<ContextAdapter> make_cuda_context(

@@ -1,12 +1,12 @@
-#include "driver.hpp"
+#include "skein/detail/cuda/driver.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <mutex>
 
-#include "check.hpp"
-#include "errors.hpp"
+#include "skein/detail/cuda/check.hpp"
+#include "skein/detail/errors.hpp"
 
 // Two levels, so that the argument is macro-expanded first: "cuMemAlloc_v2", not "cuMemAlloc".
 #define SKEIN_CU_STR2(x) #x

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "adapters.hpp"
-#include "compile_error.hpp"
-#include "prelude.hpp"
+#include "skein/detail/compile_error.hpp"
+#include "skein/detail/cuda/prelude.hpp"
 
 namespace skein::detail {
 

@@ -1,4 +1,4 @@
-// The OpenCL backend's adapters (see ../src/adapter.hpp).
+// The OpenCL backend's adapters (see skein/detail/adapter.hpp, framework/internal/).
 #pragma once
 
 #include <memory>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "adapter.hpp"
+#include "skein/detail/adapter.hpp"
 #include "driver.hpp"
 
 namespace skein::detail::opencl {

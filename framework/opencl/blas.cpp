@@ -6,7 +6,7 @@
 // Built only with CLBlast (SKEIN_HAS_CLBLAST); without it the factory raises ApiUnavailableError
 // saying how to get it, so that the rest of the OpenCL backend works as before.
 #include "blas_adapter.hpp"
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "skein/config.hpp"
 
 #if SKEIN_HAS_CLBLAST

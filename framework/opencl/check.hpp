@@ -5,7 +5,7 @@
 #include <string>
 
 #include "driver.hpp"
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail::opencl {
 

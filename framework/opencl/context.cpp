@@ -121,7 +121,7 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
 }  // namespace skein::detail
 
 // --- interop (skein/opencl.hpp) --------------------------------------------------------------
-#include "front.hpp"
+#include "skein/detail/front.hpp"
 #include "skein/opencl.hpp"
 
 namespace skein::opencl {

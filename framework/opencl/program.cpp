@@ -12,8 +12,8 @@
 
 #include "adapters.hpp"
 #include "check.hpp"
-#include "compile_error.hpp"
-#include "prelude.hpp"
+#include "skein/detail/compile_error.hpp"
+#include "skein/detail/opencl/prelude.hpp"
 
 namespace skein::detail {
 

@@ -5,8 +5,8 @@
 #include <cctype>
 #include <mutex>
 
-#include "adapter.hpp"
-#include "errors.hpp"
+#include "skein/detail/adapter.hpp"
+#include "skein/detail/errors.hpp"
 #include "skein/config.hpp"
 #include "skein/platform.hpp"
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 
 namespace skein {
 

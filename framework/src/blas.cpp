@@ -12,8 +12,8 @@
 #include <mutex>
 
 #include "blas_adapter.hpp"
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 #include "skein/config.hpp"
 
 namespace skein::blas {

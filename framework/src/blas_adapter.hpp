@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "adapter.hpp"
+#include "skein/detail/adapter.hpp"
 #include "skein/dtype.hpp"
 
 namespace skein::detail {

@@ -1,7 +1,7 @@
 #include "skein/buffer.hpp"
 
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 
 namespace skein {
 

@@ -1,4 +1,4 @@
-#include "compile_cache.hpp"
+#include "skein/detail/compile_cache.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -18,9 +18,9 @@
 #include <system_error>
 #include <utility>
 
-#include "errors.hpp"
-#include "env.hpp"
-#include "sha256.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/env.hpp"
+#include "skein/detail/sha256.hpp"
 
 namespace skein::detail {
 

@@ -1,4 +1,4 @@
-#include "compile_error.hpp"
+#include "skein/detail/compile_error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

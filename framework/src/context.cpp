@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 
 namespace skein {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein {
 

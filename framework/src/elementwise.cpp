@@ -10,7 +10,7 @@
 #include <limits>
 #include <mutex>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "kernel_gen.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/functions.hpp"

@@ -1,4 +1,4 @@
-#include "env.hpp"
+#include "skein/detail/env.hpp"
 
 #include <cerrno>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein {
 

@@ -1,7 +1,7 @@
 #include "skein/event.hpp"
 
-#include "adapter.hpp"
-#include "errors.hpp"
+#include "skein/detail/adapter.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "skein/ctypes.hpp"
 
 namespace skein {

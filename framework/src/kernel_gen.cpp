@@ -7,8 +7,8 @@
 #include <atomic>
 #include <unordered_map>
 
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/occupancy.hpp"

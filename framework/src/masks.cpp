@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 
 namespace skein {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <array>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 #include "skein/api.hpp"
 #include "skein/context.hpp"
 #include "skein/platform.hpp"

@@ -2,8 +2,8 @@
 
 #include <regex>
 
-#include "adapter.hpp"
-#include "errors.hpp"
+#include "skein/detail/adapter.hpp"
+#include "skein/detail/errors.hpp"
 #include "masks.hpp"
 #include "skein/device.hpp"
 

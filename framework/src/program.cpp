@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "compile_cache.hpp"
-#include "errors.hpp"
-#include "front.hpp"
-#include "sha256.hpp"
+#include "skein/detail/compile_cache.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
+#include "skein/detail/sha256.hpp"
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
 

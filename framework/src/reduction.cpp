@@ -9,8 +9,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "adapter.hpp"
-#include "errors.hpp"
+#include "skein/detail/adapter.hpp"
+#include "skein/detail/errors.hpp"
 #include "kernel_gen.hpp"
 #include "skein/ctypes.hpp"
 

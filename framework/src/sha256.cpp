@@ -1,6 +1,6 @@
 // SHA-256 through OpenSSL's EVP interface (libcrypto), which picks the fastest implementation the
 // CPU offers (SHA extensions, AVX2).
-#include "sha256.hpp"
+#include "skein/detail/sha256.hpp"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>

@@ -8,7 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein {
 

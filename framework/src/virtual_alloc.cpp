@@ -9,8 +9,8 @@
 #include <tuple>
 #include <utility>
 
-#include "errors.hpp"
-#include "front.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 
 namespace skein {
 

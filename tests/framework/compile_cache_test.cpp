@@ -1,6 +1,7 @@
-// The on-disk compile cache (framework/src/compile_cache.*) and its SHA-256: entries, corruption,
-// directory safety, environment parsing, and processes and threads racing on one key. Every test
-// works in its own mkdtemp directory; builders count their calls.
+// The on-disk compile cache (skein/detail/compile_cache.hpp, the framework's internal interface)
+// and its SHA-256: entries, corruption, directory safety, environment parsing, and processes and
+// threads racing on one key. Every test works in its own mkdtemp directory; builders count their
+// calls.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -18,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "../../framework/src/compile_cache.hpp"
-#include "../../framework/src/sha256.hpp"
+#include "skein/detail/compile_cache.hpp"
+#include "skein/detail/sha256.hpp"
 
 namespace skein::detail {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "../../framework/cuda/prelude.hpp"
-#include "../../framework/opencl/prelude.hpp"
+#include "skein/detail/cuda/prelude.hpp"
+#include "skein/detail/opencl/prelude.hpp"
 
 #if SKEIN_HAS_CUDA
 #include <nvrtc.h>

@@ -1,11 +1,11 @@
-// Skein's one reader of its environment variables (framework/src/env.hpp): one rule for every
-// SKEIN_* variable. Unset or empty is unset; a bad value raises LogicError naming the variable,
-// the value, what it accepts and the call.
+// Skein's one reader of its environment variables (skein/detail/env.hpp, the framework's internal
+// interface): one rule for every SKEIN_* variable. Unset or empty is unset; a bad value raises
+// LogicError naming the variable, the value, what it accepts and the call.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "../../framework/src/env.hpp"
+#include "skein/detail/env.hpp"
 #include "scoped_env.hpp"
 #include "skein/error.hpp"
 

@@ -13,7 +13,7 @@
 #include <skein/program.hpp>
 #include <skein/skein.hpp>
 
-#include "../../framework/src/compile_error.hpp"
+#include "skein/detail/compile_error.hpp"
 #include "backends.hpp"
 
 namespace skein::test {

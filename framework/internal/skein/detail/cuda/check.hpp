@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <string>
 
-#include "driver.hpp"
-#include "errors.hpp"
+#include "skein/detail/cuda/driver.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

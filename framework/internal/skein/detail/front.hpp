@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "adapter.hpp"
+#include "skein/detail/adapter.hpp"
 #include "skein/context.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/queue.hpp"

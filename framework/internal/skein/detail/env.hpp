@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "errors.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail {
 

@@ -1,5 +1,5 @@
 // The source put in front of every OpenCL kernel: grunnur's kernel toolbox, so that one kernel
-// source also compiles for CUDA (cuda/prelude.hpp defines the same names there).
+// source also compiles for CUDA (skein/detail/cuda/prelude.hpp defines the same names there).
 #pragma once
 
 #include <string_view>
