@@ -16,7 +16,7 @@
 #
 # "Reads" means, with the names spelt out in the source:
 #   - C++ (framework/, collectives/, apps/, tests/): getenv("NAME"), Skein's env("NAME") helper
-#     (collectives/src/placement.cpp), and the OpenCL ICD loader's variables that Skein saves and
+#     (collectives/comm/src/placement.cpp), and the OpenCL ICD loader's variables that Skein saves and
 #     restores (Saved entries, framework/opencl/driver.hpp);
 #   - scripts (tools/*.sh, slurm/*.sbatch, .ci/run): ${NAME:-default} / ${NAME-default}, the
 #     variables a user sets to change what the script does, and every $SLURM_* a batch script reads.

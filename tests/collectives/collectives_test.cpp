@@ -11,7 +11,7 @@
 
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
-#include "backend.hpp"
+#include "skein/detail/backend.hpp"
 #include <mpi.h>
 
 #include <fmt/format.h>

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "placement.hpp"
+#include "skein/detail/placement.hpp"
 
 namespace {
 

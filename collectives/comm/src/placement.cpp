@@ -1,4 +1,4 @@
-#include "placement.hpp"
+#include "skein/detail/placement.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

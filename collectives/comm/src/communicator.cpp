@@ -44,14 +44,14 @@
 #endif
 
 #include "skein/detail/adapter.hpp"
-#include "agreement.hpp"
-#include "backend.hpp"
+#include "skein/detail/agreement.hpp"
+#include "skein/detail/backend.hpp"
 #include "skein/detail/env.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "host_reduce.hpp"
-#include "mpi_util.hpp"
-#include "placement.hpp"
+#include "skein/detail/mpi_util.hpp"
+#include "skein/detail/placement.hpp"
 #include "skein/device.hpp"
 #include "skein/error.hpp"
 

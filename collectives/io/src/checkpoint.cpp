@@ -43,9 +43,9 @@
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 #include <nlohmann/json.hpp>
 
-#include "agreement.hpp"
+#include "skein/detail/agreement.hpp"
 #include "skein/detail/env.hpp"
-#include "mpi_util.hpp"
+#include "skein/detail/mpi_util.hpp"
 #endif
 
 namespace skein {

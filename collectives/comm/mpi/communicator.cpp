@@ -39,11 +39,11 @@
 #include <type_traits>
 
 #include "skein/detail/adapter.hpp"
-#include "backend.hpp"
+#include "skein/detail/backend.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "host_reduce.hpp"
-#include "mpi_util.hpp"
+#include "skein/detail/mpi_util.hpp"
 #include "skein/buffer.hpp"
 
 namespace skein::detail {

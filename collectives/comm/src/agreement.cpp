@@ -1,5 +1,5 @@
 // Agreement across ranks, with deadlines (see agreement.hpp).
-#include "agreement.hpp"
+#include "skein/detail/agreement.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -40,7 +40,7 @@ double collective_timeout(const char* call) {
 #include <thread>
 #include <utility>
 
-#include "mpi_util.hpp"
+#include "skein/detail/mpi_util.hpp"
 
 namespace skein::detail {
 

@@ -11,9 +11,9 @@
 #include <cstdio>
 
 #include "skein/detail/errors.hpp"
-#include "placement.hpp"
+#include "skein/detail/placement.hpp"
 #if SKEIN_HAS_MPI
-#include "mpi_util.hpp"
+#include "skein/detail/mpi_util.hpp"
 #endif
 
 namespace skein {

@@ -44,9 +44,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agreement.hpp"
+#include "skein/detail/agreement.hpp"
 #include "skein/detail/env.hpp"
-#include "mpi_util.hpp"
+#include "skein/detail/mpi_util.hpp"
 #endif
 
 namespace skein::hdf5 {

@@ -54,7 +54,7 @@ double collective_timeout(const char* call);
 #include <span>
 #include <vector>
 
-#include "backend.hpp"
+#include "skein/detail/backend.hpp"
 #include "skein/detail/errors.hpp"
 
 namespace skein::detail {

@@ -27,7 +27,7 @@
 #include <string>
 #include <thread>
 
-#include "backend.hpp"
+#include "skein/detail/backend.hpp"
 #include "skein/detail/errors.hpp"
 
 namespace skein::detail {

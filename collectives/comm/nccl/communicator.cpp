@@ -33,11 +33,11 @@
 #include "skein/detail/cuda/check.hpp"
 #include "skein/detail/cuda/context.hpp"
 #include "skein/detail/cuda/driver.hpp"
-#include "backend.hpp"
+#include "skein/detail/backend.hpp"
 #include "check.hpp"
 #include "skein/detail/env.hpp"
 #include "skein/detail/errors.hpp"
-#include "mpi_util.hpp"
+#include "skein/detail/mpi_util.hpp"
 
 namespace skein::detail {
 

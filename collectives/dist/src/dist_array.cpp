@@ -24,7 +24,7 @@
 #include <map>
 #include <optional>
 
-#include "agreement.hpp"
+#include "skein/detail/agreement.hpp"
 #include "skein/detail/errors.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"

@@ -1,0 +1,34 @@
+# skein_add_library(NAME SOURCES...): one of Skein's libraries, made the same way for every layer.
+#
+#   target skein_NAME, alias Skein::NAME (exported as Skein::NAME), file libskein_NAME.so.X.Y
+#   public headers: include/skein/ of the calling directory, installed to <prefix>/include/skein
+#   a shared library is linked with --no-undefined (not under the sanitizers, whose runtime is
+#   linked into the executable only): every symbol it uses comes from a dependency it names, so
+#   its link line is its complete list of dependencies
+#
+# The caller adds the library's own dependencies (target_link_libraries) and private include
+# directories (src/, internal/).
+function(skein_add_library name)
+  set(target skein_${name})
+  add_library(${target} ${ARGN})
+  add_library(Skein::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES
+    EXPORT_NAME ${name}
+    OUTPUT_NAME skein_${name}
+    VERSION ${PROJECT_VERSION}
+    SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "SHARED_LIBRARY" AND NOT SKEIN_SANITIZE)
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  endif()
+  install(TARGETS ${target} EXPORT SkeinTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(DIRECTORY include/skein DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+    FILES_MATCHING PATTERN "*.hpp")
+endfunction()
