@@ -2,6 +2,8 @@
 #
 #   target skein_NAME, alias Skein::NAME (exported as Skein::NAME), file libskein_NAME.so.X.Y
 #   public headers: include/skein/ of the calling directory, installed to <prefix>/include/skein
+#   hidden visibility (-fvisibility=hidden -fvisibility-inlines-hidden): outside the library only
+#   what is marked SKEIN_EXPORT (<skein/export.hpp>) is visible
 #   a shared library is linked with --no-undefined (not under the sanitizers, whose runtime is
 #   linked into the executable only): every symbol it uses comes from a dependency it names, so
 #   its link line is its complete list of dependencies
@@ -16,7 +18,9 @@ function(skein_add_library name)
     EXPORT_NAME ${name}
     OUTPUT_NAME skein_${name}
     VERSION ${PROJECT_VERSION}
-    SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+    SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

@@ -37,6 +37,7 @@ double collective_timeout(const char* call) {
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -54,6 +55,20 @@ std::string ranks_list(const std::vector<int>& ranks) {
 }
 
 }  // namespace
+
+// --- mpi_util.hpp's process-wide stores ---------------------------------------------------------
+
+void keep_until_exit_erased(std::shared_ptr<void> value) {
+  static auto* kept = new std::vector<std::shared_ptr<void>>;  // never destroyed: kept until exit
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  kept->push_back(std::move(value));
+}
+
+AbandonedRequests& abandoned_requests() {
+  static auto* registry = new AbandonedRequests;  // never destroyed: used at exit
+  return *registry;
+}
 
 CollectiveClock::time_point deadline_after(double seconds) {
   if (!(seconds > 0)) return CollectiveClock::time_point::max();

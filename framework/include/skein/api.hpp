@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 namespace detail {
@@ -17,12 +19,12 @@ class Platform;
 enum class ApiId { cuda, opencl };
 
 // "cuda" or "opencl": the name used on command lines and in SKEIN_API.
-std::string_view shortcut(ApiId id);
+SKEIN_EXPORT std::string_view shortcut(ApiId id);
 // "CUDA" or "OpenCL".
-std::string_view name(ApiId id);
+SKEIN_EXPORT std::string_view name(ApiId id);
 // Parses a shortcut (case-insensitive); throws LogicError naming the valid ones.
-ApiId api_id_from_shortcut(std::string_view shortcut);
-const std::vector<ApiId>& all_api_ids();
+SKEIN_EXPORT ApiId api_id_from_shortcut(std::string_view shortcut);
+SKEIN_EXPORT const std::vector<ApiId>& all_api_ids();
 
 // Whether an API was compiled in and can be used here, and if not, why.
 struct ApiStatus {
@@ -36,7 +38,7 @@ struct ApiStatus {
 // One GPGPU API of this process.
 // Threads: immutable once discovered (each API's adapter and its platforms are made once, under
 // std::call_once), so an Api and its copies may be used from any number of threads at once.
-class Api {
+class SKEIN_EXPORT Api {
  public:
   // APIs usable on this machine, CUDA first.
   static std::vector<Api> all_available();

@@ -11,6 +11,7 @@
 #include "skein/buffer.hpp"
 #include "skein/dtype.hpp"
 #include "skein/error.hpp"
+#include "skein/export.hpp"
 #include "skein/queue.hpp"
 
 namespace skein {
@@ -21,16 +22,16 @@ using Strides = std::vector<std::size_t>;  // in bytes, as NumPy's
 // Makes the buffer of a new array: (device index in the context, bytes) -> Buffer.
 using Allocator = std::function<Buffer(std::size_t device_idx, std::size_t nbytes)>;
 
-std::size_t shape_size(const Shape& shape);
-Strides contiguous_strides(const Shape& shape, std::size_t itemsize);
-std::string to_string(const Shape& shape);
+SKEIN_EXPORT std::size_t shape_size(const Shape& shape);
+SKEIN_EXPORT Strides contiguous_strides(const Shape& shape, std::size_t itemsize);
+SKEIN_EXPORT std::string to_string(const Shape& shape);
 
 // A cheap handle: copies and views share the buffer.
 // Threads: an Array never changes once made (its queue, buffer, shape and strides are fixed), so
 // it and its copies may be used from any number of threads at once; its transfers and fills are
 // enqueued on queue(), whose rules apply, and ordering the threads' accesses to the shared device
 // memory is the caller's business.
-class Array {
+class SKEIN_EXPORT Array {
  public:
   // A new array on `device_idx` of the queue's context (by default the queue's first device).
   static Array empty(const Queue& queue, Shape shape, Dtype dtype,

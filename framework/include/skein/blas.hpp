@@ -46,6 +46,7 @@
 
 #include "skein/api.hpp"
 #include "skein/array.hpp"
+#include "skein/export.hpp"
 #include "skein/queue.hpp"
 
 namespace skein::blas {
@@ -55,38 +56,39 @@ struct Status {
   std::string reason;  // why not, when unavailable
 };
 // Whether BLAS can be used with contexts of this API here (for CUDA this loads cuBLAS).
-Status status(ApiId api);
+SKEIN_EXPORT Status status(ApiId api);
 
 // x . y. The first overload waits and returns the value; the second writes it into `result`, a
 // one-element array of the vectors' dtype, and does not wait.
-double dot(const Queue& queue, const Array& x, const Array& y);
-void dot(const Queue& queue, const Array& x, const Array& y, const Array& result);
+SKEIN_EXPORT double dot(const Queue& queue, const Array& x, const Array& y);
+SKEIN_EXPORT void dot(const Queue& queue, const Array& x, const Array& y, const Array& result);
 
 // ||x||_2, as dot.
-double nrm2(const Queue& queue, const Array& x);
-void nrm2(const Queue& queue, const Array& x, const Array& result);
+SKEIN_EXPORT double nrm2(const Queue& queue, const Array& x);
+SKEIN_EXPORT void nrm2(const Queue& queue, const Array& x, const Array& result);
 
 // y = alpha * x + y (x and y of the same shape).
-void axpy(const Queue& queue, double alpha, const Array& x, const Array& y);
+SKEIN_EXPORT void axpy(const Queue& queue, double alpha, const Array& x, const Array& y);
 
 // x = alpha * x.
-void scal(const Queue& queue, double alpha, const Array& x);
+SKEIN_EXPORT void scal(const Queue& queue, double alpha, const Array& x);
 
 struct GemvOptions {
   bool trans_a = false;  // op(A) = A.T
 };
 
 // y = alpha * op(A) @ x + beta * y.
-void gemv(const Queue& queue, double alpha, const Array& a, const Array& x, double beta,
-          const Array& y, const GemvOptions& options = {});
+SKEIN_EXPORT void gemv(const Queue& queue, double alpha, const Array& a, const Array& x,
+                       double beta, const Array& y, const GemvOptions& options = {});
 // alpha * op(A) @ x as a new array on the operands' device.
-Array gemv(const Queue& queue, double alpha, const Array& a, const Array& x,
-           const GemvOptions& options = {});
+SKEIN_EXPORT Array gemv(const Queue& queue, double alpha, const Array& a, const Array& x,
+                        const GemvOptions& options = {});
 
 // A = alpha * outer(x, y) + A.
-void ger(const Queue& queue, double alpha, const Array& x, const Array& y, const Array& a);
+SKEIN_EXPORT void ger(const Queue& queue, double alpha, const Array& x, const Array& y,
+                      const Array& a);
 // alpha * outer(x, y) as a new array.
-Array ger(const Queue& queue, double alpha, const Array& x, const Array& y);
+SKEIN_EXPORT Array ger(const Queue& queue, double alpha, const Array& x, const Array& y);
 
 struct GemmOptions {
   bool trans_a = false;  // op(A) = A.T
@@ -97,17 +99,17 @@ struct GemmOptions {
 };
 
 // C = alpha * op(A) @ op(B) + beta * C for 2-D arrays.
-void gemm(const Queue& queue, double alpha, const Array& a, const Array& b, double beta,
-          const Array& c, const GemmOptions& options = {});
+SKEIN_EXPORT void gemm(const Queue& queue, double alpha, const Array& a, const Array& b,
+                       double beta, const Array& c, const GemmOptions& options = {});
 // alpha * op(A) @ op(B) as a new array.
-Array gemm(const Queue& queue, double alpha, const Array& a, const Array& b,
-           const GemmOptions& options = {});
+SKEIN_EXPORT Array gemm(const Queue& queue, double alpha, const Array& a, const Array& b,
+                        const GemmOptions& options = {});
 
 // pygpu's gemmBatch_3d: the same for each i of 3-D arrays, C[i] = alpha * op(A[i]) @ op(B[i]) +
 // beta * C[i], with op transposing the last two axes; one strided-batched library call.
-void gemm_batched(const Queue& queue, double alpha, const Array& a, const Array& b, double beta,
-                  const Array& c, const GemmOptions& options = {});
-Array gemm_batched(const Queue& queue, double alpha, const Array& a, const Array& b,
-                   const GemmOptions& options = {});
+SKEIN_EXPORT void gemm_batched(const Queue& queue, double alpha, const Array& a, const Array& b,
+                               double beta, const Array& c, const GemmOptions& options = {});
+SKEIN_EXPORT Array gemm_batched(const Queue& queue, double alpha, const Array& a, const Array& b,
+                                const GemmOptions& options = {});
 
 }  // namespace skein::blas

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "skein/context.hpp"
+#include "skein/export.hpp"
 #include "skein/queue.hpp"
 
 namespace skein {
@@ -25,7 +26,7 @@ enum class Sync { blocking, async };
 // threads at once (the OpenCL backend's sub-buffers are made under a lock); transfers follow the
 // rules of the Queue they are given, and ordering the threads' reads and writes of the shared
 // device bytes is the caller's business.
-class Buffer {
+class SKEIN_EXPORT Buffer {
  public:
   Buffer() = default;
   // Allocates `size` bytes on device `device_idx` of the context. Throws MemoryError when it does
@@ -83,7 +84,7 @@ class HostBufferAdapter;
 // Page-locked (pinned) host memory of a context, for truly asynchronous transfers.
 // Threads: as Buffer: the handle and its copies may be used from any number of threads at once;
 // the bytes are the caller's to guard.
-class HostBuffer {
+class SKEIN_EXPORT HostBuffer {
  public:
   HostBuffer() = default;
   static HostBuffer allocate(const Context& context, std::size_t size);

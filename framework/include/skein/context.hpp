@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "skein/device.hpp"
+#include "skein/export.hpp"
 
 namespace skein {
 
@@ -19,7 +20,7 @@ class ContextAdapter;
 // cache, BLAS handles and CUDA event pool are locked, and on CUDA each call makes the device's
 // context current for its own duration (pushed and popped when it is not), so no thread needs to
 // make one current. deactivate() acts on the calling thread's stack of current CUDA contexts only.
-class Context {
+class SKEIN_EXPORT Context {
  public:
   static Context from_devices(std::span<const Device> devices);
   static Context from_devices(const Device& device) { return from_devices(std::span(&device, 1)); }

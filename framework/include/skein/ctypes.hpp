@@ -39,20 +39,21 @@
 #include <vector>
 
 #include "skein/dtype.hpp"
+#include "skein/export.hpp"
 #include "skein/template.hpp"
 
 namespace skein {
 
 // The kernel-side C type name of a dtype (table above).
-std::string ctype(Dtype dtype);
+SKEIN_EXPORT std::string ctype(Dtype dtype);
 
 // Alignment of a dtype in kernel code and in StructType layouts: its size, for every dtype.
-std::size_t alignment_of(Dtype dtype);
+SKEIN_EXPORT std::size_t alignment_of(Dtype dtype);
 
 class StructType;
 
 // One field: a dtype or a nested struct, a scalar (count == 0) or an array of `count` elements.
-struct StructField {
+struct SKEIN_EXPORT StructField {
   StructField(std::string name, Dtype dtype, std::size_t count = 0);
   StructField(std::string name, const StructType& type, std::size_t count = 0);
 
@@ -67,7 +68,7 @@ struct StructField {
 // multiple of its alignment, the struct's alignment the largest of its fields' (or more, after
 // align()), the size a multiple of the alignment. ctype_struct() writes a definition that has
 // this layout on both backends.
-class StructType {
+class SKEIN_EXPORT StructType {
  public:
   StructType() = default;
   // StructType{{"a", Dtype::int8}, {"b", Dtype::float64}, {"v", Dtype::float32, 4}}
@@ -82,8 +83,8 @@ class StructType {
   std::size_t itemsize() const;
   std::size_t alignment() const;
 
-  friend bool operator==(const StructType& a, const StructType& b);
-  friend StructType align(const StructType& type, std::size_t alignment);
+  friend SKEIN_EXPORT bool operator==(const StructType& a, const StructType& b);
+  friend SKEIN_EXPORT StructType align(const StructType& type, std::size_t alignment);
 
  private:
   void push(StructField field);
@@ -94,16 +95,16 @@ class StructType {
 
 // A copy whose alignment is at least `alignment` (a power of two), so its size is padded to a
 // multiple of it: e.g. to make array elements start on 16-byte boundaries.
-StructType align(const StructType& type, std::size_t alignment);
+SKEIN_EXPORT StructType align(const StructType& type, std::size_t alignment);
 
 // The C definition `typedef struct ALIGN(n) { ... } name;` with the layout of `type` (nested
 // structs are written inline). ALIGN is the prelude's alignment macro. Throws LogicError for an
 // empty struct or a name that is not a C identifier.
-std::string ctype_struct(const StructType& type, std::string_view name);
+SKEIN_EXPORT std::string ctype_struct(const StructType& type, std::string_view name);
 
 // A module defining the struct under its prefix: `${point} p;` in a kernel. Equal struct types
 // (with the same name) give the same module, so every use within a render names one C type
 // (structural typing, as grunnur's).
-Module ctype_module(const StructType& type, std::string name = "struct");
+SKEIN_EXPORT Module ctype_module(const StructType& type, std::string name = "struct");
 
 }  // namespace skein

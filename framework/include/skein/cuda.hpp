@@ -14,6 +14,7 @@
 
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
+#include "skein/export.hpp"
 #include "skein/queue.hpp"
 
 namespace skein::cuda {
@@ -22,24 +23,24 @@ namespace skein::cuda {
 // in this order). With take_ownership, Skein destroys them (cuCtxDestroy) when the last Skein
 // object using them is gone; otherwise the application must keep them alive that long. If the
 // call throws, the application keeps ownership.
-Context context_from_backend_contexts(std::span<const CUcontext> contexts,
-                                      bool take_ownership = false);
+SKEIN_EXPORT Context context_from_backend_contexts(std::span<const CUcontext> contexts,
+                                                   bool take_ownership = false);
 
 // A context over these devices' primary contexts: the ones the CUDA runtime, cuBLAS and NCCL use.
 // Context::from_devices makes the same for CUDA devices.
-Context context_from_backend_devices(std::span<const CUdevice> devices);
+SKEIN_EXPORT Context context_from_backend_devices(std::span<const CUdevice> devices);
 
 // The stream of one device of a queue; it stays Skein's (do not destroy it).
-CUstream native_stream(const Queue& queue, std::size_t device_idx);
+SKEIN_EXPORT CUstream native_stream(const Queue& queue, std::size_t device_idx);
 
 // The device address of the buffer's first byte (0 for an empty buffer).
-CUdeviceptr native_pointer(const Buffer& buffer);
+SKEIN_EXPORT CUdeviceptr native_pointer(const Buffer& buffer);
 
 // The CUDA context of one device of a context.
-CUcontext native_context(const Context& context, std::size_t device_idx);
+SKEIN_EXPORT CUcontext native_context(const Context& context, std::size_t device_idx);
 
 // The CUdevice of a CUDA device.
-CUdevice native_device(const Device& device);
+SKEIN_EXPORT CUdevice native_device(const Device& device);
 
 }  // namespace skein::cuda
 

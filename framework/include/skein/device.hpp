@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "skein/device_parameters.hpp"
+#include "skein/export.hpp"
 #include "skein/platform.hpp"
 
 namespace skein {
@@ -19,7 +20,7 @@ class DeviceAdapter;
 // One device of a platform, with its parameters.
 // Threads: immutable once discovered (its parameters are read when it is found), so a Device and
 // its copies may be used from any number of threads at once.
-class Device {
+class SKEIN_EXPORT Device {
  public:
   static std::vector<Device> all(const Platform& platform);
   // Devices whose name matches one of the include regexes (all, if none given) and none of the
@@ -60,12 +61,12 @@ struct DeviceFilter {
 };
 
 // Every (platform, matching devices) pair with at least `quantity` matching devices.
-std::vector<std::pair<Platform, std::vector<Device>>> platforms_and_devices_by_mask(
+SKEIN_EXPORT std::vector<std::pair<Platform, std::vector<Device>>> platforms_and_devices_by_mask(
     const Api& api, std::size_t quantity = 1, const DeviceFilter& filter = {});
 
 // The first `quantity` matching devices of the first platform that has that many.
 // Throws LogicError naming the filter when none has.
-std::vector<Device> select_devices(const Api& api, std::size_t quantity = 1,
-                                   const DeviceFilter& filter = {});
+SKEIN_EXPORT std::vector<Device> select_devices(const Api& api, std::size_t quantity = 1,
+                                                const DeviceFilter& filter = {});
 
 }  // namespace skein

@@ -7,10 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 enum class DeviceType { cpu = 1, gpu = 2, other = 3 };
-std::string_view name(DeviceType type);
+SKEIN_EXPORT std::string_view name(DeviceType type);
 
 struct DeviceParameters {
   DeviceType type = DeviceType::other;

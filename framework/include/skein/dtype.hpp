@@ -11,6 +11,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 enum class Dtype : std::uint8_t {
@@ -25,18 +27,18 @@ inline constexpr Dtype all_dtypes[] = {
     Dtype::uint16,  Dtype::uint32,   Dtype::uint64,  Dtype::float16, Dtype::bfloat16,
     Dtype::float32, Dtype::float64,  Dtype::complex64, Dtype::complex128};
 
-std::size_t itemsize(Dtype dtype);
+SKEIN_EXPORT std::size_t itemsize(Dtype dtype);
 // NumPy's name: "int8", ..., "float32", "complex128".
-std::string_view name(Dtype dtype);
+SKEIN_EXPORT std::string_view name(Dtype dtype);
 // Parses NumPy's names; throws LogicError listing the valid ones.
-Dtype dtype_from_name(std::string_view name);
-bool is_integer(Dtype dtype);
-bool is_signed(Dtype dtype);
-bool is_floating(Dtype dtype);
-bool is_complex(Dtype dtype);
+SKEIN_EXPORT Dtype dtype_from_name(std::string_view name);
+SKEIN_EXPORT bool is_integer(Dtype dtype);
+SKEIN_EXPORT bool is_signed(Dtype dtype);
+SKEIN_EXPORT bool is_floating(Dtype dtype);
+SKEIN_EXPORT bool is_complex(Dtype dtype);
 
 // IEEE 754 binary16, stored as its bits; converts to and from float with round-to-nearest-even.
-struct float16 {
+struct SKEIN_EXPORT float16 {
   std::uint16_t bits = 0;
   float16() = default;
   explicit float16(float value);
@@ -50,7 +52,7 @@ struct float16 {
 };
 
 // bfloat16: the upper half of a float32, round-to-nearest-even.
-struct bfloat16 {
+struct SKEIN_EXPORT bfloat16 {
   std::uint16_t bits = 0;
   bfloat16() = default;
   explicit bfloat16(float value);

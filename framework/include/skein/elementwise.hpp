@@ -57,6 +57,7 @@
 
 #include "skein/array.hpp"
 #include "skein/dtype.hpp"
+#include "skein/export.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/queue.hpp"
 #include "skein/template.hpp"
@@ -70,7 +71,7 @@ namespace skein {
 // `3 + x` with an int8 x stays int8 (an integer that does not fit raises LogicError, as NumPy's
 // OverflowError). float16 / bfloat16 values and Operand::typed() scalars are strong: their dtype
 // promotes like an array's.
-class Operand {
+class SKEIN_EXPORT Operand {
  public:
   Operand(const Array& array);  // NOLINT: implicit on purpose
   template <class T>
@@ -136,9 +137,9 @@ class Operand {
 // int32 + float16 -> float64 (as NumPy), bfloat16 the same as float16, and float16 + bfloat16 ->
 // float32 (as ml_dtypes). Integers: int32 + float32 -> float64, int64 + uint64 -> float64,
 // int8 + uint8 -> int16. LogicError for an empty list or a weak integer that does not fit.
-Dtype result_type(std::span<const Operand> operands);
+SKEIN_EXPORT Dtype result_type(std::span<const Operand> operands);
 // Two dtypes (both strong).
-Dtype promote_types(Dtype a, Dtype b);
+SKEIN_EXPORT Dtype promote_types(Dtype a, Dtype b);
 
 struct ElementwiseOptions {
   // The kernel's name (a C identifier), in the generated source and in error messages.
@@ -158,7 +159,7 @@ struct ElementwiseOptions {
 // whole process shares: the compiled programs are kept in a locked cache, the build count is
 // atomic, and on OpenCL the launches of one compiled kernel take turns on the host (each sets its
 // arguments on one cl_kernel). The elementwise test ThreadsShareOneKernel runs this on every backend.
-class ElementwiseKernel {
+class SKEIN_EXPORT ElementwiseKernel {
  public:
   // LogicError for a malformed parameter list, a duplicated or reserved name (i, n, and names
   // starting with `_skein`), or no output.
@@ -203,36 +204,36 @@ class ElementwiseKernel {
 // the result dtype (otherwise a new contiguous array is returned). Returned: the output.
 
 // out = a * x + y (BLAS axpy with a separate output; pass y as out to update it in place).
-Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand& y,
-           const std::optional<Array>& out = std::nullopt);
+SKEIN_EXPORT Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand& y,
+                        const std::optional<Array>& out = std::nullopt);
 // out = a * x.
-Array scale(const Queue& queue, const Operand& a, const Operand& x,
-            const std::optional<Array>& out = std::nullopt);
+SKEIN_EXPORT Array scale(const Queue& queue, const Operand& a, const Operand& x,
+                         const std::optional<Array>& out = std::nullopt);
 // Every element of `out` set to `value` (converted to out's dtype: floats truncated for integer
 // arrays, as NumPy's fill; a complex value for a real array is a LogicError). Strided views too.
-void fill(const Queue& queue, const Array& out, const Operand& value);
+SKEIN_EXPORT void fill(const Queue& queue, const Array& out, const Operand& value);
 // dst = src, converting to dst's dtype (as astype); any layouts, src broadcast to dst's shape.
-void copy(const Queue& queue, const Operand& src, const Array& dst);
+SKEIN_EXPORT void copy(const Queue& queue, const Operand& src, const Array& dst);
 // A new contiguous array of `dtype` with x's values (NumPy's astype with casting='unsafe', except
 // that complex -> real raises LogicError instead of dropping the imaginary part). Integers wrap,
 // floats are truncated toward zero when converted to integers (out of range: unspecified, as in
 // NumPy), float16/bfloat16 round to nearest even from float32 (float64 goes through float32, so
 // a value halfway between two float16 values after that first rounding can round differently
 // from NumPy's direct conversion).
-Array astype(const Queue& queue, const Array& x, Dtype dtype);
+SKEIN_EXPORT Array astype(const Queue& queue, const Array& x, Dtype dtype);
 
 enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum };
 // NumPy's ufuncs: divide is true division (integers -> float64 as NumPy); integer add, subtract
 // and multiply wrap around; maximum / minimum propagate NaN. Complex: add, subtract, multiply,
 // divide only.
-Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b,
-             const std::optional<Array>& out = std::nullopt);
+SKEIN_EXPORT Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b,
+                          const std::optional<Array>& out = std::nullopt);
 
 enum class CompareOp { equal, not_equal, less, less_equal, greater, greater_equal };
 // 1 where the comparison holds, else 0, as uint8 (Skein has no bool dtype). Inputs are compared
 // in their promoted dtype; NaN compares as in C (and NumPy). Complex: equal and not_equal only.
-Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand& b,
-              const std::optional<Array>& out = std::nullopt);
+SKEIN_EXPORT Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand& b,
+                           const std::optional<Array>& out = std::nullopt);
 
 enum class UnaryOp {
   negative, absolute, square, sqrt, exp, log, sin, cos, tanh, floor, ceil, conjugate
@@ -242,11 +243,11 @@ enum class UnaryOp {
 // too, as NumPy before 2.3 did). absolute of complex gives the real dtype (|z| without overflow);
 // complex inputs take negative, absolute, square, exp and conjugate (others: LogicError).
 // absolute and negative of the most negative integer wrap, as in NumPy.
-Array unary(const Queue& queue, UnaryOp op, const Operand& x,
-            const std::optional<Array>& out = std::nullopt);
+SKEIN_EXPORT Array unary(const Queue& queue, UnaryOp op, const Operand& x,
+                         const std::optional<Array>& out = std::nullopt);
 
-std::string_view name(BinaryOp op);
-std::string_view name(CompareOp op);
-std::string_view name(UnaryOp op);
+SKEIN_EXPORT std::string_view name(BinaryOp op);
+SKEIN_EXPORT std::string_view name(CompareOp op);
+SKEIN_EXPORT std::string_view name(UnaryOp op);
 
 }  // namespace skein

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 // Where and why a call failed. Every field is optional; the message is built from those set.
@@ -22,7 +24,7 @@ struct ErrorInfo {
 // Base class of all of Skein's exceptions.
 // Threads: an Error never changes once made, so it may be read from any number of threads at once;
 // its message takes the process's error prefix (detail::error_prefix()) when it is built.
-class Error : public std::runtime_error {
+class SKEIN_EXPORT Error : public std::runtime_error {
  public:
   explicit Error(const ErrorInfo& info);
   explicit Error(const std::string& what) : Error(ErrorInfo{.what = what}) {}
@@ -36,25 +38,25 @@ class Error : public std::runtime_error {
 };
 
 // The caller did something wrong: bad size, index, dtype, argument. Fix the calling code.
-class LogicError : public Error {
+class SKEIN_EXPORT LogicError : public Error {
  public:
   using Error::Error;
 };
 
 // The backend failed at run time for a reason outside the caller's control.
-class RuntimeError : public Error {
+class SKEIN_EXPORT RuntimeError : public Error {
  public:
   using Error::Error;
 };
 
 // A requested API (CUDA, OpenCL) is not usable on this machine.
-class ApiUnavailableError : public RuntimeError {
+class SKEIN_EXPORT ApiUnavailableError : public RuntimeError {
  public:
   using RuntimeError::RuntimeError;
 };
 
 // A device allocation failed or would not fit.
-class MemoryError : public Error {
+class SKEIN_EXPORT MemoryError : public Error {
  public:
   MemoryError(const ErrorInfo& info, std::size_t requested, std::size_t available)
       : Error(info), requested_(requested), available_(available) {}
@@ -68,13 +70,13 @@ class MemoryError : public Error {
 };
 
 // A kernel launch failed.
-class LaunchError : public Error {
+class SKEIN_EXPORT LaunchError : public Error {
  public:
   using Error::Error;
 };
 
 // Kernel source failed to compile; keeps the compiler's log and the numbered source.
-class CompileError : public Error {
+class SKEIN_EXPORT CompileError : public Error {
  public:
   CompileError(const ErrorInfo& info, std::string log, std::string source, std::string options)
       : Error(info), log_(std::move(log)), source_(std::move(source)), options_(std::move(options)) {}
@@ -89,27 +91,27 @@ class CompileError : public Error {
 };
 
 // A kernel template could not be rendered: names the template and what was missing or wrong.
-class RenderError : public LogicError {
+class SKEIN_EXPORT RenderError : public LogicError {
  public:
   using LogicError::LogicError;
 };
 
 // A collective or another blocking operation did not finish in time.
-class TimeoutError : public RuntimeError {
+class SKEIN_EXPORT TimeoutError : public RuntimeError {
  public:
   using RuntimeError::RuntimeError;
 };
 
 // A byte count as "1.5 GiB (1610612736 bytes)", for messages.
-std::string format_bytes(std::size_t bytes);
+SKEIN_EXPORT std::string format_bytes(std::size_t bytes);
 
 namespace detail {
 // A prefix added to every message of this process ("rank 3: "), set by the MPI runtime. Safe to
 // call from any thread (a copy is returned: another thread may set it meanwhile).
 // Threads: both take one process-wide mutex, so any threads may call them at once; the prefix is
 // the process's, not the thread's (a Runtime sets it and puts the previous one back when it goes).
-void set_error_prefix(std::string prefix);
-std::string error_prefix();
+SKEIN_EXPORT void set_error_prefix(std::string prefix);
+SKEIN_EXPORT std::string error_prefix();
 }  // namespace detail
 
 }  // namespace skein

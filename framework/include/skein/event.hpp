@@ -3,6 +3,8 @@
 
 #include <memory>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 namespace detail {
@@ -12,7 +14,7 @@ class EventAdapter;
 // A cheap handle: copies are the same event.
 // Threads: an Event and its copies may be waited for, queried and timed from any number of threads
 // at once (the backends' event calls are thread-safe, and the CUDA backend's event pool is locked).
-class Event {
+class SKEIN_EXPORT Event {
  public:
   Event() = default;
   explicit Event(std::shared_ptr<detail::EventAdapter> adapter) : adapter_(std::move(adapter)) {}

@@ -7,7 +7,9 @@
 // defined in the headers need no mark), and the functions of the internal interfaces that another
 // Skein library or the tests call (framework/internal/, collectives/comm/internal/). Exception
 // classes and classes with virtual functions must be marked when they cross a library: their
-// typeinfo is what `catch` and dynamic_cast compare.
+// typeinfo is what `catch` and dynamic_cast compare. A static variable of an inline function in
+// a header that several libraries include is one per library, not one per process: process-wide
+// state lives in one library behind an exported function.
 //
 // ELF only (Linux, GCC and Clang): this is `__attribute__((visibility("default")))`. Skein does
 // not build DLLs; on a compiler without the attribute the macro is empty.

@@ -19,13 +19,14 @@
 #include <vector>
 
 #include "skein/dtype.hpp"
+#include "skein/export.hpp"
 #include "skein/template.hpp"
 
 namespace skein {
 
 // NumPy's promotion of dtypes (int32 + float32 -> float64, complex64 + float64 -> complex128,
 // int64 + uint64 -> float64). Throws LogicError for an empty list, float16 or bfloat16.
-Dtype result_type(std::span<const Dtype> dtypes);
+SKEIN_EXPORT Dtype result_type(std::span<const Dtype> dtypes);
 inline Dtype result_type(std::initializer_list<Dtype> dtypes) {
   return result_type(std::span<const Dtype>(dtypes.begin(), dtypes.size()));
 }
@@ -33,17 +34,17 @@ inline Dtype result_type(std::initializer_list<Dtype> dtypes) {
 namespace functions {
 
 // out f(in0 a0, in1 a1, ...): the sum / product of one or more values.
-Module add(std::vector<Dtype> in, std::optional<Dtype> out = std::nullopt);
-Module mul(std::vector<Dtype> in, std::optional<Dtype> out = std::nullopt);
+SKEIN_EXPORT Module add(std::vector<Dtype> in, std::optional<Dtype> out = std::nullopt);
+SKEIN_EXPORT Module mul(std::vector<Dtype> in, std::optional<Dtype> out = std::nullopt);
 
 // out f(dividend a, divisor b): a / b. Integers divide like C (truncating).
-Module div(Dtype dividend, Dtype divisor, std::optional<Dtype> out = std::nullopt);
+SKEIN_EXPORT Module div(Dtype dividend, Dtype divisor, std::optional<Dtype> out = std::nullopt);
 
 // dtype f(dtype a): the complex conjugate; a real value unchanged.
-Module conj(Dtype dtype);
+SKEIN_EXPORT Module conj(Dtype dtype);
 
 // dtype f(dtype a): e^a, for a float or complex dtype.
-Module exp(Dtype dtype);
+SKEIN_EXPORT Module exp(Dtype dtype);
 
 // out f(base a, exponent n): a^n. `exponent` defaults to `base` (to its real part type for a
 // complex base) and `out` to `base`; the base is converted to `out` first. An integer exponent
@@ -51,20 +52,20 @@ Module exp(Dtype dtype);
 // and complex, and for integers 0 unless a is 1 or -1); a float exponent uses pow (or polar form
 // for a complex base). Complex exponents are not supported; a float exponent with an integer
 // `out` throws LogicError.
-Module pow(Dtype base, std::optional<Dtype> exponent = std::nullopt,
-           std::optional<Dtype> out = std::nullopt);
+SKEIN_EXPORT Module pow(Dtype base, std::optional<Dtype> exponent = std::nullopt,
+                        std::optional<Dtype> out = std::nullopt);
 
 // complex f(float rho, float theta): rho * e^(i theta), complex of the float's precision.
-Module polar(Dtype dtype);
+SKEIN_EXPORT Module polar(Dtype dtype);
 // complex f(float theta): e^(i theta) = (cos theta, sin theta).
-Module polar_unit(Dtype dtype);
+SKEIN_EXPORT Module polar_unit(Dtype dtype);
 
 // f(a): |a|^2 (re^2 + im^2 as the real part type for complex, a * a for reals).
-Module norm(Dtype dtype);
+SKEIN_EXPORT Module norm(Dtype dtype);
 
 // to f(from a): the value converted; real -> complex sets a zero imaginary part, float16 and
 // bfloat16 convert through float32. complex -> real throws LogicError (take .re explicitly).
-Module cast(Dtype from, Dtype to);
+SKEIN_EXPORT Module cast(Dtype from, Dtype to);
 
 }  // namespace functions
 }  // namespace skein

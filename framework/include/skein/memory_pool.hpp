@@ -35,6 +35,7 @@
 #include "skein/array.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
+#include "skein/export.hpp"
 
 namespace skein {
 
@@ -60,7 +61,7 @@ using HostAllocator = std::function<HostBuffer(std::size_t nbytes)>;
 // blocks from one queue's work to another's, which the pools' reuse rule does not order:
 // synchronize before a block's last handle goes, or give each queue its own pool (as
 // temporaries_pool() does).
-class DeviceMemoryPool {
+class SKEIN_EXPORT DeviceMemoryPool {
  public:
   // `base` makes the pool's blocks (default: Buffer::allocate in `context`); it must return a
   // buffer of the context, on the requested device, of at least the requested size.
@@ -103,7 +104,7 @@ class DeviceMemoryPool {
 // Threads: as DeviceMemoryPool: every call may be made from several threads at once (one mutex;
 // the base allocator must be thread-safe), and the pools' rule for asynchronous transfers holds
 // whichever thread takes the block next.
-class PageLockedMemoryPool {
+class SKEIN_EXPORT PageLockedMemoryPool {
  public:
   // `base` makes the pool's blocks (default: HostBuffer::allocate in `context`).
   explicit PageLockedMemoryPool(const Context& context, HostAllocator base = {});
@@ -139,6 +140,6 @@ class PageLockedMemoryPool {
 // a time loop allocates nothing after its first step: statistics() shows them, free_held() gives
 // them back to the device. Pass temporaries_pool(queue).allocator() to Array::empty for
 // temporaries of your own that follow the same rule.
-DeviceMemoryPool temporaries_pool(const Queue& queue);
+SKEIN_EXPORT DeviceMemoryPool temporaries_pool(const Queue& queue);
 
 }  // namespace skein

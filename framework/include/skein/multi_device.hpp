@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 namespace detail {
-[[noreturn]] void raise_missing_device_value(std::size_t device_idx, std::size_t size);
+[[noreturn]] SKEIN_EXPORT void raise_missing_device_value(std::size_t device_idx, std::size_t size);
 }
 
 // Threads: a plain value, like std::vector: const calls from several threads at once are fine;

@@ -11,6 +11,7 @@
 
 #include "skein/device.hpp"
 #include "skein/device_parameters.hpp"
+#include "skein/export.hpp"
 
 namespace skein {
 
@@ -18,7 +19,7 @@ class Kernel;
 
 // The limits of one CUDA device that decide occupancy, and the alignments that make global memory
 // accesses coalesce. "MP" is a multiprocessor (SM), "block" a thread block (work group).
-class DeviceData {
+class SKEIN_EXPORT DeviceData {
  public:
   // The device's limits, as its backend reports them. LogicError for a device that is not a CUDA
   // device (the other backends do not report the per-multiprocessor limits).
@@ -106,14 +107,14 @@ enum class OccupancyLimit {
   smem,    // shared memory
 };
 // "device", "warps", "regs", "smem".
-std::string_view name(OccupancyLimit limit);
+SKEIN_EXPORT std::string_view name(OccupancyLimit limit);
 
 // The occupancy of a kernel launched with blocks of `threads` threads, each block using
 // `shared_mem` bytes of shared memory (static and dynamic together) and each thread `registers`
 // registers (0: not known, no limit). LogicError when one block could not run at all: no threads
 // or more than max_threads(), more registers than a thread or a block can have, more shared memory
 // than a block can have.
-struct OccupancyRecord {
+struct SKEIN_EXPORT OccupancyRecord {
   OccupancyRecord(const DeviceData& devdata, std::size_t threads, std::size_t shared_mem = 0,
                   std::size_t registers = 0);
 
@@ -130,6 +131,7 @@ struct OccupancyRecord {
 // context), from the registers and static shared memory the compiler gave it, with blocks of
 // `threads` threads. LogicError for a device that is not a CUDA device, or when the kernel cannot
 // run blocks that large.
-OccupancyRecord occupancy(const Kernel& kernel, std::size_t device_idx, std::size_t threads);
+SKEIN_EXPORT OccupancyRecord occupancy(const Kernel& kernel, std::size_t device_idx,
+                                       std::size_t threads);
 
 }  // namespace skein

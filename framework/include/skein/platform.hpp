@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "skein/api.hpp"
+#include "skein/export.hpp"
 
 namespace skein {
 
@@ -18,7 +19,7 @@ class Device;
 // One platform of an API.
 // Threads: immutable once discovered (its devices are found once, under std::call_once), so a
 // Platform and its copies may be used from any number of threads at once.
-class Platform {
+class SKEIN_EXPORT Platform {
  public:
   static std::vector<Platform> all(const Api& api);
   // Platforms whose name matches one of the include regexes (all, if none given) and none of the

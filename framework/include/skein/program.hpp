@@ -20,6 +20,7 @@
 #include "skein/context.hpp"
 #include "skein/dtype.hpp"
 #include "skein/event.hpp"
+#include "skein/export.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/queue.hpp"
 #include "skein/template.hpp"
@@ -50,7 +51,7 @@ struct KernelArg {
 }  // namespace detail
 
 // A launch size of 1 to 3 dimensions; dimension 0 is get_global_id(0) / get_local_id(0).
-class WorkSize {
+class SKEIN_EXPORT WorkSize {
  public:
   WorkSize(std::size_t x) : dims_(1), v_{x, 1, 1} {}  // NOLINT: implicit on purpose
   WorkSize(std::initializer_list<std::size_t> sizes);
@@ -129,7 +130,7 @@ class PreparedKernel;
 // other Programs compiled from the same source and options in the same context share (they share
 // the loaded module): never call it while another thread launches from, or sets, the same
 // constant.
-class Program {
+class SKEIN_EXPORT Program {
  public:
   // Compiles `source` (already rendered) for each device, or loads it from the compile cache.
   // Throws CompileError with the compiler's log, the options and the numbered source.
@@ -176,7 +177,7 @@ class Program {
 // launches of one Kernel take a lock and go one at a time on the host (the device work still
 // overlaps); for launches that never wait on each other, give each thread a Kernel of its own
 // from Program::kernel(), which makes a new cl_kernel per call.
-class Kernel {
+class SKEIN_EXPORT Kernel {
  public:
   const std::string& name() const;
   const Program& program() const;
@@ -251,7 +252,7 @@ KernelArg kernel_arg_for(const MultiDevice<T>& arg, std::size_t device_idx) {
 // Threads: as Kernel: launches may come from several threads at once (on OpenCL one at a time on
 // the host per cl_kernel, which the PreparedKernels of one Kernel share). Launches are enqueued on
 // the queue it was prepared with, whose rules apply.
-class PreparedKernel {
+class SKEIN_EXPORT PreparedKernel {
  public:
   // Enqueues the kernel on every device of the queue it was prepared with. Arguments: Buffer,
   // Array, scalars (pass explicitly typed values: std::int32_t{3}, 1.5f), or MultiDevice of

@@ -7,6 +7,7 @@
 
 #include "skein/context.hpp"
 #include "skein/event.hpp"
+#include "skein/export.hpp"
 
 namespace skein {
 
@@ -19,7 +20,7 @@ class QueueAdapter;
 // OpenCL command queues accept it, the temporaries pool is locked, and the CUDA backend's event
 // for copies between devices is made and recorded under a lock), the threads' work landing in the
 // order their calls happen: give each thread its own Queue to keep its work in its order.
-class Queue {
+class SKEIN_EXPORT Queue {
  public:
   // A queue on every device of the context.
   explicit Queue(const Context& context);

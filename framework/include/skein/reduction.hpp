@@ -59,6 +59,7 @@
 #include "skein/array.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/elementwise.hpp"
+#include "skein/export.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/queue.hpp"
 #include "skein/template.hpp"
@@ -102,7 +103,7 @@ struct ReductionNode {
 // Threads: as ElementwiseKernel: a kernel, its copies and the built-ins (sum, min, max, dot,
 // nrm2, *_kernel()), shared by the whole process, may be called from several threads at once (on
 // OpenCL the launches of one compiled kernel take turns on the host).
-class ReductionKernel {
+class SKEIN_EXPORT ReductionKernel {
  public:
   // LogicError for malformed parameters, not exactly one output, both reduce types set, or
   // reserved names (a, b, i, n, names starting with `_skein`).
@@ -174,11 +175,11 @@ class ReductionKernel {
 
 // The maximal nodes of the canonical tree inside [offset, offset + size) of [0, total), in order:
 // what records() computes on the device, for checking coverage on the host.
-std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t size,
-                                           std::uint64_t total);
+SKEIN_EXPORT std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t size,
+                                                        std::uint64_t total);
 
 namespace detail {
-[[noreturn]] void raise_not_one_element(const Array& result);
+[[noreturn]] SKEIN_EXPORT void raise_not_one_element(const Array& result);
 }
 
 // Waits for the queue's work on the array's device and returns its only element.
@@ -204,20 +205,21 @@ T reduction_value(const Array& result) {
 //       bfloat16, float32 and complex64 accumulate squares in float64 (no overflow or underflow
 //       possible, then rounded once); float64, complex128 and integers use a scaled sum (LAPACK's
 //       dnrm2: a (scale, sum of squares) pair, so no intermediate overflows or underflows).
-const ReductionKernel& sum_kernel(Dtype x);
-const ReductionKernel& min_kernel(Dtype x);
-const ReductionKernel& max_kernel(Dtype x);
-const ReductionKernel& dot_kernel(Dtype x, Dtype y);
-const ReductionKernel& nrm2_kernel(Dtype x);
+SKEIN_EXPORT const ReductionKernel& sum_kernel(Dtype x);
+SKEIN_EXPORT const ReductionKernel& min_kernel(Dtype x);
+SKEIN_EXPORT const ReductionKernel& max_kernel(Dtype x);
+SKEIN_EXPORT const ReductionKernel& dot_kernel(Dtype x, Dtype y);
+SKEIN_EXPORT const ReductionKernel& nrm2_kernel(Dtype x);
 
-Array sum(const Queue& queue, const Array& x, const ReductionArgs& args = {});
-Array min(const Queue& queue, const Array& x, const ReductionArgs& args = {});
-Array max(const Queue& queue, const Array& x, const ReductionArgs& args = {});
-Array dot(const Queue& queue, const Array& x, const Array& y, const ReductionArgs& args = {});
-Array nrm2(const Queue& queue, const Array& x, const ReductionArgs& args = {});
+SKEIN_EXPORT Array sum(const Queue& queue, const Array& x, const ReductionArgs& args = {});
+SKEIN_EXPORT Array min(const Queue& queue, const Array& x, const ReductionArgs& args = {});
+SKEIN_EXPORT Array max(const Queue& queue, const Array& x, const ReductionArgs& args = {});
+SKEIN_EXPORT Array dot(const Queue& queue, const Array& x, const Array& y,
+                       const ReductionArgs& args = {});
+SKEIN_EXPORT Array nrm2(const Queue& queue, const Array& x, const ReductionArgs& args = {});
 
 // The dtypes these return.
-Dtype sum_dtype(Dtype x);
-Dtype nrm2_dtype(Dtype x);
+SKEIN_EXPORT Dtype sum_dtype(Dtype x);
+SKEIN_EXPORT Dtype nrm2_dtype(Dtype x);
 
 }  // namespace skein

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "skein/export.hpp"
 #include "skein/program.hpp"
 
 namespace skein {
@@ -31,7 +32,7 @@ struct StaticKernelOptions {
 // Threads: launches may come from several threads at once (on OpenCL one at a time on the host,
 // since a StaticKernel and its copies share one cl_kernel; each construction gets its own).
 // Launches are enqueued on queue(), whose rules apply; set_constant_array() as Program's.
-class StaticKernel {
+class SKEIN_EXPORT StaticKernel {
  public:
   StaticKernel(const Queue& queue, std::string_view template_source, const std::string& name,
                const WorkSize& global_size, const std::optional<WorkSize>& local_size = std::nullopt,

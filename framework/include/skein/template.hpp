@@ -35,6 +35,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "skein/export.hpp"
+
 namespace skein {
 
 class Snippet;
@@ -47,7 +49,7 @@ struct RenderAccess;
 }  // namespace detail
 
 // What a placeholder can be bound to: a string, a Snippet or a Module.
-class RenderValue {
+class SKEIN_EXPORT RenderValue {
  public:
   RenderValue(std::string text);
   RenderValue(std::string_view text) : RenderValue(std::string(text)) {}
@@ -82,11 +84,11 @@ using RenderGlobals = std::map<std::string, RenderValue, std::less<>>;
 // A C literal of the exact value: the shortest decimal that reads back as the same number,
 // with an 'f' suffix for float, in parentheses when negative. Throws LogicError for infinities
 // and NaN (C has no portable literal for them).
-std::string literal(double value);
-std::string literal(float value);
+SKEIN_EXPORT std::string literal(double value);
+SKEIN_EXPORT std::string literal(float value);
 
 // A reusable parameterised piece of source, expanded where it is called.
-class Snippet {
+class SKEIN_EXPORT Snippet {
  public:
   // Builds the text from the argument strings (as many as the snippet's arity); the result is
   // then rendered as a template with the snippet's globals.
@@ -114,7 +116,7 @@ class Snippet {
 // inserted. Its code names everything it defines after the prefix, e.g.
 //   Module("WITHIN_KERNEL INLINE float ${prefix}(float x) { return x * x; }", {}, "square")
 // is used in a kernel as `${square}(v)`.
-class Module {
+class SKEIN_EXPORT Module {
  public:
   // `text` is a template in which `prefix` is bound to the module's prefix.
   explicit Module(std::string text, RenderGlobals globals = {}, std::string name = "module");
@@ -141,10 +143,10 @@ class Module {
 // then the main text. `template_name` names the source in error messages. Throws RenderError
 // for an unknown name (with the line and the names known there), a malformed or unterminated
 // placeholder, a wrong argument count, or a value used the wrong way.
-std::string render(std::string_view text, const RenderGlobals& globals = {},
-                   std::string_view template_name = "<source>");
+SKEIN_EXPORT std::string render(std::string_view text, const RenderGlobals& globals = {},
+                                std::string_view template_name = "<source>");
 
 // Renders a snippet called with `args` as the main text (for sources built as snippets).
-std::string render(const Snippet& snippet, std::span<const std::string> args = {});
+SKEIN_EXPORT std::string render(const Snippet& snippet, std::span<const std::string> args = {});
 
 }  // namespace skein

@@ -40,6 +40,7 @@
 
 #include "skein/array.hpp"
 #include "skein/buffer.hpp"
+#include "skein/export.hpp"
 #include "skein/queue.hpp"
 
 namespace skein {
@@ -48,7 +49,7 @@ namespace skein {
 // the buffers, their sub-regions, or arrays and views over them. Anything else (buffers that are
 // not virtual, of another manager, or already freed) is ignored, as in grunnur. Only the
 // identities are kept, never the buffers: dependencies do not keep memory alive.
-class VirtualDependencies {
+class SKEIN_EXPORT VirtualDependencies {
  public:
   VirtualDependencies() = default;
   VirtualDependencies(std::initializer_list<Buffer> buffers) {
@@ -96,7 +97,7 @@ struct VirtualAllocationStatistics {
 // dependencies declared, and the threads' work on its queue interleaves, so buffers that different
 // threads use at the same time must name each other as dependencies: in practice, a manager (and
 // queue) per thread.
-class VirtualManager {
+class SKEIN_EXPORT VirtualManager {
  public:
   // The queue whose order makes sharing safe (see above); virtual buffers are on its devices.
   const Queue& queue() const;
@@ -121,7 +122,7 @@ class VirtualManager {
 };
 
 // Every virtual buffer gets a real allocation of its own.
-class TrivialManager : public VirtualManager {
+class SKEIN_EXPORT TrivialManager : public VirtualManager {
  public:
   // `real_allocator` makes the real allocations (default: Buffer::allocate in the queue's
   // context), e.g. DeviceMemoryPool::allocator(). It must not allocate from this manager.
@@ -129,7 +130,7 @@ class TrivialManager : public VirtualManager {
 };
 
 // Virtual buffers without a dependency between them share real allocations, all at offset 0.
-class ZeroOffsetManager : public VirtualManager {
+class SKEIN_EXPORT ZeroOffsetManager : public VirtualManager {
  public:
   // `real_allocator`: as for TrivialManager.
   explicit ZeroOffsetManager(const Queue& queue, Allocator real_allocator = {});

@@ -12,6 +12,7 @@
 #include "skein/array.hpp"
 #include "skein/config.hpp"
 #include "skein/event.hpp"
+#include "skein/export.hpp"
 #include "skein/queue.hpp"
 #include "skein/runtime.hpp"
 
@@ -22,15 +23,15 @@ struct CommunicatorAccess;  // the collectives layer's own access to the state (
 }
 
 enum class ReduceOp { sum, prod, min, max, avg };
-std::string_view name(ReduceOp op);
+SKEIN_EXPORT std::string_view name(ReduceOp op);
 
 enum class CollectiveBackend { automatic, nccl, mpi };
-std::string_view name(CollectiveBackend backend);
+SKEIN_EXPORT std::string_view name(CollectiveBackend backend);
 
 enum class CollectiveOp {
   all_reduce, all_gather, broadcast, reduce, reduce_scatter, send, recv, barrier, all_to_all
 };
-std::string_view name(CollectiveOp op);
+SKEIN_EXPORT std::string_view name(CollectiveOp op);
 
 // Collectives over (rank, local device) members. Move-only; DistArray and ReplicatedArray share it.
 // Threads: not thread-safe, like an MPI communicator (its call state is not locked): make every
@@ -41,7 +42,7 @@ std::string_view name(CollectiveOp op);
 // NCCL backend's watchdog thread shares only locked state with the calls and makes MPI calls only
 // under MPI_THREAD_MULTIPLE (below it, the calling thread does its agreement check at the next
 // call); other Communicators may be used from other threads at once only with MPI_THREAD_MULTIPLE.
-class Communicator {
+class SKEIN_EXPORT Communicator {
  public:
   // Over all ranks of the runtime and each rank's devices (of runtime.context()).
   explicit Communicator(const Runtime& runtime,

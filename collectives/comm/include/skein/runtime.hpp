@@ -11,6 +11,7 @@
 #include "skein/api.hpp"
 #include "skein/config.hpp"
 #include "skein/context.hpp"
+#include "skein/export.hpp"
 
 #if SKEIN_HAS_MPI
 #include <mpi.h>
@@ -27,7 +28,7 @@ namespace skein {
 //   SKEIN_SHARE_DEVICES     1: ranks may share devices (otherwise two ranks never do)
 // CUDA_VISIBLE_DEVICES and Slurm's GPU binding act before Skein sees the devices: a rank that sees
 // one GPU uses it. An invalid value raises LogicError naming the variable.
-struct PlacementOptions {
+struct SKEIN_EXPORT PlacementOptions {
   std::optional<ApiId> api;
   std::optional<std::vector<std::string>> device_masks;
   std::optional<std::size_t> devices_per_rank;
@@ -53,7 +54,7 @@ struct RankPlacement {
 // threads at once. The MPI constructors and the destructor make collective MPI calls (and the
 // destructor MPI_Finalize when Skein initialised MPI, which MPI wants on the thread that
 // initialised it): construct and destroy it on one thread, the one that initialises MPI.
-class Runtime {
+class SKEIN_EXPORT Runtime {
  public:
   // Single-rank runtime without MPI (also what a build without MPI offers).
   explicit Runtime(PlacementOptions options = {});

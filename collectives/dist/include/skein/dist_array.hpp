@@ -30,6 +30,7 @@
 #include "skein/array.hpp"
 #include "skein/communicator.hpp"
 #include "skein/dtype.hpp"
+#include "skein/export.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/queue.hpp"
 
@@ -55,7 +56,7 @@ struct MemberLocation {
 };
 
 // How the global rows are shared out among the members.
-class RowSplit {
+class SKEIN_EXPORT RowSplit {
  public:
   // Equal blocks; the first (rows % members) members get one row more.
   static RowSplit even() { return RowSplit(); }
@@ -95,7 +96,7 @@ struct Halo {
 // boundaries, wrapping around; a member alone is its own neighbour). Every member with rows that
 // is some member's neighbour must own at least `halo.width` rows, since a halo is filled from one
 // neighbour only: a wider halo is a LogicError when the layout is made.
-class BlockLayout {
+class SKEIN_EXPORT BlockLayout {
  public:
   // `members_per_rank[r]`: how many members (devices) MPI rank r has; members are numbered rank
   // by rank (Communicator's order). Throws LogicError for a shape that is not 1-D or 2-D, a rank
@@ -137,7 +138,7 @@ class BlockLayout {
 
   // "8 x 3 rows over 3 members (ranks 0: 2, 1: 1) with rows [0, 3) [3, 6) [6, 8), halo 1"
   std::string describe() const;
-  friend bool operator==(const BlockLayout& a, const BlockLayout& b);
+  friend SKEIN_EXPORT bool operator==(const BlockLayout& a, const BlockLayout& b);
 
  private:
   void check_member(std::size_t member, const char* call) const;
@@ -156,7 +157,7 @@ struct CommunicatorRanks {
   std::vector<std::size_t> members_per_rank;
   int rank = 0;
 };
-CommunicatorRanks communicator_ranks(Communicator& comm);
+SKEIN_EXPORT CommunicatorRanks communicator_ranks(Communicator& comm);
 
 // One local member's block of a DistArray.
 struct LocalBlock {
@@ -179,7 +180,7 @@ struct LocalBlock {
 // only enqueue on queue() and may come from any thread under the Queue's rules. The communicator
 // ends, with MPI calls, on the thread that drops its last handle (the Communicator or the last
 // array over it).
-class DistArray {
+class SKEIN_EXPORT DistArray {
  public:
   // Collective: every rank passes the same layout and dtype (checked: a mismatch raises
   // LogicError on every rank). The layout must describe `comm`'s members. `queue` must be over
@@ -302,7 +303,7 @@ class DistArray {
 // communicator, which moving or destroying the Communicator object does not end.
 // Threads: as DistArray: collective calls under the communicator's rules, one thread at a time;
 // set(), get() and get_bytes() from any thread under the Queue's rules.
-class ReplicatedArray {
+class SKEIN_EXPORT ReplicatedArray {
  public:
   // Collective: every rank passes the same shape and dtype (checked). Contents start as zeros.
   ReplicatedArray(Communicator& comm, Shape shape, Dtype dtype);

@@ -33,13 +33,14 @@
 #include "skein/communicator.hpp"
 #include "skein/dist_array.hpp"
 #include "skein/elementwise.hpp"
+#include "skein/export.hpp"
 #include "skein/reduction.hpp"
 
 namespace skein::dist {
 
 // An operand of a distributed elementwise kernel: a distributed array (its local blocks are
 // used) or a scalar (broadcast to every element).
-class DistOperand {
+class SKEIN_EXPORT DistOperand {
  public:
   DistOperand(const DistArray& array) : array_(&array) {}  // NOLINT: implicit on purpose
   DistOperand(Operand scalar);                            // NOLINT: scalars only
@@ -57,16 +58,17 @@ class DistOperand {
 
 // Runs `kernel` on every local block. Arguments in the kernel's order (inputs, then outputs);
 // every distributed argument must have the same layout (and so the same rows on every device).
-void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> args);
+SKEIN_EXPORT void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> args);
 inline void elementwise(const ElementwiseKernel& kernel, std::initializer_list<DistOperand> args) {
   elementwise(kernel, std::span<const DistOperand>(args.begin(), args.size()));
 }
 
 // out = a * x + y, out = a * x, out = value, out = x (built-ins of elementwise.hpp, per block).
-void axpy(const Operand& a, const DistArray& x, const DistArray& y, const DistArray& out);
-void scale(const Operand& a, const DistArray& x, const DistArray& out);
-void fill(const DistArray& out, const Operand& value);
-void copy(const DistArray& src, const DistArray& dst);
+SKEIN_EXPORT void axpy(const Operand& a, const DistArray& x, const DistArray& y,
+                       const DistArray& out);
+SKEIN_EXPORT void scale(const Operand& a, const DistArray& x, const DistArray& out);
+SKEIN_EXPORT void fill(const DistArray& out, const Operand& value);
+SKEIN_EXPORT void copy(const DistArray& src, const DistArray& dst);
 
 struct DistReductionOptions {
   // The canonical pairwise tree over global indices: bit-identical for any number of devices
@@ -77,38 +79,40 @@ struct DistReductionOptions {
 // Whole-array reductions of a ReductionKernel with one input: the result (dtype of the kernel's
 // output) as a one-element Array on each local device, equal on every member. The reduce
 // operation across members is `across` (sum for sums and dots, min, max).
-std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, ReduceOp across,
-                          const DistReductionOptions& options = {});
+SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x,
+                                       ReduceOp across, const DistReductionOptions& options = {});
 
 // Built-ins, returned to the host on every rank (as double; integers are exact up to 2^53).
-double sum(const DistArray& x, const DistReductionOptions& options = {});
-double min(const DistArray& x, const DistReductionOptions& options = {});
-double max(const DistArray& x, const DistReductionOptions& options = {});
-double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& options = {});
-double nrm2(const DistArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double sum(const DistArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double min(const DistArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double max(const DistArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double dot(const DistArray& x, const DistArray& y,
+                        const DistReductionOptions& options = {});
+SKEIN_EXPORT double nrm2(const DistArray& x, const DistReductionOptions& options = {});
 
 // Per-axis sums of a 2-D distributed array: axis 1 (one value per row) into `out`, a 1-D array
 // with the same row layout; axis 0 (one value per column) into every device's copy of `out`.
-void sum_rows(const DistArray& x, const DistArray& out);
-void sum_columns(const DistArray& x, const ReplicatedArray& out);
+SKEIN_EXPORT void sum_rows(const DistArray& x, const DistArray& out);
+SKEIN_EXPORT void sum_columns(const DistArray& x, const ReplicatedArray& out);
 
 // BLAS (blas.hpp) on distributed arrays.
-double blas_dot(const DistArray& x, const DistArray& y);
-double blas_nrm2(const DistArray& x);
+SKEIN_EXPORT double blas_dot(const DistArray& x, const DistArray& y);
+SKEIN_EXPORT double blas_nrm2(const DistArray& x);
 // y = alpha * A @ x + beta * y: A (m x n) and y (m) split by rows with the same row layout,
 // x (n) on every device.
-void gemv(double alpha, const DistArray& a, const ReplicatedArray& x, double beta,
-          const DistArray& y);
-void gemv(double alpha, const DistArray& a, const DistArray& x, double beta, const DistArray& y);
+SKEIN_EXPORT void gemv(double alpha, const DistArray& a, const ReplicatedArray& x, double beta,
+                       const DistArray& y);
+SKEIN_EXPORT void gemv(double alpha, const DistArray& a, const DistArray& x, double beta,
+                       const DistArray& y);
 // C = alpha * A @ B + beta * C: A (m x k) and C (m x n) split by rows with the same row layout,
 // B (k x n) on every device.
-void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double beta,
-          const DistArray& c, const blas::GemmOptions& options = {});
-void gemm(double alpha, const DistArray& a, const DistArray& b, double beta, const DistArray& c,
-          const blas::GemmOptions& options = {});
+SKEIN_EXPORT void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double beta,
+                       const DistArray& c, const blas::GemmOptions& options = {});
+SKEIN_EXPORT void gemm(double alpha, const DistArray& a, const DistArray& b, double beta,
+                       const DistArray& c, const blas::GemmOptions& options = {});
 
 // A distributed array all_gathered onto every device (device to device, through the
 // Communicator).
-ReplicatedArray replicate(const DistArray& x);
+SKEIN_EXPORT ReplicatedArray replicate(const DistArray& x);
 
 }  // namespace skein::dist

@@ -58,6 +58,7 @@
 #include "skein/config.hpp"
 #include "skein/dist_array.hpp"
 #include "skein/error.hpp"
+#include "skein/export.hpp"
 #include "skein/hdf5.hpp"
 
 #if SKEIN_HAS_MPI
@@ -69,7 +70,7 @@ namespace skein {
 // A checkpoint that cannot be used: its file does not match its completion marker (truncated,
 // changed or damaged after it was written), the file is missing, or the marker is unreadable. The
 // message names the files and what did not match.
-class CheckpointError : public RuntimeError {
+class SKEIN_EXPORT CheckpointError : public RuntimeError {
  public:
   using RuntimeError::RuntimeError;
 };
@@ -109,7 +110,7 @@ enum class CheckpointStage {
   renamed,  // the file is synced and has its final name, but there is no marker yet
   marked,   // the marker is written (the checkpoint is complete), older ones not yet pruned
 };
-std::string_view name(CheckpointStage stage);
+SKEIN_EXPORT std::string_view name(CheckpointStage stage);
 
 enum class OnCorrupt {
   refuse,     // latest_complete() raises CheckpointError
@@ -133,7 +134,7 @@ struct CheckpointOptions {
 // Threads: as hdf5::File, which it uses: one thread at a time per manager (its state is not
 // locked), no other HDF5 use at the same time unless HDF5 is built thread-safe, and its creation
 // over a Communicator is a call on that Communicator; after_stage runs on the thread calling write().
-class CheckpointManager {
+class SKEIN_EXPORT CheckpointManager {
  public:
   // Collective: over the ranks of `comm` (the arrays' communicator) or an MPI communicator that
   // has the arrays' ranks in the same order. Rank 0 creates the directory if needed.

@@ -83,6 +83,7 @@
 #include "skein/config.hpp"
 #include "skein/dist_array.hpp"
 #include "skein/dtype.hpp"
+#include "skein/export.hpp"
 
 #if SKEIN_HAS_MPI
 #include <mpi.h>
@@ -99,10 +100,10 @@ namespace hdf5 {
 inline constexpr std::int64_t format_version = 1;
 
 // Whether this build of Skein has HDF5 at all, and with MPI-IO.
-bool available();
-bool parallel_available();
+SKEIN_EXPORT bool available();
+SKEIN_EXPORT bool parallel_available();
 // "HDF5 1.10.8 (parallel, MPI-IO)" or why there is none.
-std::string library_description();
+SKEIN_EXPORT std::string library_description();
 
 // Attribute values: what HDF5 tools show as a scalar or a 1-D array of integers or floats, or a
 // string (stored as variable-length UTF-8, which h5py reads as str).
@@ -110,7 +111,7 @@ using AttributeValue = std::variant<std::int64_t, double, std::string, std::vect
                                     std::vector<double>>;
 using Attributes = std::map<std::string, AttributeValue>;
 // "42", "0.5", "\"text\"", "[1, 2, 3]", for messages and logs.
-std::string to_string(const AttributeValue& value);
+SKEIN_EXPORT std::string to_string(const AttributeValue& value);
 
 enum class Access { read_only, read_write };
 
@@ -147,7 +148,7 @@ struct WriteOptions {
 };
 
 // What a dataset holds, from the file.
-struct DatasetInfo {
+struct SKEIN_EXPORT DatasetInfo {
   std::string name;
   Shape shape;
   Dtype dtype = Dtype::uint8;
@@ -169,7 +170,7 @@ struct DatasetInfo {
 // Skein takes no lock around HDF5, which is thread-safe only when built so, so unless yours is,
 // no two threads may be in HDF5 at once: not two Files, a File and a CheckpointManager, or a File
 // and the application's own HDF5 calls (Skein also switches HDF5's error printing during a call).
-class File {
+class SKEIN_EXPORT File {
  public:
   // Collective. Creates the file (replacing an existing one) and writes the root attributes
   // skein_version and skein_format_version. Over the ranks of `comm` (the ranks of the arrays

@@ -15,6 +15,7 @@
 
 #include "skein/api.hpp"
 #include "skein/device_parameters.hpp"
+#include "skein/export.hpp"
 #include "skein/program.hpp"
 
 namespace skein::detail {
@@ -23,7 +24,7 @@ class PlatformAdapter;
 class DeviceAdapter;
 class ContextAdapter;
 
-class ApiAdapter {
+class SKEIN_EXPORT ApiAdapter {
  public:
   virtual ~ApiAdapter() = default;
   virtual ApiId id() const = 0;
@@ -35,7 +36,7 @@ class ApiAdapter {
   virtual const std::vector<std::shared_ptr<PlatformAdapter>>& platforms() = 0;
 };
 
-class PlatformAdapter {
+class SKEIN_EXPORT PlatformAdapter {
  public:
   virtual ~PlatformAdapter() = default;
   virtual std::shared_ptr<ApiAdapter> api() const = 0;
@@ -46,7 +47,7 @@ class PlatformAdapter {
   virtual const std::vector<std::shared_ptr<DeviceAdapter>>& devices() = 0;
 };
 
-class DeviceAdapter {
+class SKEIN_EXPORT DeviceAdapter {
  public:
   virtual ~DeviceAdapter() = default;
   virtual std::shared_ptr<PlatformAdapter> platform() const = 0;
@@ -56,7 +57,7 @@ class DeviceAdapter {
   virtual std::uintptr_t native() const = 0;
 };
 
-class EventAdapter {
+class SKEIN_EXPORT EventAdapter {
  public:
   virtual ~EventAdapter() = default;
   virtual void wait() = 0;
@@ -66,7 +67,7 @@ class EventAdapter {
 };
 
 // One allocation on one device of a context.
-class BufferAdapter {
+class SKEIN_EXPORT BufferAdapter {
  public:
   virtual ~BufferAdapter() = default;
   virtual std::size_t size() const = 0;
@@ -76,7 +77,7 @@ class BufferAdapter {
 };
 
 // Page-locked host memory usable for asynchronous transfers with every device of the context.
-class HostBufferAdapter {
+class SKEIN_EXPORT HostBufferAdapter {
  public:
   virtual ~HostBufferAdapter() = default;
   virtual std::byte* data() const = 0;
@@ -84,7 +85,7 @@ class HostBufferAdapter {
 };
 
 // The queue of one device (a CUDA stream or an OpenCL command queue). In-order.
-class QueueAdapter {
+class SKEIN_EXPORT QueueAdapter {
  public:
   virtual ~QueueAdapter() = default;
   virtual std::size_t device_idx() const = 0;
@@ -123,7 +124,7 @@ struct ParamInfo {
   std::size_t size = 0;  // 0 when unknown
 };
 
-class KernelAdapter {
+class SKEIN_EXPORT KernelAdapter {
  public:
   virtual ~KernelAdapter() = default;
   virtual const KernelAttributes& attributes() const = 0;
@@ -138,7 +139,7 @@ class KernelAdapter {
 };
 
 // A program loaded on one device.
-class ProgramAdapter {
+class SKEIN_EXPORT ProgramAdapter {
  public:
   virtual ~ProgramAdapter() = default;
   // Throws LogicError naming the kernels the program has when there is no such kernel.
@@ -154,7 +155,7 @@ struct CompiledBinary {
   std::string log;  // warnings, when the compiler gave any
 };
 
-class ContextAdapter {
+class SKEIN_EXPORT ContextAdapter {
  public:
   virtual ~ContextAdapter() = default;
   virtual const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const = 0;

@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "skein/export.hpp"
+
 namespace skein::detail {
 
-class CompileCache {
+class SKEIN_EXPORT CompileCache {
  public:
   // The process-wide cache, configured from the environment on first use:
   //   SKEIN_DISABLE_CACHE  "1"/"true"/"yes" disables, "0"/"false"/"no"/"" enables (case-insensitive);

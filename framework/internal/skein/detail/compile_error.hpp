@@ -5,13 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "skein/export.hpp"
+
 namespace skein::detail {
 
 // `full_source` is what the compiler saw; its user part starts after the `#line 1 "<name>"`
 // directive Program adds, and the compiler's line numbers count from there.
-[[noreturn]] void raise_compile_error(const std::string& call, const std::string& device,
-                                      const std::string& name, const std::string& raw_log,
-                                      const std::string& full_source,
-                                      const std::vector<std::string>& options);
+[[noreturn]] SKEIN_EXPORT void raise_compile_error(const std::string& call,
+                                                   const std::string& device,
+                                                   const std::string& name,
+                                                   const std::string& raw_log,
+                                                   const std::string& full_source,
+                                                   const std::vector<std::string>& options);
 
 }  // namespace skein::detail

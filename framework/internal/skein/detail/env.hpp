@@ -16,32 +16,35 @@
 #include <fmt/format.h>
 
 #include "skein/detail/errors.hpp"
+#include "skein/export.hpp"
 
 namespace skein::detail {
 
 // The variable's value; nullopt when unset or empty.
-std::optional<std::string> env_value(const char* name);
+SKEIN_EXPORT std::optional<std::string> env_value(const char* name);
 
 // Throws LogicError: "NAME='value' is not valid[: why]; it takes ACCEPTED", from `call`, at the
 // place in Skein's source that read the variable (`where`, the caller's by default).
 using Where = std::source_location;
-[[noreturn]] void bad_env(const char* name, const std::string& value, std::string_view accepted,
-                          std::string_view call, std::string_view why = {},
-                          Where where = Where::current());
+[[noreturn]] SKEIN_EXPORT void bad_env(const char* name, const std::string& value,
+                                       std::string_view accepted, std::string_view call,
+                                       std::string_view why = {}, Where where = Where::current());
 
 // A yes/no switch: 1, true, yes or on; 0, false, no or off (any case). `meaning` says what 1 does.
-std::optional<bool> parse_env_flag(const char* name, const std::optional<std::string>& value,
-                                   std::string_view call, std::string_view meaning,
-                                   Where where = Where::current());
+SKEIN_EXPORT std::optional<bool> parse_env_flag(const char* name,
+                                                const std::optional<std::string>& value,
+                                                std::string_view call, std::string_view meaning,
+                                                Where where = Where::current());
 inline bool env_flag(const char* name, bool fallback, std::string_view call, std::string_view meaning,
                      Where where = Where::current()) {
   return parse_env_flag(name, env_value(name), call, meaning, where).value_or(fallback);
 }
 
 // A number of seconds: finite and >= 0 (`zero` says what 0 means, e.g. "waits forever").
-std::optional<double> parse_env_seconds(const char* name, const std::optional<std::string>& value,
-                                        std::string_view call, std::string_view zero,
-                                        Where where = Where::current());
+SKEIN_EXPORT std::optional<double> parse_env_seconds(const char* name,
+                                                     const std::optional<std::string>& value,
+                                                     std::string_view call, std::string_view zero,
+                                                     Where where = Where::current());
 inline double env_seconds(const char* name, double fallback, std::string_view call, std::string_view zero,
                           Where where = Where::current()) {
   return parse_env_seconds(name, env_value(name), call, zero, where).value_or(fallback);

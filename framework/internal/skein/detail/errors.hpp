@@ -7,12 +7,13 @@
 #include <utility>
 
 #include "skein/error.hpp"
+#include "skein/export.hpp"
 
 #define SKEIN_HERE (::skein::detail::source_location(__FILE__, __LINE__))
 
 namespace skein::detail {
 
-std::string source_location(const char* file, int line);
+SKEIN_EXPORT std::string source_location(const char* file, int line);
 
 template <class E = LogicError>
 [[noreturn]] void raise(ErrorInfo info) {

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "skein/detail/adapter.hpp"
 #include "skein/context.hpp"
+#include "skein/detail/adapter.hpp"
+#include "skein/export.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/queue.hpp"
 
@@ -48,7 +49,8 @@ namespace detail {
 // A Context over a backend context adapter (its devices come from the adapter).
 Context wrap_context(std::shared_ptr<ContextAdapter> adapter);
 // Throws LogicError when device_idx is not a device of the context.
-void check_device_idx(const Context& context, std::size_t device_idx, const char* call);
+SKEIN_EXPORT void check_device_idx(const Context& context, std::size_t device_idx,
+                                   const char* call);
 }  // namespace detail
 
 }  // namespace skein

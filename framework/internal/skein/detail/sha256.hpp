@@ -10,13 +10,15 @@
 #include <string>
 #include <string_view>
 
+#include "skein/export.hpp"
+
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of Skein's headers
 
 namespace skein::detail {
 
 // Incremental hashing, for data that arrives in pieces (the cache key's length-prefixed parts, a
 // file read in blocks). Not copyable; movable.
-class Sha256 {
+class SKEIN_EXPORT Sha256 {
  public:
   Sha256();
   ~Sha256();
@@ -35,10 +37,10 @@ class Sha256 {
   std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
-std::array<std::uint8_t, 32> sha256(std::span<const std::byte> data);
+SKEIN_EXPORT std::array<std::uint8_t, 32> sha256(std::span<const std::byte> data);
 // Lower-case hex of the digest of `text`.
-std::string sha256_hex(std::string_view text);
+SKEIN_EXPORT std::string sha256_hex(std::string_view text);
 // Lower-case hex of any digest.
-std::string to_hex(std::span<const std::uint8_t> bytes);
+SKEIN_EXPORT std::string to_hex(std::span<const std::uint8_t> bytes);
 
 }  // namespace skein::detail

@@ -19,6 +19,7 @@
 #pragma once
 
 #include "skein/config.hpp"
+#include "skein/export.hpp"
 
 #include <cstdint>
 #include <string>
@@ -36,11 +37,11 @@ constexpr std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) {
 inline constexpr std::uint64_t kHashSeed = 0x5ce1'a5ce'1a5c'e1a5ULL;
 
 // The agreement hash of a text: its bytes eight at a time through hash_mix, then its length.
-std::uint64_t agreement_hash(std::string_view text);
+SKEIN_EXPORT std::uint64_t agreement_hash(std::string_view text);
 
 // SKEIN_COLLECTIVE_TIMEOUT in seconds (default 300; 0: wait forever), read through the one
 // environment reader; a bad value raises LogicError naming `call`.
-double collective_timeout(const char* call);
+SKEIN_EXPORT double collective_timeout(const char* call);
 
 }  // namespace skein::detail
 
@@ -60,24 +61,26 @@ double collective_timeout(const char* call);
 namespace skein::detail {
 
 // The deadline `seconds` from now (time_point::max() for 0: no deadline).
-CollectiveClock::time_point deadline_after(double seconds);
+SKEIN_EXPORT CollectiveClock::time_point deadline_after(double seconds);
 
 // A duplicate of `parent` by MPI_Comm_idup, waited on until `deadline`, with MPI_ERRORS_RETURN.
 // A rank that never arrives: TimeoutError naming `call` and `step` with `hint`; MPI writes the
 // handle when the duplication completes, so it lives on the heap until exit then.
-MPI_Comm duplicate_comm(MPI_Comm parent, CollectiveClock::time_point deadline, double timeout_s,
-                        const std::string& call, const std::string& step, const std::string& hint);
+SKEIN_EXPORT MPI_Comm duplicate_comm(MPI_Comm parent, CollectiveClock::time_point deadline,
+                                     double timeout_s, const std::string& call,
+                                     const std::string& step, const std::string& hint);
 
 // Waits for `request` until `deadline`. On a timeout: the request is abandoned, `keep` (what MPI
 // may still read or write) is kept until exit, and TimeoutError says "<call>: <step> did not
 // complete within SKEIN_COLLECTIVE_TIMEOUT=<t> s" with `hint`.
-void wait_or_abandon(MPI_Request& request, CollectiveClock::time_point deadline, double timeout_s,
-                     const std::string& call, const std::string& step, std::shared_ptr<void> keep,
-                     const std::string& hint);
+SKEIN_EXPORT void wait_or_abandon(MPI_Request& request, CollectiveClock::time_point deadline,
+                                  double timeout_s, const std::string& call,
+                                  const std::string& step, std::shared_ptr<void> keep,
+                                  const std::string& hint);
 
 // The ranks of one Skein object (an HDF5 file, a checkpoint directory) agreeing on its own
 // duplicate of the caller's communicator. Not thread-safe: one thread per object, as for MPI.
-class Agreement {
+class SKEIN_EXPORT Agreement {
  public:
   Agreement() = default;
   // Duplicates `parent` (under the deadline). `subject` names the object in messages ("HDF5 file

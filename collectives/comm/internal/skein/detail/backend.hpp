@@ -13,6 +13,7 @@
 
 #include "skein/communicator.hpp"
 #include "skein/dtype.hpp"
+#include "skein/export.hpp"
 
 #if SKEIN_HAS_MPI
 #include <mpi.h>
@@ -130,7 +131,7 @@ class CollectiveBackendAdapter {
 // whatever the backend, so that the path NCCL takes runs where there is no GPU. Call it right
 // after construction. by_watchdog=false: the calling thread compares them at the next call, as
 // below MPI_THREAD_MULTIPLE.
-void compare_alongside_for_testing(Communicator& comm, bool by_watchdog = true);
+SKEIN_EXPORT void compare_alongside_for_testing(Communicator& comm, bool by_watchdog = true);
 
 // The collectives layer's access to a Communicator's state (Communicator::Impl is not public).
 struct CommunicatorAccess {

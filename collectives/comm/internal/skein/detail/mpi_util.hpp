@@ -29,6 +29,7 @@
 
 #include "skein/detail/backend.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/export.hpp"
 
 namespace skein::detail {
 
@@ -112,13 +113,12 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
 
 // Keeps `value` alive until the process ends. For buffers that MPI may still read or write after
 // Skein gave up on an operation (MPI cannot cancel collectives): they stay reachable, so that
-// nothing is freed under MPI and leak checkers see them as kept, not lost.
+// nothing is freed under MPI and leak checkers see them as kept, not lost. The store is one per
+// process (agreement.cpp), whichever of Skein's libraries keeps something.
+SKEIN_EXPORT void keep_until_exit_erased(std::shared_ptr<void> value);
 template <class T>
 void keep_until_exit(T&& value) {
-  static auto* kept = new std::vector<std::shared_ptr<void>>;
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  kept->push_back(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
+  keep_until_exit_erased(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
 }
 
 // MPI requests that Skein gave up on after a timeout or a failure (MPI cannot cancel collectives,
@@ -129,10 +129,9 @@ struct AbandonedRequests {
   std::mutex mutex;
   std::vector<std::pair<MPI_Request, std::string>> requests;
 };
-inline AbandonedRequests& abandoned_requests() {
-  static auto* registry = new AbandonedRequests;  // never destroyed: used at exit
-  return *registry;
-}
+// The process's one registry (agreement.cpp; an inline function's static would be one per
+// library, since Skein's libraries hide their symbols).
+SKEIN_EXPORT AbandonedRequests& abandoned_requests();
 inline void abandon(MPI_Request request, std::string what) {
   if (request == MPI_REQUEST_NULL) return;
   auto& a = abandoned_requests();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "skein/export.hpp"
 #include "skein/runtime.hpp"
 
 namespace skein::detail {
@@ -31,17 +32,18 @@ struct PlacementRequest {
 //   device_index i:     the rank's devices start at i (k of them, default 1), i+k <= N;
 //   one candidate:      a rank that sees exactly one device (CUDA_VISIBLE_DEVICES or Slurm gave
 //                       each rank its own) uses it, whatever the number of ranks.
-std::vector<std::size_t> choose_devices(const PlacementRequest& request,
-                                        const PlacementOptions& options);
+SKEIN_EXPORT std::vector<std::size_t> choose_devices(const PlacementRequest& request,
+                                                     const PlacementOptions& options);
 
 // A device as the duplicate check sees it: the same physical device gets the same key on every
 // rank of one host (its PCI bus id where known, else host:api:platform:index).
-std::string device_key(const std::string& host, const std::optional<std::string>& pci_bus_id,
-                       ApiId api, std::size_t platform_idx, std::size_t device_idx);
+SKEIN_EXPORT std::string device_key(const std::string& host,
+                                    const std::optional<std::string>& pci_bus_id, ApiId api,
+                                    std::size_t platform_idx, std::size_t device_idx);
 
 // Ranks of one host that use one device: "device D on host H is used by ranks 0, 2" lines
 // (empty when there are none). `placement` is every rank's, in rank order.
-std::vector<std::string> shared_devices(const std::vector<RankPlacement>& placement);
+SKEIN_EXPORT std::vector<std::string> shared_devices(const std::vector<RankPlacement>& placement);
 
 
 }  // namespace skein::detail

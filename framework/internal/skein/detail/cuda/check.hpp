@@ -11,6 +11,7 @@
 
 #include "skein/detail/cuda/driver.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/export.hpp"
 
 namespace skein::detail {
 
@@ -22,9 +23,10 @@ std::string cuda_error_description(CUresult result);
 // Throws the Skein error that matches `result`: MemoryError for out-of-memory (with `requested`
 // and `available` bytes when the caller knows them), LaunchError for faults of a running kernel,
 // LogicError for invalid arguments and handles, RuntimeError otherwise.
-[[noreturn]] void throw_cuda_error(CUresult result, const char* call, std::string device,
-                                   std::string location, std::size_t requested = 0,
-                                   std::size_t available = 0);
+[[noreturn]] SKEIN_EXPORT void throw_cuda_error(CUresult result, const char* call,
+                                                std::string device, std::string location,
+                                                std::size_t requested = 0,
+                                                std::size_t available = 0);
 
 [[noreturn]] void throw_nvrtc_error(nvrtcResult result, const char* call, std::string device,
                                     std::string location);

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "skein/export.hpp"
+
 namespace skein::detail {
 
 // Every driver function Skein calls. cuda.h maps most names to versioned entry points
@@ -83,7 +85,7 @@ const CudaDriver& cuda_driver_checked();
 
 // The loaded driver, without the check: only for code that runs after availability was
 // established (adapters exist only then), which keeps the hot path to one pointer load.
-const CudaDriver& cu();
+SKEIN_EXPORT const CudaDriver& cu();
 
 // "13.0" from 13000.
 std::string cuda_version_string(int version);
