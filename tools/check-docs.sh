@@ -16,8 +16,8 @@
 #
 # "Reads" means, with the names spelt out in the source:
 #   - C++ (framework/, collectives/, apps/, tests/): getenv("NAME"), Skein's env("NAME") helper
-#     (collectives/comm/src/placement.cpp), and the OpenCL ICD loader's variables that Skein saves and
-#     restores (Saved entries, framework/opencl/driver.hpp);
+#     (collectives/comm/src/placement.cpp), and the OpenCL ICD loader's variables that Skein saves
+#     and restores (Saved entries, framework/opencl/driver.hpp);
 #   - scripts (tools/*.sh, slurm/*.sbatch, .ci/run): ${NAME:-default} / ${NAME-default}, the
 #     variables a user sets to change what the script does, and every $SLURM_* a batch script reads.
 # A variable read through a name built at run time cannot be found this way: add it to the table
