@@ -6,6 +6,7 @@
 
 #include "adapters.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/cuda.hpp"
@@ -215,7 +216,7 @@ std::uintptr_t CudaContextAdapter::native(std::size_t device_idx) const {
 // --- the internal interface (skein/detail/cuda/context.hpp) -------------------------------------
 
 std::shared_ptr<ContextAdapter> cuda_context_adapter(const Context& context) {
-  const auto& adapter = context.impl()->adapter;
+  const auto& adapter = detail::impl_of(context)->adapter;
   return std::dynamic_pointer_cast<CudaContextAdapter>(adapter) ? adapter : nullptr;
 }
 
@@ -317,7 +318,7 @@ CUcontext native_context(const Context& context, std::size_t device_idx) {
   constexpr const char* call = "skein::cuda::native_context";
   detail::check_cuda(context.api(), call);
   detail::check_device_idx(context, device_idx, call);
-  return reinterpret_cast<CUcontext>(context.impl()->adapter->native(device_idx));
+  return reinterpret_cast<CUcontext>(detail::impl_of(context)->adapter->native(device_idx));
 }
 
 CUdevice native_device(const Device& device) {

@@ -122,6 +122,7 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
 
 // --- interop (skein/opencl.hpp) --------------------------------------------------------------
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "skein/opencl.hpp"
 
 namespace skein::opencl {
@@ -176,7 +177,7 @@ cl_mem native_mem(const Buffer& buffer) {
 }
 
 cl_context native_context(const Context& context) {
-  return reinterpret_cast<cl_context>(context.impl()->adapter->native(0));
+  return reinterpret_cast<cl_context>(detail::impl_of(context)->adapter->native(0));
 }
 
 cl_device_id native_device(const Device& device) {

@@ -8,6 +8,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 
 namespace skein {
 
@@ -211,7 +212,7 @@ Array Array::single_device_view(std::size_t device_idx) const {
     detail::raise_in(SKEIN_HERE, "Array::single_device_view", "Pick one of the queue's devices.",
                      "device {} is not in the array's queue", device_idx);
   }
-  if (!queue_.context().impl()->adapter->can_access(device_idx, device_idx_)) {
+  if (!detail::impl_of(queue_.context())->adapter->can_access(device_idx, device_idx_)) {
     detail::raise_in(SKEIN_HERE, "Array::single_device_view",
                      "Copy the data to that device instead (Array::set).",
                      "device {} cannot access memory of device {} (no peer access)", device_idx,

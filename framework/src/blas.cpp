@@ -14,6 +14,7 @@
 #include "blas_adapter.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "skein/config.hpp"
 
 namespace skein::blas {
@@ -70,7 +71,7 @@ Dtype check_dtypes(const char* call, std::initializer_list<Arg> args) {
 
 // The one device all arguments are on, which must be in the queue.
 std::size_t check_devices(const char* call, const Queue& queue, std::initializer_list<Arg> args) {
-  const void* context = queue.context().impl().get();
+  const void* context = detail::impl_of(queue.context()).get();
   for (const Arg& arg : args) {
     if (arg.array.data().context_id() != context) {
       detail::raise_in(SKEIN_HERE, call, "Use arrays and a queue of one context.",
@@ -271,7 +272,7 @@ void check_result(const char* call, const Array& result) {
 
 // The context's BLAS, made on first use.
 detail::BlasAdapter& adapter_of(const Queue& queue) {
-  Context::Impl& impl = *queue.context().impl();
+  Context::Impl& impl = *detail::impl_of(queue.context());
   std::lock_guard lock(impl.blas_mutex);
   if (!impl.blas) {
     switch (queue.context().api().id()) {

@@ -2,12 +2,13 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 
 namespace skein {
 
 Buffer::Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter,
                std::size_t device_idx, std::size_t offset, std::size_t size)
-    : context_(context.impl()),
+    : context_(detail::impl_of(context)),
       adapter_(std::move(adapter)),
       device_idx_(device_idx),
       offset_(offset),
@@ -15,7 +16,7 @@ Buffer::Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter,
 
 Buffer Buffer::allocate(const Context& context, std::size_t device_idx, std::size_t size) {
   detail::check_device_idx(context, device_idx, "Buffer::allocate");
-  auto adapter = context.impl()->adapter->allocate(device_idx, size);
+  auto adapter = detail::impl_of(context)->adapter->allocate(device_idx, size);
   return Buffer(context, std::move(adapter), device_idx, 0, size);
 }
 
@@ -95,7 +96,7 @@ void Buffer::set(const Queue& queue, const Buffer& source, Sync sync) const {
 
 HostBuffer HostBuffer::allocate(const Context& context, std::size_t size) {
   HostBuffer result;
-  result.adapter_ = context.impl()->adapter->allocate_host(size);
+  result.adapter_ = detail::impl_of(context)->adapter->allocate_host(size);
   return result;
 }
 

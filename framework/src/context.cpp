@@ -4,6 +4,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 
 namespace skein {
 
@@ -60,10 +61,10 @@ Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
 }
 
 void check_device_idx(const Context& context, std::size_t device_idx, const char* call) {
-  if (device_idx >= context.impl()->devices.size()) {
+  if (device_idx >= detail::impl_of(context)->devices.size()) {
     raise_in(SKEIN_HERE, call, "Device indices count the context's devices from 0.",
              "device index {} is out of range: the context has {} device(s)", device_idx,
-             context.impl()->devices.size());
+             detail::impl_of(context)->devices.size());
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/occupancy.hpp"
@@ -261,7 +262,7 @@ std::optional<std::size_t> common_device(const Queue& queue, std::span<const Ope
   for (std::size_t k = 0; k < args.size(); ++k) {
     if (!args[k].is_array()) continue;
     const Array& a = args[k].array();
-    if (a.data().context_id() != queue.context().impl().get()) {
+    if (a.data().context_id() != detail::impl_of(queue.context()).get()) {
       raise_in(SKEIN_HERE, call, "Use arrays and a queue of one context.",
                "kernel '{}': {} belongs to another context than the queue", kernel, named(k));
     }
@@ -433,7 +434,7 @@ void purge_unused_contexts(ProgramCache& cache,
   for (const auto& [key, e] : cache.entries) {
     auto& r = refs[e.context];
     r.first += 1;
-    r.second = e.program->program.context().impl().use_count();
+    r.second = detail::impl_of(e.program->program.context()).use_count();
   }
   for (auto it = cache.entries.begin(); it != cache.entries.end();) {
     const auto& r = refs[it->second.context];
@@ -492,7 +493,7 @@ std::shared_ptr<const CompiledProgram> cached_program(
     const std::function<std::string()>& build, const std::vector<std::string>& kernel_names,
     const ProgramOptions& options) {
   auto& cache = program_cache();
-  const void* ctx = context.impl().get();
+  const void* ctx = detail::impl_of(context).get();
   std::string key = fmt::format("{}\x1f{}\x1f", owner, ctx);
   key += signature;
   {

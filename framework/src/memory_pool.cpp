@@ -7,6 +7,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 
 namespace skein {
 
@@ -159,14 +160,14 @@ struct DeviceMemoryPool::State {
   Buffer make_block(const Allocator& base, std::size_t device_idx, std::size_t nbytes) const {
     Buffer block = base ? base(device_idx, nbytes) : Buffer::allocate(context, device_idx, nbytes);
     if (block.size() < nbytes || block.device_idx() != device_idx || block.empty() ||
-        block.context_id() != context.impl().get()) {
+        block.context_id() != detail::impl_of(context).get()) {
       detail::raise_in(SKEIN_HERE, "DeviceMemoryPool::allocate",
                        "The pool's base allocator must return a buffer of the pool's context, on "
                        "the requested device, of at least the requested size.",
                        "the base allocator returned {} bytes on device {}{} for a request of {} "
                        "bytes on device {}",
                        block.size(), block.device_idx(),
-                       block.context_id() == context.impl().get() ? "" : " of another context",
+                       block.context_id() == detail::impl_of(context).get() ? "" : " of another context",
                        nbytes, device_idx);
     }
     return block;
@@ -333,7 +334,7 @@ void PageLockedMemoryPool::free_held() const { state_->core.free_held(); }
 void PageLockedMemoryPool::stop_holding() const { state_->core.stop_holding(); }
 
 DeviceMemoryPool temporaries_pool(const Queue& queue) {
-  auto& impl = *queue.impl();
+  auto& impl = *detail::impl_of(queue);
   std::lock_guard lock(impl.temporaries_mutex);
   if (!impl.temporaries) impl.temporaries.emplace(impl.context);
   return *impl.temporaries;

@@ -10,6 +10,7 @@
 #include "skein/detail/compile_cache.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "skein/detail/sha256.hpp"
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
@@ -98,7 +99,7 @@ std::filesystem::path make_keep_directory() {
 Program::Program(const Context& context, std::string source, ProgramOptions options) {
   auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}});
   const auto& opts = impl->options;
-  auto& cimpl = *context.impl();
+  auto& cimpl = *detail::impl_of(context);
   auto& adapter = *cimpl.adapter;
   const ApiId api = context.api().id();
   if (opts.device_idxs) {
@@ -336,8 +337,8 @@ PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
   auto impl = std::make_shared<PreparedKernel::Impl>(PreparedKernel::Impl{*this, queue});
   impl->device_idxs = queue.device_idxs();
   impl->per_device.resize(program.context().num_devices());
-  impl->context_id = program.context().impl().get();
-  impl->context = program.context().impl()->adapter.get();
+  impl->context_id = detail::impl_of(program.context()).get();
+  impl->context = detail::impl_of(program.context())->adapter.get();
   for (std::size_t d : impl->device_idxs) {
     if (d >= impl_->kernels.size() || !impl_->kernels[d]) {
       detail::raise_in(SKEIN_HERE, "Kernel::prepare",

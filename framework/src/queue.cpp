@@ -6,6 +6,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 
 namespace skein {
 
@@ -32,7 +33,7 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs) {
       detail::raise_in(SKEIN_HERE, "Queue", "List each device index once.",
                        "device index {} is given twice", idx);
     }
-    impl->queues[idx] = context.impl()->adapter->make_queue(idx);
+    impl->queues[idx] = detail::impl_of(context)->adapter->make_queue(idx);
   }
   impl->device_idxs = std::move(device_idxs);
   impl_ = std::move(impl);

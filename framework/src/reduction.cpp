@@ -11,6 +11,7 @@
 
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "kernel_gen.hpp"
 #include "skein/ctypes.hpp"
 
@@ -913,7 +914,7 @@ void check_out(const Array& out, Dtype dtype, std::size_t elements, std::size_t 
                      kname, name(out.dtype()), to_string(out.shape()),
                      out.is_contiguous() ? "" : " (strided)", elements, name(dtype));
   }
-  if (out.data().context_id() != queue.context().impl().get()) {
+  if (out.data().context_id() != detail::impl_of(queue.context()).get()) {
     detail::raise_in(SKEIN_HERE, call, "Use an output of the queue's context.",
                      "kernel '{}': the output belongs to another context", kname);
   }
@@ -1272,7 +1273,7 @@ Array ReductionKernel::finish(const Queue& queue, std::span<const Operand> input
                      impl.name(), skein::name(partials.dtype()), to_string(partials.shape()), skein::name(pd),
                      r.struct_reduce ? fmt::format(" x {} bytes each", r.reduce_size) : "");
   }
-  if (partials.data().context_id() != queue.context().impl().get()) {
+  if (partials.data().context_id() != detail::impl_of(queue.context()).get()) {
     detail::raise_in(SKEIN_HERE, call, "Use partials of the queue's context.",
                      "kernel '{}': the partials belong to another context", impl.name());
   }
@@ -1326,7 +1327,7 @@ Array ReductionKernel::combine(const Queue& queue, std::span<const Operand> inpu
                      "kernel '{}': the records are a {} array of {} bytes; a record has {} bytes",
                      impl.name(), skein::name(records.dtype()), records.nbytes(), r.record_size);
   }
-  if (records.data().context_id() != queue.context().impl().get()) {
+  if (records.data().context_id() != detail::impl_of(queue.context()).get()) {
     detail::raise_in(SKEIN_HERE, call, "Use records of the queue's context.",
                      "kernel '{}': the records belong to another context", impl.name());
   }

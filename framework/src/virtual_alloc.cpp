@@ -11,6 +11,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 
 namespace skein {
 
@@ -124,14 +125,14 @@ Buffer VirtualManager::State::make_real(std::size_t device_idx, std::size_t nbyt
   Buffer real = real_allocator ? real_allocator(device_idx, nbytes)
                                : Buffer::allocate(context, device_idx, nbytes);
   if (real.size() < nbytes || real.device_idx() != device_idx ||
-      (real.context_id() != context.impl().get())) {
+      (real.context_id() != detail::impl_of(context).get())) {
     detail::raise_in(SKEIN_HERE, std::string(name) + "::allocate",
                      "The real allocator must return a buffer of the queue's context, on the "
                      "requested device, of at least the requested size.",
                      "the real allocator returned {} bytes on device {}{} for a request of {} "
                      "bytes on device {}",
                      real.size(), real.device_idx(),
-                     real.context_id() == context.impl().get() ? "" : " of another context", nbytes,
+                     real.context_id() == detail::impl_of(context).get() ? "" : " of another context", nbytes,
                      device_idx);
   }
   return real;

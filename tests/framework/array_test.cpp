@@ -1,6 +1,7 @@
 // Arrays: creation, host round trips of every dtype, views, reshape, device copies, per-device
 // views, and the error paths.
 #include <gtest/gtest.h>
+#include "skein/detail/impl_access.hpp"
 
 #include <skein/skein.hpp>
 
@@ -154,7 +155,7 @@ TEST_P(Arrays, PerDeviceArraysAndViews) {
   copy.set(parts[1]);
   EXPECT_EQ(copy.get<float>(), parts[1].get<float>());
   // A view used from another device, where the backend allows it.
-  if (ctx.impl()) {
+  if (detail::impl_of(ctx)) {
     try {
       auto seen_from_1 = parts[0].single_device_view(1);
       EXPECT_EQ(seen_from_1.device_idx(), 1u);

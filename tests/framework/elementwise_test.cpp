@@ -2,6 +2,7 @@
 // results computed on the host; layouts (vector path, unaligned starts, strided views,
 // broadcasting), dtypes and promotion, several devices, and the errors.
 #include <gtest/gtest.h>
+#include "skein/detail/impl_access.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -500,7 +501,7 @@ TEST_P(Elementwise, CachedPerContextAndSignature) {
   std::weak_ptr<Context::Impl> contexts[2];
   for (int round = 0; round < 2; ++round) {
     auto ctx = context();
-    contexts[round] = ctx.impl();
+    contexts[round] = detail::impl_of(ctx);
     Queue queue(ctx);
     auto dx = Array::from_host(queue, std::vector<std::int64_t>{1, -2, 3});
     for (int call = 0; call < 3; ++call) {
@@ -526,7 +527,7 @@ TEST_P(Elementwise, CachedPerContextAndSignature) {
     ElementwiseKernel other("T x", "T z", "z = x", {.name = "ident"});
     {
       auto c = context();
-      held = c.impl();
+      held = detail::impl_of(c);
       Queue q2(c);
       other(q2, {Array::from_host(q2, std::vector<float>{1})});
     }

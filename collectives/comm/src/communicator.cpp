@@ -49,6 +49,7 @@
 #include "skein/detail/env.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "host_reduce.hpp"
 #include "skein/detail/mpi_util.hpp"
 #include "skein/detail/placement.hpp"
@@ -884,7 +885,7 @@ class CallBuilder {
   std::pair<const detail::BufferAdapter*, std::size_t> check_array(
       std::size_t local, const Array& a, const char* role, std::size_t expected_size) {
     const std::size_t dev = impl_.device_idxs[local];
-    if (a.data().context_id() != impl_.context.impl().get()) {
+    if (a.data().context_id() != detail::impl_of(impl_.context).get()) {
       fail(local, fmt::format("the {} array belongs to another context", role),
            "Allocate the arrays in the communicator's context (Communicator::context()).");
     }

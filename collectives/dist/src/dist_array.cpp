@@ -553,7 +553,7 @@ void DistArray::check_root_rank(int root_rank, const char* call) const {
   }
 }
 
-void DistArray::scatter(std::span<const std::byte> host, int root_rank) {
+void DistArray::scatter(std::span<const std::byte> host, int root_rank) const {
   const char* call = "DistArray::scatter";
   check_root_rank(root_rank, call);
   const std::size_t root_member = layout_.first_member_of_rank(root_rank);
@@ -607,7 +607,7 @@ void DistArray::scatter(std::span<const std::byte> host, int root_rank) {
   }
 }
 
-void DistArray::scatter_local(std::span<const std::byte> host_rows) {
+void DistArray::scatter_local(std::span<const std::byte> host_rows) const {
   const RowRange rows = rank_rows();
   const std::size_t row_bytes = layout_.row_size() * itemsize(dtype_);
   if (host_rows.size() != rows.size() * row_bytes) {

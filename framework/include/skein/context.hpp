@@ -13,6 +13,7 @@ namespace skein {
 
 namespace detail {
 class ContextAdapter;
+struct ImplAccess;
 }
 
 // Some devices of one platform that work together; a cheap handle (copies are the same context).
@@ -41,10 +42,11 @@ class SKEIN_EXPORT Context {
   friend bool operator==(const Context& a, const Context& b) { return a.impl_ == b.impl_; }
 
   struct Impl;
-  const std::shared_ptr<Impl>& impl() const { return impl_; }
   explicit Context(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };
 

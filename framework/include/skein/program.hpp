@@ -29,6 +29,7 @@ namespace skein {
 
 namespace detail {
 class ProgramAdapter;
+struct ImplAccess;
 class KernelAdapter;
 class BufferAdapter;
 
@@ -164,9 +165,10 @@ class SKEIN_EXPORT Program {
   }
 
   struct Impl;
-  const std::shared_ptr<Impl>& impl() const { return impl_; }
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   void check_constant_dtype(const std::string& name, Dtype dtype, std::size_t size) const;
   std::shared_ptr<Impl> impl_;
 };
@@ -200,9 +202,10 @@ class SKEIN_EXPORT Kernel {
 
   struct Impl;
   Kernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
-  const std::shared_ptr<Impl>& impl() const { return impl_; }
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };
 

@@ -13,6 +13,7 @@ namespace skein {
 
 namespace detail {
 class QueueAdapter;
+struct ImplAccess;
 }
 
 // A cheap handle: copies are the same queue (the same streams / command queues and pool).
@@ -53,9 +54,10 @@ class SKEIN_EXPORT Queue {
   friend bool operator==(const Queue& a, const Queue& b) { return a.impl_ == b.impl_; }
 
   struct Impl;
-  const std::shared_ptr<Impl>& impl() const { return impl_; }
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };
 

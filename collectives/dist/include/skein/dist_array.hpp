@@ -217,26 +217,26 @@ class SKEIN_EXPORT DistArray {
 
   // Collective: the root rank's host array (the whole global array, row-major) to every block.
   // Other ranks' `host` is not read (pass an empty span).
-  void scatter(std::span<const std::byte> host, int root_rank);
+  void scatter(std::span<const std::byte> host, int root_rank) const;
   template <class T>
-  void scatter(std::span<const T> host, int root_rank) {
+  void scatter(std::span<const T> host, int root_rank) const {
     check_host_type(dtype_of<T>, "DistArray::scatter");
     scatter(std::as_bytes(host), root_rank);
   }
   template <class T>
-  void scatter(const std::vector<T>& host, int root_rank) {
+  void scatter(const std::vector<T>& host, int root_rank) const {
     scatter(std::span<const T>(host), root_rank);
   }
 
   // Not collective: this rank's own rows (rank_rows(), all local blocks in order) from the host.
-  void scatter_local(std::span<const std::byte> host_rows);
+  void scatter_local(std::span<const std::byte> host_rows) const;
   template <class T>
-  void scatter_local(std::span<const T> host_rows) {
+  void scatter_local(std::span<const T> host_rows) const {
     check_host_type(dtype_of<T>, "DistArray::scatter_local");
     scatter_local(std::as_bytes(host_rows));
   }
   template <class T>
-  void scatter_local(const std::vector<T>& host_rows) {
+  void scatter_local(const std::vector<T>& host_rows) const {
     scatter_local(std::span<const T>(host_rows));
   }
   // Not collective: this rank's own rows (rank_rows()) to the host.
