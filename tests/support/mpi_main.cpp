@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "skein/detail/leak_check.hpp"
 
 namespace {
 
@@ -156,7 +157,10 @@ int main(int argc, char** argv) {
   // The watchdog calls MPI_Abort from its own thread: ask for full thread support (Open MPI and
   // MPICH abort from any thread in practice even below MPI_THREAD_MULTIPLE).
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  {
+    skein::detail::LeakCheckPause pause;  // what Open MPI keeps until exit
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  }
   const int rank = world_rank();
 
   // Compiled kernels go to a cache of this rank's own, never the user's.
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 
   if (!own_cache.empty()) std::filesystem::remove_all(own_cache);
+  skein::detail::LeakCheckPause pause;  // what Open MPI allocates in MPI_Finalize and keeps
   MPI_Finalize();
   return any_failed ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "skein/detail/errors.hpp"
+#include "skein/detail/leak_check.hpp"
 #include "skein/detail/placement.hpp"
 #if SKEIN_HAS_MPI
 #include "skein/detail/mpi_util.hpp"
@@ -138,7 +139,10 @@ struct Runtime::Impl {
                    "still outstanding ([%s]); their communicators are left to MPI_Finalize\n",
                    rank, left.size(), fmt::format("{}", fmt::join(left, "; ")).c_str());
     }
-    if (initialised_mpi) MPI_Finalize();
+    if (initialised_mpi) {
+      detail::LeakCheckPause pause;  // what Open MPI keeps until exit (skein/detail/leak_check.hpp)
+      MPI_Finalize();
+    }
 #endif
   }
 
@@ -322,7 +326,10 @@ Runtime::Runtime(int* argc, char*** argv, PlacementOptions options)
   } else {
     // MULTIPLE: a Communicator's watchdog thread compares the ranks' NCCL calls (the agreement
     // check) on a communicator of its own while the application goes on.
-    SKEIN_MPI_CHECK(MPI_Init_thread, (argc, argv, MPI_THREAD_MULTIPLE, &impl_->thread_level));
+    {
+      detail::LeakCheckPause pause;  // what Open MPI keeps until exit (skein/detail/leak_check.hpp)
+      SKEIN_MPI_CHECK(MPI_Init_thread, (argc, argv, MPI_THREAD_MULTIPLE, &impl_->thread_level));
+    }
     impl_->initialised_mpi = true;
   }
   impl_->uses_mpi = true;
