@@ -61,6 +61,9 @@ if command -v ccache >/dev/null 2>&1 && [[ "$*" != *CMAKE_CXX_COMPILER_LAUNCHER*
   configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$SOURCE_DIR}"
+# The larger targets use precompiled headers (SKEIN_PRECOMPILE_HEADERS); ccache caches their
+# sources only with these two (its manual, "Precompiled headers").
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
 
 # CI (CI=true, as CI services set it) builds with warnings as errors: one new warning fails the run.
 # Not the sanitizer build: GCC's flow analysis under -fsanitize gives false positives there
