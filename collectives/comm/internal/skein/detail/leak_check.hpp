@@ -28,7 +28,9 @@ class LeakCheckPause {
   LeakCheckPause() { __lsan_disable(); }
   ~LeakCheckPause() { __lsan_enable(); }
 #else
-  LeakCheckPause() = default;
+  // User-provided, so that a LeakCheckPause is never an "unused variable".
+  LeakCheckPause() {}
+  ~LeakCheckPause() {}
 #endif
   LeakCheckPause(const LeakCheckPause&) = delete;
   LeakCheckPause& operator=(const LeakCheckPause&) = delete;
