@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "skein/detail/errors.hpp"
+#include "arithmetic.hpp"
 
 namespace skein {
 
@@ -40,7 +41,7 @@ bool is_identifier(std::string_view s) {
          std::all_of(s.begin(), s.end(), [&](char c) { return start(c) || (c >= '0' && c <= '9'); });
 }
 
-std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+using detail::round_up;
 
 std::size_t field_alignment(const StructField& f) {
   return f.is_struct() ? std::get<1>(f.type)->alignment() : alignment_of(std::get<0>(f.type));

@@ -99,7 +99,7 @@ std::string convert(std::string_view fn, Dtype from, Dtype to, const std::string
 // `a op b` (+ or *) in dtype `t`. Integers wrap around like NumPy's: the arithmetic is done in an
 // unsigned type of at least int's width, since signed overflow is undefined in C and even
 // uint16 * uint16 promotes to (signed) int.
-std::string arith(Dtype t, const std::string& a, char op, const std::string& b) {
+std::string wrapping_arith(Dtype t, const std::string& a, char op, const std::string& b) {
   if (!is_integer(t)) return fmt::format("({})({} {} {})", ctype(t), a, op, b);
   const std::string u = itemsize(t) == 8 ? "uint64_t" : "uint32_t";
   return fmt::format("({0})(({1}){2} {3} ({1}){4})", ctype(t), u, a, op, b);
@@ -158,7 +158,7 @@ Module fold(std::string_view fn, char op, const std::vector<Dtype>& in, std::opt
     if (!is_complex(in[i])) {
       body += fmt::format("  const {} {} = {};\n", R, t, convert(fn, in[i], real, names[i]));
       if (!acc_complex) {
-        body += fmt::format("  r = {};\n", arith(real, "r", op, t));
+        body += fmt::format("  r = {};\n", wrapping_arith(real, "r", op, t));
       } else if (op == '+') {
         body += fmt::format("  c = {}(c.re + {}, c.im);\n", make(out), t);
       } else {
@@ -315,9 +315,9 @@ Module pow(Dtype base, std::optional<Dtype> exponent_opt, std::optional<Dtype> o
     const std::string k = "m";
     body += fmt::format("  {} r = {};\n", O, one);
     const std::string mul_rx = cplx ? fmt::format("{}(r.re * x.re - r.im * x.im, r.re * x.im + r.im * x.re)", make(out))
-                                    : arith(out, "r", '*', "x");
+                                    : wrapping_arith(out, "r", '*', "x");
     const std::string mul_xx = cplx ? fmt::format("{}(x.re * x.re - x.im * x.im, (({})2) * x.re * x.im)", make(out), R)
-                                    : arith(out, "x", '*', "x");
+                                    : wrapping_arith(out, "x", '*', "x");
     body += fmt::format("  while ({0}) {{\n    if ({0} & 1) r = {1};\n    x = {2};\n    {0} >>= 1;\n  }}\n",
                         k, mul_rx, mul_xx);
     if (is_signed(e) && !is_integer(out)) {
@@ -367,7 +367,7 @@ Module norm(Dtype d) {
                            "  return a0.re * a0.re + a0.im * a0.im;\n");
   }
   return function_module("norm", d, std::span(&d, 1), arg_names(1),
-                         fmt::format("  return {};\n", arith(d, "a0", '*', "a0")));
+                         fmt::format("  return {};\n", wrapping_arith(d, "a0", '*', "a0")));
 }
 
 Module cast(Dtype from, Dtype to) {

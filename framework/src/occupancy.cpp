@@ -10,14 +10,13 @@
 #include "skein/context.hpp"
 #include "skein/platform.hpp"
 #include "skein/program.hpp"
+#include "arithmetic.hpp"
 
 namespace skein {
 
 namespace {
 
-std::size_t round_up(std::size_t value, std::size_t unit) {
-  return (value + unit - 1) / unit * unit;
-}
+using detail::round_up;
 
 [[noreturn]] void raise_logic(std::string location, std::string where, std::string what,
                               std::string hint) {

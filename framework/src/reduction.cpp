@@ -14,6 +14,7 @@
 #include "skein/detail/impl_access.hpp"
 #include "kernel_gen.hpp"
 #include "skein/ctypes.hpp"
+#include "arithmetic.hpp"
 
 namespace skein {
 
@@ -38,7 +39,7 @@ constexpr int kStack = 132;
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return detail::ceil_div(a, b); }
 unsigned log2_exact(std::uint64_t v) { return static_cast<unsigned>(std::countr_zero(v)); }
-std::size_t round_up(std::size_t v, std::size_t unit) { return (v + unit - 1) / unit * unit; }
+using detail::round_up;
 
 // The highest level of the canonical tree over `total` elements: its root.
 std::uint32_t max_level(std::uint64_t total) {
