@@ -276,7 +276,11 @@ if want apps && ((ngpu > 0)); then
   heat_bin="$BUILD_DIR/apps/skein-heat/skein-heat"
   cg_bin="$BUILD_DIR/apps/skein-cg/skein-cg"
   apps_tmp="$(mktemp -d)"
-  gpu_mpi=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE)
+  # One GPU per rank: the runs on n of the machine's GPUs use n ranks (by default one rank would
+  # take every GPU of the machine, and "1 GPU" would mean all of them). cg-deterministic sets its
+  # own devices per rank.
+  export SKEIN_DEVICES_PER_RANK=1
+  gpu_mpi=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK)
   for n in 1 2 4; do
     ((n <= ngpu)) || continue
     step "heat-$n" "$OUTDIR/apps.log" timeout 300 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
@@ -306,6 +310,7 @@ if want apps && ((ngpu > 0)); then
       --steps 200 --report-every 20 --json "$OUTDIR/heat-weak-$n.json"
   done
   step heat-weak-eff "$OUTDIR/apps.log" python3 tools/compare-heat.py "$OUTDIR"
+  unset SKEIN_DEVICES_PER_RANK
   rm -rf "$apps_tmp"
 fi
 
