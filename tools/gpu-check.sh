@@ -279,8 +279,7 @@ if want apps && ((ngpu > 0)); then
   # One GPU per rank: the runs on n of the machine's GPUs use n ranks (by default one rank would
   # take every GPU of the machine, and "1 GPU" would mean all of them). cg-deterministic sets its
   # own devices per rank.
-  export SKEIN_DEVICES_PER_RANK=1
-  gpu_mpi=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK)
+  gpu_mpi=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK=1)
   for n in 1 2 4; do
     ((n <= ngpu)) || continue
     step "heat-$n" "$OUTDIR/apps.log" timeout 300 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
@@ -289,8 +288,8 @@ if want apps && ((ngpu > 0)); then
     step "heat-f32-$n" "$OUTDIR/apps.log" timeout 300 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
       --nx 1023 --ny 777 --steps 1000 --dtype float32
     for dt in float32 float64; do
-      step "cg-$dt-$n" "$OUTDIR/apps.log" env SKEIN_API=cuda cmake -DMPIEXEC=mpirun \
-        -DPROGRAM="$cg_bin" -DNP="$n" -DDEVICES="$n" -DMODE=pass -DLIMIT=300 \
+      step "cg-$dt-$n" "$OUTDIR/apps.log" env SKEIN_API=cuda SKEIN_DEVICES_PER_RANK=1 \
+        cmake -DMPIEXEC=mpirun -DPROGRAM="$cg_bin" -DNP="$n" -DDEVICES="$n" -DMODE=pass -DLIMIT=300 \
         -DARGS="--nx;1024;--ny;1023;--dtype;$dt" -DDIR="$apps_tmp/cg-$dt-$n" \
         -P tests/apps/cg_check.cmake
     done
@@ -310,7 +309,6 @@ if want apps && ((ngpu > 0)); then
       --steps 200 --report-every 20 --json "$OUTDIR/heat-weak-$n.json"
   done
   step heat-weak-eff "$OUTDIR/apps.log" python3 tools/compare-heat.py "$OUTDIR"
-  unset SKEIN_DEVICES_PER_RANK
   rm -rf "$apps_tmp"
 fi
 
