@@ -1,8 +1,8 @@
 // The Communicator under mpirun (1..4 ranks) on PoCL devices, with the MPI backend: every
-// operation x every dtype x every reduction x in and out of place x sizes 0, 1, 7 and ~2 MiB,
-// against host references computed from the input formulas; argument errors raised before
-// anything is sent (every rank makes the same bad call, and a good call works afterwards); the
-// agreement check and the environment variables.
+// operation x every dtype x every reduction x in and out of place x sizes 0, 1, 7 and ~256 KiB
+// (~2 MiB with NCCL), against host references computed from the input formulas; argument errors
+// raised before anything is sent (every rank makes the same bad call, and a good call works
+// afterwards); the agreement check and the environment variables.
 //
 // Two layouts: the Runtime's own placement (its devices per rank: 4, 2, 1, 1 PoCL devices for
 // 1, 2, 3, 4 ranks), and exactly two devices per rank from Communicator(MPI_COMM_WORLD, ctx,
@@ -257,8 +257,16 @@ constexpr ReduceOp kReductions[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min
                                     ReduceOp::avg};
 
 // Sizes 0, 1, 7 and one whose total buffer is about 2 MiB (`per` elements form one unit of it).
-std::vector<std::size_t> sizes(Dtype dtype, std::size_t units_per_buffer) {
-  const std::size_t big = (std::size_t(2) << 20) / itemsize(dtype) / units_per_buffer + 3;
+// Element counts per member: empty, one, odd, and one large size plus 3 (no multiple of any
+// vector width or chunk). NCCL chooses its protocol and algorithm by size, up to its large-message
+// path at about 2 MiB, so the large size is ~2 MiB there. The MPI backend's own code has no size
+// threshold between the 96-byte carried exchange and MPI's int counts, and Open MPI's large-message
+// paths start at tens of KiB, so ~256 KiB covers it: at 2 MiB the suite spent a quarter of its
+// time on PoCL (and a third under the sanitizers) moving and checking the same paths' data.
+std::vector<std::size_t> sizes(Dtype dtype, std::size_t units_per_buffer, CollectiveBackend backend) {
+  const std::size_t large_bytes =
+      backend == CollectiveBackend::nccl ? std::size_t(2) << 20 : std::size_t(256) << 10;
+  const std::size_t big = large_bytes / itemsize(dtype) / units_per_buffer + 3;
   return {0, 1, 7, big};
 }
 
@@ -351,7 +359,7 @@ TEST_P(Collectives, AllReduce) {
       for (bool in_place : {false, true}) {
         // Also either side of 96 bytes: up to that size the data travels in the agreement
         // check's exchange (the MPI backend, more than one rank).
-        auto ns = sizes(dtype, 1);
+        auto ns = sizes(dtype, 1, s_.comm->backend());
         ns.push_back(96 / itemsize(dtype));
         ns.push_back(96 / itemsize(dtype) + 1);
         for (std::size_t n : ns) {
@@ -376,7 +384,7 @@ TEST_P(Collectives, Reduce) {
     for (ReduceOp op : kReductions) {
       if (!supported(dtype, op)) continue;
       for (bool in_place : {false, true}) {
-        for (std::size_t n : sizes(dtype, 1)) {
+        for (std::size_t n : sizes(dtype, 1, s_.comm->backend())) {
           const int root = static_cast<int>((n + static_cast<std::size_t>(op)) % M);
           const std::string what = case_name("reduce", dtype, op, in_place, n) + fmt::format(" root {}", root);
           std::vector<Array> send, recv;
@@ -410,7 +418,7 @@ TEST_P(Collectives, ReduceScatter) {
     for (ReduceOp op : kReductions) {
       if (!supported(dtype, op)) continue;
       for (bool in_place : {false, true}) {
-        for (std::size_t n : sizes(dtype, M)) {
+        for (std::size_t n : sizes(dtype, M, s_.comm->backend())) {
           const std::string what = case_name("reduce_scatter", dtype, op, in_place, n);
           std::vector<Array> send, recv;
           for (std::size_t l = 0; l < L; ++l) {
@@ -434,7 +442,7 @@ TEST_P(Collectives, AllGather) {
   const std::size_t M = s_.M(), L = s_.L();
   for (Dtype dtype : all_dtypes) {
     for (bool in_place : {false, true}) {
-      for (std::size_t n : sizes(dtype, M)) {
+      for (std::size_t n : sizes(dtype, M, s_.comm->backend())) {
         const std::string what = case_name("all_gather", dtype, std::nullopt, in_place, n);
         std::vector<Array> send, recv;
         std::vector<Bytes> blocks;
@@ -463,7 +471,7 @@ TEST_P(Collectives, AllGather) {
 TEST_P(Collectives, Broadcast) {
   const std::size_t M = s_.M(), L = s_.L();
   for (Dtype dtype : all_dtypes) {
-    for (std::size_t n : sizes(dtype, 1)) {
+    for (std::size_t n : sizes(dtype, 1, s_.comm->backend())) {
       const int root = static_cast<int>((n + static_cast<std::size_t>(dtype)) % M);
       const std::string what = case_name("broadcast", dtype, std::nullopt, true, n) + fmt::format(" root {}", root);
       std::vector<Array> data;
@@ -479,7 +487,7 @@ TEST_P(Collectives, AllToAll) {
   const std::size_t M = s_.M(), L = s_.L();
   for (Dtype dtype : all_dtypes) {
     for (bool in_place : {false, true}) {
-      for (std::size_t n : sizes(dtype, M)) {
+      for (std::size_t n : sizes(dtype, M, s_.comm->backend())) {
         const std::string what = case_name("all_to_all", dtype, std::nullopt, in_place, n);
         std::vector<Array> send, recv;
         for (std::size_t l = 0; l < L; ++l) {
@@ -503,7 +511,7 @@ TEST_P(Collectives, SendRecvRingInAGroup) {
   const std::size_t M = s_.M(), L = s_.L();
   if (M < 2) GTEST_SKIP() << "needs two members";
   for (Dtype dtype : {Dtype::int8, Dtype::float16, Dtype::float64, Dtype::complex64}) {
-    for (std::size_t n : sizes(dtype, 1)) {
+    for (std::size_t n : sizes(dtype, 1, s_.comm->backend())) {
       std::vector<Array> out, in;
       s_.comm->group_start();
       for (std::size_t l = 0; l < L; ++l) {

@@ -500,7 +500,7 @@ TEST_P(DistArrays, SetJoinsASourceOnAnotherQueue) {
   DistArray dst(*s_.comm, src.layout(), Dtype::uint32);
   ASSERT_FALSE(src.queue() == dst.queue());
   const auto fill = [&](std::uint32_t v) {
-    dist::elementwise(slow_fill, {Operand(v), Operand(std::uint32_t{1000}), Operand(std::uint32_t{0}), src});
+    dist::elementwise(slow_fill, {Operand(v), Operand(std::uint32_t{250}), Operand(std::uint32_t{0}), src});
   };
   for (std::uint32_t round = 1; round <= 2; ++round) {
     const std::uint32_t before = round, after = 10 + round;

@@ -73,8 +73,8 @@ MPI_Datatype mpi_type(Dtype dtype) {
 // inout = in (op) inout.
 template <class T, ReduceOp Op>
 void user_function(void* in, void* inout, int* len, MPI_Datatype*) {
-  reduce_into<T>(static_cast<std::byte*>(inout), static_cast<const std::byte*>(in),
-                 static_cast<std::size_t>(*len), Op);
+  reduce_into<T, Op>(static_cast<std::byte*>(inout), static_cast<const std::byte*>(in),
+                     static_cast<std::size_t>(*len));
 }
 
 bool mpi_finalized() {
