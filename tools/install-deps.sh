@@ -12,7 +12,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache
   # libraries the framework, apps, tests and benchmarks use
-  libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libdlpack-dev
   # SHA-256 (compile cache, checkpoints): OpenSSL's libcrypto
   libssl-dev
   # MPI

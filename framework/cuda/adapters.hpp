@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -109,6 +110,14 @@ std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
     std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size);
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
                                               std::size_t device_idx);
+// Over the application's memory and streams (skein/cuda.hpp): never freed or destroyed by Skein;
+// `deleter`, when given, runs once the last Buffer over the memory is gone.
+std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaContextAdapter> context,
+                                                        std::size_t device_idx, CUdeviceptr pointer,
+                                                        std::size_t size,
+                                                        std::function<void()> deleter);
+std::unique_ptr<QueueAdapter> make_cuda_foreign_queue(std::shared_ptr<CudaContextAdapter> context,
+                                                      std::size_t device_idx, CUstream stream);
 // Records a new event on `stream` of the context's device `device_idx`.
 std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
                                                 std::size_t device_idx, CUstream stream,

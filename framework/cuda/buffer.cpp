@@ -1,3 +1,7 @@
+#include <cstdio>
+#include <exception>
+#include <functional>
+
 #include "adapters.hpp"
 
 namespace skein::detail {
@@ -29,6 +33,43 @@ class CudaBufferAdapter final : public BufferAdapter {
   std::size_t size_;
 };
 
+// The application's device memory: Skein never frees it; the deleter (if any) runs when the last
+// Buffer over it is gone.
+class CudaForeignBufferAdapter final : public BufferAdapter {
+ public:
+  CudaForeignBufferAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
+                           CUdeviceptr pointer, std::size_t size, std::function<void()> deleter)
+      : context_(std::move(context)),
+        device_idx_(device_idx),
+        pointer_(pointer),
+        size_(size),
+        deleter_(std::move(deleter)) {}
+
+  ~CudaForeignBufferAdapter() override {
+    if (!deleter_) return;
+    try {
+      deleter_();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "skein: the deleter of a foreign buffer on %s threw: %s\n",
+                   context_->description(device_idx_).c_str(), e.what());
+    } catch (...) {
+      std::fprintf(stderr, "skein: the deleter of a foreign buffer on %s threw\n",
+                   context_->description(device_idx_).c_str());
+    }
+  }
+
+  std::size_t size() const override { return size_; }
+  std::size_t device_idx() const override { return device_idx_; }
+  std::uintptr_t native() const override { return static_cast<std::uintptr_t>(pointer_); }
+
+ private:
+  std::shared_ptr<CudaContextAdapter> context_;
+  std::size_t device_idx_;
+  CUdeviceptr pointer_;
+  std::size_t size_;
+  std::function<void()> deleter_;
+};
+
 class CudaHostBufferAdapter final : public HostBufferAdapter {
  public:
   CudaHostBufferAdapter(std::shared_ptr<CudaContextAdapter> context, void* pointer,
@@ -57,6 +98,14 @@ std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapt
                                                 std::size_t device_idx, CUdeviceptr pointer,
                                                 std::size_t size) {
   return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size);
+}
+
+std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaContextAdapter> context,
+                                                        std::size_t device_idx, CUdeviceptr pointer,
+                                                        std::size_t size,
+                                                        std::function<void()> deleter) {
+  return std::make_shared<CudaForeignBufferAdapter>(std::move(context), device_idx, pointer, size,
+                                                    std::move(deleter));
 }
 
 std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(

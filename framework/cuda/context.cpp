@@ -301,6 +301,92 @@ Context context_from_backend_devices(std::span<const CUdevice> devices) {
   return wrap_context(make_cuda_context(adapters));
 }
 
+Buffer buffer_from_native(const Context& context, std::size_t device_idx, CUdeviceptr pointer,
+                          std::size_t size, std::function<void()> deleter) {
+  constexpr const char* call = "skein::cuda::buffer_from_native";
+  detail::check_cuda(context.api(), call);
+  detail::check_device_idx(context, device_idx, call);
+  auto adapter = std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
+  const std::string& where = adapter->description(device_idx);
+  if (size > 0) {
+    const auto refuse = [&](const std::string& what, const char* hint) {
+      detail::raise_in(SKEIN_HERE, call, hint, "{}: pointer {:#x}: {}", where, pointer, what);
+    };
+    if (pointer == 0) refuse("a null pointer for a non-empty buffer", "Pass the allocation's address.");
+    detail::CudaContextScope scope(adapter->context(device_idx), where);
+    // The device the memory lives on: cuMemAlloc'ed memory, memory pools and VMM allocations
+    // all answer this one; host memory and unknown addresses do not.
+    int ordinal = -1;
+    if (detail::cu().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer) !=
+        CUDA_SUCCESS) {
+      refuse("the driver knows no device memory at this address",
+             "Pass device memory (cuMemAlloc, cudaMalloc, a memory pool), not a host pointer.");
+    }
+    unsigned memory_type = 0;
+    if (detail::cu().cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer) ==
+            CUDA_SUCCESS &&
+        memory_type == CU_MEMORYTYPE_HOST) {
+      refuse("it is host memory", "Pass device memory; copy host data with Buffer::set.");
+    }
+    const auto device = static_cast<CUdevice>(context.device(device_idx).adapter()->native());
+    if (ordinal != static_cast<int>(device)) {
+      refuse(fmt::format("the memory is on CUDA device {}, not on this device (CUDA device {})",
+                         ordinal, static_cast<int>(device)),
+             "Pass the device index whose device holds the memory.");
+    }
+    CUcontext owner = nullptr;
+    if (detail::cu().cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, pointer) ==
+            CUDA_SUCCESS &&
+        owner != nullptr && owner != adapter->context(device_idx)) {
+      refuse("the memory belongs to another CUDA context than this Skein context's",
+             "Make the Skein context over the same CUDA context "
+             "(skein::cuda::context_from_backend_contexts), or over the primary context for "
+             "memory of the CUDA runtime.");
+    }
+    CUdeviceptr base = 0;
+    std::size_t bytes = 0;
+    if (detail::cu().cuMemGetAddressRange(&base, &bytes, pointer) == CUDA_SUCCESS &&
+        pointer + size > base + bytes) {
+      refuse(fmt::format("{} bytes asked, but its allocation ends {} bytes after it", size,
+                         base + bytes - pointer),
+             "Pass at most the allocation's size from the pointer on.");
+    }
+  }
+  auto buffer = detail::make_cuda_foreign_buffer(adapter, device_idx, size > 0 ? pointer : 0, size,
+                                                 std::move(deleter));
+  return Buffer(context, std::move(buffer), device_idx, 0, size);
+}
+
+Queue queue_from_native(const Context& context, std::vector<std::size_t> device_idxs,
+                        std::span<const CUstream> streams) {
+  constexpr const char* call = "skein::cuda::queue_from_native";
+  detail::check_cuda(context.api(), call);
+  auto adapter = std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
+  if (device_idxs.size() != streams.size()) {
+    detail::raise_in(SKEIN_HERE, call, "Give one stream per device index.",
+                     "{} device index(es) and {} stream(s) were given", device_idxs.size(),
+                     streams.size());
+  }
+  std::vector<std::unique_ptr<detail::QueueAdapter>> queues;
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    const std::size_t d = device_idxs[i];
+    detail::check_device_idx(context, d, call);
+    CUcontext owner = nullptr;
+    if (detail::cu().cuStreamGetCtx && streams[i] != nullptr &&
+        detail::cu().cuStreamGetCtx(streams[i], &owner) == CUDA_SUCCESS && owner != nullptr &&
+        owner != adapter->context(d)) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Create the stream in the context behind the Skein context "
+                       "(skein::cuda::native_context), or make the Skein context over the "
+                       "stream's (context_from_backend_contexts).",
+                       "{}: stream {} belongs to another CUDA context", adapter->description(d),
+                       static_cast<const void*>(streams[i]));
+    }
+    queues.push_back(detail::make_cuda_foreign_queue(adapter, d, streams[i]));
+  }
+  return detail::wrap_queue(context, std::move(device_idxs), std::move(queues), call);
+}
+
 CUstream native_stream(const Queue& queue, std::size_t device_idx) {
   detail::check_cuda(queue.context().api(), "skein::cuda::native_stream");
   return reinterpret_cast<CUstream>(queue.device_queue(device_idx).native());

@@ -64,6 +64,7 @@ void load() {
   }
 
   resolve(library, g_driver.cuFuncGetParamInfo, "cuFuncGetParamInfo");
+  resolve(library, g_driver.cuStreamGetCtx, SKEIN_CU_STR(cuStreamGetCtx));
 
   std::string missing;
 #define SKEIN_CU_MISSING(name)          \

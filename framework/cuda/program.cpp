@@ -4,6 +4,7 @@
 #include <nvrtc.h>
 
 #include <memory>
+#include <mutex>
 
 #include "adapters.hpp"
 #include "skein/detail/compile_error.hpp"
@@ -40,6 +41,7 @@ class CudaKernelAdapter final : public KernelAdapter {
     attributes_.local_mem_size = attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
     attributes_.private_mem_size = attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
     attributes_.constant_mem_size = attribute(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES);
+    allowed_local_mem_ = attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
     // Parameter sizes (CUDA 12.4+ drivers): the count is where the driver says INVALID_VALUE.
     if (cu().cuFuncGetParamInfo) {
       std::vector<ParamInfo> params;
@@ -55,6 +57,19 @@ class CudaKernelAdapter final : public KernelAdapter {
   const KernelAttributes& attributes() const override { return attributes_; }
   const std::optional<std::vector<ParamInfo>>& params() const override { return params_; }
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(function_); }
+
+  void allow_local_mem(std::size_t bytes) override {
+    // The attribute belongs to the CUfunction, which every PreparedKernel of this kernel shares:
+    // it only ever grows, so a launch prepared with less keeps working.
+    std::lock_guard lock(local_mem_mutex_);
+    if (bytes <= allowed_local_mem_) return;
+    CudaContextScope scope(context_->context(device_idx_), context_->description(device_idx_));
+    SKEIN_CU_CHECK(cuFuncSetAttribute,
+                   (function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    static_cast<int>(bytes)),
+                   context_->description(device_idx_));
+    allowed_local_mem_ = bytes;
+  }
 
   void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
               std::shared_ptr<EventAdapter>* event) override {
@@ -89,7 +104,8 @@ class CudaKernelAdapter final : public KernelAdapter {
                     static_cast<unsigned>(dims.global[1] / dims.local[1]),
                     static_cast<unsigned>(dims.global[2] / dims.local[2]),
                     static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
-                    static_cast<unsigned>(dims.local[2]), 0, stream, params, nullptr),
+                    static_cast<unsigned>(dims.local[2]), static_cast<unsigned>(dims.local_mem),
+                    stream, params, nullptr),
                    context_->description(device_idx_));
     if (event) *event = queue.record();
   }
@@ -100,6 +116,8 @@ class CudaKernelAdapter final : public KernelAdapter {
   CUfunction function_;
   KernelAttributes attributes_;
   std::optional<std::vector<ParamInfo>> params_;
+  std::mutex local_mem_mutex_;
+  std::size_t allowed_local_mem_ = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
 
 class CudaProgramAdapter final : public ProgramAdapter {

@@ -16,11 +16,18 @@ class CudaQueueAdapter final : public QueueAdapter {
     SKEIN_CU_CHECK(cuStreamCreate, (&stream_, CU_STREAM_NON_BLOCKING), device());
   }
 
+  // Over the application's stream, which stays the application's.
+  CudaQueueAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
+                   CUstream stream)
+      : context_(std::move(context)), device_idx_(device_idx), stream_(stream), owned_(false) {}
+
   ~CudaQueueAdapter() override {
     // Work still pending completes; the driver frees the stream afterwards.
     CudaContextScope scope(cu_context(), CudaContextScope::NoThrow{});
     if (marker_) report_cuda_cleanup_failure(cu().cuEventDestroy(marker_), "cuEventDestroy", device());
-    report_cuda_cleanup_failure(cu().cuStreamDestroy(stream_), "cuStreamDestroy", device());
+    if (owned_) {
+      report_cuda_cleanup_failure(cu().cuStreamDestroy(stream_), "cuStreamDestroy", device());
+    }
   }
 
   std::size_t device_idx() const override { return device_idx_; }
@@ -112,6 +119,7 @@ class CudaQueueAdapter final : public QueueAdapter {
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUstream stream_ = nullptr;
+  bool owned_ = true;         // false for the application's stream
   CUevent marker_ = nullptr;  // for wait_for_queue(), created on first use
   std::mutex marker_mutex_;    // guards marker_ and its record-and-wait
 };
@@ -121,6 +129,11 @@ class CudaQueueAdapter final : public QueueAdapter {
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
                                               std::size_t device_idx) {
   return std::make_unique<CudaQueueAdapter>(std::move(context), device_idx);
+}
+
+std::unique_ptr<QueueAdapter> make_cuda_foreign_queue(std::shared_ptr<CudaContextAdapter> context,
+                                                      std::size_t device_idx, CUstream stream) {
+  return std::make_unique<CudaQueueAdapter>(std::move(context), device_idx, stream);
 }
 
 }  // namespace skein::detail

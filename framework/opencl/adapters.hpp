@@ -1,6 +1,7 @@
 // The OpenCL backend's adapters (see skein/detail/adapter.hpp, framework/internal/).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,8 +83,9 @@ class OclEvent final : public EventAdapter {
 
 class OclBuffer final : public BufferAdapter {
  public:
-  OclBuffer(cl_mem mem, std::size_t size, std::size_t device_idx)
-      : mem_(mem), size_(size), device_idx_(device_idx) {}
+  OclBuffer(cl_mem mem, std::size_t size, std::size_t device_idx,
+            std::function<void()> on_release = {})
+      : mem_(mem), size_(size), device_idx_(device_idx), on_release_(std::move(on_release)) {}
   ~OclBuffer() override;
   std::size_t size() const override { return size_; }
   std::size_t device_idx() const override { return device_idx_; }
@@ -100,6 +102,7 @@ class OclBuffer final : public BufferAdapter {
   std::size_t device_idx_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::size_t, cl_mem>> sub_buffers_;
+  std::function<void()> on_release_;  // the application's deleter (buffer_from_native), if any
 };
 
 class OclContext;
@@ -121,6 +124,9 @@ class OclHostBuffer final : public HostBufferAdapter {
 class OclQueue final : public QueueAdapter {
  public:
   OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx);
+  // Over the application's command queue: takes a reference of its own (clRetainCommandQueue),
+  // and at the end releases it without waiting for the queue.
+  OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_command_queue queue);
   ~OclQueue() override;
   std::size_t device_idx() const override { return device_idx_; }
   void synchronize() override;
@@ -142,6 +148,7 @@ class OclQueue final : public QueueAdapter {
   std::size_t device_idx_;
   std::string device_;
   cl_command_queue queue_ = nullptr;
+  bool owned_ = true;  // false for the application's queue
 };
 
 class OclContext final : public ContextAdapter, public std::enable_shared_from_this<OclContext> {

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "adapters.hpp"
 #include "check.hpp"
 
@@ -8,6 +10,13 @@ namespace skein::detail::opencl {
 OclBuffer::~OclBuffer() {
   for (auto& [offset, sub] : sub_buffers_) clReleaseMemObject(sub);
   if (mem_) clReleaseMemObject(mem_);
+  if (on_release_) {
+    try {
+      on_release_();
+    } catch (...) {
+      std::fprintf(stderr, "skein: the deleter of a foreign OpenCL buffer threw\n");
+    }
+  }
 }
 
 cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& device) const {

@@ -168,6 +168,105 @@ Context context_from_backend_devices(std::span<const cl_device_id> devices) {
       adapters_for(devices, "skein::opencl::context_from_backend_devices")));
 }
 
+namespace {
+std::shared_ptr<detail::opencl::OclContext> ocl_context_of(const Context& context, const char* call) {
+  if (context.api().id() != ApiId::opencl) {
+    detail::raise_in(SKEIN_HERE, call, "Use skein::opencl functions only with OpenCL objects.",
+                     "the context belongs to {}, not OpenCL", name(context.api().id()));
+  }
+  return std::static_pointer_cast<detail::opencl::OclContext>(detail::impl_of(context)->adapter);
+}
+}  // namespace
+
+Buffer buffer_from_native(const Context& context, std::size_t device_idx, cl_mem mem,
+                          std::size_t size, std::function<void()> deleter) {
+  constexpr const char* call = "skein::opencl::buffer_from_native";
+  auto ocl = ocl_context_of(context, call);
+  detail::check_device_idx(context, device_idx, call);
+  const std::string where = ocl->describe_device(device_idx);
+  if (size == 0) {
+    return Buffer(context,
+                  std::make_shared<detail::opencl::OclBuffer>(nullptr, 0, device_idx, std::move(deleter)),
+                  device_idx, 0, 0);
+  }
+  if (mem == nullptr) {
+    detail::raise_in(SKEIN_HERE, call, "Pass the cl_mem of a buffer.",
+                     "{}: a null cl_mem for a buffer of {} bytes", where, size);
+  }
+  cl_mem_object_type type = 0;
+  cl_context owner = nullptr;
+  std::size_t bytes = 0;
+  if (clGetMemObjectInfo(mem, CL_MEM_TYPE, sizeof(type), &type, nullptr) != CL_SUCCESS ||
+      type != CL_MEM_OBJECT_BUFFER) {
+    detail::raise_in(SKEIN_HERE, call, "Pass a buffer made by clCreateBuffer.",
+                     "{}: the cl_mem is not a valid buffer object", where);
+  }
+  SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(owner), &owner, nullptr), where);
+  SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(bytes), &bytes, nullptr), where);
+  if (owner != ocl->get()) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Make the Skein context over the buffer's cl_context "
+                     "(skein::opencl::context_from_backend_context).",
+                     "{}: the cl_mem belongs to another OpenCL context", where);
+  }
+  if (size > bytes) {
+    detail::raise_in(SKEIN_HERE, call, "Pass at most the buffer's size.",
+                     "{}: {} bytes asked, but the cl_mem holds {}", where, size, bytes);
+  }
+  // Skein's own reference, released with the last Buffer over it; the application keeps its own.
+  SKEIN_CL_CHECK(clRetainMemObject(mem), where);
+  return Buffer(context,
+                std::make_shared<detail::opencl::OclBuffer>(mem, size, device_idx, std::move(deleter)),
+                device_idx, 0, size);
+}
+
+Queue queue_from_native(const Context& context, std::vector<std::size_t> device_idxs,
+                        std::span<const cl_command_queue> queues) {
+  constexpr const char* call = "skein::opencl::queue_from_native";
+  auto ocl = ocl_context_of(context, call);
+  if (device_idxs.size() != queues.size()) {
+    detail::raise_in(SKEIN_HERE, call, "Give one command queue per device index.",
+                     "{} device index(es) and {} command queue(s) were given", device_idxs.size(),
+                     queues.size());
+  }
+  std::vector<std::unique_ptr<detail::QueueAdapter>> adapters;
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    const std::size_t d = device_idxs[i];
+    detail::check_device_idx(context, d, call);
+    const std::string where = ocl->describe_device(d);
+    cl_context owner = nullptr;
+    cl_device_id device = nullptr;
+    cl_command_queue_properties properties = 0;
+    if (queues[i] == nullptr ||
+        clGetCommandQueueInfo(queues[i], CL_QUEUE_CONTEXT, sizeof(owner), &owner, nullptr) !=
+            CL_SUCCESS) {
+      detail::raise_in(SKEIN_HERE, call, "Pass a command queue made by clCreateCommandQueue.",
+                       "{}: command queue {} is not a valid command queue", where, i);
+    }
+    SKEIN_CL_CHECK(clGetCommandQueueInfo(queues[i], CL_QUEUE_DEVICE, sizeof(device), &device,
+                                         nullptr),
+                   where);
+    SKEIN_CL_CHECK(clGetCommandQueueInfo(queues[i], CL_QUEUE_PROPERTIES, sizeof(properties),
+                                         &properties, nullptr),
+                   where);
+    if (owner != ocl->get() || device != ocl->device_id(d)) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Pass a queue of the Skein context's cl_context, on the device of its "
+                       "index (skein::opencl::native_context, native_device).",
+                       "{}: command queue {} belongs to {}", where, i,
+                       owner != ocl->get() ? "another OpenCL context" : "another device");
+    }
+    if (properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+      detail::raise_in(SKEIN_HERE, call, "Pass an in-order command queue.",
+                       "{}: command queue {} executes out of order; Skein's work on a queue "
+                       "relies on its order",
+                       where, i);
+    }
+    adapters.push_back(std::make_unique<detail::opencl::OclQueue>(ocl, d, queues[i]));
+  }
+  return detail::wrap_queue(context, std::move(device_idxs), std::move(adapters), call);
+}
+
 cl_command_queue native_queue(const Queue& queue, std::size_t device_idx) {
   return reinterpret_cast<cl_command_queue>(queue.device_queue(device_idx).native());
 }

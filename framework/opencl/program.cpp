@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -83,22 +84,33 @@ class OclKernel final : public KernelAdapter {
     cl_uint nargs = 0;
     SKEIN_CL_CHECK(clGetKernelInfo(kernel_, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, nullptr),
                    device_);
-    std::vector<ParamInfo> params(nargs);
+    // The launch's arguments fill the kernel's parameters in order, skipping its `__local` ones
+    // (LOCAL_MEM_DYNAMIC_PARAM), which each launch sizes with its dynamic local memory.
+    std::vector<ParamInfo> params;
     for (cl_uint i = 0; i < nargs; ++i) {
       // Available because Skein builds with -cl-kernel-arg-info; without it, counts only.
       cl_kernel_arg_address_qualifier qualifier = 0;
       if (clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
                              &qualifier, nullptr) != CL_SUCCESS) {
+        params.emplace_back();
+        arg_index_.push_back(i);
         continue;
       }
+      if (qualifier == CL_KERNEL_ARG_ADDRESS_LOCAL) {
+        local_params_.push_back(i);
+        continue;
+      }
+      arg_index_.push_back(i);
       if (qualifier == CL_KERNEL_ARG_ADDRESS_GLOBAL || qualifier == CL_KERNEL_ARG_ADDRESS_CONSTANT) {
-        params[i] = {ParamInfo::Kind::pointer, sizeof(void*)};
+        params.push_back({ParamInfo::Kind::pointer, sizeof(void*)});
       } else if (qualifier == CL_KERNEL_ARG_ADDRESS_PRIVATE) {
         std::size_t size = 0;
         clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_TYPE_NAME, 0, nullptr, &size);
         std::string type(size, '\0');
         clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_TYPE_NAME, size, type.data(), nullptr);
-        params[i] = {ParamInfo::Kind::scalar, scalar_size(type)};
+        params.push_back({ParamInfo::Kind::scalar, scalar_size(type)});
+      } else {
+        params.emplace_back();
       }
     }
     params_ = std::move(params);
@@ -116,9 +128,13 @@ class OclKernel final : public KernelAdapter {
     // until the enqueue has taken them: one launch at a time per cl_kernel (copies of a Kernel,
     // its PreparedKernels and the shared built-in kernels all launch through this object).
     std::lock_guard lock(launch_mutex_);
+    for (const cl_uint index : local_params_) {
+      SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, std::max<std::size_t>(dims.local_mem, 1), nullptr),
+                     device_);
+    }
     for (std::size_t i = 0; i < args.size(); ++i) {
       const auto& arg = args[i];
-      const auto index = static_cast<cl_uint>(i);
+      const auto index = i < arg_index_.size() ? arg_index_[i] : static_cast<cl_uint>(i);
       if (arg.kind == KernelArg::Kind::buffer) {
         const cl_mem mem = static_cast<const OclBuffer*>(arg.buffer)->at(arg.offset, align_, device_);
         SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, sizeof(cl_mem), &mem), device_);
@@ -143,6 +159,8 @@ class OclKernel final : public KernelAdapter {
   cl_kernel kernel_;
   KernelAttributes attributes_;
   std::optional<std::vector<ParamInfo>> params_;
+  std::vector<cl_uint> arg_index_;     // the kernel parameter of each launch argument
+  std::vector<cl_uint> local_params_;  // the `__local` parameters (dynamic local memory)
 };
 
 class OclProgram final : public ProgramAdapter {

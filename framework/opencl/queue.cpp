@@ -18,8 +18,18 @@ OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx)
   SKEIN_CL_CHECK(err, device_);
 }
 
+OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx,
+                   cl_command_queue queue)
+    : context_(std::move(context)),
+      device_idx_(device_idx),
+      device_(context_->describe_device(device_idx)),
+      queue_(queue),
+      owned_(false) {
+  SKEIN_CL_CHECK(clRetainCommandQueue(queue_), device_);
+}
+
 OclQueue::~OclQueue() {
-  clFinish(queue_);
+  if (owned_) clFinish(queue_);
   clReleaseCommandQueue(queue_);
 }
 

@@ -215,7 +215,8 @@ OccupancyRecord::OccupancyRecord(const DeviceData& dev, std::size_t threads, std
   occupancy = static_cast<double>(warps_per_mp) / static_cast<double>(dev.warps_per_mp());
 }
 
-OccupancyRecord occupancy(const Kernel& kernel, std::size_t device_idx, std::size_t threads) {
+OccupancyRecord occupancy(const Kernel& kernel, std::size_t device_idx, std::size_t threads,
+                          LocalMem local_mem) {
   // attributes() checks that the kernel was compiled for this device.
   const KernelAttributes attributes = kernel.attributes(device_idx);
   const DeviceData dev(kernel.program().context().device(device_idx));
@@ -225,7 +226,8 @@ OccupancyRecord occupancy(const Kernel& kernel, std::size_t device_idx, std::siz
                      "kernel '{}' runs blocks of at most {} threads on device {}, not {}",
                      kernel.name(), attributes.max_total_local_size, device_idx, threads);
   }
-  return OccupancyRecord(dev, threads, attributes.local_mem_size, attributes.registers);
+  return OccupancyRecord(dev, threads, attributes.local_mem_size + local_mem.bytes,
+                         attributes.registers);
 }
 
 }  // namespace skein

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "skein/detail/compile_cache.hpp"
 #include "skein/detail/errors.hpp"
@@ -175,6 +178,68 @@ Program::Program(const Context& context, std::string source, ProgramOptions opti
   impl_ = std::move(impl);
 }
 
+Program Program::from_binary(const Context& context, std::span<const std::byte> binary,
+                             ProgramOptions options) {
+  constexpr const char* call = "Program::from_binary";
+  auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}});
+  const auto& opts = impl->options;
+  auto& adapter = *detail::impl_of(context)->adapter;
+  const ApiId api = context.api().id();
+  if (binary.empty()) {
+    detail::raise_in(SKEIN_HERE, call, "Pass the bytes nvcc or the OpenCL driver produced.",
+                     "'{}': the binary is empty", opts.name);
+  }
+  if (opts.device_idxs) {
+    impl->device_idxs = *opts.device_idxs;
+  } else {
+    for (std::size_t i = 0; i < context.num_devices(); ++i) impl->device_idxs.push_back(i);
+  }
+  const std::size_t n = context.num_devices();
+  impl->programs.resize(n);
+  impl->sources.resize(n);
+  impl->from_cache.resize(n, 0);
+  // PTX is text that the driver wants NUL-terminated; CUBIN and fatbin are taken as they are.
+  std::vector<std::byte> bytes(binary.begin(), binary.end());
+  const auto starts_with = [&](std::string_view text) {
+    return bytes.size() >= text.size() && std::memcmp(bytes.data(), text.data(), text.size()) == 0;
+  };
+  const bool ptx = api == ApiId::cuda && !starts_with("\x7f" "ELF") &&
+                   (std::find(bytes.begin(), bytes.end(), std::byte{0}) == bytes.end());
+  if (ptx) bytes.push_back(std::byte{0});
+  for (std::size_t d : impl->device_idxs) {
+    detail::check_device_idx(context, d, call);
+    if (impl->programs[d]) {
+      detail::raise_in(SKEIN_HERE, call, "List each device index once.",
+                       "device index {} is given twice", d);
+    }
+    try {
+      impl->programs[d] = adapter.load(d, bytes, opts.compiler_options);
+    } catch (const MemoryError&) {
+      throw;
+    } catch (const Error& e) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Build the binary for this device: on CUDA a fatbin with its architecture "
+                       "(nvcc -gencode arch=compute_XY,code=sm_XY) or PTX the driver can compile; on "
+                       "OpenCL a binary of this platform and device.",
+                       "'{}' cannot run on {}: {}", opts.name, context.device(d).description(),
+                       e.what());
+    }
+  }
+  return Program(std::move(impl));
+}
+
+Program Program::from_file(const Context& context, const std::filesystem::path& path,
+                           ProgramOptions options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    detail::raise_in(SKEIN_HERE, "Program::from_file", "Check the path.", "cannot open '{}'",
+                     path.string());
+  }
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (options.name == ProgramOptions{}.name) options.name = path.filename().string();
+  return from_binary(context, std::as_bytes(std::span(data)), std::move(options));
+}
+
 Program Program::from_template(const Context& context, std::string_view template_source,
                                const RenderGlobals& globals, ProgramOptions options) {
   std::string rendered = render(template_source, globals, options.name);
@@ -327,8 +392,15 @@ WorkSize choose_local_size(const WorkSize& global, std::size_t max_total,
 
 }  // namespace
 
+std::size_t Kernel::max_local_mem(std::size_t device_idx) const {
+  const KernelAttributes attributes = this->attributes(device_idx);  // checks the device
+  const auto& params = impl_->program.context().device(device_idx).params();
+  const std::size_t limit = std::max(params.local_mem_size, params.local_mem_per_group_optin);
+  return limit > attributes.local_mem_size ? limit - attributes.local_mem_size : 0;
+}
+
 PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
-                               const std::optional<LaunchSizes>& local) const {
+                               const std::optional<LaunchSizes>& local, LocalMem local_mem) const {
   const auto& program = impl_->program;
   if (!(queue.context() == program.context())) {
     detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Use a queue of the program's context.",
@@ -385,12 +457,26 @@ PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
                          impl_->name, where, g[dim] / l[dim], dim, params.max_num_groups[dim]);
       }
     }
+    if (local_mem.bytes > 0) {
+      const std::size_t most = max_local_mem(d);
+      if (local_mem.bytes > most) {
+        detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+                         "Ask for less dynamic local memory (Kernel::max_local_mem()), or use "
+                         "smaller tiles.",
+                         "kernel '{}' on {}: {} bytes of dynamic local memory asked; beside its {} "
+                         "bytes of static local memory the device allows {}",
+                         impl_->name, where, local_mem.bytes, kernel.attributes().local_mem_size,
+                         most);
+      }
+      kernel.allow_local_mem(local_mem.bytes);
+    }
     PreparedKernel::Impl::PerDevice pd;
     pd.kernel = &kernel;
     pd.queue = &queue.device_queue(d);
     pd.global = g;
     pd.local = l;
     pd.dims.dims = g.dims();
+    pd.dims.local_mem = local_mem.bytes;
     for (unsigned dim = 0; dim < 3; ++dim) {
       pd.dims.global[dim] = g[dim];
       pd.dims.local[dim] = l[dim];

@@ -39,6 +39,30 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs) {
   impl_ = std::move(impl);
 }
 
+namespace detail {
+Queue wrap_queue(const Context& context, std::vector<std::size_t> device_idxs,
+                 std::vector<std::unique_ptr<QueueAdapter>> queues, const char* call) {
+  if (device_idxs.empty() || device_idxs.size() != queues.size()) {
+    raise_in(SKEIN_HERE, call, "Give one native queue per device index.",
+             "{} device index(es) and {} native queue(s) were given", device_idxs.size(),
+             queues.size());
+  }
+  auto impl = std::make_shared<Queue::Impl>(context);
+  impl->queues.resize(context.num_devices());
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    const std::size_t idx = device_idxs[i];
+    check_device_idx(context, idx, call);
+    if (impl->queues[idx]) {
+      raise_in(SKEIN_HERE, call, "List each device index once.", "device index {} is given twice",
+               idx);
+    }
+    impl->queues[idx] = std::move(queues[i]);
+  }
+  impl->device_idxs = std::move(device_idxs);
+  return ImplAccess::make<Queue>(std::move(impl));
+}
+}  // namespace detail
+
 const Context& Queue::context() const { return impl_->context; }
 const std::vector<std::size_t>& Queue::device_idxs() const { return impl_->device_idxs; }
 

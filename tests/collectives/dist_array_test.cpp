@@ -28,6 +28,12 @@
 #include <vector>
 
 #include "dist_support.hpp"
+#if SKEIN_HAS_CUDA
+#include <skein/cuda.hpp>
+#endif
+#if SKEIN_HAS_OPENCL
+#include <skein/opencl.hpp>
+#endif
 #include "mpi_support.hpp"
 
 namespace {
@@ -392,6 +398,97 @@ TEST_P(DistArrays, ScatterGatherRoundTrips) {
   // Other dtypes on two shapes.
   round_trip<double>(s_, {2 * M + 3, 5}, RowSplit::even(), 1, R - 1, salt++, "float64 2M+3 x 5");
   round_trip<std::complex<float>>(s_, {M + 2}, RowSplit::even(), 0, 0, salt++, "complex64 M+2");
+}
+
+// The device address or cl_mem of `b` made into a Buffer through the backend's interop call, as
+// an application's own allocation would be: Skein sees only the native handle (and keeps `b`
+// alive through the deleter, on CUDA; through its own cl_mem reference, on OpenCL).
+Buffer as_foreign(const Buffer& b) {
+#if SKEIN_HAS_CUDA
+  if (b.context().api().id() == ApiId::cuda) {
+    return cuda::buffer_from_native(b.context(), b.device_idx(), cuda::native_pointer(b), b.size(),
+                                    [keep = b] {});
+  }
+#endif
+#if SKEIN_HAS_OPENCL
+  if (b.context().api().id() == ApiId::opencl) {
+    return opencl::buffer_from_native(b.context(), b.device_idx(), opencl::native_mem(b), b.size());
+  }
+#endif
+  ADD_FAILURE() << "no interop for this backend";
+  return b;
+}
+
+// A DistArray over blocks the application allocated itself, one per local member with its halo
+// rows (odd shapes, a halo of 1): scatter, halo exchange, a distributed axpy, an all_reduce over
+// the blocks' memory and a gather give the host's results; blocks of the wrong size or device are
+// refused on every rank.
+TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
+  const std::size_t M = s_.M();
+  const int R = s_.R();
+  const Shape shape{2 * M + 3, 5};
+  const BlockLayout layout = BlockLayout::over(*s_.comm, shape, RowSplit::even(), Halo{1, true});
+  Queue queue(s_.comm->context());
+  const auto blocks_for = [&](std::size_t extra_rows, bool wrong_device) {
+    std::vector<Buffer> blocks;
+    for (std::size_t l = 0; l < s_.comm->local_size(); ++l) {
+      const auto member = static_cast<std::size_t>(s_.comm->rank_of(l));
+      const Shape bs = layout.block_shape(member, true);
+      std::size_t device = s_.comm->device_idx(l);
+      if (wrong_device) device = (device + 1) % s_.comm->context().num_devices();
+      blocks.push_back(as_foreign(
+          Buffer::allocate(s_.comm->context(), device, (bs[0] + extra_rows) * bs[1] * sizeof(double))));
+    }
+    return blocks;
+  };
+  const std::vector<double> gx = host_array<double>(shape, 21), gy = host_array<double>(shape, 22);
+  DistArray x(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, false));
+  DistArray y(*s_.comm, queue, layout, Dtype::float64, blocks_for(1, false));  // room to spare
+  x.scatter(world_rank() == 0 ? std::span<const double>(gx) : std::span<const double>(), 0);
+  y.scatter(world_rank() == R - 1 ? std::span<const double>(gy) : std::span<const double>(), R - 1);
+  x.exchange_halos();
+  dist::axpy(2.0, x, y, y);  // y = 2 x + y
+  std::vector<double> want(gx.size());
+  for (std::size_t i = 0; i < gx.size(); ++i) want[i] = 2.0 * gx[i] + gy[i];
+  expect_same(y.all_gather<double>(), want, "axpy over the application's blocks");
+  // The halo rows of x hold the periodic neighbours' rows.
+  for (std::size_t l = 0; l < x.local_size(); ++l) {
+    const RowRange rows = x.local_rows(l);
+    if (rows.empty()) continue;
+    const auto all = x.local_with_halo(l).get<double>();
+    const std::size_t above = (rows.begin + shape[0] - 1) % shape[0];
+    expect_same(std::vector<double>(all.begin(), all.begin() + 5), host_rows<double>(shape, above, above + 1, 21),
+                fmt::format("local device {}: the halo row above", l));
+  }
+  // An all_reduce over the blocks' memory itself: each member's halo row above (every block has
+  // rows: 2M + 3 rows over M members), summed over the members; integers, so exact.
+  std::vector<Array> sends, recvs;
+  for (std::size_t l = 0; l < x.local_size(); ++l) {
+    sends.push_back(x.local_with_halo(l).reshape({x.local_with_halo(l).size()}).slice(0, 5));
+    recvs.push_back(y.local_with_halo(l).reshape({y.local_with_halo(l).size()}).slice(0, 5));
+  }
+  s_.comm->all_reduce(queue, sends, recvs, ReduceOp::sum);
+  std::vector<double> total(5, 0.0);
+  for (std::size_t m = 0; m < M; ++m) {
+    const std::size_t above = (layout.member_rows(m).begin + shape[0] - 1) % shape[0];
+    const auto row = host_rows<double>(shape, above, above + 1, 21);
+    for (std::size_t c = 0; c < 5; ++c) total[c] += row[c];
+  }
+  for (std::size_t l = 0; l < y.local_size(); ++l) {
+    expect_same(recvs[l].get<double>(), total, fmt::format("all_reduce, local device {}", l));
+  }
+  // Bad blocks, on every rank: one row short; (with several devices) on the wrong device.
+  auto short_blocks = blocks_for(0, false);
+  short_blocks.front() = short_blocks.front().get_sub_region(0, short_blocks.front().size() - 8);
+  expect_logic_error([&] { DistArray bad(*s_.comm, queue, layout, Dtype::float64, short_blocks); },
+                     {"block buffer 0 has", "needs"}, "a short block");
+  // Collective: every rank makes the call once any rank's context has a second device (a rank
+  // with one device passes its right block, and raises with the others).
+  if (!on_every_rank(s_.comm->context().num_devices() <= 1)) {
+    const bool moved = s_.comm->context().num_devices() > 1;
+    expect_logic_error([&] { DistArray bad(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, moved)); },
+                       {moved ? "block buffer 0 is on device" : "DistArray"}, "a block on another device");
+  }
 }
 
 // The arrays share the communicator: moving the Communicator object they were made over, then

@@ -2,7 +2,17 @@
 // ownership, and the native objects behind Skein's.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <optional>
 #include <skein/skein.hpp>
+#if SKEIN_HAS_DLPACK
+#include <skein/dlpack.hpp>
+#endif
 
 #include "backends.hpp"
 
@@ -19,6 +29,17 @@ namespace skein::test {
 namespace {
 
 class Interop : public BackendTest {};
+
+// `bad` throws LogicError whose message has each of `words`.
+void expect_logic_error(const std::function<void()>& bad, const std::vector<std::string>& words) {
+  try {
+    bad();
+    ADD_FAILURE() << "no LogicError (expected one with: " << fmt::format("{}", fmt::join(words, "; "))
+                  << ")";
+  } catch (const LogicError& e) {
+    for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+  }
+}
 
 #if SKEIN_HAS_OPENCL
 cl_device_id raw_device(const Device& device) {
@@ -102,6 +123,389 @@ void cuda_interop(const std::vector<Device>& devices) {
   EXPECT_NE(cuda::native_context(ctx, 0), nullptr);
 }
 #endif
+
+// The same work on the application's memory and queue, whatever the backend: the application
+// writes x and y with its own API on its own queue, Skein runs an axpy, a sum and a kernel on them
+// on that queue with nothing synchronised in between, and the application reads the result back
+// on its queue. `write`/`read` enqueue on the native queue; `finish` waits for it.
+void foreign_work(const Queue& queue, const Buffer& xb, const Buffer& yb, std::size_t n,
+                  const std::function<void(const Buffer&, const std::vector<float>&)>& write,
+                  const std::function<std::vector<float>(const Buffer&)>& read) {
+  const auto x = random_reals<float>(n, 41), y = random_reals<float>(n, 42);
+  write(xb, x);
+  write(yb, y);
+  Array xa(queue, xb, {n}, Dtype::float32), ya(queue, yb, {n}, Dtype::float32);
+  axpy(queue, 2.0f, xa, ya, ya);  // y = 2 x + y, in place
+  const float total = sum(queue, ya).get<float>().front();
+  Program program(queue.context(), R"(
+KERNEL void twice(GLOBAL_MEM float* y, int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = 2.0f * y[i];
+}
+)");
+  program.kernel("twice")(queue, n, std::nullopt, yb, static_cast<std::int32_t>(n));
+  const auto back = read(yb);
+  double want_total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float z = 2.0f * x[i] + y[i];
+    want_total += z;
+    ASSERT_NEAR(back[i], 2.0f * z, 1e-6f * (2.0f * std::abs(2.0f * x[i]) + 2.0f * std::abs(y[i]))) << i;
+  }
+  EXPECT_NEAR(total, want_total, 1e-5 * n);
+}
+
+#if SKEIN_HAS_OPENCL
+void opencl_foreign(const Context& ctx) {
+  const cl_context raw = opencl::native_context(ctx);
+  const cl_device_id dev = opencl::native_device(ctx.device(0));
+  cl_int err = CL_SUCCESS;
+  cl_command_queue native = clCreateCommandQueue(raw, dev, 0, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  const std::size_t n = 10007;
+  cl_mem xm = clCreateBuffer(raw, CL_MEM_READ_WRITE, n * sizeof(float), nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  cl_mem ym = clCreateBuffer(raw, CL_MEM_READ_WRITE, (n + 5) * sizeof(float), nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  const auto refs = [](cl_mem m) {
+    cl_uint c = 0;
+    clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof(c), &c, nullptr);
+    return c;
+  };
+  {
+    Queue queue = opencl::queue_from_native(ctx, {0}, std::span(&native, 1));
+    EXPECT_EQ(opencl::native_queue(queue, 0), native);
+    Buffer xb = opencl::buffer_from_native(ctx, 0, xm, n * sizeof(float));
+    Buffer yb = opencl::buffer_from_native(ctx, 0, ym, n * sizeof(float));  // less than it holds
+    EXPECT_EQ(opencl::native_mem(xb), xm);
+    EXPECT_EQ(refs(xm), 2u);  // Skein's reference beside the application's
+    foreign_work(
+        queue, xb, yb, n,
+        [&](const Buffer& b, const std::vector<float>& v) {
+          ASSERT_EQ(clEnqueueWriteBuffer(native, opencl::native_mem(b), CL_FALSE, 0,
+                                         v.size() * sizeof(float), v.data(), 0, nullptr, nullptr),
+                    CL_SUCCESS);
+        },
+        [&](const Buffer& b) {
+          std::vector<float> v(n);
+          EXPECT_EQ(clEnqueueReadBuffer(native, opencl::native_mem(b), CL_TRUE, 0, n * sizeof(float),
+                                        v.data(), 0, nullptr, nullptr),
+                    CL_SUCCESS);
+          return v;
+        });
+    // Bad input: more than the cl_mem holds; another context's buffer and queue.
+    expect_logic_error([&] { (void)opencl::buffer_from_native(ctx, 0, xm, n * sizeof(float) + 1); },
+                       {"bytes asked, but the cl_mem holds"});
+    cl_context other = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, 64, nullptr, &err);
+    cl_command_queue foreign_queue = clCreateCommandQueue(other, dev, 0, &err);
+    expect_logic_error([&] { (void)opencl::buffer_from_native(ctx, 0, foreign, 64); },
+                       {"another OpenCL context"});
+    expect_logic_error(
+        [&] { (void)opencl::queue_from_native(ctx, {0}, std::span(&foreign_queue, 1)); },
+        {"another OpenCL context"});
+    expect_logic_error([&] { (void)opencl::queue_from_native(ctx, {0, 0}, std::span(&native, 1)); },
+                       {"2 device index(es) and 1 command queue(s)"});
+    clReleaseCommandQueue(foreign_queue);
+    clReleaseMemObject(foreign);
+    clReleaseContext(other);
+    queue.synchronize();
+  }
+  EXPECT_EQ(refs(xm), 1u);  // Skein's reference given back with the last Buffer
+  clReleaseMemObject(xm);
+  clReleaseMemObject(ym);
+  clReleaseCommandQueue(native);
+}
+#endif
+
+#if SKEIN_HAS_CUDA
+void cuda_foreign(const Context& ctx) {
+  const int device = static_cast<int>(cuda::native_device(ctx.device(0)));
+  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  cudaStream_t native = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&native, cudaStreamNonBlocking), cudaSuccess);
+  const std::size_t n = 10007;
+  void* xp = nullptr;
+  void* yp = nullptr;
+  ASSERT_EQ(cudaMalloc(&xp, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&yp, n * sizeof(float)), cudaSuccess);
+  int deleted = 0;
+  {
+    const CUstream stream = reinterpret_cast<CUstream>(native);
+    Queue queue = cuda::queue_from_native(ctx, {0}, std::span(&stream, 1));
+    EXPECT_EQ(cuda::native_stream(queue, 0), stream);
+    // x is shared: Skein frees it (through the deleter) when its last Buffer is gone.
+    Buffer xb = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(xp), n * sizeof(float),
+                                         [xp, &deleted] {
+                                           ++deleted;
+                                           cudaFree(xp);
+                                         });
+    Buffer yb = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(yp), n * sizeof(float));
+    EXPECT_EQ(cuda::native_pointer(xb), reinterpret_cast<CUdeviceptr>(xp));
+    foreign_work(
+        queue, xb, yb, n,
+        [&](const Buffer& b, const std::vector<float>& v) {
+          ASSERT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(cuda::native_pointer(b)), v.data(),
+                                    v.size() * sizeof(float), cudaMemcpyHostToDevice, native),
+                    cudaSuccess);
+        },
+        [&](const Buffer& b) {
+          std::vector<float> v(n);
+          EXPECT_EQ(cudaMemcpyAsync(v.data(), reinterpret_cast<void*>(cuda::native_pointer(b)),
+                                    n * sizeof(float), cudaMemcpyDeviceToHost, native),
+                    cudaSuccess);
+          EXPECT_EQ(cudaStreamSynchronize(native), cudaSuccess);
+          return v;
+        });
+    // Bad input: past the allocation's end (also from an address inside it), host memory, null.
+    const auto y = reinterpret_cast<CUdeviceptr>(yp);
+    expect_logic_error([&] { (void)cuda::buffer_from_native(ctx, 0, y, 2 * n * sizeof(float)); },
+                       {"its allocation ends", "80056 bytes asked"});
+    expect_logic_error([&] { (void)cuda::buffer_from_native(ctx, 0, y + 400, 2 * n * sizeof(float)); },
+                       {"its allocation ends"});
+    std::vector<float> host(16);
+    expect_logic_error(
+        [&] { (void)cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(host.data()), 64); },
+        {"no device memory at this address"});
+    expect_logic_error([&] { (void)cuda::buffer_from_native(ctx, 0, 0, 64); }, {"null pointer"});
+    // Memory of another GPU, where there is one.
+    if (int count = 0; cudaGetDeviceCount(&count) == cudaSuccess && count > 1) {
+      const int other = device == 0 ? 1 : 0;
+      void* op = nullptr;
+      ASSERT_EQ(cudaSetDevice(other), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&op, 256), cudaSuccess);
+      expect_logic_error(
+          [&] { (void)cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(op), 256); },
+          {fmt::format("the memory is on CUDA device {}", other)});
+      cudaFree(op);
+      ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    }
+    EXPECT_EQ(deleted, 0);
+  }
+  EXPECT_EQ(deleted, 1);
+  cudaFree(yp);
+  cudaStreamDestroy(native);
+}
+#endif
+
+// Launches scale_add (y = a x + y) of `program` on device 0 through a PreparedKernel and checks
+// the result against the host.
+void run_scale_add(const Queue& queue, const Program& program, const std::string& what) {
+  SCOPED_TRACE(what);
+  for (std::size_t n : {1u, 255u, 4099u}) {
+    const auto x = random_reals<float>(n, 51), y0 = random_reals<float>(n, 52);
+    auto dx = Array::from_host(queue, x), dy = Array::from_host(queue, y0);
+    const std::size_t local = 64, global = (n + local - 1) / local * local;
+    program.kernel("scale_add").prepare(queue, global, LaunchSizes{local})(dy, dx, 3.0f,
+                                                                          static_cast<std::int32_t>(n));
+    const auto y = dy.get<float>();
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(y[i], 3.0f * x[i] + y0[i], 1e-6f * (3.0f * std::abs(x[i]) + std::abs(y0[i]))) << i;
+    }
+  }
+}
+
+#if SKEIN_HAS_OPENCL
+// A device binary made with the OpenCL API directly (as an application's offline build would),
+// loaded by Program::from_binary.
+void opencl_aot(const Context& ctx) {
+  const cl_context raw = opencl::native_context(ctx);
+  const cl_device_id dev = opencl::native_device(ctx.device(0));
+  const char* source = R"(
+__kernel void scale_add(__global float* y, __global const float* x, float a, int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+  cl_int err = CL_SUCCESS;
+  cl_program built = clCreateProgramWithSource(raw, 1, &source, nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  ASSERT_EQ(clBuildProgram(built, 1, &dev, "", nullptr, nullptr), CL_SUCCESS);
+  std::size_t size = 0;
+  ASSERT_EQ(clGetProgramInfo(built, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr), CL_SUCCESS);
+  std::vector<unsigned char> binary(size);
+  unsigned char* data = binary.data();
+  ASSERT_EQ(clGetProgramInfo(built, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr), CL_SUCCESS);
+  clReleaseProgram(built);
+  Queue queue(ctx, {0});
+  const auto program = Program::from_binary(ctx, std::as_bytes(std::span(binary)),
+                                            {.device_idxs = std::vector<std::size_t>{0}, .name = "offline"});
+  EXPECT_TRUE(program.source(0).empty());
+  run_scale_add(queue, program, "an OpenCL device binary");
+  // Garbage, and nothing at all: refused naming the device.
+  std::vector<std::byte> junk(64, std::byte{0x5a});
+  expect_logic_error([&] { (void)Program::from_binary(ctx, junk, {.device_idxs = std::vector<std::size_t>{0}}); },
+                     {"cannot run on", ctx.device(0).description()});
+  expect_logic_error([&] { (void)Program::from_binary(ctx, {}); }, {"the binary is empty"});
+}
+#endif
+
+#if SKEIN_HAS_CUDA && defined(SKEIN_TEST_AOT_DIR)
+// nvcc's outputs from the build (tests/CMakeLists.txt): PTX, the device's CUBIN and a fatbin all
+// run; a CUBIN of another architecture is refused.
+void cuda_aot(const Context& ctx) {
+  const std::filesystem::path dir = SKEIN_TEST_AOT_DIR;
+  const auto cc = ctx.device(0).params().compute_capability.value();
+  Queue queue(ctx, {0});
+  const ProgramOptions on_0{.device_idxs = std::vector<std::size_t>{0}};
+  run_scale_add(queue, Program::from_file(ctx, dir / "aot.ptx", on_0), "PTX (compute_80)");
+  run_scale_add(queue, Program::from_file(ctx, dir / "aot.fatbin", on_0), "fatbin");
+  const bool hopper = cc.first == 9;
+  if (hopper || cc == std::pair{8, 0}) {
+    run_scale_add(queue, Program::from_file(ctx, dir / (hopper ? "aot_sm90.cubin" : "aot_sm80.cubin"), on_0),
+                  "CUBIN of the device's architecture");
+    expect_logic_error(
+        [&] { (void)Program::from_file(ctx, dir / (hopper ? "aot_sm80.cubin" : "aot_sm90.cubin"), on_0); },
+        {"cannot run on", ctx.device(0).description()});
+  }
+  // Dynamic shared memory in an nvcc-compiled kernel: LocalMem is the launch's sharedMemBytes.
+  const auto program = Program::from_file(ctx, dir / "aot.fatbin", on_0);
+  const std::size_t group = 128, n = 4 * group;
+  const auto x = random_reals<float>(n, 53);
+  auto dx = Array::from_host(queue, x);
+  auto dy = Array::empty(queue, {n}, Dtype::float32);
+  program.kernel("reverse_blocks").prepare(queue, n, LaunchSizes{group}, LocalMem{group * sizeof(float)})(dy, dx);
+  const auto y = dy.get<float>();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i / group * group + group - 1 - i % group]) << i;
+}
+#endif
+
+TEST_P(Interop, KernelsCompiledAheadOfTime) {
+  auto ctx = context();
+#if SKEIN_HAS_OPENCL
+  if (GetParam().api == ApiId::opencl) opencl_aot(ctx);
+#endif
+#if SKEIN_HAS_CUDA
+  if (GetParam().api == ApiId::cuda) {
+#if defined(SKEIN_TEST_AOT_DIR)
+    cuda_aot(ctx);
+#else
+    GTEST_SKIP() << "built without nvcc: no ahead-of-time kernels to load";
+#endif
+  }
+#endif
+}
+
+#if SKEIN_HAS_DLPACK
+// DLPack: an array out and back in without a copy, on every backend; a tensor made by hand over
+// Skein-allocated memory with a deleter of its own; tensors Skein must refuse (the caller keeps
+// them: their deleters do not run).
+TEST_P(Interop, DlpackRoundTripsWithoutACopy) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const std::size_t d = queue.device_idxs().back();
+  const auto host = random_reals<double>(6 * 7, 61);
+  auto a = Array::from_host(queue, host, {6, 7}, d);
+  {
+    DLManagedTensor* t = to_dlpack(a);
+    EXPECT_EQ(t->dl_tensor.ndim, 2);
+    EXPECT_EQ(t->dl_tensor.shape[0], 6);
+    EXPECT_EQ(t->dl_tensor.shape[1], 7);
+    EXPECT_EQ(t->dl_tensor.strides[0], 7);
+    EXPECT_EQ(t->dl_tensor.strides[1], 1);
+    EXPECT_EQ(t->dl_tensor.dtype.code, kDLFloat);
+    EXPECT_EQ(t->dl_tensor.dtype.bits, 64);
+    EXPECT_EQ(t->dl_tensor.device.device_type, GetParam().api == ApiId::cuda ? kDLCUDA : kDLOpenCL);
+    Array b = from_dlpack(queue, t);
+    EXPECT_EQ(b.shape(), a.shape());
+    EXPECT_EQ(b.dtype(), Dtype::float64);
+    EXPECT_EQ(b.device_idx(), d);
+    EXPECT_EQ(b.get<double>(), host);
+    // No copy: a write through b shows in a.
+    fill(queue, b, 2.5);
+    EXPECT_EQ(a.get<double>(), std::vector<double>(host.size(), 2.5));
+  }
+  // A strided view at an offset (rows 1, 3 and 5), and each dtype's DLPack code and width.
+  a.set(host);
+  {
+    Array odd_rows(queue, a.data(), {3, 7}, Dtype::float64, {2 * 7 * 8, 8}, 7 * 8);
+    DLManagedTensor* t = to_dlpack(odd_rows);
+    EXPECT_EQ(t->dl_tensor.strides[0], 14);
+    EXPECT_EQ(t->dl_tensor.strides[1], 1);
+    Array back = from_dlpack(queue, t);
+    EXPECT_EQ(back.strides(), (Strides{112, 8}));
+    auto dense = Array::empty(queue, {3, 7}, Dtype::float64, d);
+    copy(queue, back, dense);
+    std::vector<double> want;
+    for (std::size_t r : {1u, 3u, 5u}) want.insert(want.end(), host.begin() + 7 * r, host.begin() + 7 * r + 7);
+    EXPECT_EQ(dense.get<double>(), want);
+  }
+  for (Dtype dt : all_dtypes) {
+    const DLDataType code = dlpack_dtype(dt);
+    EXPECT_EQ(code.bits, 8 * itemsize(dt));
+    EXPECT_EQ(code.lanes, 1);
+    EXPECT_EQ(dtype_from_dlpack(code), dt) << name(dt);
+  }
+  // A tensor made by hand, as another library would: it is deleted once the last Array is gone.
+  struct Made {
+    DLManagedTensor tensor{};
+    std::int64_t shape[1] = {5};
+    int* deleted = nullptr;
+    std::optional<Array> keep;  // the memory it describes
+  };
+  int deleted = 0;
+  const auto make = [&](DLDevice device, DLDataType type, const std::int64_t* strides) {
+    auto* m = new Made;
+    m->deleted = &deleted;
+    m->keep = Array::from_host(queue, std::vector<float>{1, 2, 3, 4, 5}, {}, d);
+    DLManagedTensor* t = to_dlpack(*m->keep);  // for the data pointer and device
+    m->tensor.dl_tensor = t->dl_tensor;
+    t->deleter(t);
+    m->tensor.dl_tensor.device = device;
+    m->tensor.dl_tensor.dtype = type;
+    m->tensor.dl_tensor.shape = m->shape;
+    m->tensor.dl_tensor.strides = const_cast<std::int64_t*>(strides);
+    m->tensor.manager_ctx = m;
+    m->tensor.deleter = [](DLManagedTensor* self) {
+      auto* made = static_cast<Made*>(self->manager_ctx);
+      ++*made->deleted;
+      delete made;
+    };
+    return m;
+  };
+  DLManagedTensor* exported = to_dlpack(a);
+  const DLDevice device = exported->dl_tensor.device;
+  exported->deleter(exported);
+  const DLDataType f32{kDLFloat, 32, 1};
+  {
+    Made* m = make(device, f32, nullptr);
+    Array x = from_dlpack(queue, &m->tensor);
+    EXPECT_EQ(x.get<float>(), (std::vector<float>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(deleted, 0);
+  }
+  EXPECT_EQ(deleted, 1);
+  const std::int64_t negative[1] = {-1};
+  const struct {
+    DLDevice device;
+    DLDataType type;
+    const std::int64_t* strides;
+    const char* words;
+  } bad[] = {{DLDevice{kDLCPU, 0}, f32, nullptr, "DLPack device type 1"},
+             {DLDevice{device.device_type, 12345}, f32, nullptr, "device 12345, which is not one of the queue's"},
+             {device, DLDataType{kDLFloat, 8, 1}, nullptr, "(code 2, 8 bits, 1 lanes) is not one of Skein's dtypes"},
+             {device, DLDataType{kDLFloat, 32, 4}, nullptr, "4 lanes"},
+             {device, f32, negative, "stride -1"}};
+  for (const auto& b : bad) {
+    Made* m = make(b.device, b.type, b.strides);
+    const int before = deleted;
+    expect_logic_error([&] { (void)from_dlpack(queue, &m->tensor); }, {b.words});
+    EXPECT_EQ(deleted, before) << b.words;  // refused: still the caller's
+    m->tensor.deleter(&m->tensor);
+  }
+}
+#endif
+
+TEST_P(Interop, ForeignMemoryAndQueues) {
+  auto ctx = context();
+#if SKEIN_HAS_OPENCL
+  if (GetParam().api == ApiId::opencl) opencl_foreign(ctx);
+#endif
+#if SKEIN_HAS_CUDA
+  if (GetParam().api == ApiId::cuda) cuda_foreign(ctx);
+#endif
+}
 
 TEST_P(Interop, ContextsFromBackendObjects) {
   const auto devs = devices();

@@ -2,6 +2,7 @@
 // multi-device launches with per-device sizes and arguments; argument checks; compile errors that
 // point at the right line; the disk cache across processes.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -96,6 +97,74 @@ KERNEL void tiles(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int width)
     }
   }
   EXPECT_EQ(out.back(), width * 1000 + height * 10 + 4);
+}
+
+// Dynamic local memory (LocalMem): one source for both backends. Each group of `g` work items
+// copies its block into local memory at `stride` words apart (so the words used span the whole
+// allocation: the last one is bytes / 4 - 1), then writes it back reversed within the group.
+const char* kDynamicLocal = R"(
+KERNEL void reverse_blocks(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, unsigned stride,
+                           unsigned words LOCAL_MEM_DYNAMIC_PARAM(int, scratch))
+{
+    LOCAL_MEM_DYNAMIC_DECL(int, scratch);
+    const unsigned l = get_local_id(0), g = get_local_size(0);
+    const unsigned i = get_global_id(0);
+    if (words == 0) { out[i] = -in[i]; return; }
+    /* The group's last item also touches the allocation's last word. */
+    scratch[l * stride] = in[i];
+    if (l == g - 1) scratch[words - 1] = in[i] + 1;
+    LOCAL_BARRIER;
+    const unsigned j = g - 1 - l;
+    out[i] = scratch[j * stride] + (j == g - 1 ? scratch[words - 1] - scratch[j * stride] - 1 : 0);
+}
+)";
+
+TEST_P(Programs, DynamicLocalMemoryFromNoneToTheDeviceLimit) {
+  auto ctx = context();
+  Queue queue(ctx);
+  Program program(ctx, kDynamicLocal);
+  auto kernel = program.kernel("reverse_blocks");
+  const std::size_t d = queue.device_idxs().front();
+  const std::size_t most = kernel.max_local_mem(d);
+  ASSERT_GE(most, 4u) << "the device offers no local memory";
+  const std::size_t group = 4, n = 12;
+  std::vector<std::int32_t> in(n);
+  for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<std::int32_t>(10 * i + 3);
+  auto din = Array::from_host(queue, in);
+  auto dout = Array::empty(queue, {n}, Dtype::int32);
+  // bytes -> the stride between the group's words, and the words used (0: none).
+  struct Case {
+    std::size_t bytes, stride, words;
+  };
+  const std::size_t most_words = most / 4;
+  std::vector<Case> cases = {{0, 0, 0},
+                             {4 * group, 1, group},  // one element per work item
+                             {4 * group + 4, 1, group + 1},
+                             {most_words * 4, (most_words - 1) / group, most_words}};
+  // On CUDA past the 48 KiB a kernel gets without opting in.
+  if (most > 48 * 1024 + 4096) cases.push_back({48 * 1024 + 4096, 1, (48 * 1024 + 4096) / 4});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(fmt::format("{} bytes", c.bytes));
+    fill(queue, dout, std::int32_t{0});
+    kernel.prepare(queue, n, LaunchSizes{group}, LocalMem{c.bytes})(
+        dout, din, static_cast<std::uint32_t>(c.stride), static_cast<std::uint32_t>(c.words));
+    const auto out = dout.get<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t base = i / group * group, j = group - 1 - i % group;
+      const std::int32_t want = c.words == 0 ? -in[i] : in[base + j];
+      ASSERT_EQ(out[i], want) << i;
+    }
+  }
+  // One byte past the limit: refused before anything runs, naming the amounts.
+  try {
+    (void)kernel.prepare(queue, n, LaunchSizes{group}, LocalMem{most + 1});
+    FAIL() << "expected LogicError";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("{} bytes of dynamic local memory", most + 1)),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("reverse_blocks"), std::string::npos) << e.what();
+  }
 }
 
 TEST_P(Programs, DoublePrecisionWhereTheDeviceHasIt) {

@@ -467,6 +467,14 @@ DistArray::DistArray(Communicator& comm, Shape shape, Dtype dtype, RowSplit spli
     : DistArray(comm, BlockLayout::over(comm, std::move(shape), std::move(split), halo), dtype) {}
 
 DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype)
+    : DistArray(comm, queue, std::move(layout), dtype, {}, false) {}
+
+DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
+                     std::vector<Buffer> blocks)
+    : DistArray(comm, queue, std::move(layout), dtype, std::move(blocks), true) {}
+
+DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
+                     std::vector<Buffer> foreign, bool use_foreign)
     : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
   const std::string call = "DistArray";
   // What this rank alone can see is wrong: (what, hint), raised once every rank knows.
@@ -477,6 +485,29 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
     problem = {fmt::format("the layout has {} members, but the communicator has {} ({})",
                            layout_.members(), comm.size(), layout_.describe()),
                "Make the layout over this communicator: BlockLayout::over(comm, ...)."};
+  } else if (use_foreign && foreign.size() != comm.local_size()) {
+    problem = {fmt::format("{} block buffer(s) were given for this rank's {} member(s)",
+                           foreign.size(), comm.local_size()),
+               "Pass one Buffer per local member, in local order."};
+  } else if (use_foreign) {
+    for (std::size_t l = 0; l < foreign.size() && !problem; ++l) {
+      const auto member = static_cast<std::size_t>(comm.rank_of(l));
+      const std::size_t need = shape_size(layout_.block_shape(member, true)) * itemsize(dtype_);
+      if (foreign[l].size() > 0 && !(foreign[l].context() == comm.context())) {
+        problem = {fmt::format("block buffer {} belongs to another context", l),
+                   "Make the buffers in the communicator's context."};
+      } else if (need > 0 && foreign[l].device_idx() != comm.device_idx(l)) {
+        problem = {fmt::format("block buffer {} is on device {}, but local member {} is device {}", l,
+                               foreign[l].device_idx(), l, comm.device_idx(l)),
+                   "Give each local member a buffer on its own device (Communicator::device_idx)."};
+      } else if (foreign[l].size() < need) {
+        problem = {fmt::format("block buffer {} has {} bytes; member {}'s block with its halo rows "
+                               "({} x {}) needs {}",
+                               l, foreign[l].size(), member,
+                               fmt::join(layout_.block_shape(member, true), " x "), name(dtype_), need),
+                   "Allocate layout.block_shape(member, true) elements for each block."};
+      }
+    }
   }
 
   Fingerprint fp;
@@ -511,7 +542,11 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
     const auto member = static_cast<std::size_t>(comm.rank_of(l));
     const std::size_t device_idx = comm.device_idx(l);
     const RowRange rows = layout_.member_rows(member);
-    Array with_halo = Array::zeros(queue_, layout_.block_shape(member, true), dtype_, device_idx);
+    Array with_halo =
+        use_foreign ? Array(queue_, foreign[l].get_sub_region(0, shape_size(layout_.block_shape(member, true)) *
+                                                                     itemsize(dtype_)),
+                            layout_.block_shape(member, true), dtype_)
+                    : Array::zeros(queue_, layout_.block_shape(member, true), dtype_, device_idx);
     Array interior = rows.empty() ? with_halo : with_halo.slice(h, h + rows.size());
     blocks_.push_back(LocalBlock{l, member, device_idx, rows, std::move(interior), std::move(with_halo)});
   }

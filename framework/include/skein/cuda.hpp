@@ -10,7 +10,9 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
@@ -29,6 +31,26 @@ SKEIN_EXPORT Context context_from_backend_contexts(std::span<const CUcontext> co
 // A context over these devices' primary contexts: the ones the CUDA runtime, cuBLAS and NCCL use.
 // Context::from_devices makes the same for CUDA devices.
 SKEIN_EXPORT Context context_from_backend_devices(std::span<const CUdevice> devices);
+
+// A Buffer over device memory the application owns (PyCUDA's PointerHolderBase, pygpu's
+// from_gpudata, CuPy's UnownedMemory): `size` bytes at `pointer` on device `device_idx` of the
+// context, from cuMemAlloc, cudaMalloc, a memory pool or a library. Skein never frees it; the
+// application keeps it alive while any Buffer or Array over it exists, or passes `deleter`, which
+// runs once the last of them is gone (shared ownership). Every Skein operation takes it: kernels,
+// arrays (Array(queue, shape, dtype, buffer)), BLAS, collectives, HDF5, DistArray blocks.
+// LogicError, before anything uses it, when the driver says the pointer is not device memory of
+// that device's context, or that the allocation holding it ends before `size` bytes.
+SKEIN_EXPORT Buffer buffer_from_native(const Context& context, std::size_t device_idx,
+                                       CUdeviceptr pointer, std::size_t size,
+                                       std::function<void()> deleter = {});
+
+// A Queue over the application's streams, one per device index (in the context), in that order.
+// Skein's work on it is ordered with the application's own work on those streams, with no
+// synchronisation of its own; the streams stay the application's, which must keep them alive as
+// long as the Queue and its copies exist. LogicError for a stream of another context (where the
+// driver can tell, cuStreamGetCtx).
+SKEIN_EXPORT Queue queue_from_native(const Context& context, std::vector<std::size_t> device_idxs,
+                                     std::span<const CUstream> streams);
 
 // The stream of one device of a queue; it stays Skein's (do not destroy it).
 SKEIN_EXPORT CUstream native_stream(const Queue& queue, std::size_t device_idx);

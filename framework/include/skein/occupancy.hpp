@@ -12,10 +12,10 @@
 #include "skein/device.hpp"
 #include "skein/device_parameters.hpp"
 #include "skein/export.hpp"
+#include "skein/program.hpp"
 
 namespace skein {
 
-class Kernel;
 
 // The limits of one CUDA device that decide occupancy, and the alignments that make global memory
 // accesses coalesce. "MP" is a multiprocessor (SM), "block" a thread block (work group).
@@ -129,9 +129,9 @@ struct SKEIN_EXPORT OccupancyRecord {
 
 // The occupancy of a compiled kernel on one device of its program (an index in the program's
 // context), from the registers and static shared memory the compiler gave it, with blocks of
-// `threads` threads. LogicError for a device that is not a CUDA device, or when the kernel cannot
-// run blocks that large.
+// `threads` threads and `local_mem` of dynamic shared memory each (as given to Kernel::prepare).
+// LogicError for a device that is not a CUDA device, or when the kernel cannot run such blocks.
 SKEIN_EXPORT OccupancyRecord occupancy(const Kernel& kernel, std::size_t device_idx,
-                                       std::size_t threads);
+                                       std::size_t threads, LocalMem local_mem = {});
 
 }  // namespace skein

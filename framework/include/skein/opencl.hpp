@@ -12,7 +12,9 @@
 #include <CL/cl.h>
 
 #include <cstddef>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
@@ -29,6 +31,24 @@ SKEIN_EXPORT Context context_from_backend_context(cl_context context, bool take_
 
 // A new context over these devices (all of one platform).
 SKEIN_EXPORT Context context_from_backend_devices(std::span<const cl_device_id> devices);
+
+// A Buffer over the application's cl_mem (pygpu's from_gpudata, PyCUDA's PointerHolderBase):
+// its first `size` bytes, used on device `device_idx` of the context. Skein takes a reference of
+// its own (clRetainMemObject), released when the last Buffer or Array over it is gone, and then
+// runs `deleter` if one is given; the application may release its own reference at any time.
+// LogicError, before anything uses it, for a cl_mem that is not a buffer, belongs to another
+// cl_context, or is smaller than `size`.
+SKEIN_EXPORT Buffer buffer_from_native(const Context& context, std::size_t device_idx, cl_mem mem,
+                                       std::size_t size, std::function<void()> deleter = {});
+
+// A Queue over the application's in-order command queues, one per device index (in the context),
+// in that order. Skein's work on it is ordered with the application's own, with no
+// synchronisation of its own; Skein takes a reference to each queue and releases it (without
+// waiting for the queue) when the Queue and its copies are gone. Events recorded on a queue made
+// without CL_QUEUE_PROFILING_ENABLE cannot be timed. LogicError for a queue of another context or
+// device, or an out-of-order one.
+SKEIN_EXPORT Queue queue_from_native(const Context& context, std::vector<std::size_t> device_idxs,
+                                     std::span<const cl_command_queue> queues);
 
 // The command queue of one device of a queue; it stays Skein's (do not release it).
 SKEIN_EXPORT cl_command_queue native_queue(const Queue& queue, std::size_t device_idx);

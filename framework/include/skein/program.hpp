@@ -140,9 +140,24 @@ class SKEIN_EXPORT Program {
   static Program from_template(const Context& context, std::string_view template_source,
                                const RenderGlobals& globals, ProgramOptions options = {});
 
+  // A program compiled ahead of time (PyCUDA's module_from_buffer), the same bytes for every
+  // device of options.device_idxs (all of the context's by default): on CUDA PTX text, a CUBIN or
+  // a fatbin (nvcc -ptx, -cubin, -fatbin; kernels declared extern "C" keep their names); on
+  // OpenCL a binary of the same platform and device (clGetProgramInfo(CL_PROGRAM_BINARIES)).
+  // SPIR-V is not taken. The kernels launch like any other (Kernel, PreparedKernel, MultiDevice).
+  // Of the options only device_idxs, compiler_options (OpenCL's clBuildProgram), constant_arrays
+  // (CUDA: the module's __constant__ arrays, for set_constant_array) and name apply. LogicError
+  // naming the device when a device cannot run the binary (another architecture or platform).
+  static Program from_binary(const Context& context, std::span<const std::byte> binary,
+                             ProgramOptions options = {});
+  // The same from a file (PyCUDA's module_from_file).
+  static Program from_file(const Context& context, const std::filesystem::path& path,
+                           ProgramOptions options = {});
+
   const Context& context() const;
   const std::vector<std::size_t>& device_idxs() const;
-  // The full source compiled for a device: prelude, declarations, then the given source.
+  // The full source compiled for a device: prelude, declarations, then the given source (empty
+  // for a program from a binary).
   const std::string& source(std::size_t device_idx) const;
   // Whether the device's binary came from the disk cache.
   bool from_cache(std::size_t device_idx) const;
@@ -168,6 +183,7 @@ class SKEIN_EXPORT Program {
 
  private:
   friend struct detail::ImplAccess;
+  explicit Program(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   const std::shared_ptr<Impl>& impl() const { return impl_; }
   void check_constant_dtype(const std::string& name, Dtype dtype, std::size_t size) const;
   std::shared_ptr<Impl> impl_;
@@ -179,15 +195,35 @@ class SKEIN_EXPORT Program {
 // launches of one Kernel take a lock and go one at a time on the host (the device work still
 // overlaps); for launches that never wait on each other, give each thread a Kernel of its own
 // from Program::kernel(), which makes a new cl_kernel per call.
+// Dynamic local (CUDA: shared) memory for each work group / block of a launch, in bytes: what
+// PyCUDA's `shared=` and CUDA's sharedMemBytes give. The kernel declares it with the prelude's
+// macros, which read the same on both backends:
+//   KERNEL void k(GLOBAL_MEM float* out, unsigned n LOCAL_MEM_DYNAMIC_PARAM(float, tile)) {
+//     LOCAL_MEM_DYNAMIC_DECL(float, tile);  // tile: a float* to local memory, `bytes` long
+// (on OpenCL the PARAM macro adds a `__local` kernel parameter that Skein sizes and the launch's
+// arguments skip; on CUDA it is empty and the DECL macro points `tile` at an `extern __shared__`
+// array, 16-byte aligned). Above 48 KiB a CUDA kernel is opted in for the amount
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). More than the device allows beside the
+// kernel's static local memory is refused by Kernel::prepare. On OpenCL a size of 0 gives the
+// parameter 1 byte (OpenCL refuses 0 for a local argument).
+struct LocalMem {
+  std::size_t bytes = 0;
+};
+
 class SKEIN_EXPORT Kernel {
  public:
   const std::string& name() const;
   const Program& program() const;
 
-  // Fixes the queue and the sizes. `local` is chosen from the device's and the kernel's limits
-  // when not given. Each global size must be a multiple of the local size in every dimension.
+  // Fixes the queue, the sizes and the dynamic local memory of each work group. `local` is chosen
+  // from the device's and the kernel's limits when not given. Each global size must be a multiple
+  // of the local size in every dimension.
   PreparedKernel prepare(const Queue& queue, const LaunchSizes& global,
-                         const std::optional<LaunchSizes>& local = std::nullopt) const;
+                         const std::optional<LaunchSizes>& local = std::nullopt,
+                         LocalMem local_mem = {}) const;
+  // The most dynamic local memory a launch of this kernel can have on one device of its program:
+  // the device's limit per group (on CUDA with the opt-in) less the kernel's static local memory.
+  std::size_t max_local_mem(std::size_t device_idx) const;
 
   // The largest work group / block this kernel can run on each of the program's devices.
   std::map<std::size_t, std::size_t> max_total_local_sizes() const;

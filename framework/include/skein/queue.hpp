@@ -57,6 +57,7 @@ class SKEIN_EXPORT Queue {
 
  private:
   friend struct detail::ImplAccess;
+  explicit Queue(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };

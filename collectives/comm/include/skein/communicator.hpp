@@ -1,6 +1,9 @@
 // Collectives over every device of every rank: a Communicator's members are (rank, local device)
-// pairs. NCCL for CUDA devices, MPI (staged through page-locked host memory, or direct when the
-// MPI library is CUDA-aware) for any device.
+// pairs. NCCL for CUDA devices; MPI for any device, always staged through page-locked host memory
+// (a CUDA-aware MPI library is detected and reported, not used for a direct path).
+// NCCL's calls return once enqueued, and their events complete later; the MPI backend's calls are
+// synchronous on the host: they return once the data has been exchanged, and their events mark
+// only the final copies back to the devices.
 #pragma once
 
 #include <cstddef>
@@ -66,7 +69,8 @@ class SKEIN_EXPORT Communicator {
   std::size_t device_idx(std::size_t local_device) const;
   const Context& context() const;
   CollectiveBackend backend() const;
-  // "NCCL 2.28.3" or "MPI (staged through host memory)" / "MPI (CUDA-aware)".
+  // "NCCL 2.28.3", "MPI (staged through host memory)", or "MPI (staged through host memory; the
+  // MPI library is CUDA-aware)".
   std::string backend_description() const;
 #if SKEIN_HAS_MPI
   // The MPI communicator over this communicator's ranks (Skein's own duplicate, with

@@ -188,6 +188,13 @@ class SKEIN_EXPORT DistArray {
   // queue over the context).
   DistArray(Communicator& comm, BlockLayout layout, Dtype dtype);
   DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype);
+  // Collective: over blocks the application already has, one Buffer per local member in local
+  // order (e.g. skein::cuda::buffer_from_native over its own per-device allocations), each on
+  // that member's device and holding its block with the halo rows (layout.block_shape(member,
+  // true), row-major). Nothing is copied or zeroed: the blocks keep their contents. A block on the
+  // wrong device, or too small, raises LogicError on every rank.
+  DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
+            std::vector<Buffer> blocks);
   // Collective: the layout over `comm` (BlockLayout::over).
   DistArray(Communicator& comm, Shape shape, Dtype dtype, RowSplit split = {}, Halo halo = {});
 
@@ -285,6 +292,8 @@ class SKEIN_EXPORT DistArray {
   void fill_zero() const;
 
  private:
+  DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
+            std::vector<Buffer> foreign, bool use_foreign);
   void check_host_type(Dtype host, const char* call) const;
   void check_root_rank(int root_rank, const char* call) const;
   void get_rows(RowRange rows, std::span<std::byte> dest) const;

@@ -115,6 +115,7 @@ struct LaunchDims {
   unsigned dims = 1;
   std::size_t global[3] = {1, 1, 1};
   std::size_t local[3] = {1, 1, 1};
+  std::size_t local_mem = 0;  // dynamic local memory per group, bytes (allow_local_mem first)
 };
 
 // What a backend can tell about one kernel parameter.
@@ -132,6 +133,9 @@ class SKEIN_EXPORT KernelAdapter {
   virtual const std::optional<std::vector<ParamInfo>>& params() const = 0;
   // CUfunction or cl_kernel.
   virtual std::uintptr_t native() const = 0;
+  // Makes launches with `bytes` of dynamic local memory possible (CUDA: the opt-in above the
+  // default); the front-end has checked the amount against the device's limit.
+  virtual void allow_local_mem(std::size_t bytes) { (void)bytes; }
   // Enqueues on `queue` (of this kernel's device); records an event after it when `event`.
   virtual void launch(QueueAdapter& queue, const LaunchDims& dims,
                       std::span<const KernelArg> args,

@@ -48,6 +48,10 @@ struct Queue::Impl {
 namespace detail {
 // A Context over a backend context adapter (its devices come from the adapter).
 Context wrap_context(std::shared_ptr<ContextAdapter> adapter);
+// A Queue over backend queues made by the caller (the application's own streams and command
+// queues): one per index of device_idxs, in that order. Checks the indices as Queue does.
+SKEIN_EXPORT Queue wrap_queue(const Context& context, std::vector<std::size_t> device_idxs,
+                              std::vector<std::unique_ptr<QueueAdapter>> queues, const char* call);
 // Throws LogicError when device_idx is not a device of the context.
 SKEIN_EXPORT void check_device_idx(const Context& context, std::size_t device_idx,
                                    const char* call);

@@ -9,6 +9,11 @@ struct ImplAccess {
   static const auto& impl(const Handle& handle) {
     return handle.impl();
   }
+  // A handle over state made by the framework (a Queue over the application's streams).
+  template <class Handle, class Impl>
+  static Handle make(Impl impl) {
+    return Handle(std::move(impl));
+  }
 };
 
 // The shared state of `handle` (a std::shared_ptr<Handle::Impl>).

@@ -59,6 +59,9 @@ namespace skein::detail {
   X(cuModuleGetGlobal)                            \
   X(cuModuleUnload)                               \
   X(cuFuncGetAttribute)                           \
+  X(cuFuncSetAttribute)                           \
+  X(cuPointerGetAttribute)                        \
+  X(cuMemGetAddressRange)                         \
   X(cuLaunchKernel)                               \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
@@ -68,6 +71,8 @@ struct CudaDriver {
   SKEIN_CU_FUNCTIONS(SKEIN_CU_DECLARE_FUNCTION)
   // Optional (CUDA 12.4+): lets launches check argument counts and sizes; null on older drivers.
   decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
+  // Optional: checks that a foreign stream (skein::cuda::queue_from_native) is in the right context.
+  decltype(&::cuStreamGetCtx) cuStreamGetCtx = nullptr;
 };
 
 #undef SKEIN_CU_DECLARE_FUNCTION

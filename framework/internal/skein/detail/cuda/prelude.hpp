@@ -16,6 +16,13 @@ inline constexpr std::string_view prelude = R"SKEIN(
 #define GLOBAL_MEM
 #define LOCAL_MEM __shared__
 #define LOCAL_MEM_DYNAMIC extern __shared__
+/* Dynamic local memory in one source for both backends (LocalMem in skein/program.hpp): the
+   PARAM macro ends the kernel's parameter list, the DECL macro opens its body. One untyped
+   extern array for every kernel, so that kernels of one program may use different types. */
+#define LOCAL_MEM_DYNAMIC_PARAM(type, name)
+#define LOCAL_MEM_DYNAMIC_DECL(type, name) \
+  extern __shared__ __align__(16) unsigned char skein_local_mem_dynamic[]; \
+  type* const name = (type*)skein_local_mem_dynamic
 #define LOCAL_MEM_ARG
 #define CONSTANT_MEM __constant__
 #define CONSTANT_MEM_ARG

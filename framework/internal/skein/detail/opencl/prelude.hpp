@@ -22,6 +22,10 @@ inline constexpr std::string_view prelude = R"SKEIN(
 #define GLOBAL_MEM __global
 #define LOCAL_MEM __local
 #define LOCAL_MEM_DYNAMIC __local
+/* Dynamic local memory in one source for both backends (LocalMem in skein/program.hpp): the
+   PARAM macro ends the kernel's parameter list, the DECL macro opens its body. */
+#define LOCAL_MEM_DYNAMIC_PARAM(type, name) , __local type* name
+#define LOCAL_MEM_DYNAMIC_DECL(type, name) typedef int skein_local_mem_dynamic_##name
 #define LOCAL_MEM_ARG __local
 #define CONSTANT_MEM __constant
 #define CONSTANT_MEM_ARG __constant

@@ -1,0 +1,183 @@
+// skein-bench-interop: Skein on the application's own memory against Skein on its own, and a
+// kernel with dynamic shared memory against the device copy, measured side by side in one run on
+// one CUDA device (GPU time from events, medians over alternating rounds):
+//  (a) axpy z = a x + y (float32, in place) on cudaMalloc'ed arrays wrapped with
+//      skein::cuda::buffer_from_native, against the same on Skein-allocated arrays;
+//  (b) an all_reduce (sum, float32) of this rank's devices over the same two kinds of memory;
+//  (c) a tiled transpose whose tile is dynamic shared memory (skein::LocalMem), against Skein's
+//      device-to-device copy of the same bytes (both move 2 x the matrix).
+// Prints one line per figure with the ratio; --json writes them.
+//
+//   mpirun -np 1 skein-bench-interop [--elements N] [--rounds R] [--json FILE]
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <skein/cuda.hpp>
+#include <skein/skein.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// GPU seconds per call of f on device 0 of `queue`: `calls` calls between two events.
+double per_call(const skein::Queue& queue, int calls, const std::function<void()>& f) {
+  const auto d = queue.device_idxs().front();
+  const skein::Event start = queue.record_event(d);
+  for (int i = 0; i < calls; ++i) f();
+  const skein::Event end = queue.record_event(d);
+  end.wait();
+  return end.time_since(start) / calls;
+}
+
+// Alternating rounds of a and b; returns the medians {a, b}.
+std::pair<double, double> compare(const skein::Queue& queue, int rounds, int calls,
+                                  const std::function<void()>& a, const std::function<void()>& b) {
+  per_call(queue, 2, a);  // warm-up: kernels compiled, memory touched
+  per_call(queue, 2, b);
+  std::vector<double> ta, tb;
+  for (int r = 0; r < rounds; ++r) {
+    ta.push_back(per_call(queue, calls, a));
+    tb.push_back(per_call(queue, calls, b));
+  }
+  return {median(ta), median(tb)};
+}
+
+const char* kTranspose = R"(
+/* 32 x 32 tiles, 32 x 8 work items: each reads four rows of the tile and writes four columns.
+   The tile is dynamic local memory, 32 x 33 floats (one column of padding against bank
+   conflicts). */
+KERNEL void transpose(GLOBAL_MEM float* out, GLOBAL_MEM const float* in, int n
+                      LOCAL_MEM_DYNAMIC_PARAM(float, tile))
+{
+    LOCAL_MEM_DYNAMIC_DECL(float, tile);
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int bx = get_group_id(0) * 32, by = get_group_id(1) * 32;
+    for (int j = 0; j < 32; j += 8) tile[(ly + j) * 33 + lx] = in[(size_t)(by + ly + j) * n + bx + lx];
+    LOCAL_BARRIER;
+    for (int j = 0; j < 32; j += 8) out[(size_t)(bx + ly + j) * n + by + lx] = tile[lx * 33 + ly + j];
+}
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  skein::Runtime runtime(&argc, &argv);
+  std::size_t n = std::size_t(1) << 26;  // 256 MiB of float32
+  int rounds = 9;
+  std::string json;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--elements")) n = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--json")) json = argv[i + 1];
+  }
+  skein::Communicator comm(runtime);
+  const skein::Context& ctx = comm.context();
+  if (ctx.api().id() != skein::ApiId::cuda) {
+    std::fprintf(stderr, "skein-bench-interop: needs CUDA devices (SKEIN_API=cuda)\n");
+    return 2;
+  }
+  const skein::Queue queue(ctx);
+  std::vector<std::string> lines;
+  std::string json_text = "{";
+
+  // The application's memory: cudaMalloc on each local device, handed over with a deleter.
+  const auto foreign = [&](std::size_t d, std::size_t bytes) {
+    cudaSetDevice(static_cast<int>(skein::cuda::native_device(ctx.device(d))));
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
+    return skein::Array(queue,
+                        skein::cuda::buffer_from_native(ctx, d, reinterpret_cast<CUdeviceptr>(p), bytes,
+                                                        [p] { cudaFree(p); }),
+                        {bytes / 4}, skein::Dtype::float32);
+  };
+  const std::size_t d0 = comm.device_idx(0);
+  const auto report = [&](const std::string& key, const std::string& what, double skein_s, double peer_s,
+                          double bytes) {
+    const double ratio = peer_s / skein_s;
+    lines.push_back(fmt::format("{:<58} {:9.1f} GB/s  {:9.1f} GB/s  ratio {:.3f}", what, bytes / skein_s / 1e9,
+                                bytes / peer_s / 1e9, ratio));
+    json_text += fmt::format("{}\"{}\": {{\"seconds\": {}, \"reference_seconds\": {}, \"ratio\": {}}}",
+                             json_text.size() > 1 ? ", " : "", key, skein_s, peer_s, ratio);
+  };
+
+  {  // (a) axpy
+    auto xo = skein::Array::empty(queue, {n}, skein::Dtype::float32, d0);
+    auto yo = skein::Array::empty(queue, {n}, skein::Dtype::float32, d0);
+    auto xf = foreign(d0, n * 4), yf = foreign(d0, n * 4);
+    for (auto* a : {&xo, &yo, &xf, &yf}) skein::fill(queue, *a, 1.0f);
+    const auto [own, theirs] = compare(
+        queue, rounds, 20, [&] { skein::axpy(queue, 0.5f, xo, yo, yo); },
+        [&] { skein::axpy(queue, 0.5f, xf, yf, yf); });
+    report("axpy", fmt::format("axpy float32, {} elements: foreign / own memory", n), theirs, own, 12.0 * n);
+    // Correct on the foreign memory: 1 + 0.5 x (2 + 20 x rounds) calls... checked on a few values.
+    const auto head = yf.slice(0, 4).get<float>();
+    const float want = 1.0f + 0.5f * static_cast<float>(2 + 20 * rounds);
+    if (head[0] != want) throw std::runtime_error(fmt::format("axpy on foreign memory: {} != {}", head[0], want));
+  }
+  {  // (b) all_reduce over this rank's devices
+    std::vector<skein::Array> own, theirs;
+    for (std::size_t l = 0; l < comm.local_size(); ++l) {
+      own.push_back(skein::Array::empty(queue, {n}, skein::Dtype::float32, comm.device_idx(l)));
+      theirs.push_back(foreign(comm.device_idx(l), n * 4));
+      skein::fill(queue, own.back(), 1.0f);
+      skein::fill(queue, theirs.back(), 1.0f);
+    }
+    const auto [o, t] = compare(
+        queue, rounds, 10, [&] { comm.all_reduce(queue, own, own, skein::ReduceOp::max); },
+        [&] { comm.all_reduce(queue, theirs, theirs, skein::ReduceOp::max); });
+    report("all_reduce", fmt::format("all_reduce max float32, {} elements x {} member(s): foreign / own", n,
+                                     comm.size()),
+           t, o, 8.0 * n);
+  }
+  {  // (c) transpose through dynamic shared memory against the device copy
+    std::size_t side = 1;
+    while (side * side * 4 < n) side *= 2;  // n = 2^26: 8192 x 8192
+    const std::size_t count = side * side;
+    std::vector<float> host(count);
+    for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 65521);
+    const skein::Queue one(ctx, {d0});
+    auto in1 = skein::Array::from_host(one, host, {}, d0);
+    auto out1 = skein::Array::empty(one, {count}, skein::Dtype::float32, d0);
+    auto copy1 = skein::Array::empty(one, {count}, skein::Dtype::float32, d0);
+    const skein::Program program(ctx, kTranspose, {.device_idxs = std::vector<std::size_t>{d0}});
+    const auto transpose = program.kernel("transpose").prepare(
+        one, skein::LaunchSizes{side, side / 4}, skein::LaunchSizes{32, 8},
+        skein::LocalMem{32 * 33 * sizeof(float)});
+    const auto [t, c] = compare(
+        one, rounds, 10, [&] { transpose(out1, in1, static_cast<std::int32_t>(side)); },
+        [&] { copy1.data().set(one, in1.data()); });
+    const auto result = out1.get<float>();
+    for (std::size_t r = 0; r < side; r += 97) {
+      for (std::size_t col = 0; col < side; col += 89) {
+        if (result[r * side + col] != host[col * side + r]) {
+          throw std::runtime_error(fmt::format("transpose wrong at ({}, {})", r, col));
+        }
+      }
+    }
+    report("transpose", fmt::format("transpose {0} x {0} float32 (dynamic shared tile) / device copy", side), t, c,
+           8.0 * count);
+  }
+  json_text += "}";
+  if (runtime.rank() == 0) {
+    fmt::print("skein-bench-interop on {} ({}), GPU time per call, medians of {} rounds\n",
+               ctx.device(d0).description(), comm.backend_description(), rounds);
+    fmt::print("{:<58} {:>14}  {:>14}\n", "", "Skein", "reference");
+    for (const auto& l : lines) fmt::print("{}\n", l);
+    if (!json.empty()) std::ofstream(json) << json_text << "\n";
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "skein-bench-interop: %s\n", e.what());
+  return 1;
+}
