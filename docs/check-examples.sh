@@ -4,8 +4,8 @@
 #   - with an environment value Skein rejects, each must print Skein's error (naming the value) on
 #     stderr and end with a non-zero status of its own: not in std::terminate ("terminate
 #     called", SIGABRT, status 134), not killed by any other signal, no core dump.
-# distributed runs under mpirun with 2 ranks; its bad SKEIN_API is refused by the Runtime's
-# constructor, its bad SKEIN_DISABLE_CACHE later (when it compiles its kernel).
+# distributed and interop run under mpirun with 2 ranks; distributed's bad SKEIN_API is refused by
+# the Runtime's constructor, its bad SKEIN_DISABLE_CACHE later (when it compiles its kernel).
 #
 #   bash docs/check-examples.sh EXAMPLES_DIR [MPIEXEC]    (ctest docs.examples runs it)
 # Exit 0: all good; 1: a failure (each one printed with the program's output).
@@ -71,6 +71,15 @@ if [[ -n $mpiexec ]]; then
     run "distributed on 2 ranks, SKEIN_API=nonsense" error "SKEIN_API='nonsense' is not valid" "$four" "SKEIN_API=nonsense" -- "${mpi[@]}"
     run "distributed on 2 ranks, SKEIN_DISABLE_CACHE=nonsense" error "SKEIN_DISABLE_CACHE='nonsense' is not valid" "$four" \
       "SKEIN_DISABLE_CACHE=nonsense" -- "${mpi[@]}"
+    # interop writes interop.h5 where it runs: in the scratch directory.
+    if [[ -x $dir/interop ]]; then
+      pushd "$scratch" >/dev/null || exit 1
+      run "interop on 2 ranks" ok "" "$four" -- "$mpiexec" -n 2 --oversubscribe "$dir/interop"
+      popd >/dev/null || exit 1
+    else
+      echo "FAIL interop: $dir/interop is missing (build target docs-examples)"
+      failures=$((failures + 1))
+    fi
     # Without mpirun (one rank, MPI started by the Runtime).
     run "distributed alone, SKEIN_API=nonsense" error "SKEIN_API='nonsense' is not valid" "$four" "SKEIN_API=nonsense" -- "$dir/distributed"
   else

@@ -228,6 +228,11 @@ if want bench; then
   step bench-copy "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-copy"
   # Kernel launches and the program cache; same file as the copy benchmark's.
   step bench-kernels "$OUTDIR/bench-copy.txt" "$BUILD_DIR/tests/bench/skein-bench-kernels"
+  # Skein on cudaMalloc'ed memory against its own (axpy, all_reduce), and a transpose through
+  # dynamic shared memory against the device copy; one rank, one GPU.
+  step bench-interop "$OUTDIR/bench-interop.txt" timeout 300 mpirun -np 1 -x SKEIN_API=cuda \
+    -x SKEIN_DEVICES_PER_RANK=1 -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-interop" \
+    --json "$OUTDIR/bench-interop.json"
 fi
 
 # Collectives against their peers, every operation at nccl-tests' sizes (8 B to 1 GiB, x8 a
