@@ -28,7 +28,8 @@
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
 # gtest run, COLLS (default: every collective) narrows `coll`.
-# BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs.
+# BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs;
+# CMAKE_EXTRA_ARGS adds configure arguments.
 # It writes these files, and the scaling runs' scaling-*.json and scaling-*.svg, the apps'
 # apps.log and heat-weak-*.json, and nothing else:
 #   summary.txt      step, exit code, log of every step
@@ -99,8 +100,11 @@ cuda_root=()
 if [[ -x /usr/local/cuda/bin/nvcc ]] && ! command -v nvcc >/dev/null 2>&1; then
   cuda_root=(-DCUDAToolkit_ROOT=/usr/local/cuda)
 fi
+# CMAKE_EXTRA_ARGS: more configure arguments (e.g. -DDLPACK_INCLUDE_DIR=... where the machine has
+# no dlpack/dlpack.h of its own).
+read -r -a extra_args <<<"${CMAKE_EXTRA_ARGS:-}"
 step configure "$OUTDIR/build.log" \
-  cmake --preset gpu -S . -B "$BUILD_DIR" "${generator[@]}" "${cuda_root[@]}"
+  cmake --preset gpu -S . -B "$BUILD_DIR" "${generator[@]}" "${cuda_root[@]}" "${extra_args[@]}"
 targets=()
 for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"
