@@ -3,9 +3,11 @@
 // one CUDA device (GPU time from events, medians over alternating rounds):
 //  (a) axpy z = a x + y (float32, in place) on cudaMalloc'ed arrays wrapped with
 //      skein::cuda::buffer_from_native, against the same on Skein-allocated arrays;
-//  (b) an all_reduce (sum, float32) of this rank's devices over the same two kinds of memory;
-//  (c) a tiled transpose whose tile is dynamic shared memory (skein::LocalMem), against Skein's
-//      device-to-device copy of the same bytes (both move 2 x the matrix).
+//  (b) an all_reduce (sum, float32, out of place) of the communicator's devices over the same
+//      two kinds of memory;
+//  (c) tiled transposes (32 x 32 and 64 x 64 tiles) whose tile is dynamic shared memory
+//      (skein::LocalMem), against Skein's device-to-device copy of the same bytes (both move 2 x
+//      the matrix).
 // Prints one line per figure with the ratio; --json writes them.
 //
 //   mpirun -np 1 skein-bench-interop [--elements N] [--transpose-side S] [--rounds R] [--json FILE]
@@ -53,21 +55,29 @@ std::pair<double, double> compare(const skein::Queue& queue, int rounds, int cal
   return {median(ta), median(tb)};
 }
 
-const char* kTranspose = R"(
-/* 32 x 32 tiles, 32 x 8 work items: each reads four rows of the tile and writes four columns.
-   The tile is dynamic local memory, 32 x 33 floats (one column of padding against bank
-   conflicts). */
+// TILE x TILE tiles, TILE x 8 work items: each reads TILE / 8 rows of the tile and writes as many
+// columns. The tile is dynamic local memory, TILE x (TILE + 1) floats (a column of padding
+// against bank conflicts).
+std::string transpose_source(int tile) {
+  return fmt::format(R"(
+#define TILE {}
 KERNEL void transpose(GLOBAL_MEM float* out, GLOBAL_MEM const float* in, int n
                       LOCAL_MEM_DYNAMIC_PARAM(float, tile))
-{
+{{
     LOCAL_MEM_DYNAMIC_DECL(float, tile);
     const int lx = get_local_id(0), ly = get_local_id(1);
-    const int bx = get_group_id(0) * 32, by = get_group_id(1) * 32;
-    for (int j = 0; j < 32; j += 8) tile[(ly + j) * 33 + lx] = in[(size_t)(by + ly + j) * n + bx + lx];
+    const size_t bx = (size_t)get_group_id(0) * TILE, by = (size_t)get_group_id(1) * TILE;
+    GLOBAL_MEM const float* src = in + (by + ly) * n + bx + lx;
+    #pragma unroll
+    for (int j = 0; j < TILE; j += 8) tile[(ly + j) * (TILE + 1) + lx] = src[(size_t)j * n];
     LOCAL_BARRIER;
-    for (int j = 0; j < 32; j += 8) out[(size_t)(bx + ly + j) * n + by + lx] = tile[lx * 33 + ly + j];
+    GLOBAL_MEM float* dst = out + (bx + ly) * n + by + lx;
+    #pragma unroll
+    for (int j = 0; j < TILE; j += 8) dst[(size_t)j * n] = tile[lx * (TILE + 1) + ly + j];
+}}
+)",
+                     tile);
 }
-)";
 
 }  // namespace
 
@@ -128,18 +138,25 @@ int main(int argc, char** argv) try {
     if (head[0] != want) throw std::runtime_error(fmt::format("axpy on foreign memory: {} != {}", head[0], want));
   }
   {  // (b) all_reduce over this rank's devices
-    std::vector<skein::Array> own, theirs;
+    // Out of place: on one member NCCL's all_reduce is then a device copy (in place, nothing).
+    std::vector<skein::Array> own_in, own_out, their_in, their_out;
     for (std::size_t l = 0; l < comm.local_size(); ++l) {
-      own.push_back(skein::Array::empty(queue, {n}, skein::Dtype::float32, comm.device_idx(l)));
-      theirs.push_back(foreign(comm.device_idx(l), n * 4));
-      skein::fill(queue, own.back(), 1.0f);
-      skein::fill(queue, theirs.back(), 1.0f);
+      const std::size_t d = comm.device_idx(l);
+      own_in.push_back(skein::Array::empty(queue, {n}, skein::Dtype::float32, d));
+      own_out.push_back(skein::Array::empty(queue, {n}, skein::Dtype::float32, d));
+      their_in.push_back(foreign(d, n * 4));
+      their_out.push_back(foreign(d, n * 4));
+      for (auto* a : {&own_in.back(), &their_in.back()}) skein::fill(queue, *a, 1.0f);
     }
     const auto [o, t] = compare(
-        queue, rounds, 10, [&] { comm.all_reduce(queue, own, own, skein::ReduceOp::max); },
-        [&] { comm.all_reduce(queue, theirs, theirs, skein::ReduceOp::max); });
-    report("all_reduce", fmt::format("all_reduce max float32, {} elements x {} member(s): foreign / own", n,
-                                     comm.size()),
+        queue, rounds, 10, [&] { comm.all_reduce(queue, own_in, own_out, skein::ReduceOp::sum); },
+        [&] { comm.all_reduce(queue, their_in, their_out, skein::ReduceOp::sum); });
+    const float want = static_cast<float>(comm.size());
+    if (their_out.front().slice(0, 1).get<float>().front() != want) {
+      throw std::runtime_error("all_reduce on foreign memory gave a wrong sum");
+    }
+    report("all_reduce", fmt::format("all_reduce sum float32 out of place, {} elements x {} member(s): foreign / own",
+                                     n, comm.size()),
            t, o, 8.0 * n);
   }
   {  // (c) transpose through dynamic shared memory against the device copy
@@ -152,23 +169,28 @@ int main(int argc, char** argv) try {
     auto in1 = skein::Array::from_host(one, host, {}, d0);
     auto out1 = skein::Array::empty(one, {count}, skein::Dtype::float32, d0);
     auto copy1 = skein::Array::empty(one, {count}, skein::Dtype::float32, d0);
-    const skein::Program program(ctx, kTranspose, {.device_idxs = std::vector<std::size_t>{d0}});
-    const auto transpose = program.kernel("transpose").prepare(
-        one, skein::LaunchSizes{side, side / 4}, skein::LaunchSizes{32, 8},
-        skein::LocalMem{32 * 33 * sizeof(float)});
-    const auto [t, c] = compare(
-        one, rounds, 10, [&] { transpose(out1, in1, static_cast<std::int32_t>(side)); },
-        [&] { copy1.data().set(one, in1.data()); });
-    const auto result = out1.get<float>();
-    for (std::size_t r = 0; r < side; r += 97) {
-      for (std::size_t col = 0; col < side; col += 89) {
-        if (result[r * side + col] != host[col * side + r]) {
-          throw std::runtime_error(fmt::format("transpose wrong at ({}, {})", r, col));
+    for (int tile : {32, 64}) {
+      const skein::Program program(ctx, transpose_source(tile), {.device_idxs = std::vector<std::size_t>{d0}});
+      const auto t_size = static_cast<std::size_t>(tile);
+      const auto transpose = program.kernel("transpose").prepare(
+          one, skein::LaunchSizes{side, side / t_size * 8}, skein::LaunchSizes{t_size, 8},
+          skein::LocalMem{t_size * (t_size + 1) * sizeof(float)});
+      fill(one, out1, 0.0f);
+      const auto [t, c] = compare(
+          one, rounds, 10, [&] { transpose(out1, in1, static_cast<std::int32_t>(side)); },
+          [&] { copy1.data().set(one, in1.data()); });
+      const auto result = out1.get<float>();
+      for (std::size_t r = 0; r < side; r += 97) {
+        for (std::size_t col = 0; col < side; col += 89) {
+          if (result[r * side + col] != host[col * side + r]) {
+            throw std::runtime_error(fmt::format("transpose ({} tiles) wrong at ({}, {})", tile, r, col));
+          }
         }
       }
+      report(fmt::format("transpose{}", tile),
+             fmt::format("transpose {0} x {0} float32, {1} x {1} dynamic shared tile / device copy", side, tile), t,
+             c, 8.0 * count);
     }
-    report("transpose", fmt::format("transpose {0} x {0} float32 (dynamic shared tile) / device copy", side), t, c,
-           8.0 * count);
   }
   json_text += "}";
   if (runtime.rank() == 0) {
