@@ -542,11 +542,12 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
     const auto member = static_cast<std::size_t>(comm.rank_of(l));
     const std::size_t device_idx = comm.device_idx(l);
     const RowRange rows = layout_.member_rows(member);
-    Array with_halo =
-        use_foreign ? Array(queue_, foreign[l].get_sub_region(0, shape_size(layout_.block_shape(member, true)) *
-                                                                     itemsize(dtype_)),
-                            layout_.block_shape(member, true), dtype_)
-                    : Array::zeros(queue_, layout_.block_shape(member, true), dtype_, device_idx);
+    const Shape block_shape = layout_.block_shape(member, true);
+    const std::size_t block_bytes = shape_size(block_shape) * itemsize(dtype_);
+    // A member without rows needs no memory: its (empty) block is Skein's, whatever was given.
+    Array with_halo = use_foreign && block_bytes > 0
+                          ? Array(queue_, foreign[l].get_sub_region(0, block_bytes), block_shape, dtype_)
+                          : Array::zeros(queue_, block_shape, dtype_, device_idx);
     Array interior = rows.empty() ? with_halo : with_halo.slice(h, h + rows.size());
     blocks_.push_back(LocalBlock{l, member, device_idx, rows, std::move(interior), std::move(with_halo)});
   }
