@@ -28,6 +28,9 @@
 #include <vector>
 
 #include "dist_support.hpp"
+#if SKEIN_HAS_HDF5
+#include <skein/hdf5.hpp>
+#endif
 #if SKEIN_HAS_CUDA
 #include <skein/cuda.hpp>
 #endif
@@ -46,6 +49,7 @@ using ::skein::test::placement_name;
 using ::skein::test::placement_rig;
 using ::skein::test::placement_skip_reason;
 using ::skein::test::Rig;
+using ::skein::test::TempDir;
 using ::skein::test::suite_api;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
@@ -451,6 +455,23 @@ TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
   std::vector<double> want(gx.size());
   for (std::size_t i = 0; i < gx.size(); ++i) want[i] = 2.0 * gx[i] + gy[i];
   expect_same(y.all_gather<double>(), want, "axpy over the application's blocks");
+#if SKEIN_HAS_HDF5
+  {
+    // Written from the application's blocks and read back into Skein's own (another layout).
+    TempDir dir("skein-foreign-blocks");
+    {
+      auto f = hdf5::File::create(*s_.comm, dir.file("y.h5"));
+      f.write("y", y);
+    }
+    DistArray back(*s_.comm, shape, Dtype::float64, RowSplit::even());
+    hdf5::File::open(*s_.comm, dir.file("y.h5"), hdf5::Access::read_only).read("y", back);
+    expect_same(back.all_gather<double>(), want, "HDF5 write from the application's blocks, read back");
+    // And the other way: read into the application's blocks.
+    DistArray z(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, false));
+    hdf5::File::open(*s_.comm, dir.file("y.h5"), hdf5::Access::read_only).read("y", z);
+    expect_same(z.all_gather<double>(), want, "HDF5 read into the application's blocks");
+  }
+#endif
   // The halo rows of x hold the periodic neighbours' rows.
   for (std::size_t l = 0; l < x.local_size(); ++l) {
     const RowRange rows = x.local_rows(l);

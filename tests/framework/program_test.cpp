@@ -141,7 +141,8 @@ TEST_P(Programs, DynamicLocalMemoryFromNoneToTheDeviceLimit) {
                              {4 * group, 1, group},  // one element per work item
                              {4 * group + 4, 1, group + 1},
                              {most_words * 4, (most_words - 1) / group, most_words}};
-  // On CUDA past the 48 KiB a kernel gets without opting in.
+  // On CUDA exactly the 48 KiB a kernel gets without opting in, and past it.
+  if (most >= 48 * 1024) cases.push_back({48 * 1024, 1, 48 * 1024 / 4});
   if (most > 48 * 1024 + 4096) cases.push_back({48 * 1024 + 4096, 1, (48 * 1024 + 4096) / 4});
   for (const auto& c : cases) {
     SCOPED_TRACE(fmt::format("{} bytes", c.bytes));
