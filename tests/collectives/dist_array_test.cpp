@@ -29,6 +29,7 @@
 
 #include "dist_support.hpp"
 #if SKEIN_HAS_HDF5
+#include <skein/checkpoint.hpp>
 #include <skein/hdf5.hpp>
 #endif
 #if SKEIN_HAS_CUDA
@@ -470,6 +471,13 @@ TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
     DistArray z(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, false));
     hdf5::File::open(*s_.comm, dir.file("y.h5"), hdf5::Access::read_only).read("y", z);
     expect_same(z.all_gather<double>(), want, "HDF5 read into the application's blocks");
+    // A checkpoint of the application's blocks, restored into other blocks of the application.
+    CheckpointManager checkpoints(*s_.comm, dir.sub("checkpoints"));
+    checkpoints.write(7, 0.5, {{"y", y}});
+    DistArray r(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, false));
+    const auto restored = checkpoints.restore_latest({{"y", r}});
+    EXPECT_TRUE(restored && restored->step == 7);
+    expect_same(r.all_gather<double>(), want, "checkpoint of the application's blocks, restored");
   }
 #endif
   // The halo rows of x hold the periodic neighbours' rows.

@@ -145,6 +145,13 @@ KERNEL void twice(GLOBAL_MEM float* y, int n)
 }
 )");
   program.kernel("twice")(queue, n, std::nullopt, yb, static_cast<std::int32_t>(n));
+  // BLAS (cuBLAS, CLBlast) where this machine has it: x . x, against the host's sum in double.
+  if (blas::status(queue.context().api().id()).available) {
+    const double xx = blas::dot(queue, xa, xa);
+    double want_xx = 0;
+    for (float v : x) want_xx += static_cast<double>(v) * v;
+    EXPECT_NEAR(xx, want_xx, 1e-5 * want_xx) << "blas::dot on foreign memory";
+  }
   const auto back = read(yb);
   double want_total = 0;
   for (std::size_t i = 0; i < n; ++i) {
