@@ -8,44 +8,26 @@ namespace skein::detail {
 
 namespace {
 
+// Device memory of Skein's (cuMemAlloc, freed here) or of the application's (foreign: never freed
+// by Skein; its deleter, if any, runs when the last Buffer over it is gone).
 class CudaBufferAdapter final : public BufferAdapter {
  public:
   CudaBufferAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                    CUdeviceptr pointer, std::size_t size)
-      : context_(std::move(context)), device_idx_(device_idx), pointer_(pointer), size_(size) {}
-
-  ~CudaBufferAdapter() override {
-    if (pointer_ == 0) return;
-    CudaContextScope scope(context_->context(device_idx_), CudaContextScope::NoThrow{});
-    report_cuda_cleanup_failure(cu().cuMemFree(pointer_), "cuMemFree",
-                                context_->description(device_idx_));
-  }
-
-  std::size_t size() const override { return size_; }
-  std::size_t device_idx() const override { return device_idx_; }
-  std::uintptr_t native() const override { return static_cast<std::uintptr_t>(pointer_); }
-
- private:
-  // Kept alive: the memory belongs to its CUcontext, which must outlive it.
-  std::shared_ptr<CudaContextAdapter> context_;
-  std::size_t device_idx_;
-  CUdeviceptr pointer_;
-  std::size_t size_;
-};
-
-// The application's device memory: Skein never frees it; the deleter (if any) runs when the last
-// Buffer over it is gone.
-class CudaForeignBufferAdapter final : public BufferAdapter {
- public:
-  CudaForeignBufferAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                           CUdeviceptr pointer, std::size_t size, std::function<void()> deleter)
+                    CUdeviceptr pointer, std::size_t size, bool owned,
+                    std::function<void()> deleter = {})
       : context_(std::move(context)),
         device_idx_(device_idx),
         pointer_(pointer),
         size_(size),
+        owned_(owned),
         deleter_(std::move(deleter)) {}
 
-  ~CudaForeignBufferAdapter() override {
+  ~CudaBufferAdapter() override {
+    if (owned_ && pointer_ != 0) {
+      CudaContextScope scope(context_->context(device_idx_), CudaContextScope::NoThrow{});
+      report_cuda_cleanup_failure(cu().cuMemFree(pointer_), "cuMemFree",
+                                  context_->description(device_idx_));
+    }
     if (!deleter_) return;
     try {
       deleter_();
@@ -63,10 +45,12 @@ class CudaForeignBufferAdapter final : public BufferAdapter {
   std::uintptr_t native() const override { return static_cast<std::uintptr_t>(pointer_); }
 
  private:
+  // Kept alive: the memory belongs to its CUcontext, which must outlive it.
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUdeviceptr pointer_;
   std::size_t size_;
+  bool owned_;
   std::function<void()> deleter_;
 };
 
@@ -97,15 +81,15 @@ class CudaHostBufferAdapter final : public HostBufferAdapter {
 std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapter> context,
                                                 std::size_t device_idx, CUdeviceptr pointer,
                                                 std::size_t size) {
-  return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size);
+  return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size, true);
 }
 
 std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaContextAdapter> context,
                                                         std::size_t device_idx, CUdeviceptr pointer,
                                                         std::size_t size,
                                                         std::function<void()> deleter) {
-  return std::make_shared<CudaForeignBufferAdapter>(std::move(context), device_idx, pointer, size,
-                                                    std::move(deleter));
+  return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size, false,
+                                             std::move(deleter));
 }
 
 std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
