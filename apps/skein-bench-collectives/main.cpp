@@ -10,7 +10,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +24,7 @@
 #include <skein/communicator.hpp>
 #include <skein/runtime.hpp>
 #include <skein/skein.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,7 @@ std::size_t parse_size(const std::string& text) {
       case 'k': case 'K': scale = std::size_t(1) << 10; break;
       case 'm': case 'M': scale = std::size_t(1) << 20; break;
       case 'g': case 'G': scale = std::size_t(1) << 30; break;
-      default: throw CLI::ValidationError("size", "bad size '" + text + "' (e.g. 8, 64K, 1M, 1G)");
+      default: throw std::invalid_argument("size: bad size '" + text + "' (e.g. 8, 64K, 1M, 1G)");
     }
   }
   return static_cast<std::size_t>(value * static_cast<double>(scale));
@@ -659,7 +660,7 @@ int run(const Options& o, int* argc, char*** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
+  skein::cli::Parser app{
       "nccl-tests' performance tests over Skein's Communicator: run under mpirun; rank 0 prints "
       "nccl-tests' table. The collective is --coll; -o/--op is the reduction, as in nccl-tests."};
   Options o;
@@ -673,20 +674,20 @@ int main(int argc, char** argv) {
     for (const auto& [name, _] : map) k.push_back(name);
     return k;
   };
-  app.add_option("--coll", coll, "Collective")->check(CLI::IsMember(coll_names));
+  app.add_option("--coll", coll, "Collective").one_of(coll_names);
   app.add_option("-b,--minbytes", min_bytes, "Smallest size in bytes (K, M, G suffixes)");
   app.add_option("-e,--maxbytes", max_bytes, "Largest size in bytes (K, M, G suffixes)");
   app.add_option("-f,--stepfactor", o.step_factor, "Size multiplier between rows")
-      ->check(CLI::Range(1.0001, 1e9));
-  app.add_option("-n,--iters", o.iters, "Timed iterations per size")->check(CLI::Range(1, 1 << 30));
+      .range(1.0001, 1e9);
+  app.add_option("-n,--iters", o.iters, "Timed iterations per size").range(1, 1 << 30);
   app.add_option("-w,--warmup_iters", o.warmup, "Untimed iterations first")
-      ->check(CLI::Range(0, 1 << 30));
-  app.add_option("-c,--check", o.check, "Check results (0 or 1)")->check(CLI::Range(0, 1));
-  app.add_option("-d,--datatype", type, "Element type")->check(CLI::IsMember(keys(kTypes)));
-  app.add_option("-o,--op", op, "Reduction")->check(CLI::IsMember(keys(kOps)));
+      .range(0, 1 << 30);
+  app.add_option("-c,--check", o.check, "Check results (0 or 1)").range(0, 1);
+  app.add_option("-d,--datatype", type, "Element type").one_of(keys(kTypes));
+  app.add_option("-o,--op", op, "Reduction").one_of(keys(kOps));
   app.add_option("-r,--root", o.root, "Root member (broadcast, reduce)");
   app.add_option("--backend", backend, "Communicator backend")
-      ->check(CLI::IsMember(keys(kBackends)));
+      .one_of(keys(kBackends));
   app.add_option("--devices-per-rank", devices_per_rank,
                  "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK, else an even share)");
   app.add_option("--json", o.json_file, "Also write every row to this JSON file (rank 0)");
@@ -698,9 +699,9 @@ int main(int argc, char** argv) {
                  "Instead of the table: time the collective at --minbytes with the agreement "
                  "check on and off (SKEIN_CHECK_COLLECTIVES=1 / 0, set by the program) in this "
                  "many alternating rounds, and print the medians")
-      ->check(CLI::Range(1, 1000));
-  app.set_version_flag("--version", SKEIN_VERSION_STRING);
-  CLI11_PARSE(app, argc, argv);
+      .range(1, 1000);
+  app.version_flag("--version", SKEIN_VERSION_STRING);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   for (const auto& c : kColls) {
     if (coll == c.name) o.coll = &c;

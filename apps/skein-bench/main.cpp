@@ -22,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -107,54 +107,54 @@ int run_scaling(const Options& o, int* argc, char*** argv) {
   return status;
 }
 
-void add_common(CLI::App* sub, Options& o) {
-  sub->add_option("--dtype", o.dtype)->check(CLI::IsMember({"float32", "float64"}));
-  sub->add_option("--repeat", o.repeat, "Timed runs (the median is reported)")
-      ->check(CLI::Range(1, 100000));
-  sub->add_option("--warmup", o.warmup)->check(CLI::Range(0, 100000));
-  sub->add_option("--json", o.json_file, "Also write the table to this JSON file (rank 0)");
+void add_common(skein::cli::Command& sub, Options& o) {
+  sub.add_option("--dtype", o.dtype).one_of({"float32", "float64"});
+  sub.add_option("--repeat", o.repeat, "Timed runs (the median is reported)")
+      .range(1, 100000);
+  sub.add_option("--warmup", o.warmup).range(0, 100000);
+  sub.add_option("--json", o.json_file, "Also write the table to this JSON file (rank 0)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Skein's array kernels on distributed arrays against their reference in the same "
+  skein::cli::Parser app{"Skein's array kernels on distributed arrays against their reference in the same "
                "run (run under mpirun)"};
   Options o;
-  app.require_subcommand(1);
+  app.require_subcommand();
   for (const char* name : {"axpy", "sum", "gemm"}) {
-    auto* sub = app.add_subcommand(name, std::string(name) == "gemm"
+    auto sub = app.add_subcommand(name, std::string(name) == "gemm"
                                              ? "C = A @ B against cuBLAS / CLBlast called directly"
                                              : std::string(name) + " against a device copy");
-    sub->add_option("--size", o.size, std::string(name) == "gemm" ? "Matrix side" : "Elements")
-        ->required()
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
-    sub->add_option("--devices-per-rank", o.devices_per_rank,
+    sub.add_option("--size", o.size, std::string(name) == "gemm" ? "Matrix side" : "Elements")
+        .required()
+        .range(std::size_t{1}, std::size_t{1} << 40);
+    sub.add_option("--devices-per-rank", o.devices_per_rank,
                     "Devices each rank drives (default: an even share)");
     add_common(sub, o);
   }
-  auto* scaling = app.add_subcommand(
+  auto scaling = app.add_subcommand(
       "scaling", "One operation on 1 rank x 1..K devices, then 2..R ranks x K devices (R: the "
                  "mpirun's ranks), as a table, JSON and an SVG plot");
-  scaling->add_option("--op", o.what, "The operation measured")
-      ->required()
-      ->check(CLI::IsMember({"axpy", "sum", "gemm"}));
+  scaling.add_option("--op", o.what, "The operation measured")
+      .required()
+      .one_of({"axpy", "sum", "gemm"});
   scaling
-      ->add_option("--size", o.size,
+      .add_option("--size", o.size,
                    "Elements (gemm: matrix side) of every configuration; with --weak, per device "
                    "(gemm: the side at 1 device, growing with the cube root of the devices)")
-      ->required()
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
-  scaling->add_flag("--weak", o.weak, "Weak scaling: the same work per device (default: strong)");
+      .required()
+      .range(std::size_t{1}, std::size_t{1} << 40);
+  scaling.add_flag("--weak", o.weak, "Weak scaling: the same work per device (default: strong)");
   scaling
-      ->add_option("--max-devices-per-rank", o.max_devices_per_rank,
+      .add_option("--max-devices-per-rank", o.max_devices_per_rank,
                    "K: the most devices a rank drives (default: each rank's even share of its "
                    "node's devices)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 16));
-  scaling->add_option("--svg", o.svg_file, "Draw the speed-ups to this SVG file (rank 0)");
+      .range(std::size_t{1}, std::size_t{1} << 16);
+  scaling.add_option("--svg", o.svg_file, "Draw the speed-ups to this SVG file (rank 0)");
   add_common(scaling, o);
-  CLI11_PARSE(app, argc, argv);
-  const std::string mode = app.get_subcommands().front()->get_name();
+  if (auto status = app.parse(argc, argv)) return *status;
+  const std::string mode = app.chosen_subcommand();
   if (mode != "scaling") o.what = mode;
   try {
     return mode == "scaling" ? run_scaling(o, &argc, &argv) : run(o, &argc, &argv);

@@ -30,7 +30,7 @@
 #include <mpi.h>
 
 #include <fmt/format.h>
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -42,6 +42,7 @@
 #include <skein/dist_ops.hpp>
 #include <skein/runtime.hpp>
 #include <skein/skein.hpp>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -379,43 +380,46 @@ int run(const Options& o, int* argc, char*** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
+  skein::cli::Parser app{
       "Conjugate gradients for the 2-D Poisson equation on every device of every rank "
       "(run under mpirun); checks the final residual"};
   Options o;
-  app.option_defaults()->always_capture_default();
+  app.show_defaults();
   app.add_option("--nx", o.nx, "Grid columns")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+      .range(std::size_t{1}, std::size_t{1} << 32);
   app.add_option("--ny", o.ny, "Grid rows (per device with --weak)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+      .range(std::size_t{1}, std::size_t{1} << 32);
   app.add_option("--tol", o.tol,
                  "Stop when ||r|| / ||b|| <= tol, 0 < tol < 1 (default 1e-6 for float32, 1e-10 "
                  "for float64)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            double v = 0;
-            if (!CLI::detail::lexical_cast(text, v)) return "tol is '" + text + "', not a number";
+      .check(
+          [](const std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size()) {
+              return "tol is '" + text + "', not a number";
+            }
             return v > 0 && v < 1 ? ""
                                   : "tol is " + text +
                                         "; it must be in (0, 1): the relative residual to reach, "
                                         "e.g. 1e-8";
           },
-          "in (0, 1)"));
+          "in (0, 1)");
   app.add_option("--max-iters", o.max_iters, "At most this many iterations")
-      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
+      .range(std::size_t{0}, std::size_t{1} << 40);
   app.add_option("--dtype", o.dtype, "float32 or float64")
-      ->check(CLI::IsMember({"float32", "float64"}));
+      .one_of({"float32", "float64"});
   app.add_option("--rhs", o.rhs, "solution: b = A x* for a known x*; ones: b = 1")
-      ->check(CLI::IsMember({"solution", "ones"}));
-  auto* dot =
+      .one_of({"solution", "ones"});
+  auto dot =
       app.add_option("--dot", o.dot, "Dot products: reduction (kernels) or blas (cuBLAS / CLBlast)")
-          ->check(CLI::IsMember({"reduction", "blas"}));
+          .one_of({"reduction", "blas"});
   app.add_option("--report-every", o.report_every,
                  "Print the residual every N iterations (0: never)");
   app.add_flag("--deterministic", o.deterministic,
                "Deterministic reductions: the same iterations and bit-identical x on any number of "
                "devices and ranks")
-      ->excludes(dot);
+      .excludes(dot);
   app.add_flag("--weak", o.weak,
                "--ny is per device (weak scaling): the grid has ny x devices rows");
   app.add_flag(
@@ -424,7 +428,7 @@ int main(int argc, char** argv) {
   app.add_option("--devices-per-rank", o.devices_per_rank,
                  "Devices each rank drives (default: an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
   if (o.ny > (std::size_t{1} << 40) / o.nx) {
     std::fprintf(stderr,
                  "skein-cg: --nx %zu x --ny %zu is too large a grid (at most 2^40 points)\n", o.nx,

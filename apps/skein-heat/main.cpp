@@ -33,7 +33,7 @@
 // 3 the check failed (by how much is said).
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -514,36 +514,36 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"skein-heat: 2-D heat diffusion on every device of every rank (run under mpirun), "
+  skein::cli::Parser app{"skein-heat: 2-D heat diffusion on every device of every rank (run under mpirun), "
                "checked against the analytic solution"};
   Options o;
-  app.option_defaults()->always_capture_default();  // --help shows the defaults
-  app.add_option("--nx", o.nx, "Interior grid points along x (columns)")->check(CLI::Range(std::size_t{1}, (std::size_t{1} << 32) - 1));
+  app.show_defaults();  // --help shows the defaults
+  app.add_option("--nx", o.nx, "Interior grid points along x (columns)").range(std::size_t{1}, (std::size_t{1} << 32) - 1);
   app.add_option("--ny", o.ny, "Interior grid points along y (rows; per device with --weak)")
-      ->check(CLI::Range(std::size_t{1}, (std::size_t{1} << 32) - 1));
+      .range(std::size_t{1}, (std::size_t{1} << 32) - 1);
   app.add_option("--steps", o.steps, "Time steps (the step to end at, also after --restart)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
-  app.add_option("--dtype", o.dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
+      .range(std::int64_t{0}, std::int64_t{1} << 40);
+  app.add_option("--dtype", o.dtype, "float32 or float64").one_of({"float32", "float64"});
   app.add_option("--alpha", o.alpha, "Diffusivity");
   app.add_option("--dt-factor", o.dt_factor, "dt = factor * min(hx, hy)^2 / alpha, in (0, 0.25]");
   app.add_option("--modes", o.modes, "Mode KX,KY of the initial condition sin(KX pi x) sin(KY pi y)")
-      ->delimiter(',')
-      ->expected(2);
+      .delimiter(',')
+      .expected(2);
   app.add_option("--report-every", o.report_every, "Residual and a progress line every N steps (0: only at the end)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+      .range(std::int64_t{0}, std::int64_t{1} << 40);
   app.add_option("--checkpoint-every", o.checkpoint_every, "A checkpoint every N steps in DIR/checkpoints (0: none)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+      .range(std::int64_t{0}, std::int64_t{1} << 40);
   app.add_option("--keep", o.keep, "Checkpoints kept (the newest; 0: all)");
   app.add_option("--out", o.out, "Directory for heat.h5 (the final field) and checkpoints/");
   app.add_flag("--restart", o.restart, "Continue from the newest complete checkpoint in --out");
   app.add_flag("--overwrite", o.overwrite, "Start again even though --out holds checkpoints (deletes them)");
   app.add_option("--png", o.png, "Write an image of the final field to this PNG file");
   app.add_option("--png-size", o.png_max_side, "Most pixels per side of the image (larger grids are sampled)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{16384}));
+      .range(std::size_t{1}, std::size_t{16384});
   app.add_flag("--weak", o.weak, "--ny is rows per device (global rows = ny x devices), for weak scaling");
   app.add_option("--devices-per-rank", o.devices_per_rank, "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   try {
     skein::PlacementOptions placement;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -61,7 +61,7 @@ void print_params(const skein::DeviceParameters& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"List the APIs, platforms and devices Skein can use on this machine."};
+  skein::cli::Parser app{"List the APIs, platforms and devices Skein can use on this machine."};
   std::string api_filter;
   std::vector<std::string> platform_masks, device_masks;
   bool json = false;
@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
                "Start the runtime and print which devices each rank uses (run under mpirun for "
                "every rank's; SKEIN_API, SKEIN_DEVICES, SKEIN_DEVICES_PER_RANK, SKEIN_DEVICE and "
                "SKEIN_SHARE_DEVICES apply)");
-  app.set_version_flag("--version", SKEIN_VERSION_STRING);
-  CLI11_PARSE(app, argc, argv);
+  app.version_flag("--version", SKEIN_VERSION_STRING);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   if (ranks) {
     try {

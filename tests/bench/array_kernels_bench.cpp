@@ -15,7 +15,7 @@
 // one session (PEERS.md).
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <fstream>
 #include <functional>
@@ -83,7 +83,7 @@ for name, nbytes, f in rows:
 }  // namespace
 
 int main(int argc, char** argv) try {
-  CLI::App app{"Skein's elementwise and reduction kernels against a device-to-device copy"};
+  skein::cli::Parser app{"Skein's elementwise and reduction kernels against a device-to-device copy"};
   std::string api_name;
   std::size_t mib = 1024;
   int iters = 20;
@@ -93,7 +93,7 @@ int main(int argc, char** argv) try {
   app.add_option("--iters", iters, "Timed iterations per operation (the median is reported)");
   app.add_option("--json", json_path, "Write the results to this file");
   app.add_option("--peer-script", peer_path, "Write the CuPy script for the same measurements");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   if (!peer_path.empty()) {
     std::string script = kPeerScript;

@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -65,14 +65,14 @@ Size parse_size(const std::string& s) {
     const std::size_t end = std::min(s.find('x', begin), s.size());
     const std::string part = s.substr(begin, end - begin);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
-      throw CLI::ValidationError("--sizes", "'" + s + "' is not N or MxNxK");
+      throw std::invalid_argument("--sizes: '" + s + "' is not N or MxNxK");
     }
     parts.push_back(std::stoul(part));
     begin = end + 1;
   }
   if (parts.size() == 1) return {parts[0], parts[0], parts[0]};
   if (parts.size() == 3) return {parts[0], parts[1], parts[2]};
-  throw CLI::ValidationError("--sizes", "'" + s + "' is not N or MxNxK");
+  throw std::invalid_argument("--sizes: '" + s + "' is not N or MxNxK");
 }
 
 struct Settings {
@@ -234,18 +234,18 @@ std::pair<double, double> host_overhead(const Settings& s, const skein::Queue& q
 
 int main(int argc, char** argv) {
   Settings s;
-  CLI::App app{"Skein's gemm against cuBLAS called directly (same arrays, same stream)"};
-  app.add_option("--sizes", s.sizes, "N (M = N = K) or MxNxK, comma-separated")->delimiter(',');
+  skein::cli::Parser app{"Skein's gemm against cuBLAS called directly (same arrays, same stream)"};
+  app.add_option("--sizes", s.sizes, "N (M = N = K) or MxNxK, comma-separated").delimiter(',');
   app.add_option("--dtypes", s.dtypes, "float32 and/or float64")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"float32", "float64"}));
+      .delimiter(',')
+      .one_of({"float32", "float64"});
   app.add_flag("--tf32", s.tf32, "Allow TF32 tensor cores for float32 (both sides)");
-  app.add_option("--iterations", s.iterations, "Timed calls per size")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", s.warmup, "Untimed calls before them")->check(CLI::NonNegativeNumber);
+  app.add_option("--iterations", s.iterations, "Timed calls per size").positive();
+  app.add_option("--warmup", s.warmup, "Untimed calls before them").non_negative();
   app.add_option("--overhead-size", s.overhead_size, "N of the host-overhead measurement")
-      ->check(CLI::PositiveNumber);
+      .positive();
   app.add_option("--json", s.json_path, "Also write the results to this JSON file");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   try {
     std::vector<Size> sizes;

@@ -5,7 +5,7 @@
 // (default 3; the file is in the page cache after the write, as it is for both), then runs
 // `sha256sum` on it R times, and prints the best times and the ratio. Checks that both digests
 // are the same.
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,11 +22,11 @@ int main(int argc, char** argv) {
   double gib = 1.0;
   std::string dir = "checkpoint-verify-bench";
   int repeat = 3;
-  CLI::App app("Times CheckpointManager::verify against sha256sum on one checkpoint file");
-  app.add_option("--gib", gib, "size of the array in GiB")->check(CLI::PositiveNumber);
+  skein::cli::Parser app("Times CheckpointManager::verify against sha256sum on one checkpoint file");
+  app.add_option("--gib", gib, "size of the array in GiB").positive();
   app.add_option("--dir", dir, "where the checkpoint goes (removed afterwards)");
-  app.add_option("--repeat", repeat, "timed repetitions of each")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--repeat", repeat, "timed repetitions of each").positive();
+  if (auto status = app.parse(argc, argv)) return *status;
   skein::Runtime runtime(&argc, &argv);
   int status = 0;
   try {

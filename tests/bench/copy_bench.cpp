@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -260,14 +260,14 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
 
 int main(int argc, char** argv) {
   Settings s;
-  CLI::App app{"Skein's CUDA transfers against the CUDA runtime's (GB/s, median of iterations)"};
-  app.add_option("--sizes-mib", s.sizes_mib, "Transfer sizes in MiB")->delimiter(',');
+  skein::cli::Parser app{"Skein's CUDA transfers against the CUDA runtime's (GB/s, median of iterations)"};
+  app.add_option("--sizes-mib", s.sizes_mib, "Transfer sizes in MiB").delimiter(',');
   app.add_option("--iterations", s.iterations, "Timed iterations per measurement")
-      ->check(CLI::PositiveNumber);
+      .positive();
   app.add_option("--warmup", s.warmup, "Untimed iterations before them")
-      ->check(CLI::NonNegativeNumber);
+      .non_negative();
   app.add_option("--json", s.json_path, "Also write the results to this JSON file");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   nlohmann::json doc;
   try {

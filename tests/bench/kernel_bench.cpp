@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -60,13 +60,13 @@ KERNEL void k{0}(GLOBAL_MEM float* y, GLOBAL_MEM const float* x, int n)
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Skein's kernel launch and program cache against raw CUDA"};
+  skein::cli::Parser app{"Skein's kernel launch and program cache against raw CUDA"};
   int rounds = 40, batch = 200;
   std::string json_path;
   app.add_option("--rounds", rounds, "Timed rounds per variant");
   app.add_option("--batch", batch, "Launches per round");
   app.add_option("--json", json_path, "Write the results to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   // A cache of our own, empty, so the first build is really cold.
   char dir[] = "/tmp/skein-bench-cache-XXXXXX";

@@ -12,7 +12,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
-#include <CLI/CLI.hpp>
+#include <skein_cli/cli.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,19 +55,18 @@ std::size_t parse_size(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"NCCL called directly (nccl-tests' inner loop), for same-run comparisons"};
+  skein::cli::Parser app{"NCCL called directly (nccl-tests' inner loop), for same-run comparisons"};
   std::string coll = "all_reduce", min_text = "8", max_text = "1G", json_file;
   double factor = 8;
   int iters = 20, warmup = 5;
-  app.add_option("--coll", coll)->check(
-      CLI::IsMember({"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"}));
+  app.add_option("--coll", coll).one_of({"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"});
   app.add_option("-b,--minbytes", min_text);
   app.add_option("-e,--maxbytes", max_text);
-  app.add_option("-f,--stepfactor", factor)->check(CLI::Range(1.0001, 1e9));
-  app.add_option("-n,--iters", iters)->check(CLI::Range(1, 1 << 30));
-  app.add_option("-w,--warmup_iters", warmup)->check(CLI::Range(0, 1 << 30));
+  app.add_option("-f,--stepfactor", factor).range(1.0001, 1e9);
+  app.add_option("-n,--iters", iters).range(1, 1 << 30);
+  app.add_option("-w,--warmup_iters", warmup).range(0, 1 << 30);
   app.add_option("--json", json_file);
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = app.parse(argc, argv)) return *status;
 
   MPI_Init(&argc, &argv);
   int rank = 0, nranks = 1;
