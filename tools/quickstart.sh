@@ -7,24 +7,27 @@
 #
 # Both install only the missing Debian packages (tools/install-deps.sh) and build with
 # tools/build.sh (Release, Ninja, CUDA compiled in when the toolkit is at /usr/local/cuda).
-# BUILD_DIR overrides the build directory; `test` exits with ctest's status.
+# BUILD_DIR overrides the build directory; `test` exits with ctest's status. Arguments after
+# `test` go to ctest (.ci/run: `test -E REGEX` runs all but some tests, which it runs later).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 
 usage() {
-  echo "usage: $0 demo|test" >&2
+  echo "usage: $0 demo|test [ctest arguments]" >&2
   echo "  demo  install dependencies, build, run skein-info (what this machine offers) and" >&2
   echo "        skein-heat on two ranks" >&2
   echo "  test  install dependencies, build, and run the test suite with ctest" >&2
 }
 
-if (($# != 1)); then
+if (($# < 1)) || { (($# > 1)) && [[ "$1" != test ]]; }; then
   usage
   exit 2
 fi
 mode="$1"
+shift
+ctest_args=("$@")
 case "$mode" in
   demo | test) ;;
   -h | --help)
@@ -76,7 +79,7 @@ case "$mode" in
     status=0
     # Side by side on every core: each MPI test declares its ranks (PROCESSORS), so ctest never
     # runs more ranks at once than there are cores (or one test alone when it has more).
-    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" || status=$?
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" ${ctest_args[@]+"${ctest_args[@]}"} || status=$?
     bash "$ROOT/tools/slowest-tests.sh" "$BUILD_DIR"
     if ((status == 0)); then
       echo "== quickstart: all tests passed"
