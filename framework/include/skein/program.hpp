@@ -307,7 +307,9 @@ class SKEIN_EXPORT PreparedKernel {
   void on_devices(std::span<const std::size_t> device_idxs, const Args&... args) const {
     launch_all<Args...>(device_idxs, nullptr, args...);
   }
-  // The same as operator(), returning one event per device, recorded after its launch.
+  // The same as operator(), returning one event per device, recorded after its launch: a marker
+  // for waiting and ordering (Event::wait, Queue::wait_for); on CUDA it is not timed, so
+  // time_since() refuses it: time kernels with Queue::record_event() around them.
   template <class... Args>
   std::vector<Event> enqueue(const Args&... args) const {
     std::vector<Event> events;

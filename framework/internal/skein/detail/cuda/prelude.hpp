@@ -14,6 +14,8 @@ inline constexpr std::string_view prelude = R"SKEIN(
 #define WITHIN_KERNEL __device__
 #define INLINE __forceinline__
 #define GLOBAL_MEM
+/* A pointer parameter that no other pointer of the kernel aliases. */
+#define RESTRICT __restrict__
 #define LOCAL_MEM __shared__
 #define LOCAL_MEM_DYNAMIC extern __shared__
 /* Dynamic local memory in one source for both backends (LocalMem in skein/program.hpp): the

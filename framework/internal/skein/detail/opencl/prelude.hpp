@@ -20,6 +20,8 @@ inline constexpr std::string_view prelude = R"SKEIN(
 // compiler that does not inline the call (NVIDIA's with -cl-opt-disable) then cannot link it.
 #define INLINE static inline
 #define GLOBAL_MEM __global
+/* A pointer parameter that no other pointer of the kernel aliases. */
+#define RESTRICT restrict
 #define LOCAL_MEM __local
 #define LOCAL_MEM_DYNAMIC __local
 /* Dynamic local memory in one source for both backends (LocalMem in skein/program.hpp): the
