@@ -23,6 +23,11 @@
 #   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
 #              result; skein-heat's weak scaling against its stencil's bandwidth floor
 #              (apps.log, heat-weak-<n>.json; HEAT_NX and HEAT_NY_PER_GPU size its grid)
+#   stencil    skein-heat's stencil against its floor (a device copy of the same bytes) on one GPU:
+#              4099 x 4097 and 32768 x 65536, float32 and float64, on CUDA and on NVIDIA's
+#              OpenCL; and its halo exchange, overlapped with the interior and not, on 2 and 4
+#              ranks sharing the first GPU (MPI backend) (stencil.log, heat-floor-*.json,
+#              heat-halo-*.json)
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
@@ -69,6 +74,7 @@ for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck
   rm -f "$OUTDIR/$f"
 done
 rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
+rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json
 : >"$SUMMARY"
 failed=0
 
@@ -319,6 +325,40 @@ if want apps && ((ngpu > 0)); then
   done
   step heat-weak-eff "$OUTDIR/apps.log" python3 tools/compare-heat.py "$OUTDIR"
   rm -rf "$apps_tmp"
+fi
+
+if want stencil && ((ngpu > 0)); then
+  heat_bin="$BUILD_DIR/apps/skein-heat/skein-heat"
+  one_gpu=(-x CUDA_VISIBLE_DEVICES=0 -x SKEIN_DEVICES_PER_RANK=1 -x NCCL_NVLS_ENABLE)
+  for api in cuda opencl; do
+    for dt in float64 float32; do
+      step "floor-$api-$dt-small" "$OUTDIR/stencil.log" timeout 300 mpirun -np 1 "${one_gpu[@]}" \
+        -x SKEIN_API=$api "$heat_bin" --nx 4099 --ny 4097 --dtype $dt --steps 400 --report-every 100 \
+        --json "$OUTDIR/heat-floor-$api-$dt-small.json"
+      step "floor-$api-$dt-large" "$OUTDIR/stencil.log" timeout 400 mpirun -np 1 "${one_gpu[@]}" \
+        -x SKEIN_API=$api "$heat_bin" --nx 32768 --ny 65536 --dtype $dt --steps 20 --report-every 10 \
+        --json "$OUTDIR/heat-floor-$api-$dt-large.json"
+    done
+  done
+  # Ranks sharing the first GPU exchange their halos through the host (MPI backend).
+  for np in 2 4; do
+    for mode in serial overlapped; do
+      step "halo-$np-$mode" "$OUTDIR/stencil.log" timeout 300 mpirun -np $np --oversubscribe \
+        "${one_gpu[@]}" -x SKEIN_API=cuda -x SKEIN_SHARE_DEVICES=1 "$heat_bin" --nx 4099 --ny 4097 \
+        --dtype float64 --steps 600 --report-every 100 --halo-exchange $mode \
+        --json "$OUTDIR/heat-halo-$np-$mode.json"
+    done
+  done
+  python3 - "$OUTDIR" <<'PY' | tee -a "$OUTDIR/stencil.log"
+import glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "heat-*.json"))):
+    if not ("floor" in f or "halo" in f):
+        continue
+    j = json.load(open(f))
+    print(f"{os.path.basename(f):36} step {j['t_step_s']*1e6:10.1f} us  kernel {j['t_kernel_s']*1e6:10.1f} us  "
+          f"floor {j['floor_s']*1e6:10.1f} us  floor/kernel {j['kernel_floor_ratio']:.3f}  "
+          f"exposed halo {100*j['halo_exposed_share']:5.1f} % ({j['halo_exchange']})  check {j['check']['passed']}")
+PY
 fi
 
 if want arrays && ((ngpu > 0)); then

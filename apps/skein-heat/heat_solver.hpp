@@ -60,8 +60,8 @@ struct Problem {
 };
 
 // The FTCS step on every local block of a distributed field with one halo row: one kernel per
-// device, launched on the field's queue (the same one exchange_halos() uses, so the two are
-// ordered without the host). The halo rows of the first and last blocks are the global boundary
+// device, launched on the field's queue (with exchange_halos() on the same queue, the two are
+// ordered without the host; main.cpp's overlapped step puts the exchange on a second queue). The halo rows of the first and last blocks are the global boundary
 // rows: exchange_halos() leaves them as they are (zero), which is the Dirichlet condition.
 class Stencil {
  public:
@@ -74,6 +74,11 @@ class Stencil {
   void step(const DistArray& in, const DistArray& out) const;
   // The same on one local block only (for timing one device).
   void step_block(const DistArray& in, const DistArray& out, std::size_t local_device) const;
+  // The step in two parts, for moving the halos while the interior is computed: step_interior()
+  // updates every block's rows but its first and last (it reads no halo row), step_edges() those
+  // two (after the halo exchange). Together they compute what step() does, bit for bit.
+  void step_interior(const DistArray& in, const DistArray& out) const;
+  void step_edges(const DistArray& in, const DistArray& out) const;
 
   // Bytes the step must move on the device holding local block `l`: read the block once (with
   // its two halo rows) and write it once.
@@ -84,7 +89,11 @@ class Stencil {
   // Context device indices of the local blocks that have rows (filled while kernel_ is prepared,
   // so declared before it).
   std::vector<std::size_t> active_;
-  PreparedKernel kernel_;
+  PreparedKernel kernel_;  // rows [r_begin, r_end) of a block
+  PreparedKernel edges_;   // its first and last rows
+
+  void launch_rows(const DistArray& in, const DistArray& out, std::size_t local_device,
+                   std::size_t r_begin, std::size_t r_end) const;
 };
 
 // Collective: max |a - b| over the whole field (interior rows), the same on every rank. Only reads

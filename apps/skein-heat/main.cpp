@@ -8,8 +8,10 @@
 // What it solves: u_t = alpha (u_xx + u_yy) on the unit square with u = 0 on the boundary and
 // u0 = sin(kx pi x) sin(ky pi y), by the explicit 5-point (FTCS) step of heat_solver.hpp. Each
 // step is a halo exchange (DistArray::exchange_halos: device copies between a rank's devices,
-// Communicator send/recv between ranks) and one stencil kernel per device, with nothing waited for
-// on the host. Every --report-every steps the ranks agree on the residual max |u_new - u_old| and
+// Communicator send/recv between ranks) and the stencil kernels, with nothing waited for on the
+// host. By default (--halo-exchange overlapped) the exchange runs on a second queue while the
+// kernel updates every block's interior rows, then a second kernel updates the two edge rows of
+// each block, which read the halos; --halo-exchange serial exchanges first, then runs one kernel. Every --report-every steps the ranks agree on the residual max |u_new - u_old| and
 // rank 0 prints a progress line. At the end the field is checked against the exact solution of
 // the discrete problem (lambda^n u0, see heat_solver.hpp) with a tolerance derived from the dtype
 // and the number of steps; the distance to the continuous solution (the truncation error) is
@@ -80,6 +82,56 @@ struct Options {
   bool weak = false;
   std::size_t devices_per_rank = 0;
   std::string json_file;
+  std::string halo_exchange = "overlapped";
+};
+
+// One time step, u -> v, as --halo-exchange says. Overlapped: the halo queue waits for the work
+// on the fields' queue so far (the previous step wrote u's edge rows there), the interior kernel
+// is enqueued, the halos move on the halo queue (with the MPI backend the host waits for them
+// here while the device computes the interior), and the edge kernel waits for them.
+class Stepper {
+ public:
+  Stepper(const DistArray& field, const skein::heat::Stencil& stencil, bool overlapped)
+      : stencil_(stencil), queue_(field.queue()) {
+    // With one member there are no halos to move: the plain step.
+    if (overlapped && field.communicator().size() > 1) {
+      halo_queue_.emplace(queue_.context(), queue_.device_idxs());
+      for (const skein::LocalBlock& b : field.blocks()) devices_.push_back(b.device_idx);
+    }
+  }
+  bool overlapped() const { return halo_queue_.has_value(); }
+
+  void operator()(const DistArray& u, const DistArray& v) const {
+    if (!halo_queue_) {
+      u.exchange_halos();
+      stencil_.step(u, v);
+      return;
+    }
+    for (std::size_t d : devices_) halo_queue_->wait_for(queue_.record_marker(d), d);
+    stencil_.step_interior(u, v);
+    u.exchange_halos(*halo_queue_);
+    for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
+    stencil_.step_edges(u, v);
+  }
+  // The kernels of a step without the exchange (for the exposed halo time).
+  void kernels_only(const DistArray& u, const DistArray& v) const {
+    if (halo_queue_) {
+      stencil_.step_interior(u, v);
+      stencil_.step_edges(u, v);
+    } else {
+      stencil_.step(u, v);
+    }
+  }
+  void synchronize() const {
+    queue_.synchronize();
+    if (halo_queue_) halo_queue_->synchronize();
+  }
+
+ private:
+  const skein::heat::Stencil& stencil_;
+  skein::Queue queue_;
+  std::optional<skein::Queue> halo_queue_;
+  std::vector<std::size_t> devices_;
 };
 
 // An error every rank raises alike (bad options, a checkpoint that does not fit them or is
@@ -126,6 +178,8 @@ struct Performance {
   double t_step_mean = 0;  // s per step over the whole loop (checkpoints and reports excluded)
   double t_kernel = 0;     // the stencil kernel alone, device time
   double t_halo = 0;       // one halo exchange, wall time
+  double t_compute = 0;    // s per step of the step's kernels alone (no exchange), wall time
+  bool overlapped = false; // --halo-exchange overlapped (with more than one member)
   double floor = 0;        // bytes per step per device / copy bandwidth
   double copy_gbps = 0;    // device-to-device copy (read + write) of the slowest device
   std::size_t bytes_per_step = 0;  // on the busiest device
@@ -133,7 +187,8 @@ struct Performance {
 };
 
 Performance measure(const DistArray& u, const DistArray& v, const skein::heat::Stencil& stencil,
-                    const std::vector<double>& interval_times, double loop_time, std::int64_t steps) {
+                    const Stepper& stepper, const std::vector<double>& interval_times, double loop_time,
+                    std::int64_t steps) {
   const MPI_Comm comm = u.communicator().mpi_comm();
   const skein::Queue& queue = u.queue();
   Performance p;
@@ -185,6 +240,23 @@ Performance measure(const DistArray& u, const DistArray& v, const skein::heat::S
     if (i > 0) halo.push_back(s);
   }
   p.t_halo = median(halo);
+
+  // The step's kernels alone, every rank at once, timed like the steps (wall time per step of a
+  // batch, the slowest rank's): the step time beyond this is the halo exchange left exposed.
+  // (Ranks that share a device share it here too.) Writes v only.
+  std::vector<double> compute;
+  const int batch = static_cast<int>(std::clamp<std::int64_t>(steps, 1, 50));
+  for (int i = 0; i <= repeat; ++i) {
+    MPI_Barrier(comm);
+    const auto start = Clock::now();
+    for (int k = 0; k < batch; ++k) stepper.kernels_only(u, v);
+    stepper.synchronize();
+    double s = seconds(start) / batch;
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (i > 0) compute.push_back(s);
+  }
+  p.t_compute = median(compute);
+  p.overlapped = stepper.overlapped();
   return p;
 }
 
@@ -250,6 +322,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
   DistArray u(comm, queue, layout, dtype);
   DistArray v(comm, queue, layout, dtype);
   const skein::heat::Stencil stencil(u, problem);
+  const Stepper stepper(u, stencil, o.halo_exchange == "overlapped");
 
   if (root) {
     fmt::print("skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, {})\n",
@@ -355,9 +428,8 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
   if (start < o.steps) {
     // One warm-up step into v (which the first real step overwrites): first launches, MPI's
     // first messages and staging buffers are not timed.
-    u.exchange_halos();
-    stencil.step(u, v);
-    queue.synchronize();
+    stepper(u, v);
+    stepper.synchronize();
   }
   const auto next_multiple = [](std::int64_t step, std::int64_t every) {
     return every > 0 ? (step / every + 1) * every : INT64_MAX;
@@ -368,11 +440,10 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
     const std::int64_t n = stop - step;
     const auto interval_start = Clock::now();
     for (; step < stop; ++step) {
-      u.exchange_halos();
-      stencil.step(u, v);
+      stepper(u, v);
       std::swap(u, v);
     }
-    queue.synchronize();
+    stepper.synchronize();
     const double t = seconds(interval_start);
     loop_time += t;
     interval_times.push_back(t / static_cast<double>(n));
@@ -400,7 +471,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
   // --- the check against the exact solution ---
   const skein::heat::CheckResult check = skein::heat::check(u, problem, o.steps);
   std::optional<Performance> perf;
-  if (!interval_times.empty()) perf = measure(u, v, stencil, interval_times, loop_time, o.steps - start);
+  if (!interval_times.empty()) perf = measure(u, v, stencil, stepper, interval_times, loop_time, o.steps - start);
 
   // --- files ---
   std::vector<std::string> files;
@@ -445,8 +516,15 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
                  "floor / step = {:.3f}\n",
                  format_time(perf->floor), skein::format_bytes(perf->bytes_per_step), perf->copy_gbps,
                  perf->floor / perf->t_step);
-      fmt::print("  kernel      {} per step (device time); halo exchange {} = {:.1f} % of a step\n",
-                 format_time(perf->t_kernel), format_time(perf->t_halo), 100 * perf->t_halo / perf->t_step);
+      fmt::print("  kernel      {} per step (device time), floor / kernel = {:.3f}; halo exchange {} = {:.1f} % of a "
+                 "step\n",
+                 format_time(perf->t_kernel), perf->floor / perf->t_kernel, format_time(perf->t_halo),
+                 100 * perf->t_halo / perf->t_step);
+      const double exposed = std::max(0.0, perf->t_step - perf->t_compute);
+      fmt::print("  halo        {}: the step's kernels alone take {} per step; exposed halo time "
+                 "(step - kernels) {} = {:.1f} % of a step\n",
+                 perf->overlapped ? "overlapped with the interior" : "exchanged before the kernel",
+                 format_time(perf->t_compute), format_time(exposed), 100 * exposed / perf->t_step);
     }
     if (image) {
       fmt::print("  image       {}: {} x {} pixels{}, colours from {:.3g} to {:.3g}\n", o.png, image->width, image->height,
@@ -497,8 +575,13 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
         j["t_kernel_s"] = perf->t_kernel;
         j["t_halo_s"] = perf->t_halo;
         j["halo_share"] = perf->t_halo / perf->t_step;
+        j["halo_exchange"] = perf->overlapped ? "overlapped" : "serial";
+        j["t_compute_s"] = perf->t_compute;
+        j["halo_exposed_s"] = std::max(0.0, perf->t_step - perf->t_compute);
+        j["halo_exposed_share"] = std::max(0.0, perf->t_step - perf->t_compute) / perf->t_step;
         j["floor_s"] = perf->floor;
         j["floor_ratio"] = perf->floor / perf->t_step;
+        j["kernel_floor_ratio"] = perf->floor / perf->t_kernel;
         j["copy_GBps"] = perf->copy_gbps;
         j["bytes_per_step_per_device"] = perf->bytes_per_step;
         j["points_per_s"] = static_cast<double>(o.nx * ny) / perf->t_step;
@@ -543,6 +626,10 @@ int main(int argc, char** argv) {
   app.add_flag("--weak", o.weak, "--ny is rows per device (global rows = ny x devices), for weak scaling");
   app.add_option("--devices-per-rank", o.devices_per_rank, "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
+  app.add_option("--halo-exchange", o.halo_exchange,
+                 "overlapped: halos move on a second queue while the interior is computed; serial: "
+                 "exchange, then compute")
+      .one_of({"overlapped", "serial"});
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {

@@ -669,11 +669,14 @@ constexpr double kSentinel = -7.0;
 
 // Fills the blocks with cell(), the halo rows with kSentinel, exchanges, and checks each halo row
 // against the global array: the rows just above and below the block (wrapping around when
-// periodic), or kSentinel at an open boundary. Twice, so that a second exchange is seen to refresh.
+// periodic), or kSentinel at an open boundary. Three times, so that a later exchange is seen to
+// refresh; the third on a queue of its own (exchange_halos(queue), as a code that overlaps it with
+// other work does), waited for before the check.
 void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo halo, const std::string& what) {
   DistArray d(*s.comm, shape, Dtype::float64, split, halo);
+  const Queue other(d.queue().context(), d.queue().device_idxs());
   const std::size_t R = rows_of(shape), C = cols_of(shape), h = halo.width;
-  for (double round : {1.0, 2.0}) {
+  for (double round : {1.0, 2.0, 3.0}) {
     for (std::size_t l = 0; l < d.local_size(); ++l) {
       const RowRange rows = d.local_rows(l);
       std::vector<double> start(d.local_with_halo(l).size(), kSentinel);
@@ -682,7 +685,12 @@ void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo
       }
       d.local_with_halo(l).set(start);
     }
-    d.exchange_halos();
+    if (round < 3.0) {
+      d.exchange_halos();
+    } else {
+      d.exchange_halos(other);
+      other.synchronize();
+    }
     for (std::size_t l = 0; l < d.local_size(); ++l) {
       const RowRange rows = d.local_rows(l);
       const auto got = d.local_with_halo(l).get<double>();
@@ -806,6 +814,22 @@ void expect_still_working(Rig& s) {
   const auto data = host_array<float>(shape, 99);
   d.scatter(world_rank() == 0 ? std::span<const float>(data) : std::span<const float>(), 0);
   expect_same(d.all_gather<float>(), data, "a good call after the error");
+}
+
+// exchange_halos(queue) refuses a queue of another context, or one without a device of the
+// array, on the calling rank before anything moves (every rank here makes the same mistake).
+TEST_P(DistArrays, HaloExchangeOnAnotherQueueIsChecked) {
+  DistArray d(*s_.comm, Shape{2 * s_.M() + 1, 3}, Dtype::float32, RowSplit::even(), Halo{1, false});
+  const Context& context = d.queue().context();
+  const Context own = Context::from_devices(context.device(d.block(0).device_idx));
+  expect_logic_error([&] { d.exchange_halos(Queue(own)); },
+                     {"DistArray::exchange_halos", "another context", fmt::format("rank {}", world_rank())});
+  if (d.local_size() > 1) {
+    expect_logic_error(
+        [&] { d.exchange_halos(Queue(context, std::vector<std::size_t>{d.block(0).device_idx})); },
+        {"DistArray::exchange_halos", fmt::format("has no device {}", d.block(1).device_idx)});
+  }
+  expect_still_working(s_);
 }
 
 TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {

@@ -754,16 +754,40 @@ void DistArray::all_gather_into(std::span<std::byte> dest) const {
   for (const auto& b : blocks_) queue_.synchronize(b.device_idx);
 }
 
-void DistArray::exchange_halos() const {
+void DistArray::exchange_halos() const { exchange_halos(queue_); }
+
+void DistArray::exchange_halos(const Queue& queue) const {
   const std::size_t h = layout_.halo().width;
   if (h == 0) return;
-  // Halo and edge rows of a block, as views of its storage (interior rows start at row h).
-  auto top_halo = [&](const LocalBlock& b) { return b.with_halo.slice(0, h); };
-  auto bottom_halo = [&](const LocalBlock& b) {
-    return b.with_halo.slice(h + b.rows.size(), 2 * h + b.rows.size());
+  if (!(queue == queue_)) {
+    if (!(queue.context() == queue_.context())) {
+      detail::raise_in(SKEIN_HERE, "DistArray::exchange_halos",
+                       "Give a queue of the array's context (Queue(array.queue().context(), "
+                       "array.queue().device_idxs())).",
+                       "the queue is of another context than the array (rank {})", rank_);
+    }
+    for (const auto& b : blocks_) {
+      if (!queue.has_device(b.device_idx)) {
+        detail::raise_in(SKEIN_HERE, "DistArray::exchange_halos",
+                         "Give a queue with every device of the array's queue.",
+                         "the queue has no device {}, where local block {} lives (rank {})",
+                         b.device_idx, b.local_device, rank_);
+      }
+    }
+  }
+  // Halo and edge rows of a block, as views of its storage (interior rows start at row h), used
+  // on `queue`.
+  auto on_queue = [&](const Array& a) {
+    return queue == queue_ ? a : Array(queue, a.data(), a.shape(), a.dtype(), a.strides(), a.offset());
   };
-  auto first_rows = [&](const LocalBlock& b) { return b.with_halo.slice(h, 2 * h); };
-  auto last_rows = [&](const LocalBlock& b) { return b.with_halo.slice(b.rows.size(), h + b.rows.size()); };
+  auto top_halo = [&](const LocalBlock& b) { return on_queue(b.with_halo.slice(0, h)); };
+  auto bottom_halo = [&](const LocalBlock& b) {
+    return on_queue(b.with_halo.slice(h + b.rows.size(), 2 * h + b.rows.size()));
+  };
+  auto first_rows = [&](const LocalBlock& b) { return on_queue(b.with_halo.slice(h, 2 * h)); };
+  auto last_rows = [&](const LocalBlock& b) {
+    return on_queue(b.with_halo.slice(b.rows.size(), h + b.rows.size()));
+  };
   const std::size_t my_first = layout_.first_member_of_rank(rank_);
   auto local_of = [&](long long member) -> const LocalBlock* {
     if (member < 0) return nullptr;
@@ -792,10 +816,10 @@ void DistArray::exchange_halos() const {
       if (b.rows.empty()) continue;
       const long long p = layout_.prev_neighbour(b.member), n = layout_.next_neighbour(b.member);
       const bool p_remote = p >= 0 && !local_of(p), n_remote = n >= 0 && !local_of(n);
-      if (p_remote) comm_->send(queue_, b.local_device, first_rows(b), static_cast<int>(p));
-      if (n_remote) comm_->send(queue_, b.local_device, last_rows(b), static_cast<int>(n));
-      if (n_remote) comm_->recv(queue_, b.local_device, bottom_halo(b), static_cast<int>(n));
-      if (p_remote) comm_->recv(queue_, b.local_device, top_halo(b), static_cast<int>(p));
+      if (p_remote) comm_->send(queue, b.local_device, first_rows(b), static_cast<int>(p));
+      if (n_remote) comm_->send(queue, b.local_device, last_rows(b), static_cast<int>(n));
+      if (n_remote) comm_->recv(queue, b.local_device, bottom_halo(b), static_cast<int>(n));
+      if (p_remote) comm_->recv(queue, b.local_device, top_halo(b), static_cast<int>(p));
     }
   });
 }

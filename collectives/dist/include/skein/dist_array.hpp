@@ -281,6 +281,14 @@ class SKEIN_EXPORT DistArray {
   // send/recv. Halo rows at open global boundaries are left as they are. Nothing to do without
   // a halo.
   void exchange_halos() const;
+  // The same, enqueued on `queue` instead of the array's queue: for moving the halos while other
+  // work (the interior of a stencil) runs on the array's queue. `queue` must be of the array's
+  // context and have the array's devices (LogicError otherwise). Nothing orders the two queues:
+  // the caller makes `queue` wait for the work that wrote the edge rows, and later work that
+  // reads the halo rows wait for the exchange (Queue::record_marker, Queue::wait_for). With the
+  // MPI backend the call returns when the exchange is done (it is staged through the host); with
+  // NCCL it returns once the exchange is enqueued.
+  void exchange_halos(const Queue& queue) const;
 
   // Not collective: device-to-device copy of every local block (interior rows) from `source`,
   // which must have the same layout and dtype and live on the same devices. The copies run on
