@@ -4,13 +4,49 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
 #include <set>
 #include <sstream>
 
 #include "skein/detail/errors.hpp"
 
 namespace skein::detail {
+namespace {
+
+// The digits at s[i...], if any: their value and the index past them. (Hand-written scanners
+// rather than std::regex, whose templates made this file take 35 s to compile under the
+// sanitizers.)
+bool digits_at(const std::string& s, std::size_t i, std::size_t& value, std::size_t& end) {
+  end = i;
+  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+  if (end == i || end - i > 9) return false;
+  value = std::stoul(s.substr(i, end - i));
+  return true;
+}
+
+// A reference "<name>:LINE:" (name of letters and '_') starting at s[i]: LINE, and the index
+// past the match.
+bool full_source_ref_at(const std::string& s, std::size_t i, std::size_t& line, std::size_t& end) {
+  if (s[i] != '<') return false;
+  std::size_t j = i + 1;
+  while (j < s.size() && (std::isalpha(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+  if (j == i + 1 || j + 1 >= s.size() || s[j] != '>' || s[j + 1] != ':') return false;
+  std::size_t k = 0;
+  if (!digits_at(s, j + 2, line, k) || k >= s.size() || s[k] != ':') return false;
+  end = k + 1;
+  return true;
+}
+
+// A line reference "(LINE)" or ":LINE:" (either opening, either closing) starting at s[i].
+bool line_ref_at(const std::string& s, std::size_t i, std::size_t& line, std::size_t& end) {
+  if (s[i] != '(' && s[i] != ':') return false;
+  std::size_t k = 0;
+  if (!digits_at(s, i + 1, line, k) || k >= s.size() || (s[k] != ')' && s[k] != ':')) return false;
+  end = k + 1;
+  return true;
+}
+
+}  // namespace
 
 void raise_compile_error(const std::string& call, const std::string& device,
                          const std::string& name, const std::string& raw_log,
@@ -28,17 +64,17 @@ void raise_compile_error(const std::string& call, const std::string& device,
   std::string log = raw_log;
   if (lines_before > 0 && log.find(name + ":") == std::string::npos &&
       log.find(name + "(") == std::string::npos) {
-    const std::regex full_ref("<[A-Za-z_]+>:(\\d+):");
     std::string mapped;
-    auto begin = raw_log.cbegin();
-    for (std::sregex_iterator it(raw_log.begin(), raw_log.end(), full_ref), end; it != end; ++it) {
-      const std::size_t line = std::stoul((*it)[1].str());
-      mapped.append(begin, (*it)[0].first);
-      mapped += line > lines_before ? fmt::format("{}:{}:", name, line - lines_before)
-                                    : fmt::format("<prelude>:{}:", line);
-      begin = (*it)[0].second;
+    for (std::size_t i = 0; i < raw_log.size();) {
+      std::size_t line = 0, end = 0;
+      if (full_source_ref_at(raw_log, i, line, end)) {
+        mapped += line > lines_before ? fmt::format("{}:{}:", name, line - lines_before)
+                                      : fmt::format("<prelude>:{}:", line);
+        i = end;
+      } else {
+        mapped += raw_log[i++];
+      }
     }
-    mapped.append(begin, raw_log.cend());
     log = std::move(mapped);
   }
   std::vector<std::string> lines;
@@ -53,11 +89,14 @@ void raise_compile_error(const std::string& call, const std::string& device,
   // The lines the log names ("name(5)" from NVRTC, "name:5:" from clang-based compilers), shown
   // in the message so that the mistake is visible without digging.
   std::set<std::size_t> mentioned;
-  const std::regex ref("(?:\\(|:)(\\d+)(?:\\)|:)");
-  for (std::sregex_iterator it(log.begin(), log.end(), ref), end; it != end; ++it) {
-    const std::size_t line = std::stoul((*it)[1].str());
-    if (line >= 1 && line <= lines.size()) mentioned.insert(line);
-    if (mentioned.size() >= 5) break;
+  for (std::size_t i = 0; i < log.size() && mentioned.size() < 5;) {
+    std::size_t line = 0, end = 0;
+    if (line_ref_at(log, i, line, end)) {
+      if (line >= 1 && line <= lines.size()) mentioned.insert(line);
+      i = end;
+    } else {
+      ++i;
+    }
   }
   std::string excerpt;
   for (std::size_t line : mentioned) excerpt += fmt::format("\n  {:5} | {}", line, lines[line - 1]);

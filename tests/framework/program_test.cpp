@@ -396,6 +396,35 @@ TEST(CompileErrors, LinesOfCompilersThatIgnoreLineDirectivesAreTranslated) {
     EXPECT_NE(e.log().find("mine:4:12: error"), std::string::npos) << e.log();
     EXPECT_NE(std::string(e.what()).find("    4 |     y[i] = oops;"), std::string::npos) << e.what();
   }
+  // Several references in one log: one in the prelude (named as such), two in the source, and
+  // text that only looks like one ("<x>:12" without a colon after the number, "<>:1:").
+  try {
+    detail::raise_compile_error(
+        "clBuildProgram", "dev", "mine",
+        "<kernel>:7:1: note: from the prelude\n<kernel>:93:3: warning: b\n<x>:12 <>:1: "
+        "<kernel>:94:1: error: c",
+        full, {"-x"});
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("<prelude>:7:1: note"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("mine:2:3: warning: b"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("<x>:12 <>:1: mine:3:1: error: c"), std::string::npos) << e.log();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("    2 | b"), std::string::npos) << what;
+    EXPECT_NE(what.find("    3 | c"), std::string::npos) << what;
+  }
+}
+
+// NVRTC's form, "name(LINE): error": the line is shown from the given source.
+TEST(CompileErrors, NvrtcLineReferencesShowTheLine) {
+  try {
+    detail::raise_compile_error("nvrtcCompileProgram", "dev", "mine",
+                                "mine(2): error: identifier \"oops\" is undefined", "a\nz = oops;\n",
+                                {"-x"});
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("    2 | z = oops;"), std::string::npos) << e.what();
+  }
 }
 
 // Runs this test binary again as `copies` processes at once, on the same backend and cache
