@@ -157,25 +157,20 @@ KERNEL void heat_edges(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT 
 )";
 
 // The kernel's shape for a field: W columns and R rows per work item, work groups of
-// local_x x local_y. Chosen by measurement on an H200 (CuPy/NVRTC, against a device copy of the
-// same bytes): float32 rows moved 4 elements at a time where nx allows it reached 0.96-0.99 of
-// the copy, against 0.75-0.87 one at a time; float64 reached 0.97-0.99 with scalar loads and
-// 4 rows per item.
+// local_x x local_y. Chosen by measurement on an H200 (NVRTC, the kernel against a device copy of
+// the same bytes, 32768 x 65536 and 4099 x 4097): rows moved several elements at a time where nx
+// allows it reached 0.98-0.99 of the copy (float32 one at a time: 0.84-0.85; float64: 0.92-0.96);
+// where nx is odd, one at a time with 4 rows per work item, 0.96.
 struct Shape {
   unsigned w = 1, r = 4;
-  std::size_t local_x = 128, local_y = 4;
+  std::size_t local_x = 128, local_y = 2;
 };
 
 Shape shape_for(std::size_t nx, Dtype dtype) {
-  Shape s;
-  if (dtype == Dtype::float32) {
-    if (nx % 4 == 0) {
-      s = {.w = 4, .r = 2, .local_x = 64, .local_y = 4};
-    } else if (nx % 2 == 0) {
-      s = {.w = 2, .r = 4, .local_x = 128, .local_y = 4};
-    }
-  }
-  return s;
+  if (dtype == Dtype::float32 && nx % 4 == 0) return {.w = 4, .r = 2, .local_x = 64, .local_y = 4};
+  if (dtype == Dtype::float32 && nx % 2 == 0) return {.w = 2, .r = 4, .local_x = 128, .local_y = 2};
+  if (dtype == Dtype::float64 && nx % 2 == 0) return {.w = 2, .r = 2, .local_x = 64, .local_y = 4};
+  return {};
 }
 
 // Work items along y: one per strip of R rows, at most max_items_y (CUDA allows 65535 groups

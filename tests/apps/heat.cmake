@@ -1,11 +1,13 @@
 # skein-heat on 1, 2 and 4 ranks over the 4 PoCL devices of _skein_mpi_env (SKEIN_API=opencl),
 # each scenario a script (heat_check.cmake) that checks what the app wrote, independently of it:
-#   apps.heat.np1 / np2 / np4   a 37 x 41 grid (odd, split unevenly): 1 rank x 4 devices,
-#                               2 ranks x 2 devices (halos cross a device and a rank boundary),
-#                               4 ranks x 1 device; float64 and float32, two modes; the app's own
+#   apps.heat.np1 / np2 / np4   37, 38 and 40 columns x 41 rows (split unevenly): 1 rank x 4
+#                               devices, 2 ranks x 2 devices (halos cross a device and a rank
+#                               boundary), 4 ranks x 1 device; float64 and float32, two modes (the
+#                               stencil's shapes: rows one, two and four elements at a time,
+#                               heat_solver.cpp's shape_for); the app's own
 #                               analytic check must pass and heat.h5 must hold the exact discrete
 #                               solution (heat_reference.py)
-#   apps.heat.tiny / large      3 rows on 4 devices (an empty block); a 1100 x 701 field (6 MiB)
+#   apps.heat.tiny / large      3 rows on 4 devices (an empty block); a 1100 x 701 float32 field
 #   apps.heat.nocache /         37 x 41 on 1 rank x 4 devices with the compile cache off
 #   refused_cache               (SKEIN_DISABLE_CACHE=1), and with a world-writable SKEIN_CACHE_DIR
 #                               (refused, so off too): every device builds its own kernels
@@ -31,11 +33,11 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
   # NAME NP EXPECT ARGS: one run.
   foreach(case
       "np1|1|on 4 device(s) of 1 rank(s)|--nx;37;--ny;41;--steps;40;--dtype;float64"
-      "np2|2|on 4 device(s) of 2 rank(s)|--nx;37;--ny;41;--steps;40;--dtype;float32;--modes;2,3"
-      "np4|4|on 4 device(s) of 4 rank(s)|--nx;37;--ny;41;--steps;40;--dtype;float64;--modes;3,2;--dt-factor;0.25"
-      # 3 rows on 4 devices (one block empty, 1-row blocks), and a field of 6 MiB.
+      "np2|2|on 4 device(s) of 2 rank(s)|--nx;38;--ny;41;--steps;40;--dtype;float32;--modes;2,3"
+      "np4|4|on 4 device(s) of 4 rank(s)|--nx;40;--ny;41;--steps;40;--dtype;float64;--modes;3,2;--dt-factor;0.25"
+      # 3 rows on 4 devices (one block empty, 1-row blocks), and a field of 3 MiB.
       "tiny|2|on 4 device(s) of 2 rank(s)|--nx;1;--ny;3;--steps;7;--dtype;float64"
-      "large|2|on 4 device(s) of 2 rank(s)|--nx;1100;--ny;701;--steps;12;--dtype;float64;--modes;1,2")
+      "large|2|on 4 device(s) of 2 rank(s)|--nx;1100;--ny;701;--steps;12;--dtype;float32;--modes;1,2")
     string(REPLACE "|" ";" _fields "${case}")
     list(GET _fields 0 _name)
     list(GET _fields 1 _np)
