@@ -28,6 +28,9 @@
 #              OpenCL; and its halo exchange, overlapped with the interior and not, on 2 and 4
 #              ranks sharing the first GPU (MPI backend) (stencil.log, heat-floor-*.json,
 #              heat-halo-*.json)
+#   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
+#              elementwise kernel, sum; a raw launch) and CuPy's in the same run
+#              (tools/peer-small-arrays.py), side by side (small.txt, small-*.json)
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
@@ -75,6 +78,7 @@ for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck
 done
 rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
 rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json
+rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
 : >"$SUMMARY"
 failed=0
 
@@ -330,13 +334,21 @@ fi
 if want stencil && ((ngpu > 0)); then
   heat_bin="$BUILD_DIR/apps/skein-heat/skein-heat"
   one_gpu=(-x CUDA_VISIBLE_DEVICES=0 -x SKEIN_DEVICES_PER_RANK=1 -x NCCL_NVLS_ENABLE)
+  # NVIDIA's OpenCL is run as one process without mpirun (MPI starts as a singleton): under
+  # mpirun its platform was not found on these machines, only PoCL's.
   for api in cuda opencl; do
+    if [[ $api == cuda ]]; then
+      launch=(timeout 400 mpirun -np 1 "${one_gpu[@]}" -x SKEIN_API=cuda)
+    else
+      launch=(timeout 400 env CUDA_VISIBLE_DEVICES=0 SKEIN_DEVICES_PER_RANK=1 SKEIN_API=opencl
+        SKEIN_DEVICES=NVIDIA)
+    fi
     for dt in float64 float32; do
-      step "floor-$api-$dt-small" "$OUTDIR/stencil.log" timeout 300 mpirun -np 1 "${one_gpu[@]}" \
-        -x SKEIN_API=$api "$heat_bin" --nx 4099 --ny 4097 --dtype $dt --steps 400 --report-every 100 \
+      step "floor-$api-$dt-small" "$OUTDIR/stencil.log" "${launch[@]}" "$heat_bin" --nx 4099 \
+        --ny 4097 --dtype $dt --steps 400 --report-every 100 \
         --json "$OUTDIR/heat-floor-$api-$dt-small.json"
-      step "floor-$api-$dt-large" "$OUTDIR/stencil.log" timeout 400 mpirun -np 1 "${one_gpu[@]}" \
-        -x SKEIN_API=$api "$heat_bin" --nx 32768 --ny 65536 --dtype $dt --steps 20 --report-every 10 \
+      step "floor-$api-$dt-large" "$OUTDIR/stencil.log" "${launch[@]}" "$heat_bin" --nx 32768 \
+        --ny 65536 --dtype $dt --steps 20 --report-every 10 \
         --json "$OUTDIR/heat-floor-$api-$dt-large.json"
     done
   done
@@ -358,6 +370,34 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "heat-*.json"))):
     print(f"{os.path.basename(f):36} step {j['t_step_s']*1e6:10.1f} us  kernel {j['t_kernel_s']*1e6:10.1f} us  "
           f"floor {j['floor_s']*1e6:10.1f} us  floor/kernel {j['kernel_floor_ratio']:.3f}  "
           f"exposed halo {100*j['halo_exposed_share']:5.1f} % ({j['halo_exchange']})  check {j['check']['passed']}")
+PY
+fi
+
+if want small && ((ngpu > 0)); then
+  # Twice each, alternating, so that the figures of one side are not all from one moment.
+  for i in 1 2; do
+    step "small-skein-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
+      "$BUILD_DIR/tests/bench/skein-bench-small" --json "$OUTDIR/small-skein-$i.json"
+    if python3 -c "import cupy" 2>/dev/null; then
+      step "small-cupy-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
+        python3 tools/peer-small-arrays.py --json "$OUTDIR/small-cupy-$i.json"
+    fi
+  done
+  python3 - "$OUTDIR" <<'PY' | tee -a "$OUTDIR/small.txt"
+import json, os, sys
+d = sys.argv[1]
+for i in (1, 2):
+    try:
+        s = json.load(open(os.path.join(d, f"small-skein-{i}.json")))
+        c = json.load(open(os.path.join(d, f"small-cupy-{i}.json")))
+    except OSError:
+        continue
+    print(f"run {i}: Skein / CuPy host time per call (the goal: at most 0.5)")
+    print(f"{'bytes':>10} {'axpy':>16} {'elementwise':>18} {'sum':>16}   raw launch")
+    for a, b in zip(s["rows"], c["rows"]):
+        print(f"{a['bytes']:>10} {a['axpy_us']:7.2f}/{b['elementwise_us']:5.2f}={a['axpy_us']/b['elementwise_us']:.2f} "
+              f"{a['elementwise_us']:9.2f}/{b['elementwise_us']:5.2f}={a['elementwise_us']/b['elementwise_us']:.2f} "
+              f"{a['sum_us']:7.2f}/{b['sum_us']:5.2f}={a['sum_us']/b['sum_us']:.2f}   {a['raw_us']:.2f} us")
 PY
 fi
 

@@ -1,0 +1,190 @@
+// skein-bench-small: the host time per call of Skein's array operations on small and medium
+// arrays (float32, 1 KiB to 1 MiB), the cost a simulation code pays for many small calls:
+//   axpy        skein::axpy(queue, a, x, y, out) into a given output (a built-in kernel)
+//   elementwise a user ElementwiseKernel "z = a * x + y" into a given output
+//   sum         skein::sum(queue, x, {.out = s}): the sum as a device scalar, nothing read back
+// beside a raw cuLaunchKernel of an axpy kernel on the same stream (the floor of a launch), all
+// measured the same way: batches of --batch calls, the queue synchronised after each batch,
+// time per call = batch time / batch, median over --rounds rounds, the variants alternating.
+// Every variant's result is checked against the host once after its rounds.
+//
+//   skein-bench-small [--rounds 15] [--batch 1000] [--json FILE]
+//
+// tools/peer-small-arrays.py measures CuPy the same way (ElementwiseKernel into a given output,
+// x.sum()), and tools/gpu-check.sh (`small`) prints the two side by side.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <skein/cuda.hpp>
+#include <skein/skein.hpp>
+#include <skein_cli/cli.hpp>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+const char* kAxpy = R"(
+KERNEL void raw_axpy(GLOBAL_MEM float* z, GLOBAL_MEM const float* x, GLOBAL_MEM const float* y,
+                     float a, unsigned int n)
+{
+    const unsigned int i = (unsigned int)get_global_id(0);
+    if (i < n) z[i] = a * x[i] + y[i];
+}
+)";
+
+bool close(float got, double want) {
+  return std::abs(static_cast<double>(got) - want) <= 1e-5 * std::max(1.0, std::abs(want));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  skein::cli::Parser app{"Host time per call of Skein's axpy, user elementwise kernel and sum on "
+                         "small arrays, beside a raw cuLaunchKernel"};
+  int rounds = 15;
+  int batch = 1000;
+  std::string json_path;
+  app.add_option("--rounds", rounds, "Timed rounds per variant and size (the median is reported)")
+      .range(1, 100000);
+  app.add_option("--batch", batch, "Calls per round, the queue synchronised after each")
+      .range(1, 1000000);
+  app.add_option("--json", json_path, "Also write the results to this JSON file");
+  if (auto status = app.parse(argc, argv)) return *status;
+
+  try {
+    std::optional<skein::ApiStatus> cuda;
+    for (const skein::ApiStatus& s : skein::Api::status()) {
+      if (s.id == skein::ApiId::cuda) cuda = s;
+    }
+    if (!cuda || !cuda->available) {
+      fmt::print("CUDA is unavailable: {}\nNothing to measure.\n", cuda ? cuda->reason : "unknown");
+      return 0;
+    }
+    const skein::Api api = skein::Api::from_id(skein::ApiId::cuda);
+    const skein::Device device = skein::select_devices(api, 1).front();
+    const skein::Context context = skein::Context::from_devices(device);
+    const skein::Queue queue(context);
+
+    void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  unsigned, unsigned, CUstream, void**, void**);
+    auto raw_launch =
+        libcuda ? reinterpret_cast<LaunchFn>(dlsym(libcuda, "cuLaunchKernel")) : nullptr;
+    if (!raw_launch) {
+      fmt::print(stderr, "cuLaunchKernel not found\n");
+      return 1;
+    }
+    const skein::Program program(context, kAxpy);
+    const skein::Kernel raw_kernel = program.kernel("raw_axpy");
+    const auto function = reinterpret_cast<CUfunction>(raw_kernel.native(0));
+    const auto stream = skein::cuda::native_stream(queue, 0);
+    const skein::ElementwiseKernel user("float a, float x, float y", "float z", "z = a * x + y",
+                                        {.name = "bench_user_axpy"});
+
+    nlohmann::json rows = nlohmann::json::array();
+    fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median of "
+               "{} rounds\n",
+               device.name(), batch, rounds);
+    fmt::print("{:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "axpy", "elementwise", "sum");
+    for (std::size_t bytes : {std::size_t{1} << 10, std::size_t{4} << 10, std::size_t{16} << 10,
+                              std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{1} << 20}) {
+      const std::size_t n = bytes / sizeof(float);
+      std::vector<float> hx(n), hy(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        hx[i] = static_cast<float>(i % 13) * 0.25f;
+        hy[i] = static_cast<float>(i % 7) - 3.0f;
+      }
+      const auto x = skein::Array::from_host(queue, hx);
+      const auto y = skein::Array::from_host(queue, hy);
+      const auto z = skein::Array::empty(queue, {n}, skein::Dtype::float32);
+      const auto s = skein::Array::empty(queue, {1}, skein::Dtype::float32);
+      const float a = 2.0f;
+      CUdeviceptr px = skein::cuda::native_pointer(x.data());
+      CUdeviceptr py = skein::cuda::native_pointer(y.data());
+      CUdeviceptr pz = skein::cuda::native_pointer(z.data());
+      auto n32 = static_cast<unsigned>(n);
+      void* params[] = {&pz, &px, &py, const_cast<float*>(&a), &n32};
+      const unsigned groups = static_cast<unsigned>((n + 255) / 256);
+
+      auto raw = [&] {
+        if (raw_launch(function, groups, 1, 1, 256, 1, 1, 0, stream, params, nullptr) !=
+            CUDA_SUCCESS) {
+          std::abort();
+        }
+      };
+      auto builtin = [&] { (void)skein::axpy(queue, a, x, y, z); };
+      auto elementwise = [&] { (void)user(queue, {a, x, y, z}); };
+      auto sum = [&] { (void)skein::sum(queue, x, {.out = s}); };
+      auto time_batch = [&](auto&& call) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < batch; ++i) call();
+        queue.synchronize();
+        return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / batch;
+      };
+      // Warm-up: first launches, compiles (cached) and pools.
+      for (int w = 0; w < 2; ++w) {
+        time_batch(raw);
+        time_batch(builtin);
+        time_batch(elementwise);
+        time_batch(sum);
+      }
+      std::vector<double> t_raw, t_axpy, t_user, t_sum;
+      for (int r = 0; r < rounds; ++r) {
+        t_raw.push_back(time_batch(raw));
+        t_axpy.push_back(time_batch(builtin));
+        t_user.push_back(time_batch(elementwise));
+        t_sum.push_back(time_batch(sum));
+      }
+      // The results, against the host.
+      std::vector<float> got(n);
+      double want_sum = 0;
+      for (std::size_t i = 0; i < n; ++i) want_sum += hx[i];
+      builtin();
+      z.get(std::span<float>(got));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!close(got[i], 2.0 * hx[i] + hy[i])) throw std::runtime_error("axpy: wrong result");
+      }
+      z.fill_zero();
+      elementwise();
+      z.get(std::span<float>(got));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!close(got[i], 2.0 * hx[i] + hy[i])) throw std::runtime_error("elementwise: wrong result");
+      }
+      sum();
+      float got_sum = 0;
+      s.get(std::span<float>(&got_sum, 1));
+      if (!close(got_sum, want_sum)) throw std::runtime_error("sum: wrong result");
+
+      const double m_raw = median(t_raw), m_axpy = median(t_axpy), m_user = median(t_user),
+                   m_sum = median(t_sum);
+      fmt::print("{:>10} {:>10.2f} {:>10.2f} {:>12.2f} {:>10.2f}\n", bytes, m_raw, m_axpy, m_user,
+                 m_sum);
+      rows.push_back({{"bytes", bytes},
+                      {"raw_us", m_raw},
+                      {"axpy_us", m_axpy},
+                      {"elementwise_us", m_user},
+                      {"sum_us", m_sum}});
+    }
+    if (!json_path.empty()) {
+      std::ofstream(json_path) << nlohmann::json{{"device", device.name()}, {"batch", batch},
+                                                 {"rounds", rounds}, {"rows", rows}}
+                                      .dump(2)
+                               << "\n";
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "skein-bench-small: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
