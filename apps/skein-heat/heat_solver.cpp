@@ -104,7 +104,9 @@ KERNEL void heat_step(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT i
     const unsigned int c = (unsigned int)get_global_id(0) * W;
     if (c >= nx) return;
     const unsigned int stride = (unsigned int)get_global_size(1) * R;
-    for (unsigned int r0 = r_begin + (unsigned int)get_global_id(1) * R; r0 < r_end; r0 += stride) {
+    /* The next strip is r0 + stride, computed so that it cannot wrap past 2^32 rows. */
+    for (unsigned int r0 = r_begin + (unsigned int)get_global_id(1) * R; r0 < r_end;
+         r0 = r_end - r0 > stride ? r0 + stride : r_end) {
         const VSIZE_T i = (VSIZE_T)(r0 + 1) * nx + c;
         if (r_end - r0 >= R) {
             T v[R + 2][W];

@@ -11,8 +11,9 @@
 // Communicator send/recv between ranks) and the stencil kernels, with nothing waited for on the
 // host. By default (--halo-exchange overlapped) the exchange runs on a second queue while the
 // kernel updates every block's interior rows, then a second kernel updates the two edge rows of
-// each block, which read the halos; --halo-exchange serial exchanges first, then runs one kernel. Every --report-every steps the ranks agree on the residual max |u_new - u_old| and
-// rank 0 prints a progress line. At the end the field is checked against the exact solution of
+// each block, which read the halos; --halo-exchange serial exchanges first, then runs one kernel.
+// Every --report-every steps the ranks agree on the residual max |u_new - u_old| and rank 0
+// prints a progress line. At the end the field is checked against the exact solution of
 // the discrete problem (lambda^n u0, see heat_solver.hpp) with a tolerance derived from the dtype
 // and the number of steps; the distance to the continuous solution (the truncation error) is
 // printed for information.
