@@ -26,8 +26,9 @@
 #   stencil    skein-heat's stencil against its floor (a device copy of the same bytes) on one GPU:
 #              4099 x 4097 and 32768 x 65536, float32 and float64, on CUDA and on NVIDIA's
 #              OpenCL; and its halo exchange, overlapped with the interior and not, on 2 and 4
-#              ranks sharing the first GPU (MPI backend) (stencil.log, heat-floor-*.json,
-#              heat-halo-*.json)
+#              ranks sharing the first GPU (MPI backend); skein-cg's iteration against its floor
+#              at 8192 x 8192 float64 (stencil.log, heat-floor-*.json, heat-halo-*.json,
+#              cg-floor.json)
 #   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
 #              elementwise kernel, sum; a raw launch) and CuPy's in the same run
 #              (tools/peer-small-arrays.py), side by side (small.txt, small-*.json)
@@ -77,7 +78,7 @@ for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck
   rm -f "$OUTDIR/$f"
 done
 rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
-rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json
+rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json "$OUTDIR"/cg-floor.json
 rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
 : >"$SUMMARY"
 failed=0
@@ -352,6 +353,11 @@ if want stencil && ((ngpu > 0)); then
         --json "$OUTDIR/heat-floor-$api-$dt-large.json"
     done
   done
+  # skein-cg's iteration against its memory floor, 8192 x 8192 float64, 500 iterations (it does
+  # not converge in them, so its exit status 1 is expected; the JSON summary has the figures).
+  step cg-floor "$OUTDIR/stencil.log" bash -c '"$@"; rc=$?; ((rc == 0 || rc == 1))' cg-floor \
+    timeout 300 mpirun -np 1 "${one_gpu[@]}" -x SKEIN_API=cuda "$BUILD_DIR/apps/skein-cg/skein-cg" \
+    --nx 8192 --ny 8192 --dtype float64 --max-iters 500 --json "$OUTDIR/cg-floor.json"
   # Ranks sharing the first GPU exchange their halos through the host (MPI backend).
   for np in 2 4; do
     for mode in serial overlapped; do

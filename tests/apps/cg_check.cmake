@@ -78,6 +78,12 @@ function(check_summary file np devices)
   json_get(host_res "${json}" host_relative_residual)
   json_get(bound "${json}" residual_bound)
   json_get(fingerprint "${json}" x_fnv1a64)
+  # The memory floor is reported: a copy bandwidth and a floor / iteration ratio above zero.
+  json_get(copy_gbps "${json}" copy_gb_per_s)
+  json_get(floor_ratio "${json}" floor_ratio)
+  if(NOT copy_gbps GREATER 0 OR NOT floor_ratio GREATER 0)
+    message(FATAL_ERROR "the summary's floor is missing: copy_gb_per_s '${copy_gbps}', floor_ratio '${floor_ratio}'")
+  endif()
   # The app's own verdicts, recomputed from its numbers: a wrong verdict must not pass.
   if(cg_res GREATER tol)
     message(FATAL_ERROR "CG's residual ${cg_res} is above tol ${tol}")
