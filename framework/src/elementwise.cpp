@@ -4,13 +4,16 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <unordered_map>
 
 #include "skein/detail/errors.hpp"
+#include "skein/detail/impl_access.hpp"
 #include "kernel_gen.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/functions.hpp"
@@ -282,6 +285,22 @@ Dtype result_type(std::span<const Operand> operands) {
 
 // --- the kernel --------------------------------------------------------------------------------
 
+namespace detail::ew {
+
+// A plan made by the full path, kept for later calls of the same key: what make_plan computed
+// that does not depend on the buffers or the scalars' values.
+struct FastPlan {
+  CallKey key;
+  const void* context = nullptr;  // the context's Impl; alive while `program` is
+  std::weak_ptr<const CompiledProgram> program;  // weak: the program cache decides its life
+  const Kernel* kernel = nullptr;                // in *program
+  std::size_t device = 0, groups = 0, local = 0;
+  std::vector<Dtype> dtypes;         // per parameter
+  std::vector<std::uint64_t> tail;   // the values after the parameters (size, layout)
+};
+
+}  // namespace detail::ew
+
 struct ElementwiseKernel::Impl {
   std::vector<detail::ParamDecl> params;  // inputs, then outputs
   std::size_t n_in = 0;
@@ -289,6 +308,13 @@ struct ElementwiseKernel::Impl {
   ElementwiseOptions options;
   std::uint64_t owner = detail::new_cache_owner();
   mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
+  std::vector<std::string> what;  // per parameter, for conversion errors: "argument 'a' of kernel 'k'"
+
+  // The plans of the last few call shapes (most recent first), so that a repeated call skips
+  // resolving, the program cache's lookup and the kernel's preparation.
+  static constexpr std::size_t kFastPlans = 8;
+  mutable std::mutex fast_mutex;
+  mutable std::vector<std::shared_ptr<const detail::ew::FastPlan>> fast_plans;
 
   ~Impl() { detail::drop_cache_owner(owner); }
   std::size_t n_out() const { return params.size() - n_in; }
@@ -699,6 +725,7 @@ struct Plan {
   detail::ArgPack args;
   std::size_t groups = 0;
   std::size_t local = 0;
+  std::vector<std::uint64_t> tail;  // the values packed after the parameters
 };
 
 Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::span<const Operand> args,
@@ -726,11 +753,14 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::spa
     if (r.args[k].is_array()) {
       plan.args.array(r.args[k].array());
     } else {
-      plan.args.bytes(r.args[k].bytes_as(
-          r.dtypes[k], fmt::format("argument '{}' of kernel '{}'", params[k].name, impl.options.name)));
+      plan.args.bytes(r.args[k].bytes_as(r.dtypes[k], impl.what[k]));
     }
   }
-  plan.args.value(std::uint64_t{r.n});
+  auto tail = [&](std::uint64_t v) {
+    plan.args.value(v);
+    plan.tail.push_back(v);
+  };
+  tail(r.n);
   std::uint64_t work = r.n;
   if (r.layout.contiguous) {
     std::uint64_t head = r.n, nchunks = 0;
@@ -747,13 +777,13 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::spa
       }
     }
     if (nchunks == 0) head = r.n;
-    plan.args.value(head);
-    plan.args.value(nchunks);
+    tail(head);
+    tail(nchunks);
     work = std::max<std::uint64_t>(detail::ceil_div(nchunks, r.U), r.n - nchunks * r.W);
   } else {
-    for (auto s : r.layout.shape) plan.args.value(s);
+    for (auto s : r.layout.shape) tail(s);
     for (const auto& strides : r.layout.strides) {
-      for (auto s : strides) plan.args.value(s);
+      for (auto s : strides) tail(s);
     }
   }
   plan.groups = std::clamp<std::uint64_t>(detail::ceil_div(work, plan.local), 1, resident);
@@ -797,14 +827,102 @@ ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_vie
   }
   impl->operation = std::move(operation);
   impl->options = std::move(options);
+  for (const auto& p : impl->params) {
+    impl->what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, impl->options.name));
+  }
   impl_ = std::move(impl);
 }
 
 const std::string& ElementwiseKernel::name() const { return impl_->options.name; }
 std::size_t ElementwiseKernel::programs_built() const { return impl_->built.load(); }
 
+namespace {
+
+// A call through a kept plan: true when one matched and the kernel was enqueued.
+bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
+               std::span<const Operand> args, const detail::ew::CallKey& key) {
+  const void* context = detail::impl_of(queue.context()).get();
+  std::shared_ptr<const detail::ew::FastPlan> plan;
+  {
+    std::lock_guard lock(impl.fast_mutex);
+    for (const auto& p : impl.fast_plans) {
+      if (p->context == context && p->key == key) {
+        plan = p;
+        break;
+      }
+    }
+  }
+  if (!plan) return false;
+  const auto program = plan->program.lock();  // the program (and so the context) still alive
+  if (!program) return false;
+  detail::ew::StackArgs pack;
+  if (!pack.fits(2 * args.size() + plan->tail.size(), 2 * args.size() + plan->tail.size() + 1)) {
+    return false;
+  }
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    if (args[k].is_array()) {
+      pack.array(args[k].array());
+    } else {
+      const auto bytes = args[k].bytes_as(plan->dtypes[k], impl.what[k]);
+      pack.value_bytes(bytes.data(), bytes.size());
+    }
+  }
+  for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
+  detail::launch_generated(*plan->kernel, queue, plan->device, plan->groups, plan->local,
+                           std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+  return true;
+}
+
+// Keeps the plan of a call that went the full way, for the next calls with its key.
+void keep_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, const Plan& plan,
+               const detail::ew::CallKey& key) {
+  if (!plan.program) return;
+  auto fast = std::make_shared<detail::ew::FastPlan>();
+  fast->key = key;
+  fast->context = detail::impl_of(queue.context()).get();
+  fast->program = plan.program;
+  fast->kernel = &plan.program->kernel(impl.options.name);
+  fast->device = plan.resolved.device;
+  fast->groups = plan.groups;
+  fast->local = plan.local;
+  fast->dtypes = plan.resolved.dtypes;
+  fast->tail = plan.tail;
+  std::lock_guard lock(impl.fast_mutex);
+  auto& plans = impl.fast_plans;
+  std::erase_if(plans, [&](const auto& p) {
+    return (p->context == fast->context && p->key == key) || p->program.expired();
+  });
+  if (plans.size() == ElementwiseKernel::Impl::kFastPlans) plans.pop_back();
+  plans.insert(plans.begin(), std::move(fast));
+}
+
+}  // namespace
+
+namespace detail {
+
+void elementwise_enqueue(const ElementwiseKernel& kernel, const Queue& queue,
+                         std::span<const Operand> args) {
+  const auto& impl = *impl_of(kernel);
+  ew::CallKey key;
+  const bool keyed = args.size() == impl.params.size() && ew::make_key(args, key);
+  if (keyed && call_fast(impl, queue, args, key)) return;
+  Plan plan = make_plan(impl, queue, args, std::nullopt);
+  execute(impl, queue, plan);
+  if (keyed) keep_plan(impl, queue, plan, key);
+}
+
+}  // namespace detail
+
 std::vector<Array> ElementwiseKernel::operator()(const Queue& queue,
                                                  std::span<const Operand> args) const {
+  if (args.size() == impl_->params.size()) {
+    // Every output given: the outputs are the last arguments.
+    detail::elementwise_enqueue(*this, queue, args);
+    std::vector<Array> outputs;
+    outputs.reserve(impl_->n_out());
+    for (std::size_t k = impl_->n_in; k < args.size(); ++k) outputs.push_back(args[k].array());
+    return outputs;
+  }
   Plan plan = make_plan(*impl_, queue, args, std::nullopt);
   execute(*impl_, queue, plan);
   return plan.resolved.outputs;
@@ -876,9 +994,19 @@ namespace {
 
 // The built-in kernels, one per operation and dtypes, made on first use and kept.
 // By value: GCC 13 takes a reference parameter bound to a temporary for a dangling return (-Wdangling-reference).
-const ElementwiseKernel& builtin(std::string key, std::function<ElementwiseKernel()> make) {
+// Keyed by the operation (tag) and its dtypes and enum, packed: no string per call.
+template <class... E>
+std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
+  std::uint64_t key = tag;
+  unsigned shift = 8;
+  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
+  return key;
+}
+
+template <class Make>
+const ElementwiseKernel& builtin(std::uint64_t key, Make&& make) {
   static std::mutex mutex;
-  static auto* kernels = new std::map<std::string, std::unique_ptr<ElementwiseKernel>>;
+  static auto* kernels = new std::unordered_map<std::uint64_t, std::unique_ptr<ElementwiseKernel>>;
   std::lock_guard lock(mutex);
   auto& slot = (*kernels)[key];
   if (!slot) slot = std::make_unique<ElementwiseKernel>(make());
@@ -915,10 +1043,17 @@ std::string param_list(const std::vector<std::pair<Dtype, std::string>>& ps) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::vector<Array> run(const ElementwiseKernel& k, const Queue& queue, std::vector<Operand> args,
-                       const std::optional<Array>& out) {
-  if (out) args.emplace_back(*out);
-  return k(queue, args);
+// The built-ins' calls: into `out` through the kept plans, or into a new array.
+template <class... Ops>
+Array run(const ElementwiseKernel& k, const Queue& queue, const std::optional<Array>& out,
+          const Ops&... ops) {
+  if (out) {
+    const std::array<Operand, sizeof...(Ops) + 1> all{Operand(ops)..., Operand(*out)};
+    detail::elementwise_enqueue(k, queue, all);
+    return *out;
+  }
+  const std::array<Operand, sizeof...(Ops)> in{Operand(ops)...};
+  return k(queue, in).front();
 }
 
 void check_out(const std::optional<Array>& out, Dtype expected, const char* call) {
@@ -958,14 +1093,14 @@ Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand
   const Dtype r = result_type(ops);
   check_out(out, r, "skein::axpy");
   const Dtype da = declared(a, r), dx = declared(x, r), dy = declared(y, r);
-  const auto& k = builtin(fmt::format("axpy|{}|{}|{}|{}", name(da), name(dx), name(dy), name(r)), [&] {
+  const auto& k = builtin(builtin_key(1, da, dx, dy, r), [&] {
     const std::string ca = detail::convert_value(da, r, "a"), cx = detail::convert_value(dx, r, "x"),
                       cy = detail::convert_value(dy, r, "y");
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}, {dy, "y"}}), param_list({{r, "z"}}),
                              "z = " + arith(r, arith(r, ca, '*', cx), '+', cy),
                              {.name = "skein_axpy"});
   });
-  return run(k, queue, {a, x, y}, out).front();
+  return run(k, queue, out, a, x, y);
 }
 
 Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::optional<Array>& out) {
@@ -973,13 +1108,13 @@ Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::o
   const Dtype r = result_type(ops);
   check_out(out, r, "skein::scale");
   const Dtype da = declared(a, r), dx = declared(x, r);
-  const auto& k = builtin(fmt::format("scale|{}|{}|{}", name(da), name(dx), name(r)), [&] {
+  const auto& k = builtin(builtin_key(2, da, dx, r), [&] {
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}}), param_list({{r, "z"}}),
                              "z = " + arith(r, detail::convert_value(da, r, "a"), '*',
                                             detail::convert_value(dx, r, "x")),
                              {.name = "skein_scale"});
   });
-  return run(k, queue, {a, x}, out).front();
+  return run(k, queue, out, a, x);
 }
 
 void fill(const Queue& queue, const Array& out, const Operand& value) { copy(queue, value, out); }
@@ -992,12 +1127,13 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
                      "Take the real part explicitly (an ElementwiseKernel with z = x.re).",
                      "copying {} into {} would drop the imaginary part", name(s), name(d));
   }
-  const auto& k = builtin(fmt::format("copy|{}|{}", name(s), name(d)), [&] {
+  const auto& k = builtin(builtin_key(3, s, d), [&] {
     return ElementwiseKernel(param_list({{s, "x"}}), param_list({{d, "z"}}),
                              "z = " + detail::convert_value(s, d, "x"), {.name = "skein_copy"});
   });
   if (src.is_array()) {
-    k(queue, {src, dst});
+    const std::array<Operand, 2> args{src, Operand(dst)};
+    detail::elementwise_enqueue(k, queue, args);
   } else {
     // NumPy's fill: floats truncate toward zero for integer arrays, integers wrap.
     const auto bytes = src.bytes_as(d, "skein::copy value", true);
@@ -1040,7 +1176,7 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
   }
   check_out(out, c, "skein::binary");
   const Dtype da = declared(a, r), db = declared(b, r);
-  const auto& k = builtin(fmt::format("binary|{}|{}|{}|{}", name(op), name(da), name(db), name(c)), [&] {
+  const auto& k = builtin(builtin_key(4, op, da, db, c), [&] {
     const std::string x = detail::convert_value(da, c, "a"), y = detail::convert_value(db, c, "b");
     std::string expr;
     RenderGlobals globals;
@@ -1081,7 +1217,7 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
                              {.name = "skein_" + std::string(name(op)), .preamble = preamble,
                               .globals = globals});
   });
-  return run(k, queue, {a, b}, out).front();
+  return run(k, queue, out, a, b);
 }
 
 Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand& b,
@@ -1094,7 +1230,7 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
   }
   check_out(out, Dtype::uint8, "skein::compare");
   const Dtype da = declared(a, r), db = declared(b, r);
-  const auto& k = builtin(fmt::format("compare|{}|{}|{}|{}", name(op), name(da), name(db), name(r)), [&] {
+  const auto& k = builtin(builtin_key(5, op, da, db, r), [&] {
     const std::string x = detail::convert_value(da, r, "a"), y = detail::convert_value(db, r, "b");
     static const char* ops_c[] = {"==", "!=", "<", "<=", ">", ">="};
     const char* o = ops_c[static_cast<int>(op)];
@@ -1108,7 +1244,7 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
     return ElementwiseKernel(param_list({{da, "a"}, {db, "b"}}), "uint8 z",
                              fmt::format("z = {} ? 1 : 0", cond), {.name = "skein_" + std::string(name(op))});
   });
-  return run(k, queue, {a, b}, out).front();
+  return run(k, queue, out, a, b);
 }
 
 Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optional<Array>& out) {
@@ -1124,7 +1260,7 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
   Dtype r = float_fn ? float_for(d) : d;
   if (op == UnaryOp::absolute && is_complex(d)) r = d == Dtype::complex64 ? Dtype::float32 : Dtype::float64;
   check_out(out, r, "skein::unary");
-  const auto& k = builtin(fmt::format("unary|{}|{}|{}", name(op), name(d), name(r)), [&] {
+  const auto& k = builtin(builtin_key(6, op, d, r), [&] {
     const Dtype c = detail::compute_dtype(r);
     const std::string v = detail::convert_value(d, float_fn ? r : d, "x");
     const std::string CT = detail::compute_ctype(d);
@@ -1168,7 +1304,7 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
                              {.name = "skein_" + std::string(name(op)), .preamble = kMathPreamble,
                               .globals = globals});
   });
-  return run(k, queue, {x}, out).front();
+  return run(k, queue, out, x);
 }
 
 }  // namespace skein

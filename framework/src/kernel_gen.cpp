@@ -575,8 +575,7 @@ std::span<const KernelArg> ArgPack::args() const {
 
 void launch(const Kernel& kernel, const Queue& queue, std::size_t device_idx, std::size_t groups,
             std::size_t local, const ArgPack& args) {
-  const auto prepared = kernel.prepare(queue, WorkSize(groups * local), LaunchSizes(local));
-  prepared.launch_packed(device_idx, args.args());
+  launch_generated(kernel, queue, device_idx, groups, local, args.args());
 }
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }

@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <array>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -184,9 +187,107 @@ class ArgPack {
   std::vector<std::byte> bytes_;
 };
 
+namespace ew {
+
+// What a call's plan depends on besides the buffers and the scalars' values: per argument its
+// kind and dtype, and for an array its device, shape, strides and address modulo 16 (the vector
+// loop's alignment). Calls with equal keys on one context get equal plans.
+struct CallKey {
+  static constexpr std::size_t kMax = 64;
+  std::array<std::uint64_t, kMax> words{};
+  std::size_t size = 0;
+
+  bool push(std::uint64_t w) {
+    if (size == kMax) return false;
+    words[size++] = w;
+    return true;
+  }
+  bool operator==(const CallKey& o) const {
+    return size == o.size && std::equal(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(size),
+                                        o.words.begin());
+  }
+};
+
+// The key of a call giving every argument (inputs and outputs); false when it does not fit.
+inline bool make_key(std::span<const Operand> args, CallKey& key) {
+  if (!key.push(args.size())) return false;
+  for (const auto& a : args) {
+    if (a.is_array()) {
+      const Array& x = a.array();
+      const std::uint64_t head = 1 | (static_cast<std::uint64_t>(x.dtype()) << 8) |
+                                 (static_cast<std::uint64_t>(x.ndim()) << 16) |
+                                 (static_cast<std::uint64_t>(x.device_idx()) << 24) |
+                                 ((address_in_allocation(x) % 16) << 40);
+      if (!key.push(head)) return false;
+      for (std::size_t d = 0; d < x.ndim(); ++d) {
+        if (!key.push(x.shape()[d]) || !key.push(x.strides()[d])) return false;
+      }
+    } else {
+      if (!key.push(2 | (static_cast<std::uint64_t>(a.dtype()) << 8) |
+                    (static_cast<std::uint64_t>(a.weak()) << 16))) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Kernel arguments packed on the stack.
+struct StackArgs {
+  static constexpr std::size_t kArgs = 48, kWords = 96;
+  std::array<KernelArg, kArgs> args;
+  std::array<std::uint64_t, kWords> words;  // scalars, 8- or 16-byte slots
+  std::size_t n = 0, w = 0;
+
+  bool fits(std::size_t more_args, std::size_t more_words) const {
+    return n + more_args <= kArgs && w + more_words <= kWords;
+  }
+  void value_bytes(const std::byte* p, std::size_t size) {
+    const std::size_t slots = (size + 7) / 8;
+    if (slots == 2 && w % 2 != 0) ++w;  // 16-byte values 16-byte aligned
+    std::memcpy(&words[w], p, size);
+    args[n++] = KernelArg{.kind = KernelArg::Kind::scalar, .size = size, .value = &words[w]};
+    w += slots;
+  }
+  void buffer(const Buffer& b) {
+    args[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
+                          .array = false,
+                          .device = b.device_idx(),
+                          .buffer = b.adapter().get(),
+                          .offset = 0,
+                          .buffer_device = b.device_idx(),
+                          .context = b.context_id()};
+    const std::uint64_t offset = b.offset();
+    value_bytes(reinterpret_cast<const std::byte*>(&offset), 8);
+  }
+  void array(const Array& a) {
+    const Buffer& b = a.data();
+    args[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
+                          .array = true,
+                          .device = a.device_idx(),
+                          .buffer = b.adapter().get(),
+                          .offset = 0,
+                          .buffer_device = b.device_idx(),
+                          .context = b.context_id()};
+    const std::uint64_t offset = b.offset() + a.offset();
+    value_bytes(reinterpret_cast<const std::byte*>(&offset), 8);
+  }
+};
+
+}  // namespace ew
+
+// An elementwise kernel's call with every output given (inputs, then outputs), through the plans
+// kept from earlier calls of the same argument kinds, dtypes, devices and layouts (elementwise.cpp).
+void elementwise_enqueue(const ElementwiseKernel& kernel, const Queue& queue,
+                         std::span<const Operand> args);
+
 // Enqueues `kernel` on device `device_idx` of `queue` with `groups` groups of `local` items.
 void launch(const Kernel& kernel, const Queue& queue, std::size_t device_idx, std::size_t groups,
             std::size_t local, const ArgPack& args);
+// The same with arguments packed by the caller: the checks of PreparedKernel's launch, without
+// making a PreparedKernel (program.cpp).
+void launch_generated(const Kernel& kernel, const Queue& queue, std::size_t device_idx,
+                      std::size_t groups, std::size_t local, std::span<const KernelArg> args);
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b);
 std::uint64_t floor_pow2(std::uint64_t v);

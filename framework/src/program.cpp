@@ -17,6 +17,7 @@
 #include "skein/detail/sha256.hpp"
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
+#include "kernel_gen.hpp"
 
 namespace skein {
 
@@ -509,6 +510,69 @@ namespace {
 }
 }  // namespace
 
+namespace {
+// The checks of every launch's arguments against the kernel's parameters (PreparedKernel::check
+// and the launches of generated kernels).
+void check_args(const Kernel& kernel, const Queue& queue, const void* context_id,
+                detail::ContextAdapter& context, const detail::KernelAdapter& adapter,
+                std::size_t device_idx, std::span<const detail::KernelArg> args) {
+  const auto& params = adapter.params();
+  if (params && params->size() != args.size()) [[unlikely]] {
+    detail::raise_in(SKEIN_HERE, "PreparedKernel", "Pass one argument per kernel parameter.",
+                     "kernel '{}' takes {} argument(s), {} were given", kernel.name(),
+                     params->size(), args.size());
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& arg = args[i];
+    const detail::ParamInfo param = params ? (*params)[i] : detail::ParamInfo{};
+    if (arg.kind == detail::KernelArg::Kind::buffer) {
+      if (arg.context != context_id) [[unlikely]] {
+        raise_argument(kernel.name(), queue.context().device(device_idx), i,
+                       "the buffer belongs to another context",
+                       "Allocate it in the kernel's context.");
+      }
+      // An array is used on its own device only (a view from another device says so: it has that
+      // device's index). The same array given to a launch on several devices is the usual slip.
+      if (arg.array && arg.device != device_idx) [[unlikely]] {
+        raise_argument(kernel.name(), queue.context().device(device_idx), i,
+                       fmt::format("the array is on device {}, this launch is on device {}",
+                                   arg.device, device_idx),
+                       "Give each device an array of its own: MultiDevice<Array> (one array per "
+                       "device, e.g. DistArray::local_arrays()), or a copy on this device "
+                       "(Array::set); Array::single_device_view() reads it from another device "
+                       "where the backend allows.");
+      }
+      if (arg.buffer_device != device_idx && !context.can_access(device_idx, arg.buffer_device))
+          [[unlikely]] {
+        raise_argument(kernel.name(), queue.context().device(device_idx), i,
+                       fmt::format("the buffer is on device {}, which this device cannot access",
+                                   arg.buffer_device),
+                       "Copy the data to the launching device first.");
+      }
+      if (param.kind == detail::ParamInfo::Kind::scalar ||
+          (param.size != 0 && param.size != sizeof(void*))) [[unlikely]] {
+        raise_argument(kernel.name(), queue.context().device(device_idx), i,
+                       fmt::format("a buffer was given for a {}-byte scalar parameter", param.size),
+                       "Pass a scalar of the parameter's type.");
+      }
+    } else {
+      if (param.kind == detail::ParamInfo::Kind::pointer) [[unlikely]] {
+        raise_argument(kernel.name(), queue.context().device(device_idx), i,
+                       "a scalar was given for a pointer parameter",
+                       "Pass a Buffer or an Array.");
+      }
+      if (param.size != 0 && param.size != arg.size) [[unlikely]] {
+        raise_argument(kernel.name(), queue.context().device(device_idx), i,
+                       fmt::format("a {}-byte scalar was given for a {}-byte parameter", arg.size,
+                                   param.size),
+                       "Pass a value of exactly the parameter's type, e.g. std::int32_t{1} or "
+                       "1.0f.");
+      }
+    }
+  }
+}
+}  // namespace
+
 void PreparedKernel::check(std::size_t device_idx, std::span<const detail::KernelArg> args) const {
   const auto& impl = *impl_;
   if (device_idx >= impl.per_device.size() || !impl.per_device[device_idx]) [[unlikely]] {
@@ -517,61 +581,8 @@ void PreparedKernel::check(std::size_t device_idx, std::span<const detail::Kerne
                      "device {} is not one kernel '{}' was prepared for (devices: {})", device_idx,
                      impl.kernel.name(), fmt::join(impl.device_idxs, ", "));
   }
-  const auto& pd = *impl.per_device[device_idx];
-  const auto& params = pd.kernel->params();
-  if (params && params->size() != args.size()) [[unlikely]] {
-    detail::raise_in(SKEIN_HERE, "PreparedKernel", "Pass one argument per kernel parameter.",
-                     "kernel '{}' takes {} argument(s), {} were given", impl.kernel.name(),
-                     params->size(), args.size());
-  }
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& arg = args[i];
-    const detail::ParamInfo param = params ? (*params)[i] : detail::ParamInfo{};
-    if (arg.kind == detail::KernelArg::Kind::buffer) {
-      if (arg.context != impl.context_id) [[unlikely]] {
-        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
-                       "the buffer belongs to another context",
-                       "Allocate it in the kernel's context.");
-      }
-      // An array is used on its own device only (a view from another device says so: it has that
-      // device's index). The same array given to a launch on several devices is the usual slip.
-      if (arg.array && arg.device != device_idx) [[unlikely]] {
-        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
-                       fmt::format("the array is on device {}, this launch is on device {}",
-                                   arg.device, device_idx),
-                       "Give each device an array of its own: MultiDevice<Array> (one array per "
-                       "device, e.g. DistArray::local_arrays()), or a copy on this device "
-                       "(Array::set); Array::single_device_view() reads it from another device "
-                       "where the backend allows.");
-      }
-      if (arg.buffer_device != device_idx &&
-          !impl.context->can_access(device_idx, arg.buffer_device)) [[unlikely]] {
-        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
-                       fmt::format("the buffer is on device {}, which this device cannot access",
-                                   arg.buffer_device),
-                       "Copy the data to the launching device first.");
-      }
-      if (param.kind == detail::ParamInfo::Kind::scalar ||
-          (param.size != 0 && param.size != sizeof(void*))) [[unlikely]] {
-        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
-                       fmt::format("a buffer was given for a {}-byte scalar parameter", param.size),
-                       "Pass a scalar of the parameter's type.");
-      }
-    } else {
-      if (param.kind == detail::ParamInfo::Kind::pointer) [[unlikely]] {
-        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
-                       "a scalar was given for a pointer parameter",
-                       "Pass a Buffer or an Array.");
-      }
-      if (param.size != 0 && param.size != arg.size) [[unlikely]] {
-        raise_argument(impl.kernel.name(), impl.queue.context().device(device_idx), i,
-                       fmt::format("a {}-byte scalar was given for a {}-byte parameter", arg.size,
-                                   param.size),
-                       "Pass a value of exactly the parameter's type, e.g. std::int32_t{1} or "
-                       "1.0f.");
-      }
-    }
-  }
+  check_args(impl.kernel, impl.queue, impl.context_id, *impl.context,
+             *impl.per_device[device_idx]->kernel, device_idx, args);
 }
 
 void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
@@ -586,5 +597,39 @@ void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::Kern
     pd.kernel->launch(*pd.queue, pd.dims, args, nullptr);
   }
 }
+
+namespace detail {
+
+void launch_generated(const Kernel& kernel, const Queue& queue, std::size_t device_idx,
+                      std::size_t groups, std::size_t local, std::span<const KernelArg> args) {
+  const auto& k = *impl_of(kernel);
+  const auto& context = impl_of(queue.context());
+  if (context.get() != impl_of(k.program.context()).get()) [[unlikely]] {
+    raise_in(SKEIN_HERE, "Kernel::prepare", "Use a queue of the program's context.",
+             "the queue belongs to another context than kernel '{}'", k.name);
+  }
+  const auto& devices = queue.device_idxs();
+  if (std::find(devices.begin(), devices.end(), device_idx) == devices.end() ||
+      device_idx >= k.kernels.size() || !k.kernels[device_idx]) [[unlikely]] {
+    raise_in(SKEIN_HERE, "PreparedKernel",
+             "Launch on devices of the queue the kernel was prepared with.",
+             "device {} is not one kernel '{}' was prepared for (devices: {})", device_idx, k.name,
+             fmt::join(devices, ", "));
+  }
+  auto& adapter = *k.kernels[device_idx];
+  const auto& params = queue.context().device(device_idx).params();
+  if (!params.max_num_groups.empty() && groups > params.max_num_groups[0]) [[unlikely]] {
+    raise_in(SKEIN_HERE, "PreparedKernel", "This is a bug in Skein: generated grids are clamped.",
+             "kernel '{}': {} groups; the device allows {}", k.name, groups,
+             params.max_num_groups[0]);
+  }
+  check_args(kernel, queue, context.get(), *context->adapter, adapter, device_idx, args);
+  LaunchDims dims;
+  dims.global[0] = groups * local;
+  dims.local[0] = local;
+  adapter.launch(queue.device_queue(device_idx), dims, args, nullptr);
+}
+
+}  // namespace detail
 
 }  // namespace skein

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/errors.hpp"
@@ -18,6 +19,24 @@
 
 namespace skein {
 
+namespace detail::red {
+
+// The plan of a whole-array reduction (fast mode) kept from a call that went the full way, for
+// later calls with the same key (detail::ew::CallKey over the inputs).
+struct FastPlan {
+  ew::CallKey key;
+  const void* context = nullptr;                 // the context's Impl; alive while `program` is
+  std::weak_ptr<const CompiledProgram> program;  // weak: the program cache decides its life
+  const Kernel* p1 = nullptr;                    // in *program
+  const Kernel* p2 = nullptr;
+  std::size_t device = 0, groups = 0, local = 0, reduce_size = 0;
+  Dtype out_dtype = Dtype::float32;
+  std::vector<Dtype> dtypes;        // per input
+  std::vector<std::uint64_t> tail;  // p1's values after the inputs (size, layout)
+};
+
+}  // namespace detail::red
+
 struct ReductionKernel::Impl {
   std::vector<detail::ParamDecl> params;  // the inputs
   detail::ParamDecl out;
@@ -25,6 +44,11 @@ struct ReductionKernel::Impl {
   ReductionOptions options;
   std::uint64_t owner = detail::new_cache_owner();
   mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
+  std::vector<std::string> what;  // per input, for conversion errors: "argument 'x' of kernel 'k'"
+  // The plans of the last few call shapes of whole-array reductions (most recent first).
+  static constexpr std::size_t kFastPlans = 8;
+  mutable std::mutex fast_mutex;
+  mutable std::vector<std::shared_ptr<const detail::red::FastPlan>> fast_plans;
 
   ~Impl() { detail::drop_cache_owner(owner); }
   const std::string& name() const { return options.name; }
@@ -346,6 +370,9 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     for (auto& p : strided_params(r)) params.push_back(p);
   }
   params.push_back(detail::array_param("_part"));
+  // With `finish` (a launch of one group), the group's value is post-mapped into the output.
+  params.push_back("const int _skein_finish");
+  params.push_back(detail::array_param("_y"));
   src += fmt::format("KERNEL void {}_p1({})\n{{\n", k, fmt::join(params, ",\n    "));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
   src += input_setup(impl, r, !contiguous);
@@ -410,8 +437,10 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   }
   src += "    _skein_sd[_skein_lid] = _skein_acc;\n";
   src += block_reduce_any(k, L);
-  src += "    if (_skein_lid == 0) ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = _skein_sd[0];\n";
-  src += "}\n";
+  src += "    if (_skein_lid == 0) {\n";
+  src += fmt::format("        if (_skein_finish) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+  src += "        else ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = _skein_sd[0];\n";
+  src += "    }\n}\n";
 
   // One group reduces `count` partial values; writes the result as a partial value or, with
   // `finish`, post-mapped into the output.
@@ -946,12 +975,11 @@ struct ScratchLayout {
 };
 
 // The fast first pass on one device into `part` (groups partial values); returns the group count.
-std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                       const Resolved& r, const detail::CompiledProgram& prog, const Buffer& part,
-                       std::size_t part_offset, std::size_t groups) {
-  detail::ArgPack pack;
-  pack_inputs(pack, impl, r);
-  pack.value(std::uint64_t{r.n});
+// The values p1 takes after its inputs: the size, then the vector loop's start and chunk count
+// (contiguous) or the shape and strides.
+std::vector<std::uint64_t> p1_tail(const ReductionKernel::Impl& impl, const Queue& queue,
+                                   std::size_t d, const Resolved& r) {
+  std::vector<std::uint64_t> tail{r.n};
   if (r.layout.contiguous) {
     std::uint64_t head = r.n, nchunks = 0;
     std::vector<const Array*> arrays;
@@ -967,12 +995,32 @@ std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, st
       }
     }
     if (nchunks == 0) head = r.n;
-    pack.value(head);
-    pack.value(nchunks);
+    tail.push_back(head);
+    tail.push_back(nchunks);
   } else {
-    pack_strides(pack, r);
+    for (auto s : r.layout.shape) tail.push_back(s);
+    for (const auto& strides : r.layout.strides) {
+      for (auto s : strides) tail.push_back(s);
+    }
   }
+  return tail;
+}
+
+// The fast first pass on one device into `part` (groups partial values); returns the group count.
+// With `finish` (one group), the result goes post-mapped into that array instead.
+std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
+                       const Resolved& r, const detail::CompiledProgram& prog, const Buffer& part,
+                       std::size_t part_offset, std::size_t groups, const Array* finish = nullptr) {
+  detail::ArgPack pack;
+  pack_inputs(pack, impl, r);
+  for (std::uint64_t v : p1_tail(impl, queue, d, r)) pack.value(v);
   pack.buffer(part, part_offset);
+  pack.value(std::int32_t{finish ? 1 : 0});
+  if (finish) {
+    pack.array(*finish);
+  } else {
+    pack.buffer(part, part_offset);
+  }
   detail::launch(prog.kernel(impl.name() + "_p1"), queue, d, groups, prog.local_size[d], pack);
   return groups;
 }
@@ -1129,6 +1177,9 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
   impl->reduce_expr = std::move(reduce_expr);
   impl->identity = std::move(identity);
   impl->options = std::move(options);
+  for (const auto& p : impl->params) {
+    impl->what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, impl->options.name));
+  }
   impl_ = std::move(impl);
 }
 
@@ -1161,10 +1212,108 @@ std::size_t ReductionKernel::record_size(std::span<const Operand> inputs) const 
   return round_up(16 + size, ra);
 }
 
+namespace {
+
+// A whole-array reduction through a kept plan; nothing when none matches.
+std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& queue,
+                               std::span<const Operand> inputs, const std::optional<Array>& out,
+                               const detail::ew::CallKey& key) {
+  const void* context = detail::impl_of(queue.context()).get();
+  std::shared_ptr<const detail::red::FastPlan> plan;
+  {
+    std::lock_guard lock(impl.fast_mutex);
+    for (const auto& p : impl.fast_plans) {
+      if (p->context == context && p->key == key) {
+        plan = p;
+        break;
+      }
+    }
+  }
+  if (!plan) return std::nullopt;
+  const auto program = plan->program.lock();  // the program (and so the context) still alive
+  if (!program) return std::nullopt;
+  detail::ew::StackArgs pack;
+  const std::size_t n_args = 2 * inputs.size() + plan->tail.size() + 6;
+  if (!pack.fits(n_args, 2 * n_args + 2)) return std::nullopt;
+  Array y = output_for(out, queue, plan->out_dtype, Shape{1}, plan->device, "ReductionKernel",
+                       impl.name());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].is_array()) {
+      pack.array(inputs[k].array());
+    } else {
+      const auto bytes = inputs[k].bytes_as(plan->dtypes[k], impl.what[k]);
+      pack.value_bytes(bytes.data(), bytes.size());
+    }
+  }
+  for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
+  const std::int32_t finish = 1, partial = 0;
+  if (plan->groups == 1) {
+    pack.array(y);
+    pack.value_bytes(reinterpret_cast<const std::byte*>(&finish), 4);
+    pack.array(y);
+    detail::launch_generated(*plan->p1, queue, plan->device, 1, plan->local,
+                             std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+    return y;
+  }
+  detail::Scratch scratch(queue, plan->device, plan->groups * plan->reduce_size);
+  pack.buffer(scratch.buffer());
+  pack.value_bytes(reinterpret_cast<const std::byte*>(&partial), 4);
+  pack.buffer(scratch.buffer());
+  detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
+                           std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+  detail::ew::StackArgs pack2;
+  const std::uint64_t count = plan->groups;
+  pack2.buffer(scratch.buffer());
+  pack2.value_bytes(reinterpret_cast<const std::byte*>(&count), 8);
+  pack2.value_bytes(reinterpret_cast<const std::byte*>(&finish), 4);
+  pack2.buffer(scratch.buffer());
+  pack2.array(y);
+  detail::launch_generated(*plan->p2, queue, plan->device, 1, plan->local,
+                           std::span<const detail::KernelArg>(pack2.args.data(), pack2.n));
+  return y;
+}
+
+// Keeps the plan of a whole-array reduction that went the full way.
+void keep_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
+               std::size_t d, const std::shared_ptr<const detail::CompiledProgram>& prog,
+               std::size_t groups, const detail::ew::CallKey& key) {
+  auto fast = std::make_shared<detail::red::FastPlan>();
+  fast->key = key;
+  fast->context = detail::impl_of(queue.context()).get();
+  fast->program = prog;
+  fast->p1 = &prog->kernel(impl.name() + "_p1");
+  fast->p2 = &prog->kernel(impl.name() + "_p2");
+  fast->device = d;
+  fast->groups = groups;
+  fast->local = prog->local_size[d];
+  fast->reduce_size = r.reduce_size;
+  fast->out_dtype = r.out_dtype;
+  fast->dtypes = r.dtypes;
+  fast->tail = p1_tail(impl, queue, d, r);
+  std::lock_guard lock(impl.fast_mutex);
+  auto& plans = impl.fast_plans;
+  std::erase_if(plans, [&](const auto& p) {
+    return (p->context == fast->context && p->key == key) || p->program.expired();
+  });
+  if (plans.size() == ReductionKernel::Impl::kFastPlans) plans.pop_back();
+  plans.insert(plans.begin(), std::move(fast));
+}
+
+}  // namespace
+
 Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> inputs,
                                   const ReductionArgs& args) const {
   const auto& impl = *impl_;
   const char* call = "ReductionKernel";
+  // Whole-array reductions with an array among the inputs go through the kept plans.
+  detail::ew::CallKey key;
+  const bool keyed =
+      !args.axis && !args.deterministic &&
+      std::any_of(inputs.begin(), inputs.end(), [](const Operand& o) { return o.is_array(); }) &&
+      detail::ew::make_key(inputs, key);
+  if (keyed) {
+    if (auto y = call_fast(impl, queue, inputs, args.out, key)) return *y;
+  }
   const Resolved r = resolve(impl, queue, inputs, args.out, call);
   const std::size_t d = device_of(r, queue);
   if (args.axis) {
@@ -1239,9 +1388,14 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
   }
   auto prog = program_for(impl, queue.context(), r, Mode::fast);
   const std::size_t groups = p1_groups(impl, r, *prog, d);
-  detail::Scratch scratch(queue, d, groups * r.reduce_size);
-  enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
-  enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, true, scratch.buffer(), 0, &y);
+  if (groups == 1) {
+    enqueue_p1(impl, queue, d, r, *prog, y.data(), y.offset(), 1, &y);
+  } else {
+    detail::Scratch scratch(queue, d, groups * r.reduce_size);
+    enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
+    enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, true, scratch.buffer(), 0, &y);
+  }
+  if (keyed) keep_plan(impl, queue, r, d, prog, groups, key);
   return y;
 }
 
@@ -1460,9 +1614,19 @@ std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t s
 
 namespace {
 
-const ReductionKernel& builtin(const std::string& key, const std::function<ReductionKernel()>& make) {
+// Keyed by the operation (tag) and its dtypes, packed: no string per call.
+template <class... E>
+std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
+  std::uint64_t key = tag;
+  unsigned shift = 8;
+  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
+  return key;
+}
+
+template <class Make>
+const ReductionKernel& builtin(std::uint64_t key, Make&& make) {
   static std::mutex mutex;
-  static auto* kernels = new std::map<std::string, std::unique_ptr<ReductionKernel>>;
+  static auto* kernels = new std::unordered_map<std::uint64_t, std::unique_ptr<ReductionKernel>>;
   std::lock_guard lock(mutex);
   auto& slot = (*kernels)[key];
   if (!slot) slot = std::make_unique<ReductionKernel>(make());
@@ -1526,7 +1690,7 @@ Dtype nrm2_dtype(Dtype x) {
 }
 
 const ReductionKernel& sum_kernel(Dtype x) {
-  return builtin(fmt::format("sum|{}", name(x)), [&] {
+  return builtin(builtin_key(1, x), [&] {
     const Dtype o = sum_dtype(x);
     ReductionOptions opt{.name = "skein_sum"};
     std::string reduce = "a + b", identity = "0";
@@ -1541,7 +1705,7 @@ const ReductionKernel& sum_kernel(Dtype x) {
 
 const ReductionKernel& min_kernel(Dtype x) {
   require_real(x, "skein::min");
-  return builtin(fmt::format("min|{}", name(x)), [&] {
+  return builtin(builtin_key(2, x), [&] {
     const bool f = !is_integer(x);
     const Dtype c = detail::compute_dtype(x);
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
@@ -1553,7 +1717,7 @@ const ReductionKernel& min_kernel(Dtype x) {
 
 const ReductionKernel& max_kernel(Dtype x) {
   require_real(x, "skein::max");
-  return builtin(fmt::format("max|{}", name(x)), [&] {
+  return builtin(builtin_key(3, x), [&] {
     const bool f = !is_integer(x);
     const Dtype c = detail::compute_dtype(x);
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
@@ -1564,7 +1728,7 @@ const ReductionKernel& max_kernel(Dtype x) {
 }
 
 const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
-  return builtin(fmt::format("dot|{}|{}", name(x), name(y)), [&] {
+  return builtin(builtin_key(4, x, y), [&] {
     const Dtype r = promote_types(x, y);
     const std::string cx = detail::convert_value(x, r, "x"), cy = detail::convert_value(y, r, "y");
     std::string map, reduce = "a + b", identity = "0";
@@ -1586,7 +1750,7 @@ const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
 }
 
 const ReductionKernel& nrm2_kernel(Dtype x) {
-  return builtin(fmt::format("nrm2|{}", name(x)), [&] {
+  return builtin(builtin_key(5, x), [&] {
     const Dtype o = nrm2_dtype(x);
     const bool wide = x == Dtype::float16 || x == Dtype::bfloat16 || x == Dtype::float32 ||
                       x == Dtype::complex64;

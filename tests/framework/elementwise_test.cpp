@@ -84,6 +84,91 @@ TEST_P(Elementwise, UnalignedStarts) {
   }
 }
 
+// Calls with every output given reuse the plan of an earlier call with the same argument kinds,
+// dtypes, layouts and alignment: alternating buffers, scalar values, alignments, layouts, dtypes
+// and contexts must each compute their own result, and a new context must get its own program.
+TEST_P(Elementwise, KeptPlansFollowEachCall) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const std::size_t n = 4099;
+  ElementwiseKernel k("T a, T x, T y", "T z", "z = a * x + y", {.name = "kept_plans"});
+  const auto xs = random_reals<float>(n + 8, 11), ys = random_reals<float>(n + 8, 12);
+  const auto xs2 = random_reals<float>(n + 8, 13), ys2 = random_reals<float>(n + 8, 14);
+  const Array x1 = Array::from_host(queue, xs), y1 = Array::from_host(queue, ys);
+  const Array x2 = Array::from_host(queue, xs2), y2 = Array::from_host(queue, ys2);
+  const Array z1 = Array::zeros(queue, {n + 8}, Dtype::float32);
+  const Array z2 = Array::zeros(queue, {n + 8}, Dtype::float32);
+  struct Case {
+    const Array* x;
+    const std::vector<float>* hx;
+    const Array* y;
+    const std::vector<float>* hy;
+    const Array* z;
+    std::size_t offset;  // of all three views
+    std::size_t step;    // 1: contiguous; 2: every other element
+    float a;
+  };
+  const std::vector<Case> cases = {
+      {&x1, &xs, &y1, &ys, &z1, 0, 1, 2.0f},  {&x2, &xs2, &y2, &ys2, &z2, 0, 1, 3.0f},
+      {&x1, &xs, &y2, &ys2, &z1, 0, 1, -1.5f}, {&x1, &xs, &y1, &ys, &z2, 1, 1, 0.25f},
+      {&x2, &xs2, &y1, &ys, &z1, 3, 1, 5.0f},  {&x1, &xs, &y1, &ys, &z1, 0, 2, 7.0f},
+      {&x2, &xs2, &y2, &ys2, &z2, 1, 2, -2.0f}, {&x1, &xs, &y1, &ys, &z1, 0, 1, 9.0f},
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      const auto& cs = cases[c];
+      SCOPED_TRACE(fmt::format("round {} case {}", round, c));
+      cs.z->fill_zero();
+      const std::size_t m = (n - cs.offset) / cs.step;
+      auto view = [&](const Array& a) {
+        return cs.step == 1 ? a.view(cs.offset, {m})
+                            : a.view(cs.offset, {m}, {cs.step * sizeof(float)});
+      };
+      const Array vz = view(*cs.z);
+      if (c % 2 == 0) {
+        k(queue, {cs.a, view(*cs.x), view(*cs.y), vz});
+      } else {
+        axpy(queue, cs.a, view(*cs.x), view(*cs.y), vz);
+      }
+      const auto got = cs.z->get<float>();
+      for (std::size_t j = 0; j < m; ++j) {
+        const std::size_t i = cs.offset + j * cs.step;
+        ASSERT_TRUE(axpy_ok(got[i], cs.a, (*cs.hx)[i], (*cs.hy)[i])) << "element " << i;
+      }
+      for (std::size_t i = 0; i < n + 8; ++i) {
+        const bool in_view = i >= cs.offset && (i - cs.offset) % cs.step == 0 && (i - cs.offset) / cs.step < m;
+        if (!in_view) {
+          ASSERT_EQ(got[i], 0.0f) << "element " << i << " outside the view was written";
+        }
+      }
+    }
+  }
+  // Another dtype with the same shapes: its own plan.
+  const auto xd = random_reals<double>(n, 15), yd = random_reals<double>(n, 16);
+  const Array dx = Array::from_host(queue, xd), dy = Array::from_host(queue, yd);
+  const Array dz = Array::empty(queue, {n}, Dtype::float64);
+  k(queue, {4.0, dx, dy, dz});
+  const auto gd = dz.get<double>();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(axpy_ok(gd[i], 4.0, xd[i], yd[i])) << i;
+  // A scalar that does not fit the parameter still raises on a kept plan.
+  const auto xi = std::vector<std::int8_t>(n, 1);
+  const Array ix = Array::from_host(queue, xi), iz = Array::empty(queue, {n}, Dtype::int8);
+  k(queue, {std::int8_t{2}, ix, ix, iz});
+  EXPECT_THROW(k(queue, {1000, ix, ix, iz}), LogicError);
+  // A second context: the same call shape compiles and runs there.
+  auto ctx2 = context();
+  Queue queue2(ctx2);
+  const Array x3 = Array::from_host(queue2, xs), y3 = Array::from_host(queue2, ys);
+  const Array z3 = Array::empty(queue2, {n + 8}, Dtype::float32);
+  const std::size_t built = k.programs_built();
+  k(queue2, {2.0f, x3, y3, z3});
+  EXPECT_EQ(k.programs_built(), built + 1);
+  const auto g3 = z3.get<float>();
+  for (std::size_t i = 0; i < n + 8; ++i) ASSERT_TRUE(axpy_ok(g3[i], 2.0f, xs[i], ys[i])) << i;
+  // An array of the other context on the first context's queue is refused, plan or not.
+  EXPECT_THROW(k(queue, {2.0f, x3, y1.view(0, {n + 8}), z1}), LogicError);
+}
+
 // Strided views (a transposed matrix, every other column) and NumPy broadcasting (a row against
 // a column) take the general path.
 TEST_P(Elementwise, StridedAndBroadcast) {

@@ -288,6 +288,61 @@ WITHIN_KERNEL INLINE reduce_t better(reduce_t a, reduce_t b)
   EXPECT_LE(std::fabs(reduction_value<double>(mirror(queue, {dx, dx})) - m), 1e-9 * std::fabs(m) + 1e-6);
 }
 
+// Repeated whole-array reductions reuse the plan of an earlier call with the same argument kinds,
+// dtypes, layouts and alignment: alternating inputs, outputs, scalars, alignments, layouts, sizes
+// (one group and many) and contexts must each give their own result.
+TEST_P(Reduction, KeptPlansFollowEachCall) {
+  auto ctx = context();
+  Queue queue(ctx);
+  ReductionKernel wsum("T x, T w", "float64 y", "(double)(x * w)", "a + b", "0", {.name = "kept_wsum"});
+  for (std::size_t n : {std::size_t{3}, std::size_t{1000}, std::size_t{70001}}) {
+    SCOPED_TRACE(n);
+    const auto x1 = random_reals<float>(n + 4, 61), x2 = random_reals<float>(n + 4, 62);
+    const Array d1 = Array::from_host(queue, x1), d2 = Array::from_host(queue, x2);
+    const Array s1 = Array::empty(queue, {1}, Dtype::float32);
+    const Array s2 = Array::empty(queue, {1}, Dtype::float32);
+    const Array w1 = Array::empty(queue, {1}, Dtype::float64);
+    for (int round = 0; round < 3; ++round) {
+      for (std::size_t offset : {0, 1, 0, 3}) {
+        for (int which = 0; which < 2; ++which) {
+          SCOPED_TRACE(fmt::format("round {} offset {} input {}", round, offset, which));
+          const auto& hx = which == 0 ? x1 : x2;
+          const Array v = (which == 0 ? d1 : d2).view(offset, {n});
+          const Array& out = which == 0 ? s1 : s2;
+          sum(queue, v, {.out = out});
+          const std::vector<float> part(hx.begin() + static_cast<std::ptrdiff_t>(offset),
+                                        hx.begin() + static_cast<std::ptrdiff_t>(offset + n));
+          expect_close_sum(out.get<float>().at(0), part);
+          // Every other element: the strided layout.
+          const std::size_t m = n / 2 + 1;
+          const Array strided = (which == 0 ? d1 : d2).view(offset, {m}, {2 * sizeof(float)});
+          const float w = static_cast<float>(round + 1) * (which == 0 ? 0.5f : -2.0f);
+          wsum(queue, {strided, w}, {.out = w1});
+          double e = 0, mag = 0;
+          for (std::size_t j = 0; j < m; ++j) {
+            e += static_cast<double>(hx[offset + 2 * j] * w);
+            mag += std::fabs(static_cast<double>(hx[offset + 2 * j] * w));
+          }
+          EXPECT_LE(std::fabs(w1.get<double>().at(0) - e), 1e-12 * mag + 1e-30);
+        }
+      }
+    }
+  }
+  // The output is checked on every call: another dtype, or one of another context, is refused.
+  const auto x = random_reals<float>(100, 63);
+  const Array dx = Array::from_host(queue, x);
+  sum(queue, dx, {.out = Array::empty(queue, {1}, Dtype::float32)});
+  EXPECT_THROW(sum(queue, dx, {.out = Array::empty(queue, {1}, Dtype::float64)}), LogicError);
+  auto ctx2 = context();
+  Queue queue2(ctx2);
+  EXPECT_THROW(sum(queue, dx, {.out = Array::empty(queue2, {1}, Dtype::float32)}), LogicError);
+  // The same call shape on a second context compiles and runs there.
+  const Array dx2 = Array::from_host(queue2, x);
+  const Array out2 = Array::empty(queue2, {1}, Dtype::float32);
+  sum(queue2, dx2, {.out = out2});
+  expect_close_sum(out2.get<float>().at(0), x);
+}
+
 // Per-axis reductions of 2-D arrays, contiguous and transposed, with odd shapes.
 TEST_P(Reduction, PerAxis) {
   auto ctx = context();

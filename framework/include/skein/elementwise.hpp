@@ -63,6 +63,9 @@
 #include "skein/template.hpp"
 
 namespace skein {
+namespace detail {
+struct ImplAccess;
+}  // namespace detail
 
 // An argument of an elementwise or reduction kernel: an Array, or a scalar.
 //
@@ -195,6 +198,8 @@ class SKEIN_EXPORT ElementwiseKernel {
   struct Impl;
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };
 
