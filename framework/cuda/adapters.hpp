@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -44,10 +45,24 @@ class CudaContextAdapter final : public ContextAdapter,
   ~CudaContextAdapter() override = default;
 
   const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const override { return devices_; }
-  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx) override;
+  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) override;
+  QueuePriorityRange queue_priority_range(std::size_t device_idx) override;
   std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
-  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size) override;
+  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size, HostMemoryFlags flags) override;
+  std::shared_ptr<HostBufferAdapter> register_host(void* data, std::size_t size,
+                                                   HostMemoryFlags flags) override;
+  std::shared_ptr<BufferAdapter> mapped_device_buffer(const std::shared_ptr<HostBufferAdapter>& host,
+                                                      std::size_t device_idx) override;
+  MemoryInfo memory_info(std::size_t device_idx) override;
+  std::size_t get_limit(std::size_t device_idx, ContextLimit limit) override;
+  void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) override;
+  CacheConfig get_cache_config(std::size_t device_idx) override;
+  void set_cache_config(std::size_t device_idx, CacheConfig config) override;
   bool can_access(std::size_t from_device_idx, std::size_t to_device_idx) const override;
+  bool can_access_peer(std::size_t from_device_idx, std::size_t to_device_idx) const override;
+  void set_peer_access(std::size_t from_device_idx, std::size_t to_device_idx,
+                       bool enable) override;
+  void profiler(bool start) override;
   void deactivate() override;
   std::uintptr_t native(std::size_t device_idx) const override;
   std::string_view prelude() const override;
@@ -91,8 +106,10 @@ class CudaContextAdapter final : public ContextAdapter,
   std::vector<std::shared_ptr<DeviceAdapter>> devices_;
   std::vector<std::string> descriptions_;
   Handles handles_;
-  // peer_[from * n + to]: `from` can access memory of `to`.
-  std::vector<char> peer_;
+  // peer_[from * n + to]: `from` can access memory of `to` (read on every launch that passes a
+  // buffer of another device; changed by set_peer_access).
+  std::unique_ptr<std::atomic<bool>[]> peer_;
+  std::mutex peer_mutex_;  // one change of peer access at a time
   // After handles_: the pooled events are destroyed while their contexts still exist.
   struct EventPool {
     std::mutex mutex;
@@ -106,10 +123,13 @@ class CudaContextAdapter final : public ContextAdapter,
 std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapter> context,
                                                 std::size_t device_idx, CUdeviceptr pointer,
                                                 std::size_t size);
+// Page-locked host memory: allocated with cuMemHostAlloc (freed with cuMemFreeHost) or, when
+// `registered`, the caller's, page-locked with cuMemHostRegister (unregistered at the end).
 std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
-    std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size);
+    std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size,
+    HostMemoryFlags flags, bool registered);
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
-                                              std::size_t device_idx);
+                                              std::size_t device_idx, int priority);
 // Over the application's memory and streams (skein/cuda.hpp): never freed or destroyed by Skein;
 // `deleter`, when given, runs once the last Buffer over the memory is gone.
 std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaContextAdapter> context,

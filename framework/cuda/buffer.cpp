@@ -57,23 +57,37 @@ class CudaBufferAdapter final : public BufferAdapter {
 class CudaHostBufferAdapter final : public HostBufferAdapter {
  public:
   CudaHostBufferAdapter(std::shared_ptr<CudaContextAdapter> context, void* pointer,
-                        std::size_t size)
-      : context_(std::move(context)), pointer_(static_cast<std::byte*>(pointer)), size_(size) {}
+                        std::size_t size, HostMemoryFlags flags, bool registered)
+      : context_(std::move(context)),
+        pointer_(static_cast<std::byte*>(pointer)),
+        size_(size),
+        flags_(flags),
+        registered_(registered) {}
 
   ~CudaHostBufferAdapter() override {
     if (pointer_ == nullptr) return;
     CudaContextScope scope(context_->context(0), CudaContextScope::NoThrow{});
-    report_cuda_cleanup_failure(cu().cuMemFreeHost(pointer_), "cuMemFreeHost",
-                                "page-locked host memory for " + context_->description(0));
+    if (registered_) {
+      report_cuda_cleanup_failure(cu().cuMemHostUnregister(pointer_), "cuMemHostUnregister",
+                                  "registered host memory for " + context_->description(0));
+    } else {
+      report_cuda_cleanup_failure(cu().cuMemFreeHost(pointer_), "cuMemFreeHost",
+                                  "page-locked host memory for " + context_->description(0));
+    }
   }
 
   std::byte* data() const override { return pointer_; }
   std::size_t size() const override { return size_; }
+  HostMemoryFlags flags() const override { return flags_; }
+  bool registered() const override { return registered_; }
+  const ContextAdapter* owner() const override { return context_.get(); }
 
  private:
   std::shared_ptr<CudaContextAdapter> context_;
   std::byte* pointer_;
   std::size_t size_;
+  HostMemoryFlags flags_;
+  bool registered_;
 };
 
 }  // namespace
@@ -93,8 +107,10 @@ std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaCont
 }
 
 std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
-    std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size) {
-  return std::make_shared<CudaHostBufferAdapter>(std::move(context), pointer, size);
+    std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size,
+    HostMemoryFlags flags, bool registered) {
+  return std::make_shared<CudaHostBufferAdapter>(std::move(context), pointer, size, flags,
+                                                 registered);
 }
 
 }  // namespace skein::detail

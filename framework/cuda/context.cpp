@@ -96,13 +96,13 @@ CudaContextAdapter::CudaContextAdapter(std::vector<std::shared_ptr<DeviceAdapter
 
 void CudaContextAdapter::enable_peer_access() {
   const std::size_t n = devices_.size();
-  peer_.assign(n * n, 0);
+  peer_ = std::make_unique<std::atomic<bool>[]>(n * n);
   for (std::size_t from = 0; from < n; ++from) {
     for (std::size_t to = 0; to < n; ++to) {
       const auto from_device = static_cast<CUdevice>(devices_[from]->native());
       const auto to_device = static_cast<CUdevice>(devices_[to]->native());
       if (from_device == to_device) {
-        peer_[from * n + to] = 1;
+        peer_[from * n + to] = true;
         continue;
       }
       int possible = 0;
@@ -112,7 +112,7 @@ void CudaContextAdapter::enable_peer_access() {
       CudaContextScope scope(context(from), descriptions_[from]);
       const CUresult result = cu().cuCtxEnablePeerAccess(context(to), 0);
       if (result == CUDA_SUCCESS || result == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-        peer_[from * n + to] = 1;
+        peer_[from * n + to] = true;
       } else if (result != CUDA_ERROR_TOO_MANY_PEERS) {
         // TOO_MANY_PEERS (more than 8 peers) leaves the pair without direct access: copies are
         // then staged by the driver, and can_access() says so.
@@ -123,8 +123,145 @@ void CudaContextAdapter::enable_peer_access() {
   }
 }
 
-std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx) {
-  return make_cuda_queue(shared_from_this(), device_idx);
+std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx,
+                                                            int priority) {
+  return make_cuda_queue(shared_from_this(), device_idx, priority);
+}
+
+QueuePriorityRange CudaContextAdapter::queue_priority_range(std::size_t device_idx) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  QueuePriorityRange range;
+  SKEIN_CU_CHECK(cuCtxGetStreamPriorityRange, (&range.least, &range.greatest), device);
+  return range;
+}
+
+MemoryInfo CudaContextAdapter::memory_info(std::size_t device_idx) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  MemoryInfo info;
+  SKEIN_CU_CHECK(cuMemGetInfo, (&info.free, &info.total), device);
+  return info;
+}
+
+namespace {
+
+CUlimit cu_limit(ContextLimit limit) {
+  switch (limit) {
+    case ContextLimit::stack_size: return CU_LIMIT_STACK_SIZE;
+    case ContextLimit::malloc_heap_size: return CU_LIMIT_MALLOC_HEAP_SIZE;
+    case ContextLimit::printf_fifo_size: return CU_LIMIT_PRINTF_FIFO_SIZE;
+  }
+  raise_in(SKEIN_HERE, "set_limit", "Pass one of the ContextLimit values.",
+           "unknown context limit {}", static_cast<int>(limit));
+}
+
+CUfunc_cache cu_cache(CacheConfig config) {
+  switch (config) {
+    case CacheConfig::prefer_none: return CU_FUNC_CACHE_PREFER_NONE;
+    case CacheConfig::prefer_shared: return CU_FUNC_CACHE_PREFER_SHARED;
+    case CacheConfig::prefer_l1: return CU_FUNC_CACHE_PREFER_L1;
+    case CacheConfig::prefer_equal: return CU_FUNC_CACHE_PREFER_EQUAL;
+  }
+  raise_in(SKEIN_HERE, "set_cache_config", "Pass one of the CacheConfig values.",
+           "unknown cache configuration {}", static_cast<int>(config));
+}
+
+}  // namespace
+
+std::size_t CudaContextAdapter::get_limit(std::size_t device_idx, ContextLimit limit) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  std::size_t value = 0;
+  SKEIN_CU_CHECK(cuCtxGetLimit, (&value, cu_limit(limit)), device);
+  return value;
+}
+
+void CudaContextAdapter::set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  const CUresult result = cu().cuCtxSetLimit(cu_limit(limit), value);
+  if (result == CUDA_SUCCESS) return;
+  // The driver's refusal, said in terms of the limit: which one, what value, and what to try.
+  ErrorInfo info{.what = fmt::format("the device refused {} = {}: {}", name(limit),
+                                     format_bytes(value), cuda_error_description(result)),
+                 .call = "cuCtxSetLimit",
+                 .code_name = cuda_error_name(result),
+                 .code = static_cast<long long>(result),
+                 .has_code = true,
+                 .device = device,
+                 .hint = fmt::format("Read the current value with get_limit() and ask for less; "
+                                     "the stack size per thread is limited by the device's local "
+                                     "memory, and heap and FIFO sizes cannot change once a kernel "
+                                     "that uses malloc() or printf() has run."),
+                 .location = SKEIN_HERE};
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) throw MemoryError(info, value, 0);
+  if (result == CUDA_ERROR_INVALID_VALUE || result == CUDA_ERROR_UNSUPPORTED_LIMIT) {
+    throw LogicError(info);
+  }
+  throw RuntimeError(info);
+}
+
+CacheConfig CudaContextAdapter::get_cache_config(std::size_t device_idx) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  CUfunc_cache config = CU_FUNC_CACHE_PREFER_NONE;
+  SKEIN_CU_CHECK(cuCtxGetCacheConfig, (&config), device);
+  switch (config) {
+    case CU_FUNC_CACHE_PREFER_SHARED: return CacheConfig::prefer_shared;
+    case CU_FUNC_CACHE_PREFER_L1: return CacheConfig::prefer_l1;
+    case CU_FUNC_CACHE_PREFER_EQUAL: return CacheConfig::prefer_equal;
+    default: return CacheConfig::prefer_none;
+  }
+}
+
+void CudaContextAdapter::set_cache_config(std::size_t device_idx, CacheConfig config) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  SKEIN_CU_CHECK(cuCtxSetCacheConfig, (cu_cache(config)), device);
+}
+
+bool CudaContextAdapter::can_access_peer(std::size_t from_device_idx,
+                                         std::size_t to_device_idx) const {
+  int possible = 0;
+  SKEIN_CU_CHECK(cuDeviceCanAccessPeer,
+                 (&possible, static_cast<CUdevice>(devices_[from_device_idx]->native()),
+                  static_cast<CUdevice>(devices_[to_device_idx]->native())),
+                 descriptions_[from_device_idx]);
+  return possible != 0;
+}
+
+void CudaContextAdapter::set_peer_access(std::size_t from, std::size_t to, bool enable) {
+  const std::size_t n = devices_.size();
+  std::lock_guard lock(peer_mutex_);
+  const std::string where = descriptions_[from] + " (peer " + descriptions_[to] + ")";
+  CudaContextScope scope(context(from), descriptions_[from]);
+  if (enable) {
+    const CUresult result = cu().cuCtxEnablePeerAccess(context(to), 0);
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+      throw_cuda_error(result, "cuCtxEnablePeerAccess", where, SKEIN_HERE);
+    }
+  } else {
+    // Kernels already enqueued may still read the peer's memory: they must finish first.
+    SKEIN_CU_CHECK(cuCtxSynchronize, (), descriptions_[from]);
+    const CUresult result = cu().cuCtxDisablePeerAccess(context(to));
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) {
+      throw_cuda_error(result, "cuCtxDisablePeerAccess", where, SKEIN_HERE);
+    }
+  }
+  peer_[from * n + to] = enable;
+}
+
+void CudaContextAdapter::profiler(bool start) {
+  // The profiler's state is per CUDA context: every device's.
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    CudaContextScope scope(context(d), description(d));
+    if (start) {
+      SKEIN_CU_CHECK(cuProfilerStart, (), description(d));
+    } else {
+      SKEIN_CU_CHECK(cuProfilerStop, (), description(d));
+    }
+  }
 }
 
 std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_idx,
@@ -163,27 +300,82 @@ std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_i
   }
 }
 
-std::shared_ptr<HostBufferAdapter> CudaContextAdapter::allocate_host(std::size_t size) {
-  if (size == 0) return make_cuda_host_buffer(shared_from_this(), nullptr, 0);
-  // Portable: usable for asynchronous transfers with every device, not only the context's first.
+namespace {
+std::size_t available_host_memory() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * page_size : 0;
+}
+}  // namespace
+
+std::shared_ptr<HostBufferAdapter> CudaContextAdapter::allocate_host(std::size_t size,
+                                                                     HostMemoryFlags flags) {
+  if (size == 0) return make_cuda_host_buffer(shared_from_this(), nullptr, 0, flags, false);
+  // Portable (the default): usable for asynchronous transfers with every device, not only the
+  // context's first.
   const std::string& device = description(0);
   CudaContextScope scope(context(0), device);
+  unsigned cu_flags = 0;
+  if (flags.portable) cu_flags |= CU_MEMHOSTALLOC_PORTABLE;
+  if (flags.write_combined) cu_flags |= CU_MEMHOSTALLOC_WRITECOMBINED;
+  if (flags.device_mapped) cu_flags |= CU_MEMHOSTALLOC_DEVICEMAP;
   void* pointer = nullptr;
-  if (const CUresult result = cu().cuMemHostAlloc(&pointer, size, CU_MEMHOSTALLOC_PORTABLE);
+  if (const CUresult result = cu().cuMemHostAlloc(&pointer, size, cu_flags);
       result != CUDA_SUCCESS) {
-    const long pages = sysconf(_SC_AVPHYS_PAGES);
-    const long page_size = sysconf(_SC_PAGESIZE);
-    const std::size_t available =
-        pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * page_size : 0;
     throw_cuda_error(result, "cuMemHostAlloc", "page-locked host memory for " + device,
-                     SKEIN_HERE, size, available);
+                     SKEIN_HERE, size, available_host_memory());
   }
   try {
-    return make_cuda_host_buffer(shared_from_this(), pointer, size);
+    return make_cuda_host_buffer(shared_from_this(), pointer, size, flags, false);
   } catch (...) {
     cu().cuMemFreeHost(pointer);
     throw;
   }
+}
+
+std::shared_ptr<HostBufferAdapter> CudaContextAdapter::register_host(void* data, std::size_t size,
+                                                                     HostMemoryFlags flags) {
+  const std::string& device = description(0);
+  CudaContextScope scope(context(0), device);
+  unsigned cu_flags = 0;
+  if (flags.portable) cu_flags |= CU_MEMHOSTREGISTER_PORTABLE;
+  if (flags.device_mapped) cu_flags |= CU_MEMHOSTREGISTER_DEVICEMAP;
+  const CUresult result = cu().cuMemHostRegister(data, size, cu_flags);
+  if (result == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+    throw LogicError(ErrorInfo{
+        .what = fmt::format("{} at {} are already page-locked (registered by this or another "
+                            "context, or part of a registered range)",
+                            format_bytes(size), data),
+        .call = "cuMemHostRegister",
+        .code_name = cuda_error_name(result),
+        .code = static_cast<long long>(result),
+        .has_code = true,
+        .device = "registered host memory for " + device,
+        .hint = "Register each range once, and keep the HostBuffer of the first registration; "
+                "ranges must not overlap.",
+        .location = SKEIN_HERE});
+  }
+  if (result != CUDA_SUCCESS) {
+    throw_cuda_error(result, "cuMemHostRegister", "registered host memory for " + device,
+                     SKEIN_HERE, size, available_host_memory());
+  }
+  try {
+    return make_cuda_host_buffer(shared_from_this(), data, size, flags, true);
+  } catch (...) {
+    cu().cuMemHostUnregister(data);
+    throw;
+  }
+}
+
+std::shared_ptr<BufferAdapter> CudaContextAdapter::mapped_device_buffer(
+    const std::shared_ptr<HostBufferAdapter>& host, std::size_t device_idx) {
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  CUdeviceptr pointer = 0;
+  SKEIN_CU_CHECK(cuMemHostGetDevicePointer, (&pointer, host->data(), 0), device);
+  // Not Skein's to free: the memory goes with the host buffer, which the Buffer keeps.
+  return make_cuda_foreign_buffer(shared_from_this(), device_idx, pointer, host->size(),
+                                  [keep = host] {});
 }
 
 bool CudaContextAdapter::can_access(std::size_t from_device_idx, std::size_t to_device_idx) const {
@@ -193,7 +385,7 @@ bool CudaContextAdapter::can_access(std::size_t from_device_idx, std::size_t to_
              "device index {} or {} is out of range for a context of {} devices", from_device_idx,
              to_device_idx, n);
   }
-  return peer_[from_device_idx * n + to_device_idx] != 0;
+  return peer_[from_device_idx * n + to_device_idx].load(std::memory_order_relaxed);
 }
 
 void CudaContextAdapter::deactivate() {

@@ -9,6 +9,7 @@
 #include "adapters.hpp"
 #include "skein/detail/compile_error.hpp"
 #include "skein/detail/cuda/prelude.hpp"
+#include "skein/detail/trace.hpp"
 
 namespace skein::detail {
 
@@ -28,8 +29,11 @@ std::string nvrtc_version() {
 class CudaKernelAdapter final : public KernelAdapter {
  public:
   CudaKernelAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                    CUfunction function)
-      : context_(std::move(context)), device_idx_(device_idx), function_(function) {
+                    CUfunction function, const std::string& name)
+      : context_(std::move(context)),
+        device_idx_(device_idx),
+        function_(function),
+        trace_(trace_name(name.c_str())) {
     const auto& where = context_->description(device_idx_);
     auto attribute = [&](CUfunction_attribute a) {
       int value = 0;
@@ -98,6 +102,7 @@ class CudaKernelAdapter final : public KernelAdapter {
       }
     }
     const auto stream = reinterpret_cast<CUstream>(queue.native());
+    TraceRange range(trace_);  // the kernel's name, registered once
     CudaContextScope scope(context_->context(device_idx_), context_->description(device_idx_));
     SKEIN_CU_CHECK(cuLaunchKernel,
                    (function_, static_cast<unsigned>(dims.global[0] / dims.local[0]),
@@ -116,6 +121,7 @@ class CudaKernelAdapter final : public KernelAdapter {
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUfunction function_;
+  TraceName trace_;  // NVTX's handle of the kernel's name (null without a profiler)
   KernelAttributes attributes_;
   std::optional<std::vector<ParamInfo>> params_;
   std::mutex local_mem_mutex_;
@@ -149,7 +155,7 @@ class CudaProgramAdapter final : public ProgramAdapter {
           .location = SKEIN_HERE});
     }
     SKEIN_CU_CHECK(cuModuleGetFunction, (&function, module_, name.c_str()), where());
-    return std::make_shared<CudaKernelAdapter>(context_, device_idx_, function);
+    return std::make_shared<CudaKernelAdapter>(context_, device_idx_, function, name);
   }
 
   void set_constant(QueueAdapter& queue, const std::string& name, const void* host,

@@ -8,12 +8,15 @@ namespace {
 
 class CudaQueueAdapter final : public QueueAdapter {
  public:
-  CudaQueueAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx)
+  CudaQueueAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
+                   int priority)
       : context_(std::move(context)), device_idx_(device_idx) {
     CudaContextScope scope(cu_context(), device());
     // Non-blocking: no implicit synchronisation with the legacy default stream, which the CUDA
-    // runtime and libraries built on it use.
-    SKEIN_CU_CHECK(cuStreamCreate, (&stream_, CU_STREAM_NON_BLOCKING), device());
+    // runtime and libraries built on it use. The priority is in the device's range (checked by
+    // Queue); 0, the default, is the least urgent on every device so far.
+    SKEIN_CU_CHECK(cuStreamCreateWithPriority, (&stream_, CU_STREAM_NON_BLOCKING, priority),
+                   device());
   }
 
   // Over the application's stream, which stays the application's.
@@ -101,6 +104,13 @@ class CudaQueueAdapter final : public QueueAdapter {
 
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(stream_); }
 
+  int priority() const override {
+    int value = 0;
+    CudaContextScope scope(cu_context(), device());
+    SKEIN_CU_CHECK(cuStreamGetPriority, (stream_, &value), device());
+    return value;
+  }
+
  private:
   CUevent marker() {
     if (!marker_) {
@@ -127,8 +137,8 @@ class CudaQueueAdapter final : public QueueAdapter {
 }  // namespace
 
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
-                                              std::size_t device_idx) {
-  return std::make_unique<CudaQueueAdapter>(std::move(context), device_idx);
+                                              std::size_t device_idx, int priority) {
+  return std::make_unique<CudaQueueAdapter>(std::move(context), device_idx, priority);
 }
 
 std::unique_ptr<QueueAdapter> make_cuda_foreign_queue(std::shared_ptr<CudaContextAdapter> context,

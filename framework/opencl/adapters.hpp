@@ -1,6 +1,7 @@
 // The OpenCL backend's adapters (see skein/detail/adapter.hpp, framework/internal/).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -109,16 +110,24 @@ class OclContext;
 
 class OclHostBuffer final : public HostBufferAdapter {
  public:
-  OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t size);
+  // With `host` null: `size` bytes the driver allocates (CL_MEM_ALLOC_HOST_PTR); else the
+  // caller's `size` bytes at `host` (CL_MEM_USE_HOST_PTR). Mapped for the buffer's life either way.
+  OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t size, void* host,
+                HostMemoryFlags flags);
   ~OclHostBuffer() override;
   std::byte* data() const override { return data_; }
   std::size_t size() const override { return size_; }
+  HostMemoryFlags flags() const override { return flags_; }
+  bool registered() const override { return registered_; }
+  const ContextAdapter* owner() const override;
 
  private:
   std::shared_ptr<OclContext> context_;
   cl_mem mem_ = nullptr;
   std::byte* data_ = nullptr;
   std::size_t size_;
+  HostMemoryFlags flags_;
+  bool registered_;
 };
 
 class OclQueue final : public QueueAdapter {
@@ -141,6 +150,7 @@ class OclQueue final : public QueueAdapter {
   void wait_for(EventAdapter& event) override;
   void wait_for_queue(QueueAdapter& other) override;
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(queue_); }
+  int priority() const override { return 0; }  // OpenCL 1.2 has no queue priorities
   cl_command_queue get() const { return queue_; }
 
  private:
@@ -157,10 +167,25 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   OclContext(cl_context context, std::vector<std::shared_ptr<DeviceAdapter>> devices);
   ~OclContext() override;
   const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const override { return devices_; }
-  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx) override;
+  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) override;
+  QueuePriorityRange queue_priority_range(std::size_t) override { return {}; }
   std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
-  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size) override;
+  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size, HostMemoryFlags flags) override;
+  std::shared_ptr<HostBufferAdapter> register_host(void* data, std::size_t size,
+                                                   HostMemoryFlags flags) override;
+  std::shared_ptr<BufferAdapter> mapped_device_buffer(const std::shared_ptr<HostBufferAdapter>& host,
+                                                      std::size_t device_idx) override;
+  MemoryInfo memory_info(std::size_t device_idx) override;
+  std::size_t get_limit(std::size_t device_idx, ContextLimit limit) override;
+  void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) override;
+  CacheConfig get_cache_config(std::size_t device_idx) override;
+  void set_cache_config(std::size_t device_idx, CacheConfig config) override;
+  // One context's buffers are every device's of it.
   bool can_access(std::size_t, std::size_t) const override { return true; }
+  bool can_access_peer(std::size_t, std::size_t) const override { return true; }
+  void set_peer_access(std::size_t from_device_idx, std::size_t to_device_idx,
+                       bool enable) override;
+  void profiler(bool) override {}  // OpenCL has no profiler start and stop
   std::uintptr_t native(std::size_t) const override {
     return reinterpret_cast<std::uintptr_t>(context_);
   }
@@ -186,6 +211,8 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   std::vector<std::shared_ptr<DeviceAdapter>> devices_;
   std::mutex mutex_;
   cl_command_queue internal_queue_ = nullptr;
+  // Bytes of this context's live buffers per device: memory_info()'s estimate of free memory.
+  std::shared_ptr<std::atomic<std::size_t>[]> allocated_;
 };
 
 }  // namespace skein::detail::opencl

@@ -8,7 +8,9 @@ namespace skein::detail {
 namespace opencl {
 
 OclContext::OclContext(cl_context context, std::vector<std::shared_ptr<DeviceAdapter>> devices)
-    : context_(context), devices_(std::move(devices)) {}
+    : context_(context),
+      devices_(std::move(devices)),
+      allocated_(new std::atomic<std::size_t>[devices_.size()]()) {}
 
 OclContext::~OclContext() {
   if (internal_queue_) clReleaseCommandQueue(internal_queue_);
@@ -33,8 +35,69 @@ cl_command_queue OclContext::internal_queue() {
   return internal_queue_;
 }
 
-std::unique_ptr<QueueAdapter> OclContext::make_queue(std::size_t device_idx) {
+std::unique_ptr<QueueAdapter> OclContext::make_queue(std::size_t device_idx, int priority) {
+  // The range is {0, 0} (queue_priority_range): Queue refused anything else.
+  (void)priority;
   return std::make_unique<OclQueue>(shared_from_this(), device_idx);
+}
+
+MemoryInfo OclContext::memory_info(std::size_t device_idx) {
+  // OpenCL has no query of free memory: the device's global memory less what this context's
+  // buffers hold now (documented as an estimate in skein/driver.hpp and the guide).
+  const std::size_t total = devices_.at(device_idx)->params().global_mem_size;
+  const std::size_t used = allocated_[device_idx].load(std::memory_order_relaxed);
+  return MemoryInfo{.free = used < total ? total - used : 0, .total = total,
+                    .free_is_estimate = true};
+}
+
+namespace {
+[[noreturn]] void not_on_opencl(const char* call, const std::string& device, const char* what,
+                                const char* hint) {
+  throw LogicError(ErrorInfo{.what = fmt::format("{} is not supported on OpenCL", what),
+                             .call = call,
+                             .device = device,
+                             .hint = hint,
+                             .location = SKEIN_HERE});
+}
+}  // namespace
+
+std::size_t OclContext::get_limit(std::size_t device_idx, ContextLimit limit) {
+  not_on_opencl("get_limit", describe_device(device_idx),
+                fmt::format("the context limit {}", name(limit)).c_str(),
+                "Context limits are CUDA's (cuCtxGetLimit); OpenCL has no counterpart. Check "
+                "api().id() == ApiId::cuda before calling.");
+}
+
+void OclContext::set_limit(std::size_t device_idx, ContextLimit limit, std::size_t) {
+  not_on_opencl("set_limit", describe_device(device_idx),
+                fmt::format("the context limit {}", name(limit)).c_str(),
+                "Context limits are CUDA's (cuCtxSetLimit); OpenCL has no counterpart. Check "
+                "api().id() == ApiId::cuda before calling.");
+}
+
+CacheConfig OclContext::get_cache_config(std::size_t device_idx) {
+  not_on_opencl("get_cache_config", describe_device(device_idx), "the cache configuration",
+                "The L1 / shared memory split is CUDA's (cuCtxGetCacheConfig); OpenCL has no "
+                "counterpart. Check api().id() == ApiId::cuda before calling.");
+}
+
+void OclContext::set_cache_config(std::size_t device_idx, CacheConfig) {
+  not_on_opencl("set_cache_config", describe_device(device_idx), "the cache configuration",
+                "The L1 / shared memory split is CUDA's (cuCtxSetCacheConfig); OpenCL has no "
+                "counterpart. Check api().id() == ApiId::cuda before calling.");
+}
+
+void OclContext::set_peer_access(std::size_t from_device_idx, std::size_t to_device_idx,
+                                 bool enable) {
+  if (enable) return;  // always on: a context's buffers are all its devices'
+  throw LogicError(ErrorInfo{
+      .what = fmt::format("peer access from device {} to device {} cannot be turned off on "
+                          "OpenCL: the buffers of a context belong to all its devices",
+                          from_device_idx, to_device_idx),
+      .call = "disable_peer_access",
+      .device = describe_device(from_device_idx),
+      .hint = "To keep devices apart, make one context per device.",
+      .location = SKEIN_HERE});
 }
 
 std::shared_ptr<BufferAdapter> OclContext::allocate(std::size_t device_idx, std::size_t size) {
@@ -68,21 +131,61 @@ std::shared_ptr<BufferAdapter> OclContext::allocate(std::size_t device_idx, std:
         size, params.global_mem_size);
   }
   SKEIN_CL_CHECK(err, describe_device(device_idx));
-  return std::make_shared<OclBuffer>(mem, size, device_idx);
+  // Counted for memory_info() until the buffer is released.
+  allocated_[device_idx] += size;
+  try {
+    return std::make_shared<OclBuffer>(mem, size, device_idx,
+                                       [allocated = allocated_, device_idx, size] {
+                                         allocated[device_idx] -= size;
+                                       });
+  } catch (...) {
+    allocated_[device_idx] -= size;
+    clReleaseMemObject(mem);
+    throw;
+  }
 }
 
-std::shared_ptr<HostBufferAdapter> OclContext::allocate_host(std::size_t size) {
-  return std::make_shared<OclHostBuffer>(shared_from_this(), size);
+namespace {
+void refuse_device_mapped(const char* call, const std::string& device) {
+  throw LogicError(ErrorInfo{
+      .what = "mapped page-locked memory (HostMemoryFlags::device_mapped) is not supported on "
+              "OpenCL: OpenCL 1.2 leaves kernels' access to mapped host memory undefined",
+      .call = call,
+      .device = device,
+      .hint = "Copy between a HostBuffer and a Buffer instead (Buffer::set / get with "
+              "Sync::async), or use the CUDA backend.",
+      .location = SKEIN_HERE});
+}
+}  // namespace
+
+std::shared_ptr<HostBufferAdapter> OclContext::allocate_host(std::size_t size,
+                                                             HostMemoryFlags flags) {
+  if (flags.device_mapped) refuse_device_mapped("HostBuffer::allocate", describe_device(0));
+  return std::make_shared<OclHostBuffer>(shared_from_this(), size, nullptr, flags);
 }
 
-OclHostBuffer::OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t size)
-    : context_(std::move(context)), size_(size) {
+std::shared_ptr<HostBufferAdapter> OclContext::register_host(void* data, std::size_t size,
+                                                             HostMemoryFlags flags) {
+  if (flags.device_mapped) refuse_device_mapped("HostBuffer::register_memory", describe_device(0));
+  return std::make_shared<OclHostBuffer>(shared_from_this(), size, data, flags);
+}
+
+std::shared_ptr<BufferAdapter> OclContext::mapped_device_buffer(
+    const std::shared_ptr<HostBufferAdapter>&, std::size_t device_idx) {
+  refuse_device_mapped("HostBuffer::device_buffer", describe_device(device_idx));
+  return nullptr;
+}
+
+OclHostBuffer::OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t size, void* host,
+                             HostMemoryFlags flags)
+    : context_(std::move(context)), size_(size), flags_(flags), registered_(host != nullptr) {
   if (size == 0) return;
   cl_int err = CL_SUCCESS;
   // ALLOC_HOST_PTR asks the driver for memory it can transfer from directly (pinned on GPUs);
-  // mapped once, it stays mapped for the buffer's life.
-  mem_ = clCreateBuffer(context_->get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr,
-                        &err);
+  // USE_HOST_PTR lets it pin the caller's memory in place (NVIDIA's driver does when the buffer
+  // is mapped). Mapped once, the memory stays mapped for the buffer's life.
+  const cl_mem_flags where = host ? CL_MEM_USE_HOST_PTR : CL_MEM_ALLOC_HOST_PTR;
+  mem_ = clCreateBuffer(context_->get(), CL_MEM_READ_WRITE | where, size, host, &err);
   SKEIN_CL_CHECK(err, context_->describe_device(0));
   void* ptr = clEnqueueMapBuffer(context_->internal_queue(), mem_, CL_TRUE,
                                  CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, nullptr, nullptr, &err);
@@ -90,8 +193,26 @@ OclHostBuffer::OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t si
     clReleaseMemObject(mem_);
     SKEIN_CL_CHECK(err, context_->describe_device(0));
   }
+  if (host != nullptr && ptr != host) {
+    // OpenCL 1.2 says the mapping of a USE_HOST_PTR buffer is derived from the host pointer; a
+    // driver that maps a copy instead would leave the caller's memory out of the transfers.
+    clEnqueueUnmapMemObject(context_->internal_queue(), mem_, ptr, 0, nullptr, nullptr);
+    clFinish(context_->internal_queue());
+    clReleaseMemObject(mem_);
+    throw RuntimeError(ErrorInfo{
+        .what = fmt::format("the driver mapped the registered memory at {} to another address "
+                            "({})",
+                            host, ptr),
+        .call = "clEnqueueMapBuffer",
+        .device = context_->describe_device(0),
+        .hint = "This OpenCL driver cannot page-lock memory in place: allocate with "
+                "HostBuffer::allocate and copy into it.",
+        .location = SKEIN_HERE});
+  }
   data_ = static_cast<std::byte*>(ptr);
 }
+
+const ContextAdapter* OclHostBuffer::owner() const { return context_.get(); }
 
 OclHostBuffer::~OclHostBuffer() {
   if (!mem_) return;

@@ -15,6 +15,7 @@
 #include "check.hpp"
 #include "skein/detail/compile_error.hpp"
 #include "skein/detail/opencl/prelude.hpp"
+#include "skein/detail/trace.hpp"
 
 namespace skein::detail {
 
@@ -60,8 +61,10 @@ std::size_t scalar_size(std::string type) {
 
 class OclKernel final : public KernelAdapter {
  public:
-  OclKernel(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_kernel kernel)
-      : context_(std::move(context)),
+  OclKernel(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_kernel kernel,
+            const std::string& name)
+      : trace_(trace_name(name.c_str())),
+        context_(std::move(context)),
         device_idx_(device_idx),
         device_(context_->describe_device(device_idx)),
         align_(context_->devices()[device_idx]->params().base_address_align),
@@ -143,6 +146,7 @@ class OclKernel final : public KernelAdapter {
       }
     }
     cl_event done = nullptr;
+    TraceRange range(trace_);  // the kernel's name, registered once
     SKEIN_CL_CHECK(clEnqueueNDRangeKernel(static_cast<OclQueue&>(queue).get(), kernel_, dims.dims,
                                           nullptr, dims.global, dims.local, 0, nullptr,
                                           event ? &done : nullptr),
@@ -151,6 +155,7 @@ class OclKernel final : public KernelAdapter {
   }
 
  private:
+  TraceName trace_;  // NVTX's handle of the kernel's name (null without a profiler)
   std::shared_ptr<OclContext> context_;
   std::size_t device_idx_;
   std::string device_;
@@ -185,7 +190,7 @@ class OclProgram final : public ProgramAdapter {
                                  .location = SKEIN_HERE});
     }
     SKEIN_CL_CHECK(err, context_->describe_device(device_idx_));
-    return std::make_shared<OclKernel>(context_, device_idx_, kernel);
+    return std::make_shared<OclKernel>(context_, device_idx_, kernel, name);
   }
 
   void set_constant(QueueAdapter&, const std::string& name, const void*, const BufferAdapter*,

@@ -94,13 +94,62 @@ void Buffer::set(const Queue& queue, const Buffer& source, Sync sync) const {
   if (sync == Sync::blocking) dst_queue.synchronize();
 }
 
-HostBuffer HostBuffer::allocate(const Context& context, std::size_t size) {
+HostBuffer HostBuffer::allocate(const Context& context, std::size_t size, HostMemoryFlags flags) {
   HostBuffer result;
-  result.adapter_ = detail::impl_of(context)->adapter->allocate_host(size);
+  result.adapter_ = detail::impl_of(context)->adapter->allocate_host(size, flags);
+  return result;
+}
+
+HostBuffer HostBuffer::register_memory(const Context& context, void* data, std::size_t size,
+                                       HostMemoryFlags flags) {
+  constexpr const char* call = "HostBuffer::register_memory";
+  if (data == nullptr) {
+    detail::raise_in(SKEIN_HERE, call, "Pass the address of memory the program owns.",
+                     "the pointer is null ({} bytes asked)", size);
+  }
+  if (size == 0) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Register at least one byte; for empty data, skip the registration.",
+                     "the size is 0 (pointer {})", data);
+  }
+  if (flags.write_combined) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Write-combining is a property of new allocations: use HostBuffer::allocate "
+                     "with write_combined, or register without it.",
+                     "memory that already exists cannot be made write-combined");
+  }
+  HostBuffer result;
+  result.adapter_ = detail::impl_of(context)->adapter->register_host(data, size, flags);
   return result;
 }
 
 std::byte* HostBuffer::data() const { return adapter_ ? adapter_->data() : nullptr; }
 std::size_t HostBuffer::size() const { return adapter_ ? adapter_->size() : 0; }
+HostMemoryFlags HostBuffer::flags() const { return adapter_ ? adapter_->flags() : HostMemoryFlags{}; }
+bool HostBuffer::registered() const { return adapter_ && adapter_->registered(); }
+
+Buffer HostBuffer::device_buffer(const Context& context, std::size_t device_idx) const {
+  constexpr const char* call = "HostBuffer::device_buffer";
+  detail::check_device_idx(context, device_idx, call);
+  const auto& adapter = detail::impl_of(context)->adapter;
+  if (!adapter_ || adapter_->size() == 0) {
+    detail::raise_in(SKEIN_HERE, call, "Allocate or register the memory first.",
+                     "the host buffer is empty");
+  }
+  if (adapter_->owner() != adapter.get()) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass the context the memory was allocated or registered with.",
+                     "the host memory belongs to another context than the one given ({})",
+                     context.device(device_idx).description());
+  }
+  if (!adapter_->flags().device_mapped) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Allocate or register it with HostMemoryFlags{.device_mapped = true}.",
+                     "the host memory of {} bytes is not mapped into the devices' address space",
+                     adapter_->size());
+  }
+  return Buffer(context, adapter->mapped_device_buffer(adapter_, device_idx), device_idx, 0,
+                adapter_->size());
+}
 
 }  // namespace skein

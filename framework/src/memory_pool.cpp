@@ -8,6 +8,7 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/driver.hpp"
 
 namespace skein {
 
@@ -149,18 +150,78 @@ class PoolCore {
 // ---------------------------------------------------------------------------------------------
 // DeviceMemoryPool
 
+// The pool's limits per device, and what its blocks hold there (counted by the blocks' owners, so
+// that a block freed after its pool is gone still finds it).
+struct PoolLimits {
+  std::mutex mutex;
+  std::map<std::size_t, std::size_t> limit;    // device index -> bytes
+  std::map<std::size_t, std::size_t> managed;  // device index -> bytes of the pool's blocks
+};
+
+namespace {
+// Owns one block the pool allocated; counts its bytes off when it goes.
+struct CountedBlock {
+  Buffer block;
+  std::shared_ptr<PoolLimits> limits;
+  std::size_t counted;
+  CountedBlock(Buffer block, std::shared_ptr<PoolLimits> limits, std::size_t counted)
+      : block(std::move(block)), limits(std::move(limits)), counted(counted) {}
+  CountedBlock(const CountedBlock&) = delete;
+  CountedBlock& operator=(const CountedBlock&) = delete;
+  ~CountedBlock() {
+    std::lock_guard lock(limits->mutex);
+    limits->managed[block.device_idx()] -= counted;
+  }
+};
+}  // namespace
+
 struct DeviceMemoryPool::State {
   State(Context context, Allocator base)
       : context(std::move(context)),
+        limits(std::make_shared<PoolLimits>()),
         core("device memory pool",
              [this, base = std::move(base)](std::size_t device_idx, std::size_t nbytes) {
                return make_block(base, device_idx, nbytes);
              }) {}
 
   Buffer make_block(const Allocator& base, std::size_t device_idx, std::size_t nbytes) const {
-    Buffer block = base ? base(device_idx, nbytes) : Buffer::allocate(context, device_idx, nbytes);
+    {
+      // Reserved before allocating, so that threads allocating at once cannot pass the limit
+      // together. Over the limit: a MemoryError, on which the pool frees its held blocks and
+      // tries once more (PoolCore::make_with_retry).
+      std::lock_guard lock(limits->mutex);
+      std::size_t& managed = limits->managed[device_idx];
+      if (auto it = limits->limit.find(device_idx);
+          it != limits->limit.end() && (nbytes > it->second || managed > it->second - nbytes)) {
+        const std::size_t left = managed < it->second ? it->second - managed : 0;
+        throw MemoryError(
+            ErrorInfo{.what = fmt::format("the pool's limit of {} on this device would be passed: "
+                                          "its blocks hold {}, a block of {} was asked",
+                                          format_bytes(it->second), format_bytes(managed),
+                                          format_bytes(nbytes)),
+                      .call = "DeviceMemoryPool::allocate",
+                      .device = context.device(device_idx).description(),
+                      .hint = "Raise the limit (DeviceMemoryPool::set_limit), drop arrays that "
+                              "are no longer needed, or use smaller ones.",
+                      .location = SKEIN_HERE},
+            nbytes, left);
+      }
+      managed += nbytes;
+    }
+    Buffer block;
+    try {
+      block = base ? base(device_idx, nbytes) : Buffer::allocate(context, device_idx, nbytes);
+    } catch (...) {
+      std::lock_guard lock(limits->mutex);
+      limits->managed[device_idx] -= nbytes;
+      throw;
+    }
     if (block.size() < nbytes || block.device_idx() != device_idx || block.empty() ||
         block.context_id() != detail::impl_of(context).get()) {
+      {
+        std::lock_guard lock(limits->mutex);
+        limits->managed[device_idx] -= nbytes;
+      }
       detail::raise_in(SKEIN_HERE, "DeviceMemoryPool::allocate",
                        "The pool's base allocator must return a buffer of the pool's context, on "
                        "the requested device, of at least the requested size.",
@@ -170,10 +231,20 @@ struct DeviceMemoryPool::State {
                        block.context_id() == detail::impl_of(context).get() ? "" : " of another context",
                        nbytes, device_idx);
     }
-    return block;
+    std::shared_ptr<CountedBlock> counted;
+    try {
+      counted = std::make_shared<CountedBlock>(block, limits, nbytes);
+    } catch (...) {
+      std::lock_guard lock(limits->mutex);
+      limits->managed[device_idx] -= nbytes;
+      throw;
+    }
+    std::shared_ptr<detail::BufferAdapter> adapter(counted, block.adapter().get());
+    return Buffer(context, std::move(adapter), device_idx, block.offset(), block.size());
   }
 
   Context context;
+  std::shared_ptr<PoolLimits> limits;
   PoolCore<Buffer> core;
 };
 
@@ -229,6 +300,47 @@ Allocator DeviceMemoryPool::allocator() const {
 }
 
 MemoryPoolStatistics DeviceMemoryPool::statistics() const { return state_->core.statistics(); }
+
+void DeviceMemoryPool::set_limit(std::size_t device_idx, std::size_t bytes) const {
+  detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::set_limit");
+  std::lock_guard lock(state_->limits->mutex);
+  state_->limits->limit[device_idx] = bytes;
+}
+
+void DeviceMemoryPool::clear_limit(std::size_t device_idx) const {
+  detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::clear_limit");
+  std::lock_guard lock(state_->limits->mutex);
+  state_->limits->limit.erase(device_idx);
+}
+
+std::optional<std::size_t> DeviceMemoryPool::limit(std::size_t device_idx) const {
+  detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::limit");
+  std::lock_guard lock(state_->limits->mutex);
+  const auto it = state_->limits->limit.find(device_idx);
+  if (it == state_->limits->limit.end()) return std::nullopt;
+  return it->second;
+}
+
+std::size_t DeviceMemoryPool::managed_bytes(std::size_t device_idx) const {
+  detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::managed_bytes");
+  std::lock_guard lock(state_->limits->mutex);
+  const auto it = state_->limits->managed.find(device_idx);
+  return it == state_->limits->managed.end() ? 0 : it->second;
+}
+
+void DeviceMemoryPool::set_limit_from_free_memory(double fraction) const {
+  if (!(fraction > 0.0 && fraction <= 1.0)) {
+    detail::raise_in(SKEIN_HERE, "DeviceMemoryPool::set_limit_from_free_memory",
+                     "Pass a fraction of the free memory in (0, 1], e.g. 0.8.",
+                     "the fraction {} is not in (0, 1]", fraction);
+  }
+  const Context& context = state_->context;
+  for (std::size_t d = 0; d < context.num_devices(); ++d) {
+    const MemoryInfo info = memory_info(context, d);
+    const auto extra = static_cast<std::size_t>(static_cast<double>(info.free) * fraction);
+    set_limit(d, managed_bytes(d) + extra);
+  }
+}
 void DeviceMemoryPool::free_held() const { state_->core.free_held(); }
 void DeviceMemoryPool::stop_holding() const { state_->core.stop_holding(); }
 
@@ -296,6 +408,11 @@ class PooledHostBlock final : public detail::HostBufferAdapter {
 
   std::byte* data() const override { return block_.data(); }
   std::size_t size() const override { return requested_; }
+  HostMemoryFlags flags() const override { return block_.flags(); }
+  bool registered() const override { return block_.registered(); }
+  const detail::ContextAdapter* owner() const override {
+    return block_.adapter() ? block_.adapter()->owner() : nullptr;
+  }
 
  private:
   std::shared_ptr<PageLockedMemoryPool::State> pool_;

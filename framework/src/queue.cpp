@@ -20,7 +20,14 @@ std::vector<std::size_t> all_indices(const Context& context) {
 
 Queue::Queue(const Context& context) : Queue(context, all_indices(context)) {}
 
-Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs) {
+Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs)
+    : Queue(context, std::move(device_idxs), QueuePriority::low()) {}
+
+Queue::Queue(const Context& context, QueuePriority priority)
+    : Queue(context, all_indices(context), priority) {}
+
+Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs,
+             QueuePriority priority) {
   if (device_idxs.empty()) {
     detail::raise_in(SKEIN_HERE, "Queue", "Give at least one device index.",
                      "a queue needs at least one device");
@@ -33,7 +40,23 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs) {
       detail::raise_in(SKEIN_HERE, "Queue", "List each device index once.",
                        "device index {} is given twice", idx);
     }
-    impl->queues[idx] = detail::impl_of(context)->adapter->make_queue(idx);
+    auto& adapter = *detail::impl_of(context)->adapter;
+    const QueuePriorityRange range = adapter.queue_priority_range(idx);
+    int number = range.least;
+    if (priority.kind() == QueuePriority::Kind::high) number = range.greatest;
+    if (priority.kind() == QueuePriority::Kind::value) {
+      number = priority.number();
+      // CUDA's numbers: greatest <= least.
+      if (number < range.greatest || number > range.least) {
+        detail::raise_in(SKEIN_HERE, "Queue",
+                         "Pick a priority in the device's range (queue_priority_range()), or "
+                         "QueuePriority::high() / low() for its ends.",
+                         "priority {} is outside the range of {}: {} (most urgent) to {} (least "
+                         "urgent)",
+                         number, context.device(idx).description(), range.greatest, range.least);
+      }
+    }
+    impl->queues[idx] = adapter.make_queue(idx, number);
   }
   impl->device_idxs = std::move(device_idxs);
   impl_ = std::move(impl);
@@ -69,6 +92,8 @@ const std::vector<std::size_t>& Queue::device_idxs() const { return impl_->devic
 bool Queue::has_device(std::size_t device_idx) const {
   return device_idx < impl_->queues.size() && impl_->queues[device_idx] != nullptr;
 }
+
+int Queue::priority(std::size_t device_idx) const { return device_queue(device_idx).priority(); }
 
 detail::QueueAdapter& Queue::device_queue(std::size_t device_idx) const {
   if (!has_device(device_idx)) {

@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -48,6 +49,7 @@
 #include "skein/detail/backend.hpp"
 #include "skein/detail/env.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/detail/trace.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
 #include "host_reduce.hpp"
@@ -1316,9 +1318,25 @@ Communicator Communicator::split(int color, int key) const {
 
 namespace {
 
+// The NVTX name of each operation's range (skein/detail/trace.hpp), registered once.
+detail::TraceName trace_of(CollectiveOp op) {
+  constexpr std::size_t kOps = static_cast<std::size_t>(CollectiveOp::all_to_all) + 1;
+  static const std::array<detail::TraceName, kOps> names = [] {
+    std::array<detail::TraceName, kOps> result{};
+    for (std::size_t i = 0; i < kOps; ++i) {
+      const std::string text = fmt::format("collective {}", name(static_cast<CollectiveOp>(i)));
+      result[i] = detail::trace_name(text.c_str());  // NVTX copies the string
+    }
+    return result;
+  }();
+  const auto i = static_cast<std::size_t>(op);
+  return i < kOps ? names[i] : nullptr;
+}
+
 // Runs a checked call: the agreement check (collectives), the backend, and the events.
 std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue& queue) {
   detail::CollectiveCall& call = b.call();
+  detail::TraceRange trace(trace_of(call.op));
   auto& profile = detail::call_profile();
   // This call's phases; calls slower than 200 us in all (connection set-up on first use of a
   // peer or algorithm, a full queue) are left out of the averages.

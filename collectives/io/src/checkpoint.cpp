@@ -37,6 +37,7 @@
 #include <set>
 
 #include "skein/detail/errors.hpp"
+#include "skein/detail/trace.hpp"
 #include "skein/detail/sha256.hpp"
 #include "skein/communicator.hpp"
 
@@ -553,6 +554,8 @@ const CheckpointOptions& CheckpointManager::options() const { return impl_->opti
 
 CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const CheckpointArrays& arrays,
                                         const hdf5::Attributes& attributes) {
+  static const detail::TraceName trace_name = detail::trace_name("checkpoint write");
+  detail::TraceRange trace(trace_name);
   const std::string call = "CheckpointManager::write";
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("write step {} time {} arrays {{{}}} attributes {{{}}}", step, time_bits(time),
@@ -697,6 +700,8 @@ CheckpointInfo CheckpointManager::verify(std::int64_t step) {
 }
 
 CheckpointInfo CheckpointManager::restore(const CheckpointInfo& checkpoint, const CheckpointArrays& arrays) {
+  static const detail::TraceName trace_name = detail::trace_name("checkpoint restore");
+  detail::TraceRange trace(trace_name);
   const std::string call = "CheckpointManager::restore";
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("restore step {} file {} arrays {{{}}}", checkpoint.step,

@@ -36,6 +36,7 @@
 #include <mutex>
 
 #include "skein/detail/errors.hpp"
+#include "skein/detail/trace.hpp"
 #include "skein/communicator.hpp"
 #include "skein/error.hpp"
 
@@ -1459,7 +1460,20 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
 
 }  // namespace
 
+namespace {
+// NVTX ranges of the writes and reads (skein/detail/trace.hpp): registered once.
+skein::detail::TraceName trace_write() {
+  static const skein::detail::TraceName name = skein::detail::trace_name("hdf5 write");
+  return name;
+}
+skein::detail::TraceName trace_read() {
+  static const skein::detail::TraceName name = skein::detail::trace_name("hdf5 read");
+  return name;
+}
+}  // namespace
+
 void File::write(const std::string& name_in, const DistArray& array, const WriteOptions& options) {
+  skein::detail::TraceRange trace(trace_write());
   const std::string call = "hdf5::File::write";
   Impl& f = checked(call.c_str());
   const std::string name = normalise(name_in);
@@ -1510,6 +1524,7 @@ void File::write(const std::string& name_in, const DistArray& array, const Write
 }
 
 void File::read(const std::string& name_in, const DistArray& array) {
+  skein::detail::TraceRange trace(trace_read());
   const std::string call = "hdf5::File::read";
   Impl& f = checked(call.c_str());
   const std::string name = normalise(name_in);
@@ -1560,6 +1575,7 @@ void File::read(const std::string& name_in, const DistArray& array) {
 }
 
 void File::write(const std::string& name_in, const ReplicatedArray& array, const WriteOptions& options) {
+  skein::detail::TraceRange trace(trace_write());
   const std::string call = "hdf5::File::write";
   Impl& f = checked(call.c_str());
   const std::string name = normalise(name_in);
@@ -1617,6 +1633,7 @@ void File::read(const std::string& name, const ReplicatedArray& array) {
 void File::write_host(const std::string& name_in, std::span<const std::byte> data,
                       const std::optional<Shape>& shape_in, Dtype dtype, int root_rank,
                       const WriteOptions& options) {
+  skein::detail::TraceRange trace(trace_write());
   const std::string call = "hdf5::File::write_host";
   Impl& f = checked(call.c_str());
   const std::string name = normalise(name_in);

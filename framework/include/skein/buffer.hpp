@@ -81,13 +81,42 @@ namespace detail {
 class HostBufferAdapter;
 }
 
+// How page-locked host memory is made (PyCUDA's host_alloc_flags and mem_host_register_flags).
+struct HostMemoryFlags {
+  // Page-locked for every CUDA context of the process, not only the Skein context's first device
+  // (CU_MEMHOSTALLOC_PORTABLE / CU_MEMHOSTREGISTER_PORTABLE). OpenCL: a context's host memory is
+  // its every device's anyway.
+  bool portable = true;
+  // Write-combined (CU_MEMHOSTALLOC_WRITECOMBINED): faster for the host to write and for the
+  // device to read over PCIe, very slow for the host to read. Allocation only (register_host
+  // refuses it). OpenCL: no counterpart; accepted and without effect.
+  bool write_combined = false;
+  // Mapped into the devices' address space (CU_MEMHOSTALLOC_DEVICEMAP /
+  // CU_MEMHOSTREGISTER_DEVICEMAP): HostBuffer::device_buffer() gives a Buffer whose reads and
+  // writes by kernels go over the bus to this memory. CUDA only: OpenCL 1.2 leaves kernels' access
+  // to mapped host memory undefined, so both calls raise LogicError for it there.
+  bool device_mapped = false;
+  friend bool operator==(const HostMemoryFlags&, const HostMemoryFlags&) = default;
+};
+
 // Page-locked (pinned) host memory of a context, for truly asynchronous transfers.
 // Threads: as Buffer: the handle and its copies may be used from any number of threads at once;
 // the bytes are the caller's to guard.
 class SKEIN_EXPORT HostBuffer {
  public:
   HostBuffer() = default;
-  static HostBuffer allocate(const Context& context, std::size_t size);
+  // `size` bytes of page-locked memory (cuMemHostAlloc; OpenCL: a buffer with
+  // CL_MEM_ALLOC_HOST_PTR, kept mapped), freed when the last copy of the handle goes (PyCUDA's
+  // pagelocked_empty / HostAllocation).
+  static HostBuffer allocate(const Context& context, std::size_t size, HostMemoryFlags flags = {});
+  // Page-locks `size` bytes of the caller's memory at `data` in place (cuMemHostRegister; OpenCL:
+  // a buffer over it with CL_MEM_USE_HOST_PTR, kept mapped), so that transfers from and to it are
+  // asynchronous as with allocate(); data() is `data`. The registration ends (cuMemHostUnregister)
+  // when the last copy of the handle goes; the memory stays the caller's, who must keep it alive
+  // until then (PyCUDA's register_host_memory / RegisteredHostMemory). Refuses a null pointer, a
+  // size of 0, write_combined, and (CUDA) memory that is already registered, with LogicError.
+  static HostBuffer register_memory(const Context& context, void* data, std::size_t size,
+                                    HostMemoryFlags flags = {});
   // A host buffer over an adapter (PageLockedMemoryPool hands out its blocks this way).
   explicit HostBuffer(std::shared_ptr<detail::HostBufferAdapter> adapter)
       : adapter_(std::move(adapter)) {}
@@ -99,6 +128,18 @@ class SKEIN_EXPORT HostBuffer {
   std::span<T> as() const {
     return {reinterpret_cast<T*>(data()), size() / sizeof(T)};
   }
+  HostMemoryFlags flags() const;
+  // Whether the memory is the caller's, page-locked by register_memory().
+  bool registered() const;
+
+  // The device's view of this memory (PyCUDA's HostAllocation.get_device_pointer()): a Buffer of
+  // size() bytes on device `device_idx` of `context` (the context the memory was made for), which
+  // kernels read and write directly; the host sees their writes once the queue is synchronized.
+  // Needs flags().device_mapped (LogicError otherwise, and for memory of another context). The
+  // Buffer keeps the memory page-locked (and, for allocate(), allocated).
+  Buffer device_buffer(const Context& context, std::size_t device_idx) const;
+
+  const std::shared_ptr<detail::HostBufferAdapter>& adapter() const { return adapter_; }
 
  private:
   std::shared_ptr<detail::HostBufferAdapter> adapter_;

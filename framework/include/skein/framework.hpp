@@ -13,6 +13,7 @@
 #include "skein/ctypes.hpp"
 #include "skein/device.hpp"
 #include "skein/device_parameters.hpp"
+#include "skein/driver.hpp"
 #include "skein/dtype.hpp"
 #include "skein/elementwise.hpp"
 #include "skein/error.hpp"

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "skein/array.hpp"
 #include "skein/buffer.hpp"
@@ -89,6 +90,21 @@ class SKEIN_EXPORT DeviceMemoryPool {
   // From now on, blocks given back are freed at once instead of being held; frees the held ones.
   // For a pool that falls out of use while some of its blocks are still active.
   void stop_holding() const;
+
+  // A cap on the bytes of the blocks this pool has allocated on one device and not freed (active
+  // and held, their rounded-up sizes: managed_bytes(device_idx)). A request that needs a new block
+  // past the limit makes the pool free its held blocks and try again; if it still does not fit,
+  // allocate() raises MemoryError with the requested size and what is left under the limit.
+  // Lowering a limit below what the pool holds frees nothing by itself. No limit by default.
+  void set_limit(std::size_t device_idx, std::size_t bytes) const;
+  void clear_limit(std::size_t device_idx) const;
+  std::optional<std::size_t> limit(std::size_t device_idx) const;
+  // Bytes of the blocks the pool has allocated on one device and not freed.
+  std::size_t managed_bytes(std::size_t device_idx) const;
+  // Sets each device's limit to managed_bytes(device_idx) plus `fraction` (in (0, 1]) of the
+  // device's free memory now (memory_info() of skein/driver.hpp; on OpenCL an estimate), e.g.
+  // 0.8 to leave a fifth of the free memory to other code.
+  void set_limit_from_free_memory(double fraction) const;
 
   // The bin of a request, and the size of the blocks of a bin (the largest request of the bin).
   static std::uint32_t bin_number(std::size_t nbytes);

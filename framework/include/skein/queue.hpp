@@ -16,6 +16,30 @@ class QueueAdapter;
 struct ImplAccess;
 }
 
+// The priority of a new queue's streams (PyCUDA's Stream(priority=...)), resolved per device
+// against its range (queue_priority_range() in skein/driver.hpp): low() is the range's least
+// urgent end, the default of every queue; high() its most urgent end; value(p) a number of the
+// range in CUDA's terms (lower is more urgent). On CUDA, work of a high-priority stream is
+// scheduled before pending work of lower ones (e.g. halo exchanges ahead of the interior update).
+// OpenCL has no priorities (the range is {0, 0}): low() and high() both give 0, and value(p)
+// refuses any p but 0.
+class QueuePriority {
+ public:
+  constexpr QueuePriority() = default;
+  static constexpr QueuePriority low() { return QueuePriority(Kind::low, 0); }
+  static constexpr QueuePriority high() { return QueuePriority(Kind::high, 0); }
+  static constexpr QueuePriority value(int priority) { return QueuePriority(Kind::value, priority); }
+
+  enum class Kind { low, high, value };
+  constexpr Kind kind() const { return kind_; }
+  constexpr int number() const { return number_; }
+
+ private:
+  constexpr QueuePriority(Kind kind, int number) : kind_(kind), number_(number) {}
+  Kind kind_ = Kind::low;
+  int number_ = 0;
+};
+
 // A cheap handle: copies are the same queue (the same streams / command queues and pool).
 // Threads: a Queue and its copies may take work from several threads at once (CUDA streams and
 // OpenCL command queues accept it, the temporaries pool is locked, and the CUDA backend's event
@@ -27,6 +51,10 @@ class SKEIN_EXPORT Queue {
   explicit Queue(const Context& context);
   // A queue on the given devices (indices in the context).
   Queue(const Context& context, std::vector<std::size_t> device_idxs);
+  // With a priority (every device of the queue): a priority outside a device's range raises
+  // LogicError naming the device and its range.
+  Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority);
+  Queue(const Context& context, QueuePriority priority);
   static Queue on_device_idxs(const Context& context, std::vector<std::size_t> device_idxs) {
     return Queue(context, std::move(device_idxs));
   }
@@ -34,6 +62,9 @@ class SKEIN_EXPORT Queue {
   const Context& context() const;
   const std::vector<std::size_t>& device_idxs() const;
   bool has_device(std::size_t device_idx) const;
+  // The priority of the queue's stream on one device, as the driver reports it
+  // (cuStreamGetPriority; 0 on OpenCL).
+  int priority(std::size_t device_idx) const;
 
   // Blocks until the work enqueued on every device of the queue is done.
   void synchronize() const;

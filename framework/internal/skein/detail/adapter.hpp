@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "skein/api.hpp"
+#include "skein/buffer.hpp"
+#include "skein/driver.hpp"
 #include "skein/device_parameters.hpp"
 #include "skein/export.hpp"
 #include "skein/program.hpp"
@@ -77,11 +79,18 @@ class SKEIN_EXPORT BufferAdapter {
 };
 
 // Page-locked host memory usable for asynchronous transfers with every device of the context.
+// Allocated by the backend (allocate_host) or the caller's memory page-locked in place
+// (register_host: unregistered, never freed, when the adapter goes).
 class SKEIN_EXPORT HostBufferAdapter {
  public:
   virtual ~HostBufferAdapter() = default;
   virtual std::byte* data() const = 0;
   virtual std::size_t size() const = 0;
+  virtual HostMemoryFlags flags() const = 0;
+  // Whether the memory is the caller's (register_host) rather than allocated by the backend.
+  virtual bool registered() const = 0;
+  // The context adapter the memory was page-locked for (identity only, for checks).
+  virtual const ContextAdapter* owner() const = 0;
 };
 
 // The queue of one device (a CUDA stream or an OpenCL command queue). In-order.
@@ -108,6 +117,8 @@ class SKEIN_EXPORT QueueAdapter {
   virtual void wait_for_queue(QueueAdapter& other) = 0;
   // CUstream or cl_command_queue.
   virtual std::uintptr_t native() const = 0;
+  // The priority the queue was made with (cuStreamGetPriority; 0 where the backend has none).
+  virtual int priority() const = 0;
 };
 
 // A kernel's launch geometry on one device: OpenCL's global and local sizes.
@@ -163,12 +174,35 @@ class SKEIN_EXPORT ContextAdapter {
  public:
   virtual ~ContextAdapter() = default;
   virtual const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const = 0;
-  virtual std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx) = 0;
+  // `priority` lies in queue_priority_range(device_idx) (the front-end checked it).
+  virtual std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) = 0;
+  virtual QueuePriorityRange queue_priority_range(std::size_t device_idx) = 0;
   // Throws MemoryError when it does not fit.
   virtual std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) = 0;
-  virtual std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size) = 0;
-  // Whether `from`'s kernels can read and write memory allocated on `to`.
+  // Page-locked host memory; throws LogicError for flags the backend cannot honour.
+  virtual std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size,
+                                                           HostMemoryFlags flags) = 0;
+  // Page-locks `size` bytes at `data` (non-null, size > 0: the front-end checked) in place.
+  virtual std::shared_ptr<HostBufferAdapter> register_host(void* data, std::size_t size,
+                                                           HostMemoryFlags flags) = 0;
+  // The device's view of mapped page-locked memory of this context (flags().device_mapped);
+  // the buffer keeps `host` alive.
+  virtual std::shared_ptr<BufferAdapter> mapped_device_buffer(
+      const std::shared_ptr<HostBufferAdapter>& host, std::size_t device_idx) = 0;
+  virtual MemoryInfo memory_info(std::size_t device_idx) = 0;
+  virtual std::size_t get_limit(std::size_t device_idx, ContextLimit limit) = 0;
+  virtual void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) = 0;
+  virtual CacheConfig get_cache_config(std::size_t device_idx) = 0;
+  virtual void set_cache_config(std::size_t device_idx, CacheConfig config) = 0;
+  // Whether `from`'s kernels can read and write memory allocated on `to` (now).
   virtual bool can_access(std::size_t from_device_idx, std::size_t to_device_idx) const = 0;
+  // Whether the hardware allows it (indices checked, distinct devices).
+  virtual bool can_access_peer(std::size_t from_device_idx, std::size_t to_device_idx) const = 0;
+  // Turns access of `from` to `to` on or off (indices checked, distinct devices).
+  virtual void set_peer_access(std::size_t from_device_idx, std::size_t to_device_idx,
+                               bool enable) = 0;
+  // cuProfilerStart / cuProfilerStop on every device (start: true).
+  virtual void profiler(bool start) = 0;
   virtual void deactivate() {}
   // The prelude for this backend (without FAST_MATH).
   virtual std::string_view prelude() const = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include <string>
 
@@ -34,17 +35,30 @@ namespace skein::detail {
   X(cuCtxDestroy)                                 \
   X(cuCtxSynchronize)                             \
   X(cuCtxEnablePeerAccess)                        \
+  X(cuCtxDisablePeerAccess)                       \
+  X(cuCtxGetStreamPriorityRange)                  \
+  X(cuCtxGetLimit)                                \
+  X(cuCtxSetLimit)                                \
+  X(cuCtxGetCacheConfig)                          \
+  X(cuCtxSetCacheConfig)                          \
+  X(cuProfilerStart)                              \
+  X(cuProfilerStop)                               \
   X(cuMemGetInfo)                                 \
   X(cuMemAlloc)                                   \
   X(cuMemFree)                                    \
   X(cuMemHostAlloc)                               \
   X(cuMemFreeHost)                                \
+  X(cuMemHostRegister)                            \
+  X(cuMemHostUnregister)                          \
+  X(cuMemHostGetDevicePointer)                    \
   X(cuMemcpyHtoDAsync)                            \
   X(cuMemcpyDtoHAsync)                            \
   X(cuMemcpyDtoDAsync)                            \
   X(cuMemcpyPeerAsync)                            \
   X(cuMemsetD8Async)                              \
   X(cuStreamCreate)                               \
+  X(cuStreamCreateWithPriority)                   \
+  X(cuStreamGetPriority)                          \
   X(cuStreamDestroy)                              \
   X(cuStreamSynchronize)                          \
   X(cuStreamWaitEvent)                            \
