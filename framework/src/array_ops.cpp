@@ -1,10 +1,11 @@
 // pygpu's array operations (skein/array_ops.hpp): copies in a memory order, concatenate, stack,
-// take, transfer between contexts, may_share_memory.
+// vstack, hstack, dstack, split, array_split, take, transfer between contexts, may_share_memory.
 #include "skein/array_ops.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -231,6 +232,105 @@ Array stack(const Queue& queue, const std::vector<Array>& arrays, std::size_t ax
   part_strides.erase(part_strides.begin() + static_cast<std::ptrdiff_t>(axis));
   copy_parts(queue, arrays, [&](std::size_t k) { return out.view(k * step, first.shape(), part_strides); });
   return out;
+}
+
+namespace {
+// `a` seen with extra dimensions of size 1: `before` of them in front, `after` at the end.
+Array with_unit_dims(const Array& a, std::size_t before, std::size_t after) {
+  Shape shape(before, 1);
+  Strides strides(before, a.itemsize());
+  shape.insert(shape.end(), a.shape().begin(), a.shape().end());
+  strides.insert(strides.end(), a.strides().begin(), a.strides().end());
+  shape.insert(shape.end(), after, 1);
+  strides.insert(strides.end(), after, a.itemsize());
+  return Array(a.queue(), a.data(), std::move(shape), a.dtype(), std::move(strides), a.offset());
+}
+
+std::vector<Array> at_least(const std::vector<Array>& arrays, bool three) {
+  std::vector<Array> out;
+  for (const Array& a : arrays) {
+    if (a.ndim() == 1) {
+      out.push_back(with_unit_dims(a, 1, three ? 1 : 0));
+    } else if (a.ndim() == 2 && three) {
+      out.push_back(with_unit_dims(a, 0, 1));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+// The part [begin, end) of `a` along `axis`, a view.
+Array part(const Array& a, std::size_t axis, std::size_t begin, std::size_t end) {
+  Shape shape = a.shape();
+  shape[axis] = end - begin;
+  return Array(a.queue(), a.data(), std::move(shape), a.dtype(), a.strides(),
+               a.offset() + begin * a.strides()[axis]);
+}
+
+void check_split_axis(const Array& a, std::size_t axis, const char* call) {
+  if (axis >= a.ndim()) {
+    detail::raise_in(SKEIN_HERE, call, "Give an axis below the array's number of dimensions.",
+                     "axis {} of an array of shape {}", axis, to_string(a.shape()));
+  }
+}
+
+std::vector<Array> sections_of(const Array& a, std::size_t sections, std::size_t axis, const char* call) {
+  check_split_axis(a, axis, call);
+  if (sections == 0) {
+    detail::raise_in(SKEIN_HERE, call, "Ask for at least one section.", "0 sections of axis {} of shape {}",
+                     axis, to_string(a.shape()));
+  }
+  const std::size_t n = a.shape()[axis], base = n / sections, longer = n % sections;
+  std::vector<Array> out;
+  std::size_t begin = 0;
+  for (std::size_t k = 0; k < sections; ++k) {
+    const std::size_t len = base + (k < longer ? 1 : 0);
+    out.push_back(part(a, axis, begin, begin + len));
+    begin += len;
+  }
+  return out;
+}
+}  // namespace
+
+Array vstack(const Queue& queue, const std::vector<Array>& arrays) {
+  return concatenate(queue, at_least(arrays, false), 0);
+}
+
+Array hstack(const Queue& queue, const std::vector<Array>& arrays) {
+  return concatenate(queue, arrays, !arrays.empty() && arrays.front().ndim() == 1 ? 0 : 1);
+}
+
+Array dstack(const Queue& queue, const std::vector<Array>& arrays) {
+  return concatenate(queue, at_least(arrays, true), 2);
+}
+
+std::vector<Array> split(const Array& a, std::size_t sections, std::size_t axis) {
+  check_split_axis(a, axis, "skein::split");
+  if (sections != 0 && a.shape()[axis] % sections != 0) {
+    detail::raise_in(SKEIN_HERE, "skein::split",
+                     "Ask for a number of sections that divides the axis, or use array_split().",
+                     "axis {} of shape {} ({} elements) does not split into {} equal sections", axis,
+                     to_string(a.shape()), a.shape()[axis], sections);
+  }
+  return sections_of(a, sections, axis, "skein::split");
+}
+
+std::vector<Array> split(const Array& a, const std::vector<std::size_t>& indices, std::size_t axis) {
+  check_split_axis(a, axis, "skein::split");
+  const std::size_t n = a.shape()[axis];
+  std::vector<Array> out;
+  std::size_t begin = 0;
+  for (std::size_t k = 0; k <= indices.size(); ++k) {
+    const std::size_t end = k < indices.size() ? std::min(indices[k], n) : n;
+    out.push_back(part(a, axis, begin, std::max(begin, end)));
+    begin = end;
+  }
+  return out;
+}
+
+std::vector<Array> array_split(const Array& a, std::size_t sections, std::size_t axis) {
+  return sections_of(a, sections, axis, "skein::array_split");
 }
 
 Array take(const Queue& queue, const Array& a, const Array& indices, std::size_t axis, TakeMode mode) {

@@ -251,6 +251,71 @@ TEST_P(ArrayOps, Stack) {
   expect_logic_error([&] { stack(queue, {}); }, {"no arrays"});
 }
 
+TEST_P(ArrayOps, SplitsAndStackVariants) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const auto host = numbered(7 * 6, 4);
+  auto a = Array::from_host(queue, host, {7, 6});
+  // Host reference: rows / columns [b, e) of the (7, 6) host array, C order.
+  auto block = [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+    std::vector<std::int32_t> out;
+    for (std::size_t r = r0; r < r1; ++r)
+      for (std::size_t c = c0; c < c1; ++c) out.push_back(host[r * 6 + c]);
+    return out;
+  };
+  auto cols = split(a, 3, 1);  // views, no copy
+  ASSERT_EQ(cols.size(), 3u);
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(cols[k].shape(), (Shape{7, 2}));
+    EXPECT_TRUE(may_share_memory(a, cols[k]));
+    EXPECT_EQ(cols[k].get<std::int32_t>(), block(0, 7, 2 * k, 2 * k + 2));
+  }
+  auto rows = array_split(a, 3);  // 7 = 3 + 2 + 2
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].get<std::int32_t>(), block(0, 3, 0, 6));
+  EXPECT_EQ(rows[1].get<std::int32_t>(), block(3, 5, 0, 6));
+  EXPECT_EQ(rows[2].get<std::int32_t>(), block(5, 7, 0, 6));
+  EXPECT_EQ(array_split(a, 9).back().shape(), (Shape{0, 6}));  // more sections than rows
+  auto at = split(a, std::vector<std::size_t>{2, 5, 3, 40});
+  ASSERT_EQ(at.size(), 5u);
+  EXPECT_EQ(at[0].get<std::int32_t>(), block(0, 2, 0, 6));
+  EXPECT_EQ(at[1].get<std::int32_t>(), block(2, 5, 0, 6));
+  EXPECT_EQ(at[2].size(), 0u);                              // 3 < 5: empty
+  EXPECT_EQ(at[3].get<std::int32_t>(), block(3, 7, 0, 6));  // from 3 to the end (40 -> 7)
+  EXPECT_EQ(at[4].size(), 0u);
+  // The parts join back to the whole.
+  EXPECT_EQ(concatenate(queue, rows).get<std::int32_t>(), host);
+  EXPECT_EQ(hstack(queue, cols).get<std::int32_t>(), host);
+  expect_logic_error([&] { split(a, 4); }, {"skein::split", "does not split into 4 equal sections", "array_split"});
+  expect_logic_error([&] { split(a, 2, 2); }, {"axis 2"});
+  expect_logic_error([&] { array_split(a, 0); }, {"0 sections"});
+
+  // vstack / hstack / dstack of 1-D and 2-D arrays (one a strided column view).
+  auto v1 = Array::from_host(queue, numbered(6, 1));
+  auto v2 = Array::from_host(queue, numbered(6, 2));
+  const auto h1 = numbered(6, 1), h2 = numbered(6, 2);
+  std::vector<std::int32_t> both(h1);
+  both.insert(both.end(), h2.begin(), h2.end());
+  auto vs = vstack(queue, {v1, v2, a.slice(0, 1)});
+  EXPECT_EQ(vs.shape(), (Shape{3, 6}));
+  auto vref = both;
+  vref.insert(vref.end(), host.begin(), host.begin() + 6);
+  EXPECT_EQ(vs.get<std::int32_t>(), vref);
+  EXPECT_EQ(hstack(queue, {v1, v2}).get<std::int32_t>(), both);
+  auto ds = dstack(queue, {v1, v2});
+  EXPECT_EQ(ds.shape(), (Shape{1, 6, 2}));
+  std::vector<std::int32_t> dref;
+  for (std::size_t i = 0; i < 6; ++i) { dref.push_back(h1[i]); dref.push_back(h2[i]); }
+  EXPECT_EQ(ds.get<std::int32_t>(), dref);
+  auto d2 = dstack(queue, {cols[0], cols[2]});  // (7, 2) strided views -> (7, 2, 2)
+  EXPECT_EQ(d2.shape(), (Shape{7, 2, 2}));
+  std::vector<std::int32_t> d2ref;
+  for (std::size_t r = 0; r < 7; ++r)
+    for (std::size_t c = 0; c < 2; ++c) { d2ref.push_back(host[r * 6 + c]); d2ref.push_back(host[r * 6 + 4 + c]); }
+  EXPECT_EQ(d2.get<std::int32_t>(), d2ref);
+  expect_logic_error([&] { dstack(queue, {a, cols[0]}); }, {"differ on axis 1"});
+}
+
 TEST_P(ArrayOps, Take) {
   auto ctx = context();
   Queue queue(ctx);

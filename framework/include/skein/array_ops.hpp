@@ -1,6 +1,6 @@
 // Operations on whole arrays after pygpu's (and NumPy's) array API: copies in a memory order,
-// concatenate and stack, take (gather by index), copies into another context, and
-// may_share_memory. Views without copies (transpose, Fortran-ordered arrays, flags) are members
+// concatenate and stack (and vstack, hstack, dstack), split, take (gather by index), copies into
+// another context, and may_share_memory. Views without copies (transpose, Fortran-ordered arrays, flags) are members
 // of Array (skein/array.hpp); reductions along any axes are ReductionArgs::axis / axes
 // (skein/reduction.hpp).
 //
@@ -35,6 +35,24 @@ SKEIN_EXPORT Array concatenate(const Queue& queue, const std::vector<Array>& arr
 // NumPy's stack: the arrays (one dtype, equal shapes, one device; at least one) joined along a new
 // axis at position `axis` (0 .. ndim).
 SKEIN_EXPORT Array stack(const Queue& queue, const std::vector<Array>& arrays, std::size_t axis = 0);
+
+// NumPy's vstack, hstack, dstack (pygpu.operations'): concatenate along axis 0 after making 1-D
+// arrays (N) rows (1, N); along axis 0 for 1-D arrays, 1 otherwise; along axis 2 after making
+// (N) into (1, N, 1) and (M, N) into (M, N, 1).
+SKEIN_EXPORT Array vstack(const Queue& queue, const std::vector<Array>& arrays);
+SKEIN_EXPORT Array hstack(const Queue& queue, const std::vector<Array>& arrays);
+SKEIN_EXPORT Array dstack(const Queue& queue, const std::vector<Array>& arrays);
+
+// NumPy's split and array_split: views of `a` (no copy, no device work) along `axis`.
+// split(a, sections): that many equal parts (LogicError when they cannot be equal);
+// array_split(a, sections): the first shape[axis] % sections parts one element longer;
+// split(a, indices): the parts [0, i0), [i0, i1), ..., [ik, shape[axis]), indices past the end
+// taken as the end (a part is empty when an index is below the one before, as NumPy).
+SKEIN_EXPORT std::vector<Array> split(const Array& a, std::size_t sections, std::size_t axis = 0);
+SKEIN_EXPORT std::vector<Array> split(const Array& a, const std::vector<std::size_t>& indices,
+                                      std::size_t axis = 0);
+SKEIN_EXPORT std::vector<Array> array_split(const Array& a, std::size_t sections,
+                                            std::size_t axis = 0);
 
 // What take() does with an index outside [-n, n) for an axis of n elements (NumPy's mode=).
 enum class TakeMode {
