@@ -26,6 +26,16 @@ Strides contiguous_strides(const Shape& shape, std::size_t itemsize) {
   return strides;
 }
 
+Strides fortran_strides(const Shape& shape, std::size_t itemsize) {
+  Strides strides(shape.size());
+  std::size_t stride = itemsize;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
 std::string to_string(const Shape& shape) { return fmt::format("({})", fmt::join(shape, ", ")); }
 
 namespace {
@@ -102,6 +112,70 @@ Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype,
 }
 
 bool Array::is_contiguous() const { return strides_ == contiguous_strides(shape_, itemsize()); }
+
+Array Array::empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
+                   std::optional<std::size_t> device_idx, const Allocator& allocator) {
+  Array a = empty(queue, std::move(shape), dtype, device_idx, allocator);
+  if (order == Order::F) a.strides_ = fortran_strides(a.shape_, a.itemsize());
+  return a;
+}
+
+Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
+                   std::optional<std::size_t> device_idx, const Allocator& allocator) {
+  Array a = empty(queue, std::move(shape), dtype, order, device_idx, allocator);
+  if (a.nbytes() > 0) {
+    queue.device_queue(a.device_idx_).fill_zero(*a.data_.adapter(), a.data_.offset() + a.offset_,
+                                                a.nbytes());
+  }
+  return a;
+}
+
+namespace {
+// NumPy's rule: the strides of dimensions of size > 1, walked from the fastest, are those of a
+// dense block.
+bool dense_in(const Shape& shape, const Strides& strides, std::size_t itemsize, bool fortran) {
+  if (shape_size(shape) == 0) return true;
+  std::size_t expected = itemsize;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    const std::size_t d = fortran ? k : shape.size() - 1 - k;
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+}  // namespace
+
+bool Array::is_c_contiguous() const { return dense_in(shape_, strides_, itemsize(), false); }
+bool Array::is_f_contiguous() const { return dense_in(shape_, strides_, itemsize(), true); }
+
+Array Array::transpose() const {
+  std::vector<std::size_t> axes(shape_.size());
+  for (std::size_t k = 0; k < axes.size(); ++k) axes[k] = axes.size() - 1 - k;
+  return transpose(axes);
+}
+
+Array Array::transpose(const std::vector<std::size_t>& axes) const {
+  std::vector<bool> seen(shape_.size(), false);
+  bool ok = axes.size() == shape_.size();
+  for (std::size_t k = 0; ok && k < axes.size(); ++k) {
+    ok = axes[k] < shape_.size() && !seen[axes[k]];
+    if (ok) seen[axes[k]] = true;
+  }
+  if (!ok) {
+    detail::raise_in(SKEIN_HERE, "Array::transpose",
+                     "Give each axis 0 .. ndim-1 exactly once (a permutation).",
+                     "axes ({}) are not a permutation of the {} axes of an array of shape {}",
+                     fmt::join(axes, ", "), shape_.size(), to_string(shape_));
+  }
+  Shape shape(axes.size());
+  Strides strides(axes.size());
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    shape[k] = shape_[axes[k]];
+    strides[k] = strides_[axes[k]];
+  }
+  return Array(queue_, data_, std::move(shape), dtype_, std::move(strides), offset_);
+}
 
 void Array::check_host_type(Dtype host, const char* call) const {
   if (host != dtype_) {

@@ -24,6 +24,12 @@ using Allocator = std::function<Buffer(std::size_t device_idx, std::size_t nbyte
 
 SKEIN_EXPORT std::size_t shape_size(const Shape& shape);
 SKEIN_EXPORT Strides contiguous_strides(const Shape& shape, std::size_t itemsize);
+// Column-major strides (NumPy's order='F'): the first index varies fastest.
+SKEIN_EXPORT Strides fortran_strides(const Shape& shape, std::size_t itemsize);
+
+// Memory layout of a new array (NumPy's and pygpu's order=): C is row-major (the last index varies
+// fastest), F column-major (the first index varies fastest).
+enum class Order { C, F };
 SKEIN_EXPORT std::string to_string(const Shape& shape);
 
 // A cheap handle: copies and views share the buffer.
@@ -38,6 +44,13 @@ class SKEIN_EXPORT Array {
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
   static Array zeros(const Queue& queue, Shape shape, Dtype dtype,
+                     std::optional<std::size_t> device_idx = std::nullopt,
+                     const Allocator& allocator = {});
+  // The same in the given memory order (pygpu's empty(..., order='F')).
+  static Array empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
+                     std::optional<std::size_t> device_idx = std::nullopt,
+                     const Allocator& allocator = {});
+  static Array zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
   // A new array holding a copy of host data; the shape defaults to 1-D.
@@ -70,7 +83,13 @@ class SKEIN_EXPORT Array {
   std::size_t nbytes() const { return size() * itemsize(); }
   // Byte offset of element (0, ..., 0) in data().
   std::size_t offset() const { return offset_; }
+  // Exactly C-ordered strides (what set(), reshape() and raw kernel arguments need).
   bool is_contiguous() const;
+  // NumPy's flags (pygpu's flags.c_contiguous, f_contiguous): the elements fill a block of size()
+  // items in C (row-major) / Fortran (column-major) order; strides of dimensions of size 1 do not
+  // count, and an empty array is both. A 1-D contiguous array is both.
+  bool is_c_contiguous() const;
+  bool is_f_contiguous() const;
 
   // Device -> host into `dest` (dest.size() == size()); works for strided views too.
   void get(std::span<std::byte> dest, Sync sync = Sync::blocking) const;
@@ -107,6 +126,12 @@ class SKEIN_EXPORT Array {
   Array view(std::size_t element_offset, Shape shape, Strides strides = {}) const;
   // The same data seen as another shape with the same number of elements (contiguous only).
   Array reshape(Shape shape) const;
+  // Views with the axes permuted (NumPy's and pygpu's transpose, T): transpose() reverses them,
+  // transpose(axes) puts the input's axis axes[k] at position k (a permutation of 0 .. ndim-1).
+  // No copy: the result shares the buffer (copy() or ascontiguousarray() in
+  // skein/array_ops.hpp make a C-ordered copy).
+  Array transpose() const;
+  Array transpose(const std::vector<std::size_t>& axes) const;
   // The same memory used from another device of the queue (peer access on CUDA; OpenCL buffers
   // belong to the whole context).
   Array single_device_view(std::size_t device_idx) const;

@@ -7,6 +7,7 @@
 #include "skein/config.hpp"
 #include "skein/api.hpp"
 #include "skein/array.hpp"
+#include "skein/array_ops.hpp"
 #include "skein/blas.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"

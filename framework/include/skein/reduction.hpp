@@ -82,14 +82,21 @@ struct ReductionOptions {
 
 // Per-call settings.
 struct ReductionArgs {
-  // Reduce a 2-D array along this axis only (0: one result per column, 1: one per row); the
-  // output is then 1-D. Without it, the whole array reduces to one element.
+  // Reduce along this axis only (NumPy's axis=): the output has the other dimensions of the
+  // inputs' broadcast shape, in order (shape {1} when nothing is left). 2-D arrays: 0 gives one
+  // result per column, 1 one per row. Without it (and without `axes`), the whole array reduces to
+  // one element.
   std::optional<std::size_t> axis;
   // Where to write the result: a contiguous array of the output's dtype with 1 element (whole
   // array) or the reduced shape (per axis). Without it, a new array is returned.
   std::optional<Array> out;
   // The canonical tree (see above) instead of the device's fastest order (whole-array only).
   bool deterministic = false;
+  // Reduce along several axes at once (NumPy's axis=(0, 2)): any order, no repeats, each below
+  // the number of dimensions; not together with `axis`. The output is as for `axis`.
+  // Per-axis reductions of any number of dimensions combine each output's elements in an order
+  // fixed by the shape and the device's group size, so they are deterministic on one device.
+  std::vector<std::size_t> axes;
 };
 
 // One maximal node of the canonical tree that a piece of the global range contributes.
@@ -112,8 +119,8 @@ class SKEIN_EXPORT ReductionKernel {
 
   // Whole-array (or per-axis) reduction on the device of the array inputs, enqueued on `queue`;
   // nothing is waited for. Returns the output (args.out or a new array on that device).
-  // LogicError as for ElementwiseKernel, and for an axis on arrays that are not 2-D, or a
-  // deterministic per-axis reduction.
+  // LogicError as for ElementwiseKernel, and for an axis past the inputs' dimensions, repeated
+  // axes, both axis and axes, or a deterministic per-axis reduction.
   Array operator()(const Queue& queue, std::span<const Operand> inputs,
                    const ReductionArgs& args = {}) const;
   Array operator()(const Queue& queue, std::initializer_list<Operand> inputs,
