@@ -1539,7 +1539,7 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
   // Whole-array reductions with an array among the inputs go through the kept plans.
   detail::ew::CallKey key;
   const bool keyed =
-      !args.axis && !args.deterministic &&
+      !args.axis && args.axes.empty() && !args.deterministic &&
       std::any_of(inputs.begin(), inputs.end(), [](const Operand& o) { return o.is_array(); }) &&
       detail::ew::make_key(inputs, key);
   if (keyed) {
