@@ -39,6 +39,7 @@
 #include <type_traits>
 
 #include "skein/detail/adapter.hpp"
+#include "skein/detail/agreement.hpp"
 #include "skein/detail/backend.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
@@ -275,7 +276,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
 
   int tag(int src_member, int dst_member) const {
     const long long t = static_cast<long long>(src_member) * static_cast<long long>(size_) + dst_member;
-    if (t > tag_ub_) {
+    // tag_ub_ itself is the roll call's (execute()).
+    if (t >= tag_ub_) {
       throw RuntimeError(ErrorInfo{
           .what = fmt::format("{} members are too many for this MPI library's tags (MPI_TAG_UB {})",
                               size_, tag_ub_),
@@ -576,7 +578,18 @@ class MpiBackend final : public CollectiveBackendAdapter {
     } else {
       what = fmt::format("MPI's part of a group of {} operations", calls.size());
     }
-    wait_requests(requests, deadline, what);
+    ++executions_;
+    try {
+      wait_requests(requests, deadline, what);
+    } catch (const TimeoutError& e) {
+      // Which ranks are gone: every rank that timed out answers a roll call (on a tag that no
+      // member-to-member tag reaches, see tag()), the others are named as lost.
+      if (ranks_ <= 1) throw;
+      throw TimeoutError(ErrorInfo{
+          .what = fmt::format("{}; {}", e.info().what,
+                              absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend")),
+          .call = e.info().call});
+    }
     for (auto& p : plans) finish(p);
   }
 
@@ -589,6 +602,7 @@ class MpiBackend final : public CollectiveBackendAdapter {
   int rank_ = 0;
   int ranks_ = 1;
   int tag_ub_ = 32767;
+  std::uint64_t executions_ = 0;  // numbers execute()'s waits, for the roll call after a timeout
   bool cuda_aware_ = false;
   bool aborted_ = false;
   int group_depth_ = 0;

@@ -170,31 +170,35 @@ void Agreement::check_usable(const std::string& call) const {
   }
 }
 
-std::vector<std::pair<int, std::uint64_t>> Agreement::roll_call(std::uint64_t step) {
-  std::vector<std::pair<int, std::uint64_t>> present{{rank_, step}};
-  if (size_ <= 1) return present;
+std::vector<std::pair<int, std::uint64_t>> roll_call(MPI_Comm comm, int tag, std::uint64_t step,
+                                                     double timeout_s, const std::string& subject) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<std::pair<int, std::uint64_t>> present{{rank, step}};
+  if (size <= 1) return present;
   // Buffers MPI may still touch after this returns (sends to ranks that never receive): kept.
   auto mine = std::make_shared<std::uint64_t>(step);
-  auto answers = std::make_shared<std::vector<std::uint64_t>>(static_cast<std::size_t>(size_), 0);
-  std::vector<MPI_Request> receives(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
+  auto answers = std::make_shared<std::vector<std::uint64_t>>(static_cast<std::size_t>(size), 0);
+  std::vector<MPI_Request> receives(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
     MPI_Request send = MPI_REQUEST_NULL;
-    if (MPI_Isend(mine.get(), 1, MPI_UINT64_T, r, kRollCallTag, comm_, &send) == MPI_SUCCESS) {
+    if (MPI_Isend(mine.get(), 1, MPI_UINT64_T, r, tag, comm, &send) == MPI_SUCCESS) {
       MPI_Request_free(&send);
     }
-    MPI_Irecv(&(*answers)[static_cast<std::size_t>(r)], 1, MPI_UINT64_T, r, kRollCallTag, comm_,
+    MPI_Irecv(&(*answers)[static_cast<std::size_t>(r)], 1, MPI_UINT64_T, r, tag, comm,
               &receives[static_cast<std::size_t>(r)]);
   }
   // The others time out when their own deadline passes, a little before or after this rank.
-  const double grace = std::min(2.0, std::max(0.5, timeout_s_));
+  const double grace = std::min(2.0, std::max(0.5, timeout_s));
   const auto until = deadline_after(grace);
-  std::vector<bool> answered(static_cast<std::size_t>(size_), false);
+  std::vector<bool> answered(static_cast<std::size_t>(size), false);
   for (;;) {
     bool all = true;
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < size; ++r) {
       auto& q = receives[static_cast<std::size_t>(r)];
-      if (r == rank_ || answered[static_cast<std::size_t>(r)]) continue;
+      if (r == rank || answered[static_cast<std::size_t>(r)]) continue;
       int done = 0;
       if (q != MPI_REQUEST_NULL && MPI_Test(&q, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
         answered[static_cast<std::size_t>(r)] = true;
@@ -215,12 +219,36 @@ std::vector<std::pair<int, std::uint64_t>> Agreement::roll_call(std::uint64_t st
       if (MPI_Test(&q, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
       if (!done) std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    if (!done) abandon(q, fmt::format("the roll call of {}", subject_));
+    if (!done) abandon(q, fmt::format("the roll call of {}", subject));
   }
   keep_until_exit(std::move(mine));
   keep_until_exit(std::move(answers));
   std::sort(present.begin(), present.end());
   return present;
+}
+
+std::string absent_ranks(MPI_Comm comm, int tag, std::uint64_t step, double timeout_s,
+                         const std::string& subject) {
+  const auto present = roll_call(comm, tag, step, timeout_s, subject);
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> here, missing;
+  for (int r = 0, i = 0; r < size; ++r) {
+    if (i < static_cast<int>(present.size()) && present[static_cast<std::size_t>(i)].first == r) {
+      here.push_back(r);
+      ++i;
+    } else {
+      missing.push_back(r);
+    }
+  }
+  if (missing.empty()) return fmt::format("every rank answered a roll call after the timeout");
+  return fmt::format("{} answered a roll call after the timeout; {} did not (lost: died, unreachable, "
+                     "or blocked in another call)",
+                     ranks_list(here), ranks_list(missing));
+}
+
+std::vector<std::pair<int, std::uint64_t>> Agreement::roll_call(std::uint64_t step) {
+  return detail::roll_call(comm_, kRollCallTag, step, timeout_s_, subject_);
 }
 
 void Agreement::wait(MPI_Request& request, const std::string& call, const std::string& step,

@@ -53,6 +53,7 @@ SKEIN_EXPORT double collective_timeout(const char* call);
 #include <exception>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "skein/detail/backend.hpp"
@@ -69,6 +70,20 @@ SKEIN_EXPORT CollectiveClock::time_point deadline_after(double seconds);
 SKEIN_EXPORT MPI_Comm duplicate_comm(MPI_Comm parent, CollectiveClock::time_point deadline,
                                      double timeout_s, const std::string& call,
                                      const std::string& step, const std::string& hint);
+
+// A roll call on `comm` after a timeout: sends `step` to every other rank with `tag` and takes the
+// answers that come within a grace period (min(2 s, max(0.5 s, timeout_s))). Returns the ranks
+// that answered, this rank included, each with the step it sent, sorted by rank. What MPI may
+// still touch (sends to ranks that never receive them) is kept until exit; `subject` names the
+// object in what is left outstanding. Every rank that timed out takes part, so the ranks that do
+// not answer are those that died, cannot be reached, or are blocked elsewhere.
+SKEIN_EXPORT std::vector<std::pair<int, std::uint64_t>> roll_call(MPI_Comm comm, int tag,
+                                                                  std::uint64_t step, double timeout_s,
+                                                                  const std::string& subject);
+// The roll call, said in words: "ranks 0, 1 answered a roll call after the timeout; ranks 2, 3 did
+// not (lost: ...)".
+SKEIN_EXPORT std::string absent_ranks(MPI_Comm comm, int tag, std::uint64_t step, double timeout_s,
+                                      const std::string& subject);
 
 // Waits for `request` until `deadline`. On a timeout: the request is abandoned, `keep` (what MPI
 // may still read or write) is kept until exit, and TimeoutError says "<call>: <step> did not
