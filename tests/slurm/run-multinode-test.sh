@@ -386,10 +386,11 @@ MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
 KillWait=5
-# A node that stops answering is DOWN after 30 s (pinged every 10 s): later than Skein's timeout
-# in the dead-node job, so that Skein's error (naming the lost ranks) is what ends it. Jobs on a
-# failed node are not requeued: the test restarts from the checkpoint itself, as a user would.
-SlurmdTimeout=30
+# A node that stops answering is DOWN after 20 s (pinged every ~7 s): well after Skein's timeout
+# in the dead-node job (5 s, and 2 s of roll call), so that Skein's error, naming the lost ranks,
+# comes first; srun then still waits for the dead node's tasks until Slurm has marked it DOWN.
+# Jobs on a failed node are not requeued: the test restarts from the checkpoint, as a user would.
+SlurmdTimeout=20
 JobRequeue=0
 SlurmdParameters=config_overrides
 GresTypes=gpu
@@ -622,7 +623,7 @@ fi
 
 # ---- 3. a node that dies during a 2-node job ---------------------------------------------------
 if [[ -n "$SKEIN_HEAT" ]]; then
-  TIMEOUT_S=10
+  TIMEOUT_S=5
   D="$WORK/shared/heat-dead"
   submit heat-dead SHOW_PLACEMENT=0 SKEIN_COLLECTIVE_TIMEOUT=$TIMEOUT_S -- -N 2 --ntasks-per-node=2 \
     "$SCRIPTS/multi-node.sbatch" skein-heat --nx 64 --ny 64 --steps 100000000 --checkpoint-every 500 \
