@@ -585,10 +585,10 @@ class MpiBackend final : public CollectiveBackendAdapter {
       // Which ranks are gone: every rank that timed out answers a roll call (on a tag that no
       // member-to-member tag reaches, see tag()), the others are named as lost.
       if (ranks_ <= 1) throw;
-      throw TimeoutError(ErrorInfo{
-          .what = fmt::format("{}; {}", e.info().what,
-                              absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend")),
-          .call = e.info().call});
+      ErrorInfo info = e.info();  // the hint, the place and the rest kept
+      info.what = fmt::format("{}; {}", info.what,
+                              absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend"));
+      throw TimeoutError(std::move(info));
     }
     for (auto& p : plans) finish(p);
   }
