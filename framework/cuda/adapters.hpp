@@ -15,6 +15,7 @@
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/cuda/check.hpp"
 #include "skein/detail/cuda/context.hpp"
+#include "skein/detail/ipc.hpp"
 
 namespace skein::detail {
 
@@ -74,6 +75,8 @@ class CudaContextAdapter final : public ContextAdapter,
   std::size_t check_free_memory(std::size_t device_idx, std::size_t size, const char* call);
   // The device's PCI bus id ("0000:65:00.0"), which names it in IPC handles.
   std::string pci_bus_id(std::size_t device_idx) const;
+  // Whether an IPC handle exported by a device (its PCI bus id) can be opened on `device_idx`.
+  IpcDeviceCheck ipc_device_check(std::size_t device_idx) const;
   std::size_t get_limit(std::size_t device_idx, ContextLimit limit) override;
   void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) override;
   CacheConfig get_cache_config(std::size_t device_idx) override;

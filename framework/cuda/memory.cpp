@@ -49,6 +49,27 @@ void check_driver_has(const void* function, const char* call, const std::string&
 
 }  // namespace
 
+IpcDeviceCheck CudaContextAdapter::ipc_device_check(std::size_t device_idx) const {
+  // The exporting device may be this one, or another that this one reaches by peer access
+  // (cuIpcOpenMemHandle enables it, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS); it must be visible here.
+  return [this, device_idx](std::string_view exporter) -> std::string {
+    const std::string mine = pci_bus_id(device_idx);
+    if (exporter == mine) return {};
+    CUdevice theirs = 0;
+    const std::string id(exporter);
+    if (cu().cuDeviceGetByPCIBusId(&theirs, id.c_str()) != CUDA_SUCCESS) {
+      return fmt::format("which this process does not see (this device is {}; check "
+                         "CUDA_VISIBLE_DEVICES)",
+                         mine);
+    }
+    int can = 0;
+    SKEIN_CU_CHECK(cuDeviceCanAccessPeer, (&can, cu_device(*this, device_idx), theirs),
+                   description(device_idx));
+    if (can == 0) return fmt::format("which this device ({}) has no peer access to", mine);
+    return {};
+  };
+}
+
 std::string CudaContextAdapter::pci_bus_id(std::size_t device_idx) const {
   char id[32] = {};
   SKEIN_CU_CHECK(cuDeviceGetPCIBusId, (id, static_cast<int>(sizeof(id)), cu_device(*this, device_idx)),
@@ -158,7 +179,7 @@ std::shared_ptr<BufferAdapter> CudaContextAdapter::open_ipc_memory(std::size_t d
                                                                    const IpcMemoryHandle& handle) {
   constexpr const char* call = "open_ipc_memory";
   const std::string& device = description(device_idx);
-  check_ipc_handle(handle, pci_bus_id(device_idx), call, device);
+  check_ipc_handle(handle, ipc_device_check(device_idx), call, device);
   CudaContextScope scope(context(device_idx), device);
   CUipcMemHandle native{};
   std::memcpy(&native, handle.native, sizeof(native));
@@ -222,7 +243,7 @@ std::shared_ptr<EventAdapter> CudaContextAdapter::create_ipc_event(std::size_t d
 std::shared_ptr<EventAdapter> CudaContextAdapter::open_ipc_event(std::size_t device_idx,
                                                                  const IpcEventHandle& handle) {
   const std::string& device = description(device_idx);
-  check_ipc_handle(handle, pci_bus_id(device_idx), "IpcEvent::open", device);
+  check_ipc_handle(handle, ipc_device_check(device_idx), "IpcEvent::open", device);
   CudaContextScope scope(context(device_idx), device);
   CUipcEventHandle native{};
   std::memcpy(&native, handle.native, sizeof(native));

@@ -170,7 +170,8 @@ void seal_handle(Handle& handle, std::uint32_t magic, std::string_view device) {
 
 template <class Handle>
 void check_handle(const Handle& handle, std::uint32_t magic, const char* kind,
-                  std::string_view device, const char* call, const std::string& description) {
+                  const IpcDeviceCheck& device_check, const char* call,
+                  const std::string& description) {
   const auto fail = [&](const std::string& what, const char* hint) {
     throw LogicError(ErrorInfo{.what = what,
                                .call = call,
@@ -178,13 +179,10 @@ void check_handle(const Handle& handle, std::uint32_t magic, const char* kind,
                                .hint = hint,
                                .location = SKEIN_HERE});
   };
-  if (handle.magic != magic || handle.version != kIpcVersion ||
-      handle.checksum != ipc_checksum(&handle, offsetof(Handle, checksum))) {
+  const bool sum_right = handle.checksum == ipc_checksum(&handle, offsetof(Handle, checksum));
+  if (handle.magic != magic || handle.version != kIpcVersion || !sum_right) {
     fail(fmt::format("the {} handle is malformed (magic {:#x}, version {}, checksum {})", kind,
-                     handle.magic, handle.version,
-                     handle.checksum == ipc_checksum(&handle, offsetof(Handle, checksum))
-                         ? "right"
-                         : "wrong"),
+                     handle.magic, handle.version, sum_right ? "right" : "wrong"),
          "Pass the bytes of a handle made by this version of Skein, unchanged (sizeof the "
          "handle bytes, e.g. MPI_BYTE).");
   }
@@ -193,12 +191,12 @@ void check_handle(const Handle& handle, std::uint32_t magic, const char* kind,
          "IPC handles work between processes of one node only; send the data itself (MPI, "
          "collectives) to other nodes.");
   }
-  if (device_field(handle.device) != device) {
-    fail(fmt::format("the {} handle was exported by the device at PCI bus id {}, not this one "
-                     "({})",
-                     kind, device_field(handle.device), device),
+  const std::string_view exporter = device_field(handle.device);
+  if (const std::string why = device_check(exporter); !why.empty()) {
+    fail(fmt::format("the {} handle was exported by the device at PCI bus id {}, {}", kind,
+                     exporter, why),
          "Open it on the device that exported it (the same GPU, whatever its index in this "
-         "process).");
+         "process) or on one with peer access to it.");
   }
   if (handle.process == static_cast<std::uint64_t>(getpid())) {
     fail(fmt::format("the {} handle was exported by this process (pid {}), which CUDA does not let "
@@ -217,13 +215,13 @@ void seal(IpcEventHandle& handle, std::string_view device) {
   seal_handle(handle, kIpcEventMagic, device);
 }
 
-void check_ipc_handle(const IpcMemoryHandle& handle, std::string_view device, const char* call,
-                      const std::string& description) {
-  check_handle(handle, kIpcMemoryMagic, "memory", device, call, description);
+void check_ipc_handle(const IpcMemoryHandle& handle, const IpcDeviceCheck& device_check,
+                      const char* call, const std::string& description) {
+  check_handle(handle, kIpcMemoryMagic, "memory", device_check, call, description);
 }
-void check_ipc_handle(const IpcEventHandle& handle, std::string_view device, const char* call,
-                      const std::string& description) {
-  check_handle(handle, kIpcEventMagic, "event", device, call, description);
+void check_ipc_handle(const IpcEventHandle& handle, const IpcDeviceCheck& device_check,
+                      const char* call, const std::string& description) {
+  check_handle(handle, kIpcEventMagic, "event", device_check, call, description);
 }
 
 }  // namespace detail

@@ -283,14 +283,14 @@ TEST_P(Memory, IpcHandlesCarryTheViewAndAreCheckedBeforeOpening) {
   reseal(damaged);
   msg = logic_message_of([&] { open_ipc_memory(ctx, 0, damaged); });
   EXPECT_TRUE(contains(msg, "malformed")) << msg;
-  // Another device and another host (well-formed otherwise).
+  // A device this process does not see, and another host (well-formed otherwise).
   IpcMemoryHandle elsewhere = handle;
   std::memset(elsewhere.device, 0, sizeof(elsewhere.device));
   std::strcpy(elsewhere.device, "0000:ff:1f.7");
   reseal(elsewhere);
   msg = logic_message_of([&] { open_ipc_memory(ctx, 0, elsewhere); });
   EXPECT_TRUE(contains(msg, "0000:ff:1f.7")) << msg;
-  EXPECT_TRUE(contains(msg, "not this one")) << msg;
+  EXPECT_TRUE(contains(msg, "does not see")) << msg;
   elsewhere = handle;
   elsewhere.host ^= 1;
   reseal(elsewhere);

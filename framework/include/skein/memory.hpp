@@ -79,7 +79,7 @@ SKEIN_EXPORT void advise(const Buffer& managed, MemoryAdvice advice,
 // bytes: send it with MPI as sizeof(IpcMemoryHandle) bytes (MPI_BYTE) or write it to a file. It
 // names the view it was made from (offset and size in the allocation), the exporting process,
 // host and device, and carries a checksum, so that open_ipc_memory() refuses a damaged handle, a
-// handle from another node, device or from this very process with LogicError.
+// handle from another node or unreachable device, or from this very process, with LogicError.
 struct IpcMemoryHandle {
   std::uint32_t magic = 0;     // "SKIM"
   std::uint32_t version = 0;
@@ -103,9 +103,11 @@ SKEIN_EXPORT IpcMemoryHandle export_ipc_memory(const Buffer& buffer);
 // IPCMemoryHandle, pygpu's open_ipc_handle): a Buffer of handle.size bytes over the exporter's
 // view, usable as any Buffer of this context (kernels, copies, Array(queue, buffer, ...)); the
 // mapping is closed (cuIpcCloseMemHandle) when the last Buffer over it goes. Opening handles of
-// one allocation again maps it once (CUDA counts the openings; each Buffer closes its own). Raises LogicError for a malformed handle, one exported on another
-// host, by another device than the one given, or by this process (CUDA maps a process's own memory
-// only through the original Buffer), and on OpenCL.
+// one allocation again maps it once (CUDA counts the openings; each Buffer closes its own). The
+// exporting device may be `device_idx`'s or another this one has peer access to (opening enables
+// it). Raises LogicError for a malformed handle, one exported on another host, by a device this
+// process does not see or this device cannot reach, or by this process (CUDA maps a process's own
+// memory only through the original Buffer), and on OpenCL.
 SKEIN_EXPORT Buffer open_ipc_memory(const Context& context, std::size_t device_idx,
                                     const IpcMemoryHandle& handle);
 

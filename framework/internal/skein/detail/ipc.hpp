@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <string_view>
 
 #include "skein/export.hpp"
@@ -24,12 +26,16 @@ SKEIN_EXPORT std::uint64_t ipc_checksum(const void* data, std::size_t size);
 SKEIN_EXPORT void seal(IpcMemoryHandle& handle, std::string_view device);
 SKEIN_EXPORT void seal(IpcEventHandle& handle, std::string_view device);
 
+// What a backend says of the device that exported a handle (its PCI bus id): empty when the
+// device being opened on can use it, else why not ("which this process does not see").
+using IpcDeviceCheck = std::function<std::string(std::string_view exporter)>;
+
 // LogicError naming `call` and `description` (the device the handle is opened on) for a handle
-// that is malformed (magic, version, checksum), from another host, of another device than `device`
-// (PCI bus id), or exported by this very process.
-SKEIN_EXPORT void check_ipc_handle(const IpcMemoryHandle& handle, std::string_view device,
+// that is malformed (magic, version, checksum), from another host, of a device that `device_check`
+// refuses, or exported by this very process.
+SKEIN_EXPORT void check_ipc_handle(const IpcMemoryHandle& handle, const IpcDeviceCheck& device_check,
                                    const char* call, const std::string& description);
-SKEIN_EXPORT void check_ipc_handle(const IpcEventHandle& handle, std::string_view device,
+SKEIN_EXPORT void check_ipc_handle(const IpcEventHandle& handle, const IpcDeviceCheck& device_check,
                                    const char* call, const std::string& description);
 
 }  // namespace skein::detail

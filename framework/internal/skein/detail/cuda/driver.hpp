@@ -25,6 +25,7 @@ namespace skein::detail {
   X(cuDeviceTotalMem)                             \
   X(cuDeviceGetAttribute)                         \
   X(cuDeviceGetPCIBusId)                          \
+  X(cuDeviceGetByPCIBusId)                        \
   X(cuDeviceCanAccessPeer)                        \
   X(cuDevicePrimaryCtxRetain)                     \
   X(cuDevicePrimaryCtxRelease)                    \
