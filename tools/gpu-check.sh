@@ -149,6 +149,9 @@ if want mpi && ((ngpu > 0)); then
     -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
   step mpi-nccl-1rank "$OUTDIR/ctest.log" timeout 900 mpirun -np 1 -x SKEIN_API=cuda \
     -x NCCL_NVLS_ENABLE -x SKEIN_TEST_TIMEOUT=300 "$BUILD_DIR/tests/skein-mpi-tests"
+  # CUDA IPC between two processes on one GPU (the Ipc tests skip with fewer than two ranks).
+  step mpi-ipc-2ranks "$OUTDIR/ctest.log" timeout 300 mpirun -np 2 --oversubscribe \
+    -x SKEIN_API=cuda -x SKEIN_TEST_TIMEOUT=120 "$BUILD_DIR/tests/skein-mpi-tests" --gtest_filter='Ipc.*'
 fi
 
 # The fault scenarios (tests/collectives/fault_main.cpp) on the GPUs.

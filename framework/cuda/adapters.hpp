@@ -15,6 +15,7 @@
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/cuda/check.hpp"
 #include "skein/detail/cuda/context.hpp"
+#include "skein/detail/ipc.hpp"
 
 namespace skein::detail {
 
@@ -54,6 +55,28 @@ class CudaContextAdapter final : public ContextAdapter,
   std::shared_ptr<BufferAdapter> mapped_device_buffer(const std::shared_ptr<HostBufferAdapter>& host,
                                                       std::size_t device_idx) override;
   MemoryInfo memory_info(std::size_t device_idx) override;
+  std::shared_ptr<BufferAdapter> allocate_managed(std::size_t device_idx, std::size_t size,
+                                                  ManagedAttach attach) override;
+  void prefetch_managed(QueueAdapter& queue, BufferAdapter& buffer, std::size_t offset,
+                        std::size_t size, MemoryLocation to) override;
+  void advise_managed(BufferAdapter& buffer, std::size_t offset, std::size_t size,
+                      MemoryAdvice advice, MemoryLocation location) override;
+  IpcMemoryHandle export_ipc_memory(BufferAdapter& buffer, std::size_t offset,
+                                    std::size_t size) override;
+  std::shared_ptr<BufferAdapter> open_ipc_memory(std::size_t device_idx,
+                                                 const IpcMemoryHandle& handle) override;
+  std::shared_ptr<EventAdapter> create_ipc_event(std::size_t device_idx,
+                                                 IpcEventHandle& handle) override;
+  std::shared_ptr<EventAdapter> open_ipc_event(std::size_t device_idx,
+                                               const IpcEventHandle& handle) override;
+  void record_ipc_event(QueueAdapter& queue, EventAdapter& event) override;
+  // MemoryError naming `call` when `size` bytes exceed the device's free memory (cuMemGetInfo);
+  // returns the free bytes.
+  std::size_t check_free_memory(std::size_t device_idx, std::size_t size, const char* call);
+  // The device's PCI bus id ("0000:65:00.0"), which names it in IPC handles.
+  std::string pci_bus_id(std::size_t device_idx) const;
+  // Whether an IPC handle exported by a device (its PCI bus id) can be opened on `device_idx`.
+  IpcDeviceCheck ipc_device_check(std::size_t device_idx) const;
   std::size_t get_limit(std::size_t device_idx, ContextLimit limit) override;
   void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) override;
   CacheConfig get_cache_config(std::size_t device_idx) override;
@@ -128,6 +151,14 @@ std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapt
 std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
     std::shared_ptr<CudaContextAdapter> context, void* pointer, std::size_t size,
     HostMemoryFlags flags, bool registered);
+// Managed memory from cuMemAllocManaged (freed with cuMemFree here).
+std::shared_ptr<BufferAdapter> make_cuda_managed_buffer(std::shared_ptr<CudaContextAdapter> context,
+                                                        std::size_t device_idx, CUdeviceptr pointer,
+                                                        std::size_t size);
+// An event of Skein's that is not pooled: created with `flags` by the caller (or opened from an
+// IPC handle), destroyed with cuEventDestroy when the adapter goes. Without timing.
+std::shared_ptr<EventAdapter> make_cuda_unpooled_event(std::shared_ptr<CudaContextAdapter> context,
+                                                       std::size_t device_idx, CUevent event);
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
                                               std::size_t device_idx, int priority);
 // Over the application's memory and streams (skein/cuda.hpp): never freed or destroyed by Skein;

@@ -8,18 +8,19 @@ namespace skein::detail {
 
 namespace {
 
-// Device memory of Skein's (cuMemAlloc, freed here) or of the application's (foreign: never freed
-// by Skein; its deleter, if any, runs when the last Buffer over it is gone).
+// Device memory of Skein's (cuMemAlloc or cuMemAllocManaged, freed here) or of the application's
+// (foreign: never freed by Skein; its deleter, if any, runs when the last Buffer over it is gone).
 class CudaBufferAdapter final : public BufferAdapter {
  public:
   CudaBufferAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
                     CUdeviceptr pointer, std::size_t size, bool owned,
-                    std::function<void()> deleter = {})
+                    std::function<void()> deleter = {}, bool managed = false)
       : context_(std::move(context)),
         device_idx_(device_idx),
         pointer_(pointer),
         size_(size),
         owned_(owned),
+        managed_(managed),
         deleter_(std::move(deleter)) {}
 
   ~CudaBufferAdapter() override {
@@ -43,6 +44,7 @@ class CudaBufferAdapter final : public BufferAdapter {
   std::size_t size() const override { return size_; }
   std::size_t device_idx() const override { return device_idx_; }
   std::uintptr_t native() const override { return static_cast<std::uintptr_t>(pointer_); }
+  bool managed() const override { return managed_; }
 
  private:
   // Kept alive: the memory belongs to its CUcontext, which must outlive it.
@@ -51,6 +53,7 @@ class CudaBufferAdapter final : public BufferAdapter {
   CUdeviceptr pointer_;
   std::size_t size_;
   bool owned_;
+  bool managed_;
   std::function<void()> deleter_;
 };
 
@@ -96,6 +99,13 @@ std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapt
                                                 std::size_t device_idx, CUdeviceptr pointer,
                                                 std::size_t size) {
   return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size, true);
+}
+
+std::shared_ptr<BufferAdapter> make_cuda_managed_buffer(std::shared_ptr<CudaContextAdapter> context,
+                                                        std::size_t device_idx, CUdeviceptr pointer,
+                                                        std::size_t size) {
+  return std::make_shared<CudaBufferAdapter>(std::move(context), device_idx, pointer, size, true,
+                                             std::function<void()>{}, true);
 }
 
 std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaContextAdapter> context,

@@ -264,14 +264,11 @@ void CudaContextAdapter::profiler(bool start) {
   }
 }
 
-std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_idx,
-                                                            std::size_t size) {
-  if (size == 0) return make_cuda_buffer(shared_from_this(), device_idx, 0, 0);
-  const std::string& device = description(device_idx);
-  CudaContextScope scope(context(device_idx), device);
-
+std::size_t CudaContextAdapter::check_free_memory(std::size_t device_idx, std::size_t size,
+                                                  const char* call) {
   // Checked first so that the error says how much there is, and so that a request that cannot
   // fit does not make the driver evict or defragment anything.
+  const std::string& device = description(device_idx);
   std::size_t free = 0;
   std::size_t total = 0;
   SKEIN_CU_CHECK(cuMemGetInfo, (&free, &total), device);
@@ -279,16 +276,27 @@ std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_i
     throw MemoryError(
         ErrorInfo{.what = fmt::format("not enough device memory: requested {}, {} free of {}",
                                       format_bytes(size), format_bytes(free), format_bytes(total)),
-                  .call = "cuMemAlloc",
+                  .call = call,
                   .device = device,
                   .hint = "Use smaller buffers, spread the data over more devices, or release "
                           "buffers and arrays that are no longer needed.",
                   .location = SKEIN_HERE},
         size, free);
   }
+  return free;
+}
+
+std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_idx,
+                                                            std::size_t size) {
+  if (size == 0) return make_cuda_buffer(shared_from_this(), device_idx, 0, 0);
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+
+  std::size_t free = check_free_memory(device_idx, size, "cuMemAlloc");
 
   CUdeviceptr pointer = 0;
   if (const CUresult result = cu().cuMemAlloc(&pointer, size); result != CUDA_SUCCESS) {
+    std::size_t total = 0;
     if (result == CUDA_ERROR_OUT_OF_MEMORY) cu().cuMemGetInfo(&free, &total);
     throw_cuda_error(result, "cuMemAlloc", device, SKEIN_HERE, size, free);
   }

@@ -7,12 +7,24 @@ namespace {
 class CudaEventAdapter final : public EventAdapter {
  public:
   CudaEventAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                   CUevent event, bool timing)
-      : context_(std::move(context)), device_idx_(device_idx), event_(event), timing_(timing) {}
+                   CUevent event, bool timing, bool pooled = true)
+      : context_(std::move(context)),
+        device_idx_(device_idx),
+        event_(event),
+        timing_(timing),
+        pooled_(pooled) {}
 
   // Back to the context's pool. Recording it again later is safe while work before this record
-  // is pending: waits already enqueued on it keep the state they captured.
-  ~CudaEventAdapter() override { context_->give_back_event(device_idx_, timing_, event_); }
+  // is pending: waits already enqueued on it keep the state they captured. An unpooled event (IPC)
+  // is destroyed.
+  ~CudaEventAdapter() override {
+    if (pooled_) {
+      context_->give_back_event(device_idx_, timing_, event_);
+    } else {
+      CudaContextScope scope(context_->context(device_idx_), CudaContextScope::NoThrow{});
+      report_cuda_cleanup_failure(cu().cuEventDestroy(event_), "cuEventDestroy", device());
+    }
+  }
 
   void wait() override { SKEIN_CU_CHECK(cuEventSynchronize, (event_), device()); }
 
@@ -52,9 +64,15 @@ class CudaEventAdapter final : public EventAdapter {
   std::size_t device_idx_;
   CUevent event_;
   bool timing_;
+  bool pooled_;
 };
 
 }  // namespace
+
+std::shared_ptr<EventAdapter> make_cuda_unpooled_event(std::shared_ptr<CudaContextAdapter> context,
+                                                       std::size_t device_idx, CUevent event) {
+  return std::make_shared<CudaEventAdapter>(std::move(context), device_idx, event, false, false);
+}
 
 std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
                                                 std::size_t device_idx, CUstream stream,

@@ -91,6 +91,7 @@ class OclBuffer final : public BufferAdapter {
   std::size_t size() const override { return size_; }
   std::size_t device_idx() const override { return device_idx_; }
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(mem_); }
+  bool managed() const override { return false; }  // OpenCL has no managed memory
   cl_mem mem() const { return mem_; }
   // The allocation from `offset` on, as a kernel argument: OpenCL kernels take cl_mem objects, so
   // an offset needs a sub-buffer (made once per offset; its origin must be aligned as the device
@@ -176,6 +177,22 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   std::shared_ptr<BufferAdapter> mapped_device_buffer(const std::shared_ptr<HostBufferAdapter>& host,
                                                       std::size_t device_idx) override;
   MemoryInfo memory_info(std::size_t device_idx) override;
+  // Managed memory and IPC handles are CUDA's: all raise LogicError saying what to use instead.
+  std::shared_ptr<BufferAdapter> allocate_managed(std::size_t device_idx, std::size_t size,
+                                                  ManagedAttach attach) override;
+  void prefetch_managed(QueueAdapter& queue, BufferAdapter& buffer, std::size_t offset,
+                        std::size_t size, MemoryLocation to) override;
+  void advise_managed(BufferAdapter& buffer, std::size_t offset, std::size_t size,
+                      MemoryAdvice advice, MemoryLocation location) override;
+  IpcMemoryHandle export_ipc_memory(BufferAdapter& buffer, std::size_t offset,
+                                    std::size_t size) override;
+  std::shared_ptr<BufferAdapter> open_ipc_memory(std::size_t device_idx,
+                                                 const IpcMemoryHandle& handle) override;
+  std::shared_ptr<EventAdapter> create_ipc_event(std::size_t device_idx,
+                                                 IpcEventHandle& handle) override;
+  std::shared_ptr<EventAdapter> open_ipc_event(std::size_t device_idx,
+                                               const IpcEventHandle& handle) override;
+  void record_ipc_event(QueueAdapter& queue, EventAdapter& event) override;
   std::size_t get_limit(std::size_t device_idx, ContextLimit limit) override;
   void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) override;
   CacheConfig get_cache_config(std::size_t device_idx) override;

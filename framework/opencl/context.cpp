@@ -61,6 +61,59 @@ namespace {
 }
 }  // namespace
 
+namespace {
+constexpr const char* kManagedHint =
+    "Managed memory is CUDA's (cuMemAllocManaged); on OpenCL use Buffer::allocate with explicit "
+    "transfers (Buffer::set / get, Array::set / get), and HostBuffer for fast ones. Check "
+    "api().id() == ApiId::cuda before calling.";
+constexpr const char* kIpcHint =
+    "IPC handles are CUDA's (cuIpc*); on OpenCL exchange the data between processes with MPI or "
+    "Skein's collectives. Check api().id() == ApiId::cuda before calling.";
+}  // namespace
+
+std::shared_ptr<BufferAdapter> OclContext::allocate_managed(std::size_t device_idx, std::size_t,
+                                                            ManagedAttach) {
+  not_on_opencl("allocate_managed", describe_device(device_idx), "managed memory", kManagedHint);
+}
+
+void OclContext::prefetch_managed(QueueAdapter&, BufferAdapter& buffer, std::size_t, std::size_t,
+                                  MemoryLocation) {
+  not_on_opencl("prefetch", describe_device(buffer.device_idx()), "managed memory", kManagedHint);
+}
+
+void OclContext::advise_managed(BufferAdapter& buffer, std::size_t, std::size_t, MemoryAdvice,
+                                MemoryLocation) {
+  not_on_opencl("advise", describe_device(buffer.device_idx()), "managed memory", kManagedHint);
+}
+
+IpcMemoryHandle OclContext::export_ipc_memory(BufferAdapter& buffer, std::size_t, std::size_t) {
+  not_on_opencl("export_ipc_memory", describe_device(buffer.device_idx()),
+                "exporting memory to other processes (IPC)", kIpcHint);
+}
+
+std::shared_ptr<BufferAdapter> OclContext::open_ipc_memory(std::size_t device_idx,
+                                                           const IpcMemoryHandle&) {
+  not_on_opencl("open_ipc_memory", describe_device(device_idx),
+                "opening another process's memory (IPC)", kIpcHint);
+}
+
+std::shared_ptr<EventAdapter> OclContext::create_ipc_event(std::size_t device_idx,
+                                                           IpcEventHandle&) {
+  not_on_opencl("IpcEvent::create", describe_device(device_idx),
+                "sharing events between processes (IPC)", kIpcHint);
+}
+
+std::shared_ptr<EventAdapter> OclContext::open_ipc_event(std::size_t device_idx,
+                                                         const IpcEventHandle&) {
+  not_on_opencl("IpcEvent::open", describe_device(device_idx),
+                "sharing events between processes (IPC)", kIpcHint);
+}
+
+void OclContext::record_ipc_event(QueueAdapter& queue, EventAdapter&) {
+  not_on_opencl("IpcEvent::record", describe_device(queue.device_idx()),
+                "sharing events between processes (IPC)", kIpcHint);
+}
+
 std::size_t OclContext::get_limit(std::size_t device_idx, ContextLimit limit) {
   not_on_opencl("get_limit", describe_device(device_idx),
                 fmt::format("the context limit {}", name(limit)).c_str(),

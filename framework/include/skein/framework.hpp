@@ -19,6 +19,7 @@
 #include "skein/elementwise.hpp"
 #include "skein/error.hpp"
 #include "skein/event.hpp"
+#include "skein/memory.hpp"
 #include "skein/functions.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/multi_device.hpp"

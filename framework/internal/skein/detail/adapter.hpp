@@ -18,6 +18,7 @@
 #include "skein/driver.hpp"
 #include "skein/device_parameters.hpp"
 #include "skein/export.hpp"
+#include "skein/memory.hpp"
 #include "skein/program.hpp"
 
 namespace skein::detail {
@@ -76,6 +77,8 @@ class SKEIN_EXPORT BufferAdapter {
   virtual std::size_t device_idx() const = 0;
   // CUdeviceptr or cl_mem.
   virtual std::uintptr_t native() const = 0;
+  // Whether the memory is managed (allocate_managed), so that the host may use native() too.
+  virtual bool managed() const = 0;
 };
 
 // Page-locked host memory usable for asynchronous transfers with every device of the context.
@@ -190,6 +193,29 @@ class SKEIN_EXPORT ContextAdapter {
   virtual std::shared_ptr<BufferAdapter> mapped_device_buffer(
       const std::shared_ptr<HostBufferAdapter>& host, std::size_t device_idx) = 0;
   virtual MemoryInfo memory_info(std::size_t device_idx) = 0;
+  // Managed memory (skein/memory.hpp). allocate_managed throws MemoryError, before allocating,
+  // when `size` exceeds the device's free memory. The others take a managed buffer's bytes
+  // [offset, offset + size) (the front-end checked the buffer, the range and the location's index).
+  // OpenCL raises LogicError for all three.
+  virtual std::shared_ptr<BufferAdapter> allocate_managed(std::size_t device_idx, std::size_t size,
+                                                          ManagedAttach attach) = 0;
+  virtual void prefetch_managed(QueueAdapter& queue, BufferAdapter& buffer, std::size_t offset,
+                                std::size_t size, MemoryLocation to) = 0;
+  virtual void advise_managed(BufferAdapter& buffer, std::size_t offset, std::size_t size,
+                              MemoryAdvice advice, MemoryLocation location) = 0;
+  // IPC handles (skein/memory.hpp): the adapters fill and check the handles' every field
+  // (detail/ipc.hpp). OpenCL raises LogicError for all.
+  virtual IpcMemoryHandle export_ipc_memory(BufferAdapter& buffer, std::size_t offset,
+                                            std::size_t size) = 0;
+  // A buffer of exactly the exported view (handle.size bytes from the exporter's offset).
+  virtual std::shared_ptr<BufferAdapter> open_ipc_memory(std::size_t device_idx,
+                                                         const IpcMemoryHandle& handle) = 0;
+  virtual std::shared_ptr<EventAdapter> create_ipc_event(std::size_t device_idx,
+                                                         IpcEventHandle& handle) = 0;
+  virtual std::shared_ptr<EventAdapter> open_ipc_event(std::size_t device_idx,
+                                                       const IpcEventHandle& handle) = 0;
+  // Records `event` (from create_ipc_event or open_ipc_event) on `queue`.
+  virtual void record_ipc_event(QueueAdapter& queue, EventAdapter& event) = 0;
   virtual std::size_t get_limit(std::size_t device_idx, ContextLimit limit) = 0;
   virtual void set_limit(std::size_t device_idx, ContextLimit limit, std::size_t value) = 0;
   virtual CacheConfig get_cache_config(std::size_t device_idx) = 0;

@@ -25,6 +25,7 @@ namespace skein::detail {
   X(cuDeviceTotalMem)                             \
   X(cuDeviceGetAttribute)                         \
   X(cuDeviceGetPCIBusId)                          \
+  X(cuDeviceGetByPCIBusId)                        \
   X(cuDeviceCanAccessPeer)                        \
   X(cuDevicePrimaryCtxRetain)                     \
   X(cuDevicePrimaryCtxRelease)                    \
@@ -46,6 +47,12 @@ namespace skein::detail {
   X(cuMemGetInfo)                                 \
   X(cuMemAlloc)                                   \
   X(cuMemFree)                                    \
+  X(cuMemAllocManaged)                            \
+  X(cuIpcGetMemHandle)                            \
+  X(cuIpcOpenMemHandle)                           \
+  X(cuIpcCloseMemHandle)                          \
+  X(cuIpcGetEventHandle)                          \
+  X(cuIpcOpenEventHandle)                         \
   X(cuMemHostAlloc)                               \
   X(cuMemFreeHost)                                \
   X(cuMemHostRegister)                            \
@@ -87,6 +94,10 @@ struct CudaDriver {
   decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
   // Optional: checks that a foreign stream (skein::cuda::queue_from_native) is in the right context.
   decltype(&::cuStreamGetCtx) cuStreamGetCtx = nullptr;
+  // Optional (CUDA 12.2+: the versions that take a CUmemLocation): managed memory's prefetch and
+  // advice; null on older drivers, where those calls raise RuntimeError.
+  decltype(&::cuMemPrefetchAsync) cuMemPrefetchAsync = nullptr;
+  decltype(&::cuMemAdvise) cuMemAdvise = nullptr;
 };
 
 #undef SKEIN_CU_DECLARE_FUNCTION
