@@ -29,15 +29,24 @@ std::optional<ClRect> cl_rect(const RectRegion& r) {
       !pitches_ok(r.width, r.height, r.depth, r.src_row_pitch, r.src_slice_pitch)) {
     return std::nullopt;
   }
-  // The byte offset of each origin is origin[0] + origin[1] * row pitch + origin[2] * slice
-  // pitch: the whole offset goes in origin[0].
-  return ClRect{.dst_origin = {r.dst_offset, 0, 0},
-                .src_origin = {r.src_offset, 0, 0},
-                .region = {r.width, r.height, r.depth},
-                .dst_row_pitch = r.dst_row_pitch,
-                .dst_slice_pitch = r.depth == 1 ? r.height * r.dst_row_pitch : r.dst_slice_pitch,
-                .src_row_pitch = r.src_row_pitch,
-                .src_slice_pitch = r.depth == 1 ? r.height * r.src_row_pitch : r.src_slice_pitch};
+  ClRect c{.dst_origin = {0, 0, 0},
+            .src_origin = {0, 0, 0},
+            .region = {r.width, r.height, r.depth},
+            .dst_row_pitch = r.dst_row_pitch,
+            .dst_slice_pitch = r.depth == 1 ? r.height * r.dst_row_pitch : r.dst_slice_pitch,
+            .src_row_pitch = r.src_row_pitch,
+            .src_slice_pitch = r.depth == 1 ? r.height * r.src_row_pitch : r.src_slice_pitch};
+  // The byte offset of an origin is origin[0] + origin[1] * row pitch + origin[2] * slice pitch;
+  // the offsets are split so (x within a row, y within a slice), as drivers' overlap checks (the
+  // specification's own) expect.
+  auto split = [](std::size_t offset, std::size_t row, std::size_t slice, std::size_t* origin) {
+    origin[2] = offset / slice;
+    origin[1] = offset % slice / row;
+    origin[0] = offset % slice % row;
+  };
+  split(r.dst_offset, c.dst_row_pitch, c.dst_slice_pitch, c.dst_origin);
+  split(r.src_offset, c.src_row_pitch, c.src_slice_pitch, c.src_origin);
+  return c;
 }
 }  // namespace
 
