@@ -83,7 +83,8 @@ class SKEIN_EXPORT Array {
   std::size_t nbytes() const { return size() * itemsize(); }
   // Byte offset of element (0, ..., 0) in data().
   std::size_t offset() const { return offset_; }
-  // Exactly C-ordered strides (what set(), reshape() and raw kernel arguments need).
+  // Exactly C-ordered strides (what reshape() and raw kernel arguments need; set() and get() of
+  // such arrays are one plain transfer).
   bool is_contiguous() const;
   // NumPy's flags (pygpu's flags.c_contiguous, f_contiguous): the elements fill a block of size()
   // items in C (row-major) / Fortran (column-major) order; strides of dimensions of size 1 do not
