@@ -49,6 +49,9 @@ class CudaContextAdapter final : public ContextAdapter,
   std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) override;
   QueuePriorityRange queue_priority_range(std::size_t device_idx) override;
   std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
+  std::pair<std::shared_ptr<BufferAdapter>, std::size_t> allocate_pitched(
+      std::size_t device_idx, std::size_t width, std::size_t height,
+      std::size_t element_size) override;
   std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size, HostMemoryFlags flags) override;
   std::shared_ptr<HostBufferAdapter> register_host(void* data, std::size_t size,
                                                    HostMemoryFlags flags) override;

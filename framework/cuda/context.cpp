@@ -308,6 +308,31 @@ std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate(std::size_t device_i
   }
 }
 
+std::pair<std::shared_ptr<BufferAdapter>, std::size_t> CudaContextAdapter::allocate_pitched(
+    std::size_t device_idx, std::size_t width, std::size_t height, std::size_t element_size) {
+  if (width == 0 || height == 0) return {allocate(device_idx, 0), width};
+  const std::string& device = description(device_idx);
+  CudaContextScope scope(context(device_idx), device);
+  // cuMemAllocPitch takes element sizes of 4, 8 or 16 bytes (the width of the accesses it pads
+  // for); smaller elements are read four bytes at a time.
+  const unsigned element = element_size <= 4 ? 4u : element_size <= 8 ? 8u : 16u;
+  CUdeviceptr pointer = 0;
+  std::size_t pitch = 0;
+  if (const CUresult result = cu().cuMemAllocPitch(&pointer, &pitch, width, height, element);
+      result != CUDA_SUCCESS) {
+    std::size_t free = 0;
+    std::size_t total = 0;
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) cu().cuMemGetInfo(&free, &total);
+    throw_cuda_error(result, "cuMemAllocPitch", device, SKEIN_HERE, width * height, free);
+  }
+  try {
+    return {make_cuda_buffer(shared_from_this(), device_idx, pointer, pitch * height), pitch};
+  } catch (...) {
+    cu().cuMemFree(pointer);
+    throw;
+  }
+}
+
 namespace {
 std::size_t available_host_memory() {
   const long pages = sysconf(_SC_AVPHYS_PAGES);

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <mutex>
 
 #include "adapters.hpp"
@@ -77,6 +80,59 @@ class CudaQueueAdapter final : public QueueAdapter {
     SKEIN_CU_CHECK(cuMemsetD8Async, (address(dst, offset), 0, size, stream_), device());
   }
 
+  bool write_rect(BufferAdapter& dst, const void* src, const RectRegion& region,
+                  bool blocking) override {
+    if (!pitches_ok(region)) return false;
+    CudaContextScope scope(cu_context(), device());
+    Side s{.memory_type = CU_MEMORYTYPE_HOST,
+           .host = static_cast<const std::byte*>(src) + region.src_offset};
+    Side d{.memory_type = CU_MEMORYTYPE_DEVICE, .device = address(dst, region.dst_offset)};
+    rect_copy(d, s, region, device());
+    if (blocking) synchronize();
+    return true;
+  }
+
+  bool read_rect(void* dst, BufferAdapter& src, const RectRegion& region, bool blocking) override {
+    if (!pitches_ok(region)) return false;
+    CudaContextScope scope(cu_context(), device());
+    Side s{.memory_type = CU_MEMORYTYPE_DEVICE, .device = address(src, region.src_offset)};
+    Side d{.memory_type = CU_MEMORYTYPE_HOST,
+           .host = static_cast<std::byte*>(dst) + region.dst_offset};
+    rect_copy(d, s, region, device());
+    if (blocking) synchronize();
+    return true;
+  }
+
+  bool copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegion& region) override {
+    if (!pitches_ok(region)) return false;
+    CudaContextScope scope(cu_context(), device());
+    Side s{.memory_type = CU_MEMORYTYPE_DEVICE, .device = address(src, region.src_offset)};
+    Side d{.memory_type = CU_MEMORYTYPE_DEVICE, .device = address(dst, region.dst_offset)};
+    if (dst.device_idx() == src.device_idx()) {
+      rect_copy(d, s, region, device());
+      return true;
+    }
+    // Between the CUcontexts of two devices: the peer form (direct with peer access, staged by
+    // the driver otherwise).
+    CUDA_MEMCPY3D_PEER p{};
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.srcDevice = s.device;
+    p.srcContext = context_->context(src.device_idx());
+    p.srcPitch = region.src_row_pitch;
+    p.srcHeight = region.depth > 1 ? region.src_slice_pitch / region.src_row_pitch : region.height;
+    p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.dstDevice = d.device;
+    p.dstContext = context_->context(dst.device_idx());
+    p.dstPitch = region.dst_row_pitch;
+    p.dstHeight = region.depth > 1 ? region.dst_slice_pitch / region.dst_row_pitch : region.height;
+    p.WidthInBytes = region.width;
+    p.Height = region.height;
+    p.Depth = region.depth;
+    SKEIN_CU_CHECK(cuMemcpy3DPeerAsync, (&p, stream_),
+                   device() + " (copy from " + context_->description(src.device_idx()) + ")");
+    return true;
+  }
+
   std::shared_ptr<EventAdapter> record() override {
     return record_cuda_event(context_, device_idx_, stream_, true);
   }
@@ -112,6 +168,72 @@ class CudaQueueAdapter final : public QueueAdapter {
   }
 
  private:
+  // One side of a rectangular copy: host or device memory, at the region's first byte.
+  struct Side {
+    CUmemorytype memory_type = CU_MEMORYTYPE_DEVICE;
+    const void* host = nullptr;
+    CUdeviceptr device = 0;
+  };
+
+  // The driver's limits: pitches up to CU_DEVICE_ATTRIBUTE_MAX_PITCH, not below the width; a 3-D
+  // copy counts slices in rows, so slice pitches must be whole rows.
+  bool pitches_ok(const RectRegion& r) {
+    const std::size_t limit = max_pitch();
+    auto ok = [&](std::size_t row, std::size_t slice) {
+      if (row < r.width || row > limit) return false;
+      return r.depth == 1 || (slice % row == 0 && slice / row >= r.height);
+    };
+    return ok(r.dst_row_pitch, r.dst_slice_pitch) && ok(r.src_row_pitch, r.src_slice_pitch);
+  }
+
+  std::size_t max_pitch() {
+    std::size_t value = max_pitch_.load(std::memory_order_relaxed);
+    if (value != 0) return value;
+    CudaContextScope scope(cu_context(), device());
+    CUdevice dev = 0;
+    SKEIN_CU_CHECK(cuCtxGetDevice, (&dev), device());
+    int attribute = 0;
+    SKEIN_CU_CHECK(cuDeviceGetAttribute, (&attribute, CU_DEVICE_ATTRIBUTE_MAX_PITCH, dev),
+                   device());
+    value = static_cast<std::size_t>(std::max(attribute, 1));
+    max_pitch_.store(value, std::memory_order_relaxed);
+    return value;
+  }
+
+  // cuMemcpy2DAsync for one slice, cuMemcpy3DAsync for more (in the queue's context).
+  void rect_copy(const Side& d, const Side& s, const RectRegion& r, const std::string& where) {
+    if (r.depth == 1) {
+      CUDA_MEMCPY2D p{};
+      p.srcMemoryType = s.memory_type;
+      p.srcHost = s.host;
+      p.srcDevice = s.device;
+      p.srcPitch = r.src_row_pitch;
+      p.dstMemoryType = d.memory_type;
+      p.dstHost = const_cast<void*>(d.host);
+      p.dstDevice = d.device;
+      p.dstPitch = r.dst_row_pitch;
+      p.WidthInBytes = r.width;
+      p.Height = r.height;
+      SKEIN_CU_CHECK(cuMemcpy2DAsync, (&p, stream_), where);
+      return;
+    }
+    CUDA_MEMCPY3D p{};
+    p.srcMemoryType = s.memory_type;
+    p.srcHost = s.host;
+    p.srcDevice = s.device;
+    p.srcPitch = r.src_row_pitch;
+    p.srcHeight = r.src_slice_pitch / r.src_row_pitch;
+    p.dstMemoryType = d.memory_type;
+    p.dstHost = const_cast<void*>(d.host);
+    p.dstDevice = d.device;
+    p.dstPitch = r.dst_row_pitch;
+    p.dstHeight = r.dst_slice_pitch / r.dst_row_pitch;
+    p.WidthInBytes = r.width;
+    p.Height = r.height;
+    p.Depth = r.depth;
+    SKEIN_CU_CHECK(cuMemcpy3DAsync, (&p, stream_), where);
+  }
+
   CUevent marker() {
     if (!marker_) {
       CudaContextScope scope(cu_context(), device());
@@ -131,6 +253,7 @@ class CudaQueueAdapter final : public QueueAdapter {
   CUstream stream_ = nullptr;
   bool owned_ = true;         // false for the application's stream
   CUevent marker_ = nullptr;  // for wait_for_queue(), created on first use
+  std::atomic<std::size_t> max_pitch_{0};  // CU_DEVICE_ATTRIBUTE_MAX_PITCH, read on first use
   std::mutex marker_mutex_;    // guards marker_ and its record-and-wait
 };
 

@@ -147,6 +147,10 @@ class OclQueue final : public QueueAdapter {
   void copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src,
             std::size_t src_offset, std::size_t size) override;
   void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) override;
+  bool write_rect(BufferAdapter& dst, const void* src, const RectRegion& region,
+                  bool blocking) override;
+  bool read_rect(void* dst, BufferAdapter& src, const RectRegion& region, bool blocking) override;
+  bool copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegion& region) override;
   std::shared_ptr<EventAdapter> record() override;
   void wait_for(EventAdapter& event) override;
   void wait_for_queue(QueueAdapter& other) override;

@@ -1,3 +1,5 @@
+#include <optional>
+
 #include "adapters.hpp"
 #include "check.hpp"
 
@@ -5,6 +7,47 @@ namespace skein::detail::opencl {
 
 namespace {
 cl_mem mem_of(BufferAdapter& buffer) { return static_cast<OclBuffer&>(buffer).mem(); }
+
+// OpenCL's rules for a rectangle's pitches: row pitch >= region[0]; slice pitch >= region[1] *
+// row pitch and a multiple of it. With depth 1 the slice pitch does not matter, so it is given as
+// height * row pitch (what OpenCL computes for 0).
+struct ClRect {
+  std::size_t dst_origin[3];
+  std::size_t src_origin[3];
+  std::size_t region[3];
+  std::size_t dst_row_pitch, dst_slice_pitch, src_row_pitch, src_slice_pitch;
+};
+
+bool pitches_ok(std::size_t width, std::size_t height, std::size_t depth, std::size_t row,
+                std::size_t slice) {
+  if (row < width) return false;
+  return depth == 1 || (slice >= height * row && slice % row == 0);
+}
+
+std::optional<ClRect> cl_rect(const RectRegion& r) {
+  if (!pitches_ok(r.width, r.height, r.depth, r.dst_row_pitch, r.dst_slice_pitch) ||
+      !pitches_ok(r.width, r.height, r.depth, r.src_row_pitch, r.src_slice_pitch)) {
+    return std::nullopt;
+  }
+  ClRect c{.dst_origin = {0, 0, 0},
+            .src_origin = {0, 0, 0},
+            .region = {r.width, r.height, r.depth},
+            .dst_row_pitch = r.dst_row_pitch,
+            .dst_slice_pitch = r.depth == 1 ? r.height * r.dst_row_pitch : r.dst_slice_pitch,
+            .src_row_pitch = r.src_row_pitch,
+            .src_slice_pitch = r.depth == 1 ? r.height * r.src_row_pitch : r.src_slice_pitch};
+  // The byte offset of an origin is origin[0] + origin[1] * row pitch + origin[2] * slice pitch;
+  // the offsets are split so (x within a row, y within a slice), as drivers' overlap checks (the
+  // specification's own) expect.
+  auto split = [](std::size_t offset, std::size_t row, std::size_t slice, std::size_t* origin) {
+    origin[2] = offset / slice;
+    origin[1] = offset % slice / row;
+    origin[0] = offset % slice % row;
+  };
+  split(r.dst_offset, c.dst_row_pitch, c.dst_slice_pitch, c.dst_origin);
+  split(r.src_offset, c.src_row_pitch, c.src_slice_pitch, c.src_origin);
+  return c;
+}
 }  // namespace
 
 OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx)
@@ -65,6 +108,45 @@ void OclQueue::fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t siz
   SKEIN_CL_CHECK(clEnqueueFillBuffer(queue_, mem_of(dst), &zero, sizeof(zero), offset, size, 0,
                                      nullptr, nullptr),
                  device_);
+}
+
+bool OclQueue::write_rect(BufferAdapter& dst, const void* src, const RectRegion& region,
+                          bool blocking) {
+  const auto r = cl_rect(region);
+  if (!r) return false;
+  SKEIN_CL_CHECK(clEnqueueWriteBufferRect(queue_, mem_of(dst), blocking ? CL_TRUE : CL_FALSE,
+                                          r->dst_origin, r->src_origin, r->region,
+                                          r->dst_row_pitch, r->dst_slice_pitch, r->src_row_pitch,
+                                          r->src_slice_pitch, src, 0, nullptr, nullptr),
+                 device_);
+  return true;
+}
+
+bool OclQueue::read_rect(void* dst, BufferAdapter& src, const RectRegion& region, bool blocking) {
+  const auto r = cl_rect(region);
+  if (!r) return false;
+  SKEIN_CL_CHECK(clEnqueueReadBufferRect(queue_, mem_of(src), blocking ? CL_TRUE : CL_FALSE,
+                                         r->src_origin, r->dst_origin, r->region,
+                                         r->src_row_pitch, r->src_slice_pitch, r->dst_row_pitch,
+                                         r->dst_slice_pitch, dst, 0, nullptr, nullptr),
+                 device_);
+  return true;
+}
+
+bool OclQueue::copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegion& region) {
+  const auto r = cl_rect(region);
+  if (!r) return false;
+  // Within one buffer OpenCL refuses rectangles whose row and slice pitches both differ.
+  if (mem_of(dst) == mem_of(src) && r->dst_row_pitch != r->src_row_pitch &&
+      r->dst_slice_pitch != r->src_slice_pitch) {
+    return false;
+  }
+  SKEIN_CL_CHECK(clEnqueueCopyBufferRect(queue_, mem_of(src), mem_of(dst), r->src_origin,
+                                         r->dst_origin, r->region, r->src_row_pitch,
+                                         r->src_slice_pitch, r->dst_row_pitch,
+                                         r->dst_slice_pitch, 0, nullptr, nullptr),
+                 device_);
+  return true;
 }
 
 std::shared_ptr<EventAdapter> OclQueue::record() {

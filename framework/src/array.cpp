@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
+#include "skein/detail/adapter.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/elementwise.hpp"
 
 namespace skein {
 
@@ -45,6 +49,60 @@ std::size_t extent_bytes(const Shape& shape, const Strides& strides, std::size_t
   std::size_t last = 0;
   for (std::size_t i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * strides[i];
   return last + itemsize;
+}
+
+// The rectangle (up to three dimensions) that walks the elements of a shape in two layouts at
+// once, or nothing when there is none. Offsets are left 0 (the caller adds them). Dimensions of
+// size 1 are dropped, and neighbours that are dense in both layouts merged; the innermost run is
+// the row when it is dense (stride = itemsize) in both, else rows are one element wide. Empty
+// shapes are the caller's business.
+std::optional<detail::RectRegion> plan_rect(const Shape& shape, const Strides& dst,
+                                            const Strides& src, std::size_t itemsize) {
+  struct Dim {
+    std::size_t n, dst, src;
+  };
+  std::vector<Dim> dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    const Dim d{shape[i], dst[i], src[i]};
+    if (!dims.empty() && dims.back().dst == d.n * d.dst && dims.back().src == d.n * d.src) {
+      dims.back() = Dim{dims.back().n * d.n, d.dst, d.src};
+    } else {
+      dims.push_back(d);
+    }
+  }
+  std::size_t width = itemsize;
+  if (!dims.empty() && dims.back().dst == itemsize && dims.back().src == itemsize) {
+    width = dims.back().n * itemsize;
+    dims.pop_back();
+  }
+  if (dims.size() > 2) return std::nullopt;
+  auto pitches_ok = [&](std::size_t height, std::size_t depth, std::size_t row, std::size_t slice) {
+    if (row < width) return false;
+    return depth == 1 || (slice % row == 0 && slice / row >= height);
+  };
+  // Rows and slices: the inner dimension first, then (3-D) the outer; the other order is tried
+  // too, as the copy may walk the two in either order.
+  auto attempt = [&](const Dim& row, const Dim& slice) -> std::optional<detail::RectRegion> {
+    detail::RectRegion r;
+    r.width = width;
+    r.height = row.n;
+    r.depth = slice.n;
+    r.dst_row_pitch = row.n == 1 ? width : row.dst;
+    r.src_row_pitch = row.n == 1 ? width : row.src;
+    r.dst_slice_pitch = slice.n == 1 ? r.height * r.dst_row_pitch : slice.dst;
+    r.src_slice_pitch = slice.n == 1 ? r.height * r.src_row_pitch : slice.src;
+    if (!pitches_ok(r.height, r.depth, r.dst_row_pitch, r.dst_slice_pitch) ||
+        !pitches_ok(r.height, r.depth, r.src_row_pitch, r.src_slice_pitch)) {
+      return std::nullopt;
+    }
+    return r;
+  };
+  const Dim one{1, 0, 0};
+  if (dims.empty()) return attempt(one, one);
+  if (dims.size() == 1) return attempt(dims[0], one);
+  if (auto r = attempt(dims[1], dims[0])) return r;
+  return attempt(dims[0], dims[1]);
 }
 
 std::size_t default_device(const Queue& queue, std::optional<std::size_t> device_idx,
@@ -130,6 +188,29 @@ Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
   return a;
 }
 
+Array Array::empty_pitched(const Queue& queue, Shape shape, Dtype dtype,
+                           std::optional<std::size_t> device_idx) {
+  const std::size_t idx = default_device(queue, device_idx, "Array::empty_pitched");
+  if (shape.empty()) return empty(queue, std::move(shape), dtype, idx);
+  const std::size_t item = skein::itemsize(dtype);
+  const std::size_t width = shape.back() * item;
+  const std::size_t rows = shape_size(shape) / std::max<std::size_t>(shape.back(), 1);
+  if (shape_size(shape) == 0) {
+    return empty(queue, std::move(shape), dtype, idx);
+  }
+  auto [adapter, pitch] =
+      detail::impl_of(queue.context())->adapter->allocate_pitched(idx, width, rows, item);
+  Buffer buffer(queue.context(), std::move(adapter), idx, 0, pitch * rows);
+  Strides strides(shape.size());
+  strides.back() = item;
+  std::size_t stride = pitch;
+  for (std::size_t i = shape.size() - 1; i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return Array(queue, std::move(buffer), std::move(shape), dtype, std::move(strides));
+}
+
 namespace {
 // NumPy's rule: the strides of dimensions of size > 1, walked from the fastest, are those of a
 // dense block.
@@ -196,22 +277,18 @@ void Array::get(std::span<std::byte> dest, Sync sync) const {
     data_.get_sub_region(offset_, nbytes()).get(queue_, dest, sync);
     return;
   }
-  // A strided view: bring the bytes it spans to the host and gather its elements there.
-  const std::size_t extent = extent_bytes(shape_, strides_, itemsize());
-  std::vector<std::byte> staging(extent);
-  data_.get_sub_region(offset_, extent).get(queue_, std::span(staging), Sync::blocking);
-  const std::size_t n = size();
-  const std::size_t item = itemsize();
-  std::vector<std::size_t> index(shape_.size(), 0);
-  for (std::size_t flat = 0; flat < n; ++flat) {
-    std::size_t src = 0;
-    for (std::size_t d = 0; d < shape_.size(); ++d) src += index[d] * strides_[d];
-    std::memcpy(dest.data() + flat * item, staging.data() + src, item);
-    for (std::size_t d = shape_.size(); d-- > 0;) {
-      if (++index[d] < shape_[d]) break;
-      index[d] = 0;
+  // A strided view: one rectangular copy when its layout is one, else gathered on the device.
+  const Strides dense = contiguous_strides(shape_, itemsize());
+  if (auto region = plan_rect(shape_, dense, strides_, itemsize())) {
+    region->src_offset = data_.offset() + offset_;
+    if (queue_.device_queue(device_idx_)
+            .read_rect(dest.data(), *data_.adapter(), *region, sync == Sync::blocking)) {
+      return;
     }
   }
+  Array staging = empty(queue_, shape_, dtype_, device_idx_);
+  copy(queue_, *this, staging);
+  staging.get(dest, sync);
 }
 
 void Array::set(std::span<const std::byte> src, Sync sync) const {
@@ -220,37 +297,50 @@ void Array::set(std::span<const std::byte> src, Sync sync) const {
                      "source has {} bytes; the array of shape {} and dtype {} has {}", src.size(),
                      to_string(shape_), name(dtype_), nbytes());
   }
-  if (!is_contiguous()) {
-    detail::raise_in(SKEIN_HERE, "Array::set",
-                     "Set the contiguous parent array, or copy into a contiguous array first.",
-                     "setting a strided view from the host is not supported");
-  }
   if (nbytes() == 0) return;
-  data_.get_sub_region(offset_, nbytes()).set(queue_, src, sync);
+  if (is_contiguous()) {
+    data_.get_sub_region(offset_, nbytes()).set(queue_, src, sync);
+    return;
+  }
+  const Strides dense = contiguous_strides(shape_, itemsize());
+  if (auto region = plan_rect(shape_, strides_, dense, itemsize())) {
+    region->dst_offset = data_.offset() + offset_;
+    if (queue_.device_queue(device_idx_)
+            .write_rect(*data_.adapter(), src.data(), *region, sync == Sync::blocking)) {
+      return;
+    }
+  }
+  // Not a rectangle: through a contiguous device temporary, scattered by the copy kernel.
+  Array staging = empty(queue_, shape_, dtype_, device_idx_);
+  staging.set(src, sync);
+  copy(queue_, staging, *this);
+  if (sync == Sync::blocking) queue_.device_queue(device_idx_).synchronize();
 }
 
-void Array::set(const Array& src) const {
-  if (src.shape_ != shape_ || src.dtype_ != dtype_) {
-    detail::raise_in(SKEIN_HERE, "Array::set", "Copy between arrays of equal shape and dtype.",
-                     "source has shape {} and dtype {}, destination shape {} and dtype {}",
-                     to_string(src.shape_), name(src.dtype_), to_string(shape_), name(dtype_));
-  }
-  if (!is_contiguous() || !src.is_contiguous()) {
-    detail::raise_in(SKEIN_HERE, "Array::set", "Copy between contiguous arrays.",
-                     "device-to-device copies of strided views are not supported");
-  }
-  if (nbytes() == 0) return;
-  data_.get_sub_region(offset_, nbytes())
-      .set(queue_, src.data_.get_sub_region(src.offset_, nbytes()));
-}
+void Array::set(const Array& src) const { copy_rect(queue_, *this, src); }
 
 void Array::fill_zero() const {
-  if (!is_contiguous()) {
-    detail::raise_in(SKEIN_HERE, "Array::fill_zero", "Fill the contiguous parent array.",
-                     "filling a strided view is not supported");
-  }
   if (nbytes() == 0) return;
-  queue_.device_queue(device_idx_).fill_zero(*data_.adapter(), data_.offset() + offset_, nbytes());
+  // A view whose elements fill the bytes they span (a dense block, the axes in any order, as a
+  // transposed array): one memset.
+  std::vector<std::pair<std::size_t, std::size_t>> dims;  // (stride, size) of axes of size > 1
+  for (std::size_t i = 0; i < shape_.size(); ++i) {
+    if (shape_[i] != 1) dims.emplace_back(strides_[i], shape_[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::size_t expected = itemsize();
+  bool dense = true;
+  for (const auto& [stride, n] : dims) {
+    dense = dense && stride == expected;
+    expected *= n;
+  }
+  if (dense) {
+    queue_.device_queue(device_idx_).fill_zero(*data_.adapter(), data_.offset() + offset_,
+                                               nbytes());
+    return;
+  }
+  // Zero bytes are the zero of every dtype.
+  fill(queue_, *this, 0);
 }
 
 Array Array::slice(std::size_t begin, std::size_t end) const {
@@ -295,6 +385,89 @@ Array Array::single_device_view(std::size_t device_idx) const {
   Array result = *this;
   result.device_idx_ = device_idx;
   return result;
+}
+
+void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync) {
+  constexpr const char* call = "skein::copy_rect";
+  if (src.shape() != dst.shape() || src.dtype() != dst.dtype()) {
+    detail::raise_in(SKEIN_HERE, call, "Copy between arrays of equal shape and dtype.",
+                     "source has shape {} and dtype {}, destination shape {} and dtype {}",
+                     to_string(src.shape()), name(src.dtype()), to_string(dst.shape()),
+                     name(dst.dtype()));
+  }
+  if (!(dst.data().context() == queue.context()) || !(src.data().context() == queue.context())) {
+    detail::raise_in(SKEIN_HERE, call, "Copy between arrays of the queue's context.",
+                     "the {} belongs to another context than the queue",
+                     dst.data().context() == queue.context() ? "source" : "destination");
+  }
+  for (const Array* a : {&dst, &src}) {
+    if (!queue.has_device(a->device_idx())) {
+      detail::raise_in(SKEIN_HERE, call, "Use a queue that includes both arrays' devices.",
+                       "the {} is on device {}, which is not in the queue",
+                       a == &dst ? "destination" : "source", a->device_idx());
+    }
+  }
+  const std::size_t nbytes = dst.nbytes();
+  if (nbytes == 0) return;
+  const std::size_t item = dst.itemsize();
+  const std::size_t dst_begin = dst.data().offset() + dst.offset();
+  const std::size_t src_begin = src.data().offset() + src.offset();
+  if (dst.data().adapter() == src.data().adapter()) {
+    const std::size_t dst_end = dst_begin + extent_bytes(dst.shape(), dst.strides(), item);
+    const std::size_t src_end = src_begin + extent_bytes(src.shape(), src.strides(), item);
+    if (dst_begin < src_end && src_begin < dst_end) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Copy the source to a new array first (skein::copy(queue, src)).",
+                       "the source (bytes [{}, {})) and destination (bytes [{}, {})) overlap in "
+                       "one allocation",
+                       src_begin, src_end, dst_begin, dst_end);
+    }
+  }
+  auto& dst_queue = queue.device_queue(dst.device_idx());
+  auto finish = [&] {
+    if (sync == Sync::blocking) dst_queue.synchronize();
+  };
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    dst.data().get_sub_region(dst.offset(), nbytes)
+        .set(queue, src.data().get_sub_region(src.offset(), nbytes), sync);
+    return;
+  }
+  if (auto region = plan_rect(dst.shape(), dst.strides(), src.strides(), item)) {
+    region->dst_offset = dst_begin;
+    region->src_offset = src_begin;
+    if (src.device_idx() == dst.device_idx()) {
+      if (dst_queue.copy_rect(*dst.data().adapter(), *src.data().adapter(), *region)) {
+        finish();
+        return;
+      }
+    } else {
+      // As Buffer::set: after the work so far on the source's device; later work there waits.
+      auto& src_queue = queue.device_queue(src.device_idx());
+      dst_queue.wait_for_queue(src_queue);
+      if (dst_queue.copy_rect(*dst.data().adapter(), *src.data().adapter(), *region)) {
+        src_queue.wait_for_queue(dst_queue);
+        finish();
+        return;
+      }
+    }
+  }
+  // Not a rectangle: the copy kernel, on one device; between devices through contiguous copies.
+  if (src.device_idx() == dst.device_idx()) {
+    copy(queue, src, dst);
+  } else {
+    Array there = src;
+    if (!src.is_contiguous()) {
+      there = Array::empty(queue, src.shape(), src.dtype(), src.device_idx());
+      copy(queue, src, there);
+    }
+    Array here = dst.is_contiguous()
+                     ? dst
+                     : Array::empty(queue, dst.shape(), dst.dtype(), dst.device_idx());
+    here.data().get_sub_region(here.offset(), nbytes)
+        .set(queue, there.data().get_sub_region(there.offset(), nbytes));
+    if (!dst.is_contiguous()) copy(queue, here, dst);
+  }
+  finish();
 }
 
 }  // namespace skein

@@ -4,6 +4,13 @@
 //
 //   skein-bench-copy [--sizes-mib 64,1024] [--iterations 50] [--warmup 5] [--json FILE]
 //
+// A second table compares Skein with Skein (issue 14's targets): a 2-D strided copy of a
+// 4096 x 4096 float32 sub-block of an 8192 x 8192 array (skein::copy_rect / Array::set / get on
+// the view: cuMemcpy2DAsync) against a contiguous copy of the same bytes, device -> device and
+// host <-> device (pinned); and transfers from and to host memory the program allocated and
+// registered with HostBuffer::register_memory against HostBuffer::allocate's page-locked memory,
+// for each size. Ratio = the first's GB/s / the baseline's (targets: >= 0.90 and >= 0.95).
+//
 // GB/s is bytes transferred / time with GB = 1e9 bytes; for the copy on one device the memory
 // traffic is twice that (every byte is read and written).
 
@@ -13,6 +20,8 @@
 #include <skein_cli/cli.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -48,6 +57,15 @@ struct Result {
   std::size_t bytes = 0;
   double skein_ms = 0;
   double cudart_ms = 0;
+};
+
+// Skein against Skein: an operation and the baseline it must keep up with (same bytes).
+struct Comparison {
+  std::string op;
+  std::string baseline;
+  std::size_t bytes = 0;
+  double ms = 0;
+  double baseline_ms = 0;
 };
 
 double gb_per_s(std::size_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
@@ -174,7 +192,137 @@ void check_bytes(const skein::Queue& queue, const skein::Buffer& buffer, unsigne
   }
 }
 
-std::vector<Result> run(const Settings& s, const skein::Api& api, std::size_t devices_num) {
+// Host memory of the program's own (page-aligned, as an application's large arrays are), freed
+// at the end of a size.
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+std::unique_ptr<std::byte[], AlignedFree> host_memory(std::size_t bytes) {
+  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, rounded));
+  if (p == nullptr) throw std::runtime_error(fmt::format("cannot allocate {} bytes", bytes));
+  return std::unique_ptr<std::byte[], AlignedFree>(p);
+}
+
+// Registered host memory (HostBuffer::register_memory) against Skein's page-locked allocation,
+// both directions, `bytes` each; `host` and `device` are the allocation and buffer of the size.
+void compare_registered(const Settings& s, const skein::Context& context,
+                        const skein::Queue& queue, const skein::HostBuffer& host,
+                        const skein::Buffer& device, std::vector<Comparison>& out) {
+  const std::size_t bytes = device.size();
+  auto memory = host_memory(bytes);
+  std::memset(memory.get(), 0x3c, bytes);
+  const skein::HostBuffer registered =
+      skein::HostBuffer::register_memory(context, memory.get(), bytes);
+  std::memset(host.data(), 0x5a, bytes);
+
+  Comparison h2d{"host->device (registered)", "host->device (allocated)", bytes};
+  h2d.ms = time_skein(s, queue, 0, [&] {
+    device.set(queue, std::span<const std::byte>(registered.bytes()), skein::Sync::async);
+  });
+  check_bytes(queue, device, 0x3c, "host->device (registered)");
+  h2d.baseline_ms = time_skein(s, queue, 0, [&] {
+    device.set(queue, std::span<const std::byte>(host.bytes()), skein::Sync::async);
+  });
+  check_bytes(queue, device, 0x5a, "host->device (allocated)");
+  out.push_back(h2d);
+
+  Comparison d2h{"device->host (registered)", "device->host (allocated)", bytes};
+  d2h.ms = time_skein(s, queue, 0,
+                      [&] { device.get(queue, registered.bytes(), skein::Sync::async); });
+  queue.synchronize();
+  if (registered.data()[0] != std::byte{0x5a} || registered.data()[bytes - 1] != std::byte{0x5a}) {
+    throw std::runtime_error("device->host (registered): wrong data after the transfer");
+  }
+  d2h.baseline_ms =
+      time_skein(s, queue, 0, [&] { device.get(queue, host.bytes(), skein::Sync::async); });
+  out.push_back(d2h);
+  queue.synchronize();
+}
+
+// A 4096 x 4096 float32 block at (512, 512) of 8192 x 8192 arrays: rows of 16 KiB, 32 KiB apart.
+std::vector<Comparison> compare_strided(const Settings& s, const skein::Context& context,
+                                        const skein::Queue& queue) {
+  constexpr std::size_t n = 8192;
+  constexpr std::size_t block = 4096;
+  constexpr std::size_t corner = 512 * n + 512;  // element offset of the block
+  const std::size_t bytes = block * block * sizeof(float);
+  const skein::Shape block_shape{block, block};
+  const skein::Strides block_strides{n * sizeof(float), sizeof(float)};
+
+  // The source's element k (flat index) holds k % 1000003, exact in float32.
+  auto big_src = skein::Array::empty(queue, {n, n}, skein::Dtype::float32);
+  {
+    std::vector<float> values(n * n);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000003);
+    big_src.set(values);
+  }
+  auto big_dst = skein::Array::zeros(queue, {n, n}, skein::Dtype::float32);
+  const skein::Array src_block = big_src.view(corner, block_shape, block_strides);
+  const skein::Array dst_block = big_dst.view(corner, block_shape, block_strides);
+  const skein::Buffer contiguous_src = skein::Buffer::allocate(context, 0, bytes);
+  const skein::Buffer contiguous_dst = skein::Buffer::allocate(context, 0, bytes);
+  const skein::HostBuffer pinned = skein::HostBuffer::allocate(context, bytes);
+  std::memset(pinned.data(), 0, bytes);
+
+  // The block's rows 0 and block - 1 as the host expects them.
+  auto check_block = [&](const skein::Array& view, const char* what) {
+    for (const std::size_t r : {std::size_t{0}, block - 1}) {
+      const auto row = view.view(r * n, {1, block}, block_strides).get<float>();
+      for (std::size_t j = 0; j < block; ++j) {
+        const auto expected = static_cast<float>((corner + r * n + j) % 1000003);
+        if (row[j] != expected) {
+          throw std::runtime_error(fmt::format("{}: wrong value at ({}, {}) of the block: {} "
+                                               "instead of {}",
+                                               what, r, j, row[j], expected));
+        }
+      }
+    }
+  };
+
+  std::vector<Comparison> out;
+  Comparison d2d{"2-D block device->device", "contiguous device->device", bytes};
+  d2d.ms = time_skein(s, queue, 0,
+                      [&] { skein::copy_rect(queue, dst_block, src_block, skein::Sync::async); });
+  check_block(dst_block, "2-D block device->device");
+  d2d.baseline_ms = time_skein(s, queue, 0, [&] {
+    contiguous_dst.set(queue, contiguous_src, skein::Sync::async);
+  });
+  out.push_back(d2d);
+
+  Comparison d2h{"2-D block device->host", "contiguous device->host", bytes};
+  d2h.ms = time_skein(s, queue, 0, [&] { src_block.get(pinned.bytes(), skein::Sync::async); });
+  queue.synchronize();
+  {
+    const float* p = reinterpret_cast<const float*>(pinned.data());
+    const auto expected = static_cast<float>((corner + (block - 1) * n + 7) % 1000003);
+    if (p[(block - 1) * block + 7] != expected) {
+      throw std::runtime_error("2-D block device->host: wrong data after the transfer");
+    }
+  }
+  d2h.baseline_ms = time_skein(s, queue, 0, [&] {
+    contiguous_src.get(queue, pinned.bytes(), skein::Sync::async);
+  });
+  out.push_back(d2h);
+
+  // Pinned host data of the block's values, into a cleared destination block.
+  src_block.get(pinned.bytes());
+  big_dst.fill_zero();
+  Comparison h2d{"2-D block host->device", "contiguous host->device", bytes};
+  h2d.ms = time_skein(s, queue, 0, [&] {
+    dst_block.set(std::span<const std::byte>(pinned.bytes()), skein::Sync::async);
+  });
+  check_block(dst_block, "2-D block host->device");
+  h2d.baseline_ms = time_skein(s, queue, 0, [&] {
+    contiguous_dst.set(queue, std::span<const std::byte>(pinned.bytes()), skein::Sync::async);
+  });
+  out.push_back(h2d);
+  queue.synchronize();
+  return out;
+}
+
+std::vector<Result> run(const Settings& s, const skein::Api& api, std::size_t devices_num,
+                        std::vector<Comparison>& comparisons) {
   const std::vector<skein::Device> devices = skein::select_devices(api, devices_num);
   const skein::Context context = skein::Context::from_devices(std::span(devices));
   const skein::Queue queue(context);
@@ -234,7 +382,10 @@ std::vector<Result> run(const Settings& s, const skein::Api& api, std::size_t de
     check_bytes(queue, dst0, 0x5a, "device 0->device 0");
     results.push_back(d2d);
     queue.synchronize();
+
+    compare_registered(s, context, queue, host, src0, comparisons);
   }
+  for (Comparison& c : compare_strided(s, context, queue)) comparisons.push_back(std::move(c));
   return results;
 }
 
@@ -247,6 +398,18 @@ void print_table(const std::vector<Result>& results) {
     const double ratio = cudart > 0 ? skein / cudart : 0;
     fmt::print("{:<24} {:>10} {:>12.1f} {:>12.1f} {:>8.3f}\n", r.op,
                fmt::format("{} MiB", r.bytes >> 20), skein, cudart, ratio);
+  }
+}
+
+void print_comparisons(const std::vector<Comparison>& comparisons) {
+  fmt::print("{:<27} {:>10} {:>10} {:>14} {:>8}  {}\n", "op", "size", "GB/s", "baseline GB/s",
+             "ratio", "baseline");
+  for (const Comparison& c : comparisons) {
+    const double gbps = gb_per_s(c.bytes, c.ms);
+    const double baseline = gb_per_s(c.bytes, c.baseline_ms);
+    fmt::print("{:<27} {:>10} {:>10.1f} {:>14.1f} {:>8.3f}  {}\n", c.op,
+               fmt::format("{} MiB", c.bytes >> 20), gbps, baseline,
+               baseline > 0 ? gbps / baseline : 0, c.baseline);
   }
 }
 
@@ -292,9 +455,13 @@ int main(int argc, char** argv) {
     fmt::print("{} iterations after {} warm-up, median; GB = 1e9 bytes\n\n", s.iterations,
                s.warmup);
 
-    const std::vector<Result> results = run(s, api, devices_num);
+    std::vector<Comparison> comparisons;
+    const std::vector<Result> results = run(s, api, devices_num, comparisons);
     print_table(results);
     if (devices_num < 2) fmt::print("\n(one device: no device->device between two GPUs)\n");
+    fmt::print("\nSkein against Skein: 2-D strided block copies (4096 x 4096 float32 of "
+               "8192 x 8192) and registered host memory, each against its baseline\n\n");
+    print_comparisons(comparisons);
 
     if (!s.json_path.empty()) {
       doc["cuda_available"] = true;
@@ -314,6 +481,19 @@ int main(int argc, char** argv) {
                                   {"ratio", r.cudart_ms > 0 && r.skein_ms > 0
                                                 ? r.cudart_ms / r.skein_ms
                                                 : 0.0}});
+      }
+      doc["comparisons"] = nlohmann::json::array();
+      for (const Comparison& c : comparisons) {
+        doc["comparisons"].push_back({{"op", c.op},
+                                      {"baseline", c.baseline},
+                                      {"bytes", c.bytes},
+                                      {"ms", c.ms},
+                                      {"baseline_ms", c.baseline_ms},
+                                      {"gbps", gb_per_s(c.bytes, c.ms)},
+                                      {"baseline_gbps", gb_per_s(c.bytes, c.baseline_ms)},
+                                      {"ratio", c.ms > 0 && c.baseline_ms > 0
+                                                    ? c.baseline_ms / c.ms
+                                                    : 0.0}});
       }
       write_json(s.json_path, doc);
     }

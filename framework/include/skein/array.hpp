@@ -83,7 +83,8 @@ class SKEIN_EXPORT Array {
   std::size_t nbytes() const { return size() * itemsize(); }
   // Byte offset of element (0, ..., 0) in data().
   std::size_t offset() const { return offset_; }
-  // Exactly C-ordered strides (what set(), reshape() and raw kernel arguments need).
+  // Exactly C-ordered strides (what reshape() and raw kernel arguments need; set() and get() of
+  // such arrays are one plain transfer).
   bool is_contiguous() const;
   // NumPy's flags (pygpu's flags.c_contiguous, f_contiguous): the elements fill a block of size()
   // items in C (row-major) / Fortran (column-major) order; strides of dimensions of size 1 do not
@@ -91,7 +92,18 @@ class SKEIN_EXPORT Array {
   bool is_c_contiguous() const;
   bool is_f_contiguous() const;
 
-  // Device -> host into `dest` (dest.size() == size()); works for strided views too.
+  // A new array whose rows (the last axis) start at a multiple of the device's preferred pitch:
+  // C order, strides()[ndim - 2] is the row pitch in bytes (>= shape.back() * itemsize), and the
+  // outer strides follow from it (PyCUDA's mem_alloc_pitch). CUDA: cuMemAllocPitch; OpenCL: rows
+  // padded to the device's base address alignment. Copies between such arrays and dense ones go
+  // through cuMemcpy2D/3D and clEnqueue*BufferRect (set, get, copy_rect).
+  static Array empty_pitched(const Queue& queue, Shape shape, Dtype dtype,
+                             std::optional<std::size_t> device_idx = std::nullopt);
+
+  // Device -> host into `dest` (dest.size() == size(), C order); works for strided views too: one
+  // 2-D or 3-D rectangular copy (cuMemcpy2D/3D, clEnqueueReadBufferRect) when the view's layout is
+  // a rectangle of up to three dimensions, else a copy kernel into a contiguous device temporary
+  // and a plain transfer.
   void get(std::span<std::byte> dest, Sync sync = Sync::blocking) const;
   template <class T>
   void get(std::span<T> dest, Sync sync = Sync::blocking) const {
@@ -104,7 +116,10 @@ class SKEIN_EXPORT Array {
     get(std::span<T>(out));
     return out;
   }
-  // Host -> device from `src` (src.size() == size()); the array must be contiguous.
+  // Host -> device from `src` (src.size() == size(), C order); any view, as get(): a rectangular
+  // copy (cuMemcpy2D/3D, clEnqueueWriteBufferRect) when the view is a rectangle of up to three
+  // dimensions, else a plain transfer to a contiguous device temporary and a copy kernel from it
+  // (then, with Sync::blocking, the call waits for that kernel too).
   void set(std::span<const std::byte> src, Sync sync = Sync::blocking) const;
   template <class T>
   void set(std::span<const T> src, Sync sync = Sync::blocking) const {
@@ -115,9 +130,10 @@ class SKEIN_EXPORT Array {
   void set(const std::vector<T>& src, Sync sync = Sync::blocking) const {
     set(std::span<const T>(src), sync);
   }
-  // Device -> device copy from an array of the same shape and dtype (both contiguous).
+  // Device -> device copy from an array of the same shape and dtype, any layouts:
+  // copy_rect(queue(), *this, src).
   void set(const Array& src) const;
-  // Fills with zero bytes.
+  // Fills with zero bytes; any view (a memset of the bytes a dense view spans, else a fill kernel).
   void fill_zero() const;
 
   // Rows [begin, end) along axis 0: a view sharing the buffer.
@@ -147,5 +163,17 @@ class SKEIN_EXPORT Array {
   Dtype dtype_ = Dtype::uint8;
   std::size_t offset_ = 0;
 };
+
+// Device -> device copy of `src` into `dst` (PyCUDA's Memcpy2D and Memcpy3D between device
+// arrays): equal shapes and dtypes, any strides, on one device or two devices of the queue's
+// context, enqueued on `queue` (after the work enqueued so far on src's device, as Buffer::set).
+// The bytes are copied as they are (no conversion: skein::copy converts). Where the pair of
+// layouts is a rectangle of up to three dimensions (rows of contiguous bytes, pitched rows and
+// slices; dimensions of size 1 and dense runs of dimensions merged) it is one cuMemcpy2DAsync /
+// cuMemcpy3DAsync (the peer form between devices) or clEnqueueCopyBufferRect; otherwise the copy
+// kernel (skein::copy), through contiguous temporaries between devices. LogicError for different shapes or dtypes, arrays of
+// another context or on a device the queue lacks, and overlapping views of one allocation.
+SKEIN_EXPORT void copy_rect(const Queue& queue, const Array& dst, const Array& src,
+                            Sync sync = Sync::async);
 
 }  // namespace skein

@@ -4,10 +4,12 @@
 // hold adapters; adapters only talk to the backend and throw Skein's typed errors.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <span>
 #include <string_view>
 #include <string>
@@ -96,6 +98,25 @@ class SKEIN_EXPORT HostBufferAdapter {
   virtual const ContextAdapter* owner() const = 0;
 };
 
+// A rectangular region of up to three dimensions in two memories (cuMemcpy3D's and
+// clEnqueueCopyBufferRect's model): `width` contiguous bytes per row, `height` rows per slice,
+// `depth` slices. Each side starts at its byte offset (from the start of the allocation, or of the
+// host pointer) and steps by its row pitch between rows and its slice pitch between slices. The
+// front-end gives width, height, depth > 0, row pitches >= width, and (depth > 1) slice pitches
+// that are multiples of the row pitch and >= height * row pitch; the region lies inside both
+// memories.
+struct RectRegion {
+  std::size_t dst_offset = 0;
+  std::size_t dst_row_pitch = 0;
+  std::size_t dst_slice_pitch = 0;
+  std::size_t src_offset = 0;
+  std::size_t src_row_pitch = 0;
+  std::size_t src_slice_pitch = 0;
+  std::size_t width = 0;  // bytes
+  std::size_t height = 1;
+  std::size_t depth = 1;
+};
+
 // The queue of one device (a CUDA stream or an OpenCL command queue). In-order.
 class SKEIN_EXPORT QueueAdapter {
  public:
@@ -111,6 +132,16 @@ class SKEIN_EXPORT QueueAdapter {
   virtual void copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src,
                     std::size_t src_offset, std::size_t size) = 0;
   virtual void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) = 0;
+  // Rectangular copies (cuMemcpy2D/3D, clEnqueue{Write,Read,Copy}BufferRect): host -> device,
+  // device -> host, and device -> device (dst and src may be on different devices of the context,
+  // as for copy()). Host memory may be pageable or page-locked. They return false, having enqueued
+  // nothing, when the backend cannot express the region (a pitch past its limit, the same buffer
+  // with pitches it refuses); the front-end then copies another way.
+  virtual bool write_rect(BufferAdapter& dst, const void* src, const RectRegion& region,
+                          bool blocking) = 0;
+  virtual bool read_rect(void* dst, BufferAdapter& src, const RectRegion& region,
+                         bool blocking) = 0;
+  virtual bool copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegion& region) = 0;
   virtual std::shared_ptr<EventAdapter> record() = 0;
   // An event without timing (Event::time_since refuses it), where that is cheaper to record.
   virtual std::shared_ptr<EventAdapter> record_untimed() { return record(); }
@@ -182,6 +213,17 @@ class SKEIN_EXPORT ContextAdapter {
   virtual QueuePriorityRange queue_priority_range(std::size_t device_idx) = 0;
   // Throws MemoryError when it does not fit.
   virtual std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) = 0;
+  // `height` rows of `width` bytes with each row starting at a multiple of the returned pitch
+  // (bytes, >= width) from the allocation's start (cuMemAllocPitch; elsewhere rows padded to the
+  // device's base address alignment). `element_size` is the size of the elements the rows hold.
+  virtual std::pair<std::shared_ptr<BufferAdapter>, std::size_t> allocate_pitched(
+      std::size_t device_idx, std::size_t width, std::size_t height, std::size_t element_size) {
+    (void)element_size;
+    const std::size_t align =
+        std::max<std::size_t>(devices()[device_idx]->params().base_address_align, 1);
+    const std::size_t pitch = (width + align - 1) / align * align;
+    return {allocate(device_idx, pitch * height), pitch};
+  }
   // Page-locked host memory; throws LogicError for flags the backend cannot honour.
   virtual std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size,
                                                            HostMemoryFlags flags) = 0;

@@ -62,6 +62,10 @@ namespace skein::detail {
   X(cuMemcpyDtoHAsync)                            \
   X(cuMemcpyDtoDAsync)                            \
   X(cuMemcpyPeerAsync)                            \
+  X(cuMemcpy2DAsync)                              \
+  X(cuMemcpy3DAsync)                              \
+  X(cuMemcpy3DPeerAsync)                          \
+  X(cuMemAllocPitch)                              \
   X(cuMemsetD8Async)                              \
   X(cuStreamCreate)                               \
   X(cuStreamCreateWithPriority)                   \
