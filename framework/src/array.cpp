@@ -1,4 +1,5 @@
 #include "skein/array.hpp"
+#include "skein/memory_pool.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -286,7 +287,9 @@ void Array::get(std::span<std::byte> dest, Sync sync) const {
       return;
     }
   }
-  Array staging = empty(queue_, shape_, dtype_, device_idx_);
+  // From the queue's temporaries: reused only by later work on this queue, so an asynchronous
+  // read never sees its staging freed or reused under it.
+  Array staging = empty(queue_, shape_, dtype_, device_idx_, temporaries_pool(queue_).allocator());
   copy(queue_, *this, staging);
   staging.get(dest, sync);
 }
@@ -311,7 +314,7 @@ void Array::set(std::span<const std::byte> src, Sync sync) const {
     }
   }
   // Not a rectangle: through a contiguous device temporary, scattered by the copy kernel.
-  Array staging = empty(queue_, shape_, dtype_, device_idx_);
+  Array staging = empty(queue_, shape_, dtype_, device_idx_, temporaries_pool(queue_).allocator());
   staging.set(src, sync);
   copy(queue_, staging, *this);
   if (sync == Sync::blocking) queue_.device_queue(device_idx_).synchronize();
@@ -457,12 +460,14 @@ void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync
   } else {
     Array there = src;
     if (!src.is_contiguous()) {
-      there = Array::empty(queue, src.shape(), src.dtype(), src.device_idx());
+      there = Array::empty(queue, src.shape(), src.dtype(), src.device_idx(),
+                           temporaries_pool(queue).allocator());
       copy(queue, src, there);
     }
     Array here = dst.is_contiguous()
                      ? dst
-                     : Array::empty(queue, dst.shape(), dst.dtype(), dst.device_idx());
+                     : Array::empty(queue, dst.shape(), dst.dtype(), dst.device_idx(),
+                                    temporaries_pool(queue).allocator());
     here.data().get_sub_region(here.offset(), nbytes)
         .set(queue, there.data().get_sub_region(there.offset(), nbytes));
     if (!dst.is_contiguous()) copy(queue, here, dst);
