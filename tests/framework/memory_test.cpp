@@ -147,7 +147,9 @@ TEST_P(Memory, ManagedBufferIsSharedByKernelsCopiesArraysAndTheHost) {
   queue.synchronize();
   EXPECT_EQ(std::memcmp(managed_data(y), host_x.data(), bytes), 0);
 
-  // Advice and prefetching to the host change where the pages are, never the values.
+  // Advice and prefetching to the host change where the pages are, never the values. (x's view
+  // was overwritten above: the host puts the input back first; the queue is idle.)
+  std::memcpy(managed_data(x), host_x.data(), bytes);
   advise(x, MemoryAdvice::set_read_mostly);
   advise(x, MemoryAdvice::set_preferred_location, MemoryLocation::on_device(0));
   advise(x, MemoryAdvice::set_accessed_by, MemoryLocation::on_host());
