@@ -554,7 +554,7 @@ for variant in srun mpirun; do
     script=multi-node-mpirun.sbatch
     # A part of it, without the reductions that take most of its time (about 50 of 80 s on 2
     # cores with srun): mpirun's launch and its TCP wiring between the nodes are what differs.
-    [[ "$filter" == "Layouts/Collectives.*" ]] &&
+    [[ "$filter" == "Layouts/Collectives.*" || "$filter" == "Layouts/Collectives.*/RuntimePlacement" ]] &&
       filter="Layouts/Collectives.AllGather*:*.Broadcast*:*.AllToAll*:*.SendRecv*:*.Group*"
   fi
   if [[ -n "$MPI_TESTS" ]]; then
