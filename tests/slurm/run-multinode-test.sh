@@ -270,8 +270,22 @@ ip addr add "$SUBNET.1/24" dev "$BRIDGE" && ip link set "$BRIDGE" up || die "cou
   for i in "${!NODE_NAMES[@]}"; do echo "${NODE_IPS[$i]} ${NODE_NAMES[$i]}"; done
 } >"$WORK/etc/hosts"
 
+# What of the real /tmp the nodes still see: the top directories under /tmp that hold the source
+# tree and the programs (a clone in /tmp/... in CI), bound at the same paths inside each node's
+# own /tmp.
+KEEP_IN_TMP=()
+for path in "$ROOT" "$SKEIN_INFO" "$SKEIN_HEAT" "$MPI_TESTS"; do
+  [[ -n "$path" ]] || continue
+  real="$(readlink -f "$path")"
+  if [[ "$real" == /tmp/?* ]]; then
+    top="/tmp/$(cut -d/ -f3 <<<"$real")"
+    [[ " ${KEEP_IN_TMP[*]} " == *" $top "* ]] || KEEP_IN_TMP+=("$top")
+  fi
+done
+
 # make_host NAME IP: a process holding a new network + UTS + mount namespace, with host name NAME,
-# its own /tmp, /dev/shm and /etc/hosts, and eth0 = IP/24 on the bridge.
+# its own /tmp (with KEEP_IN_TMP bound into it), /dev/shm and /etc/hosts, and eth0 = IP/24 on the
+# bridge.
 make_host() {
   local name="$1" ip="$2" n="${#NS_PID[@]}"
   mkdir -p "$WORK/nodes/$name/tmp"
@@ -283,13 +297,22 @@ make_host() {
   NS_PID[$name]="$(
   unshare --net --uts --mount --propagation private -- bash -c '
       set -e
-      hostname "$1"
-      mount --bind "$2/nodes/$1/tmp" /tmp
+      name="$1" work="$2" sleep_for="$3"
+      shift 3
+      hostname "$name"
+      node_tmp="$work/nodes/$name/tmp"
+      # The kept directories of the real /tmp, bound into this node own /tmp before it hides the
+      # real one (the binds live in this mount namespace only).
+      for keep in "$@"; do
+        mkdir -p "$node_tmp/${keep#/tmp/}"
+        mount --bind "$keep" "$node_tmp/${keep#/tmp/}"
+      done
+      mount --rbind "$node_tmp" /tmp
       mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-      mount --bind "$2/etc/hosts" /etc/hosts
+      mount --bind "$work/etc/hosts" /etc/hosts
       ip link set lo up
-      touch "$2/nodes/$1/ready"
-      exec sleep "$3"' make_host "$name" "$WORK" $((TIME_LIMIT + 300)) \
+      touch "$work/nodes/$name/ready"
+      exec sleep "$sleep_for"' make_host "$name" "$WORK" $((TIME_LIMIT + 300)) "${KEEP_IN_TMP[@]}" \
       >"$WORK/log/ns-$name.out" 2>&1 </dev/null &
   echo $!)"
   local ns=""
