@@ -856,7 +856,9 @@ bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) return false;
   detail::ew::StackArgs pack;
-  if (!pack.fits(2 * args.size() + plan->tail.size(), 2 * args.size() + plan->tail.size() + 1)) {
+  // Two arguments per array (buffer, offset); words: one per array, up to three per scalar (a
+  // 16-byte value and its alignment), one per tail value.
+  if (!pack.fits(2 * args.size() + plan->tail.size(), 3 * args.size() + plan->tail.size())) {
     return false;
   }
   for (std::size_t k = 0; k < args.size(); ++k) {
