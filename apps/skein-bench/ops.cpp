@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <skein/dist_ops.hpp>
+#include <span>
 #include <skein/skein.hpp>
 #include <stdexcept>
 #include <string>
@@ -200,6 +201,34 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
       rows.push_back({"sum, one device", "GB/s", "device-to-device copy", kernel_gbps,
                       copy_gbps / static_cast<double>(comm.size()), ms[ms.size() / 2] * 1e-3, 0});
       check_result("sum", total, n);
+      // Where a distributed sum's time goes, each part timed as the whole call is (from a barrier
+      // to the end of every rank's work): the per-device reductions into values kept on the
+      // devices; those and the all_reduce of the values; those and the read of the result.
+      std::vector<Array> values;
+      for (std::size_t i = 0; i < x.local_size(); ++i) values.push_back(skein::sum(queue, x.local(i)));
+      auto reduce_locally = [&] {
+        for (std::size_t i = 0; i < x.local_size(); ++i) {
+          skein::ReductionArgs args;
+          args.out = values[i];
+          skein::sum(queue, x.local(i), args);
+        }
+      };
+      const double t_local = time_median(runtime, queue, o, reduce_locally);
+      const double t_reduce = time_median(runtime, queue, o, [&] {
+        reduce_locally();
+        comm.all_reduce(queue, values, values, skein::ReduceOp::sum);
+      });
+      const double t_read = time_median(runtime, queue, o, [&] {
+        reduce_locally();
+        comm.all_reduce(queue, values, values, skein::ReduceOp::sum);
+        std::vector<std::byte> bytes(values[0].nbytes());
+        values[0].get(std::span<std::byte>(bytes));
+      });
+      for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
+                                    std::pair{"sum: and the all_reduce", t_reduce},
+                                    std::pair{"sum: and the read", t_read}}) {
+        rows.push_back({what, "us", "the whole dist::sum", s * 1e6, t * 1e6, s, t});
+      }
     }
   } else {
     const std::size_t m = size;
