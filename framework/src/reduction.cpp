@@ -1421,6 +1421,14 @@ std::size_t ReductionKernel::record_capacity(std::uint64_t global_size) {
   return 2 * static_cast<std::size_t>(max_level(global_size)) + 1;
 }
 
+Dtype ReductionKernel::out_dtype(std::span<const Operand> inputs) const {
+  // The dtypes alone decide it; no queue is needed to bind them.
+  std::vector<detail::ParamDecl> all = impl_->params;
+  all.push_back(impl_->out);
+  const auto b = detail::bind_types(all, inputs, "ReductionKernel::out_dtype", impl_->name());
+  return detail::param_dtype(impl_->out, b, "ReductionKernel::out_dtype", impl_->name());
+}
+
 Dtype ReductionKernel::partial_dtype(std::span<const Operand> inputs) const {
   if (impl_->options.reduce_struct) return Dtype::uint8;
   // The dtypes alone decide it; no queue is needed to bind them.

@@ -162,6 +162,9 @@ class SKEIN_EXPORT ReductionKernel {
   Array combine(const Queue& queue, std::span<const Operand> inputs, const Array& records,
                 std::uint64_t global_size, const std::optional<Array>& out = std::nullopt) const;
 
+  // The dtype of the result for inputs of these dtypes (of `out` in ReductionArgs), so that a
+  // caller can give the output, from a memory pool for instance.
+  Dtype out_dtype(std::span<const Operand> inputs) const;
   // Sizes for the arrays above, for the dtypes of these inputs.
   Dtype partial_dtype(std::span<const Operand> inputs) const;
   std::size_t partial_size(std::span<const Operand> inputs) const;  // bytes of one partial value
