@@ -10,7 +10,7 @@ namespace skein {
 
 namespace {
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t div_up(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // The virtual local size when none is given: fill dimension 0 first, up to 256 work items and the
 // devices' limits. No divisibility is needed: the virtual grid rounds up and skips the rest.
@@ -40,7 +40,7 @@ RenderGlobals vsize_globals(const WorkSize& global, const WorkSize& local) {
   for (unsigned d = 0; d < dims; ++d) {
     g[d] = global[d];
     l[d] = local[d];
-    n[d] = ceil_div(g[d], l[d]);
+    n[d] = div_up(g[d], l[d]);
   }
   auto by_dim = [](const std::string& a, const std::string& b, const std::string& c) {
     return fmt::format("(dim == 0 ? ({}) : dim == 1 ? ({}) : ({}))", a, b, c);
@@ -154,7 +154,7 @@ StaticKernel::StaticKernel(const Queue& queue, Program program, const std::strin
       program_(std::move(program)),
       prepared_([&] {
         std::size_t total_groups = 1;
-        for (unsigned d = 0; d < global.dims(); ++d) total_groups *= ceil_div(global[d], local[d]);
+        for (unsigned d = 0; d < global.dims(); ++d) total_groups *= div_up(global[d], local[d]);
         std::vector<std::pair<std::size_t, WorkSize>> globals, locals;
         for (std::size_t d : queue.device_idxs()) {
           const auto& p = queue.context().device(d).params();
@@ -165,10 +165,10 @@ StaticKernel::StaticKernel(const Queue& queue, Program program, const std::strin
           }
           // Lay the virtual groups out in as few real dimensions as the limits allow.
           std::size_t grid[3] = {std::min(total_groups, limits[0]), 1, 1};
-          grid[1] = ceil_div(total_groups, grid[0]);
+          grid[1] = div_up(total_groups, grid[0]);
           if (grid[1] > limits[1]) {
             grid[1] = limits[1];
-            grid[2] = ceil_div(total_groups, grid[0] * grid[1]);
+            grid[2] = div_up(total_groups, grid[0] * grid[1]);
           }
           if (grid[2] > limits[2]) {
             detail::raise_in(SKEIN_HERE, "StaticKernel", "Use a larger local size.",
