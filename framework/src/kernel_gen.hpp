@@ -232,6 +232,35 @@ inline bool make_key(std::span<const Operand> args, CallKey& key) {
   return true;
 }
 
+// The plans a kernel object keeps for its last few call shapes, most recent first, under its
+// mutex (the FastPlans of elementwise.cpp and reduction.cpp: each has `key`, `context` and a weak
+// `program`).
+
+// The plan of `context` and `key`, if one is kept.
+template <class Plan>
+std::shared_ptr<const Plan> find_plan(std::mutex& mutex,
+                                      const std::vector<std::shared_ptr<const Plan>>& plans,
+                                      const void* context, const CallKey& key) {
+  std::lock_guard lock(mutex);
+  for (const auto& p : plans) {
+    if (p->context == context && p->key == key) return p;
+  }
+  return nullptr;
+}
+
+// Puts `plan` first: drops the plan of the same context and key and those whose program is gone,
+// and the oldest when `max` are kept.
+template <class Plan>
+void keep_plan(std::mutex& mutex, std::vector<std::shared_ptr<const Plan>>& plans, std::size_t max,
+               std::shared_ptr<const Plan> plan) {
+  std::lock_guard lock(mutex);
+  std::erase_if(plans, [&](const auto& p) {
+    return (p->context == plan->context && p->key == plan->key) || p->program.expired();
+  });
+  if (plans.size() == max) plans.pop_back();
+  plans.insert(plans.begin(), std::move(plan));
+}
+
 // Kernel arguments packed on the stack.
 struct StackArgs {
   static constexpr std::size_t kArgs = 48, kWords = 96;
@@ -275,6 +304,17 @@ struct StackArgs {
 };
 
 }  // namespace ew
+
+// The key of a built-in kernel (elementwise.cpp, reduction.cpp): the operation (tag) and its
+// dtypes and enums, packed a byte each (plus one) above the tag's byte, so that no string is made
+// per call.
+template <class... E>
+std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
+  std::uint64_t key = tag;
+  unsigned shift = 8;
+  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
+  return key;
+}
 
 // An elementwise kernel's call with every output given (inputs, then outputs), through the plans
 // kept from earlier calls of the same argument kinds, dtypes, devices and layouts (elementwise.cpp).

@@ -1449,17 +1449,8 @@ namespace {
 std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& queue,
                                std::span<const Operand> inputs, const std::optional<Array>& out,
                                const detail::ew::CallKey& key) {
-  const void* context = detail::impl_of(queue.context()).get();
-  std::shared_ptr<const detail::red::FastPlan> plan;
-  {
-    std::lock_guard lock(impl.fast_mutex);
-    for (const auto& p : impl.fast_plans) {
-      if (p->context == context && p->key == key) {
-        plan = p;
-        break;
-      }
-    }
-  }
+  const auto plan = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans,
+                                          detail::impl_of(queue.context()).get(), key);
   if (!plan) return std::nullopt;
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) return std::nullopt;
@@ -1521,13 +1512,8 @@ void keep_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Reso
   fast->out_dtype = r.out_dtype;
   fast->dtypes = r.dtypes;
   fast->tail = p1_tail(impl, queue, d, r);
-  std::lock_guard lock(impl.fast_mutex);
-  auto& plans = impl.fast_plans;
-  std::erase_if(plans, [&](const auto& p) {
-    return (p->context == fast->context && p->key == key) || p->program.expired();
-  });
-  if (plans.size() == ReductionKernel::Impl::kFastPlans) plans.pop_back();
-  plans.insert(plans.begin(), std::move(fast));
+  detail::ew::keep_plan<detail::red::FastPlan>(impl.fast_mutex, impl.fast_plans,
+                                               ReductionKernel::Impl::kFastPlans, std::move(fast));
 }
 
 }  // namespace
@@ -1842,14 +1828,8 @@ std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t s
 
 namespace {
 
-// Keyed by the operation (tag) and its dtypes, packed: no string per call.
-template <class... E>
-std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
-  std::uint64_t key = tag;
-  unsigned shift = 8;
-  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
-  return key;
-}
+// Keyed by detail::builtin_key (the operation and its dtypes).
+using detail::builtin_key;
 
 template <class Make>
 const ReductionKernel& builtin(std::uint64_t key, Make&& make) {
