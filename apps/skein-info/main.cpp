@@ -6,6 +6,8 @@
 #include <skein_cli/cli.hpp>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <skein/runtime.hpp>
 #include <skein/skein.hpp>
@@ -35,6 +37,12 @@ nlohmann::json params_json(const skein::DeviceParameters& p) {
                                           p.compute_capability->second);
   }
   if (p.pci_bus_id) j["pci_bus_id"] = *p.pci_bus_id;
+  if (!p.opencl_c_versions.empty()) {
+    std::vector<std::string> versions;
+    for (const auto& [major, minor] : p.opencl_c_versions) versions.push_back(fmt::format("{}.{}", major, minor));
+    j["opencl_c_versions"] = versions;
+    j["opencl_c_features"] = p.opencl_c_features;
+  }
   return j;
 }
 
@@ -56,6 +64,12 @@ void print_params(const skein::DeviceParameters& p) {
                p.compute_capability->second);
   }
   if (p.pci_bus_id) fmt::print("      PCI bus id: {}\n", *p.pci_bus_id);
+  if (!p.opencl_c_versions.empty()) {
+    std::vector<std::string> versions;
+    for (const auto& [major, minor] : p.opencl_c_versions) versions.push_back(fmt::format("{}.{}", major, minor));
+    fmt::print("      OpenCL C: {}\n", fmt::join(versions, ", "));
+    if (!p.opencl_c_features.empty()) fmt::print("      OpenCL C features: {}\n", fmt::join(p.opencl_c_features, " "));
+  }
 }
 
 }  // namespace

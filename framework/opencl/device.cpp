@@ -1,7 +1,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "adapters.hpp"
 #include "check.hpp"
@@ -13,6 +16,58 @@ bool has_extension(const std::string& extensions, const char* name) {
   // Extensions are space-separated; match whole words.
   const std::string padded = " " + extensions + " ";
   return padded.find(std::string(" ") + name + " ") != std::string::npos;
+}
+
+// OpenCL 3.0's cl_name_version.
+struct NameVersion {
+  cl_uint version;
+  char name[64];
+};
+
+// An OpenCL 3.0 list query; empty where the device does not answer it.
+std::vector<NameVersion> name_versions(cl_device_id id, cl_device_info what) {
+  std::size_t size = 0;
+  if (clGetDeviceInfo(id, what, 0, nullptr, &size) != CL_SUCCESS) return {};
+  std::vector<NameVersion> out(size / sizeof(NameVersion));
+  if (out.empty() ||
+      clGetDeviceInfo(id, what, out.size() * sizeof(NameVersion), out.data(), nullptr) != CL_SUCCESS) {
+    return {};
+  }
+  return out;
+}
+
+// "<prefix><major>.<minor>..." (CL_DEVICE_VERSION, CL_DEVICE_OPENCL_C_VERSION); (0, 0) otherwise.
+std::pair<int, int> version_after(const std::string& text, const std::string& prefix) {
+  int major = 0, minor = 0;
+  if (text.rfind(prefix, 0) != 0 ||
+      std::sscanf(text.c_str() + prefix.size(), "%d.%d", &major, &minor) != 2) {
+    return {0, 0};
+  }
+  return {major, minor};
+}
+
+// The OpenCL C versions the compiler takes, ascending, and OpenCL C 3.0's optional features.
+void read_opencl_c(cl_device_id id, DeviceParameters& p) {
+  std::vector<std::pair<int, int>> versions;
+  if (version_after(device_string(id, CL_DEVICE_VERSION), "OpenCL ") >= std::pair{3, 0}) {
+    for (const auto& v : name_versions(id, SKEIN_CL_DEVICE_OPENCL_C_ALL_VERSIONS)) {
+      versions.emplace_back(static_cast<int>(v.version >> 22), static_cast<int>((v.version >> 12) & 0x3ff));
+    }
+    for (const auto& f : name_versions(id, SKEIN_CL_DEVICE_OPENCL_C_FEATURES)) {
+      p.opencl_c_features.emplace_back(f.name, std::find(f.name, f.name + sizeof(f.name), '\0'));
+    }
+  }
+  if (versions.empty()) {
+    // Before 3.0 a compiler takes every version up to the one it reports.
+    const auto top = version_after(device_string(id, CL_DEVICE_OPENCL_C_VERSION), "OpenCL C ");
+    for (const auto& v : {std::pair{1, 0}, std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 0}}) {
+      if (v <= top) versions.push_back(v);
+    }
+    if (top > std::pair{2, 0}) versions.push_back(top);
+  }
+  std::sort(versions.begin(), versions.end());
+  versions.erase(std::unique(versions.begin(), versions.end()), versions.end());
+  p.opencl_c_versions = std::move(versions);
 }
 }  // namespace
 
@@ -37,6 +92,7 @@ OclDevice::OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id,
   p.supports_float64 = device_value<cl_device_fp_config>(id, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
   const std::string extensions = device_string(id, CL_DEVICE_EXTENSIONS);
   p.supports_float16 = has_extension(extensions, "cl_khr_fp16");
+  read_opencl_c(id, p);
 
   // OpenCL has no query for the number of work groups: the global size is bounded only by the
   // device's address space, so a dimension can hold that many groups of its largest size.

@@ -17,6 +17,10 @@
 #define SKEIN_CL_DEVICE_PCI_SLOT_ID_NV 0x4009
 #define SKEIN_CL_DEVICE_PCI_DOMAIN_ID_NV 0x400A
 #define SKEIN_CL_DEVICE_WAVEFRONT_WIDTH_AMD 0x4043
+// OpenCL 3.0 queries (the headers are used at 1.2, CL_TARGET_OPENCL_VERSION): arrays of
+// cl_name_version, whose version packs major << 22 | minor << 12 | patch.
+#define SKEIN_CL_DEVICE_OPENCL_C_ALL_VERSIONS 0x1066
+#define SKEIN_CL_DEVICE_OPENCL_C_FEATURES 0x106F
 
 namespace skein::detail::opencl {
 

@@ -841,17 +841,8 @@ namespace {
 // A call through a kept plan: true when one matched and the kernel was enqueued.
 bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
                std::span<const Operand> args, const detail::ew::CallKey& key) {
-  const void* context = detail::impl_of(queue.context()).get();
-  std::shared_ptr<const detail::ew::FastPlan> plan;
-  {
-    std::lock_guard lock(impl.fast_mutex);
-    for (const auto& p : impl.fast_plans) {
-      if (p->context == context && p->key == key) {
-        plan = p;
-        break;
-      }
-    }
-  }
+  const auto plan = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans,
+                                          detail::impl_of(queue.context()).get(), key);
   if (!plan) return false;
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) return false;
@@ -889,13 +880,8 @@ void keep_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, const Pl
   fast->local = plan.local;
   fast->dtypes = plan.resolved.dtypes;
   fast->tail = plan.tail;
-  std::lock_guard lock(impl.fast_mutex);
-  auto& plans = impl.fast_plans;
-  std::erase_if(plans, [&](const auto& p) {
-    return (p->context == fast->context && p->key == key) || p->program.expired();
-  });
-  if (plans.size() == ElementwiseKernel::Impl::kFastPlans) plans.pop_back();
-  plans.insert(plans.begin(), std::move(fast));
+  detail::ew::keep_plan<detail::ew::FastPlan>(impl.fast_mutex, impl.fast_plans,
+                                              ElementwiseKernel::Impl::kFastPlans, std::move(fast));
 }
 
 }  // namespace
@@ -994,17 +980,11 @@ std::string_view name(UnaryOp op) {
 
 namespace {
 
-// The built-in kernels, one per operation and dtypes, made on first use and kept.
-// By value: GCC 13 takes a reference parameter bound to a temporary for a dangling return (-Wdangling-reference).
-// Keyed by the operation (tag) and its dtypes and enum, packed: no string per call.
-template <class... E>
-std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
-  std::uint64_t key = tag;
-  unsigned shift = 8;
-  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
-  return key;
-}
+using detail::builtin_key;
 
+// The built-in kernels, one per operation and dtypes (keyed by builtin_key), made on first use
+// and kept.
+// By value: GCC 13 takes a reference parameter bound to a temporary for a dangling return (-Wdangling-reference).
 template <class Make>
 const ElementwiseKernel& builtin(std::uint64_t key, Make&& make) {
   static std::mutex mutex;

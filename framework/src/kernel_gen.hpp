@@ -160,6 +160,37 @@ class Scratch {
   Buffer buffer_;
 };
 
+// --- groups of one launch that hand values to each other ---------------------------------------
+
+// A 4-byte word of device memory on `device_idx` that belongs to `queue` (and its copies), for
+// kernels whose groups count themselves in it: the last group to count resets it, so that it is
+// zero whenever no such kernel of the queue runs on the device. Only the queue's work touches it,
+// and that work runs in order (Skein's queues are in order; it refuses out-of-order OpenCL
+// queues), so two calls never use it at once; calls on two queues, which may overlap, use two
+// words. Made on first use and zeroed on the queue, ahead of its kernels.
+//
+// After a failure: the word stays non-zero only if a kernel stops after some of its groups
+// counted and before the last one reset it, that is, fails while running. On CUDA that is a
+// sticky error (illegal address, trap, timeout): the context runs nothing more, so no later call
+// reads the word (a new context comes with new queues and words). A launch that is refused runs no
+// group and leaves the word as it was. When a launch call raises (which may report an earlier
+// kernel's failure), the caller drops the word (drop_group_counter) and the next call starts from
+// a fresh zero. What an OpenCL command that fails while running leaves behind is up to the
+// implementation; a word left counted would make later one-launch reductions on that queue and
+// device finish early with a wrong result or write none, so a queue should not be used again
+// after such an error (as for any other work on it).
+Buffer group_counter(const Queue& queue, std::size_t device_idx);
+// Forgets the queue's word on the device if it is still `counter` (a launch that used it failed):
+// the next call makes a fresh zeroed one.
+void drop_group_counter(const Queue& queue, std::size_t device_idx, const Buffer& counter);
+
+// The -cl-std option value ("CL2.0", "CL3.0") under which OpenCL C code on the device has
+// release and acquire fences of device scope (atomic_work_item_fence with memory_scope_device)
+// and relaxed atomics of device scope: OpenCL C 2.0, or OpenCL C 3.0 with the features
+// __opencl_c_atomic_order_acq_rel and __opencl_c_atomic_scope_device. std::nullopt for a device
+// without them (OpenCL C 1.2 has only fences of work-group scope) and for CUDA devices.
+std::optional<std::string> opencl_device_fence_std(const DeviceParameters& params);
+
 // --- launching ---------------------------------------------------------------------------------
 
 // A run-time list of kernel arguments.
@@ -232,6 +263,35 @@ inline bool make_key(std::span<const Operand> args, CallKey& key) {
   return true;
 }
 
+// The plans a kernel object keeps for its last few call shapes, most recent first, under its
+// mutex (the FastPlans of elementwise.cpp and reduction.cpp: each has `key`, `context` and a weak
+// `program`).
+
+// The plan of `context` and `key`, if one is kept.
+template <class Plan>
+std::shared_ptr<const Plan> find_plan(std::mutex& mutex,
+                                      const std::vector<std::shared_ptr<const Plan>>& plans,
+                                      const void* context, const CallKey& key) {
+  std::lock_guard lock(mutex);
+  for (const auto& p : plans) {
+    if (p->context == context && p->key == key) return p;
+  }
+  return nullptr;
+}
+
+// Puts `plan` first: drops the plan of the same context and key and those whose program is gone,
+// and the oldest when `max` are kept.
+template <class Plan>
+void keep_plan(std::mutex& mutex, std::vector<std::shared_ptr<const Plan>>& plans, std::size_t max,
+               std::shared_ptr<const Plan> plan) {
+  std::lock_guard lock(mutex);
+  std::erase_if(plans, [&](const auto& p) {
+    return (p->context == plan->context && p->key == plan->key) || p->program.expired();
+  });
+  if (plans.size() == max) plans.pop_back();
+  plans.insert(plans.begin(), std::move(plan));
+}
+
 // Kernel arguments packed on the stack.
 struct StackArgs {
   static constexpr std::size_t kArgs = 48, kWords = 96;
@@ -275,6 +335,17 @@ struct StackArgs {
 };
 
 }  // namespace ew
+
+// The key of a built-in kernel (elementwise.cpp, reduction.cpp): the operation (tag) and its
+// dtypes and enums, packed a byte each (plus one) above the tag's byte, so that no string is made
+// per call.
+template <class... E>
+std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
+  std::uint64_t key = tag;
+  unsigned shift = 8;
+  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
+  return key;
+}
 
 // An elementwise kernel's call with every output given (inputs, then outputs), through the plans
 // kept from earlier calls of the same argument kinds, dtypes, devices and layouts (elementwise.cpp).

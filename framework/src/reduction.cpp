@@ -13,6 +13,7 @@
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/reduction_paths.hpp"
 #include "kernel_gen.hpp"
 #include "skein/ctypes.hpp"
 #include "arithmetic.hpp"
@@ -30,6 +31,7 @@ struct FastPlan {
   const Kernel* p1 = nullptr;                    // in *program
   const Kernel* p2 = nullptr;
   std::size_t device = 0, groups = 0, local = 0, reduce_size = 0;
+  bool one_launch = false;  // the program has the one-launch code (used when groups > 1)
   Dtype out_dtype = Dtype::float32;
   std::vector<Dtype> dtypes;        // per input
   std::vector<std::uint64_t> tail;  // p1's values after the inputs (size, layout)
@@ -337,21 +339,78 @@ std::string strided_element(const Resolved& r, std::size_t k, const std::string&
 }
 
 // Reduces _skein_sd[0..L) into _skein_sd[0] in any order (fast mode), for a group of L items.
-std::string block_reduce_any(const std::string& k, std::size_t L) {
+std::string block_reduce_any(const std::string& k, std::size_t L, const std::string& indent = "    ") {
   return fmt::format(
-      "    LOCAL_BARRIER;\n"
-      "    for (unsigned int _skein_s = {1} / 2; _skein_s > 0; _skein_s >>= 1) {{\n"
-      "        if (_skein_lid < _skein_s) _skein_sd[_skein_lid] = {0}_reduce(_skein_sd[_skein_lid], _skein_sd[_skein_lid + _skein_s]);\n"
-      "        LOCAL_BARRIER;\n"
-      "    }}\n",
-      k, L);
+      "{2}LOCAL_BARRIER;\n"
+      "{2}for (unsigned int _skein_s = {1} / 2; _skein_s > 0; _skein_s >>= 1) {{\n"
+      "{2}    if (_skein_lid < _skein_s) _skein_sd[_skein_lid] = {0}_reduce(_skein_sd[_skein_lid], _skein_sd[_skein_lid + _skein_s]);\n"
+      "{2}    LOCAL_BARRIER;\n"
+      "{2}}}\n",
+      k, L, indent);
 }
 
 // --- fast whole-array program: K_p1 (elements -> one partial per group), K_p2 (partials -> one) ---
 
-std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L) {
+// K_p1's _skein_finish: what its groups do with their values.
+enum P1Finish : std::int32_t {
+  kPartials = 0,  // each writes its partial value (K_p2 goes on)
+  kAlone = 1,     // the only group writes the result
+  kLastGroup = 2  // each writes its partial value; the last to finish reduces them to the result
+};
+
+// What K_p1 needs for kLastGroup: a ticket per group from the counter, with release before it
+// and acquire after it at device scope, and loads of the partial values that no stale cache
+// line answers. CUDA: __threadfence (a fence of device scope, both ways), atomicAdd. OpenCL C
+// 2.0 / 3.0: atomic_work_item_fence of memory_scope_device around a relaxed atomic add.
+std::string last_group_helpers(const std::string& k, const Resolved& r) {
+  // The loads go by words no wider than the partial value's alignment.
+  const std::size_t word = std::min<std::size_t>(r.reduce_align, 4);
+  const char* word_t = word == 4 ? "uint32_t" : word == 2 ? "uint16_t" : "uint8_t";
+  return fmt::format(R"(#ifdef CUDA
+WITHIN_KERNEL INLINE unsigned int {0}_ticket(GLOBAL_MEM char* c)
+{{
+    __threadfence(); /* release: the group's partial value before its ticket */
+    return atomicAdd((unsigned int*)c, 1u);
+}}
+WITHIN_KERNEL INLINE void {0}_acquire(void) {{ __threadfence(); }}
+WITHIN_KERNEL INLINE void {0}_reset(GLOBAL_MEM char* c) {{ atomicExch((unsigned int*)c, 0u); }}
+#define SKEIN_GROUP_SYNC __syncthreads()
+#else
+WITHIN_KERNEL INLINE uint {0}_ticket(GLOBAL_MEM char* c)
+{{
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, memory_scope_device);
+    return atomic_fetch_add_explicit((volatile GLOBAL_MEM atomic_uint*)c, 1u, memory_order_relaxed,
+                                     memory_scope_device);
+}}
+WITHIN_KERNEL INLINE void {0}_acquire(void)
+{{
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, memory_scope_device);
+}}
+WITHIN_KERNEL INLINE void {0}_reset(GLOBAL_MEM char* c)
+{{
+    atomic_store_explicit((volatile GLOBAL_MEM atomic_uint*)c, 0u, memory_order_relaxed, memory_scope_device);
+}}
+#define SKEIN_GROUP_SYNC barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#endif
+/* Partial value t, written by another group: volatile loads, word by word. */
+WITHIN_KERNEL INLINE reduce_t {0}_load_part(GLOBAL_MEM const char* p, const VSIZE_T t)
+{{
+    union {{ reduce_t v; {1} w[{2}]; }} _skein_u;
+    GLOBAL_MEM const volatile {1}* _skein_w = (GLOBAL_MEM const volatile {1}*)((GLOBAL_MEM const reduce_t*)p + t);
+    for (int _skein_k = 0; _skein_k < {2}; ++_skein_k) _skein_u.w[_skein_k] = _skein_w[_skein_k];
+    return _skein_u.v;
+}}
+)",
+                     k, word_t, r.reduce_size / word);
+}
+
+// `one_launch`: K_p1 has the code of kLastGroup (which compiles on CUDA and on OpenCL C 2.0 /
+// 3.0 with device-scope fences; program_for passes the -cl-std).
+std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L,
+                        bool one_launch) {
   const std::string& k = impl.name();
   std::string src = common_source(impl, r, false);
+  if (one_launch) src += last_group_helpers(k, r);
   const bool contiguous = r.layout.contiguous;
   const std::size_t W = r.W, U = r.U;
   if (contiguous) {
@@ -370,11 +429,14 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     for (auto& p : strided_params(r)) params.push_back(p);
   }
   params.push_back(detail::array_param("_part"));
-  // With `finish` (a launch of one group), the group's value is post-mapped into the output.
+  // _skein_finish: a P1Finish. The result goes post-mapped into _y; _cnt is the group counter of
+  // kLastGroup (detail::group_counter).
   params.push_back("const int _skein_finish");
   params.push_back(detail::array_param("_y"));
+  params.push_back(detail::array_param("_cnt"));
   src += fmt::format("KERNEL void {}_p1({})\n{{\n", k, fmt::join(params, ",\n    "));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
+  if (one_launch) src += "    LOCAL_MEM int _skein_last;\n";
   src += input_setup(impl, r, !contiguous);
   src += "    const VSIZE_T _skein_tid = get_global_id(0);\n";
   src += "    const VSIZE_T _skein_nth = get_global_size(0);\n";
@@ -438,9 +500,36 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   src += "    _skein_sd[_skein_lid] = _skein_acc;\n";
   src += block_reduce_any(k, L);
   src += "    if (_skein_lid == 0) {\n";
-  src += fmt::format("        if (_skein_finish) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+  src += fmt::format("        if (_skein_finish == 1) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
   src += "        else ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = _skein_sd[0];\n";
-  src += "    }\n}\n";
+  src += "    }\n";
+  if (one_launch) {
+    // The last group to take a ticket reduces every group's partial value exactly as K_p2 does
+    // (same loop, same tree), so that both paths give the same bits; then it resets the counter
+    // for the queue's next call.
+    src += "    if (_skein_finish == 2) {\n";
+    src += fmt::format(
+        "        if (_skein_lid == 0) _skein_last = (VSIZE_T){}_ticket(_skein_b__cnt + _skein_o__cnt) == "
+        "(VSIZE_T)get_num_groups(0) - 1;\n",
+        k);
+    src += "        SKEIN_GROUP_SYNC;\n";
+    src += "        if (_skein_last) {\n";
+    src += fmt::format("            {}_acquire();\n", k);
+    src += "            GLOBAL_MEM const char* _skein_in = _skein_b__part + _skein_o__part;\n";
+    src += "            const VSIZE_T _skein_count = get_num_groups(0);\n";
+    src += fmt::format("            reduce_t _skein_acc2 = {}_identity();\n", k);
+    src += fmt::format(
+        "            for (VSIZE_T _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {}) "
+        "_skein_acc2 = {}_reduce(_skein_acc2, {}_load_part(_skein_in, _skein_t));\n",
+        L, k, k);
+    src += "            _skein_sd[_skein_lid] = _skein_acc2;\n";
+    src += block_reduce_any(k, L, "            ");
+    src += "            if (_skein_lid == 0) {\n";
+    src += fmt::format("                {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+    src += fmt::format("                {}_reset(_skein_b__cnt + _skein_o__cnt);\n", k);
+    src += "            }\n        }\n    }\n";
+  }
+  src += "}\n";
 
   // One group reduces `count` partial values; writes the result as a partial value or, with
   // `finish`, post-mapped into the output.
@@ -873,6 +962,35 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
 
 enum class Mode { fast, det, axis };
 
+// Whether the groups of K_p1 can finish in one launch on every device of the context (the fast
+// program is built once for them all), and the compiler options that takes: on CUDA always (none);
+// on OpenCL where each device's OpenCL C has device-scope fences, under one -cl-std for all.
+// Elsewhere (OpenCL C 1.2: mem_fence orders only within a work group) std::nullopt: two launches.
+std::optional<std::vector<std::string>> one_launch_options(const Context& context) {
+  if (context.api().id() == ApiId::cuda) return std::vector<std::string>{};
+  std::optional<std::string> common;
+  for (const auto& device : context.devices()) {
+    const auto version = detail::opencl_device_fence_std(device.params());
+    if (!version || (common && *common != *version)) return std::nullopt;
+    common = version;
+  }
+  if (!common) return std::nullopt;
+  return std::vector<std::string>{"-cl-std=" + *common};
+}
+
+// Test switch (reduction_paths.hpp): force two launches, and count the calls.
+std::atomic<bool> force_two_launches{false};
+std::atomic<bool> count_finishes{false};
+std::atomic<std::uint64_t> finished_one_group{0}, finished_one_launch{0}, finished_two_launches{0};
+std::atomic<std::size_t> finished_last_groups{0};
+
+void count_finish(std::size_t groups, bool one_launch) {
+  if (!count_finishes.load(std::memory_order_relaxed)) return;
+  auto& counter = groups == 1 ? finished_one_group : one_launch ? finished_one_launch : finished_two_launches;
+  counter.fetch_add(1, std::memory_order_relaxed);
+  finished_last_groups.store(groups, std::memory_order_relaxed);
+}
+
 std::shared_ptr<const detail::CompiledProgram> program_for(const ReductionKernel::Impl& impl,
                                                            const Context& context, const Resolved& r,
                                                            Mode mode) {
@@ -886,11 +1004,14 @@ std::shared_ptr<const detail::CompiledProgram> program_for(const ReductionKernel
   const std::string layout_sig =
       r.layout.contiguous ? "c" : fmt::format("s{}", r.layout.shape.size());
   switch (mode) {
-    case Mode::fast:
-      sig = fmt::format("red1|fast|{}|L{}{}", layout_sig, L, r.types_sig);
+    case Mode::fast: {
+      const auto one = one_launch_options(context);
+      sig = fmt::format("red1|fast|{}|L{}{}{}", layout_sig, L, one ? "|one" : "", r.types_sig);
       kernels = {k + "_p1", k + "_p2"};
-      build = [&] { return fast_source(impl, r, L); };
+      build = [&, one_launch = one.has_value()] { return fast_source(impl, r, L, one_launch); };
+      if (one) options.compiler_options = *one;
       break;
+    }
     case Mode::det:
       sig = fmt::format("red1|det|{}|L{}{}", layout_sig, L, r.types_sig);
       kernels = {k + "_dleaf", k + "_dmid", k + "_dcombine"};
@@ -1007,17 +1128,29 @@ std::vector<std::uint64_t> p1_tail(const ReductionKernel::Impl& impl, const Queu
 }
 
 // The fast first pass on one device into `part` (groups partial values); returns the group count.
-// With `finish` (one group), the result goes post-mapped into that array instead.
+// With `finish`, the result goes post-mapped into that array too: from the one group, or (with
+// `counter`, a program with the one-launch code) from the last of several.
 std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
                        const Resolved& r, const detail::CompiledProgram& prog, const Buffer& part,
-                       std::size_t part_offset, std::size_t groups, const Array* finish = nullptr) {
+                       std::size_t part_offset, std::size_t groups, const Array* finish = nullptr,
+                       const Buffer* counter = nullptr) {
   detail::ArgPack pack;
   pack_inputs(pack, impl, r);
   for (std::uint64_t v : p1_tail(impl, queue, d, r)) pack.value(v);
   pack.buffer(part, part_offset);
-  pack.value(std::int32_t{finish ? 1 : 0});
+  const P1Finish mode = !finish ? kPartials : groups == 1 ? kAlone : kLastGroup;
+  if (mode == kLastGroup && !counter) {
+    detail::raise_in<RuntimeError>(SKEIN_HERE, "ReductionKernel", "This is a bug in Skein.",
+                                   "kernel '{}': a one-launch finish without a group counter", impl.name());
+  }
+  pack.value(std::int32_t{mode});
   if (finish) {
     pack.array(*finish);
+  } else {
+    pack.buffer(part, part_offset);
+  }
+  if (counter) {
+    pack.buffer(*counter);
   } else {
     pack.buffer(part, part_offset);
   }
@@ -1453,26 +1586,30 @@ std::size_t ReductionKernel::record_size(std::span<const Operand> inputs) const 
 
 namespace {
 
+// Runs `launch`, the one-launch K_p1 counting in `counter`. Should it fail, the queue's counter is
+// replaced by a fresh zeroed one for later calls: the error may come from an earlier kernel that
+// stopped between its groups' tickets and the last group's reset (see detail::group_counter).
+template <class Launch>
+void with_counter(const Queue& queue, std::size_t device, const Buffer& counter, Launch&& launch) {
+  try {
+    launch();
+  } catch (...) {
+    detail::drop_group_counter(queue, device, counter);
+    throw;
+  }
+}
+
 // A whole-array reduction through a kept plan; nothing when none matches.
 std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& queue,
                                std::span<const Operand> inputs, const std::optional<Array>& out,
                                const detail::ew::CallKey& key) {
-  const void* context = detail::impl_of(queue.context()).get();
-  std::shared_ptr<const detail::red::FastPlan> plan;
-  {
-    std::lock_guard lock(impl.fast_mutex);
-    for (const auto& p : impl.fast_plans) {
-      if (p->context == context && p->key == key) {
-        plan = p;
-        break;
-      }
-    }
-  }
+  const auto plan = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans,
+                                          detail::impl_of(queue.context()).get(), key);
   if (!plan) return std::nullopt;
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) return std::nullopt;
   detail::ew::StackArgs pack;
-  const std::size_t n_args = 2 * inputs.size() + plan->tail.size() + 6;
+  const std::size_t n_args = 2 * inputs.size() + plan->tail.size() + 8;
   if (!pack.fits(n_args, 2 * n_args + 2)) return std::nullopt;
   Array y = output_for(out, queue, plan->out_dtype, Shape{1}, plan->device, "ReductionKernel",
                        impl.name());
@@ -1485,19 +1622,34 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     }
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
-  const std::int32_t finish = 1, partial = 0;
+  const std::int32_t finish = 1, partial = kPartials, alone = kAlone, last_group = kLastGroup;
   if (plan->groups == 1) {
     pack.array(y);
-    pack.value_bytes(reinterpret_cast<const std::byte*>(&finish), 4);
+    pack.value_bytes(reinterpret_cast<const std::byte*>(&alone), 4);
     pack.array(y);
+    pack.array(y);  // no counter
     detail::launch_generated(*plan->p1, queue, plan->device, 1, plan->local,
                              std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+    count_finish(1, false);
     return y;
   }
   detail::Scratch scratch(queue, plan->device, plan->groups * plan->reduce_size);
   pack.buffer(scratch.buffer());
+  if (plan->one_launch && !force_two_launches.load(std::memory_order_relaxed)) {
+    const Buffer counter = detail::group_counter(queue, plan->device);
+    pack.value_bytes(reinterpret_cast<const std::byte*>(&last_group), 4);
+    pack.array(y);
+    pack.buffer(counter);
+    with_counter(queue, plan->device, counter, [&] {
+      detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
+                               std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+    });
+    count_finish(plan->groups, true);
+    return y;
+  }
   pack.value_bytes(reinterpret_cast<const std::byte*>(&partial), 4);
   pack.buffer(scratch.buffer());
+  pack.buffer(scratch.buffer());  // no counter
   detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
                            std::span<const detail::KernelArg>(pack.args.data(), pack.n));
   detail::ew::StackArgs pack2;
@@ -1509,13 +1661,14 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
   pack2.array(y);
   detail::launch_generated(*plan->p2, queue, plan->device, 1, plan->local,
                            std::span<const detail::KernelArg>(pack2.args.data(), pack2.n));
+  count_finish(plan->groups, false);
   return y;
 }
 
 // Keeps the plan of a whole-array reduction that went the full way.
 void keep_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
                std::size_t d, const std::shared_ptr<const detail::CompiledProgram>& prog,
-               std::size_t groups, const detail::ew::CallKey& key) {
+               std::size_t groups, bool one_launch, const detail::ew::CallKey& key) {
   auto fast = std::make_shared<detail::red::FastPlan>();
   fast->key = key;
   fast->context = detail::impl_of(queue.context()).get();
@@ -1526,16 +1679,12 @@ void keep_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Reso
   fast->groups = groups;
   fast->local = prog->local_size[d];
   fast->reduce_size = r.reduce_size;
+  fast->one_launch = one_launch;
   fast->out_dtype = r.out_dtype;
   fast->dtypes = r.dtypes;
   fast->tail = p1_tail(impl, queue, d, r);
-  std::lock_guard lock(impl.fast_mutex);
-  auto& plans = impl.fast_plans;
-  std::erase_if(plans, [&](const auto& p) {
-    return (p->context == fast->context && p->key == key) || p->program.expired();
-  });
-  if (plans.size() == ReductionKernel::Impl::kFastPlans) plans.pop_back();
-  plans.insert(plans.begin(), std::move(fast));
+  detail::ew::keep_plan<detail::red::FastPlan>(impl.fast_mutex, impl.fast_plans,
+                                               ReductionKernel::Impl::kFastPlans, std::move(fast));
 }
 
 }  // namespace
@@ -1624,14 +1773,23 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
   }
   auto prog = program_for(impl, queue.context(), r, Mode::fast);
   const std::size_t groups = p1_groups(impl, r, *prog, d);
+  const bool one_launch = one_launch_options(queue.context()).has_value();
   if (groups == 1) {
     enqueue_p1(impl, queue, d, r, *prog, y.data(), y.offset(), 1, &y);
+    count_finish(1, false);
+  } else if (one_launch && !force_two_launches.load(std::memory_order_relaxed)) {
+    detail::Scratch scratch(queue, d, groups * r.reduce_size);
+    const Buffer counter = detail::group_counter(queue, d);
+    with_counter(queue, d, counter,
+                 [&] { enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups, &y, &counter); });
+    count_finish(groups, true);
   } else {
     detail::Scratch scratch(queue, d, groups * r.reduce_size);
     enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
     enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, true, scratch.buffer(), 0, &y);
+    count_finish(groups, false);
   }
-  if (keyed) keep_plan(impl, queue, r, d, prog, groups, key);
+  if (keyed) keep_plan(impl, queue, r, d, prog, groups, one_launch, key);
   return y;
 }
 
@@ -1813,8 +1971,37 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
 std::string ReductionKernel::source(const Queue& queue, std::span<const Operand> inputs) const {
   const Resolved r = resolve(*impl_, queue, inputs, std::nullopt, "ReductionKernel::source");
   const std::size_t L = detail::group_size_for(queue.context());
-  return fast_source(*impl_, r, L) + "\n" + det_source(*impl_, r, L) + "\n" + axis_source(*impl_, r, L);
+  const bool one_launch = one_launch_options(queue.context()).has_value();
+  return fast_source(*impl_, r, L, one_launch) + "\n" + det_source(*impl_, r, L) + "\n" +
+         axis_source(*impl_, r, L);
 }
+
+namespace detail::red {
+
+void set_finish_for_tests(Finish finish) {
+  force_two_launches.store(finish == Finish::two_launches);
+  count_finishes.store(true);
+}
+
+FinishCounts finish_counts() {
+  return {finished_one_group.load(), finished_one_launch.load(), finished_two_launches.load(),
+          finished_last_groups.load()};
+}
+
+bool one_launch_supported(const Queue& queue) { return one_launch_options(queue.context()).has_value(); }
+
+std::uintptr_t group_counter_id(const Queue& queue, std::size_t device_idx) {
+  return group_counter(queue, device_idx).adapter()->native();
+}
+
+std::string fast_source_for_tests(const ReductionKernel& kernel, const Queue& queue,
+                                  std::span<const Operand> inputs, bool one_launch) {
+  const auto& impl = *impl_of(kernel);
+  const Resolved r = resolve(impl, queue, inputs, std::nullopt, "fast_source_for_tests");
+  return fast_source(impl, r, group_size_for(queue.context()), one_launch);
+}
+
+}  // namespace detail::red
 
 void detail::raise_not_one_element(const Array& result) {
   detail::raise_in(SKEIN_HERE, "skein::reduction_value", "Pass a whole-array reduction's result.",
@@ -1850,14 +2037,8 @@ std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t s
 
 namespace {
 
-// Keyed by the operation (tag) and its dtypes, packed: no string per call.
-template <class... E>
-std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
-  std::uint64_t key = tag;
-  unsigned shift = 8;
-  ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
-  return key;
-}
+// Keyed by detail::builtin_key (the operation and its dtypes).
+using detail::builtin_key;
 
 template <class Make>
 const ReductionKernel& builtin(std::uint64_t key, Make&& make) {

@@ -2,6 +2,13 @@
 // for CUDA the runtime API (an independent path from Skein's dlopen'ed driver API).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
@@ -63,6 +70,47 @@ void check_opencl(const Device& device) {
   if (p.type == DeviceType::cpu) {
     EXPECT_EQ(p.warp_size, 1u);
   }
+  // OpenCL C: the version the device reports is among the versions (ascending, no repeats); on
+  // OpenCL 3.0 the versions and features are those of CL_DEVICE_OPENCL_C_ALL_VERSIONS and
+  // CL_DEVICE_OPENCL_C_FEATURES.
+  const auto text = [&](cl_device_info what) {
+    std::size_t size = 0;
+    EXPECT_EQ(clGetDeviceInfo(dev, what, 0, nullptr, &size), CL_SUCCESS);
+    std::string s(size, '\0');
+    EXPECT_EQ(clGetDeviceInfo(dev, what, size, s.data(), nullptr), CL_SUCCESS);
+    return s;
+  };
+  int c_major = 0, c_minor = 0, major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(text(CL_DEVICE_OPENCL_C_VERSION).c_str(), "OpenCL C %d.%d", &c_major, &c_minor), 2);
+  ASSERT_EQ(std::sscanf(text(CL_DEVICE_VERSION).c_str(), "OpenCL %d.%d", &major, &minor), 2);
+  EXPECT_TRUE(std::is_sorted(p.opencl_c_versions.begin(), p.opencl_c_versions.end()));
+  EXPECT_EQ(std::adjacent_find(p.opencl_c_versions.begin(), p.opencl_c_versions.end()), p.opencl_c_versions.end());
+  EXPECT_NE(std::find(p.opencl_c_versions.begin(), p.opencl_c_versions.end(), std::pair{c_major, c_minor}),
+            p.opencl_c_versions.end());
+  if (major >= 3) {
+    struct NameVersion {
+      cl_uint version;
+      char name[64];
+    };
+    const auto list = [&](cl_device_info what) {
+      std::size_t size = 0;
+      EXPECT_EQ(clGetDeviceInfo(dev, what, 0, nullptr, &size), CL_SUCCESS);
+      std::vector<NameVersion> out(size / sizeof(NameVersion));
+      EXPECT_EQ(clGetDeviceInfo(dev, what, out.size() * sizeof(NameVersion), out.data(), nullptr), CL_SUCCESS);
+      return out;
+    };
+    std::set<std::pair<int, int>> versions;
+    for (const auto& v : list(0x1066 /* CL_DEVICE_OPENCL_C_ALL_VERSIONS */)) {
+      versions.emplace(static_cast<int>(v.version >> 22), static_cast<int>((v.version >> 12) & 0x3ff));
+    }
+    const std::vector<std::pair<int, int>> expected(versions.begin(), versions.end());
+    EXPECT_EQ(p.opencl_c_versions, expected);
+    std::vector<std::string> features;
+    for (const auto& f : list(0x106F /* CL_DEVICE_OPENCL_C_FEATURES */)) features.emplace_back(f.name);
+    EXPECT_EQ(p.opencl_c_features, features);
+  } else {
+    EXPECT_TRUE(p.opencl_c_features.empty());
+  }
   if (p.vendor.find("NVIDIA") != std::string::npos) {
     EXPECT_EQ(p.warp_size, 32u);
     EXPECT_TRUE(p.compute_capability.has_value());
@@ -104,6 +152,8 @@ void check_cuda(const Device& device) {
   EXPECT_EQ(p.name, std::string(prop.name));
   EXPECT_EQ(p.global_mem_size, prop.totalGlobalMem);
   EXPECT_EQ(p.local_mem_banks, 32u);
+  EXPECT_TRUE(p.opencl_c_versions.empty());
+  EXPECT_TRUE(p.opencl_c_features.empty());
 }
 #endif
 

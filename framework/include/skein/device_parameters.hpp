@@ -41,6 +41,14 @@ struct DeviceParameters {
   bool supports_float16 = false;
   bool supports_float64 = false;
 
+  // OpenCL: the OpenCL C versions the device's compiler takes (-cl-std), as (major, minor) in
+  // ascending order: CL_DEVICE_OPENCL_C_ALL_VERSIONS where the device has OpenCL 3.0, else 1.0
+  // up to CL_DEVICE_OPENCL_C_VERSION. And the optional OpenCL C 3.0 features it supports
+  // (CL_DEVICE_OPENCL_C_FEATURES: "__opencl_c_atomic_scope_device", ...; empty before 3.0).
+  // Both empty on CUDA.
+  std::vector<std::pair<int, int>> opencl_c_versions;
+  std::vector<std::string> opencl_c_features;
+
   // CUDA devices (and NVIDIA's OpenCL devices, which report them too).
   std::optional<std::pair<int, int>> compute_capability;
   std::optional<std::string> pci_bus_id;  // "0000:1b:00.0"

@@ -25,10 +25,13 @@
 // How a whole-array reduction runs on one device (the default, fast mode): a first kernel on a
 // grid sized from the device (multiprocessors x resident blocks) reads 16-byte vectors in a
 // grid-stride loop with several loads in flight per thread, reduces within each thread, then each
-// block in local memory, and writes one partial value per block; a second kernel (one block)
-// reduces those partials and applies post_map. No host round trip, no atomics. The order of
-// operations depends on the device's grid, so float results can differ in the last bits between
-// devices and splits.
+// block in local memory, and writes one partial value per block; the last block to finish (each
+// block counts itself with one atomic add, behind a device-scope fence) reduces those partials
+// and applies post_map, in the same launch. Where the devices have no device-scope fences
+// (OpenCL C 1.2; OpenCL C 3.0 without __opencl_c_atomic_order_acq_rel and
+// __opencl_c_atomic_scope_device), a second kernel (one block) does that instead, in the same
+// order and with the same bits. No host round trip. The order of operations depends on the
+// device's grid, so float results can differ in the last bits between devices and splits.
 //
 // Deterministic mode (ReductionArgs::deterministic, and records()/combine() for distributed
 // arrays) gives results that do not depend on how the global index range is split among devices
@@ -180,6 +183,8 @@ class SKEIN_EXPORT ReductionKernel {
   struct Impl;
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/detail/adapter.hpp"
 #include "skein/export.hpp"
@@ -43,6 +44,11 @@ struct Queue::Impl {
   // held blocks are freed while the device queues still exist.
   std::mutex temporaries_mutex;
   std::optional<DeviceMemoryPool> temporaries;
+  // Per device (indexed by device index; empty until first use): the word that the groups of a
+  // one-launch whole-array reduction count themselves in (detail::group_counter, reduction.cpp).
+  // Only this queue's work uses it, and that work runs in order, so no two calls share it at once.
+  std::mutex group_counters_mutex;
+  std::vector<Buffer> group_counters;
 };
 
 namespace detail {
