@@ -27,14 +27,9 @@ using skein::LogicError;
 using skein::PlacementOptions;
 using skein::Runtime;
 
+using ::skein::test::hostname;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
-
-std::string hostname() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return name;
-}
 
 using ScopedEnv = ::skein::test::ScopedEnv;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 namespace skein::test {
 namespace {
@@ -19,10 +20,6 @@ class DeviceArguments : public BackendTest {
  protected:
   std::size_t ndev() const { return std::min<std::size_t>(devices().size(), 4); }
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The message of the LogicError that f() must throw ("" and a failure otherwise).
 template <class F>

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 #if SKEIN_HAS_OPENCL
 #include <skein/opencl.hpp>
@@ -62,10 +63,6 @@ MemoryPoolStatistics stats(std::size_t held_blocks, std::size_t active_blocks,
 [[maybe_unused]] void PrintTo(const MemoryPoolStatistics& s, std::ostream* os) {
   *os << fmt::format("{{held {} blocks / {} B, active {} blocks / {} B, managed {} B}}",
                      s.held_blocks, s.held_bytes, s.active_blocks, s.active_bytes, s.managed_bytes);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // --- Bins (no device needed) --------------------------------------------------------------------

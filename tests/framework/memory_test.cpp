@@ -19,6 +19,7 @@
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
+#include "checks.hpp"
 #include "skein/detail/ipc.hpp"
 
 namespace skein::test {
@@ -30,16 +31,6 @@ class Memory : public BackendTest {
 };
 
 template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-template <class F>
 std::string logic_message_of(F&& f) {
   try {
     f();
@@ -49,10 +40,6 @@ std::string logic_message_of(F&& f) {
     return std::string("(not a LogicError) ") + e.what();
   }
   return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // y[i] = 3 * x[i] + 1 over n ints.

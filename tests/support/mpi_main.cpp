@@ -24,23 +24,15 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "mpi_support.hpp"
 #include "skein/detail/leak_check.hpp"
 
 namespace {
 
 constexpr const char* kAgreementNote = "failed on rank(s) ";
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using ::skein::test::world_rank;
+using ::skein::test::world_size;
 
 // Aborts the job when a test outlives the limit. Tests are timed from OnTestStart to the end of
 // the agreement in OnTestEnd (which is itself a collective that can hang).
