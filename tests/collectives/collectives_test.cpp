@@ -30,6 +30,7 @@
 #include <vector>
 
 namespace {
+namespace collectives_test {
 
 using namespace skein;
 
@@ -904,4 +905,5 @@ TEST(CollectivesEnvironment, ForcedNcclOnNonCudaDevicesNamesThem) {
   EXPECT_EQ(c.backend(), CollectiveBackend::mpi);
 }
 
+}  // namespace collectives_test
 }  // namespace

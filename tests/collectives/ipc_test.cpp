@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace {
+namespace ipc_test {
 
 using namespace skein;
 
@@ -197,4 +198,5 @@ TEST(Ipc, NeighbourReadsAndWritesAnExportedViewOrderedByEvents) {
   }
 }
 
+}  // namespace ipc_test
 }  // namespace

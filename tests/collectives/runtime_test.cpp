@@ -22,6 +22,7 @@
 #include "skein/detail/placement.hpp"
 
 namespace {
+namespace runtime_test {
 
 using skein::LogicError;
 using skein::PlacementOptions;
@@ -544,4 +545,5 @@ TEST(Placement, DuplicateCheckComparesDevicesPerHost) {
   EXPECT_TRUE(skein::detail::shared_devices(p).empty());
 }
 
+}  // namespace runtime_test
 }  // namespace

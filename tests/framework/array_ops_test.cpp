@@ -15,6 +15,7 @@
 
 namespace skein::test {
 namespace {
+namespace array_ops_test {
 
 class ArrayOps : public BackendTest {};
 
@@ -589,5 +590,6 @@ TEST_P(ArrayOps, AxisReductionPathsAndEdges) {
 
 SKEIN_INSTANTIATE_BACKENDS(ArrayOps);
 
+}  // namespace array_ops_test
 }  // namespace
 }  // namespace skein::test

@@ -19,6 +19,7 @@
 
 namespace skein::test {
 namespace {
+namespace blas_test {
 
 template <class T>
 constexpr double kEps = std::numeric_limits<T>::epsilon();
@@ -796,5 +797,6 @@ TEST_P(BlasAvailability, UnavailableBlasSaysWhy) {
 SKEIN_INSTANTIATE_BACKENDS(Blas);
 SKEIN_INSTANTIATE_BACKENDS(BlasAvailability);
 
+}  // namespace blas_test
 }  // namespace
 }  // namespace skein::test

@@ -15,6 +15,7 @@
 
 namespace skein::test {
 namespace {
+namespace device_arguments_test {
 
 class DeviceArguments : public BackendTest {
  protected:
@@ -212,5 +213,6 @@ TEST_P(DeviceArguments, ReductionTakesEachDevicesArraysAndRefusesAnotherDevicesA
 
 SKEIN_INSTANTIATE_BACKENDS(DeviceArguments);
 
+}  // namespace device_arguments_test
 }  // namespace
 }  // namespace skein::test

@@ -12,6 +12,7 @@
 
 namespace skein::test {
 namespace {
+namespace driver_test {
 
 class Driver : public BackendTest {
  protected:
@@ -425,5 +426,6 @@ TEST_P(Driver, ProfilerStartStopAndRangesLeaveResultsExact) {
 
 SKEIN_INSTANTIATE_BACKENDS(Driver);
 
+}  // namespace driver_test
 }  // namespace
 }  // namespace skein::test

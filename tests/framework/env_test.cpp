@@ -10,6 +10,9 @@
 #include "scoped_env.hpp"
 #include "skein/error.hpp"
 
+namespace {
+namespace env_test {
+
 using skein::LogicError;
 using skein::test::expect_logic_error;
 using skein::test::ScopedEnv;
@@ -66,3 +69,6 @@ TEST(Environment, Choices) {
   ScopedEnv bad("SKEIN_TEST_ENV_READER", "MPI");  // exact words only
   expect_logic_error(read, {"SKEIN_TEST_ENV_READER='MPI'", "auto (pick), nccl (NCCL) or mpi (MPI)", "Communicator"});
 }
+
+}  // namespace env_test
+}  // namespace

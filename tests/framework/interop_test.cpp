@@ -28,6 +28,7 @@
 
 namespace skein::test {
 namespace {
+namespace interop_test {
 
 class Interop : public BackendTest {};
 
@@ -516,5 +517,6 @@ TEST_P(Interop, ContextsFromBackendObjects) {
 
 SKEIN_INSTANTIATE_BACKENDS(Interop);
 
+}  // namespace interop_test
 }  // namespace
 }  // namespace skein::test

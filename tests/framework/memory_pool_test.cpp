@@ -30,6 +30,7 @@
 
 namespace skein::test {
 namespace {
+namespace memory_pool_test {
 
 // The backend's own handle of the allocation behind a buffer (cl_mem, or the device address of
 // the allocation's start): the physical identity of a block, as the application sees it.
@@ -657,5 +658,6 @@ TEST_P(MemoryPool, PageLockedOutOfMemoryRetriesAndBadBaseAllocator) {
 
 SKEIN_INSTANTIATE_BACKENDS(MemoryPool);
 
+}  // namespace memory_pool_test
 }  // namespace
 }  // namespace skein::test

@@ -24,6 +24,7 @@
 
 namespace skein::test {
 namespace {
+namespace memory_test {
 
 class Memory : public BackendTest {
  protected:
@@ -426,5 +427,6 @@ TEST_P(Memory, BilinearInterpolationFromGlobalMemoryMatchesTheHost) {
 
 SKEIN_INSTANTIATE_BACKENDS(Memory);
 
+}  // namespace memory_test
 }  // namespace
 }  // namespace skein::test

@@ -22,6 +22,7 @@
 
 namespace skein::test {
 namespace {
+namespace virtual_alloc_test {
 
 const void* real_of(const Buffer& b) { return b.adapter().get(); }
 
@@ -537,5 +538,6 @@ TEST_P(VirtualAlloc, BadRequestsRaiseTypedErrors) {
 
 SKEIN_INSTANTIATE_BACKENDS(VirtualAlloc);
 
+}  // namespace virtual_alloc_test
 }  // namespace
 }  // namespace skein::test

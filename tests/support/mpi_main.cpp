@@ -28,6 +28,7 @@
 #include "skein/detail/leak_check.hpp"
 
 namespace {
+namespace mpi_test_main {
 
 constexpr const char* kAgreementNote = "failed on rank(s) ";
 
@@ -143,9 +144,11 @@ double timeout_from_environment() {
   return 120.0;
 }
 
+}  // namespace mpi_test_main
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace mpi_test_main;
   // The watchdog calls MPI_Abort from its own thread: ask for full thread support (Open MPI and
   // MPICH abort from any thread in practice even below MPI_THREAD_MULTIPLE).
   int provided = 0;
