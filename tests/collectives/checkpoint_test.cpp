@@ -33,6 +33,7 @@
 #include "scoped_env.hpp"
 
 namespace {
+namespace checkpoint_test {
 
 using namespace skein;
 using ::skein::test::another_layout_rig;
@@ -393,6 +394,7 @@ TEST_P(Checkpoints, BadCallsRaiseTypedErrors) {
   EXPECT_EQ(m.latest_complete()->step, 2);
 }
 
+}  // namespace checkpoint_test
 }  // namespace
 
 #endif  // SKEIN_HAS_HDF5

@@ -30,19 +30,13 @@
 #include <vector>
 
 namespace {
+namespace collectives_test {
 
 using namespace skein;
 
+using ::skein::test::on_every_rank;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
-
-// Whether `condition` holds on every rank: a test that makes a collective call only where some
-// local condition holds must decide it for all ranks alike (members per rank may differ).
-bool on_every_rank(bool condition) {
-  int mine = condition ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all != 0;
-}
 
 using ScopedEnv = ::skein::test::ScopedEnv;
 
@@ -911,4 +905,5 @@ TEST(CollectivesEnvironment, ForcedNcclOnNonCudaDevicesNamesThem) {
   EXPECT_EQ(c.backend(), CollectiveBackend::mpi);
 }
 
+}  // namespace collectives_test
 }  // namespace

@@ -41,6 +41,7 @@
 #include "mpi_support.hpp"
 
 namespace {
+namespace dist_array_test {
 
 using namespace skein;
 using ::skein::test::expect_logic_error;
@@ -915,4 +916,5 @@ TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {
   expect_still_working(s_);
 }
 
+}  // namespace dist_array_test
 }  // namespace

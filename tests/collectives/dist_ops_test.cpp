@@ -33,6 +33,7 @@
 #include "mpi_support.hpp"
 
 namespace {
+namespace dist_ops_test {
 
 using namespace skein;
 using ::skein::test::expect_logic_error;
@@ -879,4 +880,5 @@ TEST_P(DistOps, MismatchedLayoutsRaiseOnEveryRank) {
   expect_still_working(s_);
 }
 
+}  // namespace dist_ops_test
 }  // namespace

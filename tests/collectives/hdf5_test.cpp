@@ -41,6 +41,7 @@
 #include "scoped_env.hpp"
 
 namespace {
+namespace hdf5_test {
 
 using namespace skein;
 using ::skein::test::another_layout_rig;
@@ -889,6 +890,7 @@ TEST(HDF5CrossRanks, Read) {
   }
 }
 
+}  // namespace hdf5_test
 }  // namespace
 
 #endif  // SKEIN_HAS_HDF5

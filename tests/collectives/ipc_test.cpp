@@ -19,9 +19,12 @@
 #include <vector>
 
 namespace {
+namespace ipc_test {
 
 using namespace skein;
 
+using ::skein::test::hostname;
+using ::skein::test::on_every_rank;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
 
@@ -36,18 +39,6 @@ std::optional<Context> device_zero_context() {
     }
   }
   return std::nullopt;
-}
-
-std::string hostname() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return name;
-}
-
-bool on_every_rank(bool condition) {
-  int mine = condition ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all != 0;
 }
 
 bool ranks_0_and_1_share_a_host() {
@@ -207,4 +198,5 @@ TEST(Ipc, NeighbourReadsAndWritesAnExportedViewOrderedByEvents) {
   }
 }
 
+}  // namespace ipc_test
 }  // namespace

@@ -22,19 +22,15 @@
 #include "skein/detail/placement.hpp"
 
 namespace {
+namespace runtime_test {
 
 using skein::LogicError;
 using skein::PlacementOptions;
 using skein::Runtime;
 
+using ::skein::test::hostname;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
-
-std::string hostname() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return name;
-}
 
 using ScopedEnv = ::skein::test::ScopedEnv;
 
@@ -549,4 +545,5 @@ TEST(Placement, DuplicateCheckComparesDevicesPerHost) {
   EXPECT_TRUE(skein::detail::shared_devices(p).empty());
 }
 
+}  // namespace runtime_test
 }  // namespace

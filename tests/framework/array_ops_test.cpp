@@ -11,23 +11,13 @@
 #include <numeric>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 namespace skein::test {
 namespace {
+namespace array_ops_test {
 
 class ArrayOps : public BackendTest {};
-
-// Runs f, which must throw LogicError whose message contains every one of `parts`.
-template <class F>
-void expect_logic_error(F&& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no LogicError; expected one mentioning '" << *parts.begin() << "'";
-  } catch (const LogicError& e) {
-    const std::string what = e.what();
-    for (const char* p : parts) EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
-  }
-}
 
 // Distinct, exactly representable values.
 std::vector<std::int32_t> numbered(std::size_t n, std::int32_t base = 0) {
@@ -600,5 +590,6 @@ TEST_P(ArrayOps, AxisReductionPathsAndEdges) {
 
 SKEIN_INSTANTIATE_BACKENDS(ArrayOps);
 
+}  // namespace array_ops_test
 }  // namespace
 }  // namespace skein::test

@@ -9,6 +9,7 @@
 
 namespace skein::test {
 namespace {
+namespace array_test {
 
 class Arrays : public BackendTest {};
 
@@ -179,5 +180,6 @@ TEST_P(Arrays, PerDeviceArraysAndViews) {
 
 SKEIN_INSTANTIATE_BACKENDS(Arrays);
 
+}  // namespace array_test
 }  // namespace
 }  // namespace skein::test

@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 namespace skein::test {
 namespace {
+namespace blas_test {
 
 template <class T>
 constexpr double kEps = std::numeric_limits<T>::epsilon();
@@ -169,22 +171,6 @@ testing::AssertionResult close(double got, double expected, double tol) {
   if (std::abs(got - expected) <= tol) return testing::AssertionSuccess();
   return testing::AssertionFailure() << "got " << got << " expected " << expected
                                      << " (tolerance " << tol << ")";
-}
-
-// Runs f() and checks it throws E with each of `parts` in its message.
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string what = e.what();
-    for (std::string_view part : parts) {
-      EXPECT_NE(what.find(part), std::string::npos) << "'" << part << "' not in: " << what;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
 }
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -811,5 +797,6 @@ TEST_P(BlasAvailability, UnavailableBlasSaysWhy) {
 SKEIN_INSTANTIATE_BACKENDS(Blas);
 SKEIN_INSTANTIATE_BACKENDS(BlasAvailability);
 
+}  // namespace blas_test
 }  // namespace
 }  // namespace skein::test

@@ -8,6 +8,7 @@
 
 namespace skein::test {
 namespace {
+namespace buffer_test {
 
 // Element counts: empty, one, odd, a little over a power of two, and large (several MiB).
 constexpr std::size_t kSizes[] = {0, 1, 7, 1001, 4097, (3u << 20) + 5};
@@ -193,5 +194,6 @@ TEST_P(Buffers, AllocationLargerThanTheDeviceIsAMemoryError) {
 
 SKEIN_INSTANTIATE_BACKENDS(Buffers);
 
+}  // namespace buffer_test
 }  // namespace
 }  // namespace skein::test

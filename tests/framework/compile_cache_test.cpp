@@ -24,6 +24,7 @@
 
 namespace skein::detail {
 namespace {
+namespace compile_cache_test {
 
 namespace fs = std::filesystem;
 
@@ -631,5 +632,6 @@ TEST(CompileCache, ThreadsShareOneBuildPerKey) {
   EXPECT_EQ(names_in(tmp.path).size(), static_cast<std::size_t>(kKeys));
 }
 
+}  // namespace compile_cache_test
 }  // namespace
 }  // namespace skein::detail

@@ -14,6 +14,7 @@
 
 namespace skein::test {
 namespace {
+namespace copy_rect_test {
 
 class CopyRect : public BackendTest {};
 
@@ -344,5 +345,6 @@ TEST_P(CopyRect, BadInputRaisesLogicErrors) {
 
 SKEIN_INSTANTIATE_BACKENDS(CopyRect);
 
+}  // namespace copy_rect_test
 }  // namespace
 }  // namespace skein::test

@@ -25,6 +25,7 @@
 
 namespace skein {
 namespace {
+namespace ctypes_test {
 
 TEST(CtypeNames, EveryDtype) {
   EXPECT_EQ(ctype(Dtype::int8), "int8_t");
@@ -432,5 +433,6 @@ TEST(CtypePrelude, OpenclCompilesOnEveryPlatform) {
 }
 #endif
 
+}  // namespace ctypes_test
 }  // namespace
 }  // namespace skein

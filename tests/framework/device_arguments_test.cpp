@@ -11,18 +11,16 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 namespace skein::test {
 namespace {
+namespace device_arguments_test {
 
 class DeviceArguments : public BackendTest {
  protected:
   std::size_t ndev() const { return std::min<std::size_t>(devices().size(), 4); }
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The message of the LogicError that f() must throw ("" and a failure otherwise).
 template <class F>
@@ -215,5 +213,6 @@ TEST_P(DeviceArguments, ReductionTakesEachDevicesArraysAndRefusesAnotherDevicesA
 
 SKEIN_INSTANTIATE_BACKENDS(DeviceArguments);
 
+}  // namespace device_arguments_test
 }  // namespace
 }  // namespace skein::test

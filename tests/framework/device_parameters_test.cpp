@@ -22,6 +22,7 @@
 
 namespace skein::test {
 namespace {
+namespace device_parameters_test {
 
 class DeviceParams : public BackendTest {};
 
@@ -193,5 +194,6 @@ TEST(DeviceParams, CudaAndNvidiaOpenclAgreeOnPciBusIds) {
 
 SKEIN_INSTANTIATE_BACKENDS(DeviceParams);
 
+}  // namespace device_parameters_test
 }  // namespace
 }  // namespace skein::test

@@ -7,6 +7,7 @@
 
 namespace skein::test {
 namespace {
+namespace discovery_test {
 
 TEST(Api, StatusListsEveryApiWithAReasonWhenUnavailable) {
   const auto status = Api::status();
@@ -157,5 +158,6 @@ TEST_P(Discovery, QueuesOverSomeOrAllDevices) {
 
 SKEIN_INSTANTIATE_BACKENDS(Discovery);
 
+}  // namespace discovery_test
 }  // namespace
 }  // namespace skein::test

@@ -8,28 +8,16 @@
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 namespace skein::test {
 namespace {
+namespace driver_test {
 
 class Driver : public BackendTest {
  protected:
   bool cuda() const { return GetParam().api == ApiId::cuda; }
 };
-
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // y[i] = 3 * x[i] + 1 over n ints; and a kernel that writes i * 7 - 2 into out.
 const char* kKernels = R"(
@@ -438,5 +426,6 @@ TEST_P(Driver, ProfilerStartStopAndRangesLeaveResultsExact) {
 
 SKEIN_INSTANTIATE_BACKENDS(Driver);
 
+}  // namespace driver_test
 }  // namespace
 }  // namespace skein::test

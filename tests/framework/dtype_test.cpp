@@ -7,6 +7,7 @@
 
 namespace skein {
 namespace {
+namespace dtype_test {
 
 TEST(Dtype, SizesAndNames) {
   EXPECT_EQ(itemsize(Dtype::int8), 1u);
@@ -84,5 +85,6 @@ TEST(Errors, MessagesNameTheCallTheCodeAndTheFix) {
   EXPECT_EQ(format_bytes(1536), "1.5 KiB (1536 bytes)");
 }
 
+}  // namespace dtype_test
 }  // namespace
 }  // namespace skein

@@ -16,6 +16,7 @@
 
 namespace skein::test {
 namespace {
+namespace elementwise_test {
 
 class Elementwise : public BackendTest {};
 
@@ -700,5 +701,6 @@ TEST_P(Elementwise, SourceIsInspectable) {
 
 SKEIN_INSTANTIATE_BACKENDS(Elementwise);
 
+}  // namespace elementwise_test
 }  // namespace
 }  // namespace skein::test

@@ -6,28 +6,17 @@
 #include <string>
 
 #include "skein/detail/env.hpp"
+#include "checks.hpp"
 #include "scoped_env.hpp"
 #include "skein/error.hpp"
 
+namespace {
+namespace env_test {
+
 using skein::LogicError;
+using skein::test::expect_logic_error;
 using skein::test::ScopedEnv;
 namespace d = skein::detail;
-
-namespace {
-
-// Runs f, which must throw LogicError whose message has every one of `parts`.
-template <class F>
-void expect_refused(F&& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no LogicError";
-  } catch (const LogicError& e) {
-    const std::string what = e.what();
-    for (const char* p : parts) EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' in: " << what;
-  }
-}
-
-}  // namespace
 
 TEST(Environment, EmptyIsUnset) {
   {
@@ -55,8 +44,8 @@ TEST(Environment, Flags) {
     EXPECT_EQ(d::parse_env_flag("SKEIN_X", std::string(no), "test", "on"), std::optional<bool>(false)) << no;
   }
   for (const char* bad : {"2", "maybe", "enabled", " 1", "1 "}) {
-    expect_refused([&] { d::parse_env_flag("SKEIN_X", std::string(bad), "Communicator", "check calls"); },
-                   {"SKEIN_X='", bad, "Communicator", "1, true, yes or on (check calls)", "unset it"});
+    expect_logic_error([&] { d::parse_env_flag("SKEIN_X", std::string(bad), "Communicator", "check calls"); },
+                       {"SKEIN_X='", bad, "Communicator", "1, true, yes or on (check calls)", "unset it"});
   }
 }
 
@@ -65,8 +54,8 @@ TEST(Environment, Seconds) {
   EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("0"), "test", "forever"), std::optional<double>(0.0));
   EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("1e-6"), "test", "forever"), std::optional<double>(1e-6));
   for (const char* bad : {"abc", "-1", "inf", "nan", "1e999", "5s", " "}) {
-    expect_refused([&] { d::parse_env_seconds("SKEIN_T", std::string(bad), "Communicator", "waits forever"); },
-                   {"SKEIN_T='", "a number of seconds >= 0", "0 waits forever", "Communicator"});
+    expect_logic_error([&] { d::parse_env_seconds("SKEIN_T", std::string(bad), "Communicator", "waits forever"); },
+                       {"SKEIN_T='", "a number of seconds >= 0", "0 waits forever", "Communicator"});
   }
 }
 
@@ -78,5 +67,8 @@ TEST(Environment, Choices) {
   };
   EXPECT_EQ(read(), std::optional<int>(2));
   ScopedEnv bad("SKEIN_TEST_ENV_READER", "MPI");  // exact words only
-  expect_refused(read, {"SKEIN_TEST_ENV_READER='MPI'", "auto (pick), nccl (NCCL) or mpi (MPI)", "Communicator"});
+  expect_logic_error(read, {"SKEIN_TEST_ENV_READER='MPI'", "auto (pick), nccl (NCCL) or mpi (MPI)", "Communicator"});
 }
+
+}  // namespace env_test
+}  // namespace

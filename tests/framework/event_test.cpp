@@ -7,6 +7,7 @@
 
 namespace skein::test {
 namespace {
+namespace event_test {
 
 class Events : public BackendTest {};
 
@@ -80,5 +81,6 @@ TEST_P(Events, AnotherDeviceWaitsForAnEvent) {
 
 SKEIN_INSTANTIATE_BACKENDS(Events);
 
+}  // namespace event_test
 }  // namespace
 }  // namespace skein::test

@@ -8,6 +8,7 @@
 
 namespace skein::test {
 namespace {
+namespace functions_test {
 
 class Functions : public BackendTest {};
 
@@ -119,5 +120,6 @@ KERNEL void use(GLOBAL_MEM float* out)
 
 SKEIN_INSTANTIATE_BACKENDS(Functions);
 
+}  // namespace functions_test
 }  // namespace
 }  // namespace skein::test

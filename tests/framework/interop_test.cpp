@@ -15,6 +15,7 @@
 #endif
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 #if SKEIN_HAS_OPENCL
 #include <skein/opencl.hpp>
@@ -27,19 +28,9 @@
 
 namespace skein::test {
 namespace {
+namespace interop_test {
 
 class Interop : public BackendTest {};
-
-// `bad` throws LogicError whose message has each of `words`.
-void expect_logic_error(const std::function<void()>& bad, const std::vector<std::string>& words) {
-  try {
-    bad();
-    ADD_FAILURE() << "no LogicError (expected one with: " << fmt::format("{}", fmt::join(words, "; "))
-                  << ")";
-  } catch (const LogicError& e) {
-    for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
-  }
-}
 
 #if SKEIN_HAS_OPENCL
 cl_device_id raw_device(const Device& device) {
@@ -526,5 +517,6 @@ TEST_P(Interop, ContextsFromBackendObjects) {
 
 SKEIN_INSTANTIATE_BACKENDS(Interop);
 
+}  // namespace interop_test
 }  // namespace
 }  // namespace skein::test

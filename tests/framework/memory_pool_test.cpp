@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 #if SKEIN_HAS_OPENCL
 #include <skein/opencl.hpp>
@@ -29,6 +30,7 @@
 
 namespace skein::test {
 namespace {
+namespace memory_pool_test {
 
 // The backend's own handle of the allocation behind a buffer (cl_mem, or the device address of
 // the allocation's start): the physical identity of a block, as the application sees it.
@@ -62,10 +64,6 @@ MemoryPoolStatistics stats(std::size_t held_blocks, std::size_t active_blocks,
 [[maybe_unused]] void PrintTo(const MemoryPoolStatistics& s, std::ostream* os) {
   *os << fmt::format("{{held {} blocks / {} B, active {} blocks / {} B, managed {} B}}",
                      s.held_blocks, s.held_bytes, s.active_blocks, s.active_bytes, s.managed_bytes);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // --- Bins (no device needed) --------------------------------------------------------------------
@@ -660,5 +658,6 @@ TEST_P(MemoryPool, PageLockedOutOfMemoryRetriesAndBadBaseAllocator) {
 
 SKEIN_INSTANTIATE_BACKENDS(MemoryPool);
 
+}  // namespace memory_pool_test
 }  // namespace
 }  // namespace skein::test

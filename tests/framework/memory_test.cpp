@@ -19,25 +19,17 @@
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
+#include "checks.hpp"
 #include "skein/detail/ipc.hpp"
 
 namespace skein::test {
 namespace {
+namespace memory_test {
 
 class Memory : public BackendTest {
  protected:
   bool cuda() const { return GetParam().api == ApiId::cuda; }
 };
-
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 template <class F>
 std::string logic_message_of(F&& f) {
@@ -49,10 +41,6 @@ std::string logic_message_of(F&& f) {
     return std::string("(not a LogicError) ") + e.what();
   }
   return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // y[i] = 3 * x[i] + 1 over n ints.
@@ -439,5 +427,6 @@ TEST_P(Memory, BilinearInterpolationFromGlobalMemoryMatchesTheHost) {
 
 SKEIN_INSTANTIATE_BACKENDS(Memory);
 
+}  // namespace memory_test
 }  // namespace
 }  // namespace skein::test

@@ -20,6 +20,7 @@
 
 namespace skein::test {
 namespace {
+namespace occupancy_test {
 
 // What the CUDA backend reports for an H100 SXM (sm_90): the limits of the "Compute Capabilities"
 // table of the CUDA C++ Programming Guide.
@@ -360,6 +361,8 @@ DriverFunctions load_driver() {
   f.pop = reinterpret_cast<decltype(f.pop)>(dlsym(lib, SKEIN_TEST_SYMBOL(cuCtxPopCurrent)));
   return f;
 }
+#undef SKEIN_TEST_SYMBOL
+#undef SKEIN_TEST_SYMBOL_
 #endif
 
 TEST_P(Occupancies, AgreeWithTheDriver) {
@@ -417,5 +420,6 @@ TEST_P(Occupancies, AgreeWithTheDriver) {
 
 SKEIN_INSTANTIATE_BACKENDS(Occupancies);
 
+}  // namespace occupancy_test
 }  // namespace
 }  // namespace skein::test

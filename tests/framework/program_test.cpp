@@ -19,6 +19,7 @@
 
 namespace skein::test {
 namespace {
+namespace program_test {
 
 class Programs : public BackendTest {};
 
@@ -530,5 +531,6 @@ TEST(ProgramChild, CompileAndRun) {
 
 SKEIN_INSTANTIATE_BACKENDS(Programs);
 
+}  // namespace program_test
 }  // namespace
 }  // namespace skein::test

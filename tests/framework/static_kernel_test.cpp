@@ -8,6 +8,7 @@
 
 namespace skein::test {
 namespace {
+namespace static_kernel_test {
 
 class StaticKernels : public BackendTest {};
 
@@ -103,5 +104,6 @@ KERNEL void scale(GLOBAL_MEM float* out)
 
 SKEIN_INSTANTIATE_BACKENDS(StaticKernels);
 
+}  // namespace static_kernel_test
 }  // namespace
 }  // namespace skein::test

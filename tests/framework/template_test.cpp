@@ -7,6 +7,7 @@
 
 namespace skein {
 namespace {
+namespace template_test {
 
 // The message of the RenderError `f` throws (fails the test when it throws nothing).
 template <class F>
@@ -189,5 +190,6 @@ TEST(TemplateErrors, ValuesUsedTheWrongWay) {
   EXPECT_THROW(Snippet({"not an identifier"}, ""), RenderError);
 }
 
+}  // namespace template_test
 }  // namespace
 }  // namespace skein

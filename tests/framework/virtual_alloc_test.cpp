@@ -18,15 +18,13 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "checks.hpp"
 
 namespace skein::test {
 namespace {
+namespace virtual_alloc_test {
 
 const void* real_of(const Buffer& b) { return b.adapter().get(); }
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 VirtualAllocationStatistics expected_stats(const std::vector<std::size_t>& reals,
                                            const std::vector<std::size_t>& virtuals) {
@@ -540,5 +538,6 @@ TEST_P(VirtualAlloc, BadRequestsRaiseTypedErrors) {
 
 SKEIN_INSTANTIATE_BACKENDS(VirtualAlloc);
 
+}  // namespace virtual_alloc_test
 }  // namespace
 }  // namespace skein::test

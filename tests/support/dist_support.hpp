@@ -1,7 +1,7 @@
 // The set-ups the distributed-array MPI tests share (dist_array, dist_ops, hdf5 and checkpoint
 // tests): the devices the suite runs on, the two ways of placing them (the Runtime's own
-// placement, exactly two devices per rank), a scratch directory every rank sees, and the checks
-// for errors and for agreement between ranks.
+// placement, exactly two devices per rank) and a scratch directory every rank sees; with them the
+// checks for errors (checks.hpp) and for agreement between ranks (mpi_support.hpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.hpp"
 #include "mpi_support.hpp"
 
 namespace skein::test {
@@ -146,44 +147,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// ---- checks -------------------------------------------------------------------------------------
-
-// Whether `condition` holds on every rank (a collective: every rank must call it).
-inline bool on_every_rank(bool condition) {
-  int mine = condition ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all != 0;
-}
-
-// Runs `bad`, which must raise LogicError whose message holds every word of `words` (another
-// exception propagates: the test fails with it).
-template <class F>
-void expect_logic_error(F&& bad, const std::vector<std::string>& words, const std::string& what = "") {
-  try {
-    bad();
-    ADD_FAILURE() << "no LogicError: " << what;
-  } catch (const LogicError& e) {
-    const std::string message = e.what();
-    for (const auto& w : words) {
-      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
-    }
-  }
-}
-
-// Runs `bad`, which must raise E (on this rank) whose message holds every word of `words`.
-template <class E, class F>
-void expect_error(F&& bad, const std::vector<std::string>& words, const std::string& what) {
-  try {
-    bad();
-    ADD_FAILURE() << "no exception: " << what;
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (const auto& w : words) {
-      EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message << " (" << what << ")";
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type for " << what << ": " << e.what();
-  }
-}
+// The checks (on_every_rank, expect_logic_error, expect_error) are in mpi_support.hpp and
+// checks.hpp.
 
 }  // namespace skein::test

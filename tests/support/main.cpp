@@ -11,6 +11,7 @@
 #include "backends.hpp"
 
 namespace {
+namespace test_main {
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> parts;
@@ -59,10 +60,11 @@ TEST(Environment, ExpectedBackendsArePresent) {
   }
 }
 
+}  // namespace test_main
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const char* v = std::getenv("OCL_ICD_FILENAMES")) g_initial_icd_filenames = v;
+  if (const char* v = std::getenv("OCL_ICD_FILENAMES")) test_main::g_initial_icd_filenames = v;
   // Compiled kernels go to a cache of this run's own, never the user's.
   std::string own_cache;
   if (!std::getenv("SKEIN_CACHE_DIR")) {

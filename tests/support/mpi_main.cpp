@@ -24,23 +24,16 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "mpi_support.hpp"
 #include "skein/detail/leak_check.hpp"
 
 namespace {
+namespace mpi_test_main {
 
 constexpr const char* kAgreementNote = "failed on rank(s) ";
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using ::skein::test::world_rank;
+using ::skein::test::world_size;
 
 // Aborts the job when a test outlives the limit. Tests are timed from OnTestStart to the end of
 // the agreement in OnTestEnd (which is itself a collective that can hang).
@@ -151,9 +144,11 @@ double timeout_from_environment() {
   return 120.0;
 }
 
+}  // namespace mpi_test_main
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace mpi_test_main;
   // The watchdog calls MPI_Abort from its own thread: ask for full thread support (Open MPI and
   // MPICH abort from any thread in practice even below MPI_THREAD_MULTIPLE).
   int provided = 0;
