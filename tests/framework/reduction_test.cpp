@@ -288,10 +288,21 @@ WITHIN_KERNEL INLINE reduce_t better(reduce_t a, reduce_t b)
   EXPECT_EQ(argmax.partial_dtype(ins), Dtype::uint8);
   EXPECT_EQ(argmax.partial_size(ins), 16u);
   EXPECT_EQ(argmax.record_size(ins), 32u);
+  // The result's dtype, known before the call: the declared output's, or its type variable bound
+  // by the inputs; an output of that dtype given to the call receives the result.
+  EXPECT_EQ(argmax.out_dtype(ins), Dtype::int64);
+  auto given = Array::empty(queue, {1}, argmax.out_dtype(ins));
+  argmax(queue, {dx}, {.out = given});
+  EXPECT_EQ(reduction_value<std::int64_t>(given), expected);
+  ReductionKernel same("T x", "T y", "x", "a + b", "0", {.name = "same_type"});
+  EXPECT_EQ(same.out_dtype(ins), Dtype::float32);
+  auto ints = Array::from_host(queue, std::vector<std::int16_t>{1, 2, 3});
+  EXPECT_EQ(same.out_dtype(std::vector<Operand>{ints}), Dtype::int16);
 
   // A raw input read at a reversed index: sum of x[i] * x[n-1-i].
   ReductionKernel mirror("raw float32 r, float32 x", "float64 y", "(double)x * (double)r[n - 1 - i]", "a + b", "0",
                          {.name = "mirror"});
+  EXPECT_EQ(mirror.out_dtype(std::vector<Operand>{dx, dx}), Dtype::float64);
   double m = 0;
   for (std::size_t i = 0; i < n; ++i) m += static_cast<double>(x[i]) * x[n - 1 - i];
   EXPECT_LE(std::fabs(reduction_value<double>(mirror(queue, {dx, dx})) - m), 1e-9 * std::fabs(m) + 1e-6);
