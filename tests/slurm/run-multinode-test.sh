@@ -409,11 +409,14 @@ MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
 KillWait=5
-# A node that stops answering is DOWN after 20 s (pinged every ~7 s): well after Skein's timeout
-# in the dead-node job (5 s, and 2 s of roll call), so that Skein's error, naming the lost ranks,
-# comes first; srun then still waits for the dead node's tasks until Slurm has marked it DOWN.
-# Jobs on a failed node are not requeued: the test restarts from the checkpoint, as a user would.
-SlurmdTimeout=20
+# A node that stops answering is DOWN after 40 s (pinged every ~13 s): after Skein's error in the
+# dead-node job, naming the lost ranks, so that it comes first; srun then still waits for the dead
+# node's tasks until Slurm has marked it DOWN. Skein's timeout there is 5 s (and 2 s of roll call),
+# but on CI's loaded 2 cores the survivors reported 26-33 s after the node went (their timed call
+# began about 20 s after it), and with 20 s here Slurm once cancelled the job first (NODE_FAIL, no
+# Skein error in the output). Jobs on a failed node are not requeued: the test restarts from the
+# checkpoint, as a user would.
+SlurmdTimeout=40
 JobRequeue=0
 SlurmdParameters=config_overrides
 GresTypes=gpu
