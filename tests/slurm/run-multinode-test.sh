@@ -412,10 +412,10 @@ KillWait=5
 # A node that stops answering is DOWN after 40 s (pinged every ~13 s): after Skein's error in the
 # dead-node job, naming the lost ranks, so that it comes first; srun then still waits for the dead
 # node's tasks until Slurm has marked it DOWN. Skein's timeout there is 5 s (and 2 s of roll call),
-# but on CI's loaded 2 cores the survivors reported 26-33 s after the node went (their timed call
-# began about 20 s after it), and with 20 s here Slurm once cancelled the job first (NODE_FAIL, no
-# Skein error in the output). Jobs on a failed node are not requeued: the test restarts from the
-# checkpoint, as a user would.
+# but the call that times out began long after the node went: with 20 s here, one CI run saw Slurm
+# cancel the job 24 s after the node went (NODE_FAIL) with no Skein error yet, and others ended
+# 33-36 s after it with the error. Jobs on a failed node are not requeued: the test restarts from
+# the checkpoint, as a user would.
 SlurmdTimeout=40
 JobRequeue=0
 SlurmdParameters=config_overrides
