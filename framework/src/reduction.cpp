@@ -349,6 +349,20 @@ std::string block_reduce_any(const std::string& k, std::size_t L, const std::str
       k, L, indent);
 }
 
+// One group's combine of _skein_count partial values, as K_p2 and the last group of a one-launch
+// K_p1 both do (the same loop and tree, so both paths give the same bits): `acc` is declared and
+// accumulates `load` (partial value _skein_t) in a loop of stride L; the result is left in
+// _skein_sd[0].
+std::string combine_partials(const std::string& k, std::size_t L, const std::string& acc,
+                             const std::string& load, const std::string& indent) {
+  return fmt::format("{0}reduce_t {1} = {2}_identity();\n"
+                     "{0}for (VSIZE_T _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {3}) "
+                     "{1} = {2}_reduce({1}, {4});\n"
+                     "{0}_skein_sd[_skein_lid] = {1};\n",
+                     indent, acc, k, L, load) +
+         block_reduce_any(k, L, indent);
+}
+
 // --- fast whole-array program: K_p1 (elements -> one partial per group), K_p2 (partials -> one) ---
 
 // K_p1's _skein_finish: what its groups do with their values.
@@ -517,13 +531,7 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     src += fmt::format("            {}_acquire();\n", k);
     src += "            GLOBAL_MEM const char* _skein_in = _skein_b__part + _skein_o__part;\n";
     src += "            const VSIZE_T _skein_count = get_num_groups(0);\n";
-    src += fmt::format("            reduce_t _skein_acc2 = {}_identity();\n", k);
-    src += fmt::format(
-        "            for (VSIZE_T _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {}) "
-        "_skein_acc2 = {}_reduce(_skein_acc2, {}_load_part(_skein_in, _skein_t));\n",
-        L, k, k);
-    src += "            _skein_sd[_skein_lid] = _skein_acc2;\n";
-    src += block_reduce_any(k, L, "            ");
+    src += combine_partials(k, L, "_skein_acc2", k + "_load_part(_skein_in, _skein_t)", "            ");
     src += "            if (_skein_lid == 0) {\n";
     src += fmt::format("                {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
     src += fmt::format("                {}_reset(_skein_b__cnt + _skein_o__cnt);\n", k);
@@ -539,13 +547,7 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
   src += "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
   src += "    const unsigned int _skein_lid = get_local_id(0);\n";
-  src += fmt::format("    reduce_t _skein_acc = {}_identity();\n", k);
-  src += fmt::format(
-      "    for (VSIZE_T _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {}) "
-      "_skein_acc = {}_reduce(_skein_acc, _skein_in[_skein_t]);\n",
-      L, k);
-  src += "    _skein_sd[_skein_lid] = _skein_acc;\n";
-  src += block_reduce_any(k, L);
+  src += combine_partials(k, L, "_skein_acc", "_skein_in[_skein_t]", "    ");
   src += "    if (_skein_lid == 0) {\n";
   src += fmt::format("        if (_skein_finish) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
   src += "        else *(GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part) = _skein_sd[0];\n";
