@@ -9,6 +9,10 @@
 // Every variant's result is checked against the host once after its rounds.
 //
 //   skein-bench-small [--rounds 15] [--batch 1000] [--json FILE]
+//   skein-bench-small --profile axpy|elementwise|sum|raw [--seconds 3]
+//
+// --profile calls one variant on 1 KiB for --seconds, nothing else (for a sampling profiler
+// such as `perf record`), and prints its time per call.
 //
 // tools/peer-small-arrays.py measures CuPy the same way (ElementwiseKernel into a given output,
 // x.sum()), and tools/gpu-check.sh (`small`) prints the two side by side.
@@ -60,6 +64,11 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "Calls per round, the queue synchronised after each")
       .range(1, 1000000);
   app.add_option("--json", json_path, "Also write the results to this JSON file");
+  std::string profile;
+  double seconds = 3;
+  app.add_option("--profile", profile, "Only call this variant on 1 KiB, for --seconds (for a profiler)")
+      .one_of({"axpy", "elementwise", "sum", "raw"});
+  app.add_option("--seconds", seconds, "How long --profile calls its variant").range(0.1, 600.0);
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {
@@ -97,8 +106,12 @@ int main(int argc, char** argv) {
                "{} rounds\n",
                device.name(), batch, rounds);
     fmt::print("{:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "axpy", "elementwise", "sum");
-    for (std::size_t bytes : {std::size_t{1} << 10, std::size_t{4} << 10, std::size_t{16} << 10,
-                              std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{1} << 20}) {
+    const std::vector<std::size_t> sizes =
+        profile.empty() ? std::vector<std::size_t>{std::size_t{1} << 10, std::size_t{4} << 10,
+                                                   std::size_t{16} << 10, std::size_t{64} << 10,
+                                                   std::size_t{256} << 10, std::size_t{1} << 20}
+                        : std::vector<std::size_t>{std::size_t{1} << 10};
+    for (std::size_t bytes : sizes) {
       const std::size_t n = bytes / sizeof(float);
       std::vector<float> hx(n), hy(n);
       for (std::size_t i = 0; i < n; ++i) {
@@ -132,6 +145,21 @@ int main(int argc, char** argv) {
         queue.synchronize();
         return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / batch;
       };
+      if (!profile.empty()) {
+        auto loop = [&](auto&& call) {
+          time_batch(call);  // warm-up
+          std::vector<double> t;
+          const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+          while (Clock::now() < end) t.push_back(time_batch(call));
+          fmt::print("--profile {}: {:.3f} us per call (median of {} batches of {})\n", profile,
+                     median(t), t.size(), batch);
+        };
+        if (profile == "axpy") loop(builtin);
+        if (profile == "elementwise") loop(elementwise);
+        if (profile == "sum") loop(sum);
+        if (profile == "raw") loop(raw);
+        return 0;
+      }
       // Warm-up: first launches, compiles (cached) and pools.
       for (int w = 0; w < 2; ++w) {
         time_batch(raw);
