@@ -120,32 +120,29 @@ std::size_t default_device(const Queue& queue, std::optional<std::size_t> device
 }  // namespace
 
 Array::Array(Queue queue, Buffer data, Shape shape, Dtype dtype, Strides strides,
-             std::size_t offset)
-    : queue_(std::move(queue)),
-      data_(std::move(data)),
-      device_idx_(data_.device_idx()),
-      shape_(std::move(shape)),
-      strides_(strides.empty() ? contiguous_strides(shape_, skein::itemsize(dtype))
-                               : std::move(strides)),
-      dtype_(dtype),
-      offset_(offset) {
-  if (strides_.size() != shape_.size()) {
+             std::size_t offset) {
+  if (strides.empty()) strides = contiguous_strides(shape, skein::itemsize(dtype));
+  if (strides.size() != shape.size()) {
     detail::raise_in(SKEIN_HERE, "Array", "Give one stride per dimension.",
                      "shape {} has {} dimension(s) but {} stride(s) were given",
-                     to_string(shape_), shape_.size(), strides_.size());
+                     to_string(shape), shape.size(), strides.size());
   }
-  const std::size_t extent = extent_bytes(shape_, strides_, itemsize());
-  if (extent > 0 && (offset_ > data_.size() || extent > data_.size() - offset_)) {
+  const std::size_t extent = extent_bytes(shape, strides, skein::itemsize(dtype));
+  if (extent > 0 && (offset > data.size() || extent > data.size() - offset)) {
     detail::raise_in(SKEIN_HERE, "Array",
                      "Allocate a larger buffer or use a smaller shape.",
                      "an array of shape {} and dtype {} at offset {} needs {} bytes, but the "
                      "buffer has {}",
-                     to_string(shape_), name(dtype_), offset_, offset_ + extent, data_.size());
+                     to_string(shape), name(dtype), offset, offset + extent, data.size());
   }
-  if (!(queue_.context() == data_.context())) {
+  if (!(queue.context() == data.context())) {
     detail::raise_in(SKEIN_HERE, "Array", "Use a queue of the buffer's context.",
                      "the queue and the buffer belong to different contexts");
   }
+  const std::size_t device_idx = data.device_idx();
+  s_ = std::make_shared<const detail::ArrayState>(
+      detail::ArrayState{std::move(queue), std::move(data), device_idx, std::move(shape),
+                         std::move(strides), dtype, offset});
 }
 
 Array Array::empty(const Queue& queue, Shape shape, Dtype dtype,
@@ -171,12 +168,15 @@ Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype,
   return a;
 }
 
-bool Array::is_contiguous() const { return strides_ == contiguous_strides(shape_, itemsize()); }
+bool Array::is_contiguous() const { return s_->strides == contiguous_strides(s_->shape, itemsize()); }
 
 Array Array::empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
                    std::optional<std::size_t> device_idx, const Allocator& allocator) {
   Array a = empty(queue, std::move(shape), dtype, device_idx, allocator);
-  if (order == Order::F) a.strides_ = fortran_strides(a.shape_, a.itemsize());
+  if (order == Order::F) {
+    return Array(a.queue(), a.data(), a.shape(), dtype, fortran_strides(a.shape(), a.itemsize()),
+                 a.offset());
+  }
   return a;
 }
 
@@ -184,7 +184,7 @@ Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
                    std::optional<std::size_t> device_idx, const Allocator& allocator) {
   Array a = empty(queue, std::move(shape), dtype, order, device_idx, allocator);
   if (a.nbytes() > 0) {
-    queue.device_queue(a.device_idx_).fill_zero(*a.data_.adapter(), a.data_.offset() + a.offset_,
+    queue.device_queue(a.s_->device_idx).fill_zero(*a.s_->data.adapter(), a.s_->data.offset() + a.s_->offset,
                                                 a.nbytes());
   }
   return a;
@@ -229,42 +229,42 @@ bool dense_in(const Shape& shape, const Strides& strides, std::size_t itemsize, 
 }
 }  // namespace
 
-bool Array::is_c_contiguous() const { return dense_in(shape_, strides_, itemsize(), false); }
-bool Array::is_f_contiguous() const { return dense_in(shape_, strides_, itemsize(), true); }
+bool Array::is_c_contiguous() const { return dense_in(s_->shape, s_->strides, itemsize(), false); }
+bool Array::is_f_contiguous() const { return dense_in(s_->shape, s_->strides, itemsize(), true); }
 
 Array Array::transpose() const {
-  std::vector<std::size_t> axes(shape_.size());
+  std::vector<std::size_t> axes(s_->shape.size());
   for (std::size_t k = 0; k < axes.size(); ++k) axes[k] = axes.size() - 1 - k;
   return transpose(axes);
 }
 
 Array Array::transpose(const std::vector<std::size_t>& axes) const {
-  std::vector<bool> seen(shape_.size(), false);
-  bool ok = axes.size() == shape_.size();
+  std::vector<bool> seen(s_->shape.size(), false);
+  bool ok = axes.size() == s_->shape.size();
   for (std::size_t k = 0; ok && k < axes.size(); ++k) {
-    ok = axes[k] < shape_.size() && !seen[axes[k]];
+    ok = axes[k] < s_->shape.size() && !seen[axes[k]];
     if (ok) seen[axes[k]] = true;
   }
   if (!ok) {
     detail::raise_in(SKEIN_HERE, "Array::transpose",
                      "Give each axis 0 .. ndim-1 exactly once (a permutation).",
                      "axes ({}) are not a permutation of the {} axes of an array of shape {}",
-                     fmt::join(axes, ", "), shape_.size(), to_string(shape_));
+                     fmt::join(axes, ", "), s_->shape.size(), to_string(s_->shape));
   }
   Shape shape(axes.size());
   Strides strides(axes.size());
   for (std::size_t k = 0; k < axes.size(); ++k) {
-    shape[k] = shape_[axes[k]];
-    strides[k] = strides_[axes[k]];
+    shape[k] = s_->shape[axes[k]];
+    strides[k] = s_->strides[axes[k]];
   }
-  return Array(queue_, data_, std::move(shape), dtype_, std::move(strides), offset_);
+  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, std::move(strides), s_->offset);
 }
 
 void Array::check_host_type(Dtype host, const char* call) const {
-  if (host != dtype_) {
+  if (host != s_->dtype) {
     detail::raise_in(SKEIN_HERE, fmt::format("Array::{}", call),
                      "Use host data of the array's dtype, or convert first.",
-                     "host type {} does not match the array's dtype {}", name(host), name(dtype_));
+                     "host type {} does not match the array's dtype {}", name(host), name(s_->dtype));
   }
 }
 
@@ -272,26 +272,26 @@ void Array::get(std::span<std::byte> dest, Sync sync) const {
   if (dest.size() != nbytes()) {
     detail::raise_in(SKEIN_HERE, "Array::get", "The destination must hold exactly size() elements.",
                      "destination has {} bytes; the array of shape {} and dtype {} has {}",
-                     dest.size(), to_string(shape_), name(dtype_), nbytes());
+                     dest.size(), to_string(s_->shape), name(s_->dtype), nbytes());
   }
   if (nbytes() == 0) return;
   if (is_contiguous()) {
-    data_.get_sub_region(offset_, nbytes()).get(queue_, dest, sync);
+    s_->data.get_sub_region(s_->offset, nbytes()).get(s_->queue, dest, sync);
     return;
   }
   // A strided view: one rectangular copy when its layout is one, else gathered on the device.
-  const Strides dense = contiguous_strides(shape_, itemsize());
-  if (auto region = plan_rect(shape_, dense, strides_, itemsize())) {
-    region->src_offset = data_.offset() + offset_;
-    if (queue_.device_queue(device_idx_)
-            .read_rect(dest.data(), *data_.adapter(), *region, sync == Sync::blocking)) {
+  const Strides dense = contiguous_strides(s_->shape, itemsize());
+  if (auto region = plan_rect(s_->shape, dense, s_->strides, itemsize())) {
+    region->src_offset = s_->data.offset() + s_->offset;
+    if (s_->queue.device_queue(s_->device_idx)
+            .read_rect(dest.data(), *s_->data.adapter(), *region, sync == Sync::blocking)) {
       return;
     }
   }
   // From the queue's temporaries: reused only by later work on this queue, so an asynchronous
   // read never sees its staging freed or reused under it.
-  Array staging = empty(queue_, shape_, dtype_, device_idx_, temporaries_pool(queue_).allocator());
-  copy(queue_, *this, staging);
+  Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx, temporaries_pool(s_->queue).allocator());
+  copy(s_->queue, *this, staging);
   staging.get(dest, sync);
 }
 
@@ -299,37 +299,37 @@ void Array::set(std::span<const std::byte> src, Sync sync) const {
   if (src.size() != nbytes()) {
     detail::raise_in(SKEIN_HERE, "Array::set", "The source must hold exactly size() elements.",
                      "source has {} bytes; the array of shape {} and dtype {} has {}", src.size(),
-                     to_string(shape_), name(dtype_), nbytes());
+                     to_string(s_->shape), name(s_->dtype), nbytes());
   }
   if (nbytes() == 0) return;
   if (is_contiguous()) {
-    data_.get_sub_region(offset_, nbytes()).set(queue_, src, sync);
+    s_->data.get_sub_region(s_->offset, nbytes()).set(s_->queue, src, sync);
     return;
   }
-  const Strides dense = contiguous_strides(shape_, itemsize());
-  if (auto region = plan_rect(shape_, strides_, dense, itemsize())) {
-    region->dst_offset = data_.offset() + offset_;
-    if (queue_.device_queue(device_idx_)
-            .write_rect(*data_.adapter(), src.data(), *region, sync == Sync::blocking)) {
+  const Strides dense = contiguous_strides(s_->shape, itemsize());
+  if (auto region = plan_rect(s_->shape, s_->strides, dense, itemsize())) {
+    region->dst_offset = s_->data.offset() + s_->offset;
+    if (s_->queue.device_queue(s_->device_idx)
+            .write_rect(*s_->data.adapter(), src.data(), *region, sync == Sync::blocking)) {
       return;
     }
   }
   // Not a rectangle: through a contiguous device temporary, scattered by the copy kernel.
-  Array staging = empty(queue_, shape_, dtype_, device_idx_, temporaries_pool(queue_).allocator());
+  Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx, temporaries_pool(s_->queue).allocator());
   staging.set(src, sync);
-  copy(queue_, staging, *this);
-  if (sync == Sync::blocking) queue_.device_queue(device_idx_).synchronize();
+  copy(s_->queue, staging, *this);
+  if (sync == Sync::blocking) s_->queue.device_queue(s_->device_idx).synchronize();
 }
 
-void Array::set(const Array& src) const { copy_rect(queue_, *this, src); }
+void Array::set(const Array& src) const { copy_rect(s_->queue, *this, src); }
 
 void Array::fill_zero() const {
   if (nbytes() == 0) return;
   // A view whose elements fill the bytes they span (a dense block, the axes in any order, as a
   // transposed array): one memset.
   std::vector<std::pair<std::size_t, std::size_t>> dims;  // (stride, size) of axes of size > 1
-  for (std::size_t i = 0; i < shape_.size(); ++i) {
-    if (shape_[i] != 1) dims.emplace_back(strides_[i], shape_[i]);
+  for (std::size_t i = 0; i < s_->shape.size(); ++i) {
+    if (s_->shape[i] != 1) dims.emplace_back(s_->strides[i], s_->shape[i]);
   }
   std::sort(dims.begin(), dims.end());
   std::size_t expected = itemsize();
@@ -339,56 +339,56 @@ void Array::fill_zero() const {
     expected *= n;
   }
   if (dense) {
-    queue_.device_queue(device_idx_).fill_zero(*data_.adapter(), data_.offset() + offset_,
+    s_->queue.device_queue(s_->device_idx).fill_zero(*s_->data.adapter(), s_->data.offset() + s_->offset,
                                                nbytes());
     return;
   }
   // Zero bytes are the zero of every dtype.
-  fill(queue_, *this, 0);
+  fill(s_->queue, *this, 0);
 }
 
 Array Array::slice(std::size_t begin, std::size_t end) const {
-  if (shape_.empty() || begin > end || end > shape_[0]) {
+  if (s_->shape.empty() || begin > end || end > s_->shape[0]) {
     detail::raise_in(SKEIN_HERE, "Array::slice", "Slice within [0, shape[0]].",
-                     "rows [{}, {}) are out of range for shape {}", begin, end, to_string(shape_));
+                     "rows [{}, {}) are out of range for shape {}", begin, end, to_string(s_->shape));
   }
-  Shape shape = shape_;
+  Shape shape = s_->shape;
   shape[0] = end - begin;
-  return Array(queue_, data_, std::move(shape), dtype_, strides_, offset_ + begin * strides_[0]);
+  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, s_->strides, s_->offset + begin * s_->strides[0]);
 }
 
 Array Array::view(std::size_t element_offset, Shape shape, Strides strides) const {
-  return Array(queue_, data_, std::move(shape), dtype_, std::move(strides),
-               offset_ + element_offset * itemsize());
+  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, std::move(strides),
+               s_->offset + element_offset * itemsize());
 }
 
 Array Array::reshape(Shape shape) const {
   if (shape_size(shape) != size()) {
     detail::raise_in(SKEIN_HERE, "Array::reshape", "Keep the number of elements.",
-                     "cannot reshape {} ({} elements) to {} ({} elements)", to_string(shape_),
+                     "cannot reshape {} ({} elements) to {} ({} elements)", to_string(s_->shape),
                      size(), to_string(shape), shape_size(shape));
   }
   if (!is_contiguous()) {
     detail::raise_in(SKEIN_HERE, "Array::reshape", "Reshape a contiguous array.",
                      "the array is a strided view");
   }
-  return Array(queue_, data_, std::move(shape), dtype_, {}, offset_);
+  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, {}, s_->offset);
 }
 
 Array Array::single_device_view(std::size_t device_idx) const {
-  if (!queue_.has_device(device_idx)) {
+  if (!s_->queue.has_device(device_idx)) {
     detail::raise_in(SKEIN_HERE, "Array::single_device_view", "Pick one of the queue's devices.",
                      "device {} is not in the array's queue", device_idx);
   }
-  if (!detail::impl_of(queue_.context())->adapter->can_access(device_idx, device_idx_)) {
+  if (!detail::impl_of(s_->queue.context())->adapter->can_access(device_idx, s_->device_idx)) {
     detail::raise_in(SKEIN_HERE, "Array::single_device_view",
                      "Copy the data to that device instead (Array::set).",
                      "device {} cannot access memory of device {} (no peer access)", device_idx,
-                     device_idx_);
+                     s_->device_idx);
   }
-  Array result = *this;
-  result.device_idx_ = device_idx;
-  return result;
+  auto state = std::make_shared<detail::ArrayState>(*s_);
+  state->device_idx = device_idx;
+  return Array(std::shared_ptr<const detail::ArrayState>(std::move(state)));
 }
 
 namespace {

@@ -85,10 +85,18 @@ std::string Operand::to_string() const {
 
 namespace {
 
+// A scalar's bytes, at most 16 (complex128), without a heap allocation.
+struct ScalarBytes {
+  std::array<std::byte, 16> b{};
+  std::size_t n = 0;
+};
+
 template <class T>
-std::vector<std::byte> bytes_of(const T& v) {
-  std::vector<std::byte> out(sizeof(T));
-  std::memcpy(out.data(), &v, sizeof(T));
+ScalarBytes bytes_of(const T& v) {
+  static_assert(sizeof(T) <= 16);
+  ScalarBytes out;
+  std::memcpy(out.b.data(), &v, sizeof(T));
+  out.n = sizeof(T);
   return out;
 }
 
@@ -107,64 +115,75 @@ bool int_fits(Dtype d, long double v) {
 }  // namespace
 
 std::vector<std::byte> Operand::bytes_as(Dtype target, std::string_view what, bool truncate) const {
-  if (array_) {
-    detail::raise_in(SKEIN_HERE, "Operand", "Pass a scalar.", "{}: an array was given", what);
-  }
-  auto refuse = [&](const std::string& why, const std::string& hint) {
-    detail::raise_in(SKEIN_HERE, "Operand", hint, "{}: the scalar {} cannot be converted to {}: {}",
-                     what, to_string(), name(target), why);
-  };
-  if (kind_ == Kind::complex && !is_complex(target)) {
-    refuse("that would drop the imaginary part", "Pass the real part, or use a complex dtype.");
-  }
-  if (is_integer(target)) {
-    long double v = 0;
-    bool exact_int = true;
-    if (kind_ == Kind::integer) {
-      v = static_cast<long double>(int_);
-    } else if (kind_ == Kind::unsigned_integer) {
-      v = static_cast<long double>(uint_);
-    } else {
-      const double f = value_.real();
-      if (!std::isfinite(f)) refuse("it is not finite", "Pass a finite value.");
-      exact_int = std::trunc(f) == f;
-      v = static_cast<long double>(std::trunc(f));
-      if (!exact_int && !truncate) {
-        refuse("it has a fractional part", "Pass an integer, or a float dtype.");
-      }
+  std::array<std::byte, 16> b;
+  const std::size_t n = bytes_into(target, b, what, truncate);
+  return {b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+std::size_t Operand::bytes_into(Dtype target, std::span<std::byte, 16> out, std::string_view what,
+                                bool truncate) const {
+  const ScalarBytes r = [&]() -> ScalarBytes {
+    if (array_) {
+      detail::raise_in(SKEIN_HERE, "Operand", "Pass a scalar.", "{}: an array was given", what);
     }
-    return visit_dtype(target, [&](auto t) -> std::vector<std::byte> {
-      using T = decltype(t);
-      if constexpr (std::is_integral_v<T>) {
-        if (!int_fits(target, v)) {
-          if (!truncate || (kind_ != Kind::integer && kind_ != Kind::unsigned_integer)) {
-            refuse(fmt::format("it is outside {}'s range", name(target)),
-                   "Pass a value that fits, or use a wider dtype.");
-          }
-          // Integers wrap as in C (two's complement), as NumPy's astype.
-          const std::uint64_t bits = kind_ == Kind::integer ? static_cast<std::uint64_t>(int_) : uint_;
-          return bytes_of(static_cast<T>(bits));
-        }
-        return bytes_of(static_cast<T>(v));
+    auto refuse = [&](const std::string& why, const std::string& hint) {
+      detail::raise_in(SKEIN_HERE, "Operand", hint, "{}: the scalar {} cannot be converted to {}: {}",
+                       what, to_string(), name(target), why);
+    };
+    if (kind_ == Kind::complex && !is_complex(target)) {
+      refuse("that would drop the imaginary part", "Pass the real part, or use a complex dtype.");
+    }
+    if (is_integer(target)) {
+      long double v = 0;
+      bool exact_int = true;
+      if (kind_ == Kind::integer) {
+        v = static_cast<long double>(int_);
+      } else if (kind_ == Kind::unsigned_integer) {
+        v = static_cast<long double>(uint_);
       } else {
-        return {};
+        const double f = value_.real();
+        if (!std::isfinite(f)) refuse("it is not finite", "Pass a finite value.");
+        exact_int = std::trunc(f) == f;
+        v = static_cast<long double>(std::trunc(f));
+        if (!exact_int && !truncate) {
+          refuse("it has a fractional part", "Pass an integer, or a float dtype.");
+        }
       }
-    });
-  }
-  const double re = kind_ == Kind::integer ? static_cast<double>(int_)
-                    : kind_ == Kind::unsigned_integer ? static_cast<double>(uint_)
-                                                     : value_.real();
-  switch (target) {
-    case Dtype::float16: return bytes_of(float16(static_cast<float>(re)).bits);
-    case Dtype::bfloat16: return bytes_of(bfloat16(static_cast<float>(re)).bits);
-    case Dtype::float32: return bytes_of(static_cast<float>(re));
-    case Dtype::float64: return bytes_of(re);
-    case Dtype::complex64:
-      return bytes_of(std::complex<float>(static_cast<float>(re), static_cast<float>(value_.imag())));
-    case Dtype::complex128: return bytes_of(std::complex<double>(re, value_.imag()));
-    default: break;
-  }
-  return {};
+      return visit_dtype(target, [&](auto t) -> ScalarBytes {
+        using T = decltype(t);
+        if constexpr (std::is_integral_v<T>) {
+          if (!int_fits(target, v)) {
+            if (!truncate || (kind_ != Kind::integer && kind_ != Kind::unsigned_integer)) {
+              refuse(fmt::format("it is outside {}'s range", name(target)),
+                     "Pass a value that fits, or use a wider dtype.");
+            }
+            // Integers wrap as in C (two's complement), as NumPy's astype.
+            const std::uint64_t bits = kind_ == Kind::integer ? static_cast<std::uint64_t>(int_) : uint_;
+            return bytes_of(static_cast<T>(bits));
+          }
+          return bytes_of(static_cast<T>(v));
+        } else {
+          return {};
+        }
+      });
+    }
+    const double re = kind_ == Kind::integer ? static_cast<double>(int_)
+                      : kind_ == Kind::unsigned_integer ? static_cast<double>(uint_)
+                                                       : value_.real();
+    switch (target) {
+      case Dtype::float16: return bytes_of(float16(static_cast<float>(re)).bits);
+      case Dtype::bfloat16: return bytes_of(bfloat16(static_cast<float>(re)).bits);
+      case Dtype::float32: return bytes_of(static_cast<float>(re));
+      case Dtype::float64: return bytes_of(re);
+      case Dtype::complex64:
+        return bytes_of(std::complex<float>(static_cast<float>(re), static_cast<float>(value_.imag())));
+      case Dtype::complex128: return bytes_of(std::complex<double>(re, value_.imag()));
+      default: break;
+    }
+    return {};
+  }();
+  std::memcpy(out.data(), r.b.data(), r.n);
+  return r.n;
 }
 
 Operand Operand::typed(Dtype dtype, double value) {
@@ -856,8 +875,8 @@ bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
     if (args[k].is_array()) {
       pack.array(args[k].array());
     } else {
-      const auto bytes = args[k].bytes_as(plan->dtypes[k], impl.what[k]);
-      pack.value_bytes(bytes.data(), bytes.size());
+      std::array<std::byte, 16> bytes;
+      pack.value_bytes(bytes.data(), args[k].bytes_into(plan->dtypes[k], bytes, impl.what[k]));
     }
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);

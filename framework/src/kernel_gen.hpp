@@ -225,7 +225,9 @@ namespace ew {
 // loop's alignment). Calls with equal keys on one context get equal plans.
 struct CallKey {
   static constexpr std::size_t kMax = 64;
-  std::array<std::uint64_t, kMax> words{};
+  // Only words[0, size) are ever read: left uninitialised, so that making a key per call does not
+  // clear 512 bytes.
+  std::array<std::uint64_t, kMax> words;
   std::size_t size = 0;
 
   bool push(std::uint64_t w) {

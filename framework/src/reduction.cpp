@@ -1,5 +1,6 @@
 #include "skein/reduction.hpp"
 
+#include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -1619,8 +1620,8 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     if (inputs[k].is_array()) {
       pack.array(inputs[k].array());
     } else {
-      const auto bytes = inputs[k].bytes_as(plan->dtypes[k], impl.what[k]);
-      pack.value_bytes(bytes.data(), bytes.size());
+      std::array<std::byte, 16> bytes;
+      pack.value_bytes(bytes.data(), inputs[k].bytes_into(plan->dtypes[k], bytes, impl.what[k]));
     }
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);

@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "Only call this variant on 1 KiB, for --seconds (for a profiler)")
       .one_of({"axpy", "elementwise", "sum", "raw"});
   app.add_option("--seconds", seconds, "How long --profile calls its variant").range(0.1, 600.0);
+  bool make_current = false;
+  app.add_flag("--make-current", make_current,
+               "Make the device's context current on this thread first (cuCtxSetCurrent), as the "
+               "CUDA runtime does");
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {
@@ -98,6 +102,14 @@ int main(int argc, char** argv) {
     const skein::Kernel raw_kernel = program.kernel("raw_axpy");
     const auto function = reinterpret_cast<CUfunction>(raw_kernel.native(0));
     const auto stream = skein::cuda::native_stream(queue, 0);
+    if (make_current) {
+      using SetCurrentFn = CUresult (*)(CUcontext);
+      auto set_current = reinterpret_cast<SetCurrentFn>(dlsym(libcuda, "cuCtxSetCurrent"));
+      if (!set_current || set_current(skein::cuda::native_context(context, 0)) != CUDA_SUCCESS) {
+        fmt::print(stderr, "cuCtxSetCurrent failed\n");
+        return 1;
+      }
+    }
     const skein::ElementwiseKernel user("float a, float x, float y", "float z", "z = a * x + y",
                                         {.name = "bench_user_axpy"});
 

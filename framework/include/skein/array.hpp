@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,7 +33,21 @@ SKEIN_EXPORT Strides fortran_strides(const Shape& shape, std::size_t itemsize);
 enum class Order { C, F };
 SKEIN_EXPORT std::string to_string(const Shape& shape);
 
-// A cheap handle: copies and views share the buffer.
+namespace detail {
+// An array's fields, shared by its copies (an Array never changes once made): a copy of an Array
+// is one reference count, not a copy of its shape and strides.
+struct ArrayState {
+  Queue queue;
+  Buffer data;
+  std::size_t device_idx = 0;
+  Shape shape;
+  Strides strides;
+  Dtype dtype = Dtype::uint8;
+  std::size_t offset = 0;
+};
+}  // namespace detail
+
+// A cheap handle: copies and views share the buffer; a copy costs one reference count.
 // Threads: an Array never changes once made (its queue, buffer, shape and strides are fixed), so
 // it and its copies may be used from any number of threads at once; its transfers and fills are
 // enqueued on queue(), whose rules apply, and ordering the threads' accesses to the shared device
@@ -71,18 +86,18 @@ class SKEIN_EXPORT Array {
   Array(Queue queue, Buffer data, Shape shape, Dtype dtype, Strides strides = {},
         std::size_t offset = 0);
 
-  const Queue& queue() const { return queue_; }
-  const Buffer& data() const { return data_; }
-  std::size_t device_idx() const { return device_idx_; }
-  const Shape& shape() const { return shape_; }
-  const Strides& strides() const { return strides_; }
-  Dtype dtype() const { return dtype_; }
-  std::size_t ndim() const { return shape_.size(); }
-  std::size_t size() const { return shape_size(shape_); }  // elements
-  std::size_t itemsize() const { return skein::itemsize(dtype_); }
+  const Queue& queue() const { return s_->queue; }
+  const Buffer& data() const { return s_->data; }
+  std::size_t device_idx() const { return s_->device_idx; }
+  const Shape& shape() const { return s_->shape; }
+  const Strides& strides() const { return s_->strides; }
+  Dtype dtype() const { return s_->dtype; }
+  std::size_t ndim() const { return s_->shape.size(); }
+  std::size_t size() const { return shape_size(s_->shape); }  // elements
+  std::size_t itemsize() const { return skein::itemsize(s_->dtype); }
   std::size_t nbytes() const { return size() * itemsize(); }
   // Byte offset of element (0, ..., 0) in data().
-  std::size_t offset() const { return offset_; }
+  std::size_t offset() const { return s_->offset; }
   // Exactly C-ordered strides (what reshape() and raw kernel arguments need; set() and get() of
   // such arrays are one plain transfer).
   bool is_contiguous() const;
@@ -155,13 +170,9 @@ class SKEIN_EXPORT Array {
  private:
   void check_host_type(Dtype host, const char* call) const;
 
-  Queue queue_;
-  Buffer data_;
-  std::size_t device_idx_ = 0;
-  Shape shape_;
-  Strides strides_;
-  Dtype dtype_ = Dtype::uint8;
-  std::size_t offset_ = 0;
+  explicit Array(std::shared_ptr<const detail::ArrayState> state) : s_(std::move(state)) {}
+
+  std::shared_ptr<const detail::ArrayState> s_;
 };
 
 // Device -> device copy of `src` into `dst` (PyCUDA's Memcpy2D and Memcpy3D between device

@@ -118,6 +118,10 @@ class SKEIN_EXPORT Operand {
   // LogicError naming `what` (e.g. "argument 'a' of kernel 'axpy'"); with `truncate` set, floats
   // are truncated toward zero and integers wrap as in C instead (NumPy's fill / astype).
   std::vector<std::byte> bytes_as(Dtype dtype, std::string_view what, bool truncate = false) const;
+  // The same into `out` without allocating (what a launch per call wants); returns the number of
+  // bytes written (itemsize(dtype)).
+  std::size_t bytes_into(Dtype dtype, std::span<std::byte, 16> out, std::string_view what,
+                         bool truncate = false) const;
 
  private:
   static Dtype int_dtype(std::size_t size, bool is_signed);
