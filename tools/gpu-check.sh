@@ -26,7 +26,8 @@
 #   stencil    skein-heat's stencil against its floor (a device copy of the same bytes) on one GPU:
 #              4099 x 4097 and 32768 x 65536, float32 and float64, on CUDA and on NVIDIA's
 #              OpenCL; and its halo exchange, overlapped with the interior and not, on 2 and 4
-#              ranks sharing the first GPU (MPI backend); skein-cg's iteration against its floor
+#              ranks sharing the first GPU (MPI backend), time-sliced and under MPS (a private
+#              daemon of the script's own); skein-cg's iteration against its floor
 #              at 8192 x 8192 float64 (stencil.log, heat-floor-*.json, heat-halo-*.json,
 #              cg-floor.json)
 #   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
@@ -370,6 +371,30 @@ if want stencil && ((ngpu > 0)); then
         --json "$OUTDIR/heat-halo-$np-$mode.json"
     done
   done
+  # The same under MPS (NVIDIA's Multi-Process Service), which lets the ranks' kernels and copies
+  # share the GPU at once instead of taking turns by time slices: a control daemon of this script's
+  # own (its pipe and log directories private, so nothing else connects to it), stopped after the
+  # runs. It changes no setting of the GPU (the compute mode stays as it is).
+  if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    mps_dir=$(mktemp -d)
+    mkdir -p "$mps_dir/pipe" "$mps_dir/log"
+    if CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log" \
+        nvidia-cuda-mps-control -d; then
+      for np in 2 4; do
+        for mode in serial overlapped; do
+          step "halo-mps-$np-$mode" "$OUTDIR/stencil.log" timeout 300 mpirun -np $np --oversubscribe \
+            "${one_gpu[@]}" -x CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" -x SKEIN_API=cuda \
+            -x SKEIN_SHARE_DEVICES=1 "$heat_bin" --nx 4099 --ny 4097 --dtype float64 --steps 600 \
+            --report-every 100 --halo-exchange $mode --json "$OUTDIR/heat-halo-mps-$np-$mode.json"
+        done
+      done
+      echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" nvidia-cuda-mps-control
+      cp "$mps_dir/log/control.log" "$OUTDIR/mps-control.log" 2>/dev/null || true
+    else
+      echo "=== MPS: nvidia-cuda-mps-control -d failed; the MPS halo runs are left out" | tee -a "$OUTDIR/stencil.log"
+    fi
+    rm -rf "$mps_dir"
+  fi
   python3 - "$OUTDIR" <<'PY' | tee -a "$OUTDIR/stencil.log"
 import glob, json, os, sys
 for f in sorted(glob.glob(os.path.join(sys.argv[1], "heat-*.json"))):

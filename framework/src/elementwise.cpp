@@ -881,7 +881,7 @@ bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
   detail::launch_generated(*plan->kernel, queue, plan->device, plan->groups, plan->local,
-                           std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+                           pack.view());
   return true;
 }
 

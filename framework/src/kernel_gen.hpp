@@ -297,9 +297,18 @@ void keep_plan(std::mutex& mutex, std::vector<std::shared_ptr<const Plan>>& plan
 // Kernel arguments packed on the stack.
 struct StackArgs {
   static constexpr std::size_t kArgs = 48, kWords = 96;
-  std::array<KernelArg, kArgs> args;
+  // Uninitialised storage (KernelArg is an aggregate, so an implicit-lifetime type: assigning
+  // args()[i] creates it): an array of 48 default-initialised KernelArgs was 3.4 KB cleared on
+  // every call.
+  alignas(KernelArg) std::byte arg_storage[kArgs * sizeof(KernelArg)];
   std::array<std::uint64_t, kWords> words;  // scalars, 8- or 16-byte slots
   std::size_t n = 0, w = 0;
+
+  KernelArg* args() { return reinterpret_cast<KernelArg*>(arg_storage); }
+  // The n arguments packed so far.
+  std::span<const KernelArg> view() {
+    return {reinterpret_cast<const KernelArg*>(arg_storage), n};
+  }
 
   bool fits(std::size_t more_args, std::size_t more_words) const {
     return n + more_args <= kArgs && w + more_words <= kWords;
@@ -308,11 +317,11 @@ struct StackArgs {
     const std::size_t slots = (size + 7) / 8;
     if (slots == 2 && w % 2 != 0) ++w;  // 16-byte values 16-byte aligned
     std::memcpy(&words[w], p, size);
-    args[n++] = KernelArg{.kind = KernelArg::Kind::scalar, .size = size, .value = &words[w]};
+    args()[n++] = KernelArg{.kind = KernelArg::Kind::scalar, .size = size, .value = &words[w]};
     w += slots;
   }
   void buffer(const Buffer& b) {
-    args[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
+    args()[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
                           .array = false,
                           .device = b.device_idx(),
                           .buffer = b.adapter().get(),
@@ -324,7 +333,7 @@ struct StackArgs {
   }
   void array(const Array& a) {
     const Buffer& b = a.data();
-    args[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
+    args()[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
                           .array = true,
                           .device = a.device_idx(),
                           .buffer = b.adapter().get(),

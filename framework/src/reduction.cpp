@@ -1632,7 +1632,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     pack.array(y);
     pack.array(y);  // no counter
     detail::launch_generated(*plan->p1, queue, plan->device, 1, plan->local,
-                             std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+                             pack.view());
     count_finish(1, false);
     return y;
   }
@@ -1645,7 +1645,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     pack.buffer(counter);
     with_counter(queue, plan->device, counter, [&] {
       detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
-                               std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+                               pack.view());
     });
     count_finish(plan->groups, true);
     return y;
@@ -1654,7 +1654,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
   pack.buffer(scratch.buffer());
   pack.buffer(scratch.buffer());  // no counter
   detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
-                           std::span<const detail::KernelArg>(pack.args.data(), pack.n));
+                           pack.view());
   detail::ew::StackArgs pack2;
   const std::uint64_t count = plan->groups;
   pack2.buffer(scratch.buffer());
@@ -1663,7 +1663,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
   pack2.buffer(scratch.buffer());
   pack2.array(y);
   detail::launch_generated(*plan->p2, queue, plan->device, 1, plan->local,
-                           std::span<const detail::KernelArg>(pack2.args.data(), pack2.n));
+                           pack2.view());
   count_finish(plan->groups, false);
   return y;
 }
