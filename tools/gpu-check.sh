@@ -408,30 +408,55 @@ PY
 fi
 
 if want small && ((ngpu > 0)); then
-  # Twice each, alternating, so that the figures of one side are not all from one moment.
-  for i in 1 2; do
+  # SMALL_RUNS times each (default 4), alternating, so that the figures of one side are not all
+  # from one moment: the host time of a launch itself moves by 20 % or more between moments on
+  # these machines, and a ratio is only fair between neighbouring runs. Skein twice per run: as a
+  # program that never made the device's context current (every launch pushes and pops it), and
+  # with it made current first (--make-current: what a code using the CUDA runtime has after
+  # cudaSetDevice).
+  small_runs=${SMALL_RUNS:-4}
+  for ((i = 1; i <= small_runs; ++i)); do
     step "small-skein-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
       "$BUILD_DIR/tests/bench/skein-bench-small" --json "$OUTDIR/small-skein-$i.json"
+    step "small-skein-current-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
+      "$BUILD_DIR/tests/bench/skein-bench-small" --make-current \
+      --json "$OUTDIR/small-skein-current-$i.json"
     if python3 -c "import cupy" 2>/dev/null; then
       step "small-cupy-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
         python3 tools/peer-small-arrays.py --json "$OUTDIR/small-cupy-$i.json"
     fi
   done
-  python3 - "$OUTDIR" <<'PY' | tee -a "$OUTDIR/small.txt"
-import json, os, sys
-d = sys.argv[1]
-for i in (1, 2):
+  python3 - "$OUTDIR" "$small_runs" <<'PY' | tee -a "$OUTDIR/small.txt"
+import json, os, statistics, sys
+d, runs = sys.argv[1], int(sys.argv[2])
+ratios = {}  # (variant, bytes) -> [ratio per run]
+for i in range(1, runs + 1):
     try:
-        s = json.load(open(os.path.join(d, f"small-skein-{i}.json")))
         c = json.load(open(os.path.join(d, f"small-cupy-{i}.json")))
     except OSError:
         continue
-    print(f"run {i}: Skein / CuPy host time per call (the goal: at most 0.5)")
-    print(f"{'bytes':>10} {'axpy':>16} {'elementwise':>18} {'sum':>16}   raw launch")
-    for a, b in zip(s["rows"], c["rows"]):
-        print(f"{a['bytes']:>10} {a['axpy_us']:7.2f}/{b['elementwise_us']:5.2f}={a['axpy_us']/b['elementwise_us']:.2f} "
-              f"{a['elementwise_us']:9.2f}/{b['elementwise_us']:5.2f}={a['elementwise_us']/b['elementwise_us']:.2f} "
-              f"{a['sum_us']:7.2f}/{b['sum_us']:5.2f}={a['sum_us']/b['sum_us']:.2f}   {a['raw_us']:.2f} us")
+    for tag, name in (("", "Skein"), ("-current", "Skein, context made current")):
+        try:
+            s = json.load(open(os.path.join(d, f"small-skein{tag}-{i}.json")))
+        except OSError:
+            continue
+        print(f"run {i}: {name} / CuPy host time per call (the goal: at most 0.5)")
+        print(f"{'bytes':>10} {'axpy':>16} {'elementwise':>18} {'sum':>16}   raw launch")
+        for a, b in zip(s["rows"], c["rows"]):
+            for v, ref in (("axpy", "elementwise"), ("elementwise", "elementwise"), ("sum", "sum")):
+                ratios.setdefault((tag, v, a["bytes"]), []).append(a[f"{v}_us"] / b[f"{ref}_us"])
+            print(f"{a['bytes']:>10} {a['axpy_us']:7.2f}/{b['elementwise_us']:5.2f}={a['axpy_us']/b['elementwise_us']:.2f} "
+                  f"{a['elementwise_us']:9.2f}/{b['elementwise_us']:5.2f}={a['elementwise_us']/b['elementwise_us']:.2f} "
+                  f"{a['sum_us']:7.2f}/{b['sum_us']:5.2f}={a['sum_us']/b['sum_us']:.2f}   {a['raw_us']:.2f} us")
+for tag, name in (("", "Skein"), ("-current", "Skein, context made current")):
+    print(f"{name} / CuPy over the runs: median (lowest-highest)")
+    print(f"{'bytes':>10} {'axpy':>18} {'elementwise':>18} {'sum':>18}")
+    for b in sorted({k[2] for k in ratios if k[0] == tag}):
+        cells = []
+        for v in ("axpy", "elementwise", "sum"):
+            r = ratios.get((tag, v, b), [])
+            cells.append(f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" if r else "-")
+        print(f"{b:>10} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18}")
 PY
 fi
 
