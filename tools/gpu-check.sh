@@ -25,11 +25,12 @@
 #              (apps.log, heat-weak-<n>.json; HEAT_NX and HEAT_NY_PER_GPU size its grid)
 #   stencil    skein-heat's stencil against its floor (a device copy of the same bytes) on one GPU:
 #              4099 x 4097 and 32768 x 65536, float32 and float64, on CUDA and on NVIDIA's
-#              OpenCL; and its halo exchange, overlapped with the interior and not, on 2 and 4
-#              ranks sharing the first GPU (MPI backend), time-sliced and under MPS (a private
-#              daemon of the script's own); skein-cg's iteration against its floor
-#              at 8192 x 8192 float64 (stencil.log, heat-floor-*.json, heat-halo-*.json,
-#              cg-floor.json)
+#              OpenCL, and 4099 x 4097 float32 once per --stencil-variant (rows, aligned, flat:
+#              heat-floor-<api>-float32-small-<variant>.json); and its halo exchange, overlapped
+#              with the interior and not, on 2 and 4 ranks sharing the first GPU (MPI backend),
+#              time-sliced and under MPS (a private daemon of the script's own); skein-cg's
+#              iteration against its floor at 8192 x 8192 float64 (stencil.log,
+#              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
 #   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
 #              elementwise kernel, sum; a raw launch) and CuPy's in the same run
 #              (tools/peer-small-arrays.py), side by side (small.txt, small-*.json)
@@ -356,6 +357,12 @@ if want stencil && ((ngpu > 0)); then
         --ny 65536 --dtype $dt --steps 20 --report-every 10 \
         --json "$OUTDIR/heat-floor-$api-$dt-large.json"
     done
+    # The odd-width float32 grid once per kernel variant (the default run above is `auto`).
+    for variant in rows aligned flat; do
+      step "floor-$api-float32-small-$variant" "$OUTDIR/stencil.log" "${launch[@]}" "$heat_bin" \
+        --nx 4099 --ny 4097 --dtype float32 --steps 400 --report-every 100 --stencil-variant "$variant" \
+        --json "$OUTDIR/heat-floor-$api-float32-small-$variant.json"
+    done
   done
   # skein-cg's iteration against its memory floor, 8192 x 8192 float64, 500 iterations (it does
   # not converge in them, so its exit status 1 is expected; the JSON summary has the figures).
@@ -401,9 +408,10 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "heat-*.json"))):
     if not ("floor" in f or "halo" in f):
         continue
     j = json.load(open(f))
-    print(f"{os.path.basename(f):36} step {j['t_step_s']*1e6:10.1f} us  kernel {j['t_kernel_s']*1e6:10.1f} us  "
+    print(f"{os.path.basename(f):46} step {j['t_step_s']*1e6:10.1f} us  kernel {j['t_kernel_s']*1e6:10.1f} us  "
           f"floor {j['floor_s']*1e6:10.1f} us  floor/kernel {j['kernel_floor_ratio']:.3f}  "
-          f"exposed halo {100*j['halo_exposed_share']:5.1f} % ({j['halo_exchange']})  check {j['check']['passed']}")
+          f"exposed halo {100*j['halo_exposed_share']:5.1f} % ({j['halo_exchange']})  "
+          f"stencil {j.get('stencil_variant', '-'):7}  check {j['check']['passed']}")
 PY
 fi
 

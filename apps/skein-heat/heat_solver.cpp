@@ -45,27 +45,56 @@ void for_each_slice(const DistArray& u, std::size_t nx, Dtype dtype, F&& f) {
   }
 }
 
-// One source for both backends. Work item (x, y) updates W adjacent columns [W x, W x + W) of R
-// adjacent rows, the strips y, y + Y, y + 2 Y, ... (Y: the work items along y) of the local rows
-// [r_begin, r_end). It loads the R + 2 rows of its columns first (W elements at a time: one
-// vector load where W > 1), then the columns left and right of them, then computes and stores:
-// all of a strip's loads are in flight together, and every element of `in` is loaded from memory
-// about once (its neighbours come from the same cache lines). W and R are compile-time (W > 1
-// needs rows whose start is W-aligned: nx a multiple of W). `in` and `out` are the blocks with
-// their halo rows: interior row r is row r + 1 there.
-// FP contraction is off (here for OpenCL, --fmad=false for NVRTC), and every element is computed
-// by the same expression whatever W and R: the field does not depend on how the grid is split or
-// on the vector width, and a restarted run matches an uninterrupted one bit for bit.
+// One source for both backends, three kernels for the rows [r_begin, r_end) of a block
+// (VARIANT, chosen on the host; StencilVariant in heat_solver.hpp). `in` and `out` are the blocks
+// with their halo rows: interior row r is row r + 1 there, and element (row i, column c) is at
+// i * nx + c. Every element is computed by stencil() below, the same expression in every variant:
+// FP contraction is off (here for OpenCL, --fmad=false for NVRTC), so the field does not depend on
+// the variant, on how the grid is split or on the vector width, and a restarted run matches an
+// uninterrupted one bit for bit. All three take any nx >= 1 and any row range (also 1 row).
+//
+// VARIANT 0, rows: work item (x, y) updates W adjacent columns [W x, W x + W) of R adjacent rows,
+//   the strips y, y + Y, y + 2 Y, ... (Y: the work items along y). It loads the R + 2 rows of its
+//   columns first (W elements at a time: one vector load where W > 1), then the columns left and
+//   right of them, then computes and stores: all of a strip's loads are in flight together, and
+//   every element of `in` is loaded from memory about once (its neighbours come from the same
+//   cache lines). W > 1 needs rows whose start is W-aligned (nx a multiple of W).
+// VARIANT 1, aligned: W = 1; work item x takes, in each of its R rows, the element whose address
+//   is x elements past a 128-byte boundary (modulo the LINE elements of 128 bytes): column
+//   x - m, where m is where that row starts within its 128-byte line (columns outside [0, nx) do
+//   nothing). A warp's centre loads and its stores are whole aligned 128-byte lines whatever nx;
+//   the neighbours (up, down, left, right) are loaded as they are, from the lines the block has
+//   just read (L1 or L2).
+// VARIANT 2, flat: each row is seen as a piece of the flat array; work item x takes, in each of
+//   its R rows, the W-element vector that starts W x elements past the 128-byte line where the
+//   row starts. A vector belongs to the row in which it starts (the last one of a row runs on into
+//   the next row; the range's first row also takes the vector that holds its first elements), so
+//   every centre load and store is one aligned vector. Each element finds its own column (0 and
+//   nx - 1 take 0 for the missing neighbour); up and down are at -nx and +nx in the flat array,
+//   misaligned by the constant nx % W: two aligned vectors each, from which the W elements are
+//   picked (SHIFT_UP, SHIFT_DOWN are compile-time). Vectors at the ends of the range (partly
+//   outside it, or whose loads would leave the rows the range reads) go element by element.
+// `out`'s address decides the alignment of the aligned and flat variants (`in` normally has the
+// same; flat loads `in` element by element where it does not).
 constexpr const char* stencil_source = R"(
 #ifdef OPENCL
 #pragma OPENCL FP_CONTRACT OFF
 #endif
+#define VARIANT ${VARIANT}
 #define W ${W}
 #define R ${R}
+/* Elements in 128 bytes. */
+#define LINE (128 / ${ITEMSIZE})
 typedef ${T} T;
 #if W > 1
 typedef ${V} VT;
 #endif
+
+/* The one expression of every element (up and down, left and right in this order). */
+WITHIN_KERNEL INLINE T stencil(T c0, T rx, T ry, T centre, T l, T r, T up, T down)
+{
+    return c0 * centre + rx * (l + r) + ry * (up + down);
+}
 
 WITHIN_KERNEL INLINE void load_w(GLOBAL_MEM const T* p, T* d)
 {
@@ -98,6 +127,7 @@ WITHIN_KERNEL INLINE void store_w(GLOBAL_MEM T* p, const T* d)
 #endif
 }
 
+#if VARIANT == 0
 KERNEL void heat_step(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
                       unsigned int nx, unsigned int r_begin, unsigned int r_end, T c0, T rx, T ry)
 {
@@ -125,26 +155,165 @@ KERNEL void heat_step(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT i
                 for (int w = 0; w < W; ++w) {
                     const T l = w == 0 ? left[k] : v[k + 1][w - 1];
                     const T r = w == W - 1 ? right[k] : v[k + 1][w + 1];
-                    o[w] = c0 * v[k + 1][w] + rx * (l + r) + ry * (v[k][w] + v[k + 2][w]);
+                    o[w] = stencil(c0, rx, ry, v[k + 1][w], l, r, v[k][w], v[k + 2][w]);
                 }
                 store_w(out + (i + (VSIZE_T)k * nx), o);
             }
         } else {
-            /* The last rows of the range, fewer than R: element by element, the same expression. */
+            /* The last rows of the range, fewer than R: element by element. */
             for (unsigned int k = 0; k < r_end - r0; ++k) {
                 for (unsigned int w = 0; w < W; ++w) {
                     const VSIZE_T j = i + (VSIZE_T)k * nx + w;
                     const T l = c + w > 0 ? in[j - 1] : (T)0;
                     const T r = c + w + 1 < nx ? in[j + 1] : (T)0;
-                    out[j] = c0 * in[j] + rx * (l + r) + ry * (in[j - nx] + in[j + nx]);
+                    out[j] = stencil(c0, rx, ry, in[j], l, r, in[j - nx], in[j + nx]);
                 }
             }
         }
     }
 }
+#endif
+
+#if VARIANT == 1
+KERNEL void heat_step(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
+                      unsigned int nx, unsigned int r_begin, unsigned int r_end, T c0, T rx, T ry)
+{
+    const unsigned int x = (unsigned int)get_global_id(0);
+    /* out's element 0 lies `base` elements past a 128-byte boundary. */
+    const unsigned int base = (unsigned int)(((VSIZE_T)out / sizeof(T)) % LINE);
+    const unsigned int stride = (unsigned int)get_global_size(1) * R;
+    for (unsigned int r0 = r_begin + (unsigned int)get_global_id(1) * R; r0 < r_end;
+         r0 = r_end - r0 > stride ? r0 + stride : r_end) {
+        const unsigned int n = r_end - r0;  /* rows left in the range */
+        bool ok[R];
+        unsigned int c[R];
+        VSIZE_T j[R];
+        T v[R], up[R], down[R], left[R], right[R];
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            const unsigned int i = r0 + 1 + k;  /* the row, with the halo */
+            /* Where row i starts within its 128-byte line (i * nx wraps modulo 2^32, which LINE
+               divides). x below m: c wraps past nx, nothing to do. */
+            const unsigned int m = (base + i * nx) % LINE;
+            c[k] = x - m;
+            ok[k] = (unsigned int)k < n && c[k] < nx;
+            j[k] = ok[k] ? (VSIZE_T)i * nx + c[k] : (VSIZE_T)nx;
+        }
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            v[k] = ok[k] ? in[j[k]] : (T)0;
+            up[k] = ok[k] ? in[j[k] - nx] : (T)0;
+            down[k] = ok[k] ? in[j[k] + nx] : (T)0;
+            left[k] = ok[k] && c[k] > 0 ? in[j[k] - 1] : (T)0;
+            right[k] = ok[k] && c[k] + 1 < nx ? in[j[k] + 1] : (T)0;
+        }
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            if (ok[k]) out[j[k]] = stencil(c0, rx, ry, v[k], left[k], right[k], up[k], down[k]);
+        }
+    }
+}
+#endif
+
+#if VARIANT == 2
+#define SHIFT_DOWN ${SHIFT}
+#define SHIFT_UP ((W - SHIFT_DOWN) % W)
+
+/* d[w] = p[s + w] for w < W: p is W-aligned, s < W a compile-time constant (two vector loads
+   where s > 0, the elements picked in registers). */
+WITHIN_KERNEL INLINE void load_shifted(GLOBAL_MEM const T* p, const int s, T* d)
+{
+    T a[2 * W];
+    load_w(p, a);
+    if (s > 0) load_w(p + W, a + W);
+#pragma unroll
+    for (int w = 0; w < W; ++w) d[w] = a[s + w];
+}
+
+KERNEL void heat_step(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
+                      unsigned int nx, unsigned int r_begin, unsigned int r_end, T c0, T rx, T ry)
+{
+    const unsigned int x = (unsigned int)get_global_id(0);
+    const unsigned int base = (unsigned int)(((VSIZE_T)out / sizeof(T)) % LINE);
+    /* Vector loads of `in` where it is aligned like `out`. */
+    const bool vectors = (((VSIZE_T)in ^ (VSIZE_T)out) % (W * sizeof(T))) == 0;
+    /* The range's elements, and the end of what it may read (the row below it). */
+    const int64_t lo = (int64_t)(r_begin + 1) * nx, hi = (int64_t)r_end * nx + nx;
+    const int64_t end = hi + nx;
+    const unsigned int stride = (unsigned int)get_global_size(1) * R;
+    for (unsigned int r0 = r_begin + (unsigned int)get_global_id(1) * R; r0 < r_end;
+         r0 = r_end - r0 > stride ? r0 + stride : r_end) {
+        const unsigned int n = r_end - r0;
+        bool own[R], full[R];
+        int64_t g[R];
+        unsigned int c[R];
+        T v[R][W], up[R][W], down[R][W], left[R], right[R];
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            const unsigned int i = r0 + 1 + k;
+            const int64_t row = (int64_t)i * nx;
+            const unsigned int q = (base + i * nx) % LINE;
+            /* The vector's first element, relative to the row's first. */
+            const int64_t off = (int64_t)W * x - q;
+            own[k] = (unsigned int)k < n && off < (int64_t)nx &&
+                     (off >= 0 || (r0 + k == r_begin && off + W > 0));
+            g[k] = row + off;
+            full[k] = own[k] && vectors && g[k] >= lo && g[k] + W <= hi &&
+                      g[k] - nx - SHIFT_UP >= 0 && g[k] + nx - SHIFT_DOWN + 2 * W <= end;
+            c[k] = full[k] ? (unsigned int)off : 0u;
+        }
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            if (full[k]) {
+                load_w(in + g[k], v[k]);
+                load_shifted(in + (g[k] - nx - SHIFT_UP), SHIFT_UP, up[k]);
+                load_shifted(in + (g[k] + nx - SHIFT_DOWN), SHIFT_DOWN, down[k]);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            /* The column of the vector's last element. */
+            unsigned int cl = c[k];
+#pragma unroll
+            for (int w = 1; w < W; ++w) cl = cl + 1 == nx ? 0u : cl + 1;
+            left[k] = full[k] && c[k] > 0 ? in[g[k] - 1] : (T)0;
+            right[k] = full[k] && cl + 1 < nx ? in[g[k] + W] : (T)0;
+        }
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            if (full[k]) {
+                T o[W];
+                unsigned int cw = c[k];
+#pragma unroll
+                for (int w = 0; w < W; ++w) {
+                    const T l = cw > 0 ? (w == 0 ? left[k] : v[k][w - 1]) : (T)0;
+                    const T r = cw + 1 < nx ? (w == W - 1 ? right[k] : v[k][w + 1]) : (T)0;
+                    o[w] = stencil(c0, rx, ry, v[k][w], l, r, up[k][w], down[k][w]);
+                    cw = cw + 1 == nx ? 0u : cw + 1;
+                }
+                store_w(out + g[k], o);
+            } else if (own[k]) {
+                /* Element by element: those of the range. An element at g >= the row's start
+                   (the only ones in the range) has column g - row, less nx per row it runs on. */
+                const int64_t row = (int64_t)(r0 + 1 + k) * nx;
+                for (int w = 0; w < W; ++w) {
+                    const int64_t e = g[k] + w;
+                    if (e < lo || e >= hi) continue;
+                    int64_t cc = e - row;
+                    while (cc >= (int64_t)nx) cc -= nx;
+                    const VSIZE_T j = (VSIZE_T)e;
+                    const T l = cc > 0 ? in[j - 1] : (T)0;
+                    const T r = cc + 1 < (int64_t)nx ? in[j + 1] : (T)0;
+                    out[j] = stencil(c0, rx, ry, in[j], l, r, in[j - nx], in[j + nx]);
+                }
+            }
+        }
+    }
+}
+#endif
 
 /* The first and last interior rows of a block (work item (c, 0) and (c, 1)), the ones that read
-   the halo rows: for running the rest of the block while the halos move. The same expression. */
+   the halo rows: for running the rest of the block while the halos move. */
 KERNEL void heat_edges(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
                        unsigned int nx, unsigned int rows, T c0, T rx, T ry)
 {
@@ -154,24 +323,33 @@ KERNEL void heat_edges(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT 
     const VSIZE_T j = (VSIZE_T)(e == 0 ? 1 : rows) * nx + c;
     const T l = c > 0 ? in[j - 1] : (T)0;
     const T r = c + 1 < nx ? in[j + 1] : (T)0;
-    out[j] = c0 * in[j] + rx * (l + r) + ry * (in[j - nx] + in[j + nx]);
+    out[j] = stencil(c0, rx, ry, in[j], l, r, in[j - nx], in[j + nx]);
 }
 )";
 
-// The kernel's shape for a field: W columns and R rows per work item, work groups of
-// local_x x local_y. Chosen by measurement on an H200 (NVRTC, the kernel against a device copy of
-// the same bytes, 32768 x 65536 and 4099 x 4097): rows moved several elements at a time where nx
-// allows it reached 0.98-0.99 of the copy (float32 one at a time: 0.84-0.85; float64: 0.92-0.96);
-// where nx is odd, one at a time with 4 rows per work item, 0.96.
-struct Shape {
-  unsigned w = 1, r = 4;
-  std::size_t local_x = 128, local_y = 2;
-};
-
-Shape shape_for(std::size_t nx, Dtype dtype) {
-  if (dtype == Dtype::float32 && nx % 4 == 0) return {.w = 4, .r = 2, .local_x = 64, .local_y = 4};
-  if (dtype == Dtype::float32 && nx % 2 == 0) return {.w = 2, .r = 4, .local_x = 128, .local_y = 2};
-  if (dtype == Dtype::float64 && nx % 2 == 0) return {.w = 2, .r = 2, .local_x = 64, .local_y = 4};
+// The default shape of each variant (StencilConfig's zeros), by measurement where there is one.
+// rows: chosen on an H200 (NVRTC, the kernel against a device copy of the same bytes, 32768 x
+// 65536 and 4099 x 4097): rows moved several elements at a time where nx allows it reached
+// 0.98-0.99 of the copy (float32 one at a time: 0.84-0.85; float64: 0.92-0.96); where nx is odd,
+// one at a time with 4 rows per work item, 0.96 (an H100: 0.93-0.94 for float32).
+// aligned: the work groups and rows of rows' one-at-a-time shape, so that the two differ only in
+// the alignment. flat: 2 rows per work item, like rows' vector shapes, and work groups one warp
+// wide (a row of 4099 float32 takes up to 1033 work items, from the start of its first 128-byte
+// line: 33 warps, a 34th would be idle). Not yet measured: aligned and flat.
+StencilShape default_shape(StencilVariant variant, std::size_t nx, Dtype dtype) {
+  const unsigned vector = dtype == Dtype::float32 ? 4 : 2;  // 16 bytes
+  switch (variant) {
+    case StencilVariant::automatic:
+    case StencilVariant::rows:
+      if (dtype == Dtype::float32 && nx % 4 == 0) return {StencilVariant::rows, 4, 2, 64, 4};
+      if (dtype == Dtype::float32 && nx % 2 == 0) return {StencilVariant::rows, 2, 4, 128, 2};
+      if (dtype == Dtype::float64 && nx % 2 == 0) return {StencilVariant::rows, 2, 2, 64, 4};
+      return {StencilVariant::rows, 1, 4, 128, 2};
+    case StencilVariant::aligned:
+      return {StencilVariant::aligned, 1, 4, 128, 2};
+    case StencilVariant::flat:
+      return {StencilVariant::flat, vector, 2, 32, 8};
+  }
   return {};
 }
 
@@ -269,24 +447,35 @@ constexpr std::size_t edges_local_x = 256;
 
 // `kernel`: "heat_step" (work sizes for every row of each block) or "heat_edges" (two rows).
 // The program is compiled once; the context's program cache gives it to the second call.
-PreparedKernel prepare_stencil(const DistArray& field, std::vector<std::size_t>* active,
-                               const char* kernel) {
+PreparedKernel prepare_stencil(const DistArray& field, const StencilShape& shape,
+                               std::vector<std::size_t>* active, const char* kernel) {
   const Queue& queue = field.queue();
   const std::size_t nx = field.layout().row_size();
-  const Shape shape = shape_for(nx, field.dtype());
+  const std::size_t line = 128 / itemsize(field.dtype());  // elements in 128 bytes
   const std::string t(ctype(field.dtype()));
   ProgramOptions options;
   options.name = "skein-heat stencil";
   options.device_idxs = queue.device_idxs();
   if (queue.context().api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
+  const int variant = shape.variant == StencilVariant::aligned ? 1 : shape.variant == StencilVariant::flat ? 2 : 0;
   const Program program = Program::from_template(
       queue.context(), stencil_source,
       {{"T", t}, {"V", shape.w > 1 ? t + std::to_string(shape.w) : t},
-       {"W", std::to_string(shape.w)}, {"R", std::to_string(shape.r)}},
+       {"ITEMSIZE", itemsize(field.dtype())}, {"VARIANT", variant},
+       {"W", std::to_string(shape.w)}, {"R", std::to_string(shape.r)},
+       // flat: where the row below a vector's elements starts within a vector
+       {"SHIFT", variant == 2 ? nx % shape.w : 0}},
       options);
 
   const bool edges = std::string_view(kernel) == "heat_edges";
   const WorkSize local = edges ? WorkSize{edges_local_x, 1} : WorkSize{shape.local_x, shape.local_y};
+  // Work items along a row: rows, W columns each; aligned, one per element of the 128-byte lines
+  // a row touches; flat, one per vector of them.
+  const std::size_t items_x = variant == 0   ? ceil_div(nx, shape.w)
+                              : variant == 1 ? nx + line - 1
+                                             : ceil_div(nx + line - 1, shape.w);
+  // CUDA allows 65535 work groups along y.
+  const std::size_t most_y = std::min(max_items_y, 65535 * shape.local_y);
   MultiDevice<WorkSize> global;
   // Devices without rows are never launched on, but prepare() wants a size for each.
   for (std::size_t d : queue.device_idxs()) global.set(d, local);
@@ -295,9 +484,8 @@ PreparedKernel prepare_stencil(const DistArray& field, std::vector<std::size_t>*
     if (edges) {
       global.set(b.device_idx, WorkSize{round_up(nx, edges_local_x), 2});
     } else {
-      const std::size_t items_y = std::min(ceil_div(b.rows.size(), shape.r), max_items_y);
-      global.set(b.device_idx, WorkSize{round_up(ceil_div(nx, shape.w), shape.local_x),
-                                        round_up(items_y, shape.local_y)});
+      const std::size_t items_y = std::min(ceil_div(b.rows.size(), shape.r), most_y);
+      global.set(b.device_idx, WorkSize{round_up(items_x, shape.local_x), round_up(items_y, shape.local_y)});
     }
     if (active) active->push_back(b.device_idx);
   }
@@ -306,10 +494,53 @@ PreparedKernel prepare_stencil(const DistArray& field, std::vector<std::size_t>*
 
 }  // namespace
 
-Stencil::Stencil(const DistArray& field, const Problem& problem)
+const char* name(StencilVariant variant) {
+  switch (variant) {
+    case StencilVariant::automatic: return "auto";
+    case StencilVariant::rows: return "rows";
+    case StencilVariant::aligned: return "aligned";
+    case StencilVariant::flat: return "flat";
+  }
+  return "?";
+}
+
+StencilVariant parse_stencil_variant(std::string_view text) {
+  for (StencilVariant v : {StencilVariant::automatic, StencilVariant::rows, StencilVariant::aligned,
+                           StencilVariant::flat}) {
+    if (text == name(v)) return v;
+  }
+  throw LogicError(ErrorInfo{.what = fmt::format("the stencil variant '{}' is not known", text),
+                             .call = "skein::heat::parse_stencil_variant",
+                             .hint = "give auto, rows, aligned or flat"});
+}
+
+std::string StencilShape::describe() const {
+  return fmt::format("{} ({} element{} x {} row{} per work item, work groups of {} x {})", name(variant), w,
+                     w == 1 ? "" : "s", r, r == 1 ? "" : "s", local_x, local_y);
+}
+
+StencilShape stencil_shape(const StencilConfig& config, std::size_t nx, Dtype dtype) {
+  StencilShape shape = default_shape(config.variant, nx, dtype);
+  if (config.rows_per_item > 0) shape.r = config.rows_per_item;
+  if (config.local_x > 0) shape.local_x = config.local_x;
+  if (config.local_y > 0) shape.local_y = config.local_y;
+  if (shape.r > 16) {
+    throw LogicError(ErrorInfo{.what = fmt::format("{} rows per work item of the stencil", shape.r),
+                               .call = "skein::heat::stencil_shape", .hint = "give 1 to 16 rows"});
+  }
+  if (shape.local_x * shape.local_y > 1024) {
+    throw LogicError(ErrorInfo{
+        .what = fmt::format("stencil work groups of {} x {} work items", shape.local_x, shape.local_y),
+        .call = "skein::heat::stencil_shape", .hint = "give work groups of at most 1024 work items"});
+  }
+  return shape;
+}
+
+Stencil::Stencil(const DistArray& field, const Problem& problem, const StencilConfig& config)
     : problem_(problem),
-      kernel_(prepare_stencil(field, &active_, "heat_step")),
-      edges_(prepare_stencil(field, nullptr, "heat_edges")) {
+      shape_(stencil_shape(config, field.layout().row_size(), field.dtype())),
+      kernel_(prepare_stencil(field, shape_, &active_, "heat_step")),
+      edges_(prepare_stencil(field, shape_, nullptr, "heat_edges")) {
   if (field.layout().halo().width != 1 || field.layout().halo().periodic) {
     throw LogicError(ErrorInfo{.what = "the heat field needs one open (non-periodic) halo row",
                                .call = "skein::heat::Stencil"});

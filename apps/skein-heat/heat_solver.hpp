@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <skein/dist_array.hpp>
 #include <skein/program.hpp>
@@ -59,15 +60,58 @@ struct Problem {
   double tolerance(std::int64_t steps, double amplitude) const;
 };
 
+// How the stencil kernel maps its work items onto a block (heat_solver.cpp's stencil_source has
+// the details). Every variant computes every element by the same expression, so they all give the
+// same bits; they differ in speed, most where a row is not a whole number of 16-byte vectors.
+//   rows     work item = W adjacent columns (W = 4 float32 / 2 float64 where nx is a multiple of
+//            W, else 1) of R adjacent rows
+//   aligned  one element per row, R rows: the work items of a warp take the elements of one
+//            aligned 128-byte line of each row (the column shifted by where the row starts)
+//   flat     one aligned 16-byte vector per row, R rows: a row is a piece of the flat array, the
+//            vector that crosses its end takes the next row's first elements too
+//   automatic  what the row width and dtype make best: for now always rows
+enum class StencilVariant { automatic, rows, aligned, flat };
+
+// "auto", "rows", "aligned", "flat".
+const char* name(StencilVariant variant);
+// The variant of a name; LogicError for another name.
+StencilVariant parse_stencil_variant(std::string_view text);
+
+// What a Stencil asks for: a variant, and optionally its rows per work item and work-group size
+// (0: the variant's default for the grid, for tuning on a new device).
+struct StencilConfig {
+  StencilVariant variant = StencilVariant::automatic;
+  unsigned rows_per_item = 0;
+  std::size_t local_x = 0, local_y = 0;
+};
+
+// The kernel a Stencil runs: its variant (never automatic), W elements per work item along a row
+// (vector loads where > 1), R rows per work item, work groups of local_x x local_y.
+struct StencilShape {
+  StencilVariant variant = StencilVariant::rows;
+  unsigned w = 1, r = 4;
+  std::size_t local_x = 128, local_y = 2;
+  // E.g. "flat (4 elements x 2 rows per work item, work groups of 32 x 8)".
+  std::string describe() const;
+};
+
+// The shape `config` gives for a row width and dtype. LogicError for rows_per_item outside
+// [1, 16] or a work group of more than 1024 work items.
+StencilShape stencil_shape(const StencilConfig& config, std::size_t nx, Dtype dtype);
+
 // The FTCS step on every local block of a distributed field with one halo row: one kernel per
 // device, launched on the field's queue (with exchange_halos() on the same queue, the two are
 // ordered without the host; main.cpp's overlapped step puts the exchange on a second queue). The halo rows of the first and last blocks are the global boundary
 // rows: exchange_halos() leaves them as they are (zero), which is the Dirichlet condition.
 class Stencil {
  public:
-  // Compiles the kernel (once per dtype; the compile cache keeps it between runs) for `field`'s
-  // layout. Every field stepped later must have the same layout, dtype and queue.
-  Stencil(const DistArray& field, const Problem& problem);
+  // Compiles the kernel of `config`'s variant and shape (stencil_shape(); once per dtype and
+  // shape, the compile cache keeps it between runs) for `field`'s layout. Every field stepped
+  // later must have the same layout, dtype and queue.
+  Stencil(const DistArray& field, const Problem& problem, const StencilConfig& config = {});
+
+  // The kernel's variant and shape.
+  const StencilShape& shape() const { return shape_; }
 
   // out = step(in) on every local block; `in`'s halo rows must be current (exchange_halos()).
   // Enqueued only: nothing waits.
@@ -86,6 +130,7 @@ class Stencil {
 
  private:
   Problem problem_;
+  StencilShape shape_;
   // Context device indices of the local blocks that have rows (filled while kernel_ is prepared,
   // so declared before it).
   std::vector<std::size_t> active_;

@@ -12,6 +12,8 @@
 // host. By default (--halo-exchange overlapped) the exchange runs on a second queue while the
 // kernel updates every block's interior rows, then a second kernel updates the two edge rows of
 // each block, which read the halos; --halo-exchange serial exchanges first, then runs one kernel.
+// --stencil-variant picks how the stencil kernel maps its work items onto the grid (rows, aligned,
+// flat: heat_solver.hpp's StencilVariant), all giving the same bits; --stencil-shape tunes it.
 // Every --report-every steps the ranks agree on the residual max |u_new - u_old| and rank 0
 // prints a progress line. At the end the field is checked against the exact solution of
 // the discrete problem (lambda^n u0, see heat_solver.hpp) with a tolerance derived from the dtype
@@ -84,6 +86,8 @@ struct Options {
   std::size_t devices_per_rank = 0;
   std::string json_file;
   std::string halo_exchange = "overlapped";
+  std::string stencil_variant = "auto";
+  std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
 };
 
 // One time step, u -> v, as --halo-exchange says. Overlapped: the halo queue waits for the work
@@ -303,6 +307,18 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
   } catch (const skein::LogicError& e) {
     throw UsageError(e.info().what, e.info().hint);
   }
+  skein::heat::StencilConfig stencil_config;
+  stencil_config.variant = skein::heat::parse_stencil_variant(o.stencil_variant);
+  if (!o.stencil_shape.empty()) {
+    stencil_config.rows_per_item = static_cast<unsigned>(o.stencil_shape[0]);
+    stencil_config.local_x = o.stencil_shape[1];
+    stencil_config.local_y = o.stencil_shape[2];
+  }
+  try {
+    (void)skein::heat::stencil_shape(stencil_config, o.nx, dtype);
+  } catch (const skein::LogicError& e) {
+    throw UsageError(fmt::format("--stencil-shape: {}", e.info().what), e.info().hint);
+  }
   if (o.out.empty() && (o.restart || o.checkpoint_every > 0)) {
     throw UsageError(o.restart ? "--restart needs --out DIR (the directory with the checkpoints)"
                                : "--checkpoint-every needs --out DIR (where the checkpoints go)");
@@ -322,7 +338,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
       skein::BlockLayout::over(comm, {ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
   DistArray u(comm, queue, layout, dtype);
   DistArray v(comm, queue, layout, dtype);
-  const skein::heat::Stencil stencil(u, problem);
+  const skein::heat::Stencil stencil(u, problem, stencil_config);
   const Stepper stepper(u, stencil, o.halo_exchange == "overlapped");
 
   if (root) {
@@ -330,6 +346,8 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
                o.nx, ny, o.nx, ny, o.weak ? fmt::format(", {} per device", o.ny) : "", o.dtype, devices,
                runtime.size(), comm.context().api().name(), comm.backend_description());
     fmt::print("  layout: {}\n", layout.describe());
+    fmt::print("  stencil: {}{}\n", stencil.shape().describe(),
+               stencil_config.variant == skein::heat::StencilVariant::automatic ? " (--stencil-variant auto)" : "");
     fmt::print("  alpha {}, dt {:.6g} (factor {}), mode ({}, {}), lambda {:.17g}\n", o.alpha, problem.dt,
                o.dt_factor, o.modes[0], o.modes[1], problem.lambda());
     std::fflush(stdout);
@@ -521,6 +539,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
                  "step\n",
                  format_time(perf->t_kernel), perf->floor / perf->t_kernel, format_time(perf->t_halo),
                  100 * perf->t_halo / perf->t_step);
+      fmt::print("  stencil     {}\n", stencil.shape().describe());
       const double exposed = std::max(0.0, perf->t_step - perf->t_compute);
       fmt::print("  halo        {}: the step's kernels alone take {} per step; exposed halo time "
                  "(step - kernels) {} = {:.1f} % of a step\n",
@@ -569,6 +588,11 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
                             {"max_error", check.max_error},
                             {"tolerance", check.tolerance},
                             {"max_error_continuous", check.max_error_continuous}}},
+                          {"stencil_variant", skein::heat::name(stencil.shape().variant)},
+                          {"stencil_shape",
+                           {{"elements_per_item", stencil.shape().w},
+                            {"rows_per_item", stencil.shape().r},
+                            {"local", {stencil.shape().local_x, stencil.shape().local_y}}}},
                           {"files", files}};
       if (perf) {
         j["t_step_s"] = perf->t_step;
@@ -631,6 +655,18 @@ int main(int argc, char** argv) {
                  "overlapped: halos move on a second queue while the interior is computed; serial: "
                  "exchange, then compute")
       .one_of({"overlapped", "serial"});
+  app.add_option("--stencil-variant", o.stencil_variant,
+                 "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
+                 "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "
+                 "(one aligned 16-byte vector per row, rows seen as the flat array), auto (what "
+                 "suits the grid: rows); all give the same bits")
+      .one_of({"auto", "rows", "aligned", "flat"});
+  app.add_option("--stencil-shape", o.stencil_shape,
+                 "R,LX,LY: the stencil's rows per work item (1-16) and work groups of LX x LY work "
+                 "items, for tuning (default: the variant's)")
+      .delimiter(',')
+      .expected(3)
+      .range(std::size_t{1}, std::size_t{1024});
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {

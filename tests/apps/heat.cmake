@@ -4,7 +4,7 @@
 #                               devices, 2 ranks x 2 devices (halos cross a device and a rank
 #                               boundary), 4 ranks x 1 device; float64 and float32, two modes (the
 #                               stencil's shapes: rows one, two and four elements at a time,
-#                               heat_solver.cpp's shape_for); the app's own
+#                               heat_solver.cpp's default_shape); the app's own
 #                               analytic check must pass and heat.h5 must hold the exact discrete
 #                               solution (heat_reference.py)
 #   apps.heat.tiny / large      3 rows on 4 devices (an empty block); a 1100 x 701 float32 field
@@ -14,14 +14,25 @@
 #   apps.heat.restart           checkpoints on 4 ranks, restarted on 2 ranks x 2 devices: the final
 #                               field bit-identical to an uninterrupted run on 1 rank x 4 devices;
 #                               a damaged checkpoint and a restart that does not fit are refused
+#   apps.heat.variants_f32 /    every stencil variant (--stencil-variant rows, aligned, flat; in
+#   variants_f64 /              the first two also one with a --stencil-shape of 3 rows per work
+#   variants_narrow             item) on grids of odd width: 39 x 13 float32 on 2 ranks x 2
+#                               devices (blocks of 3 and 4 rows, their interiors of 1 and 2 rows
+#                               launched apart from the edge rows), 37 x 11 float64 on 1 rank x 4
+#                               devices with the halo exchange first (blocks of 2 and 3 rows
+#                               launched whole), and 1 x 9 float32 (one column: a 16-byte vector
+#                               spans rows); each run passes as np1 does, and the variants' fields
+#                               are bit-identical
 #   apps.heat.png               --png: a valid PNG of the grid's size, and downsampled
 #   apps.heat.bad_options       bad options exit non-zero with a message naming what was wrong
-# Each takes a few seconds in a release build (the whole set about 20 s). Under the sanitizers
-# every start of skein-heat costs 5-15 s, so the sanitizer run keeps np1, np2, tiny and restart
-# (every code path of the app but the PNG writer: one and several devices per rank, an empty
-# block, HDF5, checkpoints, restart on another rank count, the refusals) and leaves out (label
-# no-sanitizer) np4, large, png and bad_options, which add sizes and messages, not code paths,
-# and would add about 80 s there. The scripts exit 77 (skipped) when h5dump or python3 is missing.
+# Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
+# runs each, 2-3 s). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
+# run keeps np1, np2, tiny and restart (every code path of the app but the PNG writer: one and
+# several devices per rank, an empty block, HDF5, checkpoints, restart on another rank count, the
+# refusals) and leaves out (label no-sanitizer) np4, large, png, bad_options and the variants
+# tests, which add sizes, messages and device code, not host code paths (but for picking the
+# variant's kernel), and would add several minutes there. The scripts exit 77 (skipped) when
+# h5dump or python3 is missing.
 if(TARGET skein-heat AND SKEIN_HAS_HDF5)
   find_program(SKEIN_H5DUMP h5dump)
   find_program(SKEIN_PYTHON3 python3)
@@ -50,6 +61,30 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       PROCESSORS ${_np} ENVIRONMENT "${_skein_mpi_env}")
   endforeach()
   set_tests_properties(apps.heat.np4 apps.heat.large PROPERTIES LABELS "mpi;apps;no-sanitizer")
+
+  # NAME|NP (0: one rank started without mpirun)|VARIANTS (space-separated; VARIANT:R,LX,LY gives
+  # --stencil-shape)|ARGS.
+  foreach(case
+      "variants_f32|2|rows aligned flat flat:3,16,2|--nx;39;--ny;13;--steps;20;--dtype;float32;--modes;2,3"
+      "variants_f64|0|rows aligned flat aligned:3,32,2|--nx;37;--ny;11;--steps;20;--dtype;float64;--halo-exchange;serial"
+      "variants_narrow|0|rows aligned flat|--nx;1;--ny;9;--steps;10;--dtype;float32")
+    string(REPLACE "|" ";" _fields "${case}")
+    list(GET _fields 0 _name)
+    list(GET _fields 1 _np)
+    list(GET _fields 2 _variants)
+    string(REPLACE " " ";" _variants "${_variants}")
+    string(REGEX REPLACE "^[^|]*\\|[^|]*\\|[^|]*\\|" "" _run_args "${case}")
+    set(_ranks ${_np})
+    if(_np EQUAL 0)
+      set(_ranks 1)
+    endif()
+    add_test(NAME apps.heat.${_name}
+      COMMAND ${CMAKE_COMMAND} -DMODE=variants -DNP=${_np} "-DEXPECT=on 4 device(s) of ${_ranks} rank(s)"
+              "-DVARIANTS=${_variants}" "-DARGS=${_run_args}" -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-${_name}
+              ${_heat_args} -P ${_heat_script})
+    set_tests_properties(apps.heat.${_name} PROPERTIES TIMEOUT 300 LABELS "mpi;apps;no-sanitizer"
+      SKIP_RETURN_CODE 77 PROCESSORS ${_ranks} ENVIRONMENT "${_skein_mpi_env}")
+  endforeach()
 
   # NAME|CACHE (heat_check.cmake's CACHE).
   foreach(case "nocache|off" "refused_cache|refused")
