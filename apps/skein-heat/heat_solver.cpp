@@ -335,11 +335,18 @@ KERNEL void heat_edges(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT 
 // aligned: the work groups and rows of rows' one-at-a-time shape, so that the two differ only in
 // the alignment. flat: 2 rows per work item, like rows' vector shapes, and work groups one warp
 // wide (a row of 4099 float32 takes up to 1033 work items, from the start of its first 128-byte
-// line: 33 warps, a 34th would be idle). Not yet measured: aligned and flat.
+// line: 33 warps, a 34th would be idle).
+// Measured on an H100 (tools/gpu-check.sh `stencil` and a sweep of --stencil-shape, 4099 x 4097
+// float32, two passes): rows 0.97-1.00 of the copy, aligned 0.93-0.97 (its other shapes
+// 0.72-0.99), flat with 2 rows 0.94-0.98 and with 1 row per work item 1.01-1.04 (32 x 8) and
+// 1.01-1.02 (128 x 2). So float32 rows of odd width take flat with one row per work item (`auto`);
+// float64's odd rows stay with rows (1.02 there; flat is not measured for float64).
 StencilShape default_shape(StencilVariant variant, std::size_t nx, Dtype dtype) {
   const unsigned vector = dtype == Dtype::float32 ? 4 : 2;  // 16 bytes
   switch (variant) {
     case StencilVariant::automatic:
+      if (dtype == Dtype::float32 && nx % 2 != 0) return {StencilVariant::flat, 4, 1, 32, 8};
+      [[fallthrough]];
     case StencilVariant::rows:
       if (dtype == Dtype::float32 && nx % 4 == 0) return {StencilVariant::rows, 4, 2, 64, 4};
       if (dtype == Dtype::float32 && nx % 2 == 0) return {StencilVariant::rows, 2, 4, 128, 2};
@@ -348,7 +355,7 @@ StencilShape default_shape(StencilVariant variant, std::size_t nx, Dtype dtype) 
     case StencilVariant::aligned:
       return {StencilVariant::aligned, 1, 4, 128, 2};
     case StencilVariant::flat:
-      return {StencilVariant::flat, vector, 2, 32, 8};
+      return {StencilVariant::flat, vector, dtype == Dtype::float32 ? 1u : 2u, 32, 8};
   }
   return {};
 }

@@ -659,7 +659,7 @@ int main(int argc, char** argv) {
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "
                  "(one aligned 16-byte vector per row, rows seen as the flat array), auto (what "
-                 "suits the grid: rows); all give the same bits")
+                 "suits the grid: flat for float32 rows of odd width, rows otherwise); all give the same bits")
       .one_of({"auto", "rows", "aligned", "flat"});
   app.add_option("--stencil-shape", o.stencil_shape,
                  "R,LX,LY: the stencil's rows per work item (1-16) and work groups of LX x LY work "
