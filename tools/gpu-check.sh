@@ -395,6 +395,14 @@ if want stencil && ((ngpu > 0)); then
             --report-every 100 --halo-exchange $mode --json "$OUTDIR/heat-halo-mps-$np-$mode.json"
         done
       done
+      # Four ranks on a grid of 4 x the points: each rank's interior takes 4 x as long, its
+      # exchange (two neighbours, staged through the host) about as long as before.
+      for mode in serial overlapped; do
+        step "halo-mps-4-$mode-8195" "$OUTDIR/stencil.log" timeout 300 mpirun -np 4 --oversubscribe \
+          "${one_gpu[@]}" -x CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" -x SKEIN_API=cuda \
+          -x SKEIN_SHARE_DEVICES=1 "$heat_bin" --nx 8195 --ny 8193 --dtype float64 --steps 300 \
+          --report-every 100 --halo-exchange $mode --json "$OUTDIR/heat-halo-mps-4-$mode-8195.json"
+      done
       echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" nvidia-cuda-mps-control
       cp "$mps_dir/log/control.log" "$OUTDIR/mps-control.log" 2>/dev/null || true
     else

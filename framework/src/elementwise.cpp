@@ -1008,9 +1008,16 @@ template <class Make>
 const ElementwiseKernel& builtin(std::uint64_t key, Make&& make) {
   static std::mutex mutex;
   static auto* kernels = new std::unordered_map<std::uint64_t, std::unique_ptr<ElementwiseKernel>>;
+  // The kernels are never destroyed, so each thread may remember its last one: a loop calling one
+  // built-in skips the lock and the lookup.
+  thread_local const ElementwiseKernel* last = nullptr;
+  thread_local std::uint64_t last_key = 0;
+  if (last != nullptr && last_key == key) return *last;
   std::lock_guard lock(mutex);
   auto& slot = (*kernels)[key];
   if (!slot) slot = std::make_unique<ElementwiseKernel>(make());
+  last = slot.get();
+  last_key = key;
   return *slot;
 }
 
