@@ -21,6 +21,7 @@
 //
 // CUDA-aware MPI (MPIX_Query_cuda_support) is detected and reported in the description; the data
 // still goes through host memory, which works for every device and member layout.
+#include <cstdio>
 #include <mpi.h>
 
 #if __has_include(<mpi-ext.h>)
@@ -120,6 +121,18 @@ class MpiBackend final : public CollectiveBackendAdapter {
   }
 
   ~MpiBackend() override {
+    if (phases_.executions > 0) {
+      const double n = static_cast<double>(phases_.executions) * 1e3;
+      std::fprintf(stderr,
+                   "[skein rank %d] MPI backend: %lld exchanges, host us per exchange: waiting for "
+                   "the previous host->device copies %.2f, staging (device->host enqueued) %.2f, "
+                   "synchronising the queues %.2f, agreement %.2f, MPI (post and wait) %.2f, "
+                   "host->device enqueued %.2f\n",
+                   rank_, phases_.executions, static_cast<double>(phases_.ns[0]) / n,
+                   static_cast<double>(phases_.ns[1]) / n, static_cast<double>(phases_.ns[2]) / n,
+                   static_cast<double>(phases_.ns[3]) / n, static_cast<double>(phases_.ns[4]) / n,
+                   static_cast<double>(phases_.ns[5]) / n);
+    }
     if (!aborted_) drain_noexcept();
     if (!mpi_finalized()) {
       for (auto& [key, op] : user_ops_) MPI_Op_free(&op);
@@ -551,7 +564,17 @@ class MpiBackend final : public CollectiveBackendAdapter {
   }
 
   void execute(std::span<const CollectiveCall> calls, CollectiveClock::time_point deadline) {
+    // With SKEIN_PROFILE_COLLECTIVES=1, the host time of each phase (printed at the end).
+    const bool profile = detail::call_profile().on;
+    auto mark = profile ? CollectiveClock::now() : CollectiveClock::time_point();
+    auto phase = [&](int k) {
+      if (!profile) return;
+      const auto now = CollectiveClock::now();
+      phases_.ns[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - mark).count();
+      mark = now;
+    };
     drain();
+    phase(0);
     std::vector<Plan> plans(calls.size());
     std::size_t next_slot = 0;
     std::vector<QueueAdapter*> queues;
@@ -562,14 +585,17 @@ class MpiBackend final : public CollectiveBackendAdapter {
         if (std::find(queues.begin(), queues.end(), m.queue) == queues.end()) queues.push_back(m.queue);
       }
     }
+    phase(1);
     // The staged inputs (and, for a barrier, the queues' earlier work) must be complete.
     for (auto* q : queues) q->synchronize();
+    phase(2);
     // The agreement check ran alongside the staging: nothing goes to another rank unless every
     // rank makes the same call.
     // (A small all_reduce's check instead carries its data: see start().)
     for (const auto& c : calls) {
       if (c.agreement != nullptr && !carries(c)) c.agreement->complete();
     }
+    phase(3);
     std::vector<MPI_Request> requests;
     for (auto& p : plans) start(p, next_slot, requests);
     std::string what;
@@ -590,8 +616,18 @@ class MpiBackend final : public CollectiveBackendAdapter {
                               absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend"));
       throw TimeoutError(std::move(info));
     }
+    phase(4);
     for (auto& p : plans) finish(p);
+    phase(5);
+    if (profile) ++phases_.executions;
   }
+
+  // SKEIN_PROFILE_COLLECTIVES: execute()'s phases, summed (a Communicator, and so its backend, is
+  // used by one thread at a time: docs/guide.md, Threads).
+  struct Phases {
+    long long executions = 0;
+    long long ns[6] = {};
+  } phases_;
 
   double timeout_s_;
   MPI_Comm comm_;
