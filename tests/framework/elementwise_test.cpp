@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include "skein/detail/impl_access.hpp"
 
+#include <array>
 #include <atomic>
+#include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -336,6 +339,41 @@ TEST(ElementwisePromotion, FollowsNumPy) {
   EXPECT_THROW(rt({i8, 300}), LogicError);
   EXPECT_THROW(rt({u8, -1}), LogicError);
   EXPECT_EQ(rt({u8, 255}), Dtype::uint8);
+}
+
+// A scalar's bytes as a dtype (what a launch packs): bytes_into, the allocation-free form, and
+// bytes_as give the bytes the host's own conversion gives, and refuse the same values.
+TEST(ElementwiseScalars, BytesIntoMatchesTheHostConversion) {
+  auto bytes = [](const Operand& o, Dtype d, bool truncate = false) {
+    std::array<std::byte, 16> b{};
+    const std::size_t n = o.bytes_into(d, b, "test", truncate);
+    const std::vector<std::byte> v = o.bytes_as(d, "test", truncate);
+    EXPECT_EQ(n, v.size());
+    EXPECT_TRUE(std::equal(v.begin(), v.end(), b.begin()));
+    return std::vector<std::byte>(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+  };
+  auto host = [](const auto& v) {
+    std::vector<std::byte> out(sizeof(v));
+    std::memcpy(out.data(), &v, sizeof(v));
+    return out;
+  };
+  EXPECT_EQ(bytes(Operand(0.1), Dtype::float32), host(static_cast<float>(0.1)));
+  EXPECT_EQ(bytes(Operand(0.1), Dtype::float64), host(0.1));
+  EXPECT_EQ(bytes(Operand(2.0f), Dtype::float64), host(2.0));
+  EXPECT_EQ(bytes(Operand(-7), Dtype::int16), host(std::int16_t{-7}));
+  EXPECT_EQ(bytes(Operand(std::uint64_t{1} << 40), Dtype::int64), host(std::int64_t{1} << 40));
+  EXPECT_EQ(bytes(Operand(3), Dtype::float32), host(3.0f));
+  EXPECT_EQ(bytes(Operand(std::complex<double>(1.5, -2)), Dtype::complex128),
+            host(std::complex<double>(1.5, -2)));
+  EXPECT_EQ(bytes(Operand(std::complex<double>(1.5, -2)), Dtype::complex64),
+            host(std::complex<float>(1.5f, -2.0f)));
+  EXPECT_EQ(bytes(Operand(2.75), Dtype::int32, true), host(std::int32_t{2}));  // truncated
+  EXPECT_EQ(bytes(Operand(300), Dtype::uint8, true), host(std::uint8_t{44}));  // wraps as in C
+  std::array<std::byte, 16> b{};
+  EXPECT_THROW((void)Operand(2.5).bytes_into(Dtype::int32, b, "test"), LogicError);
+  EXPECT_THROW((void)Operand(300).bytes_into(Dtype::int8, b, "test"), LogicError);
+  EXPECT_THROW((void)Operand(std::complex<double>(0, 1)).bytes_into(Dtype::float64, b, "test"),
+               LogicError);
 }
 
 TEST_P(Elementwise, MixedDtypesPromoteOnTheDevice) {
