@@ -454,9 +454,8 @@ constexpr std::size_t edges_local_x = 256;
 
 // `kernel`: "heat_step" (work sizes for every row of each block) or "heat_edges" (two rows).
 // The program is compiled once; the context's program cache gives it to the second call.
-PreparedKernel prepare_stencil(const DistArray& field, const StencilShape& shape,
+PreparedKernel prepare_stencil(const DistArray& field, const Queue& queue, const StencilShape& shape,
                                std::vector<std::size_t>* active, const char* kernel) {
-  const Queue& queue = field.queue();
   const std::size_t nx = field.layout().row_size();
   const std::size_t line = 128 / itemsize(field.dtype());  // elements in 128 bytes
   const std::string t(ctype(field.dtype()));
@@ -546,12 +545,25 @@ StencilShape stencil_shape(const StencilConfig& config, std::size_t nx, Dtype dt
 Stencil::Stencil(const DistArray& field, const Problem& problem, const StencilConfig& config)
     : problem_(problem),
       shape_(stencil_shape(config, field.layout().row_size(), field.dtype())),
-      kernel_(prepare_stencil(field, shape_, &active_, "heat_step")),
-      edges_(prepare_stencil(field, shape_, nullptr, "heat_edges")) {
+      kernel_(prepare_stencil(field, field.queue(), shape_, &active_, "heat_step")),
+      edges_(prepare_stencil(field, edges_queue(field, config), shape_, nullptr, "heat_edges")) {
   if (field.layout().halo().width != 1 || field.layout().halo().periodic) {
     throw LogicError(ErrorInfo{.what = "the heat field needs one open (non-periodic) halo row",
                                .call = "skein::heat::Stencil"});
   }
+}
+
+const Queue& Stencil::edges_queue(const DistArray& field, const StencilConfig& config) {
+  if (!config.edges_queue) return field.queue();
+  const Queue& q = *config.edges_queue;
+  bool fits = q.context() == field.queue().context();
+  for (std::size_t d : field.queue().device_idxs()) fits = fits && q.has_device(d);
+  if (!fits) {
+    throw LogicError(ErrorInfo{.what = "the edge kernel's queue is of another context, or lacks a device of the field's queue",
+                               .call = "skein::heat::Stencil",
+                               .hint = "give a Queue(field.queue().context(), field.queue().device_idxs(), ...)"});
+  }
+  return q;
 }
 
 void Stencil::step(const DistArray& in, const DistArray& out) const {

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -84,6 +85,9 @@ struct StencilConfig {
   StencilVariant variant = StencilVariant::automatic;
   unsigned rows_per_item = 0;
   std::size_t local_x = 0, local_y = 0;
+  // The queue step_edges() launches on (a queue of the field's context with its devices; e.g. a
+  // high-priority queue that also moves the halos). Unset: the field's queue.
+  std::optional<Queue> edges_queue;
 };
 
 // The kernel a Stencil runs: its variant (never automatic), W elements per work item along a row
@@ -122,6 +126,9 @@ class Stencil {
   // The step in two parts, for moving the halos while the interior is computed: step_interior()
   // updates every block's rows but its first and last (it reads no halo row), step_edges() those
   // two (after the halo exchange). Together they compute what step() does, bit for bit.
+  // step_edges() runs on StencilConfig::edges_queue where one was given: the caller orders it
+  // against the field's queue (it reads what the previous step wrote; step_interior() of the same
+  // step writes other rows, so the two may run at once).
   void step_interior(const DistArray& in, const DistArray& out) const;
   void step_edges(const DistArray& in, const DistArray& out) const;
 
@@ -140,6 +147,7 @@ class Stencil {
 
   void launch_rows(const DistArray& in, const DistArray& out, std::size_t local_device,
                    std::size_t r_begin, std::size_t r_end) const;
+  static const Queue& edges_queue(const DistArray& field, const StencilConfig& config);
 };
 
 // Collective: max |a - b| over the whole field (interior rows), the same on every rank. Only reads

@@ -86,21 +86,25 @@ struct Options {
   std::size_t devices_per_rank = 0;
   std::string json_file;
   std::string halo_exchange = "overlapped";
+  std::string halo_priority = "high";
   std::string stencil_variant = "auto";
   std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
 };
 
-// One time step, u -> v, as --halo-exchange says. Overlapped: the halo queue waits for the work
-// on the fields' queue so far (the previous step wrote u's edge rows there), the interior kernel
-// is enqueued, the halos move on the halo queue (with the MPI backend the host waits for them
-// here while the device computes the interior), and the edge kernel waits for them.
+// One time step, u -> v, as --halo-exchange says. Overlapped: a second queue (the halo queue, of
+// --halo-priority) moves the halos and runs the edge rows' kernel, while the fields' queue runs the
+// interior's. Per step: the halo queue waits for the fields' queue (the previous step, whose edge
+// rows it sends and whose rows next to them the edge kernel reads), the interior kernel is
+// enqueued, the halos move on the halo queue (with the MPI backend the host waits for them here
+// while the device computes the interior), the edge kernel follows them there (it writes other
+// rows of v than the interior kernel, so the two may run at once), and the fields' queue waits
+// for it, so that whatever comes next on the fields' queue sees the whole step.
 class Stepper {
  public:
-  Stepper(const DistArray& field, const skein::heat::Stencil& stencil, bool overlapped)
-      : stencil_(stencil), queue_(field.queue()) {
-    // With one member there are no halos to move: the plain step.
-    if (overlapped && field.communicator().size() > 1) {
-      halo_queue_.emplace(queue_.context(), queue_.device_idxs());
+  // `halo_queue`: the queue of the overlapped step (the Stencil's edges_queue); none: serial.
+  Stepper(const DistArray& field, const skein::heat::Stencil& stencil, std::optional<skein::Queue> halo_queue)
+      : stencil_(stencil), queue_(field.queue()), halo_queue_(std::move(halo_queue)) {
+    if (halo_queue_) {
       for (const skein::LocalBlock& b : field.blocks()) devices_.push_back(b.device_idx);
     }
   }
@@ -115,21 +119,23 @@ class Stepper {
     for (std::size_t d : devices_) halo_queue_->wait_for(queue_.record_marker(d), d);
     stencil_.step_interior(u, v);
     u.exchange_halos(*halo_queue_);
-    for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
     stencil_.step_edges(u, v);
+    for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
   }
-  // The kernels of a step without the exchange (for the exposed halo time).
+  // The kernels of a step without the exchange (for the exposed halo time), on the same queues.
   void kernels_only(const DistArray& u, const DistArray& v) const {
     if (halo_queue_) {
+      for (std::size_t d : devices_) halo_queue_->wait_for(queue_.record_marker(d), d);
       stencil_.step_interior(u, v);
       stencil_.step_edges(u, v);
+      for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
     } else {
       stencil_.step(u, v);
     }
   }
   void synchronize() const {
-    queue_.synchronize();
     if (halo_queue_) halo_queue_->synchronize();
+    queue_.synchronize();
   }
 
  private:
@@ -163,16 +169,18 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// Device milliseconds of f on one device, median of `repeat` runs after one warm-up run.
+// Device milliseconds of one f on one device: `per` runs back to back between two events, the
+// median over `repeat` such batches after one warm-up batch. (Events around a single run of a
+// kernel of tens of microseconds add microseconds of their own that move from run to run.)
 template <class F>
-double device_ms(const skein::Queue& queue, std::size_t device_idx, int repeat, F&& f) {
+double device_ms(const skein::Queue& queue, std::size_t device_idx, int repeat, int per, F&& f) {
   std::vector<double> ms;
   for (int i = 0; i <= repeat; ++i) {
     const skein::Event start = queue.record_event(device_idx);
-    f();
+    for (int k = 0; k < per; ++k) f();
     const skein::Event stop = queue.record_event(device_idx);
     stop.wait();
-    if (i > 0) ms.push_back(stop.time_since(start));
+    if (i > 0) ms.push_back(stop.time_since(start) / per);
   }
   return median(ms);
 }
@@ -207,15 +215,15 @@ Performance measure(const DistArray& u, const DistArray& v, const skein::heat::S
 
   // Device figures, one device at a time. These write only v (the previous step's field, which
   // nothing reads any more) and u's halo rows, never u's interior.
-  constexpr int repeat = 5;
+  constexpr int repeat = 5, per = 10;
   double floor = 0, kernel = 0, copy_bps = 0;
   bool any = false;
   std::size_t bytes = 0;
   for (std::size_t l = 0; l < u.local_size(); ++l) {
     const skein::LocalBlock& b = u.block(l);
     if (b.rows.empty()) continue;
-    const double copy_ms = device_ms(queue, b.device_idx, repeat, [&] { v.local(l).set(b.interior); });
-    const double kernel_ms = device_ms(queue, b.device_idx, repeat, [&] { stencil.step_block(u, v, l); });
+    const double copy_ms = device_ms(queue, b.device_idx, repeat, per, [&] { v.local(l).set(b.interior); });
+    const double kernel_ms = device_ms(queue, b.device_idx, repeat, per, [&] { stencil.step_block(u, v, l); });
     const std::size_t block_bytes = stencil.bytes_per_step(u, l);
     const double bps = static_cast<double>(block_bytes) / (copy_ms * 1e-3);  // read + write
     floor = std::max(floor, copy_ms * 1e-3);
@@ -338,8 +346,17 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
       skein::BlockLayout::over(comm, {ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
   DistArray u(comm, queue, layout, dtype);
   DistArray v(comm, queue, layout, dtype);
+  // The overlapped step's second queue (with one member there are no halos to move: the plain
+  // step). High priority by default: on CUDA its copies' and edge kernel's blocks are scheduled
+  // ahead of the interior's waiting ones (of this rank, and of every rank under MPS).
+  std::optional<skein::Queue> halo_queue;
+  if (o.halo_exchange == "overlapped" && comm.size() > 1) {
+    halo_queue.emplace(queue.context(), queue.device_idxs(),
+                       o.halo_priority == "high" ? skein::QueuePriority::high() : skein::QueuePriority::low());
+    stencil_config.edges_queue = halo_queue;
+  }
   const skein::heat::Stencil stencil(u, problem, stencil_config);
-  const Stepper stepper(u, stencil, o.halo_exchange == "overlapped");
+  const Stepper stepper(u, stencil, halo_queue);
 
   if (root) {
     fmt::print("skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, {})\n",
@@ -601,6 +618,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
         j["t_halo_s"] = perf->t_halo;
         j["halo_share"] = perf->t_halo / perf->t_step;
         j["halo_exchange"] = perf->overlapped ? "overlapped" : "serial";
+        if (perf->overlapped) j["halo_priority"] = o.halo_priority;
         j["t_compute_s"] = perf->t_compute;
         j["halo_exposed_s"] = std::max(0.0, perf->t_step - perf->t_compute);
         j["halo_exposed_share"] = std::max(0.0, perf->t_step - perf->t_compute) / perf->t_step;
@@ -655,6 +673,10 @@ int main(int argc, char** argv) {
                  "overlapped: halos move on a second queue while the interior is computed; serial: "
                  "exchange, then compute")
       .one_of({"overlapped", "serial"});
+  app.add_option("--halo-priority", o.halo_priority,
+                 "The priority of the overlapped step's halo queue (its copies and edge kernel): high "
+                 "(the device's most urgent, the default) or low (that of every other queue)")
+      .one_of({"high", "low"});
   app.add_option("--stencil-variant", o.stencil_variant,
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "

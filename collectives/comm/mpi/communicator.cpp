@@ -124,8 +124,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
     if (phases_.executions > 0) {
       const double n = static_cast<double>(phases_.executions) * 1e3;
       std::fprintf(stderr,
-                   "[skein rank %d] MPI backend: %lld exchanges, host us per exchange: waiting for "
-                   "the previous host->device copies %.2f, staging (device->host enqueued) %.2f, "
+                   "[skein rank %d] MPI backend: %lld exchanges, host us per exchange: ordering "
+                   "after the previous host->device copies %.2f, staging (device->host enqueued) %.2f, "
                    "synchronising the queues %.2f, agreement %.2f, MPI (post and wait) %.2f, "
                    "host->device enqueued %.2f\n",
                    rank_, phases_.executions, static_cast<double>(phases_.ns[0]) / n,
@@ -279,10 +279,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
     m.queue->read(dst, *buffer, from_recv ? m.recv_offset : m.send_offset, bytes, false);
   }
 
+  // An event per queue is recorded after the call's last write to it (execute()).
   void write(const MemberBuffers& m, const std::byte* src, std::size_t bytes) {
     if (bytes == 0) return;
     m.queue->write(*const_cast<BufferAdapter*>(m.recv), m.recv_offset, src, bytes, false);
-    pending_events_.push_back(m.queue->record());
+    if (std::find(written_.begin(), written_.end(), m.queue) == written_.end()) written_.push_back(m.queue);
   }
 
   int rank_of_member(int member) const { return map_.member_rank[static_cast<std::size_t>(member)]; }
@@ -573,21 +574,34 @@ class MpiBackend final : public CollectiveBackendAdapter {
       phases_.ns[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - mark).count();
       mark = now;
     };
-    drain();
+    std::vector<QueueAdapter*> queues;
+    for (const auto& c : calls) {
+      for (const auto& m : c.members) {
+        if (std::find(queues.begin(), queues.end(), m.queue) == queues.end()) queues.push_back(m.queue);
+      }
+    }
+    // Earlier calls' host -> device copies may still read the slots that this call's device ->
+    // host copies write: the call's queues wait for them on the device (the host does not, so it
+    // enqueues the copies at once), and the synchronisation below makes sure they are done before
+    // MPI or the host writes a slot. A call without queues waits on the host.
+    if (queues.empty()) {
+      drain();
+    } else {
+      for (auto* q : queues) {
+        for (auto& e : pending_events_) q->wait_for(*e);
+      }
+    }
     phase(0);
     std::vector<Plan> plans(calls.size());
     std::size_t next_slot = 0;
-    std::vector<QueueAdapter*> queues;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       plans[i].call = &calls[i];
       stage(plans[i], next_slot);
-      for (const auto& m : calls[i].members) {
-        if (std::find(queues.begin(), queues.end(), m.queue) == queues.end()) queues.push_back(m.queue);
-      }
     }
     phase(1);
     // The staged inputs (and, for a barrier, the queues' earlier work) must be complete.
     for (auto* q : queues) q->synchronize();
+    pending_events_.clear();  // the queues waited for them
     phase(2);
     // The agreement check ran alongside the staging: nothing goes to another rank unless every
     // rank makes the same call.
@@ -617,7 +631,15 @@ class MpiBackend final : public CollectiveBackendAdapter {
       throw TimeoutError(std::move(info));
     }
     phase(4);
-    for (auto& p : plans) finish(p);
+    written_.clear();
+    try {
+      for (auto& p : plans) finish(p);
+    } catch (...) {
+      // The copies enqueued so far still read the slots: the next call waits for them too.
+      for (auto* q : written_) pending_events_.push_back(q->record_untimed());
+      throw;
+    }
+    for (auto* q : written_) pending_events_.push_back(q->record_untimed());
     phase(5);
     if (profile) ++phases_.executions;
   }
@@ -645,6 +667,7 @@ class MpiBackend final : public CollectiveBackendAdapter {
   std::vector<CollectiveCall> grouped_;
   std::vector<HostBuffer> slots_;
   std::vector<std::shared_ptr<EventAdapter>> pending_events_;
+  std::vector<QueueAdapter*> written_;  // execute(): the queues finish() wrote on
   std::map<std::pair<Dtype, ReduceOp>, MPI_Op> user_ops_;  // created on first use
 };
 
