@@ -37,6 +37,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 #include <type_traits>
 
 #include "skein/detail/adapter.hpp"
@@ -184,6 +185,10 @@ class MpiBackend final : public CollectiveBackendAdapter {
     // of the process rather than returned to the context (a rare, bounded cost after a fault).
     keep_until_exit(std::move(slots_));
     slots_.clear();
+    for (auto& set : recv_slots_) {
+      keep_until_exit(std::move(set));
+      set.clear();
+    }
     pending_events_.clear();
     grouped_.clear();
     group_depth_ = 0;
@@ -200,6 +205,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
     std::byte* out = nullptr;    // where the result is read from
     std::vector<std::byte*> outs;  // all_to_all: per member
     std::vector<int> counts, displs, counts2, displs2;
+    std::size_t recv_slot = 0;  // recv: its slot in the batch's set
+    bool posted = false;        // recv: its MPI_Irecv is posted already
   };
 
   void check_usable() const {
@@ -250,21 +257,28 @@ class MpiBackend final : public CollectiveBackendAdapter {
 
   // Host staging memory: slot i of the current batch, at least `bytes` long. Slots are kept
   // between calls and grown geometrically.
-  std::byte* slot(std::size_t i, std::size_t bytes) {
+  std::byte* slot(std::size_t i, std::size_t bytes) { return grow(slots_, i, bytes); }
+  // A receive's slot: of the current batch's set.
+  std::byte* recv_slot(std::size_t i, std::size_t bytes) { return grow(recv_slots_[batches_ % 2], i, bytes); }
+  std::byte* grow(std::vector<HostBuffer>& set, std::size_t i, std::size_t bytes) {
     bytes = std::max<std::size_t>(bytes, 64);
-    if (slots_.size() <= i) slots_.resize(i + 1);
-    if (slots_[i].size() < bytes) {
-      const std::size_t grown = std::max(bytes, slots_[i].size() * 2);
-      slots_[i] = HostBuffer();  // free before allocating the larger one
-      slots_[i] = HostBuffer::allocate(context_, grown);
+    if (set.size() <= i) set.resize(i + 1);
+    if (set[i].size() < bytes) {
+      const std::size_t grown = std::max(bytes, set[i].size() * 2);
+      set[i] = HostBuffer();  // free before allocating the larger one
+      set[i] = HostBuffer::allocate(context_, grown);
     }
-    return slots_[i].data();
+    return set[i].data();
   }
 
-  // Earlier calls' host -> device copies may still read the slots.
-  void drain() {
-    for (auto& e : pending_events_) e->wait();
-    pending_events_.clear();
+  // Earlier calls' host -> device copies may still read the slots: waits for those of batches
+  // before `batch` (all of them by default).
+  void drain(std::uint64_t batch = UINT64_MAX) {
+    std::erase_if(pending_events_, [&](Pending& p) {
+      if (p.batch >= batch) return false;
+      p.event->wait();
+      return true;
+    });
   }
   void drain_noexcept() noexcept {
     try {
@@ -345,7 +359,7 @@ class MpiBackend final : public CollectiveBackendAdapter {
         read(c.members.at(0), p.work, n * es);
         break;
       case CollectiveOp::recv:
-        p.work = slot(next_slot++, n * es);
+        p.work = recv_slot(p.recv_slot, n * es);
         break;
       case CollectiveOp::barrier:
         break;
@@ -489,6 +503,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
         break;
       }
       case CollectiveOp::recv: {
+        p.out = p.work;
+        if (p.posted) break;
+        p.posted = true;
         const int dst = static_cast<int>(first_member_ + c.members.at(0).local_device);
         const int count = checked_int(n, "recv's data");
         const int t = tag(c.peer, dst);
@@ -564,6 +581,31 @@ class MpiBackend final : public CollectiveBackendAdapter {
     }
   }
 
+  // After a failure between posting and waiting: the first `receives` requests (receives posted
+  // early) are cancelled and given a second to complete (a matched one completes first); whatever
+  // is still outstanding after that, or was posted after them (sends, collectives: MPI cannot
+  // cancel those), is left to MPI with the slots kept for the rest of the process: abort().
+  void cancel(std::vector<MPI_Request>& requests, std::size_t receives) noexcept {
+    for (std::size_t i = 0; i < receives; ++i) {
+      if (requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests[i]);
+    }
+    const auto until = CollectiveClock::now() + std::chrono::seconds(1);
+    bool left = false;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (i >= receives) {
+        left = left || requests[i] != MPI_REQUEST_NULL;
+        continue;
+      }
+      int done = 0;
+      while (requests[i] != MPI_REQUEST_NULL && MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             !done && CollectiveClock::now() < until) {
+        std::this_thread::yield();
+      }
+      left = left || (requests[i] != MPI_REQUEST_NULL && !done);
+    }
+    if (left) abort();
+  }
+
   void execute(std::span<const CollectiveCall> calls, CollectiveClock::time_point deadline) {
     // With SKEIN_PROFILE_COLLECTIVES=1, the host time of each phase (printed at the end).
     const bool profile = detail::call_profile().on;
@@ -580,6 +622,7 @@ class MpiBackend final : public CollectiveBackendAdapter {
         if (std::find(queues.begin(), queues.end(), m.queue) == queues.end()) queues.push_back(m.queue);
       }
     }
+    const std::uint64_t batch = batches_++;
     // Earlier calls' host -> device copies may still read the slots that this call's device ->
     // host copies write: the call's queues wait for them on the device (the host does not, so it
     // enqueues the copies at once), and the synchronisation below makes sure they are done before
@@ -588,20 +631,62 @@ class MpiBackend final : public CollectiveBackendAdapter {
       drain();
     } else {
       for (auto* q : queues) {
-        for (auto& e : pending_events_) q->wait_for(*e);
+        for (auto& e : pending_events_) q->wait_for(*e.event);
       }
     }
     phase(0);
     std::vector<Plan> plans(calls.size());
-    std::size_t next_slot = 0;
+    std::size_t next_slot = 0, next_recv_slot = 0;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       plans[i].call = &calls[i];
+      if (calls[i].op == CollectiveOp::recv) plans[i].recv_slot = next_recv_slot++;
       stage(plans[i], next_slot);
     }
     phase(1);
-    // The staged inputs (and, for a barrier, the queues' earlier work) must be complete.
-    for (auto* q : queues) q->synchronize();
-    pending_events_.clear();  // the queues waited for them
+    std::vector<MPI_Request> requests;
+    std::string what;
+    if (calls.size() == 1) {
+      what = fmt::format("MPI's part of {}", name(calls[0].op));
+    } else {
+      what = fmt::format("MPI's part of a group of {} operations", calls.size());
+    }
+    // Point-to-point receives (no agreement check holds them back) are posted now, into this
+    // batch's set of receive slots, which no earlier copy reads any more (those of two batches
+    // back were waited for by the last batch, unless it failed first: then here): a sender's
+    // message then arrives, and its rendezvous progresses, while this rank waits for its own
+    // device -> host copies below, instead of after them.
+    const bool early = std::any_of(plans.begin(), plans.end(), [](const Plan& p) { return p.call->op == CollectiveOp::recv; }) &&
+                       std::none_of(calls.begin(), calls.end(), [](const CollectiveCall& c) { return c.agreement != nullptr; });
+    try {
+      if (early) {
+        drain(batch == 0 ? 0 : batch - 1);
+        for (auto& p : plans) {
+          if (p.call->op == CollectiveOp::recv) start(p, next_slot, requests);
+        }
+      }
+      // The staged inputs (and, for a barrier, the queues' earlier work) must be complete. With
+      // receives posted, MPI is kept progressing while the host waits.
+      if (early) {
+        std::vector<std::shared_ptr<EventAdapter>> staged;
+        for (auto* q : queues) staged.push_back(q->record_untimed());
+        for (auto& e : staged) {
+          while (!e->query()) {
+            int done = 0;
+            SKEIN_MPI_CHECK(MPI_Testall, (static_cast<int>(requests.size()), requests.data(), &done,
+                                          MPI_STATUSES_IGNORE));
+            std::this_thread::yield();
+          }
+        }
+      } else {
+        for (auto* q : queues) q->synchronize();
+      }
+    } catch (...) {
+      cancel(requests, requests.size());
+      throw;
+    }
+    // The queues waited for the earlier copies (or, without queues, the host did: drain()).
+    pending_events_.clear();
+    const std::size_t posted_early = requests.size();
     phase(2);
     // The agreement check ran alongside the staging: nothing goes to another rank unless every
     // rank makes the same call.
@@ -610,13 +695,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
       if (c.agreement != nullptr && !carries(c)) c.agreement->complete();
     }
     phase(3);
-    std::vector<MPI_Request> requests;
-    for (auto& p : plans) start(p, next_slot, requests);
-    std::string what;
-    if (calls.size() == 1) {
-      what = fmt::format("MPI's part of {}", name(calls[0].op));
-    } else {
-      what = fmt::format("MPI's part of a group of {} operations", calls.size());
+    try {
+      for (auto& p : plans) start(p, next_slot, requests);
+    } catch (...) {
+      cancel(requests, posted_early);
+      throw;
     }
     ++executions_;
     try {
@@ -636,10 +719,10 @@ class MpiBackend final : public CollectiveBackendAdapter {
       for (auto& p : plans) finish(p);
     } catch (...) {
       // The copies enqueued so far still read the slots: the next call waits for them too.
-      for (auto* q : written_) pending_events_.push_back(q->record_untimed());
+      for (auto* q : written_) pending_events_.push_back({batch, q->record_untimed()});
       throw;
     }
-    for (auto* q : written_) pending_events_.push_back(q->record_untimed());
+    for (auto* q : written_) pending_events_.push_back({batch, q->record_untimed()});
     phase(5);
     if (profile) ++phases_.executions;
   }
@@ -666,8 +749,18 @@ class MpiBackend final : public CollectiveBackendAdapter {
   int group_depth_ = 0;
   std::vector<CollectiveCall> grouped_;
   std::vector<HostBuffer> slots_;
-  std::vector<std::shared_ptr<EventAdapter>> pending_events_;
+  // Host -> device copies that may still read the slots, with the batch (execute()) of each.
+  struct Pending {
+    std::uint64_t batch;
+    std::shared_ptr<EventAdapter> event;
+  };
+  std::vector<Pending> pending_events_;
   std::vector<QueueAdapter*> written_;  // execute(): the queues finish() wrote on
+  // Receive slots, in two sets that batches take in turn (batch % 2): a batch's receives are
+  // posted before its queues are synchronised (execute()), while the previous batch's host ->
+  // device copies may still read the other set.
+  std::vector<HostBuffer> recv_slots_[2];
+  std::uint64_t batches_ = 0;
   std::map<std::pair<Dtype, ReduceOp>, MPI_Op> user_ops_;  // created on first use
 };
 
