@@ -93,12 +93,16 @@ struct Options {
 
 // One time step, u -> v, as --halo-exchange says. Overlapped: a second queue (the halo queue, of
 // --halo-priority) moves the halos and runs the edge rows' kernel, while the fields' queue runs the
-// interior's. Per step: the halo queue waits for the fields' queue (the previous step, whose edge
-// rows it sends and whose rows next to them the edge kernel reads), the interior kernel is
-// enqueued, the halos move on the halo queue (with the MPI backend the host waits for them here
-// while the device computes the interior), the edge kernel follows them there (it writes other
-// rows of v than the interior kernel, so the two may run at once), and the fields' queue waits
-// for it, so that whatever comes next on the fields' queue sees the whole step.
+// interior's. Per step: a marker is recorded on the fields' queue (the previous step's interior),
+// the interior kernel is enqueued, the halos move on the halo queue (with the MPI backend the host
+// waits for them here while the device computes the interior), the edge kernel follows them there
+// once the marker is passed (it reads rows the previous interior wrote and writes rows it read;
+// it writes other rows of v than this step's interior, so the two may run at once), and the
+// fields' queue waits for it, so that the next step, and whatever comes after on the fields'
+// queue, sees the whole step. The halos' device -> host copies wait for nothing but the halo
+// queue's own work: the edge rows they send were written by the previous step's edge kernel there.
+// Only the first step after synchronize() has the halo queue wait for the fields' queue first (the
+// fields were written there). Between steps the fields' queue may read the fields, not write them.
 class Stepper {
  public:
   // `halo_queue`: the queue of the overlapped step (the Stencil's edges_queue); none: serial.
@@ -116,9 +120,15 @@ class Stepper {
       stencil_.step(u, v);
       return;
     }
-    for (std::size_t d : devices_) halo_queue_->wait_for(queue_.record_marker(d), d);
+    markers_.clear();
+    for (std::size_t d : devices_) markers_.push_back(queue_.record_marker(d));
+    if (!ordered_) {
+      for (std::size_t i = 0; i < devices_.size(); ++i) halo_queue_->wait_for(markers_[i], devices_[i]);
+      ordered_ = true;
+    }
     stencil_.step_interior(u, v);
     u.exchange_halos(*halo_queue_);
+    for (std::size_t i = 0; i < devices_.size(); ++i) halo_queue_->wait_for(markers_[i], devices_[i]);
     stencil_.step_edges(u, v);
     for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
   }
@@ -136,6 +146,7 @@ class Stepper {
   void synchronize() const {
     if (halo_queue_) halo_queue_->synchronize();
     queue_.synchronize();
+    ordered_ = false;
   }
 
  private:
@@ -143,6 +154,8 @@ class Stepper {
   skein::Queue queue_;
   std::optional<skein::Queue> halo_queue_;
   std::vector<std::size_t> devices_;
+  mutable std::vector<skein::Event> markers_;  // per step: the fields' queue before the interior
+  mutable bool ordered_ = false;               // the halo queue is after the fields' last writes
 };
 
 // An error every rank raises alike (bad options, a checkpoint that does not fit them or is
