@@ -28,7 +28,8 @@
 #              OpenCL, and 4099 x 4097 float32 once per --stencil-variant (rows, aligned, flat:
 #              heat-floor-<api>-float32-small-<variant>.json); and its halo exchange, overlapped
 #              with the interior and not, on 2 and 4 ranks sharing the first GPU (MPI backend),
-#              time-sliced and under MPS (a private daemon of the script's own); skein-cg's
+#              time-sliced and under MPS (a private daemon of the script's own; there also 4
+#              ranks overlapped with --halo-priority low, and 4 ranks on 8195 x 8193); skein-cg's
 #              iteration against its floor at 8192 x 8192 float64 (stencil.log,
 #              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
 #   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
@@ -395,6 +396,12 @@ if want stencil && ((ngpu > 0)); then
             --report-every 100 --halo-exchange $mode --json "$OUTDIR/heat-halo-mps-$np-$mode.json"
         done
       done
+      # The overlapped step with its halo queue at the priority of every other queue (the default
+      # is the device's most urgent): what the priority gives.
+      step "halo-mps-4-overlapped-low" "$OUTDIR/stencil.log" timeout 300 mpirun -np 4 --oversubscribe \
+        "${one_gpu[@]}" -x CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" -x SKEIN_API=cuda \
+        -x SKEIN_SHARE_DEVICES=1 "$heat_bin" --nx 4099 --ny 4097 --dtype float64 --steps 600 \
+        --report-every 100 --halo-priority low --json "$OUTDIR/heat-halo-mps-4-overlapped-low.json"
       # Four ranks on a grid of 4 x the points: each rank's interior takes 4 x as long, its
       # exchange (two neighbours, staged through the host) about as long as before.
       for mode in serial overlapped; do
