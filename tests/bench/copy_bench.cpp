@@ -1,6 +1,6 @@
 // skein-bench-copy: Skein's CUDA transfers against the CUDA runtime's, measured side by side in
 // one run (same sizes, same iteration counts, same timing method: events around each transfer,
-// median over the iterations after a warm-up).
+// median over the iterations after a warm-up; Skein's and the runtime's transfers alternate).
 //
 //   skein-bench-copy [--sizes-mib 64,1024] [--iterations 50] [--warmup 5] [--json FILE]
 //
@@ -31,6 +31,7 @@
 #include <skein/skein.hpp>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -92,29 +93,42 @@ double time_skein(const Settings& s, const skein::Queue& queue, std::size_t devi
   return median(ms);
 }
 
-// The same with the CUDA runtime's events on `stream` of `device`.
-double time_cudart(const Settings& s, int device, cudaStream_t stream,
-                   const std::function<void()>& transfer) {
+// Skein's transfer and the CUDA runtime's, one after the other in every iteration (after the
+// warm-up of both), so that neither is measured in a moment the other is not (a link still
+// waking up, another load on the machine): the medians of each.
+std::pair<double, double> time_alternating(const Settings& s, const skein::Queue& queue,
+                                           std::size_t device_idx,
+                                           const std::function<void()>& skein_transfer, int device,
+                                           cudaStream_t stream,
+                                           const std::function<void()>& cudart_transfer) {
+  for (int i = 0; i < s.warmup; ++i) skein_transfer();
+  queue.synchronize();
   BENCH_CUDART(cudaSetDevice(device));
+  for (int i = 0; i < s.warmup; ++i) cudart_transfer();
+  BENCH_CUDART(cudaStreamSynchronize(stream));
   cudaEvent_t start = nullptr;
   cudaEvent_t end = nullptr;
   BENCH_CUDART(cudaEventCreate(&start));
   BENCH_CUDART(cudaEventCreate(&end));
-  for (int i = 0; i < s.warmup; ++i) transfer();
-  BENCH_CUDART(cudaStreamSynchronize(stream));
-  std::vector<double> ms;
+  std::vector<double> skein_ms, cudart_ms;
   for (int i = 0; i < s.iterations; ++i) {
+    const skein::Event a = queue.record_event(device_idx);
+    skein_transfer();
+    const skein::Event b = queue.record_event(device_idx);
+    b.wait();
+    skein_ms.push_back(b.time_since(a));
+    BENCH_CUDART(cudaSetDevice(device));
     BENCH_CUDART(cudaEventRecord(start, stream));
-    transfer();
+    cudart_transfer();
     BENCH_CUDART(cudaEventRecord(end, stream));
     BENCH_CUDART(cudaEventSynchronize(end));
     float elapsed = 0;
     BENCH_CUDART(cudaEventElapsedTime(&elapsed, start, end));
-    ms.push_back(elapsed);
+    cudart_ms.push_back(elapsed);
   }
   BENCH_CUDART(cudaEventDestroy(start));
   BENCH_CUDART(cudaEventDestroy(end));
-  return median(ms);
+  return {median(skein_ms), median(cudart_ms)};
 }
 
 // The CUDA runtime's side: memory and streams that are freed at the end of a size.
@@ -348,37 +362,36 @@ std::vector<Result> run(const Settings& s, const skein::Api& api, std::size_t de
     CudartSide rt(bytes, two ? 2 : 1);
 
     Result h2d{"host->device (pinned)", bytes};
-    h2d.skein_ms = time_skein(s, queue, 0, [&] { src0.set(queue, host_in, skein::Sync::async); });
-    h2d.cudart_ms = time_cudart(s, 0, rt.stream0, [&] {
-      BENCH_CUDART(cudaMemcpyAsync(rt.src0, rt.host, bytes, cudaMemcpyHostToDevice, rt.stream0));
-    });
+    std::tie(h2d.skein_ms, h2d.cudart_ms) = time_alternating(
+        s, queue, 0, [&] { src0.set(queue, host_in, skein::Sync::async); }, 0, rt.stream0, [&] {
+          BENCH_CUDART(cudaMemcpyAsync(rt.src0, rt.host, bytes, cudaMemcpyHostToDevice, rt.stream0));
+        });
     check_bytes(queue, src0, 0x5a, "host->device");
     results.push_back(h2d);
 
     Result d2h{"device->host (pinned)", bytes};
-    d2h.skein_ms =
-        time_skein(s, queue, 0, [&] { src0.get(queue, host.bytes(), skein::Sync::async); });
-    d2h.cudart_ms = time_cudart(s, 0, rt.stream0, [&] {
-      BENCH_CUDART(cudaMemcpyAsync(rt.host, rt.src0, bytes, cudaMemcpyDeviceToHost, rt.stream0));
-    });
+    std::tie(d2h.skein_ms, d2h.cudart_ms) = time_alternating(
+        s, queue, 0, [&] { src0.get(queue, host.bytes(), skein::Sync::async); }, 0, rt.stream0, [&] {
+          BENCH_CUDART(cudaMemcpyAsync(rt.host, rt.src0, bytes, cudaMemcpyDeviceToHost, rt.stream0));
+        });
     results.push_back(d2h);
 
     if (two) {
       Result peer{"device 0->device 1", bytes};
-      peer.skein_ms = time_skein(s, queue, 1, [&] { dst1->set(queue, src0, skein::Sync::async); });
-      peer.cudart_ms = time_cudart(s, 1, rt.stream1, [&] {
-        BENCH_CUDART(cudaMemcpyPeerAsync(rt.dst1, 1, rt.src0, 0, bytes, rt.stream1));
-      });
+      std::tie(peer.skein_ms, peer.cudart_ms) = time_alternating(
+          s, queue, 1, [&] { dst1->set(queue, src0, skein::Sync::async); }, 1, rt.stream1, [&] {
+            BENCH_CUDART(cudaMemcpyPeerAsync(rt.dst1, 1, rt.src0, 0, bytes, rt.stream1));
+          });
       check_bytes(queue, *dst1, 0x5a, "device 0->device 1");
       results.push_back(peer);
     }
 
     Result d2d{"device 0->device 0", bytes};
-    d2d.skein_ms = time_skein(s, queue, 0, [&] { dst0.set(queue, src0, skein::Sync::async); });
-    d2d.cudart_ms = time_cudart(s, 0, rt.stream0, [&] {
-      BENCH_CUDART(
-          cudaMemcpyAsync(rt.dst0, rt.src0, bytes, cudaMemcpyDeviceToDevice, rt.stream0));
-    });
+    std::tie(d2d.skein_ms, d2d.cudart_ms) = time_alternating(
+        s, queue, 0, [&] { dst0.set(queue, src0, skein::Sync::async); }, 0, rt.stream0, [&] {
+          BENCH_CUDART(
+              cudaMemcpyAsync(rt.dst0, rt.src0, bytes, cudaMemcpyDeviceToDevice, rt.stream0));
+        });
     check_bytes(queue, dst0, 0x5a, "device 0->device 0");
     results.push_back(d2d);
     queue.synchronize();
