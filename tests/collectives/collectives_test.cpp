@@ -529,6 +529,59 @@ TEST_P(Collectives, SendRecvRingInAGroup) {
   }
 }
 
+// Exchanges back to back with nothing waited for on the host between them, as a time loop does:
+// each step passes on what the step before received (so a step's sends read what its receives'
+// copies wrote), then steps of growing sizes (the backend's staging memory grows while earlier
+// copies may still be in flight). Every result is checked once at the end.
+TEST_P(Collectives, SendRecvRingPipelined) {
+  const std::size_t M = s_.M(), L = s_.L();
+  if (M < 2) GTEST_SKIP() << "needs two members";
+  const Dtype dtype = Dtype::int32;
+  const std::size_t n = 1000, steps = 7;
+  std::vector<Array> a, b;
+  for (std::size_t l = 0; l < L; ++l) {
+    a.push_back(s_.upload(l, dtype, movement_bytes(dtype, s_.member(l), 0, n)));
+    b.push_back(s_.make(l, dtype, n));
+  }
+  for (std::size_t k = 0; k < steps; ++k) {
+    s_.comm->group_start();
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::size_t m = s_.member(l);
+      s_.comm->send(*s_.queue, l, a[l], static_cast<int>((m + 1) % M));
+      s_.comm->recv(*s_.queue, l, b[l], static_cast<int>((m + M - 1) % M));
+    }
+    s_.comm->group_end();
+    std::swap(a, b);
+  }
+  // Growing messages: every send array is made first, then the exchanges run back to back.
+  std::vector<std::vector<Array>> out(steps), in(steps);
+  for (std::size_t k = 0; k < steps; ++k) {
+    for (std::size_t l = 0; l < L; ++l) {
+      out[k].push_back(s_.upload(l, dtype, movement_bytes(dtype, s_.member(l), k, (n << k) + k)));
+      in[k].push_back(s_.make(l, dtype, (n << k) + k));
+    }
+  }
+  for (std::size_t k = 0; k < steps; ++k) {
+    s_.comm->group_start();
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::size_t m = s_.member(l);
+      s_.comm->send(*s_.queue, l, out[k][l], static_cast<int>((m + 1) % M));
+      s_.comm->recv(*s_.queue, l, in[k][l], static_cast<int>((m + M - 1) % M));
+    }
+    s_.comm->group_end();
+  }
+  s_.queue->synchronize();
+  for (std::size_t l = 0; l < L; ++l) {
+    const std::size_t m = s_.member(l);
+    expect_bytes(Rig::download(a[l]), movement_bytes(dtype, (m + M * steps - steps) % M, 0, n), dtype,
+                 fmt::format("after {} passes", steps));
+    for (std::size_t k = 0; k < steps; ++k) {
+      expect_bytes(Rig::download(in[k][l]), movement_bytes(dtype, (m + M - 1) % M, k, (n << k) + k), dtype,
+                   fmt::format("growing step {}", k));
+    }
+  }
+}
+
 TEST_P(Collectives, SendRecvBetweenRanksWithoutAGroup) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   // Rank 0's first member sends to rank 1's first member: blocking calls on different ranks.

@@ -264,6 +264,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
     bytes = std::max<std::size_t>(bytes, 64);
     if (set.size() <= i) set.resize(i + 1);
     if (set[i].size() < bytes) {
+      // The old slot is freed: no earlier host -> device copy (the queues only wait for them on
+      // the device, execute()) may still read it.
+      drain();
       const std::size_t grown = std::max(bytes, set[i].size() * 2);
       set[i] = HostBuffer();  // free before allocating the larger one
       set[i] = HostBuffer::allocate(context_, grown);
