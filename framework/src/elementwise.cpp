@@ -857,14 +857,34 @@ std::size_t ElementwiseKernel::programs_built() const { return impl_->built.load
 
 namespace {
 
+// The plan this thread called last, and the kernel object it belongs to (compared by its
+// ownership, not its address: a kernel made later at the same address is another owner, and the
+// weak reference keeps the control block, so no other owner can have it). Spares the kernel's
+// mutex and search for a thread that calls one kernel with one argument layout over and over.
+struct LastPlan {
+  std::weak_ptr<ElementwiseKernel::Impl> owner;
+  std::shared_ptr<const detail::ew::FastPlan> plan;
+};
+
 // A call through a kept plan: true when one matched and the kernel was enqueued.
-bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
+bool call_fast(const std::shared_ptr<ElementwiseKernel::Impl>& owner, const Queue& queue,
                std::span<const Operand> args, const detail::ew::CallKey& key) {
-  const auto plan = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans,
-                                          detail::impl_of(queue.context()).get(), key);
-  if (!plan) return false;
+  const ElementwiseKernel::Impl& impl = *owner;
+  thread_local LastPlan last;
+  const void* context = detail::impl_of(queue.context()).get();
+  const bool same_owner = !last.owner.owner_before(owner) && !owner.owner_before(last.owner);
+  if (!same_owner || !last.plan || last.plan->context != context || !(last.plan->key == key)) {
+    auto found = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans, context, key);
+    if (!found) return false;
+    last.owner = owner;
+    last.plan = std::move(found);
+  }
+  const detail::ew::FastPlan* plan = last.plan.get();
   const auto program = plan->program.lock();  // the program (and so the context) still alive
-  if (!program) return false;
+  if (!program) {
+    last = LastPlan{};  // gone with its context: the call goes the full way and keeps a new plan
+    return false;
+  }
   detail::ew::StackArgs pack;
   // Two arguments per array (buffer, offset); words: one per array, up to three per scalar (a
   // 16-byte value and its alignment), one per tail value.
@@ -880,8 +900,7 @@ bool call_fast(const ElementwiseKernel::Impl& impl, const Queue& queue,
     }
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
-  detail::launch_generated(*plan->kernel, queue, plan->device, plan->groups, plan->local,
-                           pack.view());
+  detail::launch_planned(*plan->kernel, queue, plan->device, plan->groups, plan->local, pack.view());
   return true;
 }
 
@@ -909,10 +928,11 @@ namespace detail {
 
 void elementwise_enqueue(const ElementwiseKernel& kernel, const Queue& queue,
                          std::span<const Operand> args) {
-  const auto& impl = *impl_of(kernel);
+  const auto& owner = impl_of(kernel);
+  const auto& impl = *owner;
   ew::CallKey key;
   const bool keyed = args.size() == impl.params.size() && ew::make_key(args, key);
-  if (keyed && call_fast(impl, queue, args, key)) return;
+  if (keyed && call_fast(owner, queue, args, key)) return;
   Plan plan = make_plan(impl, queue, args, std::nullopt);
   execute(impl, queue, plan);
   if (keyed) keep_plan(impl, queue, plan, key);

@@ -370,6 +370,12 @@ void launch(const Kernel& kernel, const Queue& queue, std::size_t device_idx, st
 // making a PreparedKernel (program.cpp).
 void launch_generated(const Kernel& kernel, const Queue& queue, std::size_t device_idx,
                       std::size_t groups, std::size_t local, std::span<const KernelArg> args);
+// The same for a call through a kept plan, whose arguments have the number, kinds and scalar
+// sizes they had when the plan was made (and launched through launch_generated): checks what can
+// differ between calls of one plan (the queue's context and devices, each buffer's context and
+// device) and leaves the rest; anything amiss goes through launch_generated, which says what.
+void launch_planned(const Kernel& kernel, const Queue& queue, std::size_t device_idx,
+                    std::size_t groups, std::size_t local, std::span<const KernelArg> args);
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b);
 std::uint64_t floor_pow2(std::uint64_t v);

@@ -630,6 +630,36 @@ void launch_generated(const Kernel& kernel, const Queue& queue, std::size_t devi
   adapter.launch(queue.device_queue(device_idx), dims, args, nullptr);
 }
 
+void launch_planned(const Kernel& kernel, const Queue& queue, std::size_t device_idx,
+                    std::size_t groups, std::size_t local, std::span<const KernelArg> args) {
+  const auto& k = *impl_of(kernel);
+  const auto& context = impl_of(queue.context());
+  const auto& devices = queue.device_idxs();
+  if (context.get() != impl_of(k.program.context()).get() ||
+      std::find(devices.begin(), devices.end(), device_idx) == devices.end() ||
+      device_idx >= k.kernels.size() || !k.kernels[device_idx]) [[unlikely]] {
+    launch_generated(kernel, queue, device_idx, groups, local, args);  // raises, saying why
+    return;
+  }
+  auto& adapter = *k.kernels[device_idx];
+  const auto& params = adapter.params();
+  bool as_planned = !params || params->size() == args.size();
+  for (const auto& arg : args) {
+    if (arg.kind == KernelArg::Kind::buffer) {
+      as_planned = as_planned && arg.context == context.get() && (!arg.array || arg.device == device_idx) &&
+                   (arg.buffer_device == device_idx || context->adapter->can_access(device_idx, arg.buffer_device));
+    }
+  }
+  if (!as_planned) [[unlikely]] {
+    launch_generated(kernel, queue, device_idx, groups, local, args);  // raises, saying why
+    return;
+  }
+  LaunchDims dims;
+  dims.global[0] = groups * local;
+  dims.local[0] = local;
+  adapter.launch(queue.device_queue(device_idx), dims, args, nullptr);
+}
+
 }  // namespace detail
 
 }  // namespace skein

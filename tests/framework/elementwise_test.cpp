@@ -173,6 +173,47 @@ TEST_P(Elementwise, KeptPlansFollowEachCall) {
   EXPECT_THROW(k(queue, {2.0f, x3, y1.view(0, {n + 8}), z1}), LogicError);
 }
 
+// A thread remembers the plan it called last: kernels made one after another with one signature
+// and call shape (the later ones likely at the address of the one before), each called in turn and
+// each after the one before is gone, compute their own operation; so does a call after its
+// context was replaced by a new one.
+TEST_P(Elementwise, KeptPlansBelongToTheirKernel) {
+  const std::size_t n = 1000;
+  const auto xs = random_reals<float>(n, 21), ys = random_reals<float>(n, 22);
+  for (int round = 0; round < 2; ++round) {
+    auto ctx = context();
+    Queue queue(ctx);
+    const Array x = Array::from_host(queue, xs), y = Array::from_host(queue, ys);
+    const Array z = Array::empty(queue, {n}, Dtype::float32);
+    for (int k = 1; k <= 4; ++k) {
+      SCOPED_TRACE(fmt::format("round {} kernel {}", round, k));
+      const auto op = fmt::format("z = a * x + {} * y", k);
+      for (int call = 0; call < 2; ++call) {
+        ElementwiseKernel kernel("float a, float x, float y", "float z", op, {.name = "kept_owner"});
+        kernel(queue, {2.0f, x, y, z});
+        kernel(queue, {2.0f, x, y, z});
+        const auto got = z.get<float>();
+        for (std::size_t i = 0; i < n; ++i) {
+          const float want = 2.0f * xs[i] + static_cast<float>(k) * ys[i];
+          ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::abs(want))) << "element " << i;
+        }
+      }
+    }
+    // Two live kernels of one signature and call shape, called in turn.
+    ElementwiseKernel plus("float a, float x, float y", "float z", "z = a * x + y", {.name = "kept_owner"});
+    ElementwiseKernel minus("float a, float x, float y", "float z", "z = a * x - y", {.name = "kept_owner"});
+    for (int call = 0; call < 4; ++call) {
+      const bool p = call % 2 == 0;
+      (p ? plus : minus)(queue, {2.0f, x, y, z});
+      const auto got = z.get<float>();
+      for (std::size_t i = 0; i < n; ++i) {
+        const float want = p ? 2.0f * xs[i] + ys[i] : 2.0f * xs[i] - ys[i];
+        ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::abs(want))) << "call " << call << " element " << i;
+      }
+    }
+  }
+}
+
 // Strided views (a transposed matrix, every other column) and NumPy broadcasting (a row against
 // a column) take the general path.
 TEST_P(Elementwise, StridedAndBroadcast) {
