@@ -9,9 +9,10 @@
 // u0 = sin(kx pi x) sin(ky pi y), by the explicit 5-point (FTCS) step of heat_solver.hpp. Each
 // step is a halo exchange (DistArray::exchange_halos: device copies between a rank's devices,
 // Communicator send/recv between ranks) and the stencil kernels, with nothing waited for on the
-// host. By default (--halo-exchange overlapped) the exchange runs on a second queue while the
-// kernel updates every block's interior rows, then a second kernel updates the two edge rows of
-// each block, which read the halos; --halo-exchange serial exchanges first, then runs one kernel.
+// host. By default (--halo-exchange overlapped) the exchange runs on a second queue (of the
+// device's highest priority; --halo-priority) while the kernel updates every block's interior
+// rows, and a second kernel updates the two edge rows of each block, which read the halos, on that
+// queue after them; --halo-exchange serial exchanges first, then runs one kernel.
 // --stencil-variant picks how the stencil kernel maps its work items onto the grid (rows, aligned,
 // flat: heat_solver.hpp's StencilVariant), all giving the same bits; --stencil-shape tunes it.
 // Every --report-every steps the ranks agree on the residual max |u_new - u_old| and rank 0
