@@ -266,18 +266,22 @@ Dtype promote_types(Dtype a, Dtype b) {
   return result_type({a, b});
 }
 
-Dtype result_type(std::span<const Operand> operands) {
+namespace {
+
+// result_type over operands by address: the built-ins ask it of their arguments without copying
+// them (a copy of an array operand is two atomic reference counts).
+Dtype result_type_of(std::span<const Operand* const> operands) {
   if (operands.empty()) {
     detail::raise_in(SKEIN_HERE, "skein::result_type", "Pass at least one operand.",
                      "no operands");
   }
   std::optional<Dtype> strong;
   int weak_kind = -1;
-  for (const auto& o : operands) {
-    if (o.weak()) {
-      weak_kind = std::max(weak_kind, kind_rank(o.dtype()));
+  for (const Operand* o : operands) {
+    if (o->weak()) {
+      weak_kind = std::max(weak_kind, kind_rank(o->dtype()));
     } else {
-      strong = strong ? promote_types(*strong, o.dtype()) : o.dtype();
+      strong = strong ? promote_types(*strong, o->dtype()) : o->dtype();
     }
   }
   if (!strong) {
@@ -295,11 +299,20 @@ Dtype result_type(std::span<const Operand> operands) {
   }
   // A weak integer must fit an integer result (NumPy 2 raises OverflowError).
   if (is_integer(r)) {
-    for (const auto& o : operands) {
-      if (o.weak()) (void)o.bytes_as(r, "skein::result_type (a weak integer scalar)");
+    for (const Operand* o : operands) {
+      if (o->weak()) (void)o->bytes_as(r, "skein::result_type (a weak integer scalar)");
     }
   }
   return r;
+}
+
+}  // namespace
+
+Dtype result_type(std::span<const Operand> operands) {
+  std::vector<const Operand*> ptrs;
+  ptrs.reserve(operands.size());
+  for (const auto& o : operands) ptrs.push_back(&o);
+  return result_type_of(ptrs);
 }
 
 // --- the kernel --------------------------------------------------------------------------------
@@ -1117,8 +1130,8 @@ Dtype float_for(Dtype d) {
 
 Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand& y,
            const std::optional<Array>& out) {
-  const Operand ops[] = {a, x, y};
-  const Dtype r = result_type(ops);
+  const Operand* const ops[] = {&a, &x, &y};
+  const Dtype r = result_type_of(ops);
   check_out(out, r, "skein::axpy");
   const Dtype da = declared(a, r), dx = declared(x, r), dy = declared(y, r);
   const auto& k = builtin(builtin_key(1, da, dx, dy, r), [&] {
@@ -1132,8 +1145,8 @@ Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand
 }
 
 Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::optional<Array>& out) {
-  const Operand ops[] = {a, x};
-  const Dtype r = result_type(ops);
+  const Operand* const ops[] = {&a, &x};
+  const Dtype r = result_type_of(ops);
   check_out(out, r, "skein::scale");
   const Dtype da = declared(a, r), dx = declared(x, r);
   const auto& k = builtin(builtin_key(2, da, dx, r), [&] {
@@ -1195,8 +1208,8 @@ Array astype(const Queue& queue, const Array& x, Dtype dtype) {
 
 Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b,
              const std::optional<Array>& out) {
-  const Operand ops[] = {a, b};
-  const Dtype r = result_type(ops);
+  const Operand* const ops[] = {&a, &b};
+  const Dtype r = result_type_of(ops);
   const Dtype c = (op == BinaryOp::divide && is_integer(r)) ? Dtype::float64 : r;
   if (is_complex(c) && (op == BinaryOp::maximum || op == BinaryOp::minimum)) {
     detail::raise_in(SKEIN_HERE, "skein::binary", "Compare real and imaginary parts explicitly.",
@@ -1250,8 +1263,8 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
 
 Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand& b,
               const std::optional<Array>& out) {
-  const Operand ops[] = {a, b};
-  const Dtype r = result_type(ops);
+  const Operand* const ops[] = {&a, &b};
+  const Dtype r = result_type_of(ops);
   if (is_complex(r) && op != CompareOp::equal && op != CompareOp::not_equal) {
     detail::raise_in(SKEIN_HERE, "skein::compare", "Compare real parts (or magnitudes) explicitly.",
                      "{} is not defined for {}", name(op), name(r));
