@@ -33,8 +33,8 @@
 #              iteration against its floor at 8192 x 8192 float64 (stencil.log,
 #              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
 #   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
-#              elementwise kernel, sum; a raw launch) and CuPy's in the same run
-#              (tools/peer-small-arrays.py), side by side (small.txt, small-*.json)
+#              elementwise kernel, sum; a raw launch) and CuPy's, their batches alternating in
+#              every round (tools/peer-small-arrays.py --skein), as ratios (small.txt, small-*.json)
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
@@ -431,56 +431,52 @@ PY
 fi
 
 if want small && ((ngpu > 0)); then
-  # SMALL_RUNS times each (default 4), alternating, so that the figures of one side are not all
-  # from one moment: the host time of a launch itself moves by 20 % or more between moments on
-  # these machines, and a ratio is only fair between neighbouring runs. Skein twice per run: as a
-  # program that never made the device's context current (every launch pushes and pops it), and
-  # with it made current first (--make-current: what a code using the CUDA runtime has after
-  # cudaSetDevice).
+  # SMALL_RUNS times (default 4). The host's speed moves by 30 % or more for seconds at a time on
+  # these machines (a raw launch too), so CuPy's batches and Skein's alternate within every round
+  # (tools/peer-small-arrays.py drives skein-bench-small --serve) and each round gives its own
+  # ratio. Skein twice: as a program that never made the device's context current (every launch
+  # pushes and pops it), and with it made current first (--make-current: what a code using the
+  # CUDA runtime has after cudaSetDevice).
   small_runs=${SMALL_RUNS:-4}
-  for ((i = 1; i <= small_runs; ++i)); do
-    step "small-skein-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
-      "$BUILD_DIR/tests/bench/skein-bench-small" --json "$OUTDIR/small-skein-$i.json"
-    step "small-skein-current-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
-      "$BUILD_DIR/tests/bench/skein-bench-small" --make-current \
-      --json "$OUTDIR/small-skein-current-$i.json"
-    if python3 -c "import cupy" 2>/dev/null; then
-      step "small-cupy-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
-        python3 tools/peer-small-arrays.py --json "$OUTDIR/small-cupy-$i.json"
-    fi
-  done
-  python3 - "$OUTDIR" "$small_runs" <<'PY' | tee -a "$OUTDIR/small.txt"
+  small_bin="$BUILD_DIR/tests/bench/skein-bench-small"
+  if python3 -c "import cupy" 2>/dev/null; then
+    for ((i = 1; i <= small_runs; ++i)); do
+      step "small-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
+        python3 tools/peer-small-arrays.py --skein "$small_bin" --skein "$small_bin --make-current" \
+        --json "$OUTDIR/small-$i.json"
+    done
+    python3 - "$OUTDIR" "$small_runs" <<'PY' | tee -a "$OUTDIR/small.txt"
 import json, os, statistics, sys
 d, runs = sys.argv[1], int(sys.argv[2])
-ratios = {}  # (variant, bytes) -> [ratio per run]
+ratios = {}  # (label, variant, bytes) -> [the run's median ratio]
+labels = []
 for i in range(1, runs + 1):
     try:
-        c = json.load(open(os.path.join(d, f"small-cupy-{i}.json")))
+        j = json.load(open(os.path.join(d, f"small-{i}.json")))
     except OSError:
         continue
-    for tag, name in (("", "Skein"), ("-current", "Skein, context made current")):
-        try:
-            s = json.load(open(os.path.join(d, f"small-skein{tag}-{i}.json")))
-        except OSError:
-            continue
-        print(f"run {i}: {name} / CuPy host time per call (the goal: at most 0.5)")
-        print(f"{'bytes':>10} {'axpy':>16} {'elementwise':>18} {'sum':>16}   raw launch")
-        for a, b in zip(s["rows"], c["rows"]):
-            for v, ref in (("axpy", "elementwise"), ("elementwise", "elementwise"), ("sum", "sum")):
-                ratios.setdefault((tag, v, a["bytes"]), []).append(a[f"{v}_us"] / b[f"{ref}_us"])
-            print(f"{a['bytes']:>10} {a['axpy_us']:7.2f}/{b['elementwise_us']:5.2f}={a['axpy_us']/b['elementwise_us']:.2f} "
-                  f"{a['elementwise_us']:9.2f}/{b['elementwise_us']:5.2f}={a['elementwise_us']/b['elementwise_us']:.2f} "
-                  f"{a['sum_us']:7.2f}/{b['sum_us']:5.2f}={a['sum_us']/b['sum_us']:.2f}   {a['raw_us']:.2f} us")
-for tag, name in (("", "Skein"), ("-current", "Skein, context made current")):
-    print(f"{name} / CuPy over the runs: median (lowest-highest)")
-    print(f"{'bytes':>10} {'axpy':>18} {'elementwise':>18} {'sum':>18}")
-    for b in sorted({k[2] for k in ratios if k[0] == tag}):
+    for s in j["skein"]:
+        if s["label"] not in labels:
+            labels.append(s["label"])
+        for r in s["rows"]:
+            for v in ("axpy", "elementwise", "sum", "raw"):
+                ratios.setdefault((s["label"], v, r["bytes"]), []).append(r[f"{v}_ratio"])
+for label in labels:
+    print(f"{label} / CuPy over the runs (each run: the median of its rounds' ratios): "
+          "median (lowest-highest); the goal: at most 0.5. Raw launch: a bare cuLaunchKernel "
+          "against CuPy's ElementwiseKernel, the floor of a call that launches a kernel")
+    print(f"{'bytes':>10} {'axpy':>18} {'elementwise':>18} {'sum':>18} {'raw launch':>18}")
+    for b in sorted({k[2] for k in ratios if k[0] == label}):
         cells = []
-        for v in ("axpy", "elementwise", "sum"):
-            r = ratios.get((tag, v, b), [])
+        for v in ("axpy", "elementwise", "sum", "raw"):
+            r = ratios.get((label, v, b), [])
             cells.append(f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" if r else "-")
-        print(f"{b:>10} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18}")
+        print(f"{b:>10} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18} {cells[3]:>18}")
 PY
+  else
+    step small-skein "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 "$small_bin" \
+      --json "$OUTDIR/small-skein.json"
+  fi
 fi
 
 if want arrays && ((ngpu > 0)); then

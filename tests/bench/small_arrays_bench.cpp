@@ -10,19 +10,27 @@
 //
 //   skein-bench-small [--rounds 15] [--batch 1000] [--json FILE]
 //   skein-bench-small --profile axpy|elementwise|sum|raw [--seconds 3]
+//   skein-bench-small --serve   (commands on stdin: size BYTES, batch VARIANT, check, quit)
 //
 // --profile calls one variant on 1 KiB for --seconds, nothing else (for a sampling profiler
 // such as `perf record`), and prints its time per call.
 //
 // tools/peer-small-arrays.py measures CuPy the same way (ElementwiseKernel into a given output,
-// x.sum()), and tools/gpu-check.sh (`small`) prints the two side by side.
+// x.sum()); with --skein it runs this program with --serve and alternates Skein's batches with
+// its own in every round, so that each ratio compares batches of one moment (tools/gpu-check.sh's
+// `small` step).
 #include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <skein/cuda.hpp>
 #include <skein/skein.hpp>
@@ -73,6 +81,12 @@ int main(int argc, char** argv) {
   app.add_flag("--make-current", make_current,
                "Make the device's context current on this thread first (cuCtxSetCurrent), as the "
                "CUDA runtime does");
+  bool serve = false;
+  app.add_flag("--serve", serve,
+               "Take commands on stdin, one per line, and answer each on a line of stdout: `size "
+               "BYTES` (set up that size), `batch raw|axpy|elementwise|sum` (time one batch: us per "
+               "call), `check` (the results against the host: ok, or what is wrong), `quit`. "
+               "tools/peer-small-arrays.py --skein alternates its own batches with these");
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {
@@ -114,49 +128,138 @@ int main(int argc, char** argv) {
                                         {.name = "bench_user_axpy"});
 
     nlohmann::json rows = nlohmann::json::array();
-    fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median of "
-               "{} rounds\n",
-               device.name(), batch, rounds);
-    fmt::print("{:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "axpy", "elementwise", "sum");
+    if (!serve) {
+      fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median "
+                 "of {} rounds\n",
+                 device.name(), batch, rounds);
+      fmt::print("{:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "axpy", "elementwise",
+                 "sum");
+    }
     const std::vector<std::size_t> sizes =
         profile.empty() ? std::vector<std::size_t>{std::size_t{1} << 10, std::size_t{4} << 10,
                                                    std::size_t{16} << 10, std::size_t{64} << 10,
                                                    std::size_t{256} << 10, std::size_t{1} << 20}
                         : std::vector<std::size_t>{std::size_t{1} << 10};
-    for (std::size_t bytes : sizes) {
-      const std::size_t n = bytes / sizeof(float);
-      std::vector<float> hx(n), hy(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        hx[i] = static_cast<float>(i % 13) * 0.25f;
-        hy[i] = static_cast<float>(i % 7) - 3.0f;
+    // One size's arrays, its four variants and the check of their results against the host.
+    struct Setup {
+      std::size_t n;
+      std::vector<float> hx, hy;
+      std::optional<skein::Array> x, y, z, s;
+      CUdeviceptr px, py, pz;
+      unsigned n32, groups;
+      void* params[5];
+    };
+    const float a = 2.0f;
+    auto setup = [&](std::size_t bytes) {
+      auto u = std::make_unique<Setup>();
+      u->n = bytes / sizeof(float);
+      u->hx.resize(u->n);
+      u->hy.resize(u->n);
+      for (std::size_t i = 0; i < u->n; ++i) {
+        u->hx[i] = static_cast<float>(i % 13) * 0.25f;
+        u->hy[i] = static_cast<float>(i % 7) - 3.0f;
       }
-      const auto x = skein::Array::from_host(queue, hx);
-      const auto y = skein::Array::from_host(queue, hy);
-      const auto z = skein::Array::empty(queue, {n}, skein::Dtype::float32);
-      const auto s = skein::Array::empty(queue, {1}, skein::Dtype::float32);
-      const float a = 2.0f;
-      CUdeviceptr px = skein::cuda::native_pointer(x.data());
-      CUdeviceptr py = skein::cuda::native_pointer(y.data());
-      CUdeviceptr pz = skein::cuda::native_pointer(z.data());
-      auto n32 = static_cast<unsigned>(n);
-      void* params[] = {&pz, &px, &py, const_cast<float*>(&a), &n32};
-      const unsigned groups = static_cast<unsigned>((n + 255) / 256);
-
-      auto raw = [&] {
-        if (raw_launch(function, groups, 1, 1, 256, 1, 1, 0, stream, params, nullptr) !=
-            CUDA_SUCCESS) {
-          std::abort();
+      u->x = skein::Array::from_host(queue, u->hx);
+      u->y = skein::Array::from_host(queue, u->hy);
+      u->z = skein::Array::empty(queue, {u->n}, skein::Dtype::float32);
+      u->s = skein::Array::empty(queue, {1}, skein::Dtype::float32);
+      u->px = skein::cuda::native_pointer(u->x->data());
+      u->py = skein::cuda::native_pointer(u->y->data());
+      u->pz = skein::cuda::native_pointer(u->z->data());
+      u->n32 = static_cast<unsigned>(u->n);
+      u->groups = static_cast<unsigned>((u->n + 255) / 256);
+      void* params[] = {&u->pz, &u->px, &u->py, const_cast<float*>(&a), &u->n32};
+      std::copy(std::begin(params), std::end(params), u->params);
+      return u;
+    };
+    std::unique_ptr<Setup> cur;
+    auto raw = [&] {
+      if (raw_launch(function, cur->groups, 1, 1, 256, 1, 1, 0, stream, cur->params, nullptr) !=
+          CUDA_SUCCESS) {
+        std::abort();
+      }
+    };
+    auto builtin = [&] { (void)skein::axpy(queue, a, *cur->x, *cur->y, *cur->z); };
+    auto elementwise = [&] { (void)user(queue, {a, *cur->x, *cur->y, *cur->z}); };
+    auto sum = [&] { (void)skein::sum(queue, *cur->x, {.out = *cur->s}); };
+    auto time_batch = [&](auto&& call) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < batch; ++i) call();
+      queue.synchronize();
+      return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / batch;
+    };
+    auto time_variant = [&](std::string_view v) {
+      if (v == "raw") return time_batch(raw);
+      if (v == "axpy") return time_batch(builtin);
+      if (v == "elementwise") return time_batch(elementwise);
+      return time_batch(sum);
+    };
+    // The results, against the host: empty when right, else what is wrong.
+    auto check = [&]() -> std::string {
+      const std::size_t n = cur->n;
+      std::vector<float> got(n);
+      double want_sum = 0;
+      for (std::size_t i = 0; i < n; ++i) want_sum += cur->hx[i];
+      cur->z->fill_zero();
+      builtin();
+      cur->z->get(std::span<float>(got));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("axpy: wrong z[{}]", i);
+      }
+      cur->z->fill_zero();
+      elementwise();
+      cur->z->get(std::span<float>(got));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) {
+          return fmt::format("elementwise: wrong z[{}]", i);
         }
-      };
-      auto builtin = [&] { (void)skein::axpy(queue, a, x, y, z); };
-      auto elementwise = [&] { (void)user(queue, {a, x, y, z}); };
-      auto sum = [&] { (void)skein::sum(queue, x, {.out = s}); };
-      auto time_batch = [&](auto&& call) {
-        const auto t0 = Clock::now();
-        for (int i = 0; i < batch; ++i) call();
-        queue.synchronize();
-        return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / batch;
-      };
+      }
+      cur->z->fill_zero();
+      raw();
+      cur->z->get(std::span<float>(got));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("raw: wrong z[{}]", i);
+      }
+      sum();
+      float got_sum = 0;
+      cur->s->get(std::span<float>(&got_sum, 1));
+      if (!close(got_sum, want_sum)) return fmt::format("sum: {} against {}", got_sum, want_sum);
+      return {};
+    };
+
+    if (serve) {
+      // One command per line on stdin, one reply line on stdout.
+      std::setvbuf(stdout, nullptr, _IOLBF, 0);
+      fmt::print("ready {}\n", device.name());
+      std::string line;
+      while (std::getline(std::cin, line)) {
+        std::istringstream words(line);
+        std::string command, arg;
+        words >> command >> arg;
+        if (command == "size") {
+          cur = setup(std::stoull(arg));
+          for (int w = 0; w < 2; ++w) {
+            for (const char* v : {"raw", "axpy", "elementwise", "sum"}) time_variant(v);
+          }
+          fmt::print("ok\n");
+        } else if (command == "batch" && cur &&
+                   (arg == "raw" || arg == "axpy" || arg == "elementwise" || arg == "sum")) {
+          fmt::print("{:.4f}\n", time_variant(arg));
+        } else if (command == "check" && cur) {
+          const std::string wrong = check();
+          fmt::print("{}\n", wrong.empty() ? "ok" : wrong);
+        } else if (command == "quit") {
+          return 0;
+        } else {
+          fmt::print("error: unknown command '{}' (size BYTES, batch raw|axpy|elementwise|sum, "
+                     "check, quit)\n", line);
+        }
+      }
+      return 0;
+    }
+
+    for (std::size_t bytes : sizes) {
+      cur = setup(bytes);
       if (!profile.empty()) {
         auto loop = [&](auto&& call) {
           time_batch(call);  // warm-up
@@ -174,10 +277,7 @@ int main(int argc, char** argv) {
       }
       // Warm-up: first launches, compiles (cached) and pools.
       for (int w = 0; w < 2; ++w) {
-        time_batch(raw);
-        time_batch(builtin);
-        time_batch(elementwise);
-        time_batch(sum);
+        for (const char* v : {"raw", "axpy", "elementwise", "sum"}) time_variant(v);
       }
       std::vector<double> t_raw, t_axpy, t_user, t_sum;
       for (int r = 0; r < rounds; ++r) {
@@ -186,25 +286,7 @@ int main(int argc, char** argv) {
         t_user.push_back(time_batch(elementwise));
         t_sum.push_back(time_batch(sum));
       }
-      // The results, against the host.
-      std::vector<float> got(n);
-      double want_sum = 0;
-      for (std::size_t i = 0; i < n; ++i) want_sum += hx[i];
-      builtin();
-      z.get(std::span<float>(got));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!close(got[i], 2.0 * hx[i] + hy[i])) throw std::runtime_error("axpy: wrong result");
-      }
-      z.fill_zero();
-      elementwise();
-      z.get(std::span<float>(got));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!close(got[i], 2.0 * hx[i] + hy[i])) throw std::runtime_error("elementwise: wrong result");
-      }
-      sum();
-      float got_sum = 0;
-      s.get(std::span<float>(&got_sum, 1));
-      if (!close(got_sum, want_sum)) throw std::runtime_error("sum: wrong result");
+      if (const std::string wrong = check(); !wrong.empty()) throw std::runtime_error(wrong);
 
       const double m_raw = median(t_raw), m_axpy = median(t_axpy), m_user = median(t_user),
                    m_sum = median(t_sum);
