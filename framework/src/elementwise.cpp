@@ -268,20 +268,23 @@ Dtype promote_types(Dtype a, Dtype b) {
 
 namespace {
 
-// result_type over operands by address: the built-ins ask it of their arguments without copying
-// them (a copy of an array operand is two atomic reference counts).
-Dtype result_type_of(std::span<const Operand* const> operands) {
+// result_type over any range of operands, `at` giving each one: the public function's span and the
+// built-ins' arrays of addresses (they ask it of their arguments without copying them: a copy of
+// an array operand is two atomic reference counts), neither allocating.
+template <class Range, class At>
+Dtype result_type_over(const Range& operands, At at) {
   if (operands.empty()) {
     detail::raise_in(SKEIN_HERE, "skein::result_type", "Pass at least one operand.",
                      "no operands");
   }
   std::optional<Dtype> strong;
   int weak_kind = -1;
-  for (const Operand* o : operands) {
-    if (o->weak()) {
-      weak_kind = std::max(weak_kind, kind_rank(o->dtype()));
+  for (const auto& e : operands) {
+    const Operand& o = at(e);
+    if (o.weak()) {
+      weak_kind = std::max(weak_kind, kind_rank(o.dtype()));
     } else {
-      strong = strong ? promote_types(*strong, o->dtype()) : o->dtype();
+      strong = strong ? promote_types(*strong, o.dtype()) : o.dtype();
     }
   }
   if (!strong) {
@@ -299,20 +302,22 @@ Dtype result_type_of(std::span<const Operand* const> operands) {
   }
   // A weak integer must fit an integer result (NumPy 2 raises OverflowError).
   if (is_integer(r)) {
-    for (const Operand* o : operands) {
-      if (o->weak()) (void)o->bytes_as(r, "skein::result_type (a weak integer scalar)");
+    for (const auto& e : operands) {
+      const Operand& o = at(e);
+      if (o.weak()) (void)o.bytes_as(r, "skein::result_type (a weak integer scalar)");
     }
   }
   return r;
 }
 
+Dtype result_type_of(std::span<const Operand* const> operands) {
+  return result_type_over(operands, [](const Operand* o) -> const Operand& { return *o; });
+}
+
 }  // namespace
 
 Dtype result_type(std::span<const Operand> operands) {
-  std::vector<const Operand*> ptrs;
-  ptrs.reserve(operands.size());
-  for (const auto& o : operands) ptrs.push_back(&o);
-  return result_type_of(ptrs);
+  return result_type_over(operands, [](const Operand& o) -> const Operand& { return o; });
 }
 
 // --- the kernel --------------------------------------------------------------------------------
