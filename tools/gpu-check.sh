@@ -39,12 +39,14 @@
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
-# gtest run, COLLS (default: every collective) narrows `coll`.
+# gtest run, COLLS (default: every collective) narrows `coll` (the non-blocking all_reduce and the
+# MPI floor run where COLLS is unset or names all_reduce), NO_TORCH=1 leaves PyTorch's collectives
+# out of it. summary.txt gives each step's seconds; coll-json/ keeps the collectives' JSON.
 # BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs;
 # CMAKE_EXTRA_ARGS adds configure arguments.
 # It writes these files, and the scaling runs' scaling-*.json and scaling-*.svg, the apps'
 # apps.log and heat-weak-*.json, and nothing else:
-#   summary.txt      step, exit code, log of every step
+#   summary.txt      step, exit code, log and seconds of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
 #   skein-info.txt   skein-info; skein-info.json: skein-info --json
@@ -83,6 +85,7 @@ done
 rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
 rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json "$OUTDIR"/cg-floor.json
 rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
+rm -rf "$OUTDIR"/coll-json
 : >"$SUMMARY"
 failed=0
 
@@ -92,9 +95,10 @@ step() {
   local name="$1" log="$2"
   shift 2
   echo "=== $name: $*"
+  local start=$SECONDS
   "$@" 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
-  printf '%-16s %3d  %s\n' "$name" "$rc" "$(basename "$log")" >>"$SUMMARY"
+  printf '%-16s %3d  %-16s %5d s\n' "$name" "$rc" "$(basename "$log")" $((SECONDS - start)) >>"$SUMMARY"
   if ((rc != 0)); then
     failed=1
     echo "=== $name failed with exit code $rc"
@@ -261,7 +265,8 @@ fi
 # collectives in the same run, the MPI backend's all_reduce against its staging floor on two
 # GPUs, and the ratios (tools/compare-collectives.py, also against shared/PEERS.md).
 if want coll && ((ngpu > 1)); then
-  jsondir="$(mktemp -d)"
+  jsondir="$OUTDIR/coll-json"
+  mkdir -p "$jsondir"
   coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
   sizes=(-b 8 -e 1G -f 8 -n 20 -w 5)
   for coll in ${COLLS:-all_reduce all_gather broadcast reduce reduce_scatter}; do
@@ -274,18 +279,21 @@ if want coll && ((ngpu > 1)); then
     step "$coll-nccl" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
       -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" --coll "$coll" "${sizes[@]}" \
       --json "$jsondir/nccl-$coll.json"
-    if command -v torchrun >/dev/null 2>&1; then
+    if [[ "${NO_TORCH:-0}" != 1 ]] && command -v torchrun >/dev/null 2>&1; then
       step "$coll-torch" "$OUTDIR/bench-coll.txt" timeout 300 torchrun --nproc_per_node "$ngpu" \
         tools/peer-collectives.py --coll "$coll" "${sizes[@]}" --json "$jsondir/torch-$coll.json"
     fi
   done
-  # Small all_reduces with NCCL's non-blocking communicators, for the cost of that mode.
-  step all_reduce-nb "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
-    -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_NCCL_BLOCKING=0 "$coll_bin" \
-    --coll all_reduce -b 8 -e 64K -f 8 -n 20 -w 5 --devices-per-rank 1
-  step mpi-floor "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np 2 --oversubscribe \
-    -x SKEIN_API=cuda "$coll_bin" --coll all_reduce --backend mpi --floor -b 8 -e 256M -f 8 \
-    -n 20 -w 5 --devices-per-rank 1
+  # Small all_reduces with NCCL's non-blocking communicators, for the cost of that mode, and the
+  # MPI backend's floor: with every collective, or where COLLS names all_reduce.
+  if [[ -z "${COLLS:-}" || " $COLLS " == *" all_reduce "* ]]; then
+    step all_reduce-nb "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_NCCL_BLOCKING=0 "$coll_bin" \
+      --coll all_reduce -b 8 -e 64K -f 8 -n 20 -w 5 --devices-per-rank 1
+    step mpi-floor "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np 2 --oversubscribe \
+      -x SKEIN_API=cuda "$coll_bin" --coll all_reduce --backend mpi --floor -b 8 -e 256M -f 8 \
+      -n 20 -w 5 --devices-per-rank 1
+  fi
   step compare-coll "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
 fi
 
