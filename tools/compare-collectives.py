@@ -7,11 +7,13 @@ DIR holds the JSON files (--json) of one GPU run, named by tools/gpu-check.sh:
     skein-<coll>-<mode>.json   mode: 1pr (one GPU per rank) or 1rank (one rank, every GPU)
     torch-<coll>.json          PyTorch's torch.distributed over NCCL, same sizes, same run
     nccl-<coll>.json           NCCL called directly as nccl-tests does (skein-bench-nccl), same run
+    nccl-<coll>-1rank.json     the same from one rank driving every GPU (skein-bench-nccl -g N)
 The nccl-tests figures are those of shared/PEERS.md (measured on 4 x H200, NVLS off): the
 lower end of each range, so a ratio >= 1 there means at least nccl-tests' worst reported figure.
 
 For each collective and mode it prints, at the sizes both have, Skein's busbw (out of place and
-in place) over the peers', and for all_reduce at 8 B the times and their differences.
+in place) over the peers', and for all_reduce at 8 B the times and their differences: within
+2 us of NCCL called directly in the same run, or of nccl-tests' figure where there is none.
 """
 
 import json
@@ -52,12 +54,16 @@ def main(directory):
     found = 0
     for coll in NCCL_TESTS:
         torch = rows_by_size(load(os.path.join(directory, f"torch-{coll}.json")))
-        direct = rows_by_size(load(os.path.join(directory, f"nccl-{coll}.json")))
+        # NCCL called directly in the same run: one GPU per rank, and one rank with every GPU
+        # (skein-bench-nccl -g N, as nccl-tests' -g).
+        directs = {"1pr": rows_by_size(load(os.path.join(directory, f"nccl-{coll}.json"))),
+                   "1rank": rows_by_size(load(os.path.join(directory, f"nccl-{coll}-1rank.json")))}
         for mode in ("1pr", "1rank"):
             skein_result = load(os.path.join(directory, f"skein-{coll}-{mode}.json"))
             if not skein_result:
                 continue
             found += 1
+            direct = directs[mode]
             skein = rows_by_size(skein_result)
             ref = NCCL_TESTS[coll] if mode == "1pr" else NCCL_TESTS_1RANK.get(coll, NCCL_TESTS[coll])
             print(f"\n## {coll}, {'one GPU per rank' if mode == '1pr' else 'one rank, every GPU'} "
@@ -77,7 +83,7 @@ def main(directory):
                 r_nt = min(so, si) / nt if nt else None
                 r_to = so / to if to else None
                 r_ti = si / ti if ti else None
-                d = direct.get(size) if mode == "1pr" else None
+                d = direct.get(size)
                 do = d["out_of_place"]["busbw_GBps"] if d else None
                 di = d["in_place"]["busbw_GBps"] if d else None
                 r_do = so / do if do else None
@@ -105,14 +111,16 @@ def main(directory):
                              f"{si - ti:+.2f} us")
                     if coll == "all_reduce" and min(so - to, si - ti) > LATENCY_SLACK_US:
                         failures.append(f"all_reduce 8 B: {so - to:+.2f} / {si - ti:+.2f} us vs torch")
-                d = direct.get(small_size) if mode == "1pr" else None
+                d = direct.get(small_size)
                 if d:
                     do, di = d["out_of_place"]["time_us"], d["in_place"]["time_us"]
                     line += (f"; NCCL direct {do:.2f} / {di:.2f} us: skein - NCCL = {so - do:+.2f} / "
                              f"{si - di:+.2f} us")
                     if coll == "all_reduce" and min(so - do, si - di) > LATENCY_SLACK_US:
                         failures.append(f"all_reduce 8 B: {so - do:+.2f} / {si - di:+.2f} us vs NCCL direct")
-                if coll == "all_reduce" and min(so, si) - small_ref > LATENCY_SLACK_US:
+                # nccl-tests' figure (another run, shared/PEERS.md) decides only where NCCL was
+                # not called directly in this run: the host's speed moves from machine to machine.
+                if coll == "all_reduce" and not d and min(so, si) - small_ref > LATENCY_SLACK_US:
                     failures.append(f"all_reduce {mode} 8 B: {min(so, si):.2f} us vs nccl-tests {small_ref} us")
                 print(line)
     print()

@@ -261,8 +261,8 @@ if want bench; then
 fi
 
 # Collectives against their peers, every operation at nccl-tests' sizes (8 B to 1 GiB, x8 a
-# row): Skein with one GPU per rank and with one rank driving every GPU, PyTorch's NCCL
-# collectives in the same run, the MPI backend's all_reduce against its staging floor on two
+# row): Skein with one GPU per rank and with one rank driving every GPU, NCCL called directly
+# both ways and PyTorch's NCCL collectives in the same run, the MPI backend's all_reduce against its staging floor on two
 # GPUs, and the ratios (tools/compare-collectives.py, also against shared/PEERS.md).
 if want coll && ((ngpu > 1)); then
   jsondir="$OUTDIR/coll-json"
@@ -279,6 +279,9 @@ if want coll && ((ngpu > 1)); then
     step "$coll-nccl" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np "$ngpu" --oversubscribe \
       -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" --coll "$coll" "${sizes[@]}" \
       --json "$jsondir/nccl-$coll.json"
+    step "$coll-nccl-1rank" "$OUTDIR/bench-coll.txt" timeout 300 mpirun -np 1 -x NCCL_NVLS_ENABLE \
+      "$BUILD_DIR/tests/bench/skein-bench-nccl" --coll "$coll" -g "$ngpu" "${sizes[@]}" \
+      --json "$jsondir/nccl-$coll-1rank.json"
     if [[ "${NO_TORCH:-0}" != 1 ]] && command -v torchrun >/dev/null 2>&1; then
       step "$coll-torch" "$OUTDIR/bench-coll.txt" timeout 300 torchrun --nproc_per_node "$ngpu" \
         tools/peer-collectives.py --coll "$coll" "${sizes[@]}" --json "$jsondir/torch-$coll.json"
