@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
-#include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -52,26 +49,12 @@ class CudaKernelAdapter final : public KernelAdapter {
     // Parameter sizes (CUDA 12.4+ drivers): the count is where the driver says INVALID_VALUE.
     if (cu().cuFuncGetParamInfo) {
       std::vector<ParamInfo> params;
-      std::size_t end = 0;
       for (std::size_t i = 0;; ++i) {
         std::size_t offset = 0, size = 0;
         if (cu().cuFuncGetParamInfo(function_, i, &offset, &size) != CUDA_SUCCESS) break;
         params.push_back({ParamInfo::Kind::unknown, size});
-        layout_.push_back({offset, size});
-        end = std::max(end, offset + size);
       }
       params_ = std::move(params);
-      // The parameters packed in one buffer at the driver's offsets (cuLaunchKernel's `extra`):
-      // one copy of the buffer in the driver instead of one per parameter through its pointer.
-      // The buffer's size: the end of the last parameter rounded up to the largest parameter's
-      // alignment (the size of a struct of them); where the driver refuses that, the end of the
-      // last parameter; where it refuses both, this kernel launches with one pointer per
-      // parameter (the refused launch is made again so, and raises if that fails too).
-      std::size_t align = 1;
-      for (const auto& l : layout_) align = std::max(align, std::min<std::size_t>(l.size, 16));
-      unpadded_size_ = end;
-      packed_size_ = (end + align - 1) / align * align;
-      if (packed_size_ > kPackedBytes || layout_.empty()) packed_size_ = 0;
     }
   }
 
@@ -121,44 +104,6 @@ class CudaKernelAdapter final : public KernelAdapter {
     const auto stream = reinterpret_cast<CUstream>(queue.native());
     TraceRange range(trace_);  // the kernel's name, registered once
     CudaContextScope scope(context_->context(device_idx_), context_->description(device_idx_));
-    std::size_t size = packed_size_.load(std::memory_order_relaxed);
-    if (size != 0 && args.size() == layout_.size()) {
-      alignas(16) std::byte buffer[kPackedBytes];
-      std::memset(buffer, 0, size);  // the padding between parameters too
-      bool fits = true;
-      for (std::size_t i = 0; i < args.size() && fits; ++i) {
-        const auto& arg = args[i];
-        const auto& l = layout_[i];
-        if (arg.kind == KernelArg::Kind::buffer) {
-          fits = l.size == sizeof(CUdeviceptr);
-          if (fits) std::memcpy(buffer + l.offset, &pointers[i], sizeof(CUdeviceptr));
-        } else {
-          fits = l.size == arg.size;
-          if (fits) std::memcpy(buffer + l.offset, arg.value, arg.size);
-        }
-      }
-      while (fits) {
-        void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                         CU_LAUNCH_PARAM_END};
-        const CUresult r = cu().cuLaunchKernel(
-            function_, static_cast<unsigned>(dims.global[0] / dims.local[0]),
-            static_cast<unsigned>(dims.global[1] / dims.local[1]),
-            static_cast<unsigned>(dims.global[2] / dims.local[2]),
-            static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
-            static_cast<unsigned>(dims.local[2]), static_cast<unsigned>(dims.local_mem), stream,
-            nullptr, extra);
-        if (r == CUDA_SUCCESS) {
-          if (event) *event = queue.record_untimed();
-          return;
-        }
-        if (r != CUDA_ERROR_INVALID_VALUE) break;  // said again by the launch below
-        // The buffer's size refused, or the launch itself (its sizes): the next size, else one
-        // pointer per parameter, whose launch below raises if the sizes were what was wrong.
-        size = size != unpadded_size_ ? unpadded_size_ : 0;
-        packed_size_.store(size, std::memory_order_relaxed);
-        fits = size != 0;
-      }
-    }
     SKEIN_CU_CHECK(cuLaunchKernel,
                    (function_, static_cast<unsigned>(dims.global[0] / dims.local[0]),
                     static_cast<unsigned>(dims.global[1] / dims.local[1]),
@@ -179,14 +124,6 @@ class CudaKernelAdapter final : public KernelAdapter {
   TraceName trace_;  // NVTX's handle of the kernel's name (null without a profiler)
   KernelAttributes attributes_;
   std::optional<std::vector<ParamInfo>> params_;
-  // Each parameter's offset and size in the packed buffer (empty: launch with one pointer each).
-  struct Slot {
-    std::size_t offset, size;
-  };
-  static constexpr std::size_t kPackedBytes = 512;
-  std::vector<Slot> layout_;
-  std::size_t unpadded_size_ = 0;
-  std::atomic<std::size_t> packed_size_{0};  // 0: one pointer per parameter
   std::mutex local_mem_mutex_;
   std::size_t allowed_local_mem_ = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
