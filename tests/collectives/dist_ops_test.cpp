@@ -31,6 +31,8 @@
 
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
+#include "scoped_env.hpp"
+#include "skein/detail/backend.hpp"
 
 namespace {
 namespace dist_ops_test {
@@ -416,6 +418,68 @@ TEST_P(DistOps, FastReductionsMatchTheHost) {
     check_fast_reductions<std::int32_t>(s_, c, c.name + " int32");
   }
   for (const auto& c : cases(s_.M(), 8)) check_fast_reductions<double>(s_, c, c.name + " float64");
+}
+
+// dist::sum, min, max and dot finish on the host: each device's value is read, and the ranks'
+// values are combined in one MPI exchange, a collective call like the Communicator's own. Ranks
+// that make different calls there raise a LogicError on every rank: with the MPI backend's own
+// check (which carries the values; found before they move, so the communicator goes on), and with
+// the calls compared alongside as NCCL's are (by the watchdog, or by the calling thread), where
+// the values' exchange carries each rank's call (the communicator is aborted, as for NCCL's
+// calls). A call inside a group is refused. The check is on by default.
+TEST_P(DistOps, ReductionsToOneValueThatDifferRaiseOnEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  ::skein::test::ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+  for (const int mode : {0, 1, 2}) {
+    SCOPED_TRACE(mode == 0   ? "the MPI backend's check"
+                 : mode == 1 ? "compared alongside by the watchdog"
+                             : "compared alongside by the calling thread");
+    Rig r = placement_rig(GetParam(), ApiId::opencl);
+    if (mode > 0) skein::detail::compare_alongside_for_testing(*r.comm, mode == 1);
+    const std::size_t n = 1000;
+    const auto x = global_data<float>(n, 21, Fill::exact);
+    DistArray d = make_dist(r, {n}, {}, x);
+    double want = 0;
+    for (float v : x) want += v;
+    EXPECT_EQ(dist::sum(d), want) << "an agreeing call first";
+    r.comm->group_start();
+    expect_logic_error([&] { (void)dist::sum(d); }, {"dist::sum", "group"});
+    expect_logic_error([&] { (void)dist::dot(d, d, {.deterministic = true}); }, {"dist::dot", "group"});
+    r.comm->group_end();
+    // Rank 1 asks for the maximum where the others sum: the same exchange, another reduction.
+    expect_logic_error([&] { (void)(world_rank() == 1 ? dist::max(d) : dist::sum(d)); },
+                       {"all_reduce of host values", "reduction differs", "rank 1 has max"});
+    if (mode == 0) {
+      // Found before any value moved: the communicator goes on.
+      EXPECT_EQ(dist::sum(d), want) << "an agreeing call after the mismatch";
+      continue;
+    }
+    // Compared alongside, the calls' own exchanges differ too: the communicator is aborted.
+    try {
+      (void)dist::sum(d);
+      ADD_FAILURE() << "the aborted communicator took another call";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+    }
+  }
+  // A device all_reduce on rank 1 where the others reduce to one value: the check tells them
+  // apart (the MPI backend's check pairs the two; compared alongside, the data's exchanges
+  // would not, and the ranks would wait for SKEIN_COLLECTIVE_TIMEOUT instead).
+  Rig r = placement_rig(GetParam(), ApiId::opencl);
+  DistArray d = make_dist(r, {10}, {}, global_data<float>(10, 22, Fill::exact));
+  expect_logic_error(
+      [&] {
+        if (world_rank() == 1) {
+          std::vector<Array> one;
+          for (std::size_t l = 0; l < r.L(); ++l) {
+            one.push_back(Array::zeros(d.queue(), {1}, Dtype::float32, r.comm->device_idx(l)));
+          }
+          r.comm->all_reduce(d.queue(), one, one, ReduceOp::sum);
+        } else {
+          (void)dist::sum(d);
+        }
+      },
+      {"operation differs"});
 }
 
 // A user kernel through reduce(): one result per local device, all equal, the cross-member

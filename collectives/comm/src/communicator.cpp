@@ -51,6 +51,7 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/trace.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/host_collectives.hpp"
 #include "skein/detail/impl_access.hpp"
 #include "host_reduce.hpp"
 #include "skein/detail/mpi_util.hpp"
@@ -164,12 +165,22 @@ std::uint64_t digest(const Fingerprint& f) {
   return h;
 }
 
-// "all_reduce #7" and "Communicator::all_reduce": a fingerprint's call, for messages.
-std::string label_of(const Fingerprint& f) {
-  return fmt::format("{} #{}", name(static_cast<CollectiveOp>(f.op)), f.sequence);
+// A fingerprint's operation for detail::all_reduce_host (the reduction of host values behind the
+// distributed reductions to one value): not a CollectiveOp, so that it never agrees with a device
+// all_reduce of the same count.
+constexpr std::int32_t kHostAllReduce = 64;
+std::string_view op_name(std::int32_t op) {
+  return op == kHostAllReduce ? std::string_view("all_reduce of host values")
+                              : name(static_cast<CollectiveOp>(op));
 }
+
+// "all_reduce #7" and "Communicator::all_reduce": a fingerprint's call, for messages.
+std::string label_of(const Fingerprint& f) { return fmt::format("{} #{}", op_name(f.op), f.sequence); }
+// What differs between the ranks' fingerprints (one per rank, in rank order).
+std::string describe_differences(std::span<const Fingerprint> all, const Fingerprint& mine);
 std::string call_of(const Fingerprint& f) {
-  return fmt::format("Communicator::{}", name(static_cast<CollectiveOp>(f.op)));
+  if (f.op == kHostAllReduce) return "a distributed reduction to one value (dist::sum, min, max, dot)";
+  return fmt::format("Communicator::{}", op_name(f.op));
 }
 
 std::string ranks_list(const std::vector<int>& ranks) {
@@ -225,6 +236,7 @@ struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;       // Skein's own duplicate, with MPI_ERRORS_RETURN
   MPI_Comm fp_comm = MPI_COMM_NULL;    // the agreement check's digests
   MPI_Comm diag_comm = MPI_COMM_NULL;  // the fingerprints themselves, after a mismatch
+  MPI_Comm host_comm = MPI_COMM_NULL;  // detail::all_reduce_host's gathers, apart from the data's
 #endif
   int mpi_rank = 0;
   int mpi_size = 1;
@@ -421,7 +433,7 @@ Communicator::Impl::~Impl() {
   // Communicators with an abandoned request on them (or on their duplication) stay: MPI_Finalize
   // releases them.
   if (!finalized && !detail::any_abandoned()) {
-    for (MPI_Comm* c : {&comm, &fp_comm, &diag_comm}) {
+    for (MPI_Comm* c : {&comm, &fp_comm, &diag_comm, &host_comm}) {
       if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
     }
   }
@@ -697,10 +709,15 @@ std::string Communicator::Impl::differences(const Exchange& x) {
                        "gathered within SKEIN_COLLECTIVE_TIMEOUT={} s to say what differs)",
                        label_of(x.mine), timeout_s);
   }
+  return describe_differences(*all, x.mine);
+}
+
+namespace {
+std::string describe_differences(std::span<const Fingerprint> all, const Fingerprint& mine) {
   std::vector<std::string> found;
   auto compare = [&](const char* field, auto get, auto show) {
-    std::map<decltype(get(x.mine)), std::vector<int>> by_value;
-    for (int r = 0; r < mpi_size; ++r) by_value[get((*all)[static_cast<std::size_t>(r)])].push_back(r);
+    std::map<decltype(get(mine)), std::vector<int>> by_value;
+    for (std::size_t r = 0; r < all.size(); ++r) by_value[get(all[r])].push_back(static_cast<int>(r));
     if (by_value.size() < 2) return;
     std::vector<std::pair<int, std::string>> parts;  // ordered by first rank
     for (const auto& [value, ranks] : by_value) {
@@ -714,7 +731,7 @@ std::string Communicator::Impl::differences(const Exchange& x) {
   };
   auto as_is = [](auto v) { return fmt::format("{}", v); };
   compare("operation", [](const Fingerprint& f) { return f.op; },
-          [](std::int32_t v) { return std::string(name(static_cast<CollectiveOp>(v))); });
+          [](std::int32_t v) { return std::string(op_name(v)); });
   compare("sequence number", [](const Fingerprint& f) { return f.sequence; }, as_is);
   compare("count", [](const Fingerprint& f) { return f.count; }, as_is);
   compare("dtype", [](const Fingerprint& f) { return f.dtype; }, [](std::int32_t v) {
@@ -726,8 +743,9 @@ std::string Communicator::Impl::differences(const Exchange& x) {
     return v < 0 ? std::string("none") : std::string(name(static_cast<ReduceOp>(v)));
   });
   if (found.empty()) found.push_back("the fingerprints' digests differ");  // cannot happen
-  return fmt::format("{}: the ranks made different calls: {}", label_of(x.mine), fmt::join(found, "; "));
+  return fmt::format("{}: the ranks made different calls: {}", label_of(mine), fmt::join(found, "; "));
 }
+}  // namespace
 
 void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until) {
   if (!x->posted) post(*x);
@@ -1219,6 +1237,11 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
     impl->diag_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
     if (chosen != CollectiveBackend::nccl) impl->make_persistent();
   }
+  // The reductions of host values (detail::all_reduce_host): their own, so that a rank that made
+  // another call at that point never pairs a gather with a backend's data traffic.
+  if (impl->mpi_size > 1) {
+    impl->host_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (reductions of host values)");
+  }
 
   const int first = static_cast<int>(impl->first_member);
 #if SKEIN_HAS_NCCL
@@ -1468,6 +1491,164 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
 }
 
 }  // namespace
+
+namespace detail {
+
+namespace {
+// What all_reduce_host gathers from every rank: its call's fingerprint (so that ranks that made
+// different calls find out from the data's own exchange, whatever their sizes) and its values.
+struct HostRecord {
+  Fingerprint call;
+  std::byte values[kCarriedBytes];
+};
+}  // namespace
+
+void require_outside_group(Communicator& comm, const char* call) {
+  if (CommunicatorAccess::impl(comm).group_depth > 0) [[unlikely]] {
+    raise_in(SKEIN_HERE, call, "Call it before group_start() or after group_end().",
+             "a reduction to one value on the host cannot be part of a group of collectives "
+             "(the group's calls run at group_end())");
+  }
+}
+
+void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count, Dtype dtype,
+                     ReduceOp op, const char* call) {
+  Communicator::Impl& impl = CommunicatorAccess::impl(comm);
+  impl.check_usable(call);
+  const std::size_t bytes = count * itemsize(dtype);
+  if (count == 0 || bytes > kCarriedBytes || values.size() < bytes || values.size() % bytes != 0 ||
+      op == ReduceOp::avg) [[unlikely]] {
+    raise_in(SKEIN_HERE, call, "This is a bug in Skein.",
+             "all_reduce_host: {} bytes of values for {} element(s) of {}, reduction {}",
+             values.size(), count, name(dtype), name(op));
+  }
+  require_outside_group(comm, call);
+  // This rank's values first, in member order.
+  for (std::size_t at = bytes; at < values.size(); at += bytes) {
+    reduce_bytes(dtype, values.data(), values.data() + at, count, op);
+  }
+  if (impl.mpi_size == 1) return;
+#if SKEIN_HAS_MPI
+  Fingerprint f;
+  f.sequence = ++impl.collective_sequence;
+  f.count = count;
+  f.op = kHostAllReduce;
+  f.dtype = static_cast<std::int32_t>(dtype);
+  f.reduction = static_cast<std::int32_t>(op);
+  const std::string label = label_of(f);
+  const auto start = CollectiveClock::now();
+  const auto deadline = impl.deadline();
+  impl.guarded(label, call, start, [&] {
+    if (impl.checks()) {
+      auto x = std::make_shared<Communicator::Impl::Exchange>();
+      x->mine = f;
+      if (!impl.async_agreement) {
+        // A synchronous backend's check is one exchange at a time, here and now: it carries the
+        // values (one MPI call for both), or it is completed before they move.
+        if (impl.persistent) {
+          if (impl.finish_carrying(x, deadline, values.data(), bytes, dtype, op)) return;
+        } else {
+          impl.finish(x, deadline);
+        }
+      } else if (impl.thread_multiple) {
+        // Compared alongside, in order with the calls before it, as an asynchronous backend's
+        // calls are: a rank that made another call at this point is found there.
+        std::lock_guard lock(impl.mutex);
+        impl.exchanges.push_back(std::move(x));
+      } else {
+        impl.post(*x);
+        impl.in_flight.push_back(std::move(x));
+      }
+    }
+    auto mine = std::make_shared<HostRecord>();
+    mine->call = f;
+    std::memcpy(mine->values, values.data(), bytes);
+    auto all = std::make_shared<std::vector<HostRecord>>(static_cast<std::size_t>(impl.mpi_size));
+    MPI_Request request = MPI_REQUEST_NULL;
+    SKEIN_MPI_CHECK(MPI_Iallgather, (mine.get(), sizeof(HostRecord), MPI_BYTE, all->data(),
+                                     sizeof(HostRecord), MPI_BYTE, impl.host_comm, &request),
+                    "all_reduce of host values");
+    // Gives up on the gather: MPI still owns it and its buffers.
+    auto give_up = [&] {
+      abandon(request, fmt::format("{}'s MPI_Iallgather", label));
+      keep_until_exit(std::move(mine));
+      keep_until_exit(std::move(all));
+    };
+    // Polled as wait_requests does, and between the tests the agreement check's verdict on the
+    // calls compared alongside: a rank that made another call never joins this gather.
+    const auto waiting = CollectiveClock::now();
+    for (;;) {
+      int done = 0;
+      SKEIN_MPI_CHECK(MPI_Test, (&request, &done, MPI_STATUS_IGNORE), "all_reduce of host values");
+      if (done) break;
+      if (impl.checks() && impl.async_agreement) {
+        std::optional<Communicator::Impl::Verdict> verdict;
+        if (!impl.thread_multiple) {
+          verdict = impl.progress_exchanges();
+        } else {
+          std::lock_guard lock(impl.mutex);
+          verdict = impl.watchdog_failure;
+        }
+        if (verdict) {
+          give_up();
+          impl.backend->abort();
+          impl.broken = verdict->message;
+          impl.raise_verdict(*verdict, call);
+        }
+      }
+      const auto now = CollectiveClock::now();
+      if (now >= deadline) {
+        give_up();
+        throw TimeoutError(ErrorInfo{
+            .what = fmt::format("its MPI_Iallgather did not complete after {:.1f} s",
+                                std::chrono::duration<double>(now - waiting).count()),
+            .call = "MPI_Iallgather"});
+      }
+      if (now - waiting < std::chrono::seconds(1)) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    std::vector<Fingerprint> calls;
+    calls.reserve(all->size());
+    for (const auto& r : *all) calls.push_back(r.call);
+    if (std::any_of(calls.begin(), calls.end(), [&](const Fingerprint& c) { return digest(c) != digest(f); })) {
+      if (impl.checks() && impl.async_agreement) {
+        // This call's exchange differs too, and comparing it is collective (the fingerprints are
+        // gathered after a mismatch): finish it as the other ranks do, whichever way they found
+        // the mismatch, and report what it found.
+        impl.settle_exchanges(deadline);
+        std::optional<Communicator::Impl::Verdict> verdict;
+        {
+          std::lock_guard lock(impl.mutex);
+          verdict = impl.watchdog_failure;
+        }
+        if (verdict) {
+          impl.backend->abort();
+          impl.broken = verdict->message;
+          impl.raise_verdict(*verdict, call);
+        }
+      }
+      std::string text = describe_differences(calls, f);
+      impl.backend->abort();
+      impl.broken = text;
+      throw LogicError(ErrorInfo{
+          .what = text + "; the communicator was aborted",
+          .call = call,
+          .hint = "Every rank must make the same collective calls, in the same order, with the "
+                  "same counts, dtypes, roots and reductions. Create a new Communicator to go on."});
+    }
+    // Combined in rank order on every rank: the same result everywhere.
+    std::memcpy(values.data(), (*all)[0].values, bytes);
+    for (std::size_t r = 1; r < all->size(); ++r) {
+      reduce_bytes(dtype, values.data(), (*all)[r].values, count, op);
+    }
+  });
+#endif
+}
+
+}  // namespace detail
 
 std::vector<Event> Communicator::all_reduce(const Queue& queue, std::span<const Array> send,
                                             std::span<const Array> recv, ReduceOp op) {

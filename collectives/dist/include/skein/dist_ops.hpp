@@ -3,13 +3,17 @@
 // and finishes across devices and ranks with the Communicator where the result is global:
 //
 //   elementwise   block by block; no communication (the operands share one layout)
-//   reductions    within each device (one partial value on the device), then one all_reduce
-//                 over every member (the rank's devices and all ranks at once); the result is on
-//                 every rank. Deterministic mode: the canonical pairwise tree over global element
-//                 indices (ReductionKernel::records / combine), all_gathered, so the result does
-//                 not depend on how many devices or ranks hold the array
-//   dot, nrm2     per device, then all_reduce (nrm2: the sum of squares, square-rooted on the
-//                 host; no scaling against overflow)
+//   reductions    within each device (one partial value on the device). reduce(): then one
+//                 all_reduce over every member (the rank's devices and all ranks at once), the
+//                 result on every device. sum, min, max (to the host): each device's value read
+//                 to the host, combined over the rank's devices, then over the ranks in one MPI
+//                 exchange (a collective call like the Communicator's, checked and timed out as
+//                 they are), in rank order, so every rank has the same value bit for bit.
+//                 Deterministic mode: the canonical pairwise tree over global element indices
+//                 (ReductionKernel::records / combine), all_gathered, so the result does not
+//                 depend on how many devices or ranks hold the array
+//   dot, nrm2     per device, then as sum (nrm2: the sum of squares, square-rooted on the host;
+//                 no scaling against overflow)
 //   gemv, gemm    A and C split by rows with the same layout, x or B replicated on every device
 //                 (a distributed x or B is all_gathered first, see replicate())
 //

@@ -1,0 +1,29 @@
+// The reduction of host values over a Communicator's ranks, for the layers above (the distributed
+// reductions to one value: dist::sum, min, max, dot). A collective call like the Communicator's
+// own: counted, compared across ranks by the agreement check, given up on at the
+// SKEIN_COLLECTIVE_TIMEOUT, and refused on a communicator that was aborted.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "skein/communicator.hpp"
+#include "skein/dtype.hpp"
+#include "skein/export.hpp"
+
+namespace skein::detail {
+
+// `values` holds this rank's values: one or more blocks of `count` elements of `dtype` (e.g. one
+// per local device), at most 96 bytes a block. On return its first block holds the reduction
+// with `op` (not avg) of every block of every rank: this rank's blocks in order, then the ranks'
+// results in rank order, so that every rank has the same result, bit for bit. One MPI exchange
+// (with the MPI backend's agreement check, the same exchange carries the values). `call` names
+// the caller in errors. Raises LogicError inside a group, or where the ranks made different calls.
+// LogicError naming `call` between comm.group_start() and group_end(): for calls that return a
+// value computed by collectives, which a group only runs at its end.
+SKEIN_EXPORT void require_outside_group(Communicator& comm, const char* call);
+
+SKEIN_EXPORT void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count,
+                                  Dtype dtype, ReduceOp op, const char* call);
+
+}  // namespace skein::detail
