@@ -8,7 +8,7 @@
 //                 result on every device. sum, min, max (to the host): each device's value read
 //                 to the host, combined over the rank's devices, then over the ranks in one MPI
 //                 exchange (a collective call like the Communicator's, checked and timed out as
-//                 they are), in rank order, so every rank has the same value bit for bit.
+//                 they are); every rank has the same value, bit for bit.
 //                 Deterministic mode: the canonical pairwise tree over global element indices
 //                 (ReductionKernel::records / combine), all_gathered, so the result does not
 //                 depend on how many devices or ranks hold the array

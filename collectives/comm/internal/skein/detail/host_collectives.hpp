@@ -16,9 +16,10 @@ namespace skein::detail {
 // `values` holds this rank's values: one or more blocks of `count` elements of `dtype` (e.g. one
 // per local device), at most 96 bytes a block. On return its first block holds the reduction
 // with `op` (not avg) of every block of every rank: this rank's blocks in order, then the ranks'
-// results in rank order, so that every rank has the same result, bit for bit. One MPI exchange
-// (with the MPI backend's agreement check, the same exchange carries the values). `call` names
-// the caller in errors. Raises LogicError inside a group, or where the ranks made different calls.
+// results, gathered and combined in rank order (with the MPI backend's agreement check, the
+// check's own MPI reduction carries and combines them instead). Every rank has the same result,
+// bit for bit (min and max over NaN aside). One MPI exchange. `call` names the caller in errors.
+// Raises LogicError inside a group, or where the ranks made different calls.
 // LogicError naming `call` between comm.group_start() and group_end(): for calls that return a
 // value computed by collectives, which a group only runs at its end.
 SKEIN_EXPORT void require_outside_group(Communicator& comm, const char* call);
