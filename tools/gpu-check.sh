@@ -51,6 +51,7 @@
 #   ctest.log        the whole test suite
 #   skein-info.txt   skein-info; skein-info.json: skein-info --json
 #   memcheck.log     the CUDA tests under compute-sanitizer memcheck
+#   coll-json/       the collectives' JSON (skein-*, nccl-*, torch-*), for compare-collectives.py
 #   bench-copy.txt   the copy and kernel benchmarks; bench-coll.txt: collectives and their peer
 set -uo pipefail
 
@@ -262,8 +263,9 @@ fi
 
 # Collectives against their peers, every operation at nccl-tests' sizes (8 B to 1 GiB, x8 a
 # row): Skein with one GPU per rank and with one rank driving every GPU, NCCL called directly
-# both ways and PyTorch's NCCL collectives in the same run, the MPI backend's all_reduce against its staging floor on two
-# GPUs, and the ratios (tools/compare-collectives.py, also against shared/PEERS.md).
+# both ways and PyTorch's NCCL collectives in the same run, the MPI backend's all_reduce against
+# its staging floor on two GPUs, and the ratios (tools/compare-collectives.py, also against
+# shared/PEERS.md).
 if want coll && ((ngpu > 1)); then
   jsondir="$OUTDIR/coll-json"
   mkdir -p "$jsondir"
