@@ -9,6 +9,7 @@
 //             asynchronous backend, NCCL, is aborted instead and says so)
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
+//   skip_sum  the same for a dist::sum (whose ranks' values meet in one MPI exchange on the host)
 //   late      rank 1 creates its Communicator 2 x SKEIN_COLLECTIVE_TIMEOUT late: every rank raises
 //             TimeoutError naming SKEIN_COLLECTIVE_TIMEOUT, and the job ends without a crash
 //   tiny      SKEIN_COLLECTIVE_TIMEOUT=0.000001: creating a Communicator times out (or works) on
@@ -124,14 +125,21 @@ int mismatch(const Runtime& runtime, const std::string& field) {
   return report(false, "no exception");
 }
 
-int skip(const Runtime& runtime) {
+// `sum`: the call skipped is a dist::sum, else an all_reduce.
+int skip(const Runtime& runtime, bool sum) {
   Communicator comm(runtime);
   Queue queue(comm.context());
   Array a = Array::zeros(queue, {1000}, Dtype::float32);
-  if (g_rank == 1) return report(true, "skipped the all_reduce");
+  DistArray d(comm, {1000}, Dtype::float32);
+  dist::fill(d, 1.0f);
+  if (g_rank == 1) return report(true, sum ? "skipped the dist::sum" : "skipped the all_reduce");
   const auto start = std::chrono::steady_clock::now();
   try {
-    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
+    if (sum) {
+      (void)dist::sum(d);
+    } else {
+      for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
+    }
     comm.barrier(queue);
   } catch (const TimeoutError& e) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -287,7 +295,7 @@ int run(const std::string& mode, const Runtime& runtime) {
   if (mode == "count" || mode == "dtype" || mode == "reduction" || mode == "root" || mode == "operation") {
     return mismatch(runtime, mode);
   }
-  if (mode == "skip") return skip(runtime);
+  if (mode == "skip" || mode == "skip_sum") return skip(runtime, mode == "skip_sum");
   if (mode == "late") return late(runtime);
   if (mode == "tiny") return tiny(runtime);
   if (mode == "shared") return shared(runtime);

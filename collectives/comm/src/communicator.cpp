@@ -1568,76 +1568,45 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
     SKEIN_MPI_CHECK(MPI_Iallgather, (mine.get(), sizeof(HostRecord), MPI_BYTE, all->data(),
                                      sizeof(HostRecord), MPI_BYTE, impl.host_comm, &request),
                     "all_reduce of host values");
-    // Gives up on the gather: MPI still owns it and its buffers.
-    auto give_up = [&] {
-      abandon(request, fmt::format("{}'s MPI_Iallgather", label));
+    // The communicator ends with the agreement check's verdict (as check_usable() raises it).
+    auto fail = [&](const Communicator::Impl::Verdict& verdict) {
+      impl.backend->abort();
+      impl.broken = verdict.message;
+      impl.raise_verdict(verdict, call);
+    };
+    auto watchdog_verdict = [&] {
+      std::lock_guard lock(impl.mutex);
+      return impl.watchdog_failure;
+    };
+    const bool alongside = impl.checks() && impl.async_agreement;
+    try {
+      // Between the tests, the verdict on the calls compared alongside: a rank that made another
+      // call at this point never joins this gather.
+      wait_requests(std::span(&request, 1), deadline, label + "'s MPI_Iallgather", nullptr, [&] {
+        if (!alongside) return;
+        if (auto verdict = impl.thread_multiple ? watchdog_verdict() : impl.progress_exchanges()) {
+          fail(*verdict);
+        }
+      });
+    } catch (...) {
+      // MPI still owns the gather and its buffers.
+      abandon(request, label + "'s MPI_Iallgather");
       keep_until_exit(std::move(mine));
       keep_until_exit(std::move(all));
-    };
-    // Polled as wait_requests does, and between the tests the agreement check's verdict on the
-    // calls compared alongside: a rank that made another call never joins this gather.
-    const auto waiting = CollectiveClock::now();
-    for (;;) {
-      int done = 0;
-      SKEIN_MPI_CHECK(MPI_Test, (&request, &done, MPI_STATUS_IGNORE), "all_reduce of host values");
-      if (done) break;
-      if (impl.checks() && impl.async_agreement) {
-        std::optional<Communicator::Impl::Verdict> verdict;
-        if (!impl.thread_multiple) {
-          verdict = impl.progress_exchanges();
-        } else {
-          std::lock_guard lock(impl.mutex);
-          verdict = impl.watchdog_failure;
-        }
-        if (verdict) {
-          give_up();
-          impl.backend->abort();
-          impl.broken = verdict->message;
-          impl.raise_verdict(*verdict, call);
-        }
-      }
-      const auto now = CollectiveClock::now();
-      if (now >= deadline) {
-        give_up();
-        throw TimeoutError(ErrorInfo{
-            .what = fmt::format("its MPI_Iallgather did not complete after {:.1f} s",
-                                std::chrono::duration<double>(now - waiting).count()),
-            .call = "MPI_Iallgather"});
-      }
-      if (now - waiting < std::chrono::seconds(1)) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
+      throw;
     }
-    std::vector<Fingerprint> calls;
-    calls.reserve(all->size());
-    for (const auto& r : *all) calls.push_back(r.call);
-    if (std::any_of(calls.begin(), calls.end(), [&](const Fingerprint& c) { return digest(c) != digest(f); })) {
-      if (impl.checks() && impl.async_agreement) {
+    const std::uint64_t agreed = digest(f);
+    if (std::any_of(all->begin(), all->end(), [&](const HostRecord& r) { return digest(r.call) != agreed; })) {
+      if (alongside) {
         // This call's exchange differs too, and comparing it is collective (the fingerprints are
         // gathered after a mismatch): finish it as the other ranks do, whichever way they found
         // the mismatch, and report what it found.
         impl.settle_exchanges(deadline);
-        std::optional<Communicator::Impl::Verdict> verdict;
-        {
-          std::lock_guard lock(impl.mutex);
-          verdict = impl.watchdog_failure;
-        }
-        if (verdict) {
-          impl.backend->abort();
-          impl.broken = verdict->message;
-          impl.raise_verdict(*verdict, call);
-        }
+        if (auto verdict = watchdog_verdict()) fail(*verdict);
       }
-      std::string text = describe_differences(calls, f);
-      impl.backend->abort();
-      impl.broken = text;
-      throw LogicError(ErrorInfo{
-          .what = text + "; the communicator was aborted",
-          .call = call,
-          .hint = "Every rank must make the same collective calls, in the same order, with the "
-                  "same counts, dtypes, roots and reductions. Create a new Communicator to go on."});
+      std::vector<Fingerprint> calls;
+      for (const auto& r : *all) calls.push_back(r.call);
+      fail({Communicator::Impl::Failure::mismatch, describe_differences(calls, f), {}});
     }
     // Combined in rank order on every rank: the same result everywhere.
     std::memcpy(values.data(), (*all)[0].values, bytes);

@@ -258,13 +258,12 @@ std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, Red
 
 namespace {
 // dist::sum, min and max: each device's value, then (deterministic: the canonical tree on the
-// devices) the host's reduction over devices and ranks.
+// devices) the host's reduction over devices and ranks. Every rank has a device (BlockLayout
+// refuses a rank without members).
 double reduce_to_value(const DistArray& x, const ReductionKernel& kernel, ReduceOp across,
                        const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
-  if (options.deterministic || x.local_size() == 0) {
-    return host_value(reduce_builtin(x, kernel, across, options).at(0));
-  }
+  if (options.deterministic) return host_value(reduce_builtin(x, kernel, across, options).at(0));
   std::vector<Array> values;
   {
     const Operand first(x.local(0));
@@ -315,10 +314,6 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
     const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
     if (i == 0) results = scalars(x, kernel.out_dtype(in));
     kernel(queue, in, {.out = results[i]});
-  }
-  if (results.empty()) {  // a rank without devices: as the other reductions (no value to read)
-    comm.all_reduce(queue, results, results, ReduceOp::sum);
-    return host_value(results.at(0));
   }
   return host_reduction(x, results, ReduceOp::sum, "dist::dot");
 }

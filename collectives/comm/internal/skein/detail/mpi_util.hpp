@@ -23,6 +23,7 @@
 #include <climits>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <span>
 #include <string>
 #include <thread>
@@ -80,9 +81,11 @@ namespace skein::detail {
 // Polls the requests until all complete. Throws TimeoutError (naming `what`) once `deadline`
 // has passed; the requests are then left outstanding (MPI cannot cancel collectives), and the
 // caller must keep their buffers alive.
-// `statuses` (one per request), when given, receives the requests' statuses.
+// `statuses` (one per request), when given, receives the requests' statuses. `between`, when
+// given, runs after each test that found them incomplete (it may throw to give up earlier).
 inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time_point deadline,
-                          const std::string& what, MPI_Status* statuses = nullptr) {
+                          const std::string& what, MPI_Status* statuses = nullptr,
+                          const std::function<void()>& between = {}) {
   if (requests.empty()) return;
   const auto start = CollectiveClock::now();
   for (;;) {
@@ -90,6 +93,7 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
     SKEIN_MPI_CHECK(MPI_Testall, (static_cast<int>(requests.size()), requests.data(), &done,
                           statuses ? statuses : MPI_STATUSES_IGNORE));
     if (done) return;
+    if (between) between();
     const auto now = CollectiveClock::now();
     if (now >= deadline) {
       const double waited = std::chrono::duration<double>(now - start).count();
