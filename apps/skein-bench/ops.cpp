@@ -9,6 +9,8 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <skein/detail/host_collectives.hpp>
+#include <skein/detail/host_values.hpp>
 #include <skein/dist_ops.hpp>
 #include <span>
 #include <skein/skein.hpp>
@@ -202,32 +204,49 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
                       copy_gbps / static_cast<double>(comm.size()), ms[ms.size() / 2] * 1e-3, 0});
       check_result("sum", total, n);
       // Where a distributed sum's time goes, each part timed as the whole call is (from a barrier
-      // to the end of every rank's work): the per-device reductions into values kept on the
-      // devices; those and the reads of the values to the host (dist::sum then combines them on
-      // the host, over the ranks in one MPI exchange); and, for comparison, the way dist::sum
-      // finished before: an all_reduce of the values on the devices, then a read of the result.
+      // to the end of this rank's work, the slowest rank's time): the per-device reductions into
+      // values kept on the devices; those into the values dist::sum uses (detail::HostValues: on
+      // CUDA page-locked host memory the kernels write) and their read; the same with values read
+      // from the devices by Array::get (what dist::sum did before); the MPI exchange that combines
+      // the values over the ranks, alone; and the way dist::sum finished before that: an
+      // all_reduce of the values on the devices, then a read of the result.
       std::vector<Array> values;
       for (std::size_t i = 0; i < x.local_size(); ++i) values.push_back(skein::sum(queue, x.local(i)));
-      auto reduce_locally = [&] {
+      std::vector<std::size_t> devices;
+      for (std::size_t i = 0; i < x.local_size(); ++i) devices.push_back(x.block(i).device_idx);
+      auto reduce_into = [&](const std::vector<Array>& into) {
         for (std::size_t i = 0; i < x.local_size(); ++i) {
           skein::ReductionArgs args;
-          args.out = values[i];
+          args.out = into[i];
           skein::sum(queue, x.local(i), args);
         }
       };
-      std::vector<std::byte> bytes(values.empty() ? 0 : values[0].nbytes());
-      const double t_local = time_median(runtime, queue, o, reduce_locally);
+      const std::size_t item_bytes = values.empty() ? 0 : values[0].nbytes();
+      std::vector<std::byte> bytes(item_bytes), all_bytes(item_bytes * values.size());
+      const double t_local = time_median(runtime, queue, o, [&] { reduce_into(values); });
+      const double t_host = time_median(runtime, queue, o, [&] {
+        skein::detail::HostValues host(queue, devices, values[0].dtype());
+        reduce_into(host.arrays());
+        host.read(all_bytes);
+      });
       const double t_reads = time_median(runtime, queue, o, [&] {
-        reduce_locally();
+        reduce_into(values);
         for (const auto& v : values) v.get(std::span<std::byte>(bytes));
       });
+      const double t_exchange = time_median(runtime, queue, o, [&] {
+        double v = 1.0;
+        skein::detail::all_reduce_host(comm, std::as_writable_bytes(std::span<double>(&v, 1)), 1,
+                                       Dtype::float64, skein::ReduceOp::sum, "skein-bench sum");
+      });
       const double t_former = time_median(runtime, queue, o, [&] {
-        reduce_locally();
+        reduce_into(values);
         comm.all_reduce(queue, values, values, skein::ReduceOp::sum);
         values[0].get(std::span<std::byte>(bytes));
       });
       for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
-                                    std::pair{"sum: and the reads of the values", t_reads},
+                                    std::pair{"sum: into host values, read", t_host},
+                                    std::pair{"sum: into device values, Array::get", t_reads},
+                                    std::pair{"sum: the MPI exchange alone", t_exchange},
                                     std::pair{"sum: all_reduce on devices, read", t_former}}) {
         rows.push_back({what, "us", "the whole dist::sum", s * 1e6, t * 1e6, s, t});
       }

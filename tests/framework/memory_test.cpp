@@ -20,6 +20,7 @@
 
 #include "backends.hpp"
 #include "checks.hpp"
+#include "skein/detail/host_values.hpp"
 #include "skein/detail/ipc.hpp"
 
 namespace skein::test {
@@ -423,6 +424,72 @@ TEST_P(Memory, BilinearInterpolationFromGlobalMemoryMatchesTheHost) {
     }
     EXPECT_EQ(wrong, 0) << w << "x" << h;
   }
+}
+
+// --- values the host reads (detail::HostValues, behind dist::sum, min, max and dot) -------------
+
+// Reductions on every device of the context write into HostValues' arrays; read() gives each
+// device's value in the order asked for, against sums computed on the host: int64 (exact) and
+// float64, inputs of 0, 1 and 100003 elements, two sets in use at once (their memory must not be
+// shared), a set dropped without a read (its memory is handed out again only after the devices
+// are done) and sets taken again from the queue's free list.
+TEST_P(Memory, HostValuesReadWhatReductionsWroteOnEveryDevice) {
+  const std::size_t ndev = std::min<std::size_t>(devices().size(), 4);
+  const Context ctx = context(ndev);
+  const Queue queue(ctx);  // every device of the context
+  // Devices in reverse order: the values must come back in the order asked for.
+  std::vector<std::size_t> order;
+  for (std::size_t d = ndev; d-- > 0;) order.push_back(d);
+  const std::size_t sizes[] = {0, 1, 100003};
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t n : sizes) {
+      std::vector<Array> xs, ys;
+      std::vector<std::int64_t> want_i;
+      std::vector<double> want_f;
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        std::vector<std::int64_t> hi(n);
+        std::vector<double> hf(n);
+        std::int64_t si = 0;
+        double sf = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          hi[i] = static_cast<std::int64_t>((i * 7919 + k * 104729 + round) % 2003) - 1000;
+          hf[i] = static_cast<double>(hi[i]) * 0.5;  // exact in float64: sums are exact too
+          si += hi[i];
+          sf += hf[i];
+        }
+        want_i.push_back(si);
+        want_f.push_back(sf);
+        xs.push_back(Array::from_host(queue, std::span<const std::int64_t>(hi), {n}, order[k]));
+        ys.push_back(Array::from_host(queue, std::span<const double>(hf), {n}, order[k]));
+      }
+      detail::HostValues ints(queue, order, Dtype::int64);
+      detail::HostValues reals(queue, order, Dtype::float64);
+      EXPECT_EQ(ints.mapped(), GetParam().api == ApiId::cuda);
+      ASSERT_EQ(ints.arrays().size(), order.size());
+      {
+        // Dropped without a read, with work writing it pending: must not disturb the others.
+        detail::HostValues dropped(queue, order, Dtype::int64);
+        for (std::size_t k = 0; k < order.size(); ++k) {
+          EXPECT_EQ(dropped.arrays()[k].device_idx(), order[k]);
+          skein::sum(queue, xs[k], {.out = dropped.arrays()[k]});
+        }
+      }
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        skein::sum(queue, xs[k], {.out = ints.arrays()[k]});
+        skein::sum(queue, ys[k], {.out = reals.arrays()[k]});
+      }
+      std::vector<std::int64_t> got_i(order.size());
+      std::vector<double> got_f(order.size());
+      ints.read(std::as_writable_bytes(std::span<std::int64_t>(got_i)));
+      reals.read(std::as_writable_bytes(std::span<double>(got_f)));
+      EXPECT_EQ(got_i, want_i) << "n = " << n << ", round " << round;
+      EXPECT_EQ(got_f, want_f) << "n = " << n << ", round " << round;
+    }
+  }
+  // A wrong size of the destination is refused, not written past.
+  detail::HostValues one(queue, order, Dtype::float32);
+  std::vector<std::byte> small(order.size() * 4 - 1);
+  EXPECT_THROW(one.read(small), LogicError);
 }
 
 SKEIN_INSTANTIATE_BACKENDS(Memory);

@@ -11,6 +11,7 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/host_collectives.hpp"
+#include "skein/detail/host_values.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 
@@ -81,23 +82,25 @@ double host_value(const Array& a) {
   return as_double(a.dtype(), bytes.data());
 }
 
-// Per-device values (one-element arrays, one per local device) reduced to one value on every
-// rank, on the host: each read, then combined over this rank's devices and over the ranks
-// (detail::all_reduce_host: one MPI exchange). Cheaper than an all_reduce of the device values
-// followed by a read of the result, which cost 20-30 us a call on 4 GPUs (an 8-byte NCCL
-// all_reduce, 44 us with one rank driving four); PETSc reduces its dot products the same way.
-double host_reduction(const DistArray& x, std::span<const Array> values, ReduceOp across,
+// Per-device values (one per local device, written by the reductions into `values`) reduced to
+// one value on every rank, on the host: each read (HostValues: on CUDA the kernels write them into
+// page-locked host memory, so the read is the wait for the devices), then combined over this
+// rank's devices and over the ranks (detail::all_reduce_host: one MPI exchange). Cheaper than an
+// all_reduce of the device values followed by a read of the result, which cost 20-30 us a call on
+// 4 GPUs (an 8-byte NCCL all_reduce, 44 us with one rank driving four); PETSc reduces its dot
+// products the same way.
+double host_reduction(const DistArray& x, detail::HostValues& values, ReduceOp across,
                       const char* call) {
-  const Dtype dtype = values[0].dtype();
+  const Dtype dtype = values.arrays()[0].dtype();
   const std::size_t item = itemsize(dtype);
   std::byte inline_bytes[4 * 16];
   std::vector<std::byte> heap;
-  std::span<std::byte> bytes(inline_bytes, values.size() * item);
+  std::span<std::byte> bytes(inline_bytes, values.arrays().size() * item);
   if (bytes.size() > sizeof inline_bytes) {
     heap.resize(bytes.size());
     bytes = heap;
   }
-  for (std::size_t i = 0; i < values.size(); ++i) values[i].get(bytes.subspan(i * item, item));
+  values.read(bytes);
   detail::all_reduce_host(x.communicator(), bytes, 1, dtype, across, call);
   return as_double(dtype, bytes.data());
 }
@@ -264,14 +267,11 @@ double reduce_to_value(const DistArray& x, const ReductionKernel& kernel, Reduce
                        const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
   if (options.deterministic) return host_value(reduce_builtin(x, kernel, across, options).at(0));
-  std::vector<Array> values;
-  {
-    const Operand first(x.local(0));
-    values = scalars(x, kernel.out_dtype(std::span<const Operand>(&first, 1)));
-  }
+  const Operand first(x.local(0));
+  detail::HostValues values(x.queue(), local_devices(x), kernel.out_dtype(std::span<const Operand>(&first, 1)));
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     const Operand in(x.local(i));
-    kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = values[i]});
+    kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = values.arrays()[i]});
   }
   return host_reduction(x, values, across, call);
 }
@@ -309,11 +309,11 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
     }
     return sum(product, options);
   }
-  std::vector<Array> results;
+  const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
+  detail::HostValues results(queue, local_devices(x), kernel.out_dtype(first));
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
-    if (i == 0) results = scalars(x, kernel.out_dtype(in));
-    kernel(queue, in, {.out = results[i]});
+    kernel(queue, in, {.out = results.arrays()[i]});
   }
   return host_reduction(x, results, ReduceOp::sum, "dist::dot");
 }

@@ -19,6 +19,7 @@ namespace skein {
 
 namespace detail {
 class BlasAdapter;
+struct HostValueSlots;
 }
 
 struct Context::Impl {
@@ -49,6 +50,11 @@ struct Queue::Impl {
   // Only this queue's work uses it, and that work runs in order, so no two calls share it at once.
   std::mutex group_counters_mutex;
   std::vector<Buffer> group_counters;
+  // Page-locked memory for values the host reads (detail::HostValues, host_values.cpp): slot sets
+  // not in use, and whether this context's devices can have it mapped (false after a refusal).
+  std::mutex host_values_mutex;
+  std::vector<std::shared_ptr<detail::HostValueSlots>> host_values_free;
+  bool host_values_unmappable = false;
 };
 
 namespace detail {
