@@ -206,7 +206,8 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
       // Where a distributed sum's time goes, each part timed as the whole call is (from a barrier
       // to the end of this rank's work, the slowest rank's time): the per-device reductions into
       // values kept on the devices; those into the values dist::sum uses (detail::HostValues: on
-      // CUDA page-locked host memory the kernels write) and their read; the same with values read
+      // CUDA page-locked host memory the kernels write) and their read; those and the MPI exchange
+      // (dist::sum's steps, called one by one); the same with values read
       // from the devices by Array::get (what dist::sum did before); the MPI exchange that combines
       // the values over the ranks, alone; and the way dist::sum finished before that: an
       // all_reduce of the values on the devices, then a read of the result.
@@ -229,6 +230,24 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
         reduce_into(host.arrays());
         host.read(all_bytes);
       });
+      std::vector<double> exchange_part;  // this rank's time in the exchange of each call
+      const double t_host_exchange = time_median(runtime, queue, o, [&] {
+        skein::detail::HostValues host(queue, devices, values[0].dtype());
+        reduce_into(host.arrays());
+        host.read(all_bytes);
+        const auto t0 = std::chrono::steady_clock::now();
+        skein::detail::all_reduce_host(comm, all_bytes, 1, values[0].dtype(), skein::ReduceOp::sum,
+                                       "skein-bench sum");
+        exchange_part.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      });
+      // The median over the timed calls (the first `warmup` were not), of the slowest rank's.
+      exchange_part.erase(exchange_part.begin(), exchange_part.begin() + o.warmup);
+      for (double& v : exchange_part) {
+        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, runtime.comm());
+      }
+      std::sort(exchange_part.begin(), exchange_part.end());
+      const double t_exchange_part = exchange_part[exchange_part.size() / 2];
       const double t_reads = time_median(runtime, queue, o, [&] {
         reduce_into(values);
         for (const auto& v : values) v.get(std::span<std::byte>(bytes));
@@ -245,6 +264,8 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
       });
       for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
                                     std::pair{"sum: into host values, read", t_host},
+                                    std::pair{"sum: those, then the MPI exchange", t_host_exchange},
+                                    std::pair{"sum: ... of which the exchange", t_exchange_part},
                                     std::pair{"sum: into device values, Array::get", t_reads},
                                     std::pair{"sum: the MPI exchange alone", t_exchange},
                                     std::pair{"sum: all_reduce on devices, read", t_former}}) {
