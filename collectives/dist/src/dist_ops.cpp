@@ -85,10 +85,8 @@ double host_value(const Array& a) {
 // Per-device values (one per local device, written by the reductions into `values`) reduced to
 // one value on every rank, on the host: each read (HostValues: on CUDA the kernels write them into
 // page-locked host memory, so the read is the wait for the devices), then combined over this
-// rank's devices and over the ranks (detail::all_reduce_host: one MPI exchange). Cheaper than an
-// all_reduce of the device values followed by a read of the result, which cost 20-30 us a call on
-// 4 GPUs (an 8-byte NCCL all_reduce, 44 us with one rank driving four); PETSc reduces its dot
-// products the same way.
+// rank's devices and over the ranks (detail::all_reduce_host: one MPI exchange), as PETSc reduces
+// its dot products. combine_on_devices() says where it is the faster way.
 double host_reduction(const DistArray& x, detail::HostValues& values, ReduceOp across,
                       const char* call) {
   const Dtype dtype = values.arrays()[0].dtype();
@@ -260,20 +258,46 @@ std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, Red
 }
 
 namespace {
+// Whether the reductions to one value combine the per-device values on the devices (an all_reduce
+// of them, then one read) rather than on the host (HostValues, then one MPI exchange). Measured on
+// 4 H200s (docs/performance.md, "Distributed sums on 4 x H200"): over four ranks with NCCL the
+// all_reduce ended 7-23 us sooner than the host's way in each of three runs (the GPUs meet each
+// other directly, where the host waits for each GPU before exchanging); one rank driving the four
+// GPUs has nothing to exchange, and the host's way ended 7-26 us sooner there; the MPI backend's
+// all_reduce is staged through the host anyway (on PoCL, 2 ranks: 46 against 98 us a call).
+bool combine_on_devices(const Communicator& comm) {
+  return comm.backend() == CollectiveBackend::nccl && comm.size() > comm.local_size();
+}
+
+// The fast (non-deterministic) reductions to one value: `launch(i, out)` enqueues local device
+// i's reduction into the one-element array `out`, of `dtype`; the values are then combined over
+// the devices and the ranks with `across`. Every rank has a device (BlockLayout refuses a rank
+// without members).
+template <class Launch>
+double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const char* call, Launch&& launch) {
+  if (combine_on_devices(x.communicator())) {
+    std::vector<Array> values = scalars(x, dtype);
+    for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values[i]);
+    x.communicator().all_reduce(x.queue(), values, values, across);
+    return host_value(values[0]);
+  }
+  detail::HostValues values(x.queue(), local_devices(x), dtype);
+  for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values.arrays()[i]);
+  return host_reduction(x, values, across, call);
+}
+
 // dist::sum, min and max: each device's value, then (deterministic: the canonical tree on the
-// devices) the host's reduction over devices and ranks. Every rank has a device (BlockLayout
-// refuses a rank without members).
+// devices) the reduction over devices and ranks.
 double reduce_to_value(const DistArray& x, const ReductionKernel& kernel, ReduceOp across,
                        const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
   if (options.deterministic) return host_value(reduce_builtin(x, kernel, across, options).at(0));
   const Operand first(x.local(0));
-  detail::HostValues values(x.queue(), local_devices(x), kernel.out_dtype(std::span<const Operand>(&first, 1)));
-  for (std::size_t i = 0; i < x.local_size(); ++i) {
-    const Operand in(x.local(i));
-    kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = values.arrays()[i]});
-  }
-  return host_reduction(x, values, across, call);
+  return combine_values(x, kernel.out_dtype(std::span<const Operand>(&first, 1)), across, call,
+                        [&](std::size_t i, const Array& out) {
+                          const Operand in(x.local(i));
+                          kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = out});
+                        });
 }
 }  // namespace
 
@@ -310,12 +334,11 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
     return sum(product, options);
   }
   const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
-  detail::HostValues results(queue, local_devices(x), kernel.out_dtype(first));
-  for (std::size_t i = 0; i < x.local_size(); ++i) {
-    const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
-    kernel(queue, in, {.out = results.arrays()[i]});
-  }
-  return host_reduction(x, results, ReduceOp::sum, "dist::dot");
+  return combine_values(x, kernel.out_dtype(first), ReduceOp::sum, "dist::dot",
+                        [&](std::size_t i, const Array& out) {
+                          const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
+                          kernel(queue, in, {.out = out});
+                        });
 }
 
 double nrm2(const DistArray& x, const DistReductionOptions& options) {
