@@ -31,11 +31,14 @@ HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices,
     : queue_(queue), devices_(devices.begin(), devices.end()), item_(itemsize(dtype)) {
   const Context& context = queue.context();
   const std::size_t n = context.devices().size();
-  for (std::size_t d : devices_) {
-    const auto& in_queue = queue.device_idxs();
-    if (d >= n || std::find(in_queue.begin(), in_queue.end(), d) == in_queue.end()) {
+  const auto& in_queue = queue.device_idxs();
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    const std::size_t d = devices_[i];
+    // One slot per device: a device listed twice would have its two values share it.
+    if (d >= n || std::find(in_queue.begin(), in_queue.end(), d) == in_queue.end() ||
+        std::find(devices_.begin(), devices_.begin() + i, d) != devices_.begin() + i) {
       raise_in(SKEIN_HERE, "HostValues", "This is a bug in Skein.",
-               "device {} is not one of the queue's", d);
+               "device {} is not one of the queue's, or is listed twice", d);
     }
   }
   auto& impl = *impl_of(queue);

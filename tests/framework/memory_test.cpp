@@ -486,10 +486,13 @@ TEST_P(Memory, HostValuesReadWhatReductionsWroteOnEveryDevice) {
       EXPECT_EQ(got_f, want_f) << "n = " << n << ", round " << round;
     }
   }
-  // A wrong size of the destination is refused, not written past.
+  // A wrong size of the destination is refused, not written past; so is a device listed twice
+  // (its two values would share one slot).
   detail::HostValues one(queue, order, Dtype::float32);
   std::vector<std::byte> small(order.size() * 4 - 1);
   EXPECT_THROW(one.read(small), LogicError);
+  const std::size_t twice[] = {0, 0};
+  EXPECT_THROW(detail::HostValues(queue, twice, Dtype::float32), LogicError);
 }
 
 SKEIN_INSTANTIATE_BACKENDS(Memory);
