@@ -205,12 +205,12 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
       check_result("sum", total, n);
       // Where a distributed sum's time goes, each part timed as the whole call is (from a barrier
       // to the end of this rank's work, the slowest rank's time): the per-device reductions into
-      // values kept on the devices; those into the values dist::sum uses (detail::HostValues: on
-      // CUDA page-locked host memory the kernels write) and their read; those and the MPI exchange
-      // (dist::sum's steps, called one by one); the same with values read
-      // from the devices by Array::get (what dist::sum did before); the MPI exchange that combines
-      // the values over the ranks, alone; and the way dist::sum finished before that: an
-      // all_reduce of the values on the devices, then a read of the result.
+      // values kept on the devices; those into the values of the host's way (detail::HostValues:
+      // on CUDA page-locked host memory the kernels write) and their read; those and the MPI
+      // exchange (the host's way step by step, with the exchange's own part); the values read from
+      // the devices by Array::get instead; the MPI exchange alone; and the all_reduce of the values
+      // on the devices, then a read of the result. dist::sum takes the all_reduce over several
+      // ranks with NCCL, the host's way otherwise (dist_ops.cpp, combine_on_devices).
       std::vector<Array> values;
       for (std::size_t i = 0; i < x.local_size(); ++i) values.push_back(skein::sum(queue, x.local(i)));
       std::vector<std::size_t> devices;
