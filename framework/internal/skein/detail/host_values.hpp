@@ -4,8 +4,8 @@
 // CUDA: the arrays are page-locked host memory mapped into the devices' address space (zero-copy),
 // so a kernel's write goes straight to the host and reading a value is the wait for the queue and
 // a memcpy, where an Array::get() is a transfer after the kernel and then the wait (16 GiB summed
-// on 4 H200s, skein-bench sum: one rank driving the four, 1002.1 us against 1026.7 with a get()
-// per device; four ranks, 1002.7 against 1011.4; docs/performance.md).
+// by one rank driving 4 H200s, skein-bench sum: 1002.1-1020.8 us against 1026.7-1056.5 with a
+// get() per device, three runs; docs/performance.md).
 // OpenCL (whose kernels may not use mapped host memory in 1.2) and CUDA devices that cannot map
 // host memory: device arrays, read by one non-blocking transfer each into page-locked memory,
 // then one wait per device, so that several devices' reads overlap.
