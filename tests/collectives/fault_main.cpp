@@ -9,7 +9,8 @@
 //             asynchronous backend, NCCL, is aborted instead and says so)
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
-//   skip_sum  the same for a dist::sum (whose ranks' values meet in one MPI exchange on the host)
+//   skip_sum  the same for a dist::sum (with the MPI backend its ranks' values meet in one MPI
+//             exchange on the host; over NCCL ranks it is an all_reduce, as `skip`)
 //   late      rank 1 creates its Communicator 2 x SKEIN_COLLECTIVE_TIMEOUT late: every rank raises
 //             TimeoutError naming SKEIN_COLLECTIVE_TIMEOUT, and the job ends without a crash
 //   tiny      SKEIN_COLLECTIVE_TIMEOUT=0.000001: creating a Communicator times out (or works) on

@@ -5,10 +5,12 @@
 //   elementwise   block by block; no communication (the operands share one layout)
 //   reductions    within each device (one partial value on the device). reduce(): then one
 //                 all_reduce over every member (the rank's devices and all ranks at once), the
-//                 result on every device. sum, min, max (to the host): each device's value read
-//                 to the host, combined over the rank's devices, then over the ranks in one MPI
-//                 exchange (a collective call like the Communicator's, checked and timed out as
-//                 they are); every rank has the same value, bit for bit.
+//                 result on every device. sum, min, max (to the host): over several ranks with
+//                 NCCL, the same all_reduce, then one read; else each device's value written to
+//                 page-locked host memory (CUDA) or read from the device, combined over the
+//                 rank's devices, then over the ranks in one MPI exchange (a collective call like
+//                 the Communicator's, checked and timed out as they are); every rank has the
+//                 same value, bit for bit.
 //                 Deterministic mode: the canonical pairwise tree over global element indices
 //                 (ReductionKernel::records / combine), all_gathered, so the result does not
 //                 depend on how many devices or ranks hold the array

@@ -13,6 +13,10 @@
 
 namespace skein::detail {
 
+// LogicError naming `call` between comm.group_start() and group_end(): for calls that return a
+// value computed by collectives, which a group only runs at its end.
+SKEIN_EXPORT void require_outside_group(Communicator& comm, const char* call);
+
 // `values` holds this rank's values: one or more blocks of `count` elements of `dtype` (e.g. one
 // per local device), at most 96 bytes a block. On return its first block holds the reduction
 // with `op` (not avg) of every block of every rank: this rank's blocks in order, then the ranks'
@@ -20,10 +24,6 @@ namespace skein::detail {
 // check's own MPI reduction carries and combines them instead). Every rank has the same result,
 // bit for bit (min and max over NaN aside). One MPI exchange. `call` names the caller in errors.
 // Raises LogicError inside a group, or where the ranks made different calls.
-// LogicError naming `call` between comm.group_start() and group_end(): for calls that return a
-// value computed by collectives, which a group only runs at its end.
-SKEIN_EXPORT void require_outside_group(Communicator& comm, const char* call);
-
 SKEIN_EXPORT void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count,
                                   Dtype dtype, ReduceOp op, const char* call);
 
