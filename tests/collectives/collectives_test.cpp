@@ -12,6 +12,7 @@
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
 #include "skein/detail/backend.hpp"
+#include "skein/detail/watch_order.hpp"
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -316,6 +317,37 @@ TEST_P(Collectives, DescribesItsMembersAndBackend) {
   EXPECT_NE(c.backend_description().find("MPI (staged through host memory"), std::string::npos)
       << c.backend_description();
   EXPECT_THROW(c.rank_of(c.local_size()), LogicError);
+}
+
+// The watchdog's reading of its oldest calls (detail::completed_front), on the host only: for
+// every list of up to 40 calls, every length of the run of calls on the same streams as the first
+// and every point where that run's calls stop being complete (they complete in order; calls
+// after the run complete or not in any way), the calls reported finished are exactly the run's
+// completed ones, no call outside the run is asked, and at most 1 + ceil(log2(run)) are.
+TEST(CollectivesWatchdog, CompletedFrontFindsTheFinishedCallsWithFewQueries) {
+  for (std::size_t n = 1; n <= 40; ++n) {
+    for (std::size_t run = 1; run <= n; ++run) {
+      for (std::size_t complete = 0; complete <= run; ++complete) {
+        for (int after : {0, 1}) {
+          std::size_t asked = 0;
+          bool outside = false;
+          const auto [finished, reported_run] = detail::completed_front(
+              n, [&](std::size_t i) { return i < run; },
+              [&](std::size_t i) {
+                ++asked;
+                if (i >= run) outside = true;
+                return i < run ? i < complete : after == 1;
+              });
+          std::size_t bound = 1;
+          while ((std::size_t{1} << (bound - 1)) < run) ++bound;
+          ASSERT_EQ(finished, complete) << n << " " << run << " " << complete;
+          ASSERT_EQ(reported_run, run) << n << " " << run << " " << complete;
+          ASSERT_FALSE(outside) << n << " " << run << " " << complete;
+          ASSERT_LE(asked, bound) << n << " " << run << " " << complete;
+        }
+      }
+    }
+  }
 }
 
 // The tiled inputs and references are the element-by-element formulas at every index (a check of

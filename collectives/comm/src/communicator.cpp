@@ -53,6 +53,7 @@
 #include "skein/detail/front.hpp"
 #include "skein/detail/host_collectives.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/watch_order.hpp"
 #include "host_reduce.hpp"
 #include "skein/detail/mpi_util.hpp"
 #include "skein/detail/placement.hpp"
@@ -176,6 +177,27 @@ std::string_view op_name(std::int32_t op) {
 
 // "all_reduce #7" and "Communicator::all_reduce": a fingerprint's call, for messages.
 std::string label_of(const Fingerprint& f) { return fmt::format("{} #{}", op_name(f.op), f.sequence); }
+
+// A call's label ("all_reduce #7"), kept as its parts and written out only for a message: every
+// collective carries one, and small collectives feel a string built per call.
+struct CallLabel {
+  std::string_view op;  // static text
+  std::uint64_t sequence = 0;
+  std::string str() const { return fmt::format("{} #{}", op, sequence); }
+};
+CallLabel label_parts(const Fingerprint& f) { return {op_name(f.op), f.sequence}; }
+
+// "Communicator::all_reduce", for the calls' messages: built once per operation.
+const std::string& call_name_of(CollectiveOp op) {
+  static const std::array<std::string, 9> names = [] {
+    std::array<std::string, 9> all;
+    for (int i = 0; i < 9; ++i) all[i] = "Communicator::" + std::string(name(static_cast<CollectiveOp>(i)));
+    return all;
+  }();
+  const auto i = static_cast<std::size_t>(op);
+  static const std::string unknown = "Communicator";
+  return i < names.size() ? names[i] : unknown;
+}
 // What differs between the ranks' fingerprints (one per rank, in rank order).
 std::string describe_differences(std::span<const Fingerprint> all, const Fingerprint& mine);
 std::string call_of(const Fingerprint& f) {
@@ -311,12 +333,30 @@ struct Communicator::Impl {
     std::string call;  // mismatch: the call that differed
   };
 
-  // The watchdog of asynchronous backends.
+  // The watchdog of asynchronous backends: a call's events (one per member, recorded on the
+  // call's queue), and the queue and devices they were recorded on. Calls on one queue and the
+  // same devices complete in order (one stream per device), so the watchdog asks only the last of
+  // such a run, and halves the run when that one is still running.
   struct Watch {
     std::vector<Event> events;
     CollectiveClock::time_point start;
     CollectiveClock::time_point deadline;
-    std::string label;  // "all_reduce #7"
+    CallLabel label;
+    // The queue's identity, not a reference that keeps it: the last reference to a queue must not
+    // go in this thread, whose freeing of the queue's memory waits for the device, which may be
+    // stuck in the very call it must abort (with a strong reference here, the NCCL `skip` fault
+    // scenario hung on 4 H200s). A weak reference's owner is never another queue's (its control
+    // block outlives the queue), so a new queue at the same address is not taken for the old one.
+    std::weak_ptr<const void> queue;
+    bool has_queue = false;
+    std::uint64_t devices = 0;  // a bit per device index; ~0: not comparable (an index >= 64)
+    bool same_streams(const Watch& o) const {
+      return has_queue && o.has_queue && !queue.owner_before(o.queue) && !o.queue.owner_before(queue) &&
+             devices == o.devices && devices != ~std::uint64_t{0};
+    }
+    bool done() const {
+      return std::all_of(events.begin(), events.end(), [](const Event& e) { return !e.valid() || e.query(); });
+    }
   };
   std::mutex mutex;
   std::condition_variable wake;
@@ -349,7 +389,7 @@ struct Communicator::Impl {
   // Runs `f` (which talks to other ranks); a failure other than a LogicError aborts the backend
   // and breaks the communicator, and a timeout becomes the TimeoutError the user sees.
   template <class F>
-  void guarded(const std::string& label, const std::string& call, CollectiveClock::time_point start, F&& f);
+  void guarded(const CallLabel& label, const std::string& call, CollectiveClock::time_point start, F&& f);
 
   // The agreement check's steps. post() starts the exchange; test() says whether it completed;
   // differences() is "" when every rank made the same call, else what differs (gathering the
@@ -449,13 +489,17 @@ void Communicator::Impl::watchdog_loop() {
   // collectives would feel): it looks every millisecond while agreement exchanges are in flight,
   // every few milliseconds while there is other work, else every 100 ms, which is nothing against
   // timeouts of seconds.
+  // The calls' watches move from `watches` (pushed by the calls, under the mutex) to `watched`,
+  // this thread's own, and their events are asked without the mutex: a call never waits for
+  // this thread's queries.
+  std::deque<Watch> watched;
   std::unique_lock lock(mutex);
   while (!stop) {
     const bool exchanging = thread_multiple && (!exchanges.empty() || in_flight_count > 0);
     const auto period = exchanging && settling > 0 ? std::chrono::microseconds(20)
                         : exchanging               ? std::chrono::microseconds(1000)
-                        : watches.empty()          ? std::chrono::microseconds(100000)
-                                                   : std::chrono::microseconds(5000);
+                        : watches.empty() && watched.empty() ? std::chrono::microseconds(100000)
+                                                             : std::chrono::microseconds(5000);
     wake.wait_for(lock, period);
     if (stop) break;
     if (thread_multiple && !watchdog_failure && (!exchanges.empty() || in_flight_count > 0)) {
@@ -479,6 +523,7 @@ void Communicator::Impl::watchdog_loop() {
         watchdog_failure = std::move(verdict);
         in_call.reset();
         watches.clear();
+        watched.clear();
       }
       if (left == 0 || watchdog_failure) settled.notify_all();
       if (watchdog_failure) continue;
@@ -490,35 +535,50 @@ void Communicator::Impl::watchdog_loop() {
       watchdog_failure = Verdict{Failure::timeout,
                                  fmt::format("{} did not return within SKEIN_COLLECTIVE_TIMEOUT={} s "
                                              "(waited {:.1f} s)",
-                                             in_call->label, timeout_s, waited),
+                                             in_call->label.str(), timeout_s, waited),
                                  {}};
       in_call.reset();
       watches.clear();
+      watched.clear();
       settled.notify_all();
       continue;
     }
-    while (!watches.empty()) {
-      Watch& w = watches.front();
-      const bool done = std::all_of(w.events.begin(), w.events.end(),
-                                    [](const Event& e) { return !e.valid() || e.query(); });
-      if (done) {
-        watches.pop_front();
-        continue;
-      }
+    if (watchdog_failure) continue;
+    for (auto& w : watches) watched.push_back(std::move(w));
+    watches.clear();
+    if (watched.empty()) continue;
+    lock.unlock();
+    // The completed calls go, oldest first (detail::completed_front: a run of calls on the same
+    // streams is settled by asking its last call, then by halving).
+    std::optional<Verdict> verdict;
+    while (!watched.empty()) {
+      const auto [finished, run] = detail::completed_front(
+          watched.size(), [&](std::size_t i) { return watched[i].same_streams(watched.front()); },
+          [&](std::size_t i) { return watched[i].done(); });
+      watched.erase(watched.begin(), watched.begin() + static_cast<std::ptrdiff_t>(finished));
+      if (finished == run) continue;
+      // The oldest call still running: an asynchronous error, or its deadline, ends the watch.
+      const Watch& w = watched.front();
       std::string error = backend->async_error();
       if (error.empty() && now < w.deadline) break;
-      backend->abort();
       const double waited = std::chrono::duration<double>(now - w.start).count();
       if (!error.empty()) {
-        watchdog_failure = Verdict{Failure::error, fmt::format("{} failed: {}", w.label, error), {}};
+        verdict = Verdict{Failure::error, fmt::format("{} failed: {}", w.label.str(), error), {}};
       } else {
-        watchdog_failure = Verdict{Failure::timeout,
-                                   fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s "
-                                               "(waited {:.1f} s)",
-                                               w.label, timeout_s, waited),
-                                   {}};
+        verdict = Verdict{Failure::timeout,
+                          fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s "
+                                      "(waited {:.1f} s)",
+                                      w.label.str(), timeout_s, waited),
+                          {}};
       }
+      break;
+    }
+    lock.lock();
+    if (verdict && !watchdog_failure) {
+      backend->abort();
+      watchdog_failure = std::move(verdict);
       watches.clear();
+      watched.clear();
       settled.notify_all();
     }
   }
@@ -573,12 +633,16 @@ void Communicator::Impl::check_usable(const std::string& call) {
 }
 
 template <class F>
-void Communicator::Impl::guarded(const std::string& label, const std::string& call,
+void Communicator::Impl::guarded(const CallLabel& label, const std::string& call,
                                  CollectiveClock::time_point start, F&& f) {
   const bool watched = watchdog.joinable() && timeout_s > 0 && asynchronous();
   if (watched) {
+    const auto until = deadline();
     std::lock_guard lock(mutex);
-    in_call = Watch{{}, start, deadline(), label};
+    if (!in_call) in_call.emplace();
+    in_call->start = start;
+    in_call->deadline = until;
+    in_call->label = label;
   }
   // What the watchdog concluded if it aborted the backend during this call.
   auto watchdog_verdict = [&]() -> std::optional<Verdict> {
@@ -596,11 +660,11 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
     watchdog_verdict();
     backend->abort();
     const double waited = std::chrono::duration<double>(CollectiveClock::now() - start).count();
-    broken = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s", label, timeout_s);
+    broken = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s", label.str(), timeout_s);
     throw TimeoutError(ErrorInfo{
         .what = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s (waited {:.1f} s; "
                             "{}); the communicator was aborted",
-                            label, timeout_s, waited, e.info().what),
+                            label.str(), timeout_s, waited, e.info().what),
         .call = call,
         .hint = "Another rank probably did not make this call, made a different one, or died. "
                 "Create a new Communicator to go on."});
@@ -612,7 +676,7 @@ void Communicator::Impl::guarded(const std::string& label, const std::string& ca
       broken = verdict->message;
       raise_verdict(*verdict, call);
     }
-    broken = fmt::format("{} failed: {}", label, e.info().what);
+    broken = fmt::format("{} failed: {}", label.str(), e.info().what);
     throw;
   }
   watchdog_verdict();
@@ -869,7 +933,7 @@ namespace {
 class CallBuilder {
  public:
   CallBuilder(Communicator::Impl& impl, CollectiveOp op, const Queue& queue)
-      : impl_(impl), queue_(queue), call_name_("Communicator::" + std::string(name(op))),
+      : impl_(impl), queue_(queue), call_name_(call_name_of(op)),
         created_(detail::call_profile().on ? CollectiveClock::now() : CollectiveClock::time_point()) {
     call_.op = op;
     if (!(queue.context() == impl.context)) {
@@ -926,7 +990,7 @@ class CallBuilder {
     dtype_ = a.dtype();
     if (a.size() != expected_size) {
       fail(local, fmt::format("the {} array has {} elements, but {} are needed{}", role, a.size(),
-                              expected_size, size_rule_),
+                              expected_size, size_rule()),
            "Size the arrays as the operation requires (see <skein/communicator.hpp>).");
     }
     if (!queue_.has_device(dev)) {
@@ -968,7 +1032,17 @@ class CallBuilder {
     m.recv_offset = offset;
   }
 
-  void set_rule(std::string rule) { size_rule_ = std::move(rule); }
+  // The size rule a message states: text, or a format with two counts (written out only for a
+  // message).
+  void set_rule(const char* rule) { rule_ = rule; }
+  void set_rule(const char* rule, std::size_t a, std::size_t b) {
+    rule_ = rule;
+    rule_a_ = a;
+    rule_b_ = b;
+  }
+  std::string size_rule() const {
+    return rule_ == nullptr ? std::string() : fmt::format(fmt::runtime(rule_), rule_a_, rule_b_);
+  }
 
   void check_root(int root) {
     if (root < 0 || static_cast<std::size_t>(root) >= impl_.map.member_rank.size()) {
@@ -1020,9 +1094,10 @@ class CallBuilder {
  private:
   Communicator::Impl& impl_;
   const Queue& queue_;
-  std::string call_name_;
+  const std::string& call_name_;
   CollectiveClock::time_point created_;
-  std::string size_rule_;
+  const char* rule_ = nullptr;
+  std::size_t rule_a_ = 0, rule_b_ = 0;
   std::optional<Dtype> dtype_;
   detail::CollectiveCall call_;
 };
@@ -1372,7 +1447,7 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   impl.check_usable(b.call_name());
   const bool collective = call.op != CollectiveOp::send && call.op != CollectiveOp::recv;
   call.sequence = collective ? ++impl.collective_sequence : ++impl.p2p_sequence;
-  const std::string label = fmt::format("{} #{}", name(call.op), call.sequence);
+  const CallLabel label{name(call.op), call.sequence};
   const auto start = CollectiveClock::now();
   call.deadline = impl.deadline();
   // The agreement check: a digest of the call, compared across ranks. A synchronous backend
@@ -1432,7 +1507,7 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
         std::deque<std::shared_ptr<Communicator::Impl::Exchange>> left{exchange};
         impl.abandon(left);
         // The ranks can no longer pair their exchanges: nothing more goes through.
-        if (impl.broken.empty()) impl.broken = fmt::format("{} failed before its agreement check completed", label);
+        if (impl.broken.empty()) impl.broken = fmt::format("{} failed before its agreement check completed", label.str());
       }
       throw;
     }
@@ -1471,8 +1546,21 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   // The watchdog's work: the call's events, and its agreement exchange (MPI_THREAD_MULTIPLE).
   const bool watch = impl.asynchronous() && impl.timeout_s > 0;
   if (watch || exchange) {
+    Communicator::Impl::Watch w;
+    if (watch) {
+      w.events = events;
+      w.start = start;
+      w.deadline = call.deadline;
+      w.label = label;
+      w.queue = std::static_pointer_cast<const void>(detail::impl_of(queue));
+      w.has_queue = true;
+      for (const auto& m : call.members) {
+        w.devices = m.device_idx < 64 && w.devices != ~std::uint64_t{0} ? w.devices | (std::uint64_t{1} << m.device_idx)
+                                                                        : ~std::uint64_t{0};
+      }
+    }
     std::lock_guard lock(impl.mutex);
-    if (watch) impl.watches.push_back({events, start, call.deadline, label});
+    if (watch) impl.watches.push_back(std::move(w));
     if (exchange) impl.exchanges.push_back(std::move(exchange));
   }
   if (profile.on) {
@@ -1535,7 +1623,7 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
   f.op = kHostAllReduce;
   f.dtype = static_cast<std::int32_t>(dtype);
   f.reduction = static_cast<std::int32_t>(op);
-  const std::string label = label_of(f);
+  const CallLabel label = label_parts(f);
   const auto start = CollectiveClock::now();
   const auto deadline = impl.deadline();
   impl.guarded(label, call, start, [&] {
@@ -1582,7 +1670,7 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
     try {
       // Between the tests, the verdict on the calls compared alongside: a rank that made another
       // call at this point never joins this gather.
-      wait_requests(std::span(&request, 1), deadline, label + "'s MPI_Iallgather", nullptr, [&] {
+      wait_requests(std::span(&request, 1), deadline, label.str() + "'s MPI_Iallgather", nullptr, [&] {
         if (!alongside) return;
         if (auto verdict = impl.thread_multiple ? watchdog_verdict() : impl.progress_exchanges()) {
           fail(*verdict);
@@ -1590,7 +1678,7 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
       });
     } catch (...) {
       // MPI still owns the gather and its buffers.
-      abandon(request, label + "'s MPI_Iallgather");
+      abandon(request, label.str() + "'s MPI_Iallgather");
       keep_until_exit(std::move(mine));
       keep_until_exit(std::move(all));
       throw;
@@ -1645,7 +1733,7 @@ std::vector<Event> Communicator::all_gather(const Queue& queue, std::span<const 
   const std::size_t n = send[0].size();
   b.set_rule(" (all_gather: every member sends the same count)");
   for (std::size_t l = 0; l < local_size(); ++l) b.send(l, send[l], n);
-  b.set_rule(fmt::format(" (all_gather: recv = size() * send = {} * {})", size(), n));
+  b.set_rule(" (all_gather: recv = size() * send = {} * {})", size(), n);
   for (std::size_t l = 0; l < local_size(); ++l) b.recv(l, recv[l], size() * n);
   b.call().count = n;
   b.set_in_place(n, 0);
@@ -1695,7 +1783,7 @@ std::vector<Event> Communicator::reduce_scatter(const Queue& queue, std::span<co
   const std::size_t n = recv[0].size();
   b.set_rule(" (reduce_scatter: every member receives the same count)");
   for (std::size_t l = 0; l < local_size(); ++l) b.recv(l, recv[l], n);
-  b.set_rule(fmt::format(" (reduce_scatter: send = size() * recv = {} * {})", size(), n));
+  b.set_rule(" (reduce_scatter: send = size() * recv = {} * {})", size(), n);
   for (std::size_t l = 0; l < local_size(); ++l) b.send(l, send[l], size() * n);
   b.set_dtype_now();
   b.check_reduction(op);
@@ -1755,7 +1843,7 @@ std::vector<Event> Communicator::all_to_all(const Queue& queue, std::span<const 
     b.fail(0, fmt::format("the send array has {} elements, not a multiple of size() = {}", total, size()),
            "Give every member size() blocks of the same count.");
   }
-  b.set_rule(fmt::format(" (all_to_all: size() blocks of the same count, {} * {})", size(), total / size()));
+  b.set_rule(" (all_to_all: size() blocks of the same count, {} * {})", size(), total / size());
   for (std::size_t l = 0; l < local_size(); ++l) {
     b.send(l, send[l], total);
     b.recv(l, recv[l], total);
@@ -1805,7 +1893,7 @@ void Communicator::group_end() {
   }
   --impl_->group_depth;
   const auto start = CollectiveClock::now();
-  impl_->guarded(fmt::format("group #{}", impl_->group_sequence), "Communicator::group_end", start,
+  impl_->guarded(CallLabel{"group", impl_->group_sequence}, "Communicator::group_end", start,
                  [&] { impl_->backend->group_end(); });
 }
 
