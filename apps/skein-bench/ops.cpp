@@ -209,8 +209,10 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
       // on CUDA page-locked host memory the kernels write) and their read; those and the MPI
       // exchange (the host's way step by step, with the exchange's own part); the values read from
       // the devices by Array::get instead; the MPI exchange alone; and the all_reduce of the values
-      // on the devices, then a read of the result. dist::sum takes the all_reduce over several
-      // ranks with NCCL, the host's way otherwise (dist_ops.cpp, combine_on_devices).
+      // on the devices, then a read of the result, or with the result written by the all_reduce
+      // into the host values (page-locked host memory on CUDA). dist::sum takes the all_reduce
+      // over several ranks with NCCL (into the host values where they are mapped), the host's way
+      // otherwise (dist_ops.cpp, combine_on_devices).
       std::vector<Array> values;
       for (std::size_t i = 0; i < x.local_size(); ++i) values.push_back(skein::sum(queue, x.local(i)));
       std::vector<std::size_t> devices;
@@ -262,13 +264,20 @@ Measurement measure(const Options& o, std::size_t size, const skein::Runtime& ru
         comm.all_reduce(queue, values, values, skein::ReduceOp::sum);
         values[0].get(std::span<std::byte>(bytes));
       });
+      const double t_former_host = time_median(runtime, queue, o, [&] {
+        reduce_into(values);
+        skein::detail::HostValues host(queue, devices, values[0].dtype());
+        comm.all_reduce(queue, values, host.arrays(), skein::ReduceOp::sum);
+        host.read(all_bytes);
+      });
       for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
                                     std::pair{"sum: into host values, read", t_host},
                                     std::pair{"sum: those, then the MPI exchange", t_host_exchange},
                                     std::pair{"sum: ... of which the exchange", t_exchange_part},
                                     std::pair{"sum: into device values, Array::get", t_reads},
                                     std::pair{"sum: the MPI exchange alone", t_exchange},
-                                    std::pair{"sum: all_reduce on devices, read", t_former}}) {
+                                    std::pair{"sum: all_reduce on devices, read", t_former},
+                                    std::pair{"sum: all_reduce into host values, read", t_former_host}}) {
         rows.push_back({what, "us", "the whole dist::sum", s * 1e6, t * 1e6, s, t});
       }
     }
