@@ -20,6 +20,9 @@
 #   bench      the copy and kernel benchmarks
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
+#   latency    the 8-byte all_reduce, Skein against NCCL called directly, in LAT_ROUNDS (default
+#              5) alternating rounds of 2000 calls, one GPU per rank and one rank for every GPU;
+#              compare-collectives.py judges the medians
 #   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
 #              result; skein-heat's weak scaling against its stencil's bandwidth floor
 #              (apps.log, heat-weak-<n>.json; HEAT_NX and HEAT_NY_PER_GPU size its grid)
@@ -300,6 +303,33 @@ if want coll && ((ngpu > 1)); then
       -n 20 -w 5 --devices-per-rank 1
   fi
   step compare-coll "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
+fi
+
+if want latency && ((ngpu > 1)); then
+  jsondir="$OUTDIR/coll-json"
+  mkdir -p "$jsondir"
+  coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
+  # The 8-byte all_reduce's latency: the `coll` sweep times 20 calls of ~10 us per size, and its
+  # figures move by several us from one process to the next (CPU placement, the host's clocks).
+  # LAT_ROUNDS (default 5) alternating rounds of 2000 timed calls each: Skein and NCCL called
+  # directly, one GPU per rank and one rank driving every GPU (coll-json/latency-*.json, whose
+  # medians tools/compare-collectives.py compares).
+  lat=(--coll all_reduce -b 8 -e 8 -n 2000 -w 200)
+  for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
+    step "lat-skein-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
+      --oversubscribe -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" \
+      --devices-per-rank 1 --json "$jsondir/latency-skein-1pr-$round.json"
+    step "lat-nccl-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
+      --oversubscribe -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" \
+      --json "$jsondir/latency-nccl-1pr-$round.json"
+    step "lat-skein-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" --devices-per-rank "$ngpu" \
+      --json "$jsondir/latency-skein-1rank-$round.json"
+    step "lat-nccl-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
+      -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" -g "$ngpu" \
+      --json "$jsondir/latency-nccl-1rank-$round.json"
+  done
+  step compare-latency "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
 fi
 
 # Array kernels: one GPU against CuPy (1 GiB float32 arrays, gemm 8192^3), NVIDIA's OpenCL, and
