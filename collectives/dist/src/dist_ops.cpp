@@ -259,11 +259,13 @@ std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, Red
 
 namespace {
 // Whether the reductions to one value combine the per-device values on the devices (an all_reduce
-// of them, then one read) rather than on the host (HostValues, then one MPI exchange). Measured on
-// 4 H200s (docs/performance.md, "Distributed sums on 4 x H200"): over four ranks with NCCL the
-// all_reduce ended 7-23 us sooner than the host's way in each of three runs (the GPUs meet each
-// other directly, where the host waits for each GPU before exchanging); one rank driving the four
-// GPUs has nothing to exchange, and the host's way ended 7-26 us sooner there; the MPI backend's
+// of them, its result written into host memory or read) rather than on the host (HostValues, then
+// one MPI exchange). Measured on 4 H200s (docs/performance.md, "Distributed sums on 4 x H200" and
+// the section of 2026-11-27): over four ranks with NCCL the all_reduce ended 7-23 us sooner than
+// the host's way in each of three runs (the GPUs meet each other directly, where the host waits
+// for each GPU before exchanging), and 11-12 us sooner again with its result written into
+// page-locked host memory instead of read from the device; one rank driving the four GPUs has
+// nothing to exchange, and the host's way ended 7-26 us sooner there; the MPI backend's
 // all_reduce is staged through the host anyway (on PoCL, 2 ranks: 46 against 98 us a call).
 bool combine_on_devices(const Communicator& comm) {
   return comm.backend() == CollectiveBackend::nccl && comm.size() > comm.local_size();

@@ -6,7 +6,8 @@
 //   reductions    within each device (one partial value on the device). reduce(): then one
 //                 all_reduce over every member (the rank's devices and all ranks at once), the
 //                 result on every device. sum, min, max (to the host): over several ranks with
-//                 NCCL, the same all_reduce, then one read; else each device's value written to
+//                 NCCL, the same all_reduce, its result written into page-locked host memory
+//                 (CUDA; else read from the device); else each device's value written to
 //                 page-locked host memory (CUDA) or read from the device, combined over the
 //                 rank's devices, then over the ranks in one MPI exchange (a collective call like
 //                 the Communicator's, checked and timed out as they are); every rank has the

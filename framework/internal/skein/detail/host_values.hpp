@@ -1,5 +1,6 @@
 // One-element arrays whose values the host reads as soon as the devices are done: the reductions
-// of dist::sum, min, max and dot write their per-device values into them.
+// of dist::sum, min, max and dot write their per-device values into them, or, over NCCL ranks, the
+// all_reduce of those values its result.
 //
 // CUDA: the arrays are page-locked host memory mapped into the devices' address space (zero-copy),
 // so a kernel's write goes straight to the host and reading a value is the wait for the queue and
