@@ -204,6 +204,7 @@ if want faults && ((ngpu > 0)); then
     fault skip-nccl-unchecked skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
       SKEIN_CHECK_COLLECTIVES=0
     fault skip-nccl-nb skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 SKEIN_NCCL_BLOCKING=0
+    fault skip_sum-nccl skip_sum "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5
     fault late-nccl late 2 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
     fault kill-nccl kill "$fnp" 45 nonzero SKEIN_COLLECTIVE_TIMEOUT=5
   fi

@@ -9,8 +9,9 @@
 //             asynchronous backend, NCCL, is aborted instead and says so)
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
-//   skip_sum  the same for a dist::sum (with the MPI backend its ranks' values meet in one MPI
-//             exchange on the host; over NCCL ranks it is an all_reduce, as `skip`)
+//   skip_sum  the same for a dist::sum, which must raise itself rather than return a value (with
+//             the MPI backend its ranks' values meet in one MPI exchange on the host; over NCCL
+//             ranks it is an all_reduce, as `skip`, whose result the host reads after waiting)
 //   late      rank 1 creates its Communicator 2 x SKEIN_COLLECTIVE_TIMEOUT late: every rank raises
 //             TimeoutError naming SKEIN_COLLECTIVE_TIMEOUT, and the job ends without a crash
 //   tiny      SKEIN_COLLECTIVE_TIMEOUT=0.000001: creating a Communicator times out (or works) on
@@ -137,7 +138,10 @@ int skip(const Runtime& runtime, bool sum) {
   const auto start = std::chrono::steady_clock::now();
   try {
     if (sum) {
-      (void)dist::sum(d);
+      // dist::sum itself must raise: a value returned here would be one the other ranks never
+      // contributed to.
+      const double v = dist::sum(d);
+      return report(false, "dist::sum returned " + std::to_string(v) + " although rank 1 skipped it");
     } else {
       for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
     }

@@ -1591,6 +1591,10 @@ struct HostRecord {
 };
 }  // namespace
 
+void require_usable(Communicator& comm, const char* call) {
+  CommunicatorAccess::impl(comm).check_usable(call);
+}
+
 void require_outside_group(Communicator& comm, const char* call) {
   if (CommunicatorAccess::impl(comm).group_depth > 0) [[unlikely]] {
     raise_in(SKEIN_HERE, call, "Call it before group_start() or after group_end().",

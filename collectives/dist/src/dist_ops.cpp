@@ -82,6 +82,14 @@ double host_value(const Array& a) {
   return as_double(a.dtype(), bytes.data());
 }
 
+// A collective's result read on the host, once the communicator is known not to have been ended
+// while the read waited (an aborted NCCL call leaves the result unwritten and lets the wait end).
+double checked_value(const DistArray& x, const Array& a, const char* call) {
+  const double v = host_value(a);
+  detail::require_usable(x.communicator(), call);
+  return v;
+}
+
 // Per-device values (one per local device, written by the reductions into `values`) reduced to
 // one value on every rank, on the host: each read (HostValues: on CUDA the kernels write them into
 // page-locked host memory, so the read is the wait for the devices), then combined over this
@@ -295,10 +303,11 @@ double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const ch
         bytes = heap;
       }
       host.read(bytes);
+      detail::require_usable(x.communicator(), call);
       return as_double(dtype, bytes.data());
     }
     x.communicator().all_reduce(x.queue(), values, values, across);
-    return host_value(values[0]);
+    return checked_value(x, values[0], call);
   }
   detail::HostValues values(x.queue(), local_devices(x), dtype);
   for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values.arrays()[i]);
@@ -310,7 +319,7 @@ double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const ch
 double reduce_to_value(const DistArray& x, const ReductionKernel& kernel, ReduceOp across,
                        const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
-  if (options.deterministic) return host_value(reduce_builtin(x, kernel, across, options).at(0));
+  if (options.deterministic) return checked_value(x, reduce_builtin(x, kernel, across, options).at(0), call);
   const Operand first(x.local(0));
   return combine_values(x, kernel.out_dtype(std::span<const Operand>(&first, 1)), across, call,
                         [&](std::size_t i, const Array& out) {
@@ -416,7 +425,7 @@ double blas_dot(const DistArray& x, const DistArray& y) {
               y.local(i).reshape({y.local(i).size()}), results[i]);
   }
   x.communicator().all_reduce(x.queue(), results, results, ReduceOp::sum);
-  return host_value(results.at(0));
+  return checked_value(x, results.at(0), "dist::blas_dot");
 }
 
 double blas_nrm2(const DistArray& x) { return std::sqrt(blas_dot(x, x)); }

@@ -17,6 +17,11 @@ namespace skein::detail {
 // value computed by collectives, which a group only runs at its end.
 SKEIN_EXPORT void require_outside_group(Communicator& comm, const char* call);
 
+// Raises what ended the communicator, if anything did (the watchdog's TimeoutError or mismatch, an
+// earlier failure): for calls that read a collective's result on the host after waiting for the
+// devices, since an NCCL call the watchdog aborted lets the wait return with the result unwritten.
+SKEIN_EXPORT void require_usable(Communicator& comm, const char* call);
+
 // `values` holds this rank's values: one or more blocks of `count` elements of `dtype` (e.g. one
 // per local device), at most 96 bytes a block. On return its first block holds the reduction
 // with `op` (not avg) of every block of every rank: this rank's blocks in order, then the ranks'
