@@ -82,6 +82,21 @@ double host_value(const Array& a) {
   return as_double(a.dtype(), bytes.data());
 }
 
+// Room for `n` values of `item` bytes each, for HostValues::read: inline up to four values of 16
+// bytes (a rank's devices), else on the heap.
+class ValueBytes {
+ public:
+  ValueBytes(std::size_t n, std::size_t item) : size_(n * item) {
+    if (size_ > sizeof inline_) heap_.resize(size_);
+  }
+  std::span<std::byte> span() { return {heap_.empty() ? inline_ : heap_.data(), size_}; }
+
+ private:
+  std::byte inline_[4 * 16];
+  std::vector<std::byte> heap_;
+  std::size_t size_;
+};
+
 // A collective's result read on the host, once the communicator is known not to have been ended
 // while the read waited (an aborted NCCL call leaves the result unwritten and lets the wait end).
 double checked_value(const DistArray& x, const Array& a, const char* call) {
@@ -98,14 +113,8 @@ double checked_value(const DistArray& x, const Array& a, const char* call) {
 double host_reduction(const DistArray& x, detail::HostValues& values, ReduceOp across,
                       const char* call) {
   const Dtype dtype = values.arrays()[0].dtype();
-  const std::size_t item = itemsize(dtype);
-  std::byte inline_bytes[4 * 16];
-  std::vector<std::byte> heap;
-  std::span<std::byte> bytes(inline_bytes, values.arrays().size() * item);
-  if (bytes.size() > sizeof inline_bytes) {
-    heap.resize(bytes.size());
-    bytes = heap;
-  }
+  ValueBytes room(values.arrays().size(), itemsize(dtype));
+  const std::span<std::byte> bytes = room.span();
   values.read(bytes);
   detail::all_reduce_host(x.communicator(), bytes, 1, dtype, across, call);
   return as_double(dtype, bytes.data());
@@ -294,14 +303,8 @@ double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const ch
     detail::HostValues host(x.queue(), local_devices(x), dtype);
     if (host.mapped()) {
       x.communicator().all_reduce(x.queue(), values, host.arrays(), across);
-      const std::size_t item = itemsize(dtype);
-      std::byte inline_bytes[4 * 16];
-      std::vector<std::byte> heap;
-      std::span<std::byte> bytes(inline_bytes, values.size() * item);
-      if (bytes.size() > sizeof inline_bytes) {
-        heap.resize(bytes.size());
-        bytes = heap;
-      }
+      ValueBytes room(values.size(), itemsize(dtype));
+      const std::span<std::byte> bytes = room.span();
       host.read(bytes);
       detail::require_usable(x.communicator(), call);
       return as_double(dtype, bytes.data());
