@@ -265,6 +265,36 @@ if want bench; then
     --json "$OUTDIR/bench-interop.json"
 fi
 
+if want latency && ((ngpu > 1)); then
+  jsondir="$OUTDIR/coll-json"
+  mkdir -p "$jsondir"
+  coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
+  # The 8-byte all_reduce's latency: the `coll` sweep times 20 calls of ~10 us per size, and its
+  # figures move by several us from one process to the next (CPU placement, the host's clocks).
+  # LAT_ROUNDS (default 5) alternating rounds of 2000 timed calls each: Skein and NCCL called
+  # directly, one GPU per rank and one rank driving every GPU (coll-json/latency-*.json, whose
+  # medians tools/compare-collectives.py compares).
+  lat=(--coll all_reduce -b 8 -e 8 -n 2000 -w 200)
+  for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
+    step "lat-skein-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
+      --oversubscribe -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" \
+      --devices-per-rank 1 --json "$jsondir/latency-skein-1pr-$round.json"
+    step "lat-nccl-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
+      --oversubscribe -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" \
+      --json "$jsondir/latency-nccl-1pr-$round.json"
+    step "lat-skein-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" --devices-per-rank "$ngpu" \
+      --json "$jsondir/latency-skein-1rank-$round.json"
+    step "lat-nccl-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
+      -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" -g "$ngpu" \
+      --json "$jsondir/latency-nccl-1rank-$round.json"
+  done
+  # With `coll` too, its compare step (below) judges these rounds with the rest.
+  if ! want coll; then
+    step compare-latency "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
+  fi
+fi
+
 # Collectives against their peers, every operation at nccl-tests' sizes (8 B to 1 GiB, x8 a
 # row): Skein with one GPU per rank and with one rank driving every GPU, NCCL called directly
 # both ways and PyTorch's NCCL collectives in the same run, the MPI backend's all_reduce against
@@ -304,33 +334,6 @@ if want coll && ((ngpu > 1)); then
       -n 20 -w 5 --devices-per-rank 1
   fi
   step compare-coll "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
-fi
-
-if want latency && ((ngpu > 1)); then
-  jsondir="$OUTDIR/coll-json"
-  mkdir -p "$jsondir"
-  coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
-  # The 8-byte all_reduce's latency: the `coll` sweep times 20 calls of ~10 us per size, and its
-  # figures move by several us from one process to the next (CPU placement, the host's clocks).
-  # LAT_ROUNDS (default 5) alternating rounds of 2000 timed calls each: Skein and NCCL called
-  # directly, one GPU per rank and one rank driving every GPU (coll-json/latency-*.json, whose
-  # medians tools/compare-collectives.py compares).
-  lat=(--coll all_reduce -b 8 -e 8 -n 2000 -w 200)
-  for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
-    step "lat-skein-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
-      --oversubscribe -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" \
-      --devices-per-rank 1 --json "$jsondir/latency-skein-1pr-$round.json"
-    step "lat-nccl-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
-      --oversubscribe -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" \
-      --json "$jsondir/latency-nccl-1pr-$round.json"
-    step "lat-skein-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
-      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" --devices-per-rank "$ngpu" \
-      --json "$jsondir/latency-skein-1rank-$round.json"
-    step "lat-nccl-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
-      -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" -g "$ngpu" \
-      --json "$jsondir/latency-nccl-1rank-$round.json"
-  done
-  step compare-latency "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
 fi
 
 # Array kernels: one GPU against CuPy (1 GiB float32 arrays, gemm 8192^3), NVIDIA's OpenCL, and
