@@ -26,6 +26,7 @@
 
 #include "skein/detail/agreement.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/detail/host_collectives.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/error.hpp"
@@ -81,9 +82,9 @@ struct MemberInfo {
 
 constexpr std::size_t kInfoFields = 4;
 
-// Collective: one all_gather of each member's MemberInfo.
+// Collective: one all_gather of each member's MemberInfo. `call` names the caller in errors.
 std::vector<MemberInfo> exchange_member_info(Communicator& comm, std::uint64_t fingerprint,
-                                             bool problem) {
+                                             bool problem, const char* call) {
   const Queue queue(comm.context());
   const std::size_t L = comm.local_size();
   const std::size_t M = comm.size();
@@ -99,6 +100,8 @@ std::vector<MemberInfo> exchange_member_info(Communicator& comm, std::uint64_t f
   const auto all = recv[0].get<std::uint64_t>();
   // The other members' arrays are freed on return: NCCL must be done with them.
   queue.synchronize();
+  // An all_gather the watchdog aborted lets the read return what was never written.
+  detail::require_usable(comm, call);
   std::vector<MemberInfo> info(M);
   for (std::size_t m = 0; m < M; ++m) {
     info[m].first_member = static_cast<std::size_t>(all[m * kInfoFields]);
@@ -165,8 +168,8 @@ void raise_if_fingerprints_differ(const std::vector<MemberInfo>& info, const Ran
                    ranks.rank, fmt::join(parts, " / "), mine_described);
 }
 
-// Collective: the root member's `ok` on every rank.
-bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_member) {
+// Collective: the root member's `ok` on every rank. `call` names the caller in errors.
+bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_member, const char* call) {
   std::vector<Array> flags;
   for (std::size_t l = 0; l < comm.local_size(); ++l) {
     const std::vector<std::uint64_t> v = {ok ? 1u : 0u};
@@ -176,6 +179,7 @@ bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_membe
   const bool root_ok = flags[0].get<std::uint64_t>()[0] != 0;
   // The other members' flags are freed on return: NCCL must be done with them.
   for (std::size_t l = 1; l < comm.local_size(); ++l) queue.synchronize(comm.device_idx(l));
+  detail::require_usable(comm, call);
   return root_ok;
 }
 
@@ -453,7 +457,7 @@ bool operator==(const BlockLayout& a, const BlockLayout& b) {
 }
 
 CommunicatorRanks communicator_ranks(Communicator& comm) {
-  const auto info = exchange_member_info(comm, 0, false);
+  const auto info = exchange_member_info(comm, 0, false, "communicator_ranks");
   auto s = rank_structure(comm, info);
   return {std::move(s.members_per_rank), s.rank};
 }
@@ -520,7 +524,7 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
   for (auto n : layout_.members_per_rank()) fp.add(n);
   for (std::size_t m = 0; m < layout_.members(); ++m) fp.add(layout_.member_rows(m).end);
 
-  const auto info = exchange_member_info(comm, fp.value(), problem.has_value());
+  const auto info = exchange_member_info(comm, fp.value(), problem.has_value(), call.c_str());
   const auto ranks = rank_structure(comm, info);
   rank_ = ranks.rank;
   raise_if_any_problem(info, ranks, problem_info(problem, rank_, call, SKEIN_HERE), call, "DistArray");
@@ -595,7 +599,7 @@ void DistArray::scatter(std::span<const std::byte> host, int root_rank) const {
   const std::size_t root_member = layout_.first_member_of_rank(root_rank);
   const bool is_root = rank_ == root_rank;
   const bool ok = !is_root || host.size() == nbytes();
-  if (!root_status(*comm_, queue_, ok, static_cast<int>(root_member))) {
+  if (!root_status(*comm_, queue_, ok, static_cast<int>(root_member), call)) {
     if (is_root) {
       detail::raise_in(SKEIN_HERE, call,
                        "On the root rank, pass the whole global array (size() elements, row-major).",
@@ -712,6 +716,8 @@ void DistArray::gather_into(std::span<std::byte> dest, int root_rank) const {
     });
     staging.get(dest.subspan(rows.begin * row_bytes, rows.size() * row_bytes));
   }
+  // A receive the watchdog aborted lets the reads return what was never written.
+  detail::require_usable(*comm_, "DistArray::gather");
 }
 
 std::vector<std::byte> DistArray::all_gather_bytes() const {
@@ -752,6 +758,8 @@ void DistArray::all_gather_into(std::span<std::byte> dest) const {
   }
   // The temporaries of the other members are freed on return: NCCL must be done with them.
   for (const auto& b : blocks_) queue_.synchronize(b.device_idx);
+  // An all_gather the watchdog aborted lets the reads return what was never written.
+  detail::require_usable(*comm_, "DistArray::all_gather_into");
 }
 
 void DistArray::exchange_halos() const { exchange_halos(queue_); }
@@ -873,7 +881,7 @@ ReplicatedArray::ReplicatedArray(Communicator& comm, const Queue& queue, Shape s
   fp.add(static_cast<std::uint64_t>(dtype_));
   fp.add(shape_.size());
   for (auto d : shape_) fp.add(d);
-  const auto info = exchange_member_info(comm, fp.value(), problem.has_value());
+  const auto info = exchange_member_info(comm, fp.value(), problem.has_value(), call.c_str());
   const auto ranks = rank_structure(comm, info);
   rank_ = ranks.rank;
   members_per_rank_ = ranks.members_per_rank;
@@ -932,7 +940,7 @@ void ReplicatedArray::broadcast_from_host(std::span<const std::byte> host, int r
   for (int r = 0; r < root_rank; ++r) root_member += members_per_rank_[static_cast<std::size_t>(r)];
   const bool is_root = rank_ == root_rank;
   const bool ok = !is_root || host.size() == nbytes();
-  if (!root_status(*comm_, queue_, ok, static_cast<int>(root_member))) {
+  if (!root_status(*comm_, queue_, ok, static_cast<int>(root_member), call)) {
     if (is_root) {
       detail::raise_in(SKEIN_HERE, call, "On the root rank, pass the whole array (size() elements).",
                        "rank {} (the root): the host array has {} bytes, but the replicated array "
