@@ -298,8 +298,9 @@ double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const ch
     std::vector<Array> values = scalars(x, dtype);
     for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values[i]);
     // The all_reduce's result goes straight into page-locked host memory where the devices can
-    // write it (CUDA: HostValues' mapped memory), so that the host waits for the devices and
-    // reads, with no transfer after the all_reduce; elsewhere into the values, then read.
+    // write it (CUDA: HostValues' mapped memory, which NCCL accepts as any pointer the device can
+    // reach: its user guide, "Data Pointers"), so that the host waits for the devices and reads,
+    // with no transfer after the all_reduce; elsewhere into the values, then read.
     detail::HostValues host(x.queue(), local_devices(x), dtype);
     if (host.mapped()) {
       x.communicator().all_reduce(x.queue(), values, host.arrays(), across);
