@@ -175,9 +175,6 @@ std::string_view op_name(std::int32_t op) {
                               : name(static_cast<CollectiveOp>(op));
 }
 
-// "all_reduce #7" and "Communicator::all_reduce": a fingerprint's call, for messages.
-std::string label_of(const Fingerprint& f) { return fmt::format("{} #{}", op_name(f.op), f.sequence); }
-
 // A call's label ("all_reduce #7"), kept as its parts and written out only for a message: every
 // collective carries one, and small collectives feel a string built per call.
 struct CallLabel {
@@ -186,6 +183,8 @@ struct CallLabel {
   std::string str() const { return fmt::format("{} #{}", op, sequence); }
 };
 CallLabel label_parts(const Fingerprint& f) { return {op_name(f.op), f.sequence}; }
+// "all_reduce #7": a fingerprint's call, for messages.
+std::string label_of(const Fingerprint& f) { return label_parts(f).str(); }
 
 // "Communicator::all_reduce", for the calls' messages: built once per operation.
 const std::string& call_name_of(CollectiveOp op) {
@@ -198,11 +197,13 @@ const std::string& call_name_of(CollectiveOp op) {
   static const std::string unknown = "Communicator";
   return i < names.size() ? names[i] : unknown;
 }
+
 // What differs between the ranks' fingerprints (one per rank, in rank order).
 std::string describe_differences(std::span<const Fingerprint> all, const Fingerprint& mine);
+// "Communicator::all_reduce": the public call a fingerprint stands for, for messages.
 std::string call_of(const Fingerprint& f) {
   if (f.op == kHostAllReduce) return "a distributed reduction to one value (dist::sum, min, max, dot)";
-  return fmt::format("Communicator::{}", op_name(f.op));
+  return call_name_of(static_cast<CollectiveOp>(f.op));
 }
 
 std::string ranks_list(const std::vector<int>& ranks) {

@@ -105,21 +105,6 @@ double checked_value(const DistArray& x, const Array& a, const char* call) {
   return v;
 }
 
-// Per-device values (one per local device, written by the reductions into `values`) reduced to
-// one value on every rank, on the host: each read (HostValues: on CUDA the kernels write them into
-// page-locked host memory, so the read is the wait for the devices), then combined over this
-// rank's devices and over the ranks (detail::all_reduce_host: one MPI exchange), as PETSc reduces
-// its dot products. combine_on_devices() says where it is the faster way.
-double host_reduction(const DistArray& x, detail::HostValues& values, ReduceOp across,
-                      const char* call) {
-  const Dtype dtype = values.arrays()[0].dtype();
-  ValueBytes room(values.arrays().size(), itemsize(dtype));
-  const std::span<std::byte> bytes = room.span();
-  values.read(bytes);
-  detail::all_reduce_host(x.communicator(), bytes, 1, dtype, across, call);
-  return as_double(dtype, bytes.data());
-}
-
 // One-element arrays of `dtype`, one per local device of `x`.
 std::vector<Array> scalars(const DistArray& x, Dtype dtype) {
   std::vector<Array> out;
@@ -294,28 +279,30 @@ bool combine_on_devices(const Communicator& comm) {
 // without members).
 template <class Launch>
 double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const char* call, Launch&& launch) {
-  if (combine_on_devices(x.communicator())) {
+  Communicator& comm = x.communicator();
+  // The values the host reads (HostValues: on CUDA page-locked host memory the devices write, so
+  // the read is the wait for the devices; elsewhere small device arrays read by transfers).
+  detail::HostValues host(x.queue(), local_devices(x), dtype);
+  ValueBytes room(x.local_size(), itemsize(dtype));
+  const std::span<std::byte> bytes = room.span();
+  if (combine_on_devices(comm)) {
+    // Each device's value, then their all_reduce straight into the host values (NCCL accepts any
+    // pointer the device can reach: its user guide, "Data Pointers"), then the read. An all_reduce
+    // the watchdog aborted lets the read return with the values unwritten: require_usable raises.
     std::vector<Array> values = scalars(x, dtype);
     for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values[i]);
-    // The all_reduce's result goes straight into page-locked host memory where the devices can
-    // write it (CUDA: HostValues' mapped memory, which NCCL accepts as any pointer the device can
-    // reach: its user guide, "Data Pointers"), so that the host waits for the devices and reads,
-    // with no transfer after the all_reduce; elsewhere into the values, then read.
-    detail::HostValues host(x.queue(), local_devices(x), dtype);
-    if (host.mapped()) {
-      x.communicator().all_reduce(x.queue(), values, host.arrays(), across);
-      ValueBytes room(values.size(), itemsize(dtype));
-      const std::span<std::byte> bytes = room.span();
-      host.read(bytes);
-      detail::require_usable(x.communicator(), call);
-      return as_double(dtype, bytes.data());
-    }
-    x.communicator().all_reduce(x.queue(), values, values, across);
-    return checked_value(x, values[0], call);
+    comm.all_reduce(x.queue(), values, host.arrays(), across);
+    host.read(bytes);
+    detail::require_usable(comm, call);
+  } else {
+    // Each device's value into the host values, read, then combined over this rank's devices and
+    // over the ranks (detail::all_reduce_host: one MPI exchange), as PETSc reduces its dot
+    // products.
+    for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, host.arrays()[i]);
+    host.read(bytes);
+    detail::all_reduce_host(comm, bytes, 1, dtype, across, call);
   }
-  detail::HostValues values(x.queue(), local_devices(x), dtype);
-  for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values.arrays()[i]);
-  return host_reduction(x, values, across, call);
+  return as_double(dtype, bytes.data());
 }
 
 // dist::sum, min and max: each device's value, then (deterministic: the canonical tree on the
