@@ -6,7 +6,7 @@ each batch, median over --rounds rounds, both alternating. Results are checked a
 
 With --skein (once or more: each a skein-bench-small command line, run with --serve), Skein's
 batches alternate with CuPy's in every round: CuPy's ElementwiseKernel, then each Skein process's
-raw launch, axpy and user ElementwiseKernel, then CuPy's sum, then each Skein process's sum. The
+raw launch, raw graph launch, axpy and user ElementwiseKernel, then CuPy's sum, then each Skein process's sum. The
 host's speed moves by 30 % or more for seconds at a time on these machines (the raw launch too),
 so a ratio is only fair between neighbouring batches: each round gives Skein / CuPy from its own
 batches, and the figure is the median of those ratios. The raw launch's ratio (a bare
@@ -107,11 +107,11 @@ def main():
             batch(user)
             batch(total)
         t_user, t_sum = [], []
-        t_skein = {s.label: {v: [] for v in ("raw", "axpy", "elementwise", "sum")} for s in skeins}
+        t_skein = {s.label: {v: [] for v in ("raw", "graph", "axpy", "elementwise", "sum")} for s in skeins}
         for _ in range(args.rounds):
             t_user.append(batch(user))
             for s in skeins:
-                for v in ("raw", "axpy", "elementwise"):
+                for v in ("raw", "graph", "axpy", "elementwise"):
                     t_skein[s.label][v].append(float(s.ask(f"batch {v}")))
             t_sum.append(batch(total))
             for s in skeins:
@@ -128,9 +128,10 @@ def main():
         print(f"{nbytes:>10} {row['elementwise_us']:>12.2f} {row['sum_us']:>10.2f}")
         for s in skeins:
             t = t_skein[s.label]
-            ref = {"raw": t_user, "axpy": t_user, "elementwise": t_user, "sum": t_sum}
+            ref = {"raw": t_user, "graph": t_user, "axpy": t_user, "elementwise": t_user,
+                   "sum": t_sum}
             srow = {"bytes": nbytes}
-            for v in ("raw", "axpy", "elementwise", "sum"):
+            for v in ("raw", "graph", "axpy", "elementwise", "sum"):
                 srow[f"{v}_us"] = statistics.median(t[v])
                 # Skein / CuPy from the batches of each round, then their median.
                 srow[f"{v}_ratio"] = statistics.median(
@@ -141,12 +142,14 @@ def main():
     for label, srows in skein_rows.items():
         print(f"{label} / CuPy, batches alternating in each round: median of the rounds' ratios "
               f"(Skein's median us / CuPy's)")
-        print(f"{'bytes':>10} {'axpy':>18} {'elementwise':>18} {'sum':>18} {'raw launch':>18}")
+        print(f"{'bytes':>10} {'axpy':>18} {'elementwise':>18} {'sum':>18} {'raw launch':>18}"
+              f" {'raw graph':>18}")
         for r, c in zip(srows, rows):
             print(f"{r['bytes']:>10} {r['axpy_ratio']:>5.2f} ({r['axpy_us']:5.2f}/{c['elementwise_us']:5.2f})"
                   f" {r['elementwise_ratio']:>5.2f} ({r['elementwise_us']:5.2f}/{c['elementwise_us']:5.2f})"
                   f" {r['sum_ratio']:>5.2f} ({r['sum_us']:5.2f}/{c['sum_us']:5.2f})"
-                  f" {r['raw_ratio']:>5.2f} ({r['raw_us']:5.2f}/{c['elementwise_us']:5.2f})")
+                  f" {r['raw_ratio']:>5.2f} ({r['raw_us']:5.2f}/{c['elementwise_us']:5.2f})"
+                  f" {r['graph_ratio']:>5.2f} ({r['graph_us']:5.2f}/{c['elementwise_us']:5.2f})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cupy": cp.__version__,

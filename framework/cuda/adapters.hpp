@@ -101,6 +101,9 @@ class CudaContextAdapter final : public ContextAdapter,
   std::vector<std::string> default_options(std::size_t device_idx, bool fast_math) const override;
 
   CUcontext context(std::size_t device_idx) const { return handles_.contexts[device_idx]; }
+  // Whether kernels launched more than once on a stream go through one-kernel CUDA graphs
+  // (SKEIN_CUDA_GRAPH_LAUNCH, read when the context is made; program.cpp says why).
+  bool graph_launch() const { return graph_launch_; }
   // describe() of the device, computed once for the messages of failed calls.
   const std::string& description(std::size_t device_idx) const {
     return descriptions_[device_idx];
@@ -129,6 +132,7 @@ class CudaContextAdapter final : public ContextAdapter,
 
   void enable_peer_access();
 
+  bool graph_launch_ = true;
   std::vector<std::shared_ptr<DeviceAdapter>> devices_;
   std::vector<std::string> descriptions_;
   Handles handles_;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "adapters.hpp"
+#include "skein/detail/env.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
 #include "skein/buffer.hpp"
@@ -73,7 +74,10 @@ CudaContextAdapter::Handles::~Handles() {
 CudaContextAdapter::CudaContextAdapter(std::vector<std::shared_ptr<DeviceAdapter>> devices,
                                        std::vector<CUcontext> contexts,
                                        CudaContextOwnership ownership)
-    : devices_(std::move(devices)) {
+    : graph_launch_(env_flag("SKEIN_CUDA_GRAPH_LAUNCH", true, "Context",
+                             "launch kernels called again on a queue through one-kernel CUDA "
+                             "graphs")),
+      devices_(std::move(devices)) {
   for (const auto& device : devices_) descriptions_.push_back(describe(*device));
   if (ownership == CudaContextOwnership::primary) {
     // Primary contexts are the ones the CUDA runtime, cuBLAS and NCCL use, so memory and streams

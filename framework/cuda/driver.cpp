@@ -67,6 +67,16 @@ void load() {
   resolve(library, g_driver.cuStreamGetCtx, SKEIN_CU_STR(cuStreamGetCtx));
   resolve(library, g_driver.cuMemPrefetchAsync, SKEIN_CU_STR(cuMemPrefetchAsync));
   resolve(library, g_driver.cuMemAdvise, SKEIN_CU_STR(cuMemAdvise));
+  g_driver.graphs =
+      resolve(library, g_driver.cuGraphCreate, SKEIN_CU_STR(cuGraphCreate)) &&
+      resolve(library, g_driver.cuGraphAddKernelNode, SKEIN_CU_STR(cuGraphAddKernelNode)) &&
+      resolve(library, g_driver.cuGraphInstantiate, SKEIN_CU_STR(cuGraphInstantiate)) &&
+      resolve(library, g_driver.cuGraphExecKernelNodeSetParams,
+              SKEIN_CU_STR(cuGraphExecKernelNodeSetParams)) &&
+      resolve(library, g_driver.cuGraphLaunch, SKEIN_CU_STR(cuGraphLaunch)) &&
+      resolve(library, g_driver.cuGraphExecDestroy, SKEIN_CU_STR(cuGraphExecDestroy)) &&
+      resolve(library, g_driver.cuGraphDestroy, SKEIN_CU_STR(cuGraphDestroy)) &&
+      resolve(library, g_driver.cuStreamIsCapturing, SKEIN_CU_STR(cuStreamIsCapturing));
 
   std::string missing;
 #define SKEIN_CU_MISSING(name)          \

@@ -1,8 +1,11 @@
 // CUDA programs: NVRTC compiles a source straight to the device's own machine code (cubin), the
-// driver loads it as a module in the device's context, and kernels launch with cuLaunchKernel.
+// driver loads it as a module in the device's context, and kernels launch with cuLaunchKernel or,
+// from their second launch on a stream, through a one-kernel CUDA graph (below).
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <array>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -56,6 +59,19 @@ class CudaKernelAdapter final : public KernelAdapter {
       }
       params_ = std::move(params);
     }
+    if (params_ && cu().graphs && context_->graph_launch()) {
+      graph_param_offsets_.reserve(params_->size());
+      for (const auto& p : *params_) {
+        graph_param_offsets_.push_back(graph_param_bytes_);
+        graph_param_bytes_ += p.size;
+      }
+      graphs_usable_ = true;
+    }
+  }
+
+  ~CudaKernelAdapter() override {
+    CudaContextScope scope(context_->context(device_idx_), CudaContextScope::NoThrow{});
+    for (auto& g : graphs_) drop(g);
   }
 
   const KernelAttributes& attributes() const override { return attributes_; }
@@ -104,20 +120,149 @@ class CudaKernelAdapter final : public KernelAdapter {
     const auto stream = reinterpret_cast<CUstream>(queue.native());
     TraceRange range(trace_);  // the kernel's name, registered once
     CudaContextScope scope(context_->context(device_idx_), context_->description(device_idx_));
-    SKEIN_CU_CHECK(cuLaunchKernel,
-                   (function_, static_cast<unsigned>(dims.global[0] / dims.local[0]),
-                    static_cast<unsigned>(dims.global[1] / dims.local[1]),
-                    static_cast<unsigned>(dims.global[2] / dims.local[2]),
-                    static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
-                    static_cast<unsigned>(dims.local[2]), static_cast<unsigned>(dims.local_mem),
-                    stream, params, nullptr),
-                   context_->description(device_idx_));
+    if (!graphs_usable_ || !launch_graph(stream, dims, params, args.size())) {
+      SKEIN_CU_CHECK(cuLaunchKernel,
+                     (function_, static_cast<unsigned>(dims.global[0] / dims.local[0]),
+                      static_cast<unsigned>(dims.global[1] / dims.local[1]),
+                      static_cast<unsigned>(dims.global[2] / dims.local[2]),
+                      static_cast<unsigned>(dims.local[0]), static_cast<unsigned>(dims.local[1]),
+                      static_cast<unsigned>(dims.local[2]), static_cast<unsigned>(dims.local_mem),
+                      stream, params, nullptr),
+                     context_->description(device_idx_));
+    }
     // A marker (no timing): cheaper to record, and what a launch's event is for (waiting,
     // ordering); Queue::record_event() times.
     if (event) *event = queue.record_untimed();
   }
 
  private:
+  // Launches through graphs. On the drivers measured (580, H100 and H200), cuGraphLaunch of a
+  // one-kernel graph costs the host 1.7-2.1 us where cuLaunchKernel of the same kernel costs
+  // 3.8-4.4 us, and updating the graph's arguments before it (when they changed) 0.2-0.5 us more
+  // (docs/performance.md). So a kernel keeps, per stream, a graph of one node that launches it;
+  // the first launch on a stream is a plain one (a kernel launched once pays no instantiation,
+  // ~20 us), later ones launch the graph. One graph per stream, because launches of one
+  // executable graph are ordered after each other even on different streams; a few streams per
+  // kernel, the least recently used giving its graph up.
+  //
+  // A launch falls back to cuLaunchKernel, which then raises what is wrong, whenever the graph
+  // way cannot take it: the stream is being captured (a graph launch would end the capture; a
+  // kernel launch is captured as a kernel node, as the capturing code expects), or any graph call
+  // fails (that stream's graph is dropped: made again at a later launch when it was an update or
+  // a launch that failed, never again on that stream when making it failed). Results are
+  // the same either way: the node runs the same function with the same geometry and bytes.
+  struct Graph {
+    CUstream stream = nullptr;
+    std::uint64_t last_use = 0;  // graph_clock_ at the latest launch on this stream
+    bool launched = false;       // a plain launch happened on this stream
+    bool failed = false;         // making the graph failed: launches on this stream stay plain
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    CUgraphNode node = nullptr;
+    LaunchDims dims;                 // the geometry the executable graph holds
+    std::vector<std::byte> params;   // the parameter bytes it holds, at graph_param_offsets_
+  };
+
+  static void drop(Graph& g) noexcept {
+    // An executable graph still running is freed by the driver when it completes.
+    if (g.exec) cu().cuGraphExecDestroy(g.exec);
+    if (g.graph) cu().cuGraphDestroy(g.graph);
+    g.exec = nullptr;
+    g.graph = nullptr;
+    g.node = nullptr;
+  }
+
+  static bool same_dims(const LaunchDims& a, const LaunchDims& b) {
+    return a.global[0] == b.global[0] && a.global[1] == b.global[1] && a.global[2] == b.global[2] &&
+           a.local[0] == b.local[0] && a.local[1] == b.local[1] && a.local[2] == b.local[2] &&
+           a.local_mem == b.local_mem;
+  }
+
+  CUDA_KERNEL_NODE_PARAMS node_params(const LaunchDims& dims, void** params) const {
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = function_;
+    p.gridDimX = static_cast<unsigned>(dims.global[0] / dims.local[0]);
+    p.gridDimY = static_cast<unsigned>(dims.global[1] / dims.local[1]);
+    p.gridDimZ = static_cast<unsigned>(dims.global[2] / dims.local[2]);
+    p.blockDimX = static_cast<unsigned>(dims.local[0]);
+    p.blockDimY = static_cast<unsigned>(dims.local[1]);
+    p.blockDimZ = static_cast<unsigned>(dims.local[2]);
+    p.sharedMemBytes = static_cast<unsigned>(dims.local_mem);
+    p.kernelParams = params;
+    return p;
+  }
+
+  // Whether the graph holds these arguments' bytes; copies them in when not.
+  bool same_params(Graph& g, void** params) const {
+    bool same = true;
+    for (std::size_t i = 0; i < graph_param_offsets_.size(); ++i) {
+      std::byte* held = g.params.data() + graph_param_offsets_[i];
+      const std::size_t size = (*params_)[i].size;
+      if (std::memcmp(held, params[i], size) != 0) {
+        std::memcpy(held, params[i], size);
+        same = false;
+      }
+    }
+    return same;
+  }
+
+  // Launches through the stream's graph; false, having enqueued nothing, where a plain launch
+  // must be made instead (see above).
+  bool launch_graph(CUstream stream, const LaunchDims& dims, void** params, std::size_t count) {
+    if (count != graph_param_offsets_.size()) return false;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (cu().cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS ||
+        capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+      return false;
+    }
+    std::lock_guard lock(graphs_mutex_);
+    Graph* g = nullptr;
+    for (auto& candidate : graphs_) {
+      if (candidate.last_use != 0 && candidate.stream == stream) g = &candidate;
+    }
+    if (!g) {
+      g = &*std::min_element(graphs_.begin(), graphs_.end(), [](const Graph& a, const Graph& b) {
+        return a.last_use < b.last_use;
+      });
+      drop(*g);
+      *g = Graph{};
+      g->stream = stream;
+    }
+    g->last_use = ++graph_clock_;
+    if (!g->exec) {
+      if (!g->launched || g->failed) {
+        g->launched = true;  // this launch is a plain one
+        return false;
+      }
+      auto p = node_params(dims, params);
+      g->params.resize(graph_param_bytes_);
+      same_params(*g, params);
+      g->dims = dims;
+      if (cu().cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS ||
+          cu().cuGraphAddKernelNode(&g->node, g->graph, nullptr, 0, &p) != CUDA_SUCCESS ||
+          cu().cuGraphInstantiate(&g->exec, g->graph, 0) != CUDA_SUCCESS) {
+        drop(*g);
+        g->failed = true;
+        return false;
+      }
+    } else {
+      const bool same_geometry = same_dims(g->dims, dims);
+      if (!same_params(*g, params) || !same_geometry) {
+        g->dims = dims;
+        auto p = node_params(dims, params);
+        if (cu().cuGraphExecKernelNodeSetParams(g->exec, g->node, &p) != CUDA_SUCCESS) {
+          drop(*g);
+          return false;
+        }
+      }
+    }
+    if (cu().cuGraphLaunch(g->exec, stream) != CUDA_SUCCESS) {
+      drop(*g);
+      return false;
+    }
+    return true;
+  }
+
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUfunction function_;
@@ -126,6 +271,14 @@ class CudaKernelAdapter final : public KernelAdapter {
   std::optional<std::vector<ParamInfo>> params_;
   std::mutex local_mem_mutex_;
   std::size_t allowed_local_mem_ = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  // Graph launches: usable when the driver has the graph calls, the parameters' sizes are known
+  // and SKEIN_CUDA_GRAPH_LAUNCH allows.
+  bool graphs_usable_ = false;
+  std::vector<std::size_t> graph_param_offsets_;
+  std::size_t graph_param_bytes_ = 0;
+  std::mutex graphs_mutex_;  // one launch through the graphs at a time
+  std::array<Graph, 4> graphs_;  // by stream; last_use 0: unused
+  std::uint64_t graph_clock_ = 0;
 };
 
 class CudaProgramAdapter final : public ProgramAdapter {

@@ -3,13 +3,15 @@
 //   axpy        skein::axpy(queue, a, x, y, out) into a given output (a built-in kernel)
 //   elementwise a user ElementwiseKernel "z = a * x + y" into a given output
 //   sum         skein::sum(queue, x, {.out = s}): the sum as a device scalar, nothing read back
-// beside a raw cuLaunchKernel of an axpy kernel on the same stream (the floor of a launch), all
-// measured the same way: batches of --batch calls, the queue synchronised after each batch,
-// time per call = batch time / batch, median over --rounds rounds, the variants alternating.
+// beside a raw cuLaunchKernel of an axpy kernel on the same stream (the floor of a plain launch)
+// and a raw cuGraphLaunch of a one-kernel graph of it (the floor of the graph launches Skein makes
+// for kernels called again on a stream, framework/cuda/program.cpp), all measured the same way:
+// batches of --batch calls, the queue synchronised after each batch, time per call = batch time /
+// batch, median over --rounds rounds, the variants alternating.
 // Every variant's result is checked against the host once after its rounds.
 //
 //   skein-bench-small [--rounds 15] [--batch 1000] [--json FILE]
-//   skein-bench-small --profile axpy|elementwise|sum|raw [--seconds 3]
+//   skein-bench-small --profile axpy|elementwise|sum|raw|graph [--seconds 3]
 //   skein-bench-small --serve   (commands on stdin: size BYTES, batch VARIANT, check, quit)
 //
 // --profile calls one variant on 1 KiB for --seconds, nothing else (for a sampling profiler
@@ -27,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -75,7 +78,7 @@ int main(int argc, char** argv) {
   std::string profile;
   double seconds = 3;
   app.add_option("--profile", profile, "Only call this variant on 1 KiB, for --seconds (for a profiler)")
-      .one_of({"axpy", "elementwise", "sum", "raw"});
+      .one_of({"axpy", "elementwise", "sum", "raw", "graph"});
   app.add_option("--seconds", seconds, "How long --profile calls its variant").range(0.1, 600.0);
   bool make_current = false;
   app.add_flag("--make-current", make_current,
@@ -84,7 +87,7 @@ int main(int argc, char** argv) {
   bool serve = false;
   app.add_flag("--serve", serve,
                "Take commands on stdin, one per line, and answer each on a line of stdout: `size "
-               "BYTES` (set up that size), `batch raw|axpy|elementwise|sum` (time one batch: us per "
+               "BYTES` (set up that size), `batch raw|graph|axpy|elementwise|sum` (time one batch: us per "
                "call), `check` (the results against the host: ok, or what is wrong), `quit`. "
                "tools/peer-small-arrays.py --skein alternates its own batches with these");
   if (auto status = app.parse(argc, argv)) return *status;
@@ -112,6 +115,24 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "cuLaunchKernel not found\n");
       return 1;
     }
+    // The graph calls by the names cuda.h maps them to (cuGraphAddKernelNode_v2, ...).
+#define SKEIN_BENCH_STR2(x) #x
+#define SKEIN_BENCH_STR(x) SKEIN_BENCH_STR2(x)
+#define SKEIN_BENCH_FN(name) \
+  reinterpret_cast<decltype(&::name)>(dlsym(libcuda, SKEIN_BENCH_STR(name)))
+    const auto graph_create = SKEIN_BENCH_FN(cuGraphCreate);
+    const auto graph_add_kernel = SKEIN_BENCH_FN(cuGraphAddKernelNode);
+    const auto graph_instantiate = SKEIN_BENCH_FN(cuGraphInstantiate);
+    const auto graph_launch = SKEIN_BENCH_FN(cuGraphLaunch);
+    const auto push_context = SKEIN_BENCH_FN(cuCtxPushCurrent);
+    const auto pop_context = SKEIN_BENCH_FN(cuCtxPopCurrent);
+    const auto graph_exec_destroy = SKEIN_BENCH_FN(cuGraphExecDestroy);
+    const auto graph_destroy = SKEIN_BENCH_FN(cuGraphDestroy);
+    if (!graph_create || !graph_add_kernel || !graph_instantiate || !graph_launch ||
+        !graph_exec_destroy || !graph_destroy || !push_context || !pop_context) {
+      fmt::print(stderr, "the driver's graph calls were not found\n");
+      return 1;
+    }
     const skein::Program program(context, kAxpy);
     const skein::Kernel raw_kernel = program.kernel("raw_axpy");
     const auto function = reinterpret_cast<CUfunction>(raw_kernel.native(0));
@@ -132,8 +153,8 @@ int main(int argc, char** argv) {
       fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median "
                  "of {} rounds\n",
                  device.name(), batch, rounds);
-      fmt::print("{:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "axpy", "elementwise",
-                 "sum");
+      fmt::print("{:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "graph", "axpy",
+                 "elementwise", "sum");
     }
     const std::vector<std::size_t> sizes =
         profile.empty() ? std::vector<std::size_t>{std::size_t{1} << 10, std::size_t{4} << 10,
@@ -148,6 +169,12 @@ int main(int argc, char** argv) {
       CUdeviceptr px, py, pz;
       unsigned n32, groups;
       void* params[5];
+      CUgraph graph = nullptr;  // one node: raw_axpy with params
+      CUgraphExec exec = nullptr;
+      std::function<void(CUgraphExec, CUgraph)> destroy;
+      ~Setup() {
+        if (destroy) destroy(exec, graph);
+      }
     };
     const float a = 2.0f;
     auto setup = [&](std::size_t bytes) {
@@ -170,6 +197,29 @@ int main(int argc, char** argv) {
       u->groups = static_cast<unsigned>((u->n + 255) / 256);
       void* params[] = {&u->pz, &u->px, &u->py, const_cast<float*>(&a), &u->n32};
       std::copy(std::begin(params), std::end(params), u->params);
+      CUDA_KERNEL_NODE_PARAMS node{};
+      node.func = function;
+      node.gridDimX = u->groups;
+      node.gridDimY = node.gridDimZ = 1;
+      node.blockDimX = 256;
+      node.blockDimY = node.blockDimZ = 1;
+      node.kernelParams = u->params;
+      CUgraphNode added = nullptr;
+      // Made in the device's context, current only meanwhile (unless --make-current).
+      CUcontext popped = nullptr;
+      const bool made = push_context(skein::cuda::native_context(context, 0)) == CUDA_SUCCESS &&
+                        graph_create(&u->graph, 0) == CUDA_SUCCESS &&
+                        graph_add_kernel(&added, u->graph, nullptr, 0, &node) == CUDA_SUCCESS &&
+                        graph_instantiate(&u->exec, u->graph, 0) == CUDA_SUCCESS;
+      pop_context(&popped);
+      if (!made) throw std::runtime_error("making the one-kernel graph failed");
+      u->destroy = [&](CUgraphExec e, CUgraph g) {
+        CUcontext was = nullptr;
+        push_context(skein::cuda::native_context(context, 0));
+        graph_exec_destroy(e);
+        graph_destroy(g);
+        pop_context(&was);
+      };
       return u;
     };
     std::unique_ptr<Setup> cur;
@@ -178,6 +228,9 @@ int main(int argc, char** argv) {
           CUDA_SUCCESS) {
         std::abort();
       }
+    };
+    auto graph = [&] {
+      if (graph_launch(cur->exec, stream) != CUDA_SUCCESS) std::abort();
     };
     auto builtin = [&] { (void)skein::axpy(queue, a, *cur->x, *cur->y, *cur->z); };
     auto elementwise = [&] { (void)user(queue, {a, *cur->x, *cur->y, *cur->z}); };
@@ -190,6 +243,7 @@ int main(int argc, char** argv) {
     };
     auto time_variant = [&](std::string_view v) {
       if (v == "raw") return time_batch(raw);
+      if (v == "graph") return time_batch(graph);
       if (v == "axpy") return time_batch(builtin);
       if (v == "elementwise") return time_batch(elementwise);
       return time_batch(sum);
@@ -220,6 +274,12 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < n; ++i) {
         if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("raw: wrong z[{}]", i);
       }
+      cur->z->fill_zero();
+      graph();
+      cur->z->get(std::span<float>(got));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("graph: wrong z[{}]", i);
+      }
       sum();
       float got_sum = 0;
       cur->s->get(std::span<float>(&got_sum, 1));
@@ -239,11 +299,12 @@ int main(int argc, char** argv) {
         if (command == "size") {
           cur = setup(std::stoull(arg));
           for (int w = 0; w < 2; ++w) {
-            for (const char* v : {"raw", "axpy", "elementwise", "sum"}) time_variant(v);
+            for (const char* v : {"raw", "graph", "axpy", "elementwise", "sum"}) time_variant(v);
           }
           fmt::print("ok\n");
         } else if (command == "batch" && cur &&
-                   (arg == "raw" || arg == "axpy" || arg == "elementwise" || arg == "sum")) {
+                   (arg == "raw" || arg == "graph" || arg == "axpy" || arg == "elementwise" ||
+                    arg == "sum")) {
           fmt::print("{:.4f}\n", time_variant(arg));
         } else if (command == "check" && cur) {
           const std::string wrong = check();
@@ -251,7 +312,7 @@ int main(int argc, char** argv) {
         } else if (command == "quit") {
           return 0;
         } else {
-          fmt::print("error: unknown command '{}' (size BYTES, batch raw|axpy|elementwise|sum, "
+          fmt::print("error: unknown command '{}' (size BYTES, batch raw|graph|axpy|elementwise|sum, "
                      "check, quit)\n", line);
         }
       }
@@ -273,27 +334,30 @@ int main(int argc, char** argv) {
         if (profile == "elementwise") loop(elementwise);
         if (profile == "sum") loop(sum);
         if (profile == "raw") loop(raw);
+        if (profile == "graph") loop(graph);
         return 0;
       }
       // Warm-up: first launches, compiles (cached) and pools.
       for (int w = 0; w < 2; ++w) {
-        for (const char* v : {"raw", "axpy", "elementwise", "sum"}) time_variant(v);
+        for (const char* v : {"raw", "graph", "axpy", "elementwise", "sum"}) time_variant(v);
       }
-      std::vector<double> t_raw, t_axpy, t_user, t_sum;
+      std::vector<double> t_raw, t_graph, t_axpy, t_user, t_sum;
       for (int r = 0; r < rounds; ++r) {
         t_raw.push_back(time_batch(raw));
+        t_graph.push_back(time_batch(graph));
         t_axpy.push_back(time_batch(builtin));
         t_user.push_back(time_batch(elementwise));
         t_sum.push_back(time_batch(sum));
       }
       if (const std::string wrong = check(); !wrong.empty()) throw std::runtime_error(wrong);
 
-      const double m_raw = median(t_raw), m_axpy = median(t_axpy), m_user = median(t_user),
-                   m_sum = median(t_sum);
-      fmt::print("{:>10} {:>10.2f} {:>10.2f} {:>12.2f} {:>10.2f}\n", bytes, m_raw, m_axpy, m_user,
-                 m_sum);
+      const double m_raw = median(t_raw), m_graph = median(t_graph), m_axpy = median(t_axpy),
+                   m_user = median(t_user), m_sum = median(t_sum);
+      fmt::print("{:>10} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>10.2f}\n", bytes, m_raw,
+                 m_graph, m_axpy, m_user, m_sum);
       rows.push_back({{"bytes", bytes},
                       {"raw_us", m_raw},
+                      {"graph_us", m_graph},
                       {"axpy_us", m_axpy},
                       {"elementwise_us", m_user},
                       {"sum_us", m_sum}});

@@ -285,6 +285,57 @@ void cuda_foreign(const Context& ctx) {
   cudaFree(yp);
   cudaStreamDestroy(native);
 }
+// A stream of the application's that it captures into a CUDA graph: Skein's launches on it are
+// captured as kernel nodes (not launched, and not through Skein's own graphs, whose launch would
+// end the capture), and the captured graph gives the result of those launches.
+void cuda_capture(const Context& ctx) {
+  const int device = static_cast<int>(cuda::native_device(ctx.device(0)));
+  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  cudaStream_t native = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&native, cudaStreamNonBlocking), cudaSuccess);
+  {
+    const CUstream stream = reinterpret_cast<CUstream>(native);
+    Queue queue = cuda::queue_from_native(ctx, {0}, std::span(&stream, 1));
+    Program program(ctx, R"(
+KERNEL void add(GLOBAL_MEM int* y, int v, unsigned int n)
+{
+    const unsigned int i = (unsigned int)get_global_id(0);
+    if (i < n) y[i] += v;
+}
+)");
+    const std::size_t n = 1000;
+    auto y = Array::zeros(queue, {n}, Dtype::int32);
+    auto add = program.kernel("add").prepare(queue, 1024, LaunchSizes{64});
+    // Two launches first, so that the stream's later ones would go through a graph.
+    add(y, std::int32_t{1}, static_cast<std::uint32_t>(n));
+    add(y, std::int32_t{2}, static_cast<std::uint32_t>(n));
+    ASSERT_EQ(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    add(y, std::int32_t{10}, static_cast<std::uint32_t>(n));
+    add(y, std::int32_t{100}, static_cast<std::uint32_t>(n - 1));
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(native, &graph), cudaSuccess);
+    std::size_t nodes = 0;
+    ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+    EXPECT_EQ(nodes, 2u);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    // Captured, not run: only the two launches before the capture have.
+    EXPECT_EQ(y.get<std::int32_t>()[0], 3);
+    ASSERT_EQ(cudaGraphLaunch(exec, native), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, native), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(native), cudaSuccess);
+    const auto got = y.get<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i + 1 < n ? 223 : 23) << i;
+    // And after the capture, launches on the stream run again.
+    add(y, std::int32_t{-23}, static_cast<std::uint32_t>(n));
+    add(y, std::int32_t{-200}, static_cast<std::uint32_t>(n - 1));
+    const auto after = y.get<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(after[i], 0) << i;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(native);
+}
 #endif
 
 // Launches scale_add (y = a x + y) of `program` on device 0 through a PreparedKernel and checks
@@ -502,6 +553,7 @@ TEST_P(Interop, ForeignMemoryAndQueues) {
 #endif
 #if SKEIN_HAS_CUDA
   if (GetParam().api == ApiId::cuda) cuda_foreign(ctx);
+  if (GetParam().api == ApiId::cuda) cuda_capture(ctx);
 #endif
 }
 

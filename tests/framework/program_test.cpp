@@ -16,6 +16,8 @@
 
 #include "skein/detail/compile_error.hpp"
 #include "backends.hpp"
+#include "checks.hpp"
+#include "scoped_env.hpp"
 
 namespace skein::test {
 namespace {
@@ -237,6 +239,69 @@ KERNEL void fill(GLOBAL_MEM int* out, int base)
   EXPECT_THROW(fill(MultiDevice<Array>(std::vector<std::pair<std::size_t, Array>>{{0, outs[0]}}),
                     std::int32_t{1}),
                LogicError);
+}
+
+// One kernel launched again and again without waiting, on more queues than a CUDA kernel keeps
+// graphs for (4), each launch with its own output, scalar and size, some repeating the previous
+// launch's arguments exactly: every result is the host's. On CUDA, launches after a kernel's
+// first on a stream go through a one-kernel graph whose arguments and geometry are updated when
+// they change; the same runs with SKEIN_CUDA_GRAPH_LAUNCH=0 (every launch cuLaunchKernel).
+void repeated_launches(const Context& ctx) {
+  Program program(ctx, R"(
+KERNEL void add_scaled(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int factor, unsigned int n)
+{
+    const unsigned int i = (unsigned int)get_global_id(0);
+    if (i < n) out[i] += factor * in[i];
+}
+)");
+  auto kernel = program.kernel("add_scaled");
+  const std::size_t n = 1000, local = 64, queues = 6;
+  std::vector<std::int32_t> in(n);
+  for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<std::int32_t>(i % 97) - 40;
+  std::vector<Queue> qs;
+  for (std::size_t k = 0; k < queues; ++k) qs.emplace_back(ctx);
+  auto din = Array::from_host(qs[0], in);
+  qs[0].synchronize();
+  // Two outputs per queue, each written only on its queue.
+  std::vector<Array> outs;
+  std::vector<std::vector<std::int32_t>> want(2 * queues, std::vector<std::int32_t>(n, 0));
+  for (std::size_t j = 0; j < 2 * queues; ++j) {
+    outs.push_back(Array::zeros(qs[j / 2], {n}, Dtype::int32));
+  }
+  const std::size_t sizes[] = {n, n, n - 1, 1, n / 2, n / 2, 65, n};
+  for (std::size_t round = 0; round < 8; ++round) {
+    for (std::size_t k = 0; k < queues; ++k) {
+      // Rounds 0-1 and 4-5 repeat their arguments exactly; the others change the output, the
+      // factor and the size (so the grid) from one launch to the next.
+      const std::size_t j = 2 * k + (round % 4 < 2 ? 0 : round % 2);
+      const auto factor = static_cast<std::int32_t>(round % 4 < 2 ? 3 : 5 * round + k + 1);
+      const std::size_t count = sizes[round], global = (count + local - 1) / local * local;
+      kernel.prepare(qs[k], global, LaunchSizes{local})(outs[j], din, factor,
+                                                        static_cast<std::uint32_t>(count));
+      for (std::size_t i = 0; i < count; ++i) want[j][i] += factor * in[i];
+    }
+  }
+  for (std::size_t j = 0; j < 2 * queues; ++j) {
+    const auto got = outs[j].get<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[j][i]) << "output " << j << ", " << i;
+  }
+}
+
+TEST_P(Programs, RepeatedLaunchesFollowTheirArgumentsOnEveryQueue) {
+  {
+    SCOPED_TRACE("SKEIN_CUDA_GRAPH_LAUNCH unset");
+    repeated_launches(context());
+  }
+  {
+    SCOPED_TRACE("SKEIN_CUDA_GRAPH_LAUNCH=0");
+    ScopedEnv off("SKEIN_CUDA_GRAPH_LAUNCH", "0");
+    repeated_launches(context());
+  }
+  if (GetParam().api == ApiId::cuda) {
+    // A value it does not take is refused where the context is made (read there).
+    ScopedEnv bad("SKEIN_CUDA_GRAPH_LAUNCH", "sometimes");
+    expect_logic_error([&] { (void)context(); }, {"SKEIN_CUDA_GRAPH_LAUNCH='sometimes'"});
+  }
 }
 
 TEST_P(Programs, ArgumentsAreCheckedBeforeTheLaunch) {

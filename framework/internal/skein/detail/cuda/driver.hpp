@@ -102,6 +102,18 @@ struct CudaDriver {
   // advice; null on older drivers, where those calls raise RuntimeError.
   decltype(&::cuMemPrefetchAsync) cuMemPrefetchAsync = nullptr;
   decltype(&::cuMemAdvise) cuMemAdvise = nullptr;
+  // Optional (CUDA 12.0+: the _v2 kernel node entry points): one-kernel graphs, through which
+  // repeated launches go (program.cpp); null on older drivers, where every launch is
+  // cuLaunchKernel. `graphs` is true when all of them resolved.
+  decltype(&::cuGraphCreate) cuGraphCreate = nullptr;
+  decltype(&::cuGraphAddKernelNode) cuGraphAddKernelNode = nullptr;
+  decltype(&::cuGraphInstantiate) cuGraphInstantiate = nullptr;
+  decltype(&::cuGraphExecKernelNodeSetParams) cuGraphExecKernelNodeSetParams = nullptr;
+  decltype(&::cuGraphLaunch) cuGraphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) cuGraphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) cuGraphDestroy = nullptr;
+  decltype(&::cuStreamIsCapturing) cuStreamIsCapturing = nullptr;
+  bool graphs = false;
 };
 
 #undef SKEIN_CU_DECLARE_FUNCTION
