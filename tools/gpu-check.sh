@@ -26,7 +26,9 @@
 #              5) alternating rounds of 2000 calls, one GPU per rank and one rank for every GPU;
 #              compare-collectives.py judges the medians
 #   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
-#              result; skein-heat's weak scaling against its stencil's bandwidth floor
+#              result; skein-heat's field bit-identical between 1 rank and 2 then (restarted) 4
+#              ranks sharing the first GPU (tools/heat-exact-gpu.sh); its weak scaling against its
+#              stencil's bandwidth floor
 #              (apps.log, heat-weak-<n>.json; HEAT_NX and HEAT_NY_PER_GPU size its grid)
 #   stencil    skein-heat's stencil against its floor (a device copy of the same bytes) on one GPU:
 #              4099 x 4097 and 32768 x 65536, float32 and float64, on CUDA and on NVIDIA's
@@ -401,6 +403,10 @@ if want apps && ((ngpu > 0)); then
       --steps 200 --report-every 20 --json "$OUTDIR/heat-weak-$n.json"
   done
   step heat-weak-eff "$OUTDIR/apps.log" python3 tools/compare-heat.py "$OUTDIR"
+  # Exact results on the GPU: plain launches on 1 rank against graph launches on 2 ranks sharing
+  # the first GPU, restarted from a checkpoint on 4.
+  step heat-exact "$OUTDIR/apps.log" timeout 300 bash tools/heat-exact-gpu.sh "$heat_bin" \
+    "$apps_tmp/exact"
   rm -rf "$apps_tmp"
 fi
 
