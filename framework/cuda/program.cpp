@@ -209,7 +209,9 @@ class CudaKernelAdapter final : public KernelAdapter {
   // Launches through the stream's graph; false, having enqueued nothing, where a plain launch
   // must be made instead (see above).
   bool launch_graph(CUstream stream, const LaunchDims& dims, void** params, std::size_t count) {
-    if (count != graph_param_offsets_.size()) return false;
+    // CU_STREAM_PER_THREAD names another stream on every thread: one graph for all of them would
+    // order their launches after each other.
+    if (count != graph_param_offsets_.size() || stream == CU_STREAM_PER_THREAD) return false;
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     if (cu().cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS ||
         capture != CU_STREAM_CAPTURE_STATUS_NONE) {

@@ -164,8 +164,9 @@ struct ElementwiseOptions {
 // Speed of repeated calls: a call that gives every output keeps its plan (the compiled program,
 // the grid and the layout's arguments; up to 8 per kernel), and a later call whose arguments have
 // the same kinds, dtypes, devices, shapes, strides and 16-byte alignment reuses it: only the
-// buffers and the scalars' values are packed again, and the launch costs about 0.8 µs more than a
-// raw cuLaunchKernel (docs/performance.md). Every check a call makes still holds on that path.
+// buffers and the scalars' values are packed again; on CUDA the launch goes through a one-kernel
+// graph, and the call costs the host less than a raw cuLaunchKernel (docs/performance.md). Every
+// check a call makes still holds on that path.
 // Threads: a kernel and its copies may be called from several threads at once, as may the
 // built-in operations (axpy, scale, fill, copy, astype, binary, compare, unary), whose kernels the
 // whole process shares: the compiled programs are kept in a locked cache, the build count is
