@@ -18,9 +18,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <skein/cuda.hpp>
 #include <skein/skein.hpp>
 #include <vector>
+
+#include "raw_graph.hpp"
 
 namespace {
 
@@ -138,43 +141,14 @@ int main(int argc, char** argv) {
     }
   };
   // A one-kernel graph of the same launch, made once, launched as it is.
-#define SKEIN_BENCH_STR2(x) #x
-#define SKEIN_BENCH_STR(x) SKEIN_BENCH_STR2(x)
-#define SKEIN_BENCH_FN(name) \
-  reinterpret_cast<decltype(&::name)>(dlsym(libcuda, SKEIN_BENCH_STR(name)))
-  const auto graph_create = SKEIN_BENCH_FN(cuGraphCreate);
-  const auto graph_add_kernel = SKEIN_BENCH_FN(cuGraphAddKernelNode);
-  const auto graph_instantiate = SKEIN_BENCH_FN(cuGraphInstantiate);
-  const auto graph_launch = SKEIN_BENCH_FN(cuGraphLaunch);
-  const auto push_context = SKEIN_BENCH_FN(cuCtxPushCurrent);
-  const auto pop_context = SKEIN_BENCH_FN(cuCtxPopCurrent);
-  CUgraph graph = nullptr;
-  CUgraphExec graph_exec = nullptr;
-  if (graph_create && graph_add_kernel && graph_instantiate && graph_launch && push_context &&
-      pop_context) {
-    CUDA_KERNEL_NODE_PARAMS node{};
-    node.func = function;
-    node.gridDimX = node.gridDimY = node.gridDimZ = 1;
-    node.blockDimX = 256;
-    node.blockDimY = node.blockDimZ = 1;
-    node.kernelParams = params;
-    CUgraphNode added = nullptr;
-    // Made in the device's context, current only meanwhile (the launches are timed as a
-    // thread without a current context makes them, as Skein's own are).
-    CUcontext popped = nullptr;
-    const bool made = push_context(skein::cuda::native_context(ctx, 0)) == CUDA_SUCCESS &&
-                      graph_create(&graph, 0) == CUDA_SUCCESS &&
-                      graph_add_kernel(&added, graph, nullptr, 0, &node) == CUDA_SUCCESS &&
-                      graph_instantiate(&graph_exec, graph, 0) == CUDA_SUCCESS;
-    pop_context(&popped);
-    if (!made) {
-      fmt::print(stderr, "making the one-kernel graph failed\n");
-      return 1;
-    }
+  std::optional<skein::bench::RawGraph> graph;
+  try {
+    graph.emplace(libcuda, skein::cuda::native_context(ctx, 0), function, 1, 256, params);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "skein-bench-kernels: {}\n", e.what());
+    return 1;
   }
-  auto raw_graph = [&] {
-    if (graph_launch(graph_exec, stream) != CUDA_SUCCESS) std::abort();
-  };
+  auto raw_graph = [&] { graph->launch(stream); };
   auto skein_call = [&] { prepared(x, a, std::int32_t{n}); };
   auto skein_events = [&] { (void)prepared.enqueue(x, a, std::int32_t{n}); };
   auto raw_call = [&] {
@@ -187,7 +161,7 @@ int main(int argc, char** argv) {
     time_batch(raw_call);
     time_batch(skein_events);
     if (packed_size) time_batch(raw_packed);
-    if (graph_exec) time_batch(raw_graph);
+    time_batch(raw_graph);
   }
   std::vector<double> t_skein, t_raw, t_events, t_packed, t_graph;
   for (int r = 0; r < rounds; ++r) {
@@ -195,11 +169,11 @@ int main(int argc, char** argv) {
     t_skein.push_back(time_batch(skein_call));
     t_events.push_back(time_batch(skein_events));
     if (packed_size) t_packed.push_back(time_batch(raw_packed));
-    if (graph_exec) t_graph.push_back(time_batch(raw_graph));
+    t_graph.push_back(time_batch(raw_graph));
   }
   const double raw_us = median(t_raw), skein_us = median(t_skein), events_us = median(t_events);
   const double packed_us = packed_size ? median(t_packed) : 0;
-  const double graph_us = graph_exec ? median(t_graph) : 0;
+  const double graph_us = median(t_graph);
 
   // (b) cold compile against the disk cache.
   const std::string src = medium_source(fmt::format("bench {}", getpid()));
@@ -229,13 +203,11 @@ int main(int argc, char** argv) {
     fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw, arguments in one buffer",
                fmt::format("{:.3f} us", packed_us), packed_us - raw_us);
   }
-  if (graph_exec) {
-    fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw cuGraphLaunch, one-kernel graph",
-               fmt::format("{:.3f} us", graph_us), graph_us - raw_us);
-    fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein PreparedKernel() vs graph", "",
-               skein_us - graph_us);
-    fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein enqueue() vs graph", "", events_us - graph_us);
-  }
+  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw cuGraphLaunch, one-kernel graph",
+             fmt::format("{:.3f} us", graph_us), graph_us - raw_us);
+  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein PreparedKernel() vs graph", "",
+             skein_us - graph_us);
+  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein enqueue() vs graph", "", events_us - graph_us);
   fmt::print("\n(b) building the program ({} bytes of source)\n", src.size());
   fmt::print("{:<34}{:>10}\n", "cold NVRTC compile + load", fmt::format("{:.2f} ms", cold_ms));
   fmt::print("{:<34}{:>10}   ({:.0f}x faster)\n", "from the disk cache (median of 10)",
@@ -245,7 +217,7 @@ int main(int argc, char** argv) {
     nlohmann::json j{{"device", device.name()},
                      {"launch_us", {{"raw", raw_us}, {"skein", skein_us}, {"skein_enqueue", events_us},
                                     {"raw_packed", packed_size ? nlohmann::json(packed_us) : nlohmann::json()},
-                                    {"raw_graph", graph_exec ? nlohmann::json(graph_us) : nlohmann::json()}}},
+                                    {"raw_graph", graph_us}}},
                      {"launch_overhead_us", skein_us - raw_us},
                      {"compile_ms", {{"cold", cold_ms}, {"cached_median", cached_ms}, {"cached_all", cached}}}};
     std::ofstream(json_path) << j.dump(2) << "\n";

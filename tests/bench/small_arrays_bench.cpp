@@ -29,7 +29,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -39,6 +38,8 @@
 #include <skein/skein.hpp>
 #include <skein_cli/cli.hpp>
 #include <vector>
+
+#include "raw_graph.hpp"
 
 namespace {
 
@@ -115,24 +116,6 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "cuLaunchKernel not found\n");
       return 1;
     }
-    // The graph calls by the names cuda.h maps them to (cuGraphAddKernelNode_v2, ...).
-#define SKEIN_BENCH_STR2(x) #x
-#define SKEIN_BENCH_STR(x) SKEIN_BENCH_STR2(x)
-#define SKEIN_BENCH_FN(name) \
-  reinterpret_cast<decltype(&::name)>(dlsym(libcuda, SKEIN_BENCH_STR(name)))
-    const auto graph_create = SKEIN_BENCH_FN(cuGraphCreate);
-    const auto graph_add_kernel = SKEIN_BENCH_FN(cuGraphAddKernelNode);
-    const auto graph_instantiate = SKEIN_BENCH_FN(cuGraphInstantiate);
-    const auto graph_launch = SKEIN_BENCH_FN(cuGraphLaunch);
-    const auto push_context = SKEIN_BENCH_FN(cuCtxPushCurrent);
-    const auto pop_context = SKEIN_BENCH_FN(cuCtxPopCurrent);
-    const auto graph_exec_destroy = SKEIN_BENCH_FN(cuGraphExecDestroy);
-    const auto graph_destroy = SKEIN_BENCH_FN(cuGraphDestroy);
-    if (!graph_create || !graph_add_kernel || !graph_instantiate || !graph_launch ||
-        !graph_exec_destroy || !graph_destroy || !push_context || !pop_context) {
-      fmt::print(stderr, "the driver's graph calls were not found\n");
-      return 1;
-    }
     const skein::Program program(context, kAxpy);
     const skein::Kernel raw_kernel = program.kernel("raw_axpy");
     const auto function = reinterpret_cast<CUfunction>(raw_kernel.native(0));
@@ -169,12 +152,7 @@ int main(int argc, char** argv) {
       CUdeviceptr px, py, pz;
       unsigned n32, groups;
       void* params[5];
-      CUgraph graph = nullptr;  // one node: raw_axpy with params
-      CUgraphExec exec = nullptr;
-      std::function<void(CUgraphExec, CUgraph)> destroy;
-      ~Setup() {
-        if (destroy) destroy(exec, graph);
-      }
+      std::optional<skein::bench::RawGraph> graph;  // one node: raw_axpy with params
     };
     const float a = 2.0f;
     auto setup = [&](std::size_t bytes) {
@@ -197,29 +175,8 @@ int main(int argc, char** argv) {
       u->groups = static_cast<unsigned>((u->n + 255) / 256);
       void* params[] = {&u->pz, &u->px, &u->py, const_cast<float*>(&a), &u->n32};
       std::copy(std::begin(params), std::end(params), u->params);
-      CUDA_KERNEL_NODE_PARAMS node{};
-      node.func = function;
-      node.gridDimX = u->groups;
-      node.gridDimY = node.gridDimZ = 1;
-      node.blockDimX = 256;
-      node.blockDimY = node.blockDimZ = 1;
-      node.kernelParams = u->params;
-      CUgraphNode added = nullptr;
-      // Made in the device's context, current only meanwhile (unless --make-current).
-      CUcontext popped = nullptr;
-      const bool made = push_context(skein::cuda::native_context(context, 0)) == CUDA_SUCCESS &&
-                        graph_create(&u->graph, 0) == CUDA_SUCCESS &&
-                        graph_add_kernel(&added, u->graph, nullptr, 0, &node) == CUDA_SUCCESS &&
-                        graph_instantiate(&u->exec, u->graph, 0) == CUDA_SUCCESS;
-      pop_context(&popped);
-      if (!made) throw std::runtime_error("making the one-kernel graph failed");
-      u->destroy = [&](CUgraphExec e, CUgraph g) {
-        CUcontext was = nullptr;
-        push_context(skein::cuda::native_context(context, 0));
-        graph_exec_destroy(e);
-        graph_destroy(g);
-        pop_context(&was);
-      };
+      u->graph.emplace(libcuda, skein::cuda::native_context(context, 0), function, u->groups, 256,
+                       u->params);
       return u;
     };
     std::unique_ptr<Setup> cur;
@@ -229,9 +186,7 @@ int main(int argc, char** argv) {
         std::abort();
       }
     };
-    auto graph = [&] {
-      if (graph_launch(cur->exec, stream) != CUDA_SUCCESS) std::abort();
-    };
+    auto graph = [&] { cur->graph->launch(stream); };
     auto builtin = [&] { (void)skein::axpy(queue, a, *cur->x, *cur->y, *cur->z); };
     auto elementwise = [&] { (void)user(queue, {a, *cur->x, *cur->y, *cur->z}); };
     auto sum = [&] { (void)skein::sum(queue, *cur->x, {.out = *cur->s}); };
