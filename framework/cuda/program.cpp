@@ -136,7 +136,7 @@ class CudaKernelAdapter final : public KernelAdapter {
   }
 
  private:
-  // Launches through graphs. On the drivers measured (580, H100 and H200), cuGraphLaunch of a
+  // Launches through graphs. On the driver measured (580, an H200), cuGraphLaunch of a
   // one-kernel graph costs the host 1.7-2.1 us where cuLaunchKernel of the same kernel costs
   // 3.8-4.4 us, and updating the graph's arguments before it (when they changed) 0.2-0.5 us more
   // (docs/performance.md). So a kernel keeps, per stream, a graph of one node that launches it;

@@ -241,11 +241,12 @@ KERNEL void fill(GLOBAL_MEM int* out, int base)
                LogicError);
 }
 
-// One kernel launched again and again without waiting, on more queues than a CUDA kernel keeps
-// graphs for (4), each launch with its own output, scalar and size, some repeating the previous
-// launch's arguments exactly: every result is the host's. On CUDA, launches after a kernel's
-// first on a stream go through a one-kernel graph whose arguments and geometry are updated when
-// they change; the same runs with SKEIN_CUDA_GRAPH_LAUNCH=0 (every launch cuLaunchKernel).
+// One kernel launched again and again without waiting, on three queues and then on more queues
+// than a CUDA kernel keeps graphs for (4), each launch with its own output, scalar and size, some
+// repeating the previous launch's arguments exactly: every result is the host's. On CUDA, launches
+// after a kernel's first on a stream go through a one-kernel graph whose arguments and geometry
+// are updated when they change; the same runs with SKEIN_CUDA_GRAPH_LAUNCH=0 (every launch
+// cuLaunchKernel).
 void repeated_launches(const Context& ctx) {
   Program program(ctx, R"(
 KERNEL void add_scaled(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int factor, unsigned int n)
@@ -269,16 +270,26 @@ KERNEL void add_scaled(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int factor
     outs.push_back(Array::zeros(qs[j / 2], {n}, Dtype::int32));
   }
   const std::size_t sizes[] = {n, n, n - 1, 1, n / 2, n / 2, 65, n};
-  for (std::size_t round = 0; round < 8; ++round) {
+  // Launch number `step` on queue k. Steps 4m and 4m + 1 repeat their arguments exactly (the
+  // second leaves a graph's arguments as they are); 4m + 2 and 4m + 3 change the output, the
+  // factor and the size, so the grid (the graph is updated).
+  auto launch = [&](std::size_t k, std::size_t step) {
+    const std::size_t j = 2 * k + (step % 4 < 2 ? 0 : step % 2);
+    const auto factor = static_cast<std::int32_t>(step % 4 < 2 ? 3 : 5 * step + k + 1);
+    const std::size_t count = sizes[step % 8], global = (count + local - 1) / local * local;
+    kernel.prepare(qs[k], global, LaunchSizes{local})(outs[j], din, factor,
+                                                      static_cast<std::uint32_t>(count));
+    for (std::size_t i = 0; i < count; ++i) want[j][i] += factor * in[i];
+  };
+  // Three queues in turn, 8 launches each: each keeps its graph, updated as the arguments change.
+  for (std::size_t step = 0; step < 8; ++step) {
+    for (std::size_t k = 0; k < 3; ++k) launch(k, step);
+  }
+  // Six queues in turn, 4 launches per visit: a queue's graph has been given up to others when it
+  // comes back, so each visit launches plainly, makes the graph again and updates it.
+  for (std::size_t round = 0; round < 3; ++round) {
     for (std::size_t k = 0; k < queues; ++k) {
-      // Rounds 0-1 and 4-5 repeat their arguments exactly; the others change the output, the
-      // factor and the size (so the grid) from one launch to the next.
-      const std::size_t j = 2 * k + (round % 4 < 2 ? 0 : round % 2);
-      const auto factor = static_cast<std::int32_t>(round % 4 < 2 ? 3 : 5 * round + k + 1);
-      const std::size_t count = sizes[round], global = (count + local - 1) / local * local;
-      kernel.prepare(qs[k], global, LaunchSizes{local})(outs[j], din, factor,
-                                                        static_cast<std::uint32_t>(count));
-      for (std::size_t i = 0; i < count; ++i) want[j][i] += factor * in[i];
+      for (std::size_t sub = 0; sub < 4; ++sub) launch(k, 8 + 4 * round + sub);
     }
   }
   for (std::size_t j = 0; j < 2 * queues; ++j) {
