@@ -40,8 +40,9 @@
 #              iteration against its floor at 8192 x 8192 float64 (stencil.log,
 #              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
 #   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
-#              elementwise kernel, sum; a raw launch and a raw graph launch) and CuPy's, their batches alternating in
-#              every round (tools/peer-small-arrays.py --skein), as ratios (small.txt, small-*.json)
+#              elementwise kernel, sum; a raw launch and a raw graph launch) and CuPy's, their
+#              batches alternating in every round (tools/peer-small-arrays.py --skein), as ratios
+#              (small.txt, small-*.json)
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
