@@ -172,12 +172,6 @@ class CudaKernelAdapter final : public KernelAdapter {
     g.node = nullptr;
   }
 
-  static bool same_dims(const LaunchDims& a, const LaunchDims& b) {
-    return a.global[0] == b.global[0] && a.global[1] == b.global[1] && a.global[2] == b.global[2] &&
-           a.local[0] == b.local[0] && a.local[1] == b.local[1] && a.local[2] == b.local[2] &&
-           a.local_mem == b.local_mem;
-  }
-
   CUDA_KERNEL_NODE_PARAMS node_params(const LaunchDims& dims, void** params) const {
     CUDA_KERNEL_NODE_PARAMS p{};
     p.func = function_;
@@ -192,8 +186,8 @@ class CudaKernelAdapter final : public KernelAdapter {
     return p;
   }
 
-  // Whether the graph holds these arguments' bytes; copies them in when not.
-  bool same_params(Graph& g, void** params) const {
+  // Copies these arguments' bytes into those the graph holds; returns whether they were the same.
+  bool hold_params(Graph& g, void** params) const {
     bool same = true;
     for (std::size_t i = 0; i < graph_param_offsets_.size(); ++i) {
       std::byte* held = g.params.data() + graph_param_offsets_[i];
@@ -238,7 +232,7 @@ class CudaKernelAdapter final : public KernelAdapter {
       }
       auto p = node_params(dims, params);
       g->params.resize(graph_param_bytes_);
-      same_params(*g, params);
+      hold_params(*g, params);
       g->dims = dims;
       if (cu().cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS ||
           cu().cuGraphAddKernelNode(&g->node, g->graph, nullptr, 0, &p) != CUDA_SUCCESS ||
@@ -248,8 +242,8 @@ class CudaKernelAdapter final : public KernelAdapter {
         return false;
       }
     } else {
-      const bool same_geometry = same_dims(g->dims, dims);
-      if (!same_params(*g, params) || !same_geometry) {
+      const bool same_geometry = g->dims == dims;
+      if (!hold_params(*g, params) || !same_geometry) {
         g->dims = dims;
         auto p = node_params(dims, params);
         if (cu().cuGraphExecKernelNodeSetParams(g->exec, g->node, &p) != CUDA_SUCCESS) {

@@ -161,6 +161,7 @@ struct LaunchDims {
   std::size_t global[3] = {1, 1, 1};
   std::size_t local[3] = {1, 1, 1};
   std::size_t local_mem = 0;  // dynamic local memory per group, bytes (allow_local_mem first)
+  bool operator==(const LaunchDims&) const = default;
 };
 
 // What a backend can tell about one kernel parameter.
