@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # FindNCCL: finds NCCL's header and library and makes the imported target NCCL::NCCL.
 # Hints: NCCL_ROOT, NCCL_HOME, the CUDA toolkit's directories.
 set(_nccl_hints ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME})

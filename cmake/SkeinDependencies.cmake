@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Finds every optional dependency and turns the results into SKEIN_HAS_* variables.
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # skein_add_library(NAME SOURCES...): one of Skein's libraries, made the same way for every layer.
 #
 #   target skein_NAME, alias Skein::NAME (exported as Skein::NAME), file libskein_NAME.so.X.Y

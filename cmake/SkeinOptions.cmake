@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tri-state dependency options: AUTO (use it when found), ON (fail when missing), OFF.
 function(skein_dependency_option name doc)
   set(SKEIN_WITH_${name} AUTO CACHE STRING "${doc} (AUTO, ON or OFF)")

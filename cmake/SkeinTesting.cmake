@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # What every test of a directory gets, applied once its tests are all declared
 # (skein_finish_tests() at the end of each CMakeLists.txt that adds tests):
 #  - one compile cache shared by the processes of a test run, SKEIN_CACHE_DIR=<build>/test-kernel-cache,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the guide's example programs (target docs-examples) as a user who copied them would:
 #   - as they are, each must end with status 0 and print "ok";
 #   - with an environment value Skein rejects, each must print Skein's error (naming the value) on

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Doxygen INPUT_FILTER for Skein's headers: makes their plain `//` comments the reference's text.
 
 Skein's headers document declarations with ordinary `//` comments (no `///` or `/** */`), and
@@ -8,7 +9,8 @@ text Doxygen reads (the files themselves are never changed). Doxygen runs it as
     python3 doxygen-filter.py HEADER      (the filtered text goes to stdout)
 
 Rules, chosen so that only comments that *are* documentation become documentation:
-  - the comment block that opens a file (its first line, before `#pragma once`) becomes the
+  - the file's license line (`// SPDX-License-Identifier: ...`, its first) is left out;
+  - the comment block that opens a file (after the license line, before `#pragma once`) becomes the
     file's description (`\\file`), shown verbatim since headers lay it out by hand (tables,
     code, lists);
   - a block of whole-line `//` comments directly above a declaration (no blank line between)
@@ -57,6 +59,12 @@ def filter_lines(lines):
     n = len(lines)
     body_stack = []  # for each open brace: whether it opened a function body
     i = 0
+    # The license line that opens every file (`// SPDX-License-Identifier: ...`) is no part of the
+    # reference: it is left out, and the description starts after it.
+    first = 0
+    if n and "SPDX-License-Identifier:" in lines[0]:
+        out[0] = ""
+        i = first = 1
     header_done = False
     while i < n:
         line = lines[i]
@@ -68,7 +76,7 @@ def filter_lines(lines):
                 j += 1
             nxt = lines[j] if j < n else ""
             stripped = nxt.strip()
-            if not header_done and i == 0:
+            if not header_done and i == first:
                 # The file's description, verbatim since headers lay it out by hand.
                 # `\file` goes last: an argument after it on the same line would be a file name.
                 for k in range(i, j):

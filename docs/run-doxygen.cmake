@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs Doxygen on DOXYFILE and fails, printing WARN_LOG, when it reports any warning.
 #   cmake -DDOXYGEN=doxygen -DDOXYFILE=BUILD/docs/Doxyfile -DWARN_LOG=BUILD/docs/doxygen-warnings.log
 #         -P run-doxygen.cmake

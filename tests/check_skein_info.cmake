@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs skein-info --json and checks that the PoCL platform lists at least four devices and that
 # every unavailable API says why.
 execute_process(COMMAND ${INFO} --json OUTPUT_VARIABLE out RESULT_VARIABLE rc)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Configures and builds Skein with sensible defaults.
 #
 #   tools/build.sh [BUILD_DIR] [extra cmake args...]

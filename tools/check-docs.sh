@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks that the documentation keeps up with the code:
 #   1. every environment variable the code reads is in the user guide's table
 #      (docs/guide.md, section "Environment variables"), and
 #   2. every relative link in docs/*.md and README.md points to a file that exists (and, for a
 #      #anchor into a Markdown file, to one of its headings), and
-#   3. every code block marked `<!-- example: docs/examples/X.cpp -->` is that file's text (the
+#   3. every code block marked `<!-- example: docs/examples/X.cpp -->` is that file's text, less
+#      its license line (the
 #      examples are compiled by the `docs-examples` target, so the quoted code compiles), and
-#   4. every SVG picture in docs/ is well-formed XML.
+#   4. every SVG picture in docs/ is well-formed XML, and
+#   5. LICENSE exists, and every source, build and script file under framework/, collectives/,
+#      apps/, tests/, tools/, cmake/, slurm/, docs/ and .ci/ names its license in an SPDX line
+#      among its first three lines.
 #
 #   bash tools/check-docs.sh               the checks; exit status 1 with a list of what is wrong
 #   bash tools/check-docs.sh --self-test   first proves that the checks fail on a guide that lacks
@@ -30,7 +35,7 @@ case "${1:-}" in
   "") ;;
   --self-test) MODE="self-test" ;;
   --list) MODE="list" ;;
-  -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "check-docs: unknown argument '$1' (expected --self-test, --list or nothing)" >&2; exit 2 ;;
 esac
 
@@ -149,6 +154,13 @@ def broken_links(path):
 
 EXAMPLE = re.compile(r"^<!--\s*example:\s*(\S+)\s*-->\s*$")
 
+def example_text(source):
+    """An example file's text as the documents quote it: without its license line."""
+    lines = read(source).rstrip().split("\n")
+    if lines and "SPDX-License-Identifier:" in lines[0]:
+        lines = lines[1:]
+    return "\n".join(lines)
+
 def stale_examples(path):
     """Code blocks marked `<!-- example: FILE -->` must be FILE's text exactly."""
     problems, lines = [], read(path).splitlines()
@@ -168,7 +180,7 @@ def stale_examples(path):
         if not os.path.exists(source):
             problems.append(f"{os.path.relpath(path, root)}:{number}: example {m.group(1)} does "
                             "not exist")
-        elif read(source).rstrip() != quoted:
+        elif example_text(source) != quoted:
             problems.append(f"{os.path.relpath(path, root)}:{number}: the code block differs from "
                             f"{m.group(1)}: copy the file into the block again")
     return problems
@@ -182,6 +194,28 @@ def broken_pictures():
             ET.parse(path)
         except ET.ParseError as e:
             problems.append(f"{os.path.relpath(path, root)}: not well-formed XML: {e}")
+    return problems
+
+LICENSE_ID = "SPDX-License-Identifier: BSD-3-Clause"
+LICENSED_SUFFIXES = (".cpp", ".hpp", ".h", ".c", ".cu", ".py", ".sh", ".cmake", ".txt", ".in",
+                     ".supp", ".sbatch")
+
+def unlicensed():
+    """LICENSE must exist, and every source, build and script file must carry the SPDX line."""
+    problems = []
+    if not os.path.exists(os.path.join(root, "LICENSE")):
+        problems.append("LICENSE does not exist at the top of the tree")
+    paths = list(files_under(["framework", "collectives", "apps", "tests", "tools", "cmake",
+                              "slurm", "docs"], LICENSED_SUFFIXES))
+    paths += [os.path.join(root, "CMakeLists.txt"), os.path.join(root, ".ci", "run")]
+    paths += [p for p in os.environ.get("CHECK_DOCS_LICENSE_EXTRA", "").split(":") if p]
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        head = read(path).split("\n", 3)[:3]
+        if not any(LICENSE_ID in line for line in head):
+            problems.append(f"{os.path.relpath(path, root)}: no '{LICENSE_ID}' line among its "
+                            "first three lines: add it as a comment at the top (after a #! line)")
     return problems
 
 read_vars = variables_read()
@@ -203,6 +237,7 @@ else:
                       f"table of {os.path.relpath(guide, root)}: add a row saying who reads it and "
                       "what it does")
 errors.extend(broken_pictures())
+errors.extend(unlicensed())
 for path in doc_files:
     errors.extend(broken_links(path))
     errors.extend(stale_examples(path))
@@ -214,7 +249,7 @@ if errors:
     sys.exit(1)
 print(f"check-docs: OK: {len(read_vars)} environment variables read by the code are all in "
       f"{os.path.relpath(guide, root)}; the relative links and quoted examples of {len(doc_files)} "
-      "documents are right")
+      "documents are right; LICENSE and every file's SPDX line are there")
 PY
 
 GUIDE="$ROOT/docs/guide.md"
@@ -280,8 +315,19 @@ if [[ "$MODE" == "self-test" ]]; then
     echo "$out" >&2
     exit 1
   }
-  echo "check-docs: self-test: a guide without ${victims[*]}, a broken link and an edited example all" \
-       "fail, as they must"
+  # A source file without its license line must fail, naming it.
+  printf '// a file without its license line\nint main() { return 0; }\n' > "$scratch/unlicensed.cpp"
+  if out="$(CHECK_DOCS_LICENSE_EXTRA="$scratch/unlicensed.cpp" run_checks "$GUIDE" 2>&1)"; then
+    echo "check-docs: self-test: a source file without its SPDX line passed the check" >&2
+    exit 1
+  fi
+  grep -q "unlicensed.cpp: no 'SPDX-License-Identifier" <<<"$out" || {
+    echo "check-docs: self-test: the check failed without naming the unlicensed file:" >&2
+    echo "$out" >&2
+    exit 1
+  }
+  echo "check-docs: self-test: a guide without ${victims[*]}, a broken link, an edited example and" \
+       "a file without its license line all fail, as they must"
 fi
 
 run_checks "$GUIDE" "${DOCS[@]}"

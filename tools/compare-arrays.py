@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The ratios of the arrays issue, from one GPU run's JSON files (tools/gpu-check.sh, group
 `arrays`):
 

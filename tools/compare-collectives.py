@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Puts skein-bench-collectives' results next to its peers' and prints the ratios.
 
     tools/compare-collectives.py DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """skein-heat's weak scaling from its JSON summaries (tools/gpu-check.sh's apps step).
 
     tools/compare-heat.py DIR     reads DIR/heat-weak-<n>.json (n GPUs, the same rows per GPU)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The checks to run on a GPU machine, in one go: build with CUDA, the test suite, skein-info, the
 # CUDA tests under compute-sanitizer, and the copy benchmark.
 #

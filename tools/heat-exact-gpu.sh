@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # skein-heat's results stay exact on a GPU, whatever the launch path, the split and the restart:
 # on the first GPU, a reference run of 40 steps on 1 rank with every kernel launched by
 # cuLaunchKernel (SKEIN_CUDA_GRAPH_LAUNCH=0) and the halo exchange before each step's kernel; then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian 12 packages Skein needs to build and test, and only those that are missing:
 # a second run finds everything installed and returns at once, without touching the network.
 #

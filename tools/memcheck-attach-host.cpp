@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether compute-sanitizer's memcheck knows managed memory allocated with CU_MEM_ATTACH_HOST:
 // a plain driver program (no Skein) allocates x (CU_MEM_ATTACH_GLOBAL) and y (the attachment
 // given, default CU_MEM_ATTACH_HOST), and a kernel writes y[i] = 3 x[i] + 1 on a device with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mpi-exchange-latency: the latency of a small exchange between the ranks of one node (160 bytes
 // from every rank to every rank, about what dist::sum's host exchange moves), by three means:
 // MPI_Allgather, MPI_Iallgather polled with MPI_Test (as Skein waits, so that it can time out),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The peer of skein-bench on one GPU: CuPy's copy, ElementwiseKernel axpy, sum and matmul, timed
 the way skein-bench times Skein (CUDA events around each run, the median of --repeat runs after
 warm-up), so that a GPU run puts the two side by side (shared/PEERS.md lists what CuPy reached).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The peer of skein-bench-collectives: PyTorch's torch.distributed collectives over NCCL, with
 the same options, sizes, input values, checks and table (nccl-tests' format), so that a GPU run
 can put the two side by side.

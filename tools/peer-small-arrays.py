@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """CuPy's side of skein-bench-small: the host time per call of an ElementwiseKernel
 "z = a * x + y" into a given output (as CuPy's axpy would be written) and of x.sum() (a device
 scalar), float32, 1 KiB to 1 MiB, in batches of --batch calls with the stream synchronised after

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The two Quick start commands of README.md, for a fresh Debian 12 machine:
 #
 #   bash tools/quickstart.sh demo   # install dependencies, build into build/, run skein-info,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The slowest tests of the last ctest run in a build directory, from its LastTest.log:
 #   tools/slowest-tests.sh BUILD_DIR [N]     (N: how many, default 12)
 # Prints "seconds  name", slowest first, then the sum of every test's time (more than the wall

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The threaded tests under ThreadSanitizer: builds CMakePresets.json's tsan preset (the framework
 # and its test program only) and runs, on every backend the machine has, the tests in which
 # several threads share one Skein object (a compile cache, a memory pool, a virtual-memory

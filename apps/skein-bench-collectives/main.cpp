@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-collectives: nccl-tests' performance tests, over Skein's Communicator. Same
 // options where they mean the same thing, same table, same bandwidth definitions, so that a
 // Skein row and an nccl-tests (or tools/peer-collectives.py) row can be read side by side.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench's parts: the options, one measurement of an operation on one runtime (ops.cpp), the
 // scaling run over growing sets of devices and ranks (scaling.cpp) and its SVG plot (svg_plot.cpp).
 #pragma once

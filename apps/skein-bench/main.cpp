@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench: Skein's array kernels on distributed arrays against their reference, measured in
 // the same run, under mpirun:
 //

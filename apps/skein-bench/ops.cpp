@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One measurement of an operation on one runtime, against its reference measured in the same run
 // on the same devices (see main.cpp for what each operation and reference is).
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The scaling run: one operation measured on 1 device, then on growing sets of devices and ranks,
 // all in one mpirun:
 //

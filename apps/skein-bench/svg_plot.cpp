@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "svg_plot.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A line chart drawn as SVG by Skein itself: axes, ticks, grid, labels, a legend and one marker per
 // point, so that skein-bench's scaling table can be looked at without a plotting library.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The 2-D Poisson matrix on the host and on the devices. See cg_poisson.hpp.
 #include "cg_poisson.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The system skein-cg solves: the 5-point 2-D Poisson matrix (minus the Laplacian with zero
 // Dirichlet boundary values, unscaled) on an nx x ny interior grid,
 //

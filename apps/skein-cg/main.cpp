@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-cg: conjugate gradients for the 2-D Poisson equation, on every device of every rank, under
 // mpirun:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "heat_png.hpp"
 
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An image of the final field for skein-heat --png: each rank samples its own rows at the image's
 // pixels, rank 0 assembles the image and writes it as an 8-bit RGB PNG through libpng.
 #pragma once

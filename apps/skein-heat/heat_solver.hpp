@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The numerics of skein-heat: the test problem, its exact discrete solution, the stencil kernel on
 // every local block of a distributed field, and the reductions and checks the app needs.
 //

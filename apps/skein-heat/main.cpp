@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-heat: 2-D heat diffusion on a grid split by rows over every device of every rank, the
 // sample simulation code of Skein. Under mpirun:
 //

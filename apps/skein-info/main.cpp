@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-info: what APIs, platforms and devices this machine offers Skein, and why an API is not
 // available. The first thing a new user runs.
 #include <fmt/format.h>

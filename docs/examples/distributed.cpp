@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A distributed 2-D array over every device of every MPI rank: scatter from rank 0, one stencil
 // step with halo rows, a global sum, a gather, and an all_reduce through the Communicator.
 // Built by the `docs-examples` target (docs/CMakeLists.txt); quoted in docs/guide.md. Run with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skein inside an existing code that owns its device memory, its streams (command queues) and its
 // kernels: Skein works on them in place. Each rank allocates one block per device and a stream
 // per device with the backend's own API, fills the blocks with its own kernel (on CUDA compiled

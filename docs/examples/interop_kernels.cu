@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The application's own kernel, compiled ahead of time by nvcc (docs/CMakeLists.txt:
 // nvcc -fatbin) and loaded by docs/examples/interop.cpp with skein::Program::from_file.
 // extern "C": the name stays "fill_rows" in the module.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One kernel source for CUDA and OpenCL, launched on every device of a context, and the array
 // kernels (ElementwiseKernel, built-in reductions) on one device.
 // Built by the `docs-examples` target (docs/CMakeLists.txt); quoted in docs/guide.md.

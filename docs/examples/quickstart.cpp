@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The smallest Skein program: pick a device, copy data to it and back.
 // Built by the `docs-examples` target (docs/CMakeLists.txt); quoted in docs/guide.md.
 #include <skein/skein.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the CUDA backend's files share: the context adapter (which queues, buffers and events keep
 // alive, since freeing any of them needs its CUcontext) and the factories of the other adapters.
 #pragma once

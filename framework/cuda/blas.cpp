@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cuBLAS for the CUDA backend: one cublasHandle_t per device of a context, made on first use
 // with the device's Skein context current, and bound to the queue's stream before each call.
 //

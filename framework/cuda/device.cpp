@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <fmt/format.h>
 
 #include <algorithm>

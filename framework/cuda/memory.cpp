@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Managed memory (cuMemAllocManaged, cuMemPrefetchAsync, cuMemAdvise) and IPC handles of memory
 // and events (cuIpc*) on the CUDA backend.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA programs: NVRTC compiles a source straight to the device's own machine code (cubin), the
 // driver loads it as a module in the device's context, and kernels launch with cuLaunchKernel or,
 // from their second launch on a stream, through a one-kernel CUDA graph (below).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The OpenCL backend's adapters (see skein/detail/adapter.hpp, framework/internal/).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CLBlast for the OpenCL backend. CLBlast has no handle: each routine takes the command queue and
 // cl_mem objects with element offsets, so the adapter only holds the context. CLBlast compiles
 // its kernels for a device on first use of a routine and precision (seconds on a CPU device) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The checked-call macro for the OpenCL API: a non-CL_SUCCESS result throws Skein's typed error
 // with the call, the error's name and code, the device and the place in Skein's source.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The OpenCL API as Skein uses it: headers, and typed helpers for clGet*Info queries.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // OpenCL programs: built from source for one device, cached as the driver's program binary, and
 // rebuilt from that binary when loaded; with the compile cache off, used as built. Kernels get
 // their arguments with clSetKernelArg.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Integer helpers shared by the framework's sources.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pygpu's array operations (skein/array_ops.hpp): copies in a memory order, concatenate, stack,
 // vstack, hstack, dstack, split, array_split, take, transfer between contexts, may_share_memory.
 #include "skein/array_ops.hpp"

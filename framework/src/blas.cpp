@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BLAS front end: checks the arrays, turns Skein's row-major arrays into column-major BLAS
 // operands (see the comment in <skein/blas.hpp>), handles sizes of zero itself (BLAS libraries
 // differ there: CLBlast rejects them) and dispatches to the context's BlasAdapter.

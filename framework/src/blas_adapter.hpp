@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The backend interface of BLAS (src/blas.cpp is the front end): one BlasAdapter per context,
 // implemented over cuBLAS (cuda/blas.cpp) and CLBlast (opencl/blas.cpp).
 //

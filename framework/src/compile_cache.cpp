@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "skein/detail/compile_cache.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DLPack export and import (skein/dlpack.hpp).
 #include "skein/dlpack.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The driver controls of skein/driver.hpp: argument checks here, the work in the backends'
 // context adapters.
 #include "skein/driver.hpp"

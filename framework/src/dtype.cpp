@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "skein/dtype.hpp"
 
 #include <fmt/format.h>

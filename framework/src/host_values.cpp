@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // detail::HostValues: one-element arrays the host reads without a transfer where it can (see
 // skein/detail/host_values.hpp).
 #include "skein/detail/host_values.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "kernel_gen.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What elementwise and reduction kernels share: parameter lists, dtype binding, C code for loads
 // and stores, broadcasting and layout classes, the in-memory cache of compiled programs, scratch
 // memory per queue, and packing run-time argument lists for generated kernels.

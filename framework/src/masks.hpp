@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Include/exclude regular-expression masks on names (grunnur's device and platform masks).
 #pragma once
 

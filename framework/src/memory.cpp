@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Managed memory and IPC handles: argument checks, and the backend-neutral header of the handles.
 #include "skein/memory.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SHA-256 through OpenSSL's EVP interface (libcrypto), which picks the fastest implementation the
 // CPU offers (SHA extensions, AVX2).
 #include "skein/detail/sha256.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "skein/static_kernel.hpp"
 
 #include <fmt/format.h>

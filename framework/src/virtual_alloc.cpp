@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "skein/virtual_alloc.hpp"
 
 #include <fmt/ranges.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # skein-bench's scaling mode on PoCL's 4 CPU devices (tests/apps/CMakeLists.txt includes this):
 # tests/apps/bench_check_scaling.py runs it under mpirun and checks the JSON (every configuration,
 # positive times, the speed-ups) and the SVG (well-formed, one point per configuration). The

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs `skein-bench scaling` and checks what it wrote (tests/apps/bench.cmake):
 
     bench_check_scaling.py --json FILE --svg FILE --configs 1x1,1x2,2x2 [--weak] -- COMMAND...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # skein-bench-collectives on PoCL's CPU devices (tests/apps/CMakeLists.txt includes this): the
 # table (every row checked against the expected values, "#wrong" 0, exit status 0) and the
 # agreement check's cost (--agreement-cost: both communicators' results checked; a wrong

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # skein-cg under mpirun on PoCL devices (_skein_mpi_env: four pthread devices, OpenCL, shared out
 # evenly among the ranks unless SKEIN_DEVICES_PER_RANK says otherwise). Each run checks itself (converged, true
 # residual from a fresh matvec, host residual in double from the gathered x, all within the bound

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs skein-cg under mpirun and checks its result (cmake -P; see cg.cmake).
 #
 #   -DMPIEXEC=... -DPROGRAM=skein-cg -DNP=2 -DARGS="--nx;33;--ny;29" -DDIR=<work dir>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # skein-heat on 1, 2 and 4 ranks over the 4 PoCL devices of _skein_mpi_env (SKEIN_API=opencl),
 # each scenario a script (heat_check.cmake) that checks what the app wrote, independently of it:
 #   apps.heat.np1 / np2 / np4   37, 38 and 40 columns x 41 rows (split unevenly): 1 rank x 4

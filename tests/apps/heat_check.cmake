@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The scenarios of skein-heat's tests (tests/apps/heat.cmake), one per MODE:
 #
 #   run      one run on NP ranks (ARGS: grid, steps, dtype, modes); it must exit 0 with its own

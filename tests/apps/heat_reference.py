@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """An independent check of skein-heat's final field (tests/apps/heat.cmake).
 
     heat_reference.py FIELD.bin NX NY STEPS DTYPE KX KY DT_FACTOR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-array-kernels: elementwise and reduction kernels on large float32 arrays, each timed
 // with device events (median over iterations) beside a device-to-device copy of the same size
 // measured in the same run, as bytes moved per second (GB = 1e9 bytes; reads + writes):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-blas: Skein's gemm (skein::blas::gemm over cuBLAS) against cuBLAS called directly,
 // measured side by side in one run on CUDA device 0: the same arrays, the same stream, the same
 // timing method (events around each call, the two interleaved, median over the iterations after a

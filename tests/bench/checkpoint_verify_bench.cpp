@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How long verifying a checkpoint takes (CheckpointManager::verify: the file read back and its
 // SHA-256 compared with the marker's), beside `sha256sum` of the same file as the peer, in one run:
 //   skein-bench-checkpoint-verify [--gib G] [--dir D] [--repeat R]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-copy: Skein's CUDA transfers against the CUDA runtime's, measured side by side in
 // one run (same sizes, same iteration counts, same timing method: events around each transfer,
 // median over the iterations after a warm-up; Skein's and the runtime's transfers alternate).

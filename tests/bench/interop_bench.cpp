@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-interop: Skein on the application's own memory against Skein on its own, and a
 // kernel with dynamic shared memory against the device copy, measured side by side in one run on
 // one CUDA device (GPU time from events, medians over alternating rounds):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-kernels: on a CUDA device, measured side by side in one run:
 //  (a) the host time of a PreparedKernel launch against a raw cuLaunchKernel of the same kernel
 //      on the same stream, and against a raw cuGraphLaunch of a graph of that one launch (what

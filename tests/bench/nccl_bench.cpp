@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-nccl: NCCL called directly, the way nccl-tests' inner loop calls it, so that a GPU
 // run has nccl-tests' figure for Skein's collectives in the same run (nccl-tests itself is not
 // on the GPU machines). One GPU per rank (the rank's local rank among the visible GPUs), or, with

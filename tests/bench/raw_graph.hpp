@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A one-kernel CUDA graph made and launched through the driver's own entry points (looked up in
 // libcuda with dlsym, as the benchmarks' raw cuLaunchKernel is): the floor of the graph launches
 // Skein makes for kernels launched again on a stream (framework/cuda/program.cpp), for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-small: the host time per call of Skein's array operations on small and medium
 // arrays (float32, 1 KiB to 1 MiB), the cost a simulation code pays for many small calls:
 //   axpy        skein::axpy(queue, a, x, y, out) into a given output (a built-in kernel)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs one fault scenario of skein-collectives-fault under mpirun, with a hard limit, and checks
 # how the job ended:
 #   cmake -DMPIEXEC=... -DNP=... -DPROGRAM=... -DMODE=... -DLIMIT=seconds [-DEXPECT=zero|nonzero]

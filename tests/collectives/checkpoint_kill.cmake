@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Kill-and-restart of skein-checkpoint-loop (tests/collectives/checkpoint_main.cpp), which
 # checkpoints a distributed array after every step:
 #   1. an uninterrupted run on 4 ranks gives the reference result;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // skein-checkpoint-loop: a small deterministic simulation that checkpoints its distributed arrays
 // after every step, for the kill-and-restart tests (tests/collectives/checkpoint_kill.cmake, and
 // the application-level ones that kill a job in the middle of a checkpoint).

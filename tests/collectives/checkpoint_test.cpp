@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CheckpointManager under mpirun (1..4 ranks) on PoCL devices, on both HDF5 paths. Real files in
 // a scratch directory: complete checkpoints are listed and pruned to `keep`, markers carry the
 // file's size and a SHA-256 that `sha256sum` confirms, a checkpoint restores into another layout

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Communicator under mpirun (1..4 ranks) on PoCL devices, with the MPI backend: every
 // operation x every dtype x every reduction x in and out of place x sizes 0, 1, 7 and ~256 KiB
 // (~2 MiB with NCCL), against host references computed from the input formulas; argument errors

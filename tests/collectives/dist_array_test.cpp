@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BlockLayout, DistArray and ReplicatedArray under mpirun (1..4 ranks) on PoCL devices with the
 // MPI backend. Layout queries are checked against host computations written out independently
 // (scans over the blocks, hand-computed weight splits); every device result against host data

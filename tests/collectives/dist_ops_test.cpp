@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Operations on distributed arrays (skein/dist_ops.hpp) under mpirun (1..4 ranks) on PoCL devices
 // with the MPI backend. Every rank makes the whole global data from a hash of the global element
 // index, so each rank computes every reference on its own host, independently of the devices and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fault scenarios of the Communicator and the Runtime, one per run under mpirun, each under a
 // hard time limit (check_fault.cmake runs them; see tests/CMakeLists.txt). They run as a user's
 // program does: a skein::Runtime starts MPI and places the devices, in the default build

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks the files HDF5CrossRanks.Write (tests/collectives/hdf5_test.cpp) wrote on 4 ranks, with
 h5py: every dataset's NumPy dtype, shape, values, chunking/compression, Fletcher32 checksum and
 attributes, and the file's attributes. The values are recomputed here from the same formula

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks the files HDF5CrossRanks.Write (tests/collectives/hdf5_test.cpp) made on 4 ranks with a
 # tool other than Skein: h5py (hdf5_check.py: dtypes, values, attributes, checksums) or h5dump (it
 # reads every dataset; the attributes Skein writes are there with their values; the Fletcher32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hdf5::File under mpirun (1..4 ranks) on PoCL devices, on both paths: MPI-IO (parallel HDF5)
 // and through rank 0 (FileOptions::serial, what machines with a serial libhdf5 get).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IPC handles across processes (skein/memory.hpp) under mpirun with 2+ ranks on one node: rank 0
 // exports a view of its buffer and an event, sends the handles' bytes with MPI; rank 1 opens them,
 // waits for the event, reads the view and checks it against the host data, updates it in place

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-rank runtime under mpirun (1..4 ranks): ranks and local ranks against MPI, device
 // placement, the placement table, adopting a sub-communicator, the SKEIN_* variables, and the
 // pure placement rules checked exhaustively against an independent statement of them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs a built Skein into a scratch prefix, then configures, builds and runs the outside
 # project in project/ against it with find_package(Skein CONFIG REQUIRED).
 #

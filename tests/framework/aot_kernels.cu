@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernels compiled ahead of time by nvcc at build time (tests/CMakeLists.txt) into PTX, CUBINs and
 // a fatbin, loaded by Program::from_file in interop_test.cpp. Plain CUDA: no Skein prelude.
 extern "C" __global__ void scale_add(float* y, const float* x, float a, int n) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pygpu's array operations (skein/array_ops.hpp and Array's views): Fortran order and the
 // contiguity flags, transpose, copies in an order, concatenate, stack, take, transfer between
 // contexts, may_share_memory, and reductions along any axes of n-d arrays. Every device result is

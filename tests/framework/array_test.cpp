@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arrays: creation, host round trips of every dtype, views, reshape, device copies, per-device
 // views, and the error paths.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BLAS (cuBLAS / CLBlast): every routine in float32 and float64 against a host reference computed
 // in double, with transposes, edge sizes (0, 1, odd, non-square, a few MiB), strided vectors,
 // padded and transposed matrix views, batched gemm, results on the device, several devices, and

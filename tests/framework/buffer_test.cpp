@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Buffers: host <-> device round trips of every dtype and edge size, sub-regions, copies within a
 // device and between devices of a context, page-locked memory, and the error paths.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The on-disk compile cache (skein/detail/compile_cache.hpp, the framework's internal interface)
 // and its SHA-256: entries, corruption, directory safety, environment parsing, and processes and
 // threads racing on one key. Every test works in its own mkdtemp directory; builders count their

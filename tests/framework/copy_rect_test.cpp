@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Strided and pitched copies (issue 14, item 3): Array::set / get / fill_zero on non-contiguous
 // views, skein::copy_rect between views on one device and across devices, Array::empty_pitched,
 // checked against host references that gather and scatter the views' elements independently

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // C types, struct layouts, the function modules, and the two preludes: the rendered modules and
 // struct definitions compile with NVRTC and with every OpenCL device's compiler (PoCL here), and
 // the device layout of structs equals StructType's (checked at compile time on the device).

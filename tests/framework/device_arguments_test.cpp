@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arrays given to kernels must be on the device the kernel runs on. A launch on several devices
 // given one device's Array, or a per-device list holding another device's array, is a LogicError
 // naming the argument, the array's device and the launch's device; nothing is launched. The right

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DeviceParameters must equal what the vendor's own query reports: OpenCL's clGetDeviceInfo, and
 // for CUDA the runtime API (an independent path from Skein's dlopen'ed driver API).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // API, platform and device discovery, masks and selection.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Driver controls (skein/driver.hpp, HostBuffer's flags and registration, queue priorities, the
 // device memory pool's limit): each checked against a host reference or the device's own report,
 // on every backend present; what only CUDA has runs on CUDA and checks the refusal elsewhere.

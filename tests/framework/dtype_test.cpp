@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Dtypes: sizes, names, and the float16 / bfloat16 host conversions against exact values.
 #include <gtest/gtest.h>
 

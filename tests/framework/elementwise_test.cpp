@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Elementwise kernels: generated kernels and the built-ins, run on every backend and compared with
 // results computed on the host; layouts (vector path, unaligned starts, strided views,
 // broadcasting), dtypes and promotion, several devices, and the errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skein's one reader of its environment variables (skein/detail/env.hpp, the framework's internal
 // interface): one rule for every SKEIN_* variable. Unset or empty is unset; a bad value raises
 // LogicError naming the variable, the value, what it accepts and the call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Events: recorded on a device's queue; wait, query, elapsed time, and cross-device ordering.
 #include <gtest/gtest.h>
 

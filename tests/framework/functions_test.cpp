@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The complex function modules, run on every backend and compared with std::complex on the host.
 #include <gtest/gtest.h>
 

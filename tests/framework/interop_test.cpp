@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Interop with the application's own backend objects: contexts made from them, with and without
 // ownership, and the native objects behind Skein's.
 #include <gtest/gtest.h>

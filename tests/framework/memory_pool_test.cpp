@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Memory pools: PyCUDA's bins, exact held/active counts and bytes through allocate and free
 // sequences, reuse of held blocks (the same backend allocation), sub-regions and views keeping a
 // block active, free_held, stop_holding, the out-of-memory retry, data round trips through arrays

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Managed memory and IPC handles (skein/memory.hpp): on CUDA, managed buffers read and written by
 // kernels, copies, arrays and the host against host references (views at offsets, one element,
 // empty), prefetch and advice, the refusal of a request beyond free memory; IPC handles' checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device metadata and occupancy: the calculation against numbers worked out by hand for an H100
 // (and a few rules of older architectures), on every machine; and on CUDA devices against the
 // driver's own cuOccupancyMaxActiveBlocksPerMultiprocessor for real kernels.

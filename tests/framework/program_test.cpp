@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Programs and kernels: one source with the prelude gives the same results on every backend;
 // multi-device launches with per-device sizes and arguments; argument checks; compile errors that
 // point at the right line; the disk cache across processes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reductions: whole-array (fast and deterministic), per axis, over several devices, the built-ins
 // and user kernels, compared with results computed on the host; the deterministic mode is
 // checked bit for bit against a host implementation of the canonical tree, for many splits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // StaticKernel: virtual sizes that are not multiples of the local size, and virtual grids larger
 // than the hardware allows in a dimension.
 #include <gtest/gtest.h>

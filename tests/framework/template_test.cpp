@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernel templates: substitution, snippets, modules (emitted once, dependencies first), errors.
 #include <gtest/gtest.h>
 

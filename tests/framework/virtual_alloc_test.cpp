@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Virtual allocations: grunnur's statistics checked exactly for worked examples; the placement
 // rule and the no-sharing-with-dependencies guarantee checked against a host model over random
 // allocate/free sequences, including what the device memory really holds; temporaries of a chain

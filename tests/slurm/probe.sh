@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The test's program for slurm/*.sbatch (installed as skein-slurm-probe): one line per rank with
 # what the launcher and Slurm gave it, then, with --ranks, skein-info --ranks (whose rank 0 prints
 # Skein's placement). Under srun the rank is PMIx's and the local rank Slurm's; under mpirun the

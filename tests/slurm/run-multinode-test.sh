@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A multi-node Slurm cluster on one machine: slurmctld and N slurmd "nodes" (default 2), each in a
 # network, UTS and mount namespace of its own, joined by a bridge that this script creates; then
 # slurm/multi-node.sbatch and slurm/multi-node-mpirun.sbatch run on it as a user would submit them.

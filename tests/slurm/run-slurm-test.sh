@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs slurm/*.sbatch for real on a one-node Slurm cluster that this script starts on localhost,
 # and checks each job's output: which GPUs Slurm bound to each task, and which devices Skein placed
 # on each rank.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The test suite runs once per backend present: every (API, platform) with at least one device.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checks of errors and their messages that the test programs share (the framework tests and the
 // MPI tests alike): header-only, so that each program takes them without a library.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The set-ups the distributed-array MPI tests share (dist_array, dist_ops, hdf5 and checkpoint
 // tests): the devices the suite runs on, the two ways of placing them (the Runtime's own
 // placement, exactly two devices per rank) and a scratch directory every rank sees; with them the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test main: makes sure the backends the environment promises are there, so that a run can never
 // pass by finding nothing to test.
 //   SKEIN_TEST_EXPECT_APIS=opencl,cuda   these APIs must be available with a device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test main for the MPI tests (run under mpirun with 1..N ranks). MPI is started here, without a
 // Runtime, so that tests can create and destroy runtimes freely and check that Skein adopts an
 // initialised MPI.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sets (or unsets, with nullopt) an environment variable for a scope and restores it after.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "skein_cli/cli.hpp"
 
 #include <CLI/CLI.hpp>

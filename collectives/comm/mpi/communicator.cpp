@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The MPI collectives backend: works with any device. Each call is staged through page-locked host
 // memory: every local member's input is read to the host, the rank's members are combined on the
 // host, the ranks are combined with a non-blocking MPI collective (polled against the call's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one checked-call macro of NCCL: a failed call throws Skein's typed error with the call,
 // NCCL's name and description of the code, NCCL's last error message (which says what actually
 // went wrong: "Cuda failure 'out of memory'", "socket connect to ... failed"), the device and the

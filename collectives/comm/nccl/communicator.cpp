@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The NCCL backend of the Communicator: one ncclComm_t per local member (device), all of one
 // communicator clique whose ranks are the Communicator's member indices.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Agreement across ranks, with deadlines (see agreement.hpp).
 #include "skein/detail/agreement.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Communicator front-end: membership, the choice of backend, argument checks, the agreement
 // check across ranks, and the timeouts. Backends (mpi/, nccl/) only move data.
 //

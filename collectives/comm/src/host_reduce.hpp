@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reductions on the host, element by element, as the MPI backend and the agreement check's
 // carried exchange (src/communicator.cpp) compute them: integers wrap around, half types compute
 // in float and round once per step, complex types support sum, prod and avg.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Distributed and replicated arrays over a Communicator's members.
 //
 // Everything here is built on the Communicator's public calls, so it works the same over NCCL and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Operations on distributed arrays: the framework's single-device kernels on every local block,
 // finished across members with the Communicator. See skein/dist_ops.hpp.
 #include "skein/dist_ops.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ordering work across queues, for the distributed arrays (dist_array.cpp) and their operations
 // (dist_ops.cpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skein's umbrella header (the top target, Skein::skein): everything a simulation code uses. The
 // framework (<skein/framework.hpp>, Skein::framework) and the layers across ranks: the MPI-aware
 // runtime and the Communicator (Skein::comm), distributed arrays and their operations

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checkpoints of distributed arrays (see <skein/checkpoint.hpp> for the protocol on disk).
 //
 // The HDF5 file is written by every rank through hdf5::File; everything else (the directory,

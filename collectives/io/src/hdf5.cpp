@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HDF5 files of distributed arrays (see <skein/hdf5.hpp> for what is written and the two paths).
 //
 // How the ranks stay in step:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GPGPU APIs (CUDA, OpenCL), discovered at run time.
 #pragma once
 

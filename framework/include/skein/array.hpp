@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An n-dimensional array on one device of a context: shape, strides, dtype, and a buffer.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Operations on whole arrays after pygpu's (and NumPy's) array API: copies in a memory order,
 // concatenate and stack (and vstack, hstack, dstack), split, take (gather by index), copies into
 // another context, and may_share_memory. Views without copies (transpose, Fortran-ordered arrays, flags) are members

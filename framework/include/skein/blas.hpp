@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BLAS on one device (pygpu.blas): dot, nrm2, axpy, scal, gemv, ger, gemm and batched gemm over
 // cuBLAS (CUDA) and CLBlast (OpenCL), for float32 and float64 arrays.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device memory: an allocation on one device of a context, or a region of one.
 #pragma once
 

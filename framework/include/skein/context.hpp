@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A context over one or several devices of one platform.
 #pragma once
 

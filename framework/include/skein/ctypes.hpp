@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // C types of dtypes and struct types in kernel source, with the same name and layout on both
 // backends.
 //

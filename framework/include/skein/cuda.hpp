@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Interoperation with the CUDA driver API: Skein objects from the application's CUDA objects and
 // the CUDA objects behind Skein's. Needs <cuda.h> on the include path (CUDA::cuda_driver or
 // CUDA::cudart in CMake).

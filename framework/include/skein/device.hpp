@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Devices and device selection.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a device can do, read from its backend's own queries.
 #pragma once
 

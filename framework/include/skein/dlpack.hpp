@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DLPack (dlpack/dlpack.h, the tensor exchange format of PyTorch, CuPy, JAX and C/C++ libraries):
 // arrays out of Skein and tensors into it, without a copy. Needs the DLPack header (Debian's
 // libdlpack-dev); SKEIN_HAS_DLPACK says whether this build has it.

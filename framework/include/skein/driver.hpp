@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Driver-level controls of a context's devices (after PyCUDA's driver module): free and total
 // memory, context limits, cache configuration, queue priority ranges, peer access, and the
 // profiler. Each function takes a context and the index of one of its devices; a bad index raises

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element types of buffers and arrays, as a run-time value (Dtype) and as host C++ types.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Elementwise kernels on arrays (pygpu's elemwise, PyCUDA's and CuPy's ElementwiseKernel): the
 // caller declares the parameters and writes the operation on one element, as in
 //

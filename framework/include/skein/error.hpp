@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skein's exception hierarchy (after PyCUDA's): every failure Skein reports is a skein::Error.
 #pragma once
 

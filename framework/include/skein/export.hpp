@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SKEIN_EXPORT: the one macro that puts a symbol of Skein's libraries in their public interface.
 //
 // Skein's libraries (libskein_framework, libskein_comm, libskein_dist, libskein_io) are compiled

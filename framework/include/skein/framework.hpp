@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The framework's umbrella header (Skein::framework): devices, contexts, queues, buffers, arrays,
 // kernels, BLAS, pools. It needs no MPI: a program that links Skein::framework alone (find_package
 // (Skein CONFIG REQUIRED COMPONENTS framework)) builds and runs without it. <skein/skein.hpp>, the

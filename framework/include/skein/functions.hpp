@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arithmetic over real and complex dtypes as modules, because kernel C has no complex operators
 // (and OpenCL no overloading): each factory returns a Module defining one
 // `WITHIN_KERNEL INLINE` function named by the module's prefix, called in a kernel as

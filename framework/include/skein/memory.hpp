@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA's managed (unified) memory and inter-process (IPC) memory and event handles (after PyCUDA's
 // managed_empty / mem_alloc_managed, mem_get_ipc_handle / IPCMemoryHandle and Event.ipc_handle /
 // Event.from_ipc_handle, pygpu's get_ipc_handle / open_ipc_handle). CUDA only: on OpenCL every

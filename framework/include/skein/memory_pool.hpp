@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Memory pools (after PyCUDA's DeviceMemoryPool and PageLockedMemoryPool): memory given back to a
 // pool is held for later requests of a similar size instead of being freed, so that code making
 // many short-lived temporaries (arrays in a time loop) does not pay for an allocation and a free

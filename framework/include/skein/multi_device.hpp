@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MultiDevice<T>: one value per device of a context (grunnur's MultiDevice), for launch sizes and
 // kernel arguments that differ between devices.
 #pragma once

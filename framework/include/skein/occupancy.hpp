@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device metadata and occupancy (after PyCUDA's pycuda.tools.DeviceData and OccupancyRecord): how
 // many blocks of a kernel can be resident on one multiprocessor of a CUDA device at once, and
 // which resource runs out first. The arithmetic is the CUDA occupancy calculator's, so that the

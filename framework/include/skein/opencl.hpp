@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Interoperation with OpenCL: Skein objects from the application's OpenCL objects and the OpenCL
 // objects behind Skein's. Needs the OpenCL headers (OpenCL::OpenCL in CMake).
 #pragma once

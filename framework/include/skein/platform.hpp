@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Platforms: an OpenCL term; CUDA has one platform holding all its devices.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Programs and kernels: one kernel source for CUDA and OpenCL, compiled at run time for each
 // device (NVRTC or the OpenCL compiler), cached on disk, and launched on several devices at once
 // with per-device sizes and arguments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A queue over some or all devices of a context: one stream / command queue per device.
 #pragma once
 

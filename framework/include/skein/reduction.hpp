@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reductions of arrays (pygpu's and CuPy's ReductionKernel): a map expression on each element, a
 // reduce expression combining two partial values, a neutral value and an output, as in
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // StaticKernel: a kernel with fixed sizes on a virtual grid (grunnur's StaticKernel). The global
 // size need not be a multiple of the local size, and may exceed the number of groups the hardware
 // allows in a dimension: the virtual groups are laid out over whatever grid the device takes, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernel source templates: one source for both backends, with reusable snippets and modules.
 //
 // A template is plain source text with placeholders:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Virtual allocations (after grunnur's virtual_alloc): temporaries that are never in use at the
 // same time share memory.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Uses the framework of an installed Skein without MPI: on the first OpenCL device, y = a*x + y
 // with a built-in elementwise kernel and a sum reduction, each checked against the host.
 // Exit status: 0 on success (or when OpenCL is not available and not required), 1 on failure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Uses an installed Skein: prints what the machine offers, then round-trips data through a device.
 // Exit status: 0 on success (or when OpenCL is not available and not required), 1 on failure.
 #include <skein/skein.hpp>

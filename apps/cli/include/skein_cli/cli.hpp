@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The command lines of Skein's apps and benchmarks, parsed by CLI11 behind a small interface.
 //
 // CLI11 (2.1, header-only as Debian ships it) costs 10-15 s of compile time in every source that

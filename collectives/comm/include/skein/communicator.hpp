@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives over every device of every rank: a Communicator's members are (rank, local device)
 // pairs. NCCL for CUDA devices; MPI for any device, always staged through page-locked host memory
 // (a CUDA-aware MPI library is detected and reported, not used for a direct path).

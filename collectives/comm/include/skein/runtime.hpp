@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-rank runtime: MPI (initialised by Skein, or adopted from the simulation code), the
 // rank's place on its node, and the devices that belong to this rank.
 #pragma once

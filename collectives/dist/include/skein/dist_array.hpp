@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arrays distributed over every device of a Communicator (ranks x local devices).
 //
 // A BlockLayout splits a 1-D or 2-D global shape into blocks of consecutive rows (the first axis)

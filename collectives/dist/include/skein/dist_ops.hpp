@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Elementwise, reduction and BLAS operations on distributed arrays. Each runs the framework's
 // single-device kernel (elementwise.hpp, reduction.hpp, blas.hpp) on every local device's block,
 // and finishes across devices and ranks with the Communicator where the result is global:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checkpoint and restart of distributed arrays, safe against a job killed at any moment.
 //
 // A checkpoint of step N is one HDF5 file (see <skein/hdf5.hpp>) in the checkpoint directory,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HDF5 files of distributed arrays, written and read by every rank together.
 //
 // A DistArray is stored as one HDF5 dataset of its global shape: each rank writes the rows its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The chain of small abstract adapters each backend implements (after grunnur):
 // ApiAdapter -> PlatformAdapter -> DeviceAdapter -> ContextAdapter -> QueueAdapter, BufferAdapter,
 // HostBufferAdapter, EventAdapter. The front-end classes (skein::Api, ...) validate arguments and

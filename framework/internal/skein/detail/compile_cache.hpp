@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The on-disk cache of compiled kernel binaries (NVRTC's cubin/PTX, OpenCL program binaries).
 // Independent of the compilers: Program code hands over the key parts (source, options, device,
 // compiler version, ...) and a callback that builds the binary on a miss.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Building the CompileError both backends raise: the compiler's log, the options, and the source
 // numbered as the compiler numbers it.
 #pragma once

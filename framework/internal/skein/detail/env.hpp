@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skein's one reader of its environment variables (SKEIN_*), with one rule for all of them:
 // unset or empty means unset (the default applies); any other value must be one the variable
 // accepts, or the reader throws LogicError naming the variable, the value, what it accepts, and

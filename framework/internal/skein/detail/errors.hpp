@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal helpers for raising Skein's typed errors with the place in Skein's source.
 #pragma once
 

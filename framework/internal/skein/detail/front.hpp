@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The front-end objects' shared state, for the front-end and the backends' interop code.
 #pragma once
 

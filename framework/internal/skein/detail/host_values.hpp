@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One-element arrays whose values the host reads as soon as the devices are done: the reductions
 // of dist::sum, min, max and dot write their per-device values into them, or, over NCCL ranks, the
 // all_reduce of those values its result.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Internal interface: the state behind the framework's public handles (Context, Queue, Program,
 // Kernel). Their impl() is private; the framework's sources, the layers above it and the tests

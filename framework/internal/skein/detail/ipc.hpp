@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The backend-neutral half of the IPC handles (skein/memory.hpp): the header fields every handle
 // carries (magic, version, exporting process and host, checksum), filled by seal() and checked by
 // check_ipc_handle() before a backend opens one.

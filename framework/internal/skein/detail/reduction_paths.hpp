@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal interface for the tests: how a whole-array reduction in fast mode finishes when its
 // first pass runs more than one group, and which way the calls went (reduction.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SHA-256, through OpenSSL's libcrypto (EVP), for naming and checking the entries of the compile
 // cache and for the checkpoints' checksums.
 #pragma once

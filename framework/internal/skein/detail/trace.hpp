@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skein's own ranges on a profiler's timeline: NVTX 3 (header-only, from the CUDA toolkit) in the
 // "Skein" domain, around collectives, kernel launches, HDF5 writes and checkpoints.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Agreement across ranks, with deadlines: the one module through which the collectives layer's
 // ranks compare what they were asked to do, share a rank's string or failure, and hand data to
 // one another outside the Communicator's data path (HDF5 files, checkpoints, the Runtime's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What each collectives backend (mpi/, nccl/) implements. The front-end (src/communicator.cpp)
 // validates every call (sizes, root, dtype, contexts, the agreement check across ranks) before a
 // backend sees it, and runs the watchdog that turns a stuck collective into a TimeoutError.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reduction of host values over a Communicator's ranks, for the layers above (the distributed
 // reductions to one value: dist::sum, min, max, dot). A collective call like the Communicator's
 // own: counted, compared across ranks by the agreement check, given up on at the

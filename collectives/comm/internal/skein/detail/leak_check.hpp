@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // LeakSanitizer and MPI's own start and end. Open MPI keeps much of what MPI_Init and
 // MPI_Finalize allocate until the process exits (component tables, strings, topology), by design.
 // Under LeakSanitizer those blocks are reported as leaks, and suppressing them by library

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small MPI helpers shared by the collectives layer: MPI error codes as Skein errors, and waiting
 // on non-blocking MPI requests against a deadline (blocking MPI calls could hang forever when a
 // rank never arrives; polling lets Skein raise TimeoutError instead). Agreement between ranks

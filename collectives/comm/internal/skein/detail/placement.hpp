@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device placement as pure functions, apart from MPI and the drivers, so that every rule can be
 // unit-tested on one process: parsing the SKEIN_* variables, choosing a rank's devices among its
 // node's candidates, and finding two ranks that would use one device.

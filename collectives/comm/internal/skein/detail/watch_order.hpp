@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Internal: which of the watchdog's oldest calls completed, asking as few of them as the streams'
 // order allows (communicator.cpp, Communicator::Impl::watchdog_loop).

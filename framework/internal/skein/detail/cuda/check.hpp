@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one checked-call macro of the CUDA driver API (and its NVRTC sibling): a failed call throws
 // Skein's typed error with the call, the driver's name and description of the code, the device and
 // the place in Skein's source.

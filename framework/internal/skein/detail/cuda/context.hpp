@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the layers above the framework (the NCCL communicator, collectives/comm/nccl/) use of the
 // CUDA backend's contexts: a Skein Context's CUcontexts, kept alive by its adapter, and the scope
 // that makes one current. Internal interface (not installed); the backend's own adapters stay in

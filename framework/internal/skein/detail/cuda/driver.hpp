@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA driver API, loaded from libcuda.so.1 with dlopen on first use, so that a Skein binary
 // starts (and reports CUDA as unavailable) on machines without an NVIDIA driver.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The source put in front of every CUDA kernel: grunnur's kernel toolbox, so that one kernel
 // source also compiles for OpenCL (skein/detail/opencl/prelude.hpp defines the same names there).
 // NVRTC compiles without system headers, so nothing here includes any.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The source put in front of every OpenCL kernel: grunnur's kernel toolbox, so that one kernel
 // source also compiles for CUDA (skein/detail/cuda/prelude.hpp defines the same names there).
 #pragma once
