@@ -627,6 +627,8 @@ CUdeviceptr native_pointer(const Buffer& buffer) {
   detail::check_cuda(buffer.context().api(), "skein::cuda::native_pointer");
   // An empty buffer has no allocation; its "pointer" must not look like a valid address.
   if (buffer.adapter()->native() == 0) return 0;
+  // Work Skein does not see may use the address now: a pool never hands the block out again.
+  buffer.adapter()->mark_exported();
   return static_cast<CUdeviceptr>(buffer.adapter()->native() + buffer.offset());
 }
 

@@ -447,7 +447,10 @@ cl_command_queue native_queue(const Queue& queue, std::size_t device_idx) {
 }
 
 cl_mem native_mem(const Buffer& buffer) {
-  return buffer.adapter() ? reinterpret_cast<cl_mem>(buffer.adapter()->native()) : nullptr;
+  if (!buffer.adapter()) return nullptr;
+  // Work Skein does not see may use the memory now: a pool never hands the block out again.
+  buffer.adapter()->mark_exported();
+  return reinterpret_cast<cl_mem>(buffer.adapter()->native());
 }
 
 cl_context native_context(const Context& context) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "skein/detail/adapter.hpp"
+#include "skein/detail/array_pool.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
@@ -150,7 +151,8 @@ Array Array::empty(const Queue& queue, Shape shape, Dtype dtype,
                    std::optional<std::size_t> device_idx, const Allocator& allocator) {
   const std::size_t idx = default_device(queue, device_idx, "Array::empty");
   const std::size_t nbytes = shape_size(shape) * skein::itemsize(dtype);
-  Buffer buffer = allocator ? allocator(idx, nbytes) : Buffer::allocate(queue.context(), idx, nbytes);
+  Buffer buffer =
+      allocator ? allocator(idx, nbytes) : detail::allocate_array_memory(queue, idx, nbytes);
   if (buffer.size() < nbytes || buffer.device_idx() != idx) {
     detail::raise_in(SKEIN_HERE, "Array::empty",
                      "The allocator must return a buffer of at least the requested size on the "
@@ -322,7 +324,12 @@ void Array::set(std::span<const std::byte> src, Sync sync) const {
   if (sync == Sync::blocking) s_->queue.device_queue(s_->device_idx).synchronize();
 }
 
-void Array::set(const Array& src) const { copy_rect(s_->queue, *this, src); }
+void Array::set(const Array& src) const {
+  // A source of another queue: its queue may reuse its memory once it goes (the pools' rule).
+  const detail::CrossQueueRead order(s_->queue, src);
+  copy_rect(s_->queue, *this, src);
+  order.release();
+}
 
 void Array::fill_zero() const {
   if (nbytes() == 0) return;

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "skein/context.hpp"
+#include "skein/detail/array_pool.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/impl_access.hpp"
 #include "skein/elementwise.hpp"
@@ -395,8 +396,12 @@ Array transfer(const Array& a, const Queue& dest, std::optional<std::size_t> dev
   Array out = Array::empty(dest, a.shape(), a.dtype(), device_idx);
   if (out.size() == 0) return out;
   if (a.data().context_id() == detail::impl_of(dest.context()).get() && dest.has_device(a.device_idx())) {
+    // Read on `dest`, after what a's queue holds; a's queue may reuse its memory once a goes, so
+    // its later work waits for the copy (the pools' rule, memory_pool.hpp).
+    const detail::CrossQueueRead order(dest, a);
     const Array src = c_exact(dest, a);
     out.set(src);
+    order.release();
     return out;
   }
   std::vector<std::byte> host(a.nbytes());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "skein/buffer.hpp"
 
+#include "skein/detail/array_pool.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
@@ -17,7 +18,9 @@ Buffer::Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter,
 
 Buffer Buffer::allocate(const Context& context, std::size_t device_idx, std::size_t size) {
   detail::check_device_idx(context, device_idx, "Buffer::allocate");
-  auto adapter = detail::impl_of(context)->adapter->allocate(device_idx, size);
+  // When the device is full, the queues' pools give back what they hold there and it is tried
+  // again (memory_pool.hpp).
+  auto adapter = detail::allocate_or_trim(context, device_idx, size);
   return Buffer(context, std::move(adapter), device_idx, 0, size);
 }
 

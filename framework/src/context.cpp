@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "skein/detail/env.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
@@ -52,10 +53,19 @@ const Device& Context::device(std::size_t device_idx) const {
 
 void Context::deactivate() const { impl_->adapter->deactivate(); }
 
+void Context::set_array_pool(bool on) const { impl_->array_pool.store(on, std::memory_order_relaxed); }
+bool Context::array_pool() const { return impl_->array_pool.load(std::memory_order_relaxed); }
+
 namespace detail {
 
 Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
+  // Read here, where a bad value can be refused, not on a call that makes an array.
+  const bool array_pool =
+      env_flag("SKEIN_ARRAY_POOL", true, "Context",
+               "arrays made without an allocator come from their queue's pool (0: plain "
+               "allocations)");
   auto impl = std::make_shared<Context::Impl>();
+  impl->array_pool.store(array_pool, std::memory_order_relaxed);
   for (const auto& d : adapter->devices()) impl->devices.emplace_back(d);
   impl->adapter = std::move(adapter);
   return Context(std::move(impl));

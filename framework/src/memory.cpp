@@ -85,8 +85,11 @@ IpcMemoryHandle export_ipc_memory(const Buffer& buffer) {
                      "the buffer is empty");
   }
   // The backend refuses an empty buffer (after its own refusal on OpenCL).
-  return adapter_of(buffer.context())
-      .export_ipc_memory(*buffer.adapter(), buffer.offset(), buffer.size());
+  IpcMemoryHandle handle = adapter_of(buffer.context())
+                               .export_ipc_memory(*buffer.adapter(), buffer.offset(), buffer.size());
+  // Another process may map it now: a pool never hands the block out again.
+  buffer.adapter()->mark_exported();
+  return handle;
 }
 
 Buffer open_ipc_memory(const Context& context, std::size_t device_idx,

@@ -3,9 +3,11 @@
 
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "skein/detail/array_pool.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
@@ -30,50 +32,62 @@ unsigned bit_log2(std::size_t v) {
 std::size_t shift_by(std::size_t v, int shift) { return shift >= 0 ? v << shift : v >> -shift; }
 
 // The shared part of both pools: bins of held blocks, the counts, and the out-of-memory retry.
-// `Mem` is Buffer or HostBuffer; a key is (device index, bin), with device 0 for host memory.
+// `Mem` is Buffer or HostBuffer; a key is (device index, the size a block was made for), with
+// device 0 for host memory. A bin's vector may be empty (kept, so that a block going back and
+// forth costs no allocation of the map's).
 template <class Mem>
 class PoolCore {
  public:
-  using Key = std::pair<std::size_t, std::uint32_t>;
+  using Key = std::pair<std::size_t, std::size_t>;
   using Make = std::function<Mem(std::size_t device_idx, std::size_t nbytes)>;
 
   PoolCore(const char* name, Make make) : name_(name), make_(std::move(make)) {}
 
-  // A block for a request of `requested` bytes: a held one of the key when there is one, else a
-  // new one. Counts it active.
-  Mem take(const Key& key, std::size_t requested) {
+  // A block for a request of `requested` bytes on `device`: the held block made for the smallest
+  // size in [size, max_size] when there is one, else a new block of `size` bytes. Counts it
+  // active. Returns it with its key (for give_back).
+  std::pair<Mem, Key> take(std::size_t device, std::size_t size, std::size_t max_size,
+                           std::size_t requested) {
     {
       std::lock_guard lock(mutex_);
-      if (auto it = bins_.find(key); it != bins_.end() && !it->second.empty()) {
+      for (auto it = bins_.lower_bound(Key{device, size});
+           it != bins_.end() && it->first.first == device && it->first.second <= max_size; ++it) {
+        if (it->second.empty()) continue;
         Mem block = std::move(it->second.back());
         it->second.pop_back();
         --stats_.held_blocks;
         stats_.held_bytes -= block.size();
         ++stats_.active_blocks;
         stats_.active_bytes += requested;
-        return block;
+        return {std::move(block), it->first};
       }
     }
     // Outside the lock: allocating may take long, and blocks may come back meanwhile.
-    Mem block = make_with_retry(key.first, DeviceMemoryPool::alloc_size(key.second));
+    Mem block = make_with_retry(device, size);
     std::lock_guard lock(mutex_);
     ++stats_.active_blocks;
     stats_.active_bytes += requested;
     stats_.managed_bytes += block.size();
-    return block;
+    return {std::move(block), Key{device, size}};
   }
 
   // Called when the last handle of an active block is gone: holds the block, or frees it when the
-  // pool stopped holding. Never throws (it runs in destructors).
+  // pool stopped holding or the block's address was handed to the application (BufferAdapter::
+  // exported: work Skein does not see may still use it, so it is never handed out again). Never
+  // throws (it runs in destructors).
   void give_back(const Key& key, Mem&& block, std::size_t requested) noexcept {
     Mem to_free;  // freed after the lock is released
+    bool exported = false;
+    if constexpr (std::is_same_v<Mem, Buffer>) {
+      exported = block.adapter() && block.adapter()->exported();
+    }
     {
       std::lock_guard lock(mutex_);
       --stats_.active_blocks;
       stats_.active_bytes -= requested;
       const std::size_t size = block.size();
       bool held = false;
-      if (!stop_holding_) {
+      if (!stop_holding_ && !exported) {
         try {
           bins_[key].push_back(std::move(block));
           held = true;
@@ -90,19 +104,33 @@ class PoolCore {
     }
   }
 
-  // Frees every held block; returns how many there were.
-  std::size_t free_held() {
-    std::map<Key, std::vector<Mem>> to_free;
-    std::size_t n = 0;
+  struct Freed {
+    std::size_t blocks = 0;
+    std::size_t bytes = 0;
+  };
+  // Frees the held blocks (of one device only, when `device` is given); says how many there were.
+  Freed free_held(std::optional<std::size_t> device = std::nullopt) {
+    std::vector<Mem> to_free;  // freed after the lock is released
+    Freed freed;
     {
       std::lock_guard lock(mutex_);
-      to_free.swap(bins_);
-      n = stats_.held_blocks;
-      stats_.managed_bytes -= stats_.held_bytes;
-      stats_.held_blocks = 0;
-      stats_.held_bytes = 0;
+      for (auto it = bins_.begin(); it != bins_.end();) {
+        if (device && it->first.first != *device) {
+          ++it;
+          continue;
+        }
+        for (Mem& block : it->second) {
+          freed.bytes += block.size();
+          ++freed.blocks;
+          to_free.push_back(std::move(block));
+        }
+        it = bins_.erase(it);
+      }
+      stats_.managed_bytes -= freed.bytes;
+      stats_.held_blocks -= freed.blocks;
+      stats_.held_bytes -= freed.bytes;
     }
-    return n;
+    return freed;
   }
 
   void stop_holding() {
@@ -124,15 +152,14 @@ class PoolCore {
     try {
       return make_(device_idx, nbytes);
     } catch (const MemoryError& first) {
-      const std::size_t held_bytes = statistics().held_bytes;
-      const std::size_t freed = free_held();
-      if (freed == 0) throw;
+      const Freed freed = free_held();
+      if (freed.blocks == 0) throw;
       try {
         return make_(device_idx, nbytes);
       } catch (const MemoryError& second) {
         ErrorInfo info = second.info();
         info.what += fmt::format(" (the {} had freed its {} held blocks, {}, and tried again)",
-                                 name_, freed, format_bytes(held_bytes));
+                                 name_, freed.blocks, format_bytes(freed.bytes));
         throw MemoryError(info, second.requested(), second.available());
       }
     }
@@ -175,6 +202,11 @@ struct CountedBlock {
   }
 };
 }  // namespace
+
+// Requests of at least this many bytes in a queue's pool are not binned: see
+// DeviceMemoryPool::State::size_class.
+constexpr std::size_t kLargeRequest = std::size_t{1} << 20;
+constexpr std::size_t kLargeGranule = std::size_t{64} << 10;
 
 struct DeviceMemoryPool::State {
   State(Context context, Allocator base)
@@ -244,9 +276,24 @@ struct DeviceMemoryPool::State {
     return Buffer(context, std::move(adapter), device_idx, block.offset(), block.size());
   }
 
+  // The size of a new block for a request, and the largest held block the request may take.
+  // PyCUDA's bins: a block of the bin's largest size, reused for the bin's requests. A queue's
+  // pool (large_exact) makes large requests (>= 1 MiB) blocks of their size rounded up to 64 KiB
+  // instead, and lets them take a held block up to an eighth larger: a bin's quarter more on a
+  // 20 GiB array would be 5 GiB that a code near the device's capacity had before the pool.
+  std::pair<std::size_t, std::size_t> size_class(std::size_t nbytes) const {
+    if (!large_exact || nbytes < kLargeRequest) {
+      const std::size_t size = alloc_size(bin_number(nbytes));
+      return {size, size};
+    }
+    const std::size_t size = (nbytes + kLargeGranule - 1) / kLargeGranule * kLargeGranule;
+    return {size, size + size / 8};
+  }
+
   Context context;
   std::shared_ptr<PoolLimits> limits;
   PoolCore<Buffer> core;
+  bool large_exact = false;  // set once, before the pool is shared (queue_pool)
 };
 
 namespace {
@@ -279,8 +326,8 @@ const Context& DeviceMemoryPool::context() const { return state_->context; }
 Buffer DeviceMemoryPool::allocate(std::size_t device_idx, std::size_t nbytes) const {
   detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::allocate");
   if (nbytes == 0) return Buffer::allocate(state_->context, device_idx, 0);
-  const PoolCore<Buffer>::Key key{device_idx, bin_number(nbytes)};
-  Buffer block = state_->core.take(key, nbytes);
+  const auto [size, max_size] = state_->size_class(nbytes);
+  auto [block, key] = state_->core.take(device_idx, size, max_size, nbytes);
   std::shared_ptr<PooledDeviceBlock> owner;
   try {
     owner = std::make_shared<PooledDeviceBlock>(state_, key, std::move(block), nbytes);
@@ -343,6 +390,10 @@ void DeviceMemoryPool::set_limit_from_free_memory(double fraction) const {
   }
 }
 void DeviceMemoryPool::free_held() const { state_->core.free_held(); }
+void DeviceMemoryPool::free_held(std::size_t device_idx) const {
+  detail::check_device_idx(state_->context, device_idx, "DeviceMemoryPool::free_held");
+  state_->core.free_held(device_idx);
+}
 void DeviceMemoryPool::stop_holding() const { state_->core.stop_holding(); }
 
 std::uint32_t DeviceMemoryPool::bin_number(std::size_t nbytes) {
@@ -431,8 +482,8 @@ const Context& PageLockedMemoryPool::context() const { return state_->context; }
 
 HostBuffer PageLockedMemoryPool::allocate(std::size_t nbytes) const {
   if (nbytes == 0) return HostBuffer::allocate(state_->context, 0);
-  const PoolCore<HostBuffer>::Key key{0, DeviceMemoryPool::bin_number(nbytes)};
-  HostBuffer block = state_->core.take(key, nbytes);
+  const std::size_t size = DeviceMemoryPool::alloc_size(DeviceMemoryPool::bin_number(nbytes));
+  auto [block, key] = state_->core.take(0, size, size, nbytes);
   std::shared_ptr<PooledHostBlock> owner;
   try {
     owner = std::make_shared<PooledHostBlock>(state_, key, std::move(block), nbytes);
@@ -451,11 +502,109 @@ MemoryPoolStatistics PageLockedMemoryPool::statistics() const { return state_->c
 void PageLockedMemoryPool::free_held() const { state_->core.free_held(); }
 void PageLockedMemoryPool::stop_holding() const { state_->core.stop_holding(); }
 
-DeviceMemoryPool temporaries_pool(const Queue& queue) {
-  auto& impl = *detail::impl_of(queue);
-  std::lock_guard lock(impl.temporaries_mutex);
-  if (!impl.temporaries) impl.temporaries.emplace(impl.context);
-  return *impl.temporaries;
+namespace {
+
+// The queue's pool, made on first use and then registered with its context (for trim_pools). It
+// stays in the queue's Impl until the queue goes, so the reference stays valid while `queue`
+// does.
+const DeviceMemoryPool& queue_pool(const Queue& queue) {
+  const auto& impl = detail::impl_of(queue);
+  {
+    std::lock_guard lock(impl->temporaries_mutex);
+    if (impl->temporaries) return *impl->temporaries;
+    impl->temporaries.emplace(impl->context);
+    detail::impl_of(*impl->temporaries)->large_exact = true;
+  }
+  auto& context = *detail::impl_of(impl->context);
+  std::lock_guard lock(context.pool_queues_mutex);
+  std::erase_if(context.pool_queues, [](const std::weak_ptr<Queue::Impl>& q) { return q.expired(); });
+  context.pool_queues.push_back(impl);
+  return *impl->temporaries;
 }
+
+}  // namespace
+
+DeviceMemoryPool temporaries_pool(const Queue& queue) { return queue_pool(queue); }
+
+namespace detail {
+
+Buffer allocate_array_memory(const Queue& queue, std::size_t device_idx, std::size_t nbytes) {
+  const Context& context = impl_of(queue)->context;
+  if (nbytes == 0 || !impl_of(context)->array_pool.load(std::memory_order_relaxed)) {
+    return Buffer::allocate(context, device_idx, nbytes);
+  }
+  const DeviceMemoryPool& pool = queue_pool(queue);
+  try {
+    return pool.allocate(device_idx, nbytes);
+  } catch (const MemoryError&) {
+    // The device is full even after the pools were trimmed (Buffer::allocate, the pool's base),
+    // or the pool's limit is reached. The pool's block is up to a quarter larger than asked: an
+    // allocation of exactly the array's bytes may still fit, as it did before arrays came from
+    // the pool. Not past a limit the code set on the pool, though.
+    if (impl_of(pool)->size_class(nbytes).first == nbytes || pool.limit(device_idx)) {
+      throw;
+    }
+  }
+  return Buffer::allocate(context, device_idx, nbytes);
+}
+
+std::size_t trim_pools(const Context& context, std::size_t device_idx) noexcept {
+  std::vector<std::shared_ptr<Queue::Impl>> queues;
+  try {
+    auto& impl = *impl_of(context);
+    std::lock_guard lock(impl.pool_queues_mutex);
+    for (const auto& weak : impl.pool_queues) {
+      if (auto q = weak.lock()) queues.push_back(std::move(q));
+    }
+  } catch (...) {  // no memory for the list: nothing to trim
+    return 0;
+  }
+  std::size_t freed = 0;
+  for (const auto& q : queues) {
+    const DeviceMemoryPool* pool = nullptr;
+    {
+      std::lock_guard lock(q->temporaries_mutex);
+      if (q->temporaries) pool = &*q->temporaries;
+    }
+    if (pool == nullptr || pool->statistics().held_blocks == 0) continue;
+    // The held blocks may still be read or written by work enqueued before they came back. CUDA's
+    // cuMemFree waits for it by itself; OpenCL frees a buffer only once its commands are done, so
+    // the memory would not be free yet for the retry. Wait for the queue on the device first (its
+    // backend queue: not Queue::synchronize, whose checks may raise).
+    if (device_idx < q->queues.size() && q->queues[device_idx]) {
+      try {
+        q->queues[device_idx]->synchronize();
+      } catch (...) {  // a failed queue: its blocks are freed all the same
+      }
+    }
+    try {
+      freed += detail::impl_of(*pool)->core.free_held(device_idx).bytes;
+    } catch (...) {
+    }
+  }
+  return freed;
+}
+
+std::shared_ptr<BufferAdapter> allocate_or_trim(const Context& context, std::size_t device_idx,
+                                                std::size_t size) {
+  ContextAdapter& adapter = *impl_of(context)->adapter;
+  try {
+    return adapter.allocate(device_idx, size);
+  } catch (const MemoryError&) {
+    const std::size_t freed = trim_pools(context, device_idx);
+    if (freed == 0) throw;
+    try {
+      return adapter.allocate(device_idx, size);
+    } catch (const MemoryError& second) {
+      ErrorInfo info = second.info();
+      info.what += fmt::format(" (the pools of the context's queues had freed the {} they held on "
+                               "the device, and it was tried again)",
+                               format_bytes(freed));
+      throw MemoryError(info, second.requested(), second.available());
+    }
+  }
+}
+
+}  // namespace detail
 
 }  // namespace skein

@@ -40,6 +40,16 @@ namespace {
 // nothing after its first step.
 Allocator temporaries(const Queue& queue) { return temporaries_pool(queue).allocator(); }
 
+// The blocks of a DistArray or ReplicatedArray: plain allocations, not the queue's pool. They live
+// as long as the array, and other queues use them (exchange_halos(queue), kernels and
+// collectives on a halo queue), which the pool's reuse in its queue's order would not wait for;
+// cuMemFree waits for the device, and OpenCL frees a buffer once its commands are done.
+Allocator plain_blocks(const Context& context) {
+  return [context](std::size_t device_idx, std::size_t nbytes) {
+    return Buffer::allocate(context, device_idx, nbytes);
+  };
+}
+
 std::string shape_text(const Shape& shape) { return to_string(shape); }
 
 // The agreement hash (agreement.hpp) over the values that must agree between ranks.
@@ -552,7 +562,8 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
     // A member without rows needs no memory: its (empty) block is Skein's, whatever was given.
     Array with_halo = use_foreign && block_bytes > 0
                           ? Array(queue_, foreign[l].get_sub_region(0, block_bytes), block_shape, dtype_)
-                          : Array::zeros(queue_, block_shape, dtype_, device_idx);
+                          : Array::zeros(queue_, block_shape, dtype_, device_idx,
+                                         plain_blocks(queue_.context()));
     Array interior = rows.empty() ? with_halo : with_halo.slice(h, h + rows.size());
     blocks_.push_back(LocalBlock{l, member, device_idx, rows, std::move(interior), std::move(with_halo)});
   }
@@ -892,7 +903,8 @@ ReplicatedArray::ReplicatedArray(Communicator& comm, const Queue& queue, Shape s
                                fmt::format("shape {} and dtype {}", shape_text(shape_), name(dtype_)),
                                "Every rank must pass the same shape and dtype.");
   for (std::size_t l = 0; l < comm.local_size(); ++l) {
-    locals_.push_back(Array::zeros(queue_, shape_, dtype_, comm.device_idx(l)));
+    locals_.push_back(
+        Array::zeros(queue_, shape_, dtype_, comm.device_idx(l), plain_blocks(queue_.context())));
   }
 }
 

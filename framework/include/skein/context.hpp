@@ -40,6 +40,17 @@ class SKEIN_EXPORT Context {
   // Other APIs: nothing to do.
   void deactivate() const;
 
+  // Whether arrays made without an allocator (Array::empty, zeros, from_host, and the results of
+  // Skein's calls: reductions, astype, copy, take, concatenate, ...) take their memory from their
+  // queue's pool, freed in the queue's order (temporaries_pool() in skein/memory_pool.hpp says
+  // when a block is reused, and the rule for arrays used on another queue). On by default, and
+  // read from SKEIN_ARRAY_POOL when the context is made (0: off; a bad value raises LogicError
+  // there). Off: such arrays get plain allocations (Buffer::allocate), for codes that manage
+  // memory themselves; Skein's temporaries still come from the queue's pool. A change applies to
+  // arrays made afterwards, on every queue of the context and from every thread.
+  void set_array_pool(bool on) const;
+  bool array_pool() const;
+
   friend bool operator==(const Context& a, const Context& b) { return a.impl_ == b.impl_; }
 
   struct Impl;

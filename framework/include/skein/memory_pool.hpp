@@ -23,6 +23,10 @@
 // asynchronous transfer (Sync::async) from or to a pooled HostBuffer must be finished (synchronize
 // the queue) before the HostBuffer's last copy goes.
 //
+// A block whose address was handed to the application while it was active (cuda::native_pointer,
+// opencl::native_mem, to_dlpack, export_ipc_memory) is freed when it comes back, never handed out
+// again: work that Skein does not see (another stream, library or process) may still use it.
+//
 // Pools are thread-safe, and cheap shared handles like Skein's other objects: copies are the
 // same pool. Blocks keep their pool's memory alive, so a pool may go before its blocks; a block
 // that comes back after the last handle of its pool is gone is freed.
@@ -88,6 +92,8 @@ class SKEIN_EXPORT DeviceMemoryPool {
 
   // Frees every held block.
   void free_held() const;
+  // Frees the held blocks of one device.
+  void free_held(std::size_t device_idx) const;
   // From now on, blocks given back are freed at once instead of being held; frees the held ones.
   // For a pool that falls out of use while some of its blocks are still active.
   void stop_holding() const;
@@ -114,6 +120,8 @@ class SKEIN_EXPORT DeviceMemoryPool {
   struct State;
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<State>& impl() const { return state_; }
   std::shared_ptr<State> state_;
 };
 
@@ -149,14 +157,38 @@ class SKEIN_EXPORT PageLockedMemoryPool {
   std::shared_ptr<State> state_;
 };
 
-// The pool that Skein's array operations on `queue` take their temporaries from: the scratch of
-// reductions, helper vectors of BLAS calls, and the staging and receive buffers of the
-// distributed arrays' collectives. One pool per Queue (copies of a Queue share it), made on first
-// use and freed with the queue. Its blocks are reused only by later work on the same queue, which
-// runs after the earlier work (the rule above). Between calls it holds the blocks it has made, so
-// a time loop allocates nothing after its first step: statistics() shows them, free_held() gives
-// them back to the device. Pass temporaries_pool(queue).allocator() to Array::empty for
-// temporaries of your own that follow the same rule.
+// The queue's pool: the memory of the arrays made on `queue` without an allocator
+// (Array::empty, zeros and from_host, and the results of Skein's calls: reductions, astype, copy,
+// take, concatenate, gemv, ...), and the temporaries of Skein's array operations on it (the
+// scratch of reductions, helper vectors of BLAS calls, the staging and receive buffers of the
+// distributed arrays' collectives). One pool per Queue (copies of a Queue share it), made on
+// first use and freed with the queue. Between calls it holds the blocks it has made, so a time
+// loop allocates nothing after its first step: statistics() shows them, free_held() gives them
+// back to the device. Context::set_array_pool(false) (or SKEIN_ARRAY_POOL=0) gives arrays plain
+// allocations instead; temporaries always come from here. Requests below 1 MiB are binned as
+// above; larger ones get a block of their size rounded up to 64 KiB (not a bin's quarter more:
+// a code near the device's capacity keeps what it had) and take a held block at most an eighth
+// larger than that.
+//
+// Stream order. When the last handle of such an array (its copies, views, Buffer) goes, its block
+// comes back to the pool of the queue it was made on (Array::queue()), and that queue's later
+// work, on the array's device, may reuse it at once: it runs after the work enqueued before,
+// so a kernel still running never sees its memory reused under it. Work on another queue (or, by
+// Array::single_device_view, on another device) is not ordered that way: when such work uses an
+// array, order it before the array's last handle goes: make the array's queue wait for it
+// (array.queue().wait_for(other.record_marker(d))), or synchronize the other queue. This is the
+// rule of CUDA's cuMemFreeAsync (memory freed on a stream) and of CuPy's pool. Skein's own calls
+// follow it: transfer() and Array::set(const Array&) order the source's queue after a copy made on
+// another queue, the distributed operations order their operands' queues (skein/dist_ops.hpp), and
+// the blocks of DistArray and ReplicatedArray, which halo exchanges and collectives use from
+// other queues, are plain allocations.
+//
+// Memory short. When an allocation finds the device full (Buffer::allocate, and so the pools'
+// own blocks), the pools of every queue of the context free the blocks they hold on that device,
+// each after its queue's work there is done, and the allocation is tried once more before it
+// raises MemoryError. An array's block is rounded up to its bin (at most a quarter more): when
+// even that fails, the array gets exactly its bytes from a plain allocation (not past a limit
+// set on the pool: set_limit() caps results and temporaries together).
 SKEIN_EXPORT DeviceMemoryPool temporaries_pool(const Queue& queue);
 
 }  // namespace skein

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,16 @@ class SKEIN_EXPORT BufferAdapter {
   virtual std::uintptr_t native() const = 0;
   // Whether the memory is managed (allocate_managed), so that the host may use native() too.
   virtual bool managed() const = 0;
+
+  // Set when the memory's address was handed to the application (cuda::native_pointer,
+  // opencl::native_mem, to_dlpack, export_ipc_memory): work Skein cannot see (another stream,
+  // process or library) may use it until the memory is freed, so a memory pool frees such a block
+  // when it comes back instead of handing it out again (memory_pool.cpp).
+  void mark_exported() noexcept { exported_.store(true, std::memory_order_relaxed); }
+  bool exported() const noexcept { return exported_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> exported_{false};
 };
 
 // Page-locked host memory usable for asynchronous transfers with every device of the context.

@@ -2,6 +2,7 @@
 // The front-end objects' shared state, for the front-end and the backends' interop code.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,15 @@ struct HostValueSlots;
 struct Context::Impl {
   std::shared_ptr<detail::ContextAdapter> adapter;
   std::vector<Device> devices;
+  // Whether arrays made without an allocator (Array::empty, the results of Skein's calls) come
+  // from their queue's pool (Context::set_array_pool; SKEIN_ARRAY_POOL, read when the context is
+  // made).
+  std::atomic<bool> array_pool{true};
+  // The queues of this context whose pools exist (temporaries_pool()), so that an allocation that
+  // finds a device full can free what all of them hold there (detail::trim_pools,
+  // memory_pool.cpp). Expired entries are dropped when a pool is added.
+  std::mutex pool_queues_mutex;
+  std::vector<std::weak_ptr<Queue::Impl>> pool_queues;
   // Programs loaded in this context, per device and compile key: a program is loaded once per
   // device, and only ever in that device's context.
   std::mutex programs_mutex;
