@@ -40,10 +40,14 @@
 #              ranks overlapped with --halo-priority low, and 4 ranks on 8195 x 8193); skein-cg's
 #              iteration against its floor at 8192 x 8192 float64 (stencil.log,
 #              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
-#   small      host time per call on small arrays (1 KiB to 1 MiB): skein-bench-small (axpy, a user
-#              elementwise kernel, sum; a raw launch and a raw graph launch) and CuPy's, their
-#              batches alternating in every round (tools/peer-small-arrays.py --skein), as ratios
-#              (small.txt, small-*.json)
+#   small      host time per call on small arrays (1 KiB to 16 MiB): skein-bench-small (axpy, a user
+#              elementwise kernel, sum; sum, astype and Array::empty making their results, from
+#              the array pool and without it; a raw launch, a raw graph launch, a raw
+#              cuMemAllocAsync) and CuPy's, their batches alternating in every round
+#              (tools/peer-small-arrays.py --skein), as ratios; the bandwidth of astype and sum on
+#              1 GiB (skein-bench-array-kernels) with the pool and with SKEIN_ARRAY_POOL=0 (and a
+#              base build's: SMALL_BASE_BUILD_DIR); tools/compare-small.py prints the judged ratios
+#              with PASS or FAIL (small.txt, small-*.json)
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
@@ -519,41 +523,30 @@ if want small && ((ngpu > 0)); then
         python3 tools/peer-small-arrays.py --skein "$small_bin" --skein "$small_bin --make-current" \
         --json "$OUTDIR/small-$i.json"
     done
-    python3 - "$OUTDIR" "$small_runs" <<'PY' | tee -a "$OUTDIR/small.txt"
-import json, os, statistics, sys
-d, runs = sys.argv[1], int(sys.argv[2])
-ratios = {}  # (label, variant, bytes) -> [the run's median ratio]
-labels = []
-for i in range(1, runs + 1):
-    try:
-        j = json.load(open(os.path.join(d, f"small-{i}.json")))
-    except OSError:
-        continue
-    for s in j["skein"]:
-        if s["label"] not in labels:
-            labels.append(s["label"])
-        for r in s["rows"]:
-            for v in ("axpy", "elementwise", "sum", "raw", "graph"):
-                ratios.setdefault((s["label"], v, r["bytes"]), []).append(r[f"{v}_ratio"])
-for label in labels:
-    print(f"{label} / CuPy over the runs (each run: the median of its rounds' ratios): "
-          "median (lowest-highest); the goal: at most 0.5. Raw launch: a bare cuLaunchKernel "
-          "against CuPy's ElementwiseKernel, the floor of a call that launches a kernel that way; "
-          "raw graph: a bare cuGraphLaunch of a one-kernel graph, the floor of Skein's repeated "
-          "launches")
-    print(f"{'bytes':>10} {'axpy':>18} {'elementwise':>18} {'sum':>18} {'raw launch':>18} "
-          f"{'raw graph':>18}")
-    for b in sorted({k[2] for k in ratios if k[0] == label}):
-        cells = []
-        for v in ("axpy", "elementwise", "sum", "raw", "graph"):
-            r = ratios.get((label, v, b), [])
-            cells.append(f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" if r else "-")
-        print(f"{b:>10} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18} {cells[3]:>18} {cells[4]:>18}")
-PY
   else
     step small-skein "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 "$small_bin" \
       --json "$OUTDIR/small-skein.json"
   fi
+  # Large arrays: skein-bench-array-kernels (1 GiB float32, device time; astype and sum into given
+  # outputs, and making their results) with the array pool, with SKEIN_ARRAY_POOL=0 (a plain
+  # allocation and free per call: the path before the pool), and with the build in
+  # SMALL_BASE_BUILD_DIR (e.g. the tree before the pool, built there) where given, alternating,
+  # SMALL_KERNEL_RUNS times (default 3).
+  kernels_bin="$BUILD_DIR/tests/bench/skein-bench-array-kernels"
+  base_kernels_bin="${SMALL_BASE_BUILD_DIR:-}"
+  [[ -n "$base_kernels_bin" ]] && base_kernels_bin="$base_kernels_bin/tests/bench/skein-bench-array-kernels"
+  for ((i = 1; i <= ${SMALL_KERNEL_RUNS:-3}; ++i)); do
+    step "small-kernels-pool-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 "$kernels_bin" \
+      --api cuda --json "$OUTDIR/small-kernels-pool-$i.json"
+    step "small-kernels-nopool-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
+      SKEIN_ARRAY_POOL=0 "$kernels_bin" --api cuda --json "$OUTDIR/small-kernels-nopool-$i.json"
+    if [[ -n "$base_kernels_bin" ]]; then
+      step "small-kernels-base-$i" "$OUTDIR/small.txt" env CUDA_VISIBLE_DEVICES=0 \
+        "$base_kernels_bin" --api cuda --json "$OUTDIR/small-kernels-base-$i.json"
+    fi
+  done
+  # The judged ratios, PASS or FAIL each (a FAIL fails this step).
+  step compare-small "$OUTDIR/small.txt" python3 tools/compare-small.py "$OUTDIR"
 fi
 
 if want arrays && ((ngpu > 0)); then

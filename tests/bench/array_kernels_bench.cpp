@@ -7,6 +7,9 @@
 //   ...       scale, in-place axpy, astype to float64
 //   sum       x.sum()                    N x 4 bytes     (CuPy: 4260 GB/s on an H200)
 //   ...       deterministic sum, dot, nrm2, max, sums along both axes of an (N/1024, 1024) matrix
+//   astype_f64_result, sum_result: astype and sum making their results (auto y = astype(queue,
+//             x, float64), auto s = sum(queue, x)), from the queue's pool (SKEIN_ARRAY_POOL=0:
+//             plain allocations, as before the pool)
 //
 //   skein-bench-array-kernels [--api cuda|opencl] [--mib 1024] [--iters 20] [--json FILE]
 //                             [--peer-script FILE]
@@ -163,12 +166,17 @@ int main(int argc, char** argv) try {
   run("max", nb, [&] { skein::max(queue, x, {.out = r1}); });
   run("sum_axis1", nb, [&] { skein::sum(queue, m, {.axis = 1, .out = by_row}); });
   run("sum_axis0", nb, [&] { skein::sum(queue, m, {.axis = 0, .out = by_col}); });
+  // The loop users write: each call makes its result (from the queue's pool; with
+  // SKEIN_ARRAY_POOL=0 a plain allocation and free per call, as before the pool). The same bytes
+  // as astype_f64 and sum above, whose outputs are given.
+  run("astype_f64_result", 3 * nb, [&] { auto r = skein::astype(queue, x, skein::Dtype::float64); });
+  run("sum_result", nb, [&] { auto r = skein::sum(queue, x); });
 
   const double copy = results.front().gbps();
-  fmt::print("{:<16}{:>14}{:>10}{:>10}{:>9}\n", "op", "bytes", "ms", "GB/s", "% copy");
+  fmt::print("{:<18}{:>14}{:>10}{:>10}{:>9}\n", "op", "bytes", "ms", "GB/s", "% copy");
   nlohmann::json j{{"device", ctx.device(0).name()}, {"mib", mib}, {"iters", iters}};
   for (const auto& r : results) {
-    fmt::print("{:<16}{:>14.0f}{:>10.4f}{:>10.1f}{:>8.1f}%\n", r.op, r.bytes, r.ms, r.gbps(),
+    fmt::print("{:<18}{:>14.0f}{:>10.4f}{:>10.1f}{:>8.1f}%\n", r.op, r.bytes, r.ms, r.gbps(),
                100 * r.gbps() / copy);
     j["results"].push_back({{"op", r.op}, {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps()},
                             {"fraction_of_copy", r.gbps() / copy}});

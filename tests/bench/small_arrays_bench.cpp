@@ -1,36 +1,50 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // skein-bench-small: the host time per call of Skein's array operations on small and medium
-// arrays (float32, 1 KiB to 1 MiB), the cost a simulation code pays for many small calls:
+// arrays (float32, 1 KiB to 16 MiB), the cost a simulation code pays for many small calls:
 //   axpy        skein::axpy(queue, a, x, y, out) into a given output (a built-in kernel)
 //   elementwise a user ElementwiseKernel "z = a * x + y" into a given output
 //   sum         skein::sum(queue, x, {.out = s}): the sum as a device scalar, nothing read back
-// beside a raw cuLaunchKernel of an axpy kernel on the same stream (the floor of a plain launch)
-// and a raw cuGraphLaunch of a one-kernel graph of it (the floor of the graph launches Skein makes
-// for kernels called again on a stream, framework/cuda/program.cpp), all measured the same way:
-// batches of --batch calls, the queue synchronised after each batch, time per call = batch time /
-// batch, median over --rounds rounds, the variants alternating.
-// Every variant's result is checked against the host once after its rounds.
+// and the loop users write, each call making its result (from the queue's pool, memory_pool.hpp):
+//   sum_result  auto s = skein::sum(queue, x);                      (CuPy: x.sum())
+//   astype      auto y = skein::astype(queue, x, Dtype::float64);   (CuPy: x.astype(cupy.float64))
+//   empty       auto e = Array::empty(queue, {n}, Dtype::float32);  (CuPy: cupy.empty(n, float32))
+// each also with the context's array pool off (Context::set_array_pool(false), as
+// SKEIN_ARRAY_POOL=0: plain cuMemAlloc / cuMemFree per call, as before the pool): sum_result_nopool,
+// astype_nopool, empty_nopool. On CUDA, beside them: a raw cuLaunchKernel of an axpy kernel on
+// the same stream (the floor of a plain launch), a raw cuGraphLaunch of a one-kernel graph of it
+// (the floor of the graph launches Skein makes for kernels called again on a stream,
+// framework/cuda/program.cpp), and a raw cuMemAllocAsync + cuMemFreeAsync of the array's bytes on
+// the stream (CUDA's stream-ordered allocator, its pool kept: the host cost Skein's pool is to be
+// compared with). All measured the same way: batches of --batch calls, the queue synchronised
+// after each batch, time per call = batch time / batch, median over --rounds rounds, the variants
+// alternating. Every variant's result is checked against the host once after its rounds.
 //
-//   skein-bench-small [--rounds 15] [--batch 1000] [--json FILE]
-//   skein-bench-small --profile axpy|elementwise|sum|raw|graph [--seconds 3]
-//   skein-bench-small --serve   (commands on stdin: size BYTES, batch VARIANT, check, quit)
+//   skein-bench-small [--api cuda|opencl] [--rounds 15] [--batch 1000] [--max-bytes 16777216]
+//                     [--json FILE]
+//   skein-bench-small --profile VARIANT [--seconds 3]
+//   skein-bench-small --serve   (commands on stdin: size BYTES, batch VARIANT, variants, check,
+//                                quit)
 //
 // --profile calls one variant on 1 KiB for --seconds, nothing else (for a sampling profiler
-// such as `perf record`), and prints its time per call.
+// such as `perf record`), and prints its time per call. --api opencl (e.g. PoCL's CPU devices)
+// measures everything but the raw CUDA variants.
 //
 // tools/peer-small-arrays.py measures CuPy the same way (ElementwiseKernel into a given output,
-// x.sum()); with --skein it runs this program with --serve and alternates Skein's batches with
-// its own in every round, so that each ratio compares batches of one moment (tools/gpu-check.sh's
-// `small` step).
+// x.sum(), x.astype(cupy.float64)); with --skein it runs this program with --serve and alternates
+// Skein's batches with its own in every round, so that each ratio compares batches of one moment
+// (tools/gpu-check.sh's `small` step).
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -60,27 +74,81 @@ KERNEL void raw_axpy(GLOBAL_MEM float* z, GLOBAL_MEM const float* x, GLOBAL_MEM 
 }
 )";
 
-bool close(float got, double want) {
-  return std::abs(static_cast<double>(got) - want) <= 1e-5 * std::max(1.0, std::abs(want));
+bool close(double got, double want, double rel = 1e-5) {
+  return std::abs(got - want) <= rel * std::max(1.0, std::abs(want));
 }
+
+// The variants, in the order a round times them (and the table prints them).
+const std::vector<std::string> kCudaOnly = {"raw", "graph", "raw_alloc_async"};
+const std::vector<std::string> kAll = {"raw",         "graph",  "axpy",         "elementwise",
+                                       "sum",         "sum_result", "astype",   "empty",
+                                       "raw_alloc_async", "sum_result_nopool", "astype_nopool",
+                                       "empty_nopool"};
+
+// CUDA's stream-ordered allocator, called directly (resolved in libcuda with dlsym), with the
+// device's default pool told to keep what it holds (its release threshold at the maximum, as CuPy
+// and PyTorch set it for cudaMallocAsync; by default it gives its memory back at each
+// synchronisation).
+struct RawAsyncAlloc {
+  decltype(&::cuMemAllocAsync) alloc = nullptr;
+  decltype(&::cuMemFreeAsync) free = nullptr;
+  decltype(&::cuCtxPushCurrent) push = nullptr;
+  decltype(&::cuCtxPopCurrent) pop = nullptr;
+  CUcontext context = nullptr;
+  bool ok = false;
+
+  RawAsyncAlloc(void* libcuda, CUcontext ctx, CUdevice device) : context(ctx) {
+#define SKEIN_BENCH_STR2(x) #x
+#define SKEIN_BENCH_STR(x) SKEIN_BENCH_STR2(x)
+#define SKEIN_BENCH_RESOLVE(member, name) \
+  member = reinterpret_cast<decltype(&::name)>(dlsym(libcuda, SKEIN_BENCH_STR(name)))
+    SKEIN_BENCH_RESOLVE(alloc, cuMemAllocAsync);
+    SKEIN_BENCH_RESOLVE(free, cuMemFreeAsync);
+    SKEIN_BENCH_RESOLVE(push, cuCtxPushCurrent);
+    SKEIN_BENCH_RESOLVE(pop, cuCtxPopCurrent);
+    decltype(&::cuDeviceGetDefaultMemPool) default_pool = nullptr;
+    decltype(&::cuMemPoolSetAttribute) set_attribute = nullptr;
+    SKEIN_BENCH_RESOLVE(default_pool, cuDeviceGetDefaultMemPool);
+    SKEIN_BENCH_RESOLVE(set_attribute, cuMemPoolSetAttribute);
+#undef SKEIN_BENCH_RESOLVE
+#undef SKEIN_BENCH_STR
+#undef SKEIN_BENCH_STR2
+    if (!alloc || !free || !push || !pop || !default_pool || !set_attribute) return;
+    CUmemoryPool pool = nullptr;
+    cuuint64_t keep = ~cuuint64_t{0};
+    ok = default_pool(&pool, device) == CUDA_SUCCESS &&
+         set_attribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS;
+  }
+  // One allocation and its free on the stream (the context is current: made so for the batch).
+  void operator()(std::size_t bytes, CUstream stream) const {
+    CUdeviceptr p = 0;
+    if (alloc(&p, bytes, stream) != CUDA_SUCCESS || free(p, stream) != CUDA_SUCCESS) std::abort();
+  }
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  skein::cli::Parser app{"Host time per call of Skein's axpy, user elementwise kernel and sum on "
-                         "small arrays, beside a raw cuLaunchKernel"};
+  skein::cli::Parser app{"Host time per call of Skein's array operations on small arrays (axpy, a "
+                         "user elementwise kernel, sum; sum, astype and empty making their "
+                         "results, with the array pool and without), beside raw CUDA calls"};
+  std::string api_name = "cuda";
   int rounds = 15;
   int batch = 1000;
+  std::size_t max_bytes = std::size_t{16} << 20;
   std::string json_path;
+  app.add_option("--api", api_name, "cuda (default) or opencl").one_of({"cuda", "opencl"});
   app.add_option("--rounds", rounds, "Timed rounds per variant and size (the median is reported)")
       .range(1, 100000);
   app.add_option("--batch", batch, "Calls per round, the queue synchronised after each")
       .range(1, 1000000);
+  app.add_option("--max-bytes", max_bytes, "The largest size of the table (1 KiB, 4 KiB, ... up to it)")
+      .range(std::size_t{1024}, std::size_t{1} << 34);
   app.add_option("--json", json_path, "Also write the results to this JSON file");
   std::string profile;
   double seconds = 3;
   app.add_option("--profile", profile, "Only call this variant on 1 KiB, for --seconds (for a profiler)")
-      .one_of({"axpy", "elementwise", "sum", "raw", "graph"});
+      .one_of(kAll);
   app.add_option("--seconds", seconds, "How long --profile calls its variant").range(0.1, 600.0);
   bool make_current = false;
   app.add_flag("--make-current", make_current,
@@ -89,71 +157,96 @@ int main(int argc, char** argv) {
   bool serve = false;
   app.add_flag("--serve", serve,
                "Take commands on stdin, one per line, and answer each on a line of stdout: `size "
-               "BYTES` (set up that size), `batch raw|graph|axpy|elementwise|sum` (time one batch: us per "
-               "call), `check` (the results against the host: ok, or what is wrong), `quit`. "
-               "tools/peer-small-arrays.py --skein alternates its own batches with these");
+               "BYTES` (set up that size), `batch VARIANT` (time one batch: us per call; the "
+               "variants of the table), `variants` (their names, on one line: the raw CUDA ones "
+               "only where the driver has them), `check` (the results against the host: ok, or "
+               "what is wrong), `quit`. tools/peer-small-arrays.py --skein alternates its own "
+               "batches with these");
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {
-    std::optional<skein::ApiStatus> cuda;
+    const bool on_cuda = api_name == "cuda";
+    const skein::ApiId api_id = on_cuda ? skein::ApiId::cuda : skein::ApiId::opencl;
+    std::optional<skein::ApiStatus> status;
     for (const skein::ApiStatus& s : skein::Api::status()) {
-      if (s.id == skein::ApiId::cuda) cuda = s;
+      if (s.id == api_id) status = s;
     }
-    if (!cuda || !cuda->available) {
-      fmt::print("CUDA is unavailable: {}\nNothing to measure.\n", cuda ? cuda->reason : "unknown");
+    if (!status || !status->available) {
+      fmt::print("{} is unavailable: {}\nNothing to measure.\n", on_cuda ? "CUDA" : "OpenCL",
+                 status ? status->reason : "unknown");
       return 0;
     }
-    const skein::Api api = skein::Api::from_id(skein::ApiId::cuda);
+    const skein::Api api = skein::Api::from_id(api_id);
     const skein::Device device = skein::select_devices(api, 1).front();
     const skein::Context context = skein::Context::from_devices(device);
     const skein::Queue queue(context);
-
-    void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                  unsigned, unsigned, CUstream, void**, void**);
-    auto raw_launch =
-        libcuda ? reinterpret_cast<LaunchFn>(dlsym(libcuda, "cuLaunchKernel")) : nullptr;
-    if (!raw_launch) {
-      fmt::print(stderr, "cuLaunchKernel not found\n");
+    std::vector<std::string> variants;
+    for (const auto& v : kAll) {
+      if (on_cuda || std::find(kCudaOnly.begin(), kCudaOnly.end(), v) == kCudaOnly.end()) {
+        variants.push_back(v);
+      }
+    }
+    if (!profile.empty() && std::find(variants.begin(), variants.end(), profile) == variants.end()) {
+      fmt::print(stderr, "--profile {} needs CUDA\n", profile);
       return 1;
     }
-    const skein::Program program(context, kAxpy);
-    const skein::Kernel raw_kernel = program.kernel("raw_axpy");
-    const auto function = reinterpret_cast<CUfunction>(raw_kernel.native(0));
-    const auto stream = skein::cuda::native_stream(queue, 0);
-    if (make_current) {
-      using SetCurrentFn = CUresult (*)(CUcontext);
-      auto set_current = reinterpret_cast<SetCurrentFn>(dlsym(libcuda, "cuCtxSetCurrent"));
-      if (!set_current || set_current(skein::cuda::native_context(context, 0)) != CUDA_SUCCESS) {
-        fmt::print(stderr, "cuCtxSetCurrent failed\n");
+
+    // The raw CUDA calls, resolved in the driver itself.
+    void* libcuda = nullptr;
+    using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  unsigned, unsigned, CUstream, void**, void**);
+    LaunchFn raw_launch = nullptr;
+    std::optional<skein::Program> program;
+    CUfunction function = nullptr;
+    CUstream stream = nullptr;
+    std::optional<RawAsyncAlloc> async_alloc;
+    if (on_cuda) {
+      libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+      raw_launch = libcuda ? reinterpret_cast<LaunchFn>(dlsym(libcuda, "cuLaunchKernel")) : nullptr;
+      if (!raw_launch) {
+        fmt::print(stderr, "cuLaunchKernel not found\n");
         return 1;
+      }
+      program.emplace(context, kAxpy);
+      function = reinterpret_cast<CUfunction>(program->kernel("raw_axpy").native(0));
+      stream = skein::cuda::native_stream(queue, 0);
+      if (make_current) {
+        using SetCurrentFn = CUresult (*)(CUcontext);
+        auto set_current = reinterpret_cast<SetCurrentFn>(dlsym(libcuda, "cuCtxSetCurrent"));
+        if (!set_current || set_current(skein::cuda::native_context(context, 0)) != CUDA_SUCCESS) {
+          fmt::print(stderr, "cuCtxSetCurrent failed\n");
+          return 1;
+        }
+      }
+      async_alloc.emplace(libcuda, skein::cuda::native_context(context, 0),
+                          skein::cuda::native_device(device));
+      if (!async_alloc->ok) {
+        fmt::print(stderr, "cuMemAllocAsync or its default pool is not available: raw_alloc_async "
+                           "is left out\n");
+        variants.erase(std::find(variants.begin(), variants.end(), "raw_alloc_async"));
       }
     }
     const skein::ElementwiseKernel user("float a, float x, float y", "float z", "z = a * x + y",
                                         {.name = "bench_user_axpy"});
 
     nlohmann::json rows = nlohmann::json::array();
-    if (!serve) {
-      fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median "
-                 "of {} rounds\n",
-                 device.name(), batch, rounds);
-      fmt::print("{:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "bytes", "raw", "graph", "axpy",
-                 "elementwise", "sum");
+    std::vector<std::size_t> sizes;
+    if (profile.empty()) {
+      for (std::size_t b = std::size_t{1} << 10; b <= max_bytes; b *= 4) sizes.push_back(b);
+    } else {
+      sizes.push_back(std::size_t{1} << 10);
     }
-    const std::vector<std::size_t> sizes =
-        profile.empty() ? std::vector<std::size_t>{std::size_t{1} << 10, std::size_t{4} << 10,
-                                                   std::size_t{16} << 10, std::size_t{64} << 10,
-                                                   std::size_t{256} << 10, std::size_t{1} << 20}
-                        : std::vector<std::size_t>{std::size_t{1} << 10};
-    // One size's arrays, its four variants and the check of their results against the host.
+    // One size's arrays, the raw launch's arguments, and the check of the results against the host.
     struct Setup {
       std::size_t n;
       std::vector<float> hx, hy;
       std::optional<skein::Array> x, y, z, s;
-      CUdeviceptr px, py, pz;
-      unsigned n32, groups;
-      void* params[5];
+      CUdeviceptr px = 0, py = 0, pz = 0;
+      unsigned n32 = 0, groups = 0;
+      void* params[5] = {};
       std::optional<skein::bench::RawGraph> graph;  // one node: raw_axpy with params
+      // The last results of the variants that make theirs, for the check.
+      std::optional<skein::Array> sum_result, astype_result, empty_result;
     };
     const float a = 2.0f;
     auto setup = [&](std::size_t bytes) {
@@ -165,19 +258,28 @@ int main(int argc, char** argv) {
         u->hx[i] = static_cast<float>(i % 13) * 0.25f;
         u->hy[i] = static_cast<float>(i % 7) - 3.0f;
       }
-      u->x = skein::Array::from_host(queue, u->hx);
-      u->y = skein::Array::from_host(queue, u->hy);
-      u->z = skein::Array::empty(queue, {u->n}, skein::Dtype::float32);
-      u->s = skein::Array::empty(queue, {1}, skein::Dtype::float32);
-      u->px = skein::cuda::native_pointer(u->x->data());
-      u->py = skein::cuda::native_pointer(u->y->data());
-      u->pz = skein::cuda::native_pointer(u->z->data());
-      u->n32 = static_cast<unsigned>(u->n);
-      u->groups = static_cast<unsigned>((u->n + 255) / 256);
-      void* params[] = {&u->pz, &u->px, &u->py, const_cast<float*>(&a), &u->n32};
-      std::copy(std::begin(params), std::end(params), u->params);
-      u->graph.emplace(libcuda, skein::cuda::native_context(context, 0), function, u->groups, 256,
-                       u->params);
+      // Made without the pool: the inputs, whose addresses the raw launch is given (a block whose
+      // address went out is never reused), live for the whole size.
+      const skein::Allocator plain = [&](std::size_t d, std::size_t nb) {
+        return skein::Buffer::allocate(context, d, nb);
+      };
+      u->x = skein::Array::empty(queue, {u->n}, skein::Dtype::float32, std::nullopt, plain);
+      u->y = skein::Array::empty(queue, {u->n}, skein::Dtype::float32, std::nullopt, plain);
+      u->z = skein::Array::empty(queue, {u->n}, skein::Dtype::float32, std::nullopt, plain);
+      u->s = skein::Array::empty(queue, {1}, skein::Dtype::float32, std::nullopt, plain);
+      u->x->set(std::span<const float>(u->hx));
+      u->y->set(std::span<const float>(u->hy));
+      if (on_cuda) {
+        u->px = skein::cuda::native_pointer(u->x->data());
+        u->py = skein::cuda::native_pointer(u->y->data());
+        u->pz = skein::cuda::native_pointer(u->z->data());
+        u->n32 = static_cast<unsigned>(u->n);
+        u->groups = static_cast<unsigned>((u->n + 255) / 256);
+        void* params[] = {&u->pz, &u->px, &u->py, const_cast<float*>(&a), &u->n32};
+        std::copy(std::begin(params), std::end(params), u->params);
+        u->graph.emplace(libcuda, skein::cuda::native_context(context, 0), function, u->groups,
+                         256, u->params);
+      }
       return u;
     };
     std::unique_ptr<Setup> cur;
@@ -191,18 +293,49 @@ int main(int argc, char** argv) {
     auto builtin = [&] { (void)skein::axpy(queue, a, *cur->x, *cur->y, *cur->z); };
     auto elementwise = [&] { (void)user(queue, {a, *cur->x, *cur->y, *cur->z}); };
     auto sum = [&] { (void)skein::sum(queue, *cur->x, {.out = *cur->s}); };
+    // The natural loop: each call's result is a new array, gone at the end of the call.
+    auto sum_result = [&] { auto s = skein::sum(queue, *cur->x); };
+    auto astype = [&] { auto y = skein::astype(queue, *cur->x, skein::Dtype::float64); };
+    auto empty = [&] { auto e = skein::Array::empty(queue, {cur->n}, skein::Dtype::float32); };
+    auto alloc_async = [&] { (*async_alloc)(cur->n * sizeof(float), stream); };
     auto time_batch = [&](auto&& call) {
       const auto t0 = Clock::now();
       for (int i = 0; i < batch; ++i) call();
       queue.synchronize();
       return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / batch;
     };
-    auto time_variant = [&](std::string_view v) {
+    // Runs `body` with the array pool off, as SKEIN_ARRAY_POOL=0 would have it.
+    auto without_pool = [&](auto&& body) {
+      context.set_array_pool(false);
+      const double t = body();
+      context.set_array_pool(true);
+      return t;
+    };
+    auto time_variant = [&](std::string_view v) -> double {
       if (v == "raw") return time_batch(raw);
       if (v == "graph") return time_batch(graph);
       if (v == "axpy") return time_batch(builtin);
       if (v == "elementwise") return time_batch(elementwise);
-      return time_batch(sum);
+      if (v == "sum") return time_batch(sum);
+      if (v == "sum_result") return time_batch(sum_result);
+      if (v == "astype") return time_batch(astype);
+      if (v == "empty") return time_batch(empty);
+      if (v == "raw_alloc_async") {
+        // The context current meanwhile (cuMemAllocAsync needs one; Skein's calls make it so
+        // themselves).
+        CUcontext popped = nullptr;
+        async_alloc->push(async_alloc->context);
+        const double t = time_batch(alloc_async);
+        async_alloc->pop(&popped);
+        return t;
+      }
+      if (v == "sum_result_nopool") return without_pool([&] { return time_batch(sum_result); });
+      if (v == "astype_nopool") return without_pool([&] { return time_batch(astype); });
+      if (v == "empty_nopool") return without_pool([&] { return time_batch(empty); });
+      throw std::logic_error(fmt::format("unknown variant {}", v));
+    };
+    auto known = [&](std::string_view v) {
+      return std::find(variants.begin(), variants.end(), v) != variants.end();
     };
     // The results, against the host: empty when right, else what is wrong.
     auto check = [&]() -> std::string {
@@ -210,36 +343,42 @@ int main(int argc, char** argv) {
       std::vector<float> got(n);
       double want_sum = 0;
       for (std::size_t i = 0; i < n; ++i) want_sum += cur->hx[i];
-      cur->z->fill_zero();
-      builtin();
-      cur->z->get(std::span<float>(got));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("axpy: wrong z[{}]", i);
-      }
-      cur->z->fill_zero();
-      elementwise();
-      cur->z->get(std::span<float>(got));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) {
-          return fmt::format("elementwise: wrong z[{}]", i);
+      auto check_z = [&](const char* what, auto&& call) -> std::string {
+        cur->z->fill_zero();
+        call();
+        cur->z->get(std::span<float>(got));
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("{}: wrong z[{}]", what, i);
         }
-      }
-      cur->z->fill_zero();
-      raw();
-      cur->z->get(std::span<float>(got));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("raw: wrong z[{}]", i);
-      }
-      cur->z->fill_zero();
-      graph();
-      cur->z->get(std::span<float>(got));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!close(got[i], 2.0 * cur->hx[i] + cur->hy[i])) return fmt::format("graph: wrong z[{}]", i);
-      }
+        return {};
+      };
+      std::string wrong = check_z("axpy", builtin);
+      if (wrong.empty()) wrong = check_z("elementwise", elementwise);
+      if (wrong.empty() && on_cuda) wrong = check_z("raw", raw);
+      if (wrong.empty() && on_cuda) wrong = check_z("graph", graph);
+      if (!wrong.empty()) return wrong;
       sum();
       float got_sum = 0;
       cur->s->get(std::span<float>(&got_sum, 1));
       if (!close(got_sum, want_sum)) return fmt::format("sum: {} against {}", got_sum, want_sum);
+      for (bool pool : {true, false}) {
+        context.set_array_pool(pool);
+        const skein::Array s = skein::sum(queue, *cur->x);
+        const skein::Array y = skein::astype(queue, *cur->x, skein::Dtype::float64);
+        const skein::Array e = skein::Array::empty(queue, {n}, skein::Dtype::float32);
+        context.set_array_pool(true);
+        const float rs = s.get<float>()[0];
+        if (!close(rs, want_sum)) {
+          return fmt::format("sum_result{}: {} against {}", pool ? "" : "_nopool", rs, want_sum);
+        }
+        const auto yd = y.get<double>();
+        for (std::size_t i = 0; i < n; ++i) {
+          if (yd[i] != static_cast<double>(cur->hx[i])) {
+            return fmt::format("astype{}: wrong y[{}]", pool ? "" : "_nopool", i);
+          }
+        }
+        if (e.size() != n || e.dtype() != skein::Dtype::float32) return "empty: wrong array";
+      }
       return {};
     };
 
@@ -255,72 +394,69 @@ int main(int argc, char** argv) {
         if (command == "size") {
           cur = setup(std::stoull(arg));
           for (int w = 0; w < 2; ++w) {
-            for (const char* v : {"raw", "graph", "axpy", "elementwise", "sum"}) time_variant(v);
+            for (const auto& v : variants) time_variant(v);
           }
           fmt::print("ok\n");
-        } else if (command == "batch" && cur &&
-                   (arg == "raw" || arg == "graph" || arg == "axpy" || arg == "elementwise" ||
-                    arg == "sum")) {
+        } else if (command == "batch" && cur && known(arg)) {
           fmt::print("{:.4f}\n", time_variant(arg));
+        } else if (command == "variants") {
+          fmt::print("{}\n", fmt::join(variants, " "));
         } else if (command == "check" && cur) {
           const std::string wrong = check();
           fmt::print("{}\n", wrong.empty() ? "ok" : wrong);
         } else if (command == "quit") {
           return 0;
         } else {
-          fmt::print("error: unknown command '{}' (size BYTES, batch raw|graph|axpy|elementwise|sum, "
-                     "check, quit)\n", line);
+          fmt::print("error: unknown command '{}' (size BYTES, batch {}, variants, check, quit)\n", line,
+                     fmt::join(variants, "|"));
         }
       }
       return 0;
     }
 
+    if (profile.empty()) {
+      fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median "
+                 "of {} rounds\n",
+                 device.description(), batch, rounds);
+      std::string head = fmt::format("{:>10}", "bytes");
+      for (const auto& v : variants) head += fmt::format(" {:>{}}", v, std::max<std::size_t>(v.size(), 8));
+      fmt::print("{}\n", head);
+    }
     for (std::size_t bytes : sizes) {
       cur = setup(bytes);
       if (!profile.empty()) {
-        auto loop = [&](auto&& call) {
-          time_batch(call);  // warm-up
-          std::vector<double> t;
-          const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-          while (Clock::now() < end) t.push_back(time_batch(call));
-          fmt::print("--profile {}: {:.3f} us per call (median of {} batches of {})\n", profile,
-                     median(t), t.size(), batch);
-        };
-        if (profile == "axpy") loop(builtin);
-        if (profile == "elementwise") loop(elementwise);
-        if (profile == "sum") loop(sum);
-        if (profile == "raw") loop(raw);
-        if (profile == "graph") loop(graph);
+        time_variant(profile);  // warm-up
+        std::vector<double> t;
+        const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+        while (Clock::now() < end) t.push_back(time_variant(profile));
+        fmt::print("--profile {}: {:.3f} us per call (median of {} batches of {})\n", profile,
+                   median(t), t.size(), batch);
         return 0;
       }
       // Warm-up: first launches, compiles (cached) and pools.
       for (int w = 0; w < 2; ++w) {
-        for (const char* v : {"raw", "graph", "axpy", "elementwise", "sum"}) time_variant(v);
+        for (const auto& v : variants) time_variant(v);
       }
-      std::vector<double> t_raw, t_graph, t_axpy, t_user, t_sum;
+      std::map<std::string, std::vector<double>> t;
       for (int r = 0; r < rounds; ++r) {
-        t_raw.push_back(time_batch(raw));
-        t_graph.push_back(time_batch(graph));
-        t_axpy.push_back(time_batch(builtin));
-        t_user.push_back(time_batch(elementwise));
-        t_sum.push_back(time_batch(sum));
+        for (const auto& v : variants) t[v].push_back(time_variant(v));
       }
       if (const std::string wrong = check(); !wrong.empty()) throw std::runtime_error(wrong);
 
-      const double m_raw = median(t_raw), m_graph = median(t_graph), m_axpy = median(t_axpy),
-                   m_user = median(t_user), m_sum = median(t_sum);
-      fmt::print("{:>10} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>10.2f}\n", bytes, m_raw,
-                 m_graph, m_axpy, m_user, m_sum);
-      rows.push_back({{"bytes", bytes},
-                      {"raw_us", m_raw},
-                      {"graph_us", m_graph},
-                      {"axpy_us", m_axpy},
-                      {"elementwise_us", m_user},
-                      {"sum_us", m_sum}});
+      std::string line = fmt::format("{:>10}", bytes);
+      nlohmann::json row{{"bytes", bytes}};
+      for (const auto& v : variants) {
+        const double m = median(t[v]);
+        line += fmt::format(" {:>{}.2f}", m, std::max<std::size_t>(v.size(), 8));
+        row[v + "_us"] = m;
+      }
+      fmt::print("{}\n", line);
+      rows.push_back(row);
     }
     if (!json_path.empty()) {
-      std::ofstream(json_path) << nlohmann::json{{"device", device.name()}, {"batch", batch},
-                                                 {"rounds", rounds}, {"rows", rows}}
+      std::ofstream(json_path) << nlohmann::json{{"device", device.name()}, {"api", api_name},
+                                                 {"batch", batch}, {"rounds", rounds},
+                                                 {"variants", variants}, {"rows", rows}}
                                       .dump(2)
                                << "\n";
     }
