@@ -301,6 +301,9 @@ TEST_P(DistArrays, BlocksAreOnTheMembersDevices) {
     ++visited;
   });
   EXPECT_EQ(visited, s_.L());
+  // The blocks are plain allocations, not the queue's pool's (other queues use them:
+  // exchange_halos(queue)); the set-up's temporaries went back to the pool.
+  EXPECT_EQ(temporaries_pool(d.queue()).active_blocks(), 0u);
   const RowRange mine = d.rank_rows();
   EXPECT_EQ(mine.begin, d.local_rows(0).begin);
   EXPECT_EQ(mine.end, d.local_rows(d.local_size() - 1).end);

@@ -56,6 +56,10 @@ struct ArrayState {
 class SKEIN_EXPORT Array {
  public:
   // A new array on `device_idx` of the queue's context (by default the queue's first device).
+  // Without an allocator its memory comes from the queue's pool (temporaries_pool() in
+  // skein/memory_pool.hpp: reused by the queue's later work once the array's last handle goes),
+  // or, with the context's array pool off (Context::set_array_pool, SKEIN_ARRAY_POOL=0), from
+  // Buffer::allocate; every call of Skein's that returns a new array makes it this way.
   static Array empty(const Queue& queue, Shape shape, Dtype dtype,
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
@@ -147,7 +151,9 @@ class SKEIN_EXPORT Array {
     set(std::span<const T>(src), sync);
   }
   // Device -> device copy from an array of the same shape and dtype, any layouts:
-  // copy_rect(queue(), *this, src).
+  // copy_rect(queue(), *this, src). When src.queue() is another queue of the context, the copy
+  // waits (on the device) for the work it holds, and its later work waits for the copy (it may
+  // reuse src's memory from its pool once src goes: skein/memory_pool.hpp); nothing blocks.
   void set(const Array& src) const;
   // Fills with zero bytes; any view (a memset of the bytes a dense view spans, else a fill kernel).
   void fill_zero() const;

@@ -72,8 +72,10 @@ SKEIN_EXPORT Array take(const Queue& queue, const Array& a, const Array& indices
 
 // pygpu's transfer(new_ctx): a new C-ordered copy of `a` on device `device_idx` of `dest`'s context
 // (by default dest's first device). Within a's own context, when `dest` includes a's device: device
-// copies enqueued on `dest`, nothing waited for (ordering them after other queues' work on `a` is
-// the caller's business, as for Buffer::set). Otherwise (another context: another API, platform,
+// copies enqueued on `dest`, nothing waited for on the host; when a.queue() is another queue, the
+// copies wait (on the device) for the work it holds, and its later work waits for the copies (so
+// that it reuses a's memory from its pool only after them: memory_pool.hpp). Work of other queues
+// on `a` is the caller's to order, as for Buffer::set. Otherwise (another context: another API, platform,
 // or a context over the same devices; or a queue without a's device) it goes through the host and
 // waits: for a.queue(), then for the copy on `dest`.
 SKEIN_EXPORT Array transfer(const Array& a, const Queue& dest,
