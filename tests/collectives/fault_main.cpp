@@ -8,6 +8,15 @@
 //             LogicError naming what differs ("count differs: ..."); nothing is corrupted, and
 //             afterwards the MPI backend's communicator still computes a right all_reduce (an
 //             asynchronous backend, NCCL, is aborted instead and says so)
+//   read_count, read_dtype, read_reduction, read_root, read_operation
+//             the same mismatches (count 1000 against 1001 here), each followed only by what a
+//             user's code does next, queue.synchronize() and a get() of the array: every rank must
+//             raise the LogicError naming what differs within 2 s, from the call itself (the MPI
+//             backend's check, before data moves) or from the synchronize (NCCL's calls return
+//             once enqueued), and no rank may read a value, not even by a get() after catching it
+//   read_skip rank 1 skips an all_reduce, then every rank synchronizes and reads: the others raise
+//             TimeoutError within SKEIN_COLLECTIVE_TIMEOUT plus a margin; rank 1, which made no
+//             call, reads its own array unchanged
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
 //   skip_sum  the same for a dist::sum, which must raise itself rather than return a value (with
@@ -33,6 +42,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +53,7 @@
 #include <skein/skein.hpp>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 namespace {
@@ -126,6 +137,81 @@ int mismatch(const Runtime& runtime, const std::string& field) {
     return report(false, std::string("unexpected exception: ") + e.what());
   }
   return report(false, "no exception");
+}
+
+// Reads the array's bytes (what a user's a.get<T>() does).
+std::vector<std::byte> read_back(const Array& a) {
+  std::vector<std::byte> out(a.nbytes());
+  a.get(std::span<std::byte>(out));
+  return out;
+}
+
+// A mismatched call (rank 1 differs in `field`; "skip": rank 1 makes none), then only
+// queue.synchronize() and a read of the array, as a user's code does next.
+int read_after(const Runtime& runtime, const std::string& field) {
+  Communicator comm(runtime);
+  Queue queue(comm.context());
+  const bool odd = g_rank == 1;
+  const std::size_t n = field == "count" && odd ? 1001 : 1000;
+  const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
+  Array a = Array::zeros(queue, {n}, dtype);
+  queue.synchronize();
+  const std::string backend = std::string(name(comm.backend()));
+  const auto start = std::chrono::steady_clock::now();
+  auto waited = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::string step = "the call";
+  try {
+    if (field == "root") {
+      comm.broadcast(queue, std::span(&a, 1), odd ? 1 : 0);
+    } else if (field == "operation" && odd) {
+      comm.broadcast(queue, std::span(&a, 1), 0);
+    } else if (!(field == "skip" && odd)) {
+      comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1),
+                      field == "reduction" && odd ? ReduceOp::max : ReduceOp::sum);
+    }
+    step = "queue.synchronize()";
+    queue.synchronize();
+    step = "get()";
+    const auto bytes = read_back(a);
+    if (field == "skip" && odd) {
+      // No call on this rank: its array is its own, zeros.
+      const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+      return report(zeros, "made no call and read its own array back (" + backend + ")");
+    }
+    return report(false, "read " + std::to_string(bytes.size()) + " bytes after " + std::to_string(waited()) +
+                             " s with no error (" + backend + ")");
+  } catch (const Error& e) {
+    const double t = waited();
+    const std::string what = e.what();
+    bool ok = false;
+    if (field == "skip") {
+      const double limit = timeout_seconds();
+      ok = dynamic_cast<const TimeoutError*>(&e) != nullptr && contains(what, "SKEIN_COLLECTIVE_TIMEOUT") &&
+           t < limit + 10;
+    } else {
+      ok = dynamic_cast<const LogicError*>(&e) != nullptr && contains(what, field + " differs") &&
+           contains(what, "rank 1 has") && t < 2.0;
+    }
+    // Reading after catching it: where the call itself refused (before any data moved), the
+    // array is as it was (zeros); where the call went ahead, nothing can be read.
+    std::string after;
+    try {
+      const auto bytes = read_back(a);
+      const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+      ok = ok && step == "the call" && zeros;
+      after = step == "the call" ? (zeros ? "the array was untouched" : "the array was CHANGED")
+                                 : "a get() after it RETURNED the data";
+    } catch (const Error& again) {
+      ok = ok && step != "the call" && typeid(again) == typeid(e);
+      after = "a get() after it raised too";
+    }
+    return report(ok, std::string(dynamic_cast<const LogicError*>(&e) ? "LogicError" : "an error") + " from " +
+                          step + " after " + std::to_string(t) + " s (" + backend + "); " + after + ": " + what);
+  } catch (const std::exception& e) {
+    return report(false, std::string("unexpected exception from ") + step + ": " + e.what());
+  }
 }
 
 // `sum`: the call skipped is a dist::sum, else an all_reduce.
@@ -302,6 +388,7 @@ int run(const std::string& mode, const Runtime& runtime) {
     return mismatch(runtime, mode);
   }
   if (mode == "skip" || mode == "skip_sum") return skip(runtime, mode == "skip_sum");
+  if (mode.rfind("read_", 0) == 0) return read_after(runtime, mode.substr(5));
   if (mode == "late") return late(runtime);
   if (mode == "tiny") return tiny(runtime);
   if (mode == "shared") return shared(runtime);

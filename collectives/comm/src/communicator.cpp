@@ -57,6 +57,7 @@
 #include "skein/detail/watch_order.hpp"
 #include "host_reduce.hpp"
 #include "skein/detail/mpi_util.hpp"
+#include "skein/detail/pending_results.hpp"
 #include "skein/detail/placement.hpp"
 #include "skein/device.hpp"
 #include "skein/error.hpp"
@@ -255,6 +256,8 @@ void combine_records(void* in, void* inout, int* len, MPI_Datatype*) {
 
 }  // namespace
 
+struct AgreementResults;
+
 struct Communicator::Impl {
 #if SKEIN_HAS_MPI
   MPI_Comm comm = MPI_COMM_NULL;       // Skein's own duplicate, with MPI_ERRORS_RETURN
@@ -283,6 +286,10 @@ struct Communicator::Impl {
   std::uint64_t group_sequence = 0;
   // Set once the backend was aborted: every later call raises this.
   std::string broken;
+  // The agreement check's verdicts, for the host completions of an asynchronous backend's calls
+  // (detail::ResultCheck): each call holds its results on its queue under its sequence number
+  // until every call up to it was compared.
+  std::shared_ptr<AgreementResults> results;
 
   // One call's agreement check: its fingerprint, and the MPI_Iallreduce (MPI_MAX over the digest
   // and its complement: every rank learns the largest and the smallest digest) that compares it.
@@ -356,11 +363,17 @@ struct Communicator::Impl {
       return has_queue && o.has_queue && !queue.owner_before(o.queue) && !o.queue.owner_before(queue) &&
              devices == o.devices && devices != ~std::uint64_t{0};
     }
+    // The device's own answer: Event::query would confirm the call's results first, which is not
+    // this thread's to do.
     bool done() const {
-      return std::all_of(events.begin(), events.end(), [](const Event& e) { return !e.valid() || e.query(); });
+      return std::all_of(events.begin(), events.end(),
+                         [](const Event& e) { return !e.valid() || e.adapter()->query(); });
     }
   };
   std::mutex mutex;
+  // Held while comparing exchanges (progress_shared): the watchdog and host completions that wait
+  // for a call's verdict take turns. Taken before `mutex`, never while holding it.
+  std::mutex progress_mutex;
   std::condition_variable wake;
   std::condition_variable settled;  // the exchanges in flight went to zero, or a failure
   std::deque<Watch> watches;
@@ -374,7 +387,7 @@ struct Communicator::Impl {
   int settling = 0;  // threads waiting in settle_exchanges(): the watchdog then polls closely
   std::thread watchdog;
 
-  explicit Impl(Context c) : context(std::move(c)) {}
+  explicit Impl(Context c);
   ~Impl();
 
   CollectiveClock::time_point deadline() const { return deadline_in(timeout_s); }
@@ -415,8 +428,203 @@ struct Communicator::Impl {
   // Asynchronous backends: waits until every exchange was compared (barrier, destruction), at
   // most until `deadline`. Returns false when some are still outstanding.
   bool settle_exchanges(CollectiveClock::time_point deadline);
+  // progress_exchanges() from any thread that may make MPI calls (the watchdog, or a host
+  // completion waiting for a verdict): posts and compares what it can, records a mismatch as the
+  // communicator's failure (aborting an asynchronous backend). Takes progress_mutex, then mutex.
+  void progress_shared();
+  // Under `mutex`: the first failure found stays the communicator's, and the host completions
+  // waiting for its calls raise it.
+  void set_failure_locked(Verdict v);
+  // For AgreementResults::confirm: returns once every call up to `ticket` was compared equal on
+  // every rank; raises the failure otherwise (TimeoutError after SKEIN_COLLECTIVE_TIMEOUT).
+  void confirm_results(std::uint64_t ticket);
   [[noreturn]] void raise_verdict(const Verdict& v, const std::string& call);
 };
+
+// The agreement check's verdicts for host completions (detail::ResultCheck). Tickets are the calls'
+// sequence numbers; exchanges are compared in that order, so one number says what is confirmed.
+// Outlives the Impl (queues and events hold it): after the communicator is gone it answers from
+// what it recorded.
+struct AgreementResults final : detail::ResultCheck {
+  std::weak_ptr<Communicator::Impl> owner;
+  std::atomic<std::uint64_t> agreed{0};  // every call up to this one was compared equal
+  std::atomic<bool> failed{false};
+  mutable std::atomic<bool> reported{false};  // a host completion raised the failure
+  mutable std::mutex mutex;
+  std::optional<Communicator::Impl::Verdict> failure;  // the first, under the mutex
+
+  bool confirmed(std::uint64_t ticket) const noexcept override {
+    return !failed.load(std::memory_order_acquire) && agreed.load(std::memory_order_acquire) >= ticket;
+  }
+  void fail(const Communicator::Impl::Verdict& v) noexcept {
+    try {
+      std::lock_guard lock(mutex);
+      if (!failure) failure = v;
+    } catch (...) {
+    }
+    failed.store(true, std::memory_order_release);
+  }
+  [[noreturn]] void raise(std::uint64_t ticket, const char* call) const;
+  bool poll(std::uint64_t ticket, const char* call) override;
+  void confirm(std::uint64_t ticket, const char* call) override;
+};
+
+Communicator::Impl::Impl(Context c) : context(std::move(c)), results(std::make_shared<AgreementResults>()) {}
+
+void AgreementResults::raise(std::uint64_t ticket, const char* call) const {
+  std::optional<Communicator::Impl::Verdict> v;
+  {
+    std::lock_guard lock(mutex);
+    v = failure;
+  }
+  if (!v) v = Communicator::Impl::Verdict{Communicator::Impl::Failure::error, "the communicator failed", {}};
+  const std::string what =
+      fmt::format("{}; the communicator was aborted, and {} does not hand over what collective #{} "
+                  "and the work after it wrote",
+                  v->message, call, ticket);
+  using F = Communicator::Impl::Failure;
+  reported.store(true, std::memory_order_relaxed);
+  if (v->kind == F::mismatch) {
+    throw LogicError(ErrorInfo{
+        .what = what,
+        .call = call,
+        .hint = fmt::format("The ranks made different collective calls ({}): every rank must make "
+                            "the same calls, in the same order, with the same counts, dtypes, "
+                            "roots and reductions. This queue keeps raising this: create a new "
+                            "Communicator and Queue to go on.",
+                            v->call.empty() ? std::string("a collective") : v->call)});
+  }
+  if (v->kind == F::timeout) {
+    throw TimeoutError(ErrorInfo{
+        .what = what,
+        .call = call,
+        .hint = "Another rank probably did not make this call, or failed. This queue keeps raising "
+                "this: create a new Communicator and Queue to go on."});
+  }
+  throw RuntimeError(ErrorInfo{
+      .what = what,
+      .call = call,
+      .hint = "Another rank probably failed. This queue keeps raising this: create a new "
+              "Communicator and Queue to go on."});
+}
+
+bool AgreementResults::poll(std::uint64_t ticket, const char* call) {
+  if (failed.load(std::memory_order_acquire)) raise(ticket, call);
+  if (agreed.load(std::memory_order_acquire) >= ticket) return true;
+  if (auto impl = owner.lock()) impl->progress_shared();
+  if (failed.load(std::memory_order_acquire)) raise(ticket, call);
+  return agreed.load(std::memory_order_acquire) >= ticket;
+}
+
+void AgreementResults::confirm(std::uint64_t ticket, const char* call) {
+  if (confirmed(ticket)) return;
+  if (auto impl = owner.lock()) impl->confirm_results(ticket);
+  if (failed.load(std::memory_order_acquire)) raise(ticket, call);
+  if (agreed.load(std::memory_order_acquire) < ticket) {
+    // The communicator went before its last calls were compared (its destructor gave them a
+    // while): nothing says they agreed.
+    fail(Communicator::Impl::Verdict{
+        Communicator::Impl::Failure::error,
+        fmt::format("the Communicator was destroyed before the agreement check of its collective "
+                    "#{} completed",
+                    ticket),
+        {}});
+    raise(ticket, call);
+  }
+}
+
+void Communicator::Impl::set_failure_locked(Verdict v) {
+  if (!watchdog_failure) watchdog_failure = std::move(v);
+  results->fail(*watchdog_failure);
+  settled.notify_all();
+}
+
+void Communicator::Impl::progress_shared() {
+#if SKEIN_HAS_MPI
+  std::lock_guard progress(progress_mutex);
+  {
+    std::lock_guard lock(mutex);
+    if (watchdog_failure) return;
+    if (thread_multiple) {
+      for (auto& x : exchanges) in_flight.push_back(std::move(x));
+      exchanges.clear();
+      in_flight_count = in_flight.size();
+    }
+  }
+  if (in_flight.empty()) {
+    std::lock_guard lock(mutex);
+    in_flight_count = 0;
+    return;
+  }
+  std::optional<Verdict> verdict;
+  try {
+    verdict = progress_exchanges();
+  } catch (const std::exception& e) {
+    verdict = Verdict{Failure::error, fmt::format("the agreement check failed: {}", e.what()), {}};
+  }
+  const std::size_t left = in_flight.size();
+  std::lock_guard lock(mutex);
+  in_flight_count = left;
+  if (verdict) {
+    // NCCL's kernels may be stuck on the mismatch: abort them now. A synchronous backend is left
+    // to the calling thread (check_usable), which may be inside it.
+    if (asynchronous()) backend->abort();
+    in_call.reset();
+    watches.clear();
+    set_failure_locked(std::move(*verdict));
+  }
+  if (left == 0) settled.notify_all();
+#endif
+}
+
+void Communicator::Impl::confirm_results(std::uint64_t ticket) {
+  const auto until = deadline();
+  // Below MPI_THREAD_MULTIPLE the exchanges are this thread's to compare (the thread that makes
+  // the MPI calls); with it, this thread and the watchdog take turns.
+  auto spins = 0;
+  for (;;) {
+    if (results->failed.load(std::memory_order_acquire) ||
+        results->agreed.load(std::memory_order_acquire) >= ticket) {
+      return;
+    }
+    progress_shared();
+    if (results->failed.load(std::memory_order_acquire) ||
+        results->agreed.load(std::memory_order_acquire) >= ticket) {
+      return;
+    }
+    {
+      std::lock_guard lock(mutex);
+      if (watchdog_failure) {
+        results->fail(*watchdog_failure);
+        return;
+      }
+      if (exchanges.empty() && in_flight_count == 0) {
+        // Nothing left to compare, yet the ticket is not confirmed: its exchange was given up on.
+        set_failure_locked(Verdict{Failure::error,
+                                   fmt::format("the agreement check of collective #{} was given up", ticket),
+                                   {}});
+        return;
+      }
+    }
+    if (CollectiveClock::now() >= until) {
+      std::lock_guard lock(mutex);
+      if (asynchronous()) backend->abort();
+      set_failure_locked(Verdict{Failure::timeout,
+                                 fmt::format("the agreement check of collective #{} did not complete "
+                                             "within SKEIN_COLLECTIVE_TIMEOUT={} s",
+                                             ticket, timeout_s),
+                                 {}});
+      return;
+    }
+    // The other ranks' exchanges usually arrive within microseconds: spin briefly, then poll
+    // every 50 us (a rank that is late or gone costs a host thread nothing much).
+    if (++spins < 200) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
 
 Communicator::Impl::~Impl() {
   if (const auto& p = detail::call_profile(); p.on && p.calls > 0) {
@@ -443,7 +651,7 @@ Communicator::Impl::~Impl() {
                      mpi_rank, timeout_s);
       }
       std::lock_guard lock(mutex);
-      if (watchdog_failure && broken.empty()) {
+      if (watchdog_failure && broken.empty() && !results->reported.load(std::memory_order_relaxed)) {
         std::fprintf(stderr, "skein: rank %d: %s (found when the Communicator was destroyed)\n",
                      mpi_rank, watchdog_failure->message.c_str());
       }
@@ -505,44 +713,27 @@ void Communicator::Impl::watchdog_loop() {
     wake.wait_for(lock, period);
     if (stop) break;
     if (thread_multiple && !watchdog_failure && (!exchanges.empty() || in_flight_count > 0)) {
-      for (auto& x : exchanges) in_flight.push_back(std::move(x));
-      exchanges.clear();
-      in_flight_count = in_flight.size();
+      // Shared with the host completions that wait for a verdict (progress_mutex comes first).
       lock.unlock();
-      std::optional<Verdict> verdict;
-      try {
-        verdict = progress_exchanges();
-      } catch (const std::exception& e) {
-        verdict = Verdict{Failure::error, fmt::format("the agreement check failed: {}", e.what()), {}};
-      }
-      const std::size_t left = in_flight.size();
+      progress_shared();
       lock.lock();
-      in_flight_count = left;
-      if (verdict) {
-        // NCCL's kernels may be stuck on the mismatch: abort them now. A synchronous backend is
-        // left to the calling thread (check_usable), which may be inside it.
-        if (asynchronous()) backend->abort();
-        watchdog_failure = std::move(verdict);
-        in_call.reset();
-        watches.clear();
-        watched.clear();
-      }
-      if (left == 0 || watchdog_failure) settled.notify_all();
-      if (watchdog_failure) continue;
+    }
+    if (watchdog_failure) {
+      watched.clear();
+      continue;
     }
     const auto now = CollectiveClock::now();
     if (in_call && now >= in_call->deadline) {
       backend->abort();
       const double waited = std::chrono::duration<double>(now - in_call->start).count();
-      watchdog_failure = Verdict{Failure::timeout,
+      set_failure_locked(Verdict{Failure::timeout,
                                  fmt::format("{} did not return within SKEIN_COLLECTIVE_TIMEOUT={} s "
                                              "(waited {:.1f} s)",
                                              in_call->label.str(), timeout_s, waited),
-                                 {}};
+                                 {}});
       in_call.reset();
       watches.clear();
       watched.clear();
-      settled.notify_all();
       continue;
     }
     if (watchdog_failure) continue;
@@ -578,15 +769,15 @@ void Communicator::Impl::watchdog_loop() {
     lock.lock();
     if (verdict && !watchdog_failure) {
       backend->abort();
-      watchdog_failure = std::move(verdict);
+      set_failure_locked(std::move(*verdict));
       watches.clear();
       watched.clear();
-      settled.notify_all();
     }
   }
 }
 
 void Communicator::Impl::raise_verdict(const Verdict& v, const std::string& call) {
+  results->fail(v);
   switch (v.kind) {
     case Failure::mismatch:
       throw LogicError(ErrorInfo{
@@ -610,14 +801,9 @@ void Communicator::Impl::raise_verdict(const Verdict& v, const std::string& call
 
 void Communicator::Impl::check_usable(const std::string& call) {
 #if SKEIN_HAS_MPI
-  // Below MPI_THREAD_MULTIPLE the calling thread compares an asynchronous backend's exchanges.
-  if (!thread_multiple && broken.empty() && !in_flight.empty()) {
-    if (auto verdict = progress_exchanges()) {
-      backend->abort();
-      broken = verdict->message;
-      raise_verdict(*verdict, call);
-    }
-  }
+  // Below MPI_THREAD_MULTIPLE the calling thread compares an asynchronous backend's exchanges
+  // (a mismatch becomes the failure raised below).
+  if (!thread_multiple && broken.empty() && !in_flight.empty()) progress_shared();
 #endif
   if (watchdog.joinable()) {
     std::lock_guard lock(mutex);
@@ -663,6 +849,7 @@ void Communicator::Impl::guarded(const CallLabel& label, const std::string& call
     backend->abort();
     const double waited = std::chrono::duration<double>(CollectiveClock::now() - start).count();
     broken = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s", label.str(), timeout_s);
+    results->fail(Verdict{Failure::timeout, broken, {}});
     throw TimeoutError(ErrorInfo{
         .what = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s (waited {:.1f} s; "
                             "{}); the communicator was aborted",
@@ -679,6 +866,7 @@ void Communicator::Impl::guarded(const CallLabel& label, const std::string& call
       raise_verdict(*verdict, call);
     }
     broken = fmt::format("{} failed: {}", label.str(), e.info().what);
+    results->fail(Verdict{Failure::error, broken, {}});
     throw;
   }
   watchdog_verdict();
@@ -877,6 +1065,8 @@ std::optional<Communicator::Impl::Verdict> Communicator::Impl::progress_exchange
     in_flight.pop_front();
     std::string text = differences(*x);
     if (!text.empty()) return Verdict{Failure::mismatch, std::move(text), call_of(x->mine)};
+    // In order: every call up to this one agreed (the host completions waiting for it may go).
+    results->agreed.store(x->mine.sequence, std::memory_order_release);
   }
   return std::nullopt;
 }
@@ -887,7 +1077,7 @@ bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point until) {
       if (auto verdict = progress_exchanges()) {
         backend->abort();
         std::lock_guard lock(mutex);
-        if (!watchdog_failure) watchdog_failure = std::move(verdict);
+        set_failure_locked(std::move(*verdict));
         return true;
       }
       if (in_flight.empty()) return true;
@@ -1131,7 +1321,7 @@ MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double
                                 fmt::format("creating a Communicator: {}", step), kCreationHint);
 }
 
-std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context& context,
+std::shared_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context& context,
                                               std::vector<std::size_t> device_idxs,
                                               CollectiveBackend requested) {
   // Everything that can fail locally fails before the first collective, identically on every
@@ -1331,7 +1521,9 @@ std::unique_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
   }
   impl->async_agreement = impl->asynchronous();
   if (impl->asynchronous()) impl->start_watchdog();
-  return impl;
+  std::shared_ptr<Communicator::Impl> made = std::move(impl);
+  made->results->owner = made;
+  return made;
 }
 
 }  // namespace
@@ -1516,6 +1708,9 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     call.agreement = nullptr;
     if (exchange && !impl.async_agreement && !exchange->done) impl.finish(exchange, call.deadline);
   });
+  // Compared alongside: the call's results are the host's only once its exchange agreed
+  // (skein/detail/pending_results.hpp): every host completion on its queue confirms them first.
+  const bool hold = exchange && impl.async_agreement;
   if (!impl.async_agreement) {
     exchange.reset();  // compared above
   } else if (exchange && !impl.thread_multiple) {
@@ -1527,6 +1722,9 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   if (profile.on) {
     backend = ns_since(phase);
     phase = CollectiveClock::now();
+  }
+  if (hold) {
+    for (const auto& m : call.members) detail::hold_results(queue, m.device_idx, impl.results, call.sequence);
   }
   std::vector<Event> events(call.members.size());
   // Inside a group the work is only issued at group_end(): there is nothing to record yet.
