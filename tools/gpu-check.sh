@@ -215,7 +215,7 @@ if want faults && ((ngpu > 0)); then
       for f in count dtype reduction root operation; do
         fault "read_$f-nccl-np$np_read" "read_$f" "$np_read" 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
       done
-      fault "read_skip-nccl-np$np_read" read_skip "$np_read" 60 zero SKEIN_COLLECTIVE_TIMEOUT=1
+      fault "read_skip-nccl-np$np_read" read_skip "$np_read" 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
       [[ "$fnp" == 2 ]] && break
     done
     fault skip-nccl skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5

@@ -145,6 +145,27 @@ TEST_P(AgreementResults, AgreeingCallsAreReadTheUsualWays) {
   EXPECT_NO_THROW(s.rig.comm->barrier(*s.queue));
 }
 
+// Thousands of calls compared alongside, then one host completion: the ranks compare their calls
+// in a few rounds of chained digests (detail::CallLedger), not an exchange per call, so the
+// completion waits moments, not the length of a backlog.
+TEST_P(AgreementResults, ManyCallsAreConfirmedAtOnce) {
+  ::skein::test::ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+  Held s(by_watchdog());
+  std::vector<Array> small;
+  for (std::size_t l = 0; l < s.rig.L(); ++l) {
+    small.push_back(Array::zeros(*s.queue, {8}, Dtype::float32, s.rig.comm->device_idx(l)));
+  }
+  constexpr int kCalls = 2000;
+  for (int i = 0; i < kCalls; ++i) s.rig.comm->all_reduce(*s.queue, small, small, ReduceOp::sum);
+  s.all_reduce(false);
+  const auto start = std::chrono::steady_clock::now();
+  s.queue->synchronize();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(waited, 2.0) << "confirming " << kCalls + 1 << " calls took " << waited << " s";
+  for (const Array& a : s.data) EXPECT_EQ(a.get<float>(), summed(s.rig.M()));
+  EXPECT_TRUE(on_every_rank(!HasFailure()));
+}
+
 TEST_P(AgreementResults, QueueSynchronize) {
   expect_held(by_watchdog(), "Queue::synchronize()", [](Held& s, const auto&) { s.queue->synchronize(); });
   expect_held(by_watchdog(), "Queue::synchronize(device)",

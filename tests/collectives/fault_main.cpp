@@ -9,7 +9,8 @@
 //             afterwards the MPI backend's communicator still computes a right all_reduce (an
 //             asynchronous backend, NCCL, is aborted instead and says so)
 //   read_count, read_dtype, read_reduction, read_root, read_operation
-//             the same mismatches (count 1000 against 1001 here), each followed only by what a
+//             the same mismatches (count 1000 against 1001 here), after one agreeing call, each
+//             followed only by what a
 //             user's code does next, queue.synchronize() and a get() of the array: every rank must
 //             raise the LogicError naming what differs within 2 s, from the call itself (the MPI
 //             backend's check, before data moves) or from the synchronize (NCCL's calls return
@@ -155,6 +156,10 @@ int read_after(const Runtime& runtime, const std::string& field) {
   const std::size_t n = field == "count" && odd ? 1001 : 1000;
   const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
   Array a = Array::zeros(queue, {n}, dtype);
+  // An agreeing call first, as a simulation makes many before the one that differs (NCCL also
+  // sets up its connections on the first call).
+  Array warm = Array::zeros(queue, {8}, Dtype::float32);
+  comm.all_reduce(queue, std::span(&warm, 1), std::span(&warm, 1), ReduceOp::sum);
   queue.synchronize();
   const std::string backend = std::string(name(comm.backend()));
   const auto start = std::chrono::steady_clock::now();

@@ -55,6 +55,8 @@
 #include "skein/detail/host_collectives.hpp"
 #include "skein/detail/impl_access.hpp"
 #include "skein/detail/watch_order.hpp"
+#include "call_ledger.hpp"
+#include "fingerprint.hpp"
 #include "host_reduce.hpp"
 #include "skein/detail/mpi_util.hpp"
 #include "skein/detail/pending_results.hpp"
@@ -113,7 +115,19 @@ long long& call_launch_ns() {
 
 namespace {
 
+using detail::CallLabel;
 using detail::CollectiveClock;
+using detail::Fingerprint;
+using detail::call_name_of;
+using detail::call_of;
+using detail::describe_differences;
+using detail::digest;
+using detail::has_root;
+using detail::is_reduction;
+using detail::kHostAllReduce;
+using detail::label_of;
+using detail::label_parts;
+using detail::ranks_list;
 
 long long ns_since(CollectiveClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(CollectiveClock::now() - t).count();
@@ -137,80 +151,6 @@ std::optional<CollectiveBackend> backend_from_environment() {
 
 // SKEIN_COLLECTIVE_TIMEOUT: seconds, default 300; 0 waits forever.
 double timeout_from_environment() { return detail::collective_timeout("Communicator"); }
-
-bool is_reduction(CollectiveOp op) {
-  return op == CollectiveOp::all_reduce || op == CollectiveOp::reduce ||
-         op == CollectiveOp::reduce_scatter;
-}
-bool has_root(CollectiveOp op) { return op == CollectiveOp::broadcast || op == CollectiveOp::reduce; }
-
-// One rank's description of a collective call, compared across ranks.
-struct Fingerprint {
-  std::uint64_t sequence = 0;
-  std::uint64_t count = 0;
-  std::int32_t op = 0;
-  std::int32_t dtype = -1;      // -1: not applicable (barrier)
-  std::int32_t root = -1;       // -1: not applicable
-  std::int32_t reduction = -1;  // -1: not applicable
-};
-
-// The fingerprint as one 64-bit value (the agreement hash's mixing over its fields): the ranks
-// compare digests, and only after a mismatch the fingerprints themselves, to say what differs.
-std::uint64_t digest(const Fingerprint& f) {
-  constexpr auto mix = detail::hash_mix;
-  std::uint64_t h = detail::kHashSeed;
-  h = mix(h, f.sequence);
-  h = mix(h, f.count);
-  h = mix(h, static_cast<std::uint32_t>(f.op));
-  h = mix(h, static_cast<std::uint32_t>(f.dtype));
-  h = mix(h, static_cast<std::uint32_t>(f.root));
-  h = mix(h, static_cast<std::uint32_t>(f.reduction));
-  return h;
-}
-
-// A fingerprint's operation for detail::all_reduce_host (the reduction of host values behind the
-// distributed reductions to one value): not a CollectiveOp, so that it never agrees with a device
-// all_reduce of the same count.
-constexpr std::int32_t kHostAllReduce = 64;
-std::string_view op_name(std::int32_t op) {
-  return op == kHostAllReduce ? std::string_view("all_reduce of host values")
-                              : name(static_cast<CollectiveOp>(op));
-}
-
-// A call's label ("all_reduce #7"), kept as its parts and written out only for a message: every
-// collective carries one, and small collectives feel a string built per call.
-struct CallLabel {
-  std::string_view op;  // static text
-  std::uint64_t sequence = 0;
-  std::string str() const { return fmt::format("{} #{}", op, sequence); }
-};
-CallLabel label_parts(const Fingerprint& f) { return {op_name(f.op), f.sequence}; }
-// "all_reduce #7": a fingerprint's call, for messages.
-std::string label_of(const Fingerprint& f) { return label_parts(f).str(); }
-
-// "Communicator::all_reduce", for the calls' messages: built once per operation.
-const std::string& call_name_of(CollectiveOp op) {
-  static const std::array<std::string, 9> names = [] {
-    std::array<std::string, 9> all;
-    for (int i = 0; i < 9; ++i) all[i] = "Communicator::" + std::string(name(static_cast<CollectiveOp>(i)));
-    return all;
-  }();
-  const auto i = static_cast<std::size_t>(op);
-  static const std::string unknown = "Communicator";
-  return i < names.size() ? names[i] : unknown;
-}
-
-// What differs between the ranks' fingerprints (one per rank, in rank order).
-std::string describe_differences(std::span<const Fingerprint> all, const Fingerprint& mine);
-// "Communicator::all_reduce": the public call a fingerprint stands for, for messages.
-std::string call_of(const Fingerprint& f) {
-  if (f.op == kHostAllReduce) return "a distributed reduction to one value (dist::sum, min, max, dot)";
-  return call_name_of(static_cast<CollectiveOp>(f.op));
-}
-
-std::string ranks_list(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
-}
 
 // What a synchronous backend's agreement exchange carries (one per call, on the persistent
 // request): the largest digest and the largest complement of a digest (every rank learns the
@@ -375,16 +315,22 @@ struct Communicator::Impl {
   // for a call's verdict take turns. Taken before `mutex`, never while holding it.
   std::mutex progress_mutex;
   std::condition_variable wake;
-  std::condition_variable settled;  // the exchanges in flight went to zero, or a failure
+  std::condition_variable settled;  // a failure was recorded
   std::deque<Watch> watches;
-  std::deque<std::shared_ptr<Exchange>> exchanges;  // asynchronous backends: queued by the calls
-  std::deque<std::shared_ptr<Exchange>> in_flight;  // posted, not yet compared: the watchdog's
-                                                    // alone (the calling thread's below MULTIPLE)
-  std::size_t in_flight_count = 0;  // in_flight.size() as the watchdog last saw it (under mutex)
+#if SKEIN_HAS_MPI
+  // The agreement check of calls compared alongside (asynchronous backends; the tests' MPI
+  // backend too): made on the first such call, on fp_comm and diag_comm.
+  std::unique_ptr<detail::CallLedger> ledger;
+  detail::CallLedger& ledger_for_calls() {
+    if (!ledger) ledger = std::make_unique<detail::CallLedger>(fp_comm, diag_comm, timeout_s);
+    return *ledger;
+  }
+#endif
+  // Calls since the calling thread last compared them (below MPI_THREAD_MULTIPLE).
+  unsigned calls_since_progress = 0;
   std::optional<Watch> in_call;  // the call now running on the host (asynchronous backends)
   std::optional<Verdict> watchdog_failure;
   bool stop = false;
-  int settling = 0;  // threads waiting in settle_exchanges(): the watchdog then polls closely
   std::thread watchdog;
 
   explicit Impl(Context c);
@@ -422,15 +368,19 @@ struct Communicator::Impl {
                        std::byte* data, std::size_t bytes, Dtype dtype, ReduceOp op);
   // Gives up on exchanges MPI still owns: their buffers are kept and the requests registered.
   void abandon(std::deque<std::shared_ptr<Exchange>>& xs);
-  // Asynchronous backends: posts the queued exchanges and compares the completed ones, in order;
-  // returns the first mismatch. Runs on the watchdog (MULTIPLE) or the calling thread.
-  std::optional<Verdict> progress_exchanges();
-  // Asynchronous backends: waits until every exchange was compared (barrier, destruction), at
-  // most until `deadline`. Returns false when some are still outstanding.
+  // Calls compared alongside: the ledger records the call (the calling thread, in call order).
+  void record_call(const Fingerprint& f);
+  // Whether calls recorded with record_call() still wait for their comparison.
+  bool comparing() const;
+  // Waits until every call up to `ticket` was compared (or a failure was recorded), at most until
+  // `deadline`. Returns false when the comparison is still outstanding then.
+  bool wait_agreed(std::uint64_t ticket, CollectiveClock::time_point deadline);
+  // Calls compared alongside: every call made so far compared (barrier, destruction).
   bool settle_exchanges(CollectiveClock::time_point deadline);
-  // progress_exchanges() from any thread that may make MPI calls (the watchdog, or a host
-  // completion waiting for a verdict): posts and compares what it can, records a mismatch as the
-  // communicator's failure (aborting an asynchronous backend). Takes progress_mutex, then mutex.
+  // One step of the ledger from any thread that may make MPI calls (the watchdog, the calling
+  // thread, or a host completion waiting for a verdict): compares what it can and records a
+  // mismatch as the communicator's failure (aborting an asynchronous backend). Takes
+  // progress_mutex, then mutex.
   void progress_shared();
   // Under `mutex`: the first failure found stays the communicator's, and the host completions
   // waiting for its calls raise it.
@@ -542,30 +492,22 @@ void Communicator::Impl::set_failure_locked(Verdict v) {
 void Communicator::Impl::progress_shared() {
 #if SKEIN_HAS_MPI
   std::lock_guard progress(progress_mutex);
+  if (!ledger) return;
   {
     std::lock_guard lock(mutex);
     if (watchdog_failure) return;
-    if (thread_multiple) {
-      for (auto& x : exchanges) in_flight.push_back(std::move(x));
-      exchanges.clear();
-      in_flight_count = in_flight.size();
-    }
-  }
-  if (in_flight.empty()) {
-    std::lock_guard lock(mutex);
-    in_flight_count = 0;
-    return;
   }
   std::optional<Verdict> verdict;
   try {
-    verdict = progress_exchanges();
+    if (auto mismatch = ledger->progress()) {
+      verdict = Verdict{Failure::mismatch, std::move(mismatch->message), std::move(mismatch->call)};
+    }
   } catch (const std::exception& e) {
     verdict = Verdict{Failure::error, fmt::format("the agreement check failed: {}", e.what()), {}};
   }
-  const std::size_t left = in_flight.size();
-  std::lock_guard lock(mutex);
-  in_flight_count = left;
+  results->agreed.store(ledger->agreed(), std::memory_order_release);
   if (verdict) {
+    std::lock_guard lock(mutex);
     // NCCL's kernels may be stuck on the mismatch: abort them now. A synchronous backend is left
     // to the calling thread (check_usable), which may be inside it.
     if (asynchronous()) backend->abort();
@@ -573,57 +515,76 @@ void Communicator::Impl::progress_shared() {
     watches.clear();
     set_failure_locked(std::move(*verdict));
   }
-  if (left == 0) settled.notify_all();
 #endif
 }
 
-void Communicator::Impl::confirm_results(std::uint64_t ticket) {
-  const auto until = deadline();
-  // Below MPI_THREAD_MULTIPLE the exchanges are this thread's to compare (the thread that makes
-  // the MPI calls); with it, this thread and the watchdog take turns.
-  auto spins = 0;
+void Communicator::Impl::record_call(const Fingerprint& f) {
+#if SKEIN_HAS_MPI
+  ledger_for_calls().record(f);
+#else
+  (void)f;
+#endif
+}
+
+bool Communicator::Impl::comparing() const {
+#if SKEIN_HAS_MPI
+  return ledger && ledger->made() > ledger->agreed();
+#else
+  return false;
+#endif
+}
+
+bool Communicator::Impl::wait_agreed(std::uint64_t ticket, CollectiveClock::time_point until) {
+  // Below MPI_THREAD_MULTIPLE this is the thread that makes the MPI calls; with it, this thread
+  // and the watchdog take turns (progress_mutex).
+  int spins = 0;
   for (;;) {
     if (results->failed.load(std::memory_order_acquire) ||
         results->agreed.load(std::memory_order_acquire) >= ticket) {
-      return;
+      return true;
     }
     progress_shared();
     if (results->failed.load(std::memory_order_acquire) ||
         results->agreed.load(std::memory_order_acquire) >= ticket) {
-      return;
+      return true;
     }
     {
       std::lock_guard lock(mutex);
       if (watchdog_failure) {
         results->fail(*watchdog_failure);
-        return;
-      }
-      if (exchanges.empty() && in_flight_count == 0) {
-        // Nothing left to compare, yet the ticket is not confirmed: its exchange was given up on.
-        set_failure_locked(Verdict{Failure::error,
-                                   fmt::format("the agreement check of collective #{} was given up", ticket),
-                                   {}});
-        return;
+        return true;
       }
     }
-    if (CollectiveClock::now() >= until) {
-      std::lock_guard lock(mutex);
-      if (asynchronous()) backend->abort();
-      set_failure_locked(Verdict{Failure::timeout,
-                                 fmt::format("the agreement check of collective #{} did not complete "
-                                             "within SKEIN_COLLECTIVE_TIMEOUT={} s",
-                                             ticket, timeout_s),
-                                 {}});
-      return;
-    }
-    // The other ranks' exchanges usually arrive within microseconds: spin briefly, then poll
-    // every 50 us (a rank that is late or gone costs a host thread nothing much).
+    if (CollectiveClock::now() >= until) return false;
+    // The other ranks' rounds usually arrive within microseconds: spin briefly, then poll every
+    // 50 us (a rank that is late or gone then costs this thread little).
     if (++spins < 200) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
+}
+
+bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point until) {
+#if SKEIN_HAS_MPI
+  if (!ledger) return true;
+  return wait_agreed(ledger->made(), until);
+#else
+  (void)until;
+  return true;
+#endif
+}
+
+void Communicator::Impl::confirm_results(std::uint64_t ticket) {
+  if (wait_agreed(ticket, deadline())) return;
+  std::lock_guard lock(mutex);
+  if (asynchronous()) backend->abort();
+  set_failure_locked(Verdict{Failure::timeout,
+                             fmt::format("the agreement check of collective #{} did not complete "
+                                         "within SKEIN_COLLECTIVE_TIMEOUT={} s",
+                                         ticket, timeout_s),
+                             {}});
 }
 
 Communicator::Impl::~Impl() {
@@ -669,7 +630,9 @@ Communicator::Impl::~Impl() {
     wake.notify_all();
     watchdog.join();
   }
-  abandon(in_flight);
+#if SKEIN_HAS_MPI
+  ledger.reset();  // a round still in flight (after a failure) is kept until exit
+#endif
   backend.reset();
 #if SKEIN_HAS_MPI
   if (!finalized && persistent && persistent->request != MPI_REQUEST_NULL) {
@@ -705,14 +668,13 @@ void Communicator::Impl::watchdog_loop() {
   std::deque<Watch> watched;
   std::unique_lock lock(mutex);
   while (!stop) {
-    const bool exchanging = thread_multiple && (!exchanges.empty() || in_flight_count > 0);
-    const auto period = exchanging && settling > 0 ? std::chrono::microseconds(20)
-                        : exchanging               ? std::chrono::microseconds(1000)
+    const bool exchanging = thread_multiple && comparing();
+    const auto period = exchanging ? std::chrono::microseconds(1000)
                         : watches.empty() && watched.empty() ? std::chrono::microseconds(100000)
                                                              : std::chrono::microseconds(5000);
     wake.wait_for(lock, period);
     if (stop) break;
-    if (thread_multiple && !watchdog_failure && (!exchanges.empty() || in_flight_count > 0)) {
+    if (thread_multiple && !watchdog_failure && comparing()) {
       // Shared with the host completions that wait for a verdict (progress_mutex comes first).
       lock.unlock();
       progress_shared();
@@ -801,9 +763,12 @@ void Communicator::Impl::raise_verdict(const Verdict& v, const std::string& call
 
 void Communicator::Impl::check_usable(const std::string& call) {
 #if SKEIN_HAS_MPI
-  // Below MPI_THREAD_MULTIPLE the calling thread compares an asynchronous backend's exchanges
-  // (a mismatch becomes the failure raised below).
-  if (!thread_multiple && broken.empty() && !in_flight.empty()) progress_shared();
+  // Below MPI_THREAD_MULTIPLE the calling thread compares the calls compared alongside, every
+  // few calls (a round costs an MPI call; a mismatch becomes the failure raised below).
+  if (!thread_multiple && broken.empty() && ++calls_since_progress >= 8 && comparing()) {
+    calls_since_progress = 0;
+    progress_shared();
+  }
 #endif
   if (watchdog.joinable()) {
     std::lock_guard lock(mutex);
@@ -966,40 +931,6 @@ std::string Communicator::Impl::differences(const Exchange& x) {
   return describe_differences(*all, x.mine);
 }
 
-namespace {
-std::string describe_differences(std::span<const Fingerprint> all, const Fingerprint& mine) {
-  std::vector<std::string> found;
-  auto compare = [&](const char* field, auto get, auto show) {
-    std::map<decltype(get(mine)), std::vector<int>> by_value;
-    for (std::size_t r = 0; r < all.size(); ++r) by_value[get(all[r])].push_back(static_cast<int>(r));
-    if (by_value.size() < 2) return;
-    std::vector<std::pair<int, std::string>> parts;  // ordered by first rank
-    for (const auto& [value, ranks] : by_value) {
-      parts.emplace_back(ranks.front(), fmt::format("{} {} {}", ranks_list(ranks),
-                                                    ranks.size() == 1 ? "has" : "have", show(value)));
-    }
-    std::sort(parts.begin(), parts.end());
-    std::vector<std::string> texts;
-    for (auto& p : parts) texts.push_back(std::move(p.second));
-    found.push_back(fmt::format("{} differs: {}", field, fmt::join(texts, ", ")));
-  };
-  auto as_is = [](auto v) { return fmt::format("{}", v); };
-  compare("operation", [](const Fingerprint& f) { return f.op; },
-          [](std::int32_t v) { return std::string(op_name(v)); });
-  compare("sequence number", [](const Fingerprint& f) { return f.sequence; }, as_is);
-  compare("count", [](const Fingerprint& f) { return f.count; }, as_is);
-  compare("dtype", [](const Fingerprint& f) { return f.dtype; }, [](std::int32_t v) {
-    return v < 0 ? std::string("none") : std::string(name(static_cast<Dtype>(v)));
-  });
-  compare("root", [](const Fingerprint& f) { return f.root; },
-          [](std::int32_t v) { return v < 0 ? std::string("none") : std::to_string(v); });
-  compare("reduction", [](const Fingerprint& f) { return f.reduction; }, [](std::int32_t v) {
-    return v < 0 ? std::string("none") : std::string(name(static_cast<ReduceOp>(v)));
-  });
-  if (found.empty()) found.push_back("the fingerprints' digests differ");  // cannot happen
-  return fmt::format("{}: the ranks made different calls: {}", label_of(mine), fmt::join(found, "; "));
-}
-}  // namespace
 
 void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until) {
   if (!x->posted) post(*x);
@@ -1056,52 +987,6 @@ void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) {
   xs.clear();
 }
 
-std::optional<Communicator::Impl::Verdict> Communicator::Impl::progress_exchanges() {
-  for (auto& x : in_flight) {
-    if (!x->posted) post(*x);
-  }
-  while (!in_flight.empty() && test(*in_flight.front())) {
-    auto x = std::move(in_flight.front());
-    in_flight.pop_front();
-    std::string text = differences(*x);
-    if (!text.empty()) return Verdict{Failure::mismatch, std::move(text), call_of(x->mine)};
-    // In order: every call up to this one agreed (the host completions waiting for it may go).
-    results->agreed.store(x->mine.sequence, std::memory_order_release);
-  }
-  return std::nullopt;
-}
-
-bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point until) {
-  if (!thread_multiple) {
-    for (;;) {
-      if (auto verdict = progress_exchanges()) {
-        backend->abort();
-        std::lock_guard lock(mutex);
-        set_failure_locked(std::move(*verdict));
-        return true;
-      }
-      if (in_flight.empty()) return true;
-      if (CollectiveClock::now() >= until) return false;
-      std::this_thread::yield();
-    }
-  }
-  std::unique_lock lock(mutex);
-  auto quiet = [&] { return watchdog_failure || (exchanges.empty() && in_flight_count == 0); };
-  if (quiet()) return true;
-  // The watchdog polls closely while someone waits here (a barrier waits for every rank's
-  // exchanges, which every rank's watchdog completes).
-  ++settling;
-  wake.notify_all();
-  bool done = true;
-  if (until == CollectiveClock::time_point::max()) {
-    settled.wait(lock, quiet);
-  } else {
-    done = settled.wait_until(lock, until, quiet);
-  }
-  --settling;
-  return done;
-}
-
 #else
 
 void Communicator::Impl::post(Exchange&) {}
@@ -1114,8 +999,6 @@ bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>&, Colle
   return false;
 }
 void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) { xs.clear(); }
-std::optional<Communicator::Impl::Verdict> Communicator::Impl::progress_exchanges() { return std::nullopt; }
-bool Communicator::Impl::settle_exchanges(CollectiveClock::time_point) { return true; }
 
 #endif
 
@@ -1646,19 +1529,25 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   call.deadline = impl.deadline();
   // The agreement check: a digest of the call, compared across ranks. A synchronous backend
   // completes it once the inputs are staged, before data leaves this rank (inside a group, before
-  // the group runs); an asynchronous one returns at once, and the exchange is compared alongside
-  // (by the watchdog under MPI_THREAD_MULTIPLE, else at the next call), aborting the communicator
-  // on a mismatch: the launch pays for a push on a queue, nothing more.
-  std::shared_ptr<Communicator::Impl::Exchange> exchange;
-  if (collective && impl.checks()) {
-    exchange = std::make_shared<Communicator::Impl::Exchange>();
-    Fingerprint& f = exchange->mine;
+  // the group runs); an asynchronous one returns at once, and the call is compared alongside
+  // (detail::CallLedger: rounds run by the watchdog under MPI_THREAD_MULTIPLE, else by the calling
+  // thread every few calls, and by the host completions that wait for its results), aborting the
+  // communicator on a mismatch: the launch pays for a hash and a push, nothing more.
+  const bool checked = collective && impl.checks();
+  const bool alongside = checked && impl.async_agreement;
+  Fingerprint f;
+  if (checked) {
     f.sequence = call.sequence;
     f.count = call.count;
     f.op = static_cast<std::int32_t>(call.op);
     if (call.op != CollectiveOp::barrier) f.dtype = static_cast<std::int32_t>(call.dtype);
     if (has_root(call.op)) f.root = call.root;
     if (is_reduction(call.op)) f.reduction = static_cast<std::int32_t>(call.reduce_op);
+  }
+  std::shared_ptr<Communicator::Impl::Exchange> exchange;
+  if (checked && !alongside) {
+    exchange = std::make_shared<Communicator::Impl::Exchange>();
+    exchange->mine = f;
   }
   struct Step final : detail::AgreementStep {
     Communicator::Impl* impl = nullptr;
@@ -1677,7 +1566,9 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     }
   } step;
   impl.guarded(label, b.call_name(), start, [&] {
-    if (exchange && !impl.async_agreement) {
+    // Recorded before the launch, so that the ranks' records stay in call order whatever happens.
+    if (alongside) impl.record_call(f);
+    if (exchange) {
       // A small all_reduce's exchange starts once its data is staged, carrying it; any other
       // starts now, alongside the staging.
       step.carriable = impl.can_carry(call);
@@ -1706,35 +1597,20 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
       throw;
     }
     call.agreement = nullptr;
-    if (exchange && !impl.async_agreement && !exchange->done) impl.finish(exchange, call.deadline);
+    if (exchange && !exchange->done) impl.finish(exchange, call.deadline);
   });
-  // Compared alongside: the call's results are the host's only once its exchange agreed
-  // (skein/detail/pending_results.hpp): every host completion on its queue confirms them first.
-  const bool hold = exchange && impl.async_agreement;
-  if (!impl.async_agreement) {
-    exchange.reset();  // compared above
-  } else if (exchange && !impl.thread_multiple) {
-    // Below MPI_THREAD_MULTIPLE the calling thread posts the exchange (after the launch).
-    impl.post(*exchange);
-    impl.in_flight.push_back(std::move(exchange));
-  }
-  // What is left in `exchange` is the watchdog's to post and compare.
   if (profile.on) {
     backend = ns_since(phase);
     phase = CollectiveClock::now();
   }
-  if (hold) {
+  // Compared alongside: the call's results are the host's only once it agreed
+  // (skein/detail/pending_results.hpp): every host completion on its queue confirms them first.
+  if (alongside) {
     for (const auto& m : call.members) detail::hold_results(queue, m.device_idx, impl.results, call.sequence);
   }
   std::vector<Event> events(call.members.size());
   // Inside a group the work is only issued at group_end(): there is nothing to record yet.
-  if (impl.group_depth > 0) {
-    if (exchange) {
-      std::lock_guard lock(impl.mutex);
-      impl.exchanges.push_back(std::move(exchange));
-    }
-    return events;
-  }
+  if (impl.group_depth > 0) return events;
   for (std::size_t i = 0; i < call.members.size(); ++i) {
     // Untimed: cheaper to record, and these only say when the call is done.
     events[i] = queue.record_marker(call.members[i].device_idx);
@@ -1743,25 +1619,21 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     events_ns = ns_since(phase);
     phase = CollectiveClock::now();
   }
-  // The watchdog's work: the call's events, and its agreement exchange (MPI_THREAD_MULTIPLE).
-  const bool watch = impl.asynchronous() && impl.timeout_s > 0;
-  if (watch || exchange) {
+  // The watchdog's work: the call's events.
+  if (impl.asynchronous() && impl.timeout_s > 0) {
     Communicator::Impl::Watch w;
-    if (watch) {
-      w.events = events;
-      w.start = start;
-      w.deadline = call.deadline;
-      w.label = label;
-      w.queue = std::static_pointer_cast<const void>(detail::impl_of(queue));
-      w.has_queue = true;
-      for (const auto& m : call.members) {
-        w.devices = m.device_idx < 64 && w.devices != ~std::uint64_t{0} ? w.devices | (std::uint64_t{1} << m.device_idx)
-                                                                        : ~std::uint64_t{0};
-      }
+    w.events = events;
+    w.start = start;
+    w.deadline = call.deadline;
+    w.label = label;
+    w.queue = std::static_pointer_cast<const void>(detail::impl_of(queue));
+    w.has_queue = true;
+    for (const auto& m : call.members) {
+      w.devices = m.device_idx < 64 && w.devices != ~std::uint64_t{0} ? w.devices | (std::uint64_t{1} << m.device_idx)
+                                                                      : ~std::uint64_t{0};
     }
     std::lock_guard lock(impl.mutex);
-    if (watch) impl.watches.push_back(std::move(w));
-    if (exchange) impl.exchanges.push_back(std::move(exchange));
+    impl.watches.push_back(std::move(w));
   }
   if (profile.on) {
     const long long watch_ns = ns_since(phase);
@@ -1832,24 +1704,20 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
   const auto deadline = impl.deadline();
   impl.guarded(label, call, start, [&] {
     if (impl.checks()) {
-      auto x = std::make_shared<Communicator::Impl::Exchange>();
-      x->mine = f;
       if (!impl.async_agreement) {
         // A synchronous backend's check is one exchange at a time, here and now: it carries the
         // values (one MPI call for both), or it is completed before they move.
+        auto x = std::make_shared<Communicator::Impl::Exchange>();
+        x->mine = f;
         if (impl.persistent) {
           if (impl.finish_carrying(x, deadline, values.data(), bytes, dtype, op)) return;
         } else {
           impl.finish(x, deadline);
         }
-      } else if (impl.thread_multiple) {
+      } else {
         // Compared alongside, in order with the calls before it, as an asynchronous backend's
         // calls are: a rank that made another call at this point is found there.
-        std::lock_guard lock(impl.mutex);
-        impl.exchanges.push_back(std::move(x));
-      } else {
-        impl.post(*x);
-        impl.in_flight.push_back(std::move(x));
+        impl.record_call(f);
       }
     }
     auto mine = std::make_shared<HostRecord>();
@@ -1876,9 +1744,8 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
       // call at this point never joins this gather.
       wait_requests(std::span(&request, 1), deadline, label.str() + "'s MPI_Iallgather", nullptr, [&] {
         if (!alongside) return;
-        if (auto verdict = impl.thread_multiple ? watchdog_verdict() : impl.progress_exchanges()) {
-          fail(*verdict);
-        }
+        impl.progress_shared();
+        if (auto verdict = watchdog_verdict()) fail(*verdict);
       });
     } catch (...) {
       // MPI still owns the gather and its buffers.
