@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "skein/detail/env.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
@@ -55,6 +56,10 @@ void Context::deactivate() const { impl_->adapter->deactivate(); }
 namespace detail {
 
 Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
+  // The Context's variables are read (and a bad value refused) when any Context is made, whatever
+  // its backend, so that a wrong setting fails where it is made rather than later, or never.
+  (void)env_flag("SKEIN_CUDA_GRAPH_LAUNCH", true, "Context",
+                 "launch kernels called again on a queue through one-kernel CUDA graphs");
   auto impl = std::make_shared<Context::Impl>();
   for (const auto& d : adapter->devices()) impl->devices.emplace_back(d);
   impl->adapter = std::move(adapter);

@@ -37,9 +37,11 @@
 //             TimeoutError naming CheckpointManager::write, SKEIN_COLLECTIVE_TIMEOUT and rank 1
 //             within the timeout plus a margin; checkpoint 1 stays complete
 //   badenv[:VARIABLE]
-//             a bad value of VARIABLE (set by the test; SKEIN_COLLECTIVE_TIMEOUT by default):
-//             every rank raises LogicError naming it
+//             a bad value of VARIABLE (set by the test; SKEIN_COLLECTIVE_TIMEOUT by default): the
+//             objects a program makes, from the Runtime on; the one that reads it raises
+//             LogicError naming it, on every rank, and the program ends normally
 // Exit status 0 when this rank saw what it should.
+#include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -49,8 +51,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <skein/checkpoint.hpp>
 #include <skein/communicator.hpp>
+#include <skein/hdf5.hpp>
 #include <skein/skein.hpp>
 #include <string>
 #include <thread>
@@ -376,16 +380,53 @@ int checkpoint_skip(const Runtime& runtime) {
   return report(false, "no exception");
 }
 
-int badenv(const Runtime& runtime, const std::string& name) {
+// A bad value of `name` (set by the test): the objects a program makes, in the order a simulation
+// makes them, the Runtime first; the one that reads the variable must raise LogicError naming it,
+// before anything after it is made; then the program goes on to end normally (what a user's code
+// does after reporting the error). Every rank alike.
+int badenv(int& argc, char**& argv, const std::string& name) {
+  std::string step = "the Runtime";
+  std::unique_ptr<Runtime> runtime;
   try {
-    Communicator comm(runtime);
+    runtime = std::make_unique<Runtime>(&argc, &argv);
+    g_rank = runtime->rank();
+    step = "the Communicator";
+    Communicator comm(*runtime);
+    step = "a Queue and a kernel";
+    const Context& context = runtime->context();
+    Queue queue(context, {0});
+    Program program(context, "KERNEL void twice(GLOBAL_MEM float* x) { x[get_global_id(0)] *= 2.0f; }");
+    Array a = Array::from_host(queue, std::vector<float>(64, 1.5f));
+    program.kernel("twice")(queue, 64, std::nullopt, a);
+    if (a.get<float>() != std::vector<float>(64, 3.0f)) return report(false, "the kernel computed a wrong value");
+#if SKEIN_HAS_HDF5
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("skein-badenv-" + std::to_string(getppid()));
+    if (g_rank == 0) fs::create_directories(dir);
+    const Queue everywhere(comm.context());
+    comm.barrier(everywhere);
+    step = "an HDF5 file";
+    { auto file = hdf5::File::create(comm, (dir / "badenv.h5").string()); }
+    step = "a CheckpointManager";
+    { CheckpointManager m(comm, dir / "checkpoints"); }
+    comm.barrier(everywhere);
+    if (g_rank == 0) fs::remove_all(dir);
+#endif
   } catch (const LogicError& e) {
     const std::string what = e.what();
-    return report(contains(what, name + "="), "LogicError: " + what);
+    const bool named = contains(what, name);
+    // Refused by the Runtime itself: the rank from MPI, where it was started.
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    runtime.reset();
+    return report(named, "LogicError from " + step + ": " + what);
   } catch (const std::exception& e) {
-    return report(false, std::string("unexpected exception: ") + e.what());
+    return report(false, "unexpected exception from " + step + ": " + e.what());
   }
-  return report(false, "no exception");
+  return report(false, "no exception: every object was made with " + name + " set to '" +
+                           std::string(std::getenv(name.c_str()) ? std::getenv(name.c_str()) : "") + "'");
 }
 
 int run(const std::string& mode, const Runtime& runtime) {
@@ -399,10 +440,6 @@ int run(const std::string& mode, const Runtime& runtime) {
   if (mode == "shared") return shared(runtime);
   if (mode == "kill") return kill_one(runtime);
   if (mode == "checkpoint_skip") return checkpoint_skip(runtime);
-  // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set.
-  if (mode.rfind("badenv", 0) == 0) {
-    return badenv(runtime, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
-  }
   std::fprintf(stderr, "unknown scenario '%s'\n", mode.c_str());
   return 1;
 }
@@ -411,6 +448,17 @@ int run(const std::string& mode, const Runtime& runtime) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set,
+  // which the Runtime itself may read.
+  if (mode.rfind("badenv", 0) == 0) {
+    const int rc = badenv(argc, argv, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
+    // A Runtime that refused its settings may have started MPI first: end it as a program would.
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Finalize();
+    return rc;
+  }
   int rc = 1;
   try {
     // One device per rank (the scenarios pass one array per call).

@@ -102,10 +102,20 @@ std::string_view name(CollectiveOp op) {
 }
 
 namespace detail {
+namespace {
+std::atomic<CallProfile*> g_profile{nullptr};
+}  // namespace
 CallProfile& call_profile() {
   static CallProfile profile{.on = detail::env_flag("SKEIN_PROFILE_COLLECTIVES", false, "Communicator",
                                                     "print the host time per collective call")};
+  g_profile.store(&profile, std::memory_order_release);
   return profile;
+}
+CallProfile* call_profile_if_read() noexcept { return g_profile.load(std::memory_order_acquire); }
+bool nccl_blocking_from_environment() {
+  return env_flag("SKEIN_NCCL_BLOCKING", true, "Communicator",
+                  "blocking NCCL communicators, the default; 0: non-blocking, no NCCL call ever "
+                  "blocks the host, at several microseconds more per collective");
 }
 long long& call_launch_ns() {
   thread_local long long ns = 0;
@@ -588,7 +598,8 @@ void Communicator::Impl::confirm_results(std::uint64_t ticket) {
 }
 
 Communicator::Impl::~Impl() {
-  if (const auto& p = detail::call_profile(); p.on && p.calls > 0) {
+  if (const auto* read = detail::call_profile_if_read(); read && read->on && read->calls > 0) {
+    const auto& p = *read;
     const double n = static_cast<double>(p.calls) * 1e3;
     std::fprintf(stderr,
                  "[skein rank %d] %lld collective calls, host us per call: checks %.2f, backend "
@@ -1208,7 +1219,11 @@ std::shared_ptr<Communicator::Impl> make_impl(MPI_Comm user_comm, const Context&
                                               std::vector<std::size_t> device_idxs,
                                               CollectiveBackend requested) {
   // Everything that can fail locally fails before the first collective, identically on every
-  // rank that has the same environment.
+  // rank that has the same environment. Every variable a Communicator reads is read here, before
+  // anything is made, whichever backend it gets: a bad value raises LogicError from the
+  // constructor, never later from a call, a thread or a destructor.
+  (void)detail::call_profile();
+  (void)detail::nccl_blocking_from_environment();
   const bool check_agreement = agreement_check_from_environment();
   const double timeout_s = timeout_from_environment();
   // SKEIN_BACKEND answers a request for the automatic choice; an explicit one in the code wins.
