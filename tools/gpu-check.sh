@@ -365,19 +365,42 @@ if want latency && ((ngpu > 1)); then
       fi
     done
   done
-  # LAT_PARTS=1: where the time of Skein's call goes, on every GPU with one per rank. Skein's host
-  # time per call by phase (SKEIN_PROFILE_COLLECTIVES=1), and NCCL's own loop with each piece of
-  # Skein's per-call work added alone (skein-bench-nccl --extra), in alternating rounds.
+  # LAT_PARTS=1: where the time of Skein's call goes, on every GPU with one per rank, in
+  # alternating rounds of 10000 calls (lat-parts.txt): NCCL's own loop alone and with an event
+  # recorded after each call (skein-bench-nccl --extra event, as each Skein call returns one),
+  # Skein as it is and with its agreement check and timeout off, and once Skein's host time per
+  # call by phase (SKEIN_PROFILE_COLLECTIVES=1).
   if [[ "${LAT_PARTS:-0}" == 1 ]]; then
-    for ((round = 1; round <= 3; round++)); do
-      step "lat-parts-profile-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
-        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_PROFILE_COLLECTIVES=1 "$coll_bin" "${lat[@]}" \
-        --devices-per-rank 1
-      for extra in none event agree mutex event,agree,mutex; do
-        step "lat-parts-$extra-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
-          -x NCCL_NVLS_ENABLE "$nccl_bin" "${lat[@]}" --extra "${extra/none/}"
+    parts=(--coll all_reduce -b 8 -e 8 -n 10000 -w 1000)
+    step "lat-parts-profile" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_PROFILE_COLLECTIVES=1 "$coll_bin" "${parts[@]}" \
+      --devices-per-rank 1
+    for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
+      for extra in none event; do
+        step "lat-parts-nccl-$extra-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" \
+          --oversubscribe -x NCCL_NVLS_ENABLE "$nccl_bin" "${parts[@]}" --extra "${extra/none/}" \
+          --json "$jsondir/parts-nccl_$extra-$round.json"
       done
+      step "lat-parts-skein-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
+        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${parts[@]}" --devices-per-rank 1 \
+        --json "$jsondir/parts-skein_default-$round.json"
+      step "lat-parts-skein-bare-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
+        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_CHECK_COLLECTIVES=0 -x SKEIN_COLLECTIVE_TIMEOUT=0 \
+        "$coll_bin" "${parts[@]}" --devices-per-rank 1 --json "$jsondir/parts-skein_bare-$round.json"
     done
+    step compare-parts "$OUTDIR/lat-parts.txt" python3 - "$jsondir" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+by = {}
+for f in glob.glob(os.path.join(d, "parts-*.json")):
+    who = os.path.basename(f)[len("parts-"):].rsplit("-", 1)[0]
+    r = json.load(open(f))["rows"][0]
+    by.setdefault(who, []).append((r["out_of_place"]["time_us"], r["in_place"]["time_us"]))
+med = lambda v: sorted(v)[len(v) // 2]
+print("medians of the rounds, 8-byte all_reduce, us (out of place / in place):")
+for who, t in sorted(by.items()):
+    print(f"  {who:<16} {med([x[0] for x in t]):7.2f} / {med([x[1] for x in t]):7.2f}  ({len(t)} rounds)")
+PY
   fi
   # With `coll` too, its compare step (below) judges these rounds with the rest.
   if ! want coll; then
