@@ -11,7 +11,8 @@
 #   tests      ctest, the gtest suite, skein-info
 #   mpi        the MPI suite over NCCL (one GPU per rank, one rank for every GPU)
 #   faults     the fault scenarios: ranks sharing the first GPU (MPI backend; NCCL refused), and
-#              over NCCL with one GPU per rank where there are two or more
+#              over NCCL with one GPU per rank where there are two or more (FAULTS, names
+#              separated by spaces, runs only those: e.g. "skip-nccl read_count-nccl-np2")
 #   demo       the README's demo (tools/quickstart.sh demo) and skein-heat on two ranks sharing
 #              the first GPU
 #   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
@@ -183,6 +184,8 @@ if want faults && ((ngpu > 0)); then
   fault() {
     local name="$1" scenario="$2" np="$3" limit="$4" expect="$5"
     shift 5
+    # FAULTS (space-separated names; default: all) narrows the step to those scenarios.
+    if [[ -n "${FAULTS:-}" && " $FAULTS " != *" $name "* ]]; then return 0; fi
     step "fault-$name" "$OUTDIR/ctest.log" env SKEIN_API=cuda "$@" \
       cmake -DMPIEXEC=mpirun -DNP="$np" -DMODE="$scenario" -DPROGRAM="$fault_bin" \
       -DLIMIT="$limit" -DEXPECT="$expect" -P tests/collectives/check_fault.cmake
