@@ -349,8 +349,8 @@ if want latency && ((ngpu > 1)); then
       # LAT_VARIANTS=1: Skein with the agreement check off, the timeout off (no watch), and both,
       # one GPU per rank, for where its time goes (latency-variant_<v>-1pr-...json).
       if [[ "${LAT_VARIANTS:-0}" == 1 ]]; then
-        for v in nocheck:SKEIN_CHECK_COLLECTIVES=0 notimeout:SKEIN_COLLECTIVE_TIMEOUT=0 \
-                 bare:SKEIN_CHECK_COLLECTIVES=0,SKEIN_COLLECTIVE_TIMEOUT=0; do
+        for v in ${LAT_VARIANT_LIST:-nocheck:SKEIN_CHECK_COLLECTIVES=0 notimeout:SKEIN_COLLECTIVE_TIMEOUT=0 \
+                 bare:SKEIN_CHECK_COLLECTIVES=0,SKEIN_COLLECTIVE_TIMEOUT=0}; do
           vname="${v%%:*}"
           vars=()
           IFS=, read -r -a assignments <<<"${v#*:}"
