@@ -15,7 +15,7 @@
 // calls beyond those it has given. Whatever the timing, ranks that made the same calls post the
 // same rounds, so a round never waits for one that never comes; a rank that stops making calls
 // leaves the others' round unanswered, which their deadline turns into a TimeoutError. The cost is
-// a round per look (the watchdog looks every millisecond, a host completion waiting for a verdict
+// a round per look (the watchdog looks every 5 ms, a host completion waiting for a verdict
 // looks at once), not an MPI call per collective: 100 000 calls a second need no more MPI traffic
 // than a few.
 #pragma once

@@ -13,19 +13,20 @@ void Communicator::Impl::start_watchdog() {
 
 void Communicator::Impl::watchdog_loop() {
   // Calls do not wake this thread (a wake-up costs the caller a system call, which small
-  // collectives would feel): it looks every millisecond while agreement exchanges are in flight,
-  // every few milliseconds while there is other work, else every 100 ms, which is nothing against
-  // timeouts of seconds.
+  // collectives would feel): it looks every 5 ms while there is work (calls to compare or to
+  // watch), else every 100 ms, which is nothing against timeouts of seconds.
   // The calls' watches move from `watches` (pushed by the calls, under the mutex) to `watched`,
   // this thread's own, and their events are asked without the mutex: a call never waits for
   // this thread's queries.
   std::deque<Watch> watched;
   std::unique_lock lock(mutex);
   while (!stop) {
-    const bool exchanging = thread_multiple && comparing();
-    const auto period = exchanging ? std::chrono::microseconds(1000)
-                        : watches.empty() && watched.empty() ? std::chrono::microseconds(100000)
-                                                             : std::chrono::microseconds(5000);
+    // Calls compared alongside need a round now and then (host completions that wait for a
+    // verdict run the rounds themselves): every 5 ms, as for watched calls. The thread often
+    // shares a core with the launching thread (Open MPI binds a job of one or two ranks to one
+    // core per rank), so fewer wake-ups leave it more of the core.
+    const bool busy = (thread_multiple && comparing()) || !watches.empty() || !watched.empty();
+    const auto period = busy ? std::chrono::microseconds(5000) : std::chrono::microseconds(100000);
     wake.wait_for(lock, period);
     if (stop) break;
     if (thread_multiple && !watchdog_failure && comparing()) {
