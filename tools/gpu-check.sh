@@ -11,7 +11,8 @@
 #   tests      ctest, the gtest suite, skein-info
 #   mpi        the MPI suite over NCCL (one GPU per rank, one rank for every GPU)
 #   faults     the fault scenarios: ranks sharing the first GPU (MPI backend; NCCL refused), and
-#              over NCCL with one GPU per rank where there are two or more
+#              over NCCL with one GPU per rank where there are two or more (FAULTS, names
+#              separated by spaces, runs only those: e.g. "skip-nccl read_count-nccl-np2")
 #   demo       the README's demo (tools/quickstart.sh demo) and skein-heat on two ranks sharing
 #              the first GPU
 #   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
@@ -23,9 +24,13 @@
 #   bench      the copy and kernel benchmarks
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
-#   latency    the 8-byte all_reduce, Skein against NCCL called directly, in LAT_ROUNDS (default
-#              5) alternating rounds of 2000 calls, one GPU per rank and one rank for every GPU;
-#              compare-collectives.py judges the medians
+#   latency    the 8-byte all_reduce, Skein against NCCL called directly and nccl-tests'
+#              all_reduce_perf (where NCCL_TESTS_BIN names the folder it was built into), in
+#              LAT_ROUNDS (default 5) alternating rounds of 2000 calls, one GPU per rank and one
+#              rank for every GPU, on 2 GPUs and on every GPU; compare-collectives.py judges the
+#              medians (one-rank runs with --bind-to none: NCCL's proxy threads, Skein's watchdog
+#              and the launching thread on one core otherwise); LAT_PARTS=1 adds where Skein's time
+#              per call goes (lat-parts.txt), LAT_VARIANTS=1 Skein with its checks off
 #   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
 #              result; skein-heat's field bit-identical between 1 rank and 2 then (restarted) 4
 #              ranks sharing the first GPU (tools/heat-exact-gpu.sh); its weak scaling against its
@@ -183,6 +188,8 @@ if want faults && ((ngpu > 0)); then
   fault() {
     local name="$1" scenario="$2" np="$3" limit="$4" expect="$5"
     shift 5
+    # FAULTS (space-separated names; default: all) narrows the step to those scenarios.
+    if [[ -n "${FAULTS:-}" && " $FAULTS " != *" $name "* ]]; then return 0; fi
     step "fault-$name" "$OUTDIR/ctest.log" env SKEIN_API=cuda "$@" \
       cmake -DMPIEXEC=mpirun -DNP="$np" -DMODE="$scenario" -DPROGRAM="$fault_bin" \
       -DLIMIT="$limit" -DEXPECT="$expect" -P tests/collectives/check_fault.cmake
@@ -209,6 +216,16 @@ if want faults && ((ngpu > 0)); then
     fnp=$((ngpu < 3 ? ngpu : 3))
     for f in count dtype reduction root operation; do
       fault "$f-nccl" "$f" "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+    done
+    # Each mismatch followed only by queue.synchronize() and get(): the LogicError within 2 s on
+    # every rank, no value read (NCCL's calls return before the check; the host completion waits
+    # for it). With one GPU per rank on 2 ranks, then on up to 3.
+    for np_read in 2 "$fnp"; do
+      for f in count dtype reduction root operation; do
+        fault "read_$f-nccl-np$np_read" "read_$f" "$np_read" 60 zero SKEIN_COLLECTIVE_TIMEOUT=20
+      done
+      fault "read_skip-nccl-np$np_read" read_skip "$np_read" 60 zero SKEIN_COLLECTIVE_TIMEOUT=2
+      [[ "$fnp" == 2 ]] && break
     done
     fault skip-nccl skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5
     fault skip-nccl-unchecked skip "$fnp" 60 zero SKEIN_COLLECTIVE_TIMEOUT=5 \
@@ -296,26 +313,102 @@ if want latency && ((ngpu > 1)); then
   jsondir="$OUTDIR/coll-json"
   mkdir -p "$jsondir"
   coll_bin="$BUILD_DIR/apps/skein-bench-collectives/skein-bench-collectives"
+  nccl_bin="$BUILD_DIR/tests/bench/skein-bench-nccl"
+  # nccl-tests' all_reduce_perf, the peer itself, where NCCL_TESTS_BIN names the folder it was
+  # built into (from its public source, on the GPU machine: it is no part of this repository).
+  ncclt=""
+  if [[ -n "${NCCL_TESTS_BIN:-}" && -x "$NCCL_TESTS_BIN/all_reduce_perf" ]]; then
+    ncclt="$NCCL_TESTS_BIN/all_reduce_perf"
+  fi
   # The 8-byte all_reduce's latency: the `coll` sweep times 20 calls of ~10 us per size, and its
   # figures move by several us from one process to the next (CPU placement, the host's clocks).
-  # LAT_ROUNDS (default 5) alternating rounds of 2000 timed calls each: Skein and NCCL called
-  # directly, one GPU per rank and one rank driving every GPU (coll-json/latency-*.json, whose
+  # LAT_ROUNDS (default 5) alternating rounds of 2000 timed calls each: Skein, NCCL called
+  # directly and nccl-tests, one GPU per rank and one rank driving every GPU, on 2 GPUs and on
+  # every GPU (coll-json/latency-<who>-<mode>-g<N>-<round>.json, and .txt for nccl-tests, whose
   # medians tools/compare-collectives.py compares).
   lat=(--coll all_reduce -b 8 -e 8 -n 2000 -w 200)
-  for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
-    step "lat-skein-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
-      --oversubscribe -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" \
-      --devices-per-rank 1 --json "$jsondir/latency-skein-1pr-$round.json"
-    step "lat-nccl-1pr-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np "$ngpu" \
-      --oversubscribe -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" \
-      --json "$jsondir/latency-nccl-1pr-$round.json"
-    step "lat-skein-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
-      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" --devices-per-rank "$ngpu" \
-      --json "$jsondir/latency-skein-1rank-$round.json"
-    step "lat-nccl-1rank-$round" "$OUTDIR/bench-coll.txt" timeout 120 mpirun -np 1 \
-      -x NCCL_NVLS_ENABLE "$BUILD_DIR/tests/bench/skein-bench-nccl" "${lat[@]}" -g "$ngpu" \
-      --json "$jsondir/latency-nccl-1rank-$round.json"
+  lat_counts=(2)
+  ((ngpu > 2)) && lat_counts+=("$ngpu")
+  for g in "${lat_counts[@]}"; do
+    visible="$(seq -s, 0 $((g - 1)))"
+    for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
+      tag="g$g-$round"
+      step "lat-skein-1pr-$tag" "$OUTDIR/bench-coll.txt" timeout 120 env CUDA_VISIBLE_DEVICES="$visible" \
+        mpirun -np "$g" --oversubscribe -x CUDA_VISIBLE_DEVICES -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
+        "$coll_bin" "${lat[@]}" --devices-per-rank 1 --json "$jsondir/latency-skein-1pr-$tag.json"
+      step "lat-nccl-1pr-$tag" "$OUTDIR/bench-coll.txt" timeout 120 env CUDA_VISIBLE_DEVICES="$visible" \
+        mpirun -np "$g" --oversubscribe -x CUDA_VISIBLE_DEVICES -x NCCL_NVLS_ENABLE "$nccl_bin" "${lat[@]}" \
+        --json "$jsondir/latency-nccl-1pr-$tag.json"
+      if [[ -n "$ncclt" ]]; then
+        step "lat-ncclt-1pr-$tag" "$jsondir/latency-ncclt-1pr-$tag.txt" timeout 120 \
+          env CUDA_VISIBLE_DEVICES="$visible" mpirun -np "$g" --oversubscribe -x CUDA_VISIBLE_DEVICES \
+          -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH "$ncclt" -b 8 -e 8 -n 2000 -w 200 -g 1
+      fi
+      step "lat-skein-1rank-$tag" "$OUTDIR/bench-coll.txt" timeout 120 env CUDA_VISIBLE_DEVICES="$visible" \
+        mpirun -np 1 --bind-to none -x CUDA_VISIBLE_DEVICES -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${lat[@]}" \
+        --devices-per-rank "$g" --json "$jsondir/latency-skein-1rank-$tag.json"
+      step "lat-nccl-1rank-$tag" "$OUTDIR/bench-coll.txt" timeout 120 env CUDA_VISIBLE_DEVICES="$visible" \
+        mpirun -np 1 --bind-to none -x CUDA_VISIBLE_DEVICES -x NCCL_NVLS_ENABLE "$nccl_bin" "${lat[@]}" -g "$g" \
+        --json "$jsondir/latency-nccl-1rank-$tag.json"
+      # LAT_VARIANTS=1: Skein with the agreement check off, the timeout off (no watch), and both,
+      # one GPU per rank, for where its time goes (latency-variant_<v>-1pr-...json).
+      if [[ "${LAT_VARIANTS:-0}" == 1 ]]; then
+        for v in ${LAT_VARIANT_LIST:-nocheck:SKEIN_CHECK_COLLECTIVES=0 notimeout:SKEIN_COLLECTIVE_TIMEOUT=0 \
+                 bare:SKEIN_CHECK_COLLECTIVES=0,SKEIN_COLLECTIVE_TIMEOUT=0}; do
+          vname="${v%%:*}"
+          vars=()
+          IFS=, read -r -a assignments <<<"${v#*:}"
+          for a in "${assignments[@]}"; do vars+=(-x "$a"); done
+          step "lat-variant_$vname-1pr-$tag" "$OUTDIR/bench-coll.txt" timeout 120 \
+            env CUDA_VISIBLE_DEVICES="$visible" mpirun -np "$g" --oversubscribe -x CUDA_VISIBLE_DEVICES \
+            -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "${vars[@]}" "$coll_bin" "${lat[@]}" --devices-per-rank 1 \
+            --json "$jsondir/latency-variant_$vname-1pr-$tag.json"
+        done
+      fi
+      if [[ -n "$ncclt" ]]; then
+        step "lat-ncclt-1rank-$tag" "$jsondir/latency-ncclt-1rank-$tag.txt" timeout 120 \
+          env CUDA_VISIBLE_DEVICES="$visible" mpirun -np 1 --bind-to none -x CUDA_VISIBLE_DEVICES \
+          -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH "$ncclt" -b 8 -e 8 -n 2000 -w 200 -g "$g"
+      fi
+    done
   done
+  # LAT_PARTS=1: where the time of Skein's call goes, on every GPU with one per rank, in
+  # alternating rounds of 10000 calls (lat-parts.txt): NCCL's own loop alone and with an event
+  # recorded after each call (skein-bench-nccl --extra event, as each Skein call returns one),
+  # Skein as it is and with its agreement check and timeout off, and once Skein's host time per
+  # call by phase (SKEIN_PROFILE_COLLECTIVES=1).
+  if [[ "${LAT_PARTS:-0}" == 1 ]]; then
+    parts=(--coll all_reduce -b 8 -e 8 -n 10000 -w 1000)
+    step "lat-parts-profile" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_PROFILE_COLLECTIVES=1 "$coll_bin" "${parts[@]}" \
+      --devices-per-rank 1
+    for ((round = 1; round <= ${LAT_ROUNDS:-5}; round++)); do
+      for extra in none event; do
+        step "lat-parts-nccl-$extra-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" \
+          --oversubscribe -x NCCL_NVLS_ENABLE "$nccl_bin" "${parts[@]}" --extra "${extra/none/}" \
+          --json "$jsondir/parts-nccl_$extra-$round.json"
+      done
+      step "lat-parts-skein-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
+        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "$coll_bin" "${parts[@]}" --devices-per-rank 1 \
+        --json "$jsondir/parts-skein_default-$round.json"
+      step "lat-parts-skein-bare-$round" "$OUTDIR/lat-parts.txt" timeout 120 mpirun -np "$ngpu" --oversubscribe \
+        -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_CHECK_COLLECTIVES=0 -x SKEIN_COLLECTIVE_TIMEOUT=0 \
+        "$coll_bin" "${parts[@]}" --devices-per-rank 1 --json "$jsondir/parts-skein_bare-$round.json"
+    done
+    step compare-parts "$OUTDIR/lat-parts.txt" python3 - "$jsondir" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+by = {}
+for f in glob.glob(os.path.join(d, "parts-*.json")):
+    who = os.path.basename(f)[len("parts-"):].rsplit("-", 1)[0]
+    r = json.load(open(f))["rows"][0]
+    by.setdefault(who, []).append((r["out_of_place"]["time_us"], r["in_place"]["time_us"]))
+med = lambda v: sorted(v)[len(v) // 2]
+print("medians of the rounds, 8-byte all_reduce, us (out of place / in place):")
+for who, t in sorted(by.items()):
+    print(f"  {who:<16} {med([x[0] for x in t]):7.2f} / {med([x[1] for x in t]):7.2f}  ({len(t)} rounds)")
+PY
+  fi
   # With `coll` too, its compare step (below) judges these rounds with the rest.
   if ! want coll; then
     step compare-latency "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"

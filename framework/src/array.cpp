@@ -286,6 +286,7 @@ void Array::get(std::span<std::byte> dest, Sync sync) const {
   const Strides dense = contiguous_strides(s_->shape, itemsize());
   if (auto region = plan_rect(s_->shape, dense, s_->strides, itemsize())) {
     region->src_offset = s_->data.offset() + s_->offset;
+    if (sync == Sync::blocking) detail::confirm_results(s_->queue, s_->device_idx, "Array::get");
     if (s_->queue.device_queue(s_->device_idx)
             .read_rect(dest.data(), *s_->data.adapter(), *region, sync == Sync::blocking)) {
       return;
@@ -509,6 +510,7 @@ void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync
       // As Buffer::set: after the work so far on the source's device; later work there waits.
       auto& src_queue = queue.device_queue(src.device_idx());
       dst_queue.wait_for_queue(src_queue);
+      detail::pass_results(queue, src.device_idx(), dst.device_idx());
       if (dst_queue.copy_rect(*dst.data().adapter(), *src.data().adapter(), *region)) {
         src_queue.wait_for_queue(dst_queue);
         finish();

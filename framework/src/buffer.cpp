@@ -75,6 +75,10 @@ void Buffer::get(const Queue& queue, std::span<std::byte> host, Sync sync) const
   check_same_size(size_, host.size(), "Buffer::get", "the host destination");
   if (size_ == 0) return;
   check_queue(*this, queue, device_idx_, "Buffer::get");
+  // A blocking read is a host completion: what the queue's work must confirm first is confirmed
+  // (skein/detail/pending_results.hpp). An asynchronous one is completed by a later wait, which
+  // confirms then.
+  if (sync == Sync::blocking) detail::confirm_results(queue, device_idx_, "Buffer::get");
   queue.device_queue(device_idx_)
       .read(host.data(), *adapter_, offset_, size_, sync == Sync::blocking);
 }
@@ -92,6 +96,7 @@ void Buffer::set(const Queue& queue, const Buffer& source, Sync sync) const {
     // later work on the source's queue (which may overwrite the source) waits for the copy.
     auto& src_queue = queue.device_queue(source.device_idx_);
     dst_queue.wait_for_queue(src_queue);
+    detail::pass_results(queue, source.device_idx_, device_idx_);
     dst_queue.copy(*adapter_, offset_, *source.adapter_, source.offset_, size_);
     src_queue.wait_for_queue(dst_queue);
   }

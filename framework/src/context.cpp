@@ -59,7 +59,11 @@ bool Context::array_pool() const { return impl_->array_pool.load(std::memory_ord
 namespace detail {
 
 Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
-  // Read here, where a bad value can be refused, not on a call that makes an array.
+  // The Context's variables are read (and a bad value refused) when any Context is made, whatever
+  // its backend, so that a wrong setting fails where it is made rather than later, or never (not
+  // on a call that makes an array).
+  (void)env_flag("SKEIN_CUDA_GRAPH_LAUNCH", true, "Context",
+                 "launch kernels called again on a queue through one-kernel CUDA graphs");
   const bool array_pool =
       env_flag("SKEIN_ARRAY_POOL", true, "Context",
                "arrays made without an allocator come from their queue's pool (0: plain "

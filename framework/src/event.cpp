@@ -3,6 +3,7 @@
 
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/detail/pending_results.hpp"
 
 namespace skein {
 
@@ -17,8 +18,18 @@ detail::EventAdapter& checked(const std::shared_ptr<detail::EventAdapter>& adapt
 }
 }  // namespace
 
-void Event::wait() const { checked(adapter_, "Event::wait").wait(); }
-bool Event::query() const { return checked(adapter_, "Event::query").query(); }
+void Event::wait() const {
+  detail::EventAdapter& adapter = checked(adapter_, "Event::wait");
+  // Confirmed before the wait: work the other ranks never joined may never finish.
+  if (results_) results_->confirm("Event::wait");
+  adapter.wait();
+}
+
+bool Event::query() const {
+  detail::EventAdapter& adapter = checked(adapter_, "Event::query");
+  if (results_ && !results_->poll("Event::query")) return false;
+  return adapter.query();
+}
 double Event::time_since(const Event& start) const {
   return checked(adapter_, "Event::time_since")
       .time_since(checked(start.adapter_, "Event::time_since"));

@@ -8,6 +8,7 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/pending_results.hpp"
 
 namespace skein {
 
@@ -106,18 +107,36 @@ detail::QueueAdapter& Queue::device_queue(std::size_t device_idx) const {
   return *impl_->queues[device_idx];
 }
 
+// Results held on the queue's devices are confirmed before the host waits for them: work that
+// the other ranks never joined may never finish (skein/detail/pending_results.hpp).
 void Queue::synchronize() const {
+  if (impl_->holds_results.load(std::memory_order_acquire)) {
+    for (std::size_t idx : impl_->device_idxs) detail::confirm_results(*this, idx, "Queue::synchronize");
+  }
   for (std::size_t idx : impl_->device_idxs) impl_->queues[idx]->synchronize();
 }
 
-void Queue::synchronize(std::size_t device_idx) const { device_queue(device_idx).synchronize(); }
+void Queue::synchronize(std::size_t device_idx) const {
+  detail::QueueAdapter& adapter = device_queue(device_idx);
+  detail::confirm_results(*this, device_idx, "Queue::synchronize");
+  adapter.synchronize();
+}
+
+namespace {
+Event with_results(Event event, Queue::Impl& impl, std::size_t device_idx) {
+  if (auto results = detail::results_for_event(impl, device_idx)) {
+    detail::EventAccess::set_results(event, std::move(results));
+  }
+  return event;
+}
+}  // namespace
 
 Event Queue::record_event(std::size_t device_idx) const {
-  return Event(device_queue(device_idx).record());
+  return with_results(Event(device_queue(device_idx).record()), *impl_, device_idx);
 }
 
 Event Queue::record_marker(std::size_t device_idx) const {
-  return Event(device_queue(device_idx).record_untimed());
+  return with_results(Event(device_queue(device_idx).record_untimed()), *impl_, device_idx);
 }
 
 void Queue::wait_for(const Event& event, std::size_t device_idx) const {
@@ -126,6 +145,10 @@ void Queue::wait_for(const Event& event, std::size_t device_idx) const {
                      "the event is empty");
   }
   device_queue(device_idx).wait_for(*event.adapter());
+  // Later work on the device depends on the event's work: so do its host completions.
+  if (const auto& results = detail::EventAccess::results(event)) {
+    detail::take_results(*impl_, device_idx, *results);
+  }
 }
 
 void Queue::wait_for(const Event& event) const {

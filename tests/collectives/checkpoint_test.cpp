@@ -379,8 +379,10 @@ TEST_P(Checkpoints, BadCallsRaiseTypedErrors) {
   expect_error<LogicError>([&] { m.write(2, 0, {{"/u", u}}); }, {"'/u'"}, "name with a leading slash");
   expect_error<CheckpointError>([&] { (void)m.verify(99); }, {"step 99", "no completion marker"}, "verify a missing step");
   {
+    // Read, and refused, when the manager is made.
     test::ScopedEnv env("SKEIN_TEST_CHECKPOINT_KILL", "soon");
-    expect_error<LogicError>([&] { m.write(2, 0, {{"u", u}}); }, {"SKEIN_TEST_CHECKPOINT_KILL='soon'"}, "bad kill variable");
+    expect_error<LogicError>([&] { (void)CheckpointManager(*s_.comm, dir_.sub("killed"), options(1)); },
+                             {"SKEIN_TEST_CHECKPOINT_KILL='soon'", "CheckpointManager"}, "bad kill variable");
   }
   if (world_size() > 1) {
     expect_error<LogicError>([&] { m.write(world_rank() == 1 ? 3 : 2, 0, {{"u", u}}); }, {"different calls"},

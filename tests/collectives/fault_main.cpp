@@ -8,6 +8,16 @@
 //             LogicError naming what differs ("count differs: ..."); nothing is corrupted, and
 //             afterwards the MPI backend's communicator still computes a right all_reduce (an
 //             asynchronous backend, NCCL, is aborted instead and says so)
+//   read_count, read_dtype, read_reduction, read_root, read_operation
+//             the same mismatches (count 1000 against 1001 here), after one agreeing call, each
+//             followed only by what a
+//             user's code does next, queue.synchronize() and a get() of the array: every rank must
+//             raise the LogicError naming what differs within 2 s, from the call itself (the MPI
+//             backend's check, before data moves) or from the synchronize (NCCL's calls return
+//             once enqueued), and no rank may read a value, not even by a get() after catching it
+//   read_skip rank 1 skips an all_reduce, then every rank synchronizes and reads: the others raise
+//             TimeoutError within SKEIN_COLLECTIVE_TIMEOUT plus a margin; rank 1, which made no
+//             call, reads its own array unchanged
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
 //   skip_sum  the same for a dist::sum, which must raise itself rather than return a value (with
@@ -27,22 +37,28 @@
 //             TimeoutError naming CheckpointManager::write, SKEIN_COLLECTIVE_TIMEOUT and rank 1
 //             within the timeout plus a margin; checkpoint 1 stays complete
 //   badenv[:VARIABLE]
-//             a bad value of VARIABLE (set by the test; SKEIN_COLLECTIVE_TIMEOUT by default):
-//             every rank raises LogicError naming it
+//             a bad value of VARIABLE (set by the test; SKEIN_COLLECTIVE_TIMEOUT by default): the
+//             objects a program makes, from the Runtime on; the one that reads it raises
+//             LogicError naming it, on every rank, and the program ends normally
 // Exit status 0 when this rank saw what it should.
+#include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <skein/checkpoint.hpp>
 #include <skein/communicator.hpp>
+#include <skein/hdf5.hpp>
 #include <skein/skein.hpp>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 namespace {
@@ -126,6 +142,85 @@ int mismatch(const Runtime& runtime, const std::string& field) {
     return report(false, std::string("unexpected exception: ") + e.what());
   }
   return report(false, "no exception");
+}
+
+// Reads the array's bytes (what a user's a.get<T>() does).
+std::vector<std::byte> read_back(const Array& a) {
+  std::vector<std::byte> out(a.nbytes());
+  a.get(std::span<std::byte>(out));
+  return out;
+}
+
+// A mismatched call (rank 1 differs in `field`; "skip": rank 1 makes none), then only
+// queue.synchronize() and a read of the array, as a user's code does next.
+int read_after(const Runtime& runtime, const std::string& field) {
+  Communicator comm(runtime);
+  Queue queue(comm.context());
+  const bool odd = g_rank == 1;
+  const std::size_t n = field == "count" && odd ? 1001 : 1000;
+  const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
+  Array a = Array::zeros(queue, {n}, dtype);
+  // An agreeing call first, as a simulation makes many before the one that differs (NCCL also
+  // sets up its connections on the first call).
+  Array warm = Array::zeros(queue, {8}, Dtype::float32);
+  comm.all_reduce(queue, std::span(&warm, 1), std::span(&warm, 1), ReduceOp::sum);
+  queue.synchronize();
+  const std::string backend = std::string(name(comm.backend()));
+  const auto start = std::chrono::steady_clock::now();
+  auto waited = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::string step = "the call";
+  try {
+    if (field == "root") {
+      comm.broadcast(queue, std::span(&a, 1), odd ? 1 : 0);
+    } else if (field == "operation" && odd) {
+      comm.broadcast(queue, std::span(&a, 1), 0);
+    } else if (!(field == "skip" && odd)) {
+      comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1),
+                      field == "reduction" && odd ? ReduceOp::max : ReduceOp::sum);
+    }
+    step = "queue.synchronize()";
+    queue.synchronize();
+    step = "get()";
+    const auto bytes = read_back(a);
+    if (field == "skip" && odd) {
+      // No call on this rank: its array is its own, zeros.
+      const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+      return report(zeros, "made no call and read its own array back (" + backend + ")");
+    }
+    return report(false, "read " + std::to_string(bytes.size()) + " bytes after " + std::to_string(waited()) +
+                             " s with no error (" + backend + ")");
+  } catch (const Error& e) {
+    const double t = waited();
+    const std::string what = e.what();
+    bool ok = false;
+    if (field == "skip") {
+      const double limit = timeout_seconds();
+      ok = dynamic_cast<const TimeoutError*>(&e) != nullptr && contains(what, "SKEIN_COLLECTIVE_TIMEOUT") &&
+           t < limit + 10;
+    } else {
+      ok = dynamic_cast<const LogicError*>(&e) != nullptr && contains(what, field + " differs") &&
+           contains(what, "rank 1 has") && t < 2.0;
+    }
+    // Reading after catching it: where the call itself refused (before any data moved), the
+    // array is as it was (zeros); where the call went ahead, nothing can be read.
+    std::string after;
+    try {
+      const auto bytes = read_back(a);
+      const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+      ok = ok && step == "the call" && zeros;
+      after = step == "the call" ? (zeros ? "the array was untouched" : "the array was CHANGED")
+                                 : "a get() after it RETURNED the data";
+    } catch (const Error& again) {
+      ok = ok && step != "the call" && typeid(again) == typeid(e);
+      after = "a get() after it raised too";
+    }
+    return report(ok, std::string(dynamic_cast<const LogicError*>(&e) ? "LogicError" : "an error") + " from " +
+                          step + " after " + std::to_string(t) + " s (" + backend + "); " + after + ": " + what);
+  } catch (const std::exception& e) {
+    return report(false, std::string("unexpected exception from ") + step + ": " + e.what());
+  }
 }
 
 // `sum`: the call skipped is a dist::sum, else an all_reduce.
@@ -285,16 +380,53 @@ int checkpoint_skip(const Runtime& runtime) {
   return report(false, "no exception");
 }
 
-int badenv(const Runtime& runtime, const std::string& name) {
+// A bad value of `name` (set by the test): the objects a program makes, in the order a simulation
+// makes them, the Runtime first; the one that reads the variable must raise LogicError naming it,
+// before anything after it is made; then the program goes on to end normally (what a user's code
+// does after reporting the error). Every rank alike.
+int badenv(int& argc, char**& argv, const std::string& name) {
+  std::string step = "the Runtime";
+  std::unique_ptr<Runtime> runtime;
   try {
-    Communicator comm(runtime);
+    runtime = std::make_unique<Runtime>(&argc, &argv);
+    g_rank = runtime->rank();
+    step = "the Communicator";
+    Communicator comm(*runtime);
+    step = "a Queue and a kernel";
+    const Context& context = runtime->context();
+    Queue queue(context, {0});
+    Program program(context, "KERNEL void twice(GLOBAL_MEM float* x) { x[get_global_id(0)] *= 2.0f; }");
+    Array a = Array::from_host(queue, std::vector<float>(64, 1.5f));
+    program.kernel("twice")(queue, 64, std::nullopt, a);
+    if (a.get<float>() != std::vector<float>(64, 3.0f)) return report(false, "the kernel computed a wrong value");
+#if SKEIN_HAS_HDF5
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("skein-badenv-" + std::to_string(getppid()));
+    if (g_rank == 0) fs::create_directories(dir);
+    const Queue everywhere(comm.context());
+    comm.barrier(everywhere);
+    step = "an HDF5 file";
+    { auto file = hdf5::File::create(comm, (dir / "badenv.h5").string()); }
+    step = "a CheckpointManager";
+    { CheckpointManager m(comm, dir / "checkpoints"); }
+    comm.barrier(everywhere);
+    if (g_rank == 0) fs::remove_all(dir);
+#endif
   } catch (const LogicError& e) {
     const std::string what = e.what();
-    return report(contains(what, name + "="), "LogicError: " + what);
+    const bool named = contains(what, name);
+    // Refused by the Runtime itself: the rank from MPI, where it was started.
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    runtime.reset();
+    return report(named, "LogicError from " + step + ": " + what);
   } catch (const std::exception& e) {
-    return report(false, std::string("unexpected exception: ") + e.what());
+    return report(false, "unexpected exception from " + step + ": " + e.what());
   }
-  return report(false, "no exception");
+  return report(false, "no exception: every object was made with " + name + " set to '" +
+                           std::string(std::getenv(name.c_str()) ? std::getenv(name.c_str()) : "") + "'");
 }
 
 int run(const std::string& mode, const Runtime& runtime) {
@@ -302,15 +434,12 @@ int run(const std::string& mode, const Runtime& runtime) {
     return mismatch(runtime, mode);
   }
   if (mode == "skip" || mode == "skip_sum") return skip(runtime, mode == "skip_sum");
+  if (mode.rfind("read_", 0) == 0) return read_after(runtime, mode.substr(5));
   if (mode == "late") return late(runtime);
   if (mode == "tiny") return tiny(runtime);
   if (mode == "shared") return shared(runtime);
   if (mode == "kill") return kill_one(runtime);
   if (mode == "checkpoint_skip") return checkpoint_skip(runtime);
-  // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set.
-  if (mode.rfind("badenv", 0) == 0) {
-    return badenv(runtime, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
-  }
   std::fprintf(stderr, "unknown scenario '%s'\n", mode.c_str());
   return 1;
 }
@@ -319,6 +448,17 @@ int run(const std::string& mode, const Runtime& runtime) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set,
+  // which the Runtime itself may read.
+  if (mode.rfind("badenv", 0) == 0) {
+    const int rc = badenv(argc, argv, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
+    // A Runtime that refused its settings may have started MPI first: end it as a program would.
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Finalize();
+    return rc;
+  }
   int rc = 1;
   try {
     // One device per rank (the scenarios pass one array per call).

@@ -64,12 +64,6 @@ std::optional<ncclDataType_t> nccl_type(Dtype dtype) {
   }
 }
 
-// SKEIN_NCCL_BLOCKING: blocking communicators (the default) or non-blocking ones.
-bool blocking_from_environment() {
-  return env_flag("SKEIN_NCCL_BLOCKING", true, "Communicator",
-                  "blocking NCCL communicators, the default; 0: non-blocking, no NCCL call ever "
-                  "blocks the host, at several microseconds more per collective");
-}
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum: return ncclSum;
@@ -185,7 +179,7 @@ NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
                          double timeout_s)
     : cuda_(cuda_context_adapter(context)),
       timeout_s_(timeout_s),
-      blocking_(blocking_from_environment()) {
+      blocking_(nccl_blocking_from_environment()) {
   if (!cuda_) {
     raise_in(SKEIN_HERE, "Communicator", "Use the MPI backend for OpenCL devices.",
              "the NCCL backend needs a CUDA context, and this context is not one");

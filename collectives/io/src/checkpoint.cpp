@@ -350,7 +350,7 @@ std::optional<KillRequest> kill_from_environment() {
   detail::bad_env("SKEIN_TEST_CHECKPOINT_KILL", whole,
                   "[<rank>@]<n>:<stage> with n >= 1 and a stage of created, written, renamed or marked "
                   "(e.g. 2:written, or 1@2:written for rank 1; renamed and marked happen on rank 0)",
-                  "CheckpointManager::write");
+                  "CheckpointManager");
 }
 
 std::atomic<std::uint64_t> g_writes{0};  // checkpoint writes of this process, for the kill hook
@@ -365,6 +365,8 @@ struct CheckpointManager::Impl {
   int size = 1;
   fs::path dir;
   CheckpointOptions options;
+  // SKEIN_TEST_CHECKPOINT_KILL, read (and a bad value refused) when the manager is made.
+  std::optional<KillRequest> kill;
 
   std::string broadcast_string(const std::string& call, const std::string& text, int root) {
     return agreement.broadcast_string(call, text, root);
@@ -529,6 +531,8 @@ CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path direct
   m.options = std::move(options);
   m.agree_on_call(call, fmt::format("CheckpointManager '{}' keep {} on_corrupt {}", m.dir.string(), m.options.keep,
                                     static_cast<int>(m.options.on_corrupt)));
+  // Every rank alike: a bad SKEIN_TEST_CHECKPOINT_KILL raises LogicError on every rank, here.
+  m.everywhere(call, [&] { m.kill = kill_from_environment(); });
   m.on_rank0(call, [&] {
     if (m.dir.empty()) {
       detail::raise_in(SKEIN_HERE, call, "Pass the directory to keep checkpoints in.", "the directory is empty");
@@ -561,9 +565,8 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("write step {} time {} arrays {{{}}} attributes {{{}}}", step, time_bits(time),
                                     describe_arrays(arrays), describe_attributes(attributes)));
-  std::optional<KillRequest> kill;
+  const std::optional<KillRequest>& kill = m.kill;
   m.everywhere(call, [&] {
-    kill = kill_from_environment();
     if (step < 0) {
       detail::raise_in(SKEIN_HERE, call, "Pass a step number of 0 or more.", "step {} is negative", step);
     }

@@ -10,6 +10,8 @@ namespace skein {
 
 namespace detail {
 class EventAdapter;
+class PendingResults;
+struct EventAccess;
 }
 
 // A cheap handle: copies are the same event.
@@ -20,9 +22,13 @@ class SKEIN_EXPORT Event {
   Event() = default;
   explicit Event(std::shared_ptr<detail::EventAdapter> adapter) : adapter_(std::move(adapter)) {}
 
-  // Blocks until all work before the event is done.
+  // Blocks until all work before the event is done. When that work includes results the host
+  // may have only once confirmed (a collective over NCCL, whose agreement check runs alongside),
+  // it confirms them first and raises what the check found instead: a LogicError for calls the
+  // ranks did not agree on, a TimeoutError when the check did not complete in time.
   void wait() const;
-  // True when all work before the event is done.
+  // True when all work before the event is done (and confirmed, as for wait(), which raises the
+  // same errors here).
   bool query() const;
   // Milliseconds from `start` to this event; both must be done and on the same device.
   double time_since(const Event& start) const;
@@ -32,7 +38,10 @@ class SKEIN_EXPORT Event {
   const std::shared_ptr<detail::EventAdapter>& adapter() const { return adapter_; }
 
  private:
+  friend struct detail::EventAccess;
   std::shared_ptr<detail::EventAdapter> adapter_;
+  // What its host completions confirm first (skein/detail/pending_results.hpp); null when nothing.
+  std::shared_ptr<const detail::PendingResults> results_;
 };
 
 }  // namespace skein

@@ -13,6 +13,7 @@
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/detail/adapter.hpp"
+#include "skein/detail/pending_results.hpp"
 #include "skein/export.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/queue.hpp"
@@ -51,6 +52,16 @@ struct Queue::Impl {
   std::vector<std::size_t> device_idxs;
   // Indexed by device index in the context; null for devices not in the queue.
   std::vector<std::unique_ptr<detail::QueueAdapter>> queues;
+  // Per device (indexed by device index; empty until first use): results of work on it that the
+  // host may have only once confirmed (skein/detail/pending_results.hpp). `holds_results` says
+  // whether any device has some, read without the lock: host completions of queues that never
+  // held any pay one load.
+  std::mutex results_mutex;
+  std::atomic<bool> holds_results{false};
+  std::vector<detail::PendingResults> results;
+  // Per device: the set events recorded there now carry (null until an event asks after a change),
+  // shared by the events recorded while it stays the same.
+  std::vector<std::shared_ptr<const detail::PendingResults>> results_snapshots;
   // The pool that Skein's array operations on this queue take their temporaries from
   // (temporaries_pool()): made on first use, and freed with the queue. Declared last, so that its
   // held blocks are freed while the device queues still exist.
@@ -69,6 +80,11 @@ struct Queue::Impl {
 };
 
 namespace detail {
+// The pending results (skein/detail/pending_results.hpp) that an event recorded now on the queue's
+// device carries (null when none), and those that an event brings to a device waiting for it.
+std::shared_ptr<const PendingResults> results_for_event(Queue::Impl& impl, std::size_t device_idx);
+void take_results(Queue::Impl& impl, std::size_t device_idx, const PendingResults& results);
+
 // A Context over a backend context adapter (its devices come from the adapter).
 Context wrap_context(std::shared_ptr<ContextAdapter> adapter);
 // A Queue over backend queues made by the caller (the application's own streams and command

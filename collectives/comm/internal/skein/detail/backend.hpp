@@ -51,7 +51,14 @@ struct CallProfile {
   std::atomic<long long> events_ns{0};   // the events returned to the caller
   std::atomic<long long> watch_ns{0};    // registering the call with the watchdog
 };
+// Read (and a bad SKEIN_PROFILE_COLLECTIVES refused, with LogicError) when the first Communicator is
+// made; call_profile_if_read() never throws (null while unread), for destructors.
 CallProfile& call_profile();
+CallProfile* call_profile_if_read() noexcept;
+// SKEIN_NCCL_BLOCKING: blocking NCCL communicators (the default) or non-blocking ones. Read by every
+// Communicator's creation (a bad value is refused there whatever the backend) and by the NCCL
+// backend's.
+bool nccl_blocking_from_environment();
 // The NCCL launch time of the call this thread is making (the backend adds to it; the front-end
 // moves it into the totals with the call's other phases).
 long long& call_launch_ns();

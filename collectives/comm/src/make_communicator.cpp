@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Creating a Communicator: its environment, the members, the choice of backend, its own MPI
+// communicators, each step under the creation's deadline.
+#include "communicator_impl.hpp"
+
+#include "skein/detail/env.hpp"
+#include "skein/detail/front.hpp"
+#include "skein/detail/placement.hpp"
+#include "skein/device.hpp"
+
+namespace skein {
+
+namespace {
+
+// The Communicator's variables (detail::env_*: unset or empty means the default).
+bool agreement_check_from_environment() {
+  return detail::env_flag("SKEIN_CHECK_COLLECTIVES", true, "Communicator",
+                          "check that the ranks make the same collective calls; the default");
+}
+
+// SKEIN_BACKEND replaces a request for CollectiveBackend::automatic (an explicit choice in the
+// code wins).
+std::optional<CollectiveBackend> backend_from_environment() {
+  return detail::env_choice<CollectiveBackend>(
+      "SKEIN_BACKEND", "Communicator",
+      {{"auto", CollectiveBackend::automatic, "NCCL when every rank has CUDA devices of its own, else MPI"},
+       {"nccl", CollectiveBackend::nccl, "NCCL"},
+       {"mpi", CollectiveBackend::mpi, "MPI, staged through host memory"}});
+}
+
+// SKEIN_COLLECTIVE_TIMEOUT: seconds, default 300; 0 waits forever.
+double timeout_from_environment() { return detail::collective_timeout("Communicator"); }
+
+}  // namespace
+
+#if SKEIN_HAS_MPI
+namespace {
+
+constexpr const char* kCreationHint =
+    "Every rank of the MPI communicator must create the Communicator; another rank is late, failed, "
+    "or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is legitimately slow to get here.";
+
+// A communicator-creation step's MPI request, waited on against the creation's one `deadline`
+// (agreement.hpp's wait_or_abandon: on a timeout `keep` is kept until exit and the TimeoutError
+// names the step, the variable and what to do).
+void wait_creation_step(MPI_Request& request, CollectiveClock::time_point deadline, double timeout_s,
+                        const char* step, std::shared_ptr<void> keep) {
+  detail::wait_or_abandon(request, deadline, timeout_s, "Communicator",
+                          fmt::format("creating a Communicator: {}", step), std::move(keep), kCreationHint);
+}
+
+// A duplicate of `parent` (MPI_Comm_idup) against the creation's deadline.
+MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double timeout_s,
+                   const char* step) {
+  return detail::duplicate_comm(parent, deadline, timeout_s, "Communicator",
+                                fmt::format("creating a Communicator: {}", step), kCreationHint);
+}
+
+}  // namespace
+
+namespace detail {
+std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
+                                              std::vector<std::size_t> device_idxs,
+                                              CollectiveBackend requested) {
+  // Everything that can fail locally fails before the first collective, identically on every
+  // rank that has the same environment. Every variable a Communicator reads is read here, before
+  // anything is made, whichever backend it gets: a bad value raises LogicError from the
+  // constructor, never later from a call, a thread or a destructor.
+  (void)detail::call_profile();
+  (void)detail::nccl_blocking_from_environment();
+  const bool check_agreement = agreement_check_from_environment();
+  const double timeout_s = timeout_from_environment();
+  // SKEIN_BACKEND answers a request for the automatic choice; an explicit one in the code wins.
+  const auto from_environment = backend_from_environment();
+  if (requested == CollectiveBackend::automatic && from_environment) requested = *from_environment;
+  const bool requested_by_environment =
+      from_environment && *from_environment != CollectiveBackend::automatic && requested == *from_environment;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    detail::raise_in(SKEIN_HERE, "Communicator", "Create a skein::Runtime first, or call MPI_Init.",
+                     "MPI is not initialised");
+  }
+  if (user_comm == MPI_COMM_NULL) {
+    detail::raise_in(SKEIN_HERE, "Communicator", "Pass a valid communicator, e.g. MPI_COMM_WORLD.",
+                     "the MPI communicator is MPI_COMM_NULL");
+  }
+  if (device_idxs.empty()) {
+    for (std::size_t i = 0; i < context.num_devices(); ++i) device_idxs.push_back(i);
+  }
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    detail::check_device_idx(context, device_idxs[i], "Communicator");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (device_idxs[i] == device_idxs[j]) {
+        detail::raise_in(SKEIN_HERE, "Communicator", "List each device once.",
+                         "device {} is listed twice in the communicator's devices ({})",
+                         device_idxs[i], fmt::join(device_idxs, ", "));
+      }
+    }
+  }
+#if !SKEIN_HAS_NCCL
+  if (requested == CollectiveBackend::nccl) {
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     requested_by_environment
+                         ? "Set SKEIN_BACKEND=mpi or auto, or build Skein with NCCL."
+                         : "Use CollectiveBackend::mpi or automatic, or build Skein with NCCL.",
+                     "this build of Skein has no NCCL backend{}",
+                     requested_by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
+  }
+#endif
+
+  auto impl = std::make_unique<Communicator::Impl>(context);
+  impl->check_agreement = check_agreement;
+  impl->timeout_s = timeout_s;
+  impl->device_idxs = device_idxs;
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
+  impl->thread_multiple = thread_level == MPI_THREAD_MULTIPLE;
+  const auto deadline = impl->deadline();
+
+  // Skein's own communicator: its traffic never mixes with the user's, and MPI errors on it
+  // come back as codes (raised as exceptions) instead of aborting the job.
+  impl->comm = duplicate(user_comm, deadline, timeout_s, "MPI_Comm_idup");
+  SKEIN_MPI_CHECK(MPI_Comm_set_errhandler, (impl->comm, MPI_ERRORS_RETURN));
+  SKEIN_MPI_CHECK(MPI_Comm_rank, (impl->comm, &impl->mpi_rank));
+  SKEIN_MPI_CHECK(MPI_Comm_size, (impl->comm, &impl->mpi_size));
+
+  // Members: each rank's count, and whether its devices are all CUDA.
+  const bool cuda = context.api().id() == ApiId::cuda;
+  MPI_Request request = MPI_REQUEST_NULL;
+  // On the heap: after a timeout MPI may still use the buffers, which are then kept until exit.
+  auto exchange = std::make_shared<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl->mpi_size));
+  int* mine = exchange->data();
+  mine[0] = static_cast<int>(device_idxs.size());
+  mine[1] = cuda ? 1 : 0;
+  SKEIN_MPI_CHECK(MPI_Iallgather, (mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl->comm, &request));
+  wait_creation_step(request, deadline, timeout_s, "MPI_Iallgather of the members", exchange);
+  const int* all = mine + 2;
+  auto& map = impl->map;
+  std::vector<int> non_cuda_ranks;
+  for (int r = 0; r < impl->mpi_size; ++r) {
+    const auto count = static_cast<std::size_t>(all[2 * r]);
+    map.first_member_of_rank.push_back(map.member_rank.size());
+    map.members_of_rank.push_back(count);
+    for (std::size_t i = 0; i < count; ++i) map.member_rank.push_back(r);
+    if (!all[2 * r + 1]) non_cuda_ranks.push_back(r);
+  }
+  impl->first_member = map.first_member_of_rank[static_cast<std::size_t>(impl->mpi_rank)];
+
+  // Which physical device each member is (its host and PCI bus id, where the driver gives one):
+  // ranks that share a device cannot use NCCL, which allows one rank per GPU.
+  auto keys = std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown-host");
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    const Device& d = context.device(device_idxs[i]);
+    (*keys)[i] = detail::agreement_hash(fmt::format("{}|{}", host,
+                                   detail::device_key(host, d.params().pci_bus_id, context.api().id(),
+                                                      d.platform().index(), d.index())));
+  }
+  {
+    std::vector<int> counts, displs;
+    for (int r = 0; r < impl->mpi_size; ++r) {
+      counts.push_back(static_cast<int>(map.members_of_rank[static_cast<std::size_t>(r)]));
+      displs.push_back(static_cast<int>(map.first_member_of_rank[static_cast<std::size_t>(r)]));
+    }
+    std::uint64_t* base = keys->data();
+    SKEIN_MPI_CHECK(MPI_Iallgatherv, (base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
+                                      base + device_idxs.size(), counts.data(), displs.data(),
+                                      MPI_UINT64_T, impl->comm, &request));
+    wait_creation_step(request, deadline, timeout_s, "MPI_Iallgatherv of the devices", keys);
+  }
+  const std::uint64_t* all_keys = keys->data() + device_idxs.size();
+  // Pairs of ranks that share a device, and this rank's shared devices.
+  std::vector<std::string> shared;
+  std::vector<std::string> mine_shared;
+  for (std::size_t a = 0; a < map.member_rank.size(); ++a) {
+    for (std::size_t b = a + 1; b < map.member_rank.size(); ++b) {
+      if (all_keys[a] != all_keys[b] || map.member_rank[a] == map.member_rank[b]) continue;
+      shared.push_back(fmt::format("ranks {} and {}", map.member_rank[a], map.member_rank[b]));
+      for (std::size_t m : {a, b}) {
+        if (map.member_rank[m] == impl->mpi_rank) {
+          mine_shared.push_back(context.device(device_idxs[m - impl->first_member]).description());
+        }
+      }
+    }
+  }
+  std::sort(mine_shared.begin(), mine_shared.end());
+  mine_shared.erase(std::unique(mine_shared.begin(), mine_shared.end()), mine_shared.end());
+  const std::string shared_text =
+      shared.empty() ? std::string()
+                     : fmt::format("{} share a device{}", fmt::join(shared, ", "),
+                                   mine_shared.empty() ? std::string()
+                                                       : fmt::format(" (this rank's: {})", fmt::join(mine_shared, ", ")));
+
+  CollectiveBackend chosen = requested;
+  if (requested == CollectiveBackend::automatic) {
+    if (!SKEIN_HAS_NCCL || !non_cuda_ranks.empty()) {
+      chosen = CollectiveBackend::mpi;
+    } else if (!shared.empty()) {
+      chosen = CollectiveBackend::mpi;
+      // Said once per process, by the communicator's first rank.
+      static std::once_flag said;
+      if (impl->mpi_rank == 0) {
+        std::call_once(said, [&] {
+          std::fprintf(stderr,
+                       "skein: Communicator: %s; NCCL allows one rank per GPU, so the collectives "
+                       "use the MPI backend (staged through host memory). SKEIN_BACKEND=mpi "
+                       "chooses it without this note.\n",
+                       shared_text.c_str());
+        });
+      }
+    } else {
+      chosen = CollectiveBackend::nccl;
+    }
+  } else if (requested == CollectiveBackend::nccl && !non_cuda_ranks.empty()) {
+    // Raised on every rank (the flags were gathered), so that no rank waits in NCCL's set-up.
+    std::vector<std::string> mine_described;
+    for (auto idx : device_idxs) mine_described.push_back(context.device(idx).description());
+    const bool me = std::find(non_cuda_ranks.begin(), non_cuda_ranks.end(), impl->mpi_rank) !=
+                    non_cuda_ranks.end();
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     requested_by_environment
+                         ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
+                           "every rank CUDA devices."
+                         : "Use CollectiveBackend::mpi or automatic (MPI works with any device), or "
+                           "give every rank CUDA devices.",
+                     "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
+                     requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "",
+                     ranks_list(non_cuda_ranks), non_cuda_ranks.size() == 1 ? "has" : "have",
+                     me ? fmt::format(" (this rank's: {})", fmt::join(mine_described, ", ")) : "");
+  } else if (requested == CollectiveBackend::nccl && !shared.empty()) {
+    // Likewise on every rank, before NCCL would refuse it ("Duplicate GPU detected").
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     "Use the MPI backend (SKEIN_BACKEND=mpi, or CollectiveBackend::mpi or "
+                     "automatic in the code), or give each rank a GPU of its own.",
+                     "the NCCL backend{} cannot run on ranks that share a GPU: {}; NCCL allows one "
+                     "rank per GPU",
+                     requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "", shared_text);
+  }
+
+  // The agreement check's communicators: the digests (posted by the watchdog of an asynchronous
+  // backend) and the fingerprints after a mismatch, each apart from the data's traffic.
+  if (impl->checks()) {
+    impl->fp_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
+    impl->diag_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
+    if (chosen != CollectiveBackend::nccl) impl->make_persistent();
+  }
+  // The reductions of host values (detail::all_reduce_host): their own, so that a rank that made
+  // another call at that point never pairs a gather with a backend's data traffic.
+  if (impl->mpi_size > 1) {
+    impl->host_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (reductions of host values)");
+  }
+
+  const int first = static_cast<int>(impl->first_member);
+#if SKEIN_HAS_NCCL
+  if (chosen == CollectiveBackend::nccl) {
+    impl->backend = detail::make_nccl_backend(impl->comm, map, first, context, device_idxs, timeout_s);
+  }
+#endif
+  if (chosen == CollectiveBackend::mpi) {
+    impl->backend = detail::make_mpi_backend(impl->comm, map, first, context, device_idxs, timeout_s);
+  }
+  impl->async_agreement = impl->asynchronous();
+  if (impl->asynchronous()) impl->start_watchdog();
+  std::shared_ptr<Communicator::Impl> made = std::move(impl);
+  made->results->owner = made;
+  return made;
+}
+}  // namespace detail
+#endif
+
+}  // namespace skein
