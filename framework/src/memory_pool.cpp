@@ -72,14 +72,15 @@ class PoolCore {
   }
 
   // Called when the last handle of an active block is gone: holds the block, or frees it when the
-  // pool stopped holding or the block's address was handed to the application (BufferAdapter::
-  // exported: work Skein does not see may still use it, so it is never handed out again). Never
-  // throws (it runs in destructors).
+  // pool stopped holding or, in a pool that frees exported blocks (a queue's pool), when the
+  // block's address was handed to the application (BufferAdapter::exported: work Skein does not
+  // see may still use it, so it is never handed out again). Never throws (it runs in
+  // destructors).
   void give_back(const Key& key, Mem&& block, std::size_t requested) noexcept {
     Mem to_free;  // freed after the lock is released
     bool exported = false;
     if constexpr (std::is_same_v<Mem, Buffer>) {
-      exported = block.adapter() && block.adapter()->exported();
+      exported = free_exported && block.adapter() && block.adapter()->exported();
     }
     {
       std::lock_guard lock(mutex_);
@@ -171,6 +172,10 @@ class PoolCore {
   std::map<Key, std::vector<Mem>> bins_;
   MemoryPoolStatistics stats_;
   bool stop_holding_ = false;
+
+ public:
+  // Set once, before the pool is shared (queue_pool): exported blocks are freed, not held.
+  bool free_exported = false;
 };
 
 }  // namespace
@@ -281,6 +286,8 @@ struct DeviceMemoryPool::State {
   // pool (large_exact) makes large requests (>= 1 MiB) blocks of their size rounded up to 64 KiB
   // instead, and lets them take a held block up to an eighth larger: a bin's quarter more on a
   // 20 GiB array would be 5 GiB that a code near the device's capacity had before the pool.
+  // (A pool the application makes keeps PyCUDA's rules, bins and reuse of exported blocks
+  // alike: it chose them.)
   std::pair<std::size_t, std::size_t> size_class(std::size_t nbytes) const {
     if (!large_exact || nbytes < kLargeRequest) {
       const std::size_t size = alloc_size(bin_number(nbytes));
@@ -513,7 +520,9 @@ const DeviceMemoryPool& queue_pool(const Queue& queue) {
     std::lock_guard lock(impl->temporaries_mutex);
     if (impl->temporaries) return *impl->temporaries;
     impl->temporaries.emplace(impl->context);
-    detail::impl_of(*impl->temporaries)->large_exact = true;
+    auto& state = *detail::impl_of(*impl->temporaries);
+    state.large_exact = true;
+    state.core.free_exported = true;
   }
   auto& context = *detail::impl_of(impl->context);
   std::lock_guard lock(context.pool_queues_mutex);

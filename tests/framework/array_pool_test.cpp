@@ -342,8 +342,8 @@ TEST_P(ArrayPool, TrimIsPerDevice) {
   EXPECT_EQ(c.get<float>(), host);
 }
 
-// A block whose address went to the application (a native handle, DLPack) is freed when it comes
-// back, not held: work Skein does not see may still use it.
+// A block of a queue's pool whose address went to the application (a native handle, DLPack) is
+// freed when it comes back, not held: work Skein does not see may still use it.
 TEST_P(ArrayPool, ExportedBlocksAreNeverReused) {
   auto ctx = context();
   Queue queue(ctx);
@@ -375,6 +375,15 @@ TEST_P(ArrayPool, ExportedBlocksAreNeverReused) {
     const Array a = Array::from_host(queue, host);  // not exported: held as usual
   }
   EXPECT_EQ(pool.held_blocks(), 1u);
+  {
+    // A pool the application makes keeps PyCUDA's rules: its exported blocks are held all the same.
+    DeviceMemoryPool mine(ctx);
+    {
+      const Array a = Array::empty(queue, {1000}, Dtype::float32, std::nullopt, mine.allocator());
+      EXPECT_NE(native(a), 0u);
+    }
+    EXPECT_EQ(mine.held_blocks(), 1u);
+  }
 #if SKEIN_HAS_DLPACK
   pool.free_held();
   DLManagedTensor* tensor = nullptr;

@@ -21,17 +21,34 @@
 
 #include "backends.hpp"
 #include "checks.hpp"
-#include "skein/detail/adapter.hpp"
+
+#if SKEIN_HAS_OPENCL
+#include <skein/opencl.hpp>
+#endif
+#if SKEIN_HAS_CUDA
+#include <skein/cuda.hpp>
+#endif
 
 namespace skein::test {
 namespace {
 namespace memory_pool_test {
 
 // The backend's own handle of the allocation behind a buffer (cl_mem, or the device address of
-// the allocation's start): the physical identity of a block, as the application would see it.
-// Read from the adapter, not through cuda::native_pointer / opencl::native_mem: a block whose
-// address was handed out that way is never reused (ArrayPool.ExportedBlocksAreNeverReused).
-std::uintptr_t native_allocation(const Buffer& buffer) { return buffer.adapter()->native(); }
+// the allocation's start): the physical identity of a block, as the application sees it.
+std::uintptr_t native_allocation(const Buffer& buffer) {
+  switch (buffer.context().api().id()) {
+#if SKEIN_HAS_OPENCL
+    case ApiId::opencl:
+      return reinterpret_cast<std::uintptr_t>(opencl::native_mem(buffer));
+#endif
+#if SKEIN_HAS_CUDA
+    case ApiId::cuda:
+      return static_cast<std::uintptr_t>(cuda::native_pointer(buffer)) - buffer.offset();
+#endif
+    default:
+      return 0;
+  }
+}
 
 constexpr std::size_t kSizes[] = {0, 1, 7, 1001, 4097, (3u << 20) + 5};
 

@@ -57,9 +57,9 @@ SKEIN_EXPORT Queue queue_from_native(const Context& context, std::vector<std::si
 SKEIN_EXPORT CUstream native_stream(const Queue& queue, std::size_t device_idx);
 
 // The device address of the buffer's first byte (0 for an empty buffer). Keep the buffer (or an
-// array over it) while your work uses the address. A block of a memory pool (the memory of arrays
-// made without an allocator comes from their queue's pool) whose address was given out is freed
-// when its last handle goes, never reused, so work Skein does not see cannot find it rewritten.
+// array over it) while your work uses the address. A block of a queue's pool (the memory of arrays
+// made without an allocator: skein/memory_pool.hpp) whose address was given out is freed when its
+// last handle goes, never reused, so work Skein does not see cannot find it rewritten.
 SKEIN_EXPORT CUdeviceptr native_pointer(const Buffer& buffer);
 
 // The CUDA context of one device of a context.

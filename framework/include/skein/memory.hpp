@@ -96,9 +96,9 @@ static_assert(std::is_trivially_copyable_v<IpcMemoryHandle> &&
               std::is_standard_layout_v<IpcMemoryHandle>);
 
 // The handle of the buffer's bytes (PyCUDA's mem_get_ipc_handle, pygpu's get_ipc_handle). The
-// exporter keeps the buffer alive while other processes use it (a pool's block, e.g. an array made
-// without an allocator, is then freed when its last handle goes, never reused). LogicError on OpenCL, for an empty
-// buffer, and (from the driver) for memory CUDA cannot export (managed, host, virtual memory).
+// exporter keeps the buffer alive while other processes use it (a block of a queue's pool, e.g. an
+// array made without an allocator, is then freed when its last handle goes, never reused).
+// LogicError on OpenCL, for an empty buffer, and (from the driver) for memory CUDA cannot export (managed, host, virtual memory).
 SKEIN_EXPORT IpcMemoryHandle export_ipc_memory(const Buffer& buffer);
 
 // Another process's memory on device `device_idx` of the context (cuIpcOpenMemHandle; PyCUDA's

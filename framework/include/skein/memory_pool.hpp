@@ -23,10 +23,6 @@
 // asynchronous transfer (Sync::async) from or to a pooled HostBuffer must be finished (synchronize
 // the queue) before the HostBuffer's last copy goes.
 //
-// A block whose address was handed to the application while it was active (cuda::native_pointer,
-// opencl::native_mem, to_dlpack, export_ipc_memory) is freed when it comes back, never handed out
-// again: work that Skein does not see (another stream, library or process) may still use it.
-//
 // Pools are thread-safe, and cheap shared handles like Skein's other objects: copies are the
 // same pool. Blocks keep their pool's memory alive, so a pool may go before its blocks; a block
 // that comes back after the last handle of its pool is gone is freed.
@@ -182,6 +178,12 @@ class SKEIN_EXPORT PageLockedMemoryPool {
 // another queue, the distributed operations order their operands' queues (skein/dist_ops.hpp), and
 // the blocks of DistArray and ReplicatedArray, which halo exchanges and collectives use from
 // other queues, are plain allocations.
+//
+// Handed out, never reused. A block of a queue's pool whose address was handed to the application
+// while it was active (cuda::native_pointer, opencl::native_mem, to_dlpack, export_ipc_memory) is
+// freed when it comes back, never handed out again: work that Skein does not see (another stream,
+// library or process) may still use it. (A DeviceMemoryPool the application makes keeps PyCUDA's
+// rules: the rule above for every block.)
 //
 // Memory short. When an allocation finds the device full (Buffer::allocate, and so the pools'
 // own blocks), the pools of every queue of the context free the blocks they hold on that device,

@@ -55,8 +55,8 @@ SKEIN_EXPORT Queue queue_from_native(const Context& context, std::vector<std::si
 SKEIN_EXPORT cl_command_queue native_queue(const Queue& queue, std::size_t device_idx);
 
 // The cl_mem of the whole allocation behind the buffer (nullptr for an empty buffer); the
-// buffer's own bytes start at buffer.offset(). As cuda::native_pointer: a pool's block handed
-// out this way is freed when its last handle goes, never reused.
+// buffer's own bytes start at buffer.offset(). As cuda::native_pointer: a block of a queue's pool
+// handed out this way is freed when its last handle goes, never reused.
 SKEIN_EXPORT cl_mem native_mem(const Buffer& buffer);
 
 SKEIN_EXPORT cl_context native_context(const Context& context);

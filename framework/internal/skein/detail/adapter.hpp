@@ -86,7 +86,7 @@ class SKEIN_EXPORT BufferAdapter {
 
   // Set when the memory's address was handed to the application (cuda::native_pointer,
   // opencl::native_mem, to_dlpack, export_ipc_memory): work Skein cannot see (another stream,
-  // process or library) may use it until the memory is freed, so a memory pool frees such a block
+  // process or library) may use it until the memory is freed, so a queue's pool frees such a block
   // when it comes back instead of handing it out again (memory_pool.cpp).
   void mark_exported() noexcept { exported_.store(true, std::memory_order_relaxed); }
   bool exported() const noexcept { return exported_.load(std::memory_order_relaxed); }
