@@ -43,6 +43,7 @@ double collective_timeout(const char* call) {
 #include <utility>
 
 #include "skein/detail/mpi_util.hpp"
+#include "fingerprint.hpp"
 
 namespace skein::detail {
 
@@ -50,10 +51,6 @@ namespace {
 
 constexpr int kRollCallTag = 0x5ce1;  // the roll call's messages, on an Agreement's own comm
 constexpr std::size_t kChunk = std::size_t{1} << 30;  // the largest piece of one MPI call
-
-std::string ranks_list(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
-}
 
 }  // namespace
 
