@@ -42,7 +42,17 @@ case "$mode" in
 esac
 
 # SKEIN_SKIP_DEPS=1 leaves the packages alone (a machine with no package registry, whose
-# libraries are already there: the GPU machines).
+# libraries are already there: the GPU machines); 0 or unset installs them. Any other value is
+# refused before anything is done, as Skein's libraries refuse a bad value of their variables.
+case "${SKEIN_SKIP_DEPS:-0}" in
+  0|1) ;;
+  *)
+    echo "quickstart: SKEIN_SKIP_DEPS='${SKEIN_SKIP_DEPS}' is not valid; it takes 1 (do not install" \
+         "the dependencies) or 0 (install what is missing, the default). Set it to one of them, or" \
+         "unset it." >&2
+    exit 2
+    ;;
+esac
 if [[ "${SKEIN_SKIP_DEPS:-0}" == 1 ]]; then
   echo "== quickstart: SKEIN_SKIP_DEPS=1: not installing dependencies"
 else
