@@ -138,33 +138,6 @@ def latency_rounds(directory, failures):
         elif mno is not None and max(mso - mno, msi - mni) > LATENCY_SLACK_US:
             failures.append(f"all_reduce {tag} 8 B, medians of {len(rounds)} rounds: "
                             f"{mso - mno:+.2f} / {msi - mni:+.2f} us vs NCCL direct")
-    # Skein's variants (gpu-check's LAT_VARIANTS=1): the medians of each, beside nccl-tests'.
-    variants = {}
-    for name in os.listdir(directory) if os.path.isdir(directory) else []:
-        if name.startswith("latency-variant_") and name.endswith(".json"):
-            variant, rest = name[len("latency-variant_"):-len(".json")].split("-", 1)
-            tag = rest.rsplit("-", 1)[0]
-            res = load(os.path.join(directory, name))
-            if res and 8 in rows_by_size(res):
-                row = rows_by_size(res)[8]
-                variants.setdefault((tag, variant), []).append(
-                    (row["out_of_place"]["time_us"], row["in_place"]["time_us"]))
-    if variants:
-        print("\n## Skein's variants, all_reduce 8 B (medians of the rounds; us)")
-        for (tag, variant), times in sorted(variants.items()):
-            nts = []
-            r = 1
-            while os.path.exists(os.path.join(directory, f"latency-ncclt-{tag}-{r}.txt")):
-                nt = nccl_tests_row(os.path.join(directory, f"latency-ncclt-{tag}-{r}.txt"))
-                if nt:
-                    nts.append(nt)
-                r += 1
-            mo, mi = median([t[0] for t in times]), median([t[1] for t in times])
-            line = f"  {tag:<10} {variant:<10} {mo:>8.2f} / {mi:>8.2f}"
-            if nts:
-                no, ni = median([t[0] for t in nts]), median([t[1] for t in nts])
-                line += f"   vs nccl-tests {no:.2f} / {ni:.2f}: {mo - no:+.2f} / {mi - ni:+.2f}"
-            print(line)
     return found
 
 

@@ -30,7 +30,7 @@
 #              rank for every GPU, on 2 GPUs and on every GPU; compare-collectives.py judges the
 #              medians (one-rank runs with --bind-to none: NCCL's proxy threads, Skein's watchdog
 #              and the launching thread on one core otherwise); LAT_PARTS=1 adds where Skein's time
-#              per call goes (lat-parts.txt), LAT_VARIANTS=1 Skein with its checks off
+#              per call goes (lat-parts.txt)
 #   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
 #              result; skein-heat's field bit-identical between 1 rank and 2 then (restarted) 4
 #              ranks sharing the first GPU (tools/heat-exact-gpu.sh); its weak scaling against its
@@ -350,21 +350,6 @@ if want latency && ((ngpu > 1)); then
       step "lat-nccl-1rank-$tag" "$OUTDIR/bench-coll.txt" timeout 120 env CUDA_VISIBLE_DEVICES="$visible" \
         mpirun -np 1 --bind-to none -x CUDA_VISIBLE_DEVICES -x NCCL_NVLS_ENABLE "$nccl_bin" "${lat[@]}" -g "$g" \
         --json "$jsondir/latency-nccl-1rank-$tag.json"
-      # LAT_VARIANTS=1: Skein with the agreement check off, the timeout off (no watch), and both,
-      # one GPU per rank, for where its time goes (latency-variant_<v>-1pr-...json).
-      if [[ "${LAT_VARIANTS:-0}" == 1 ]]; then
-        for v in ${LAT_VARIANT_LIST:-nocheck:SKEIN_CHECK_COLLECTIVES=0 notimeout:SKEIN_COLLECTIVE_TIMEOUT=0 \
-                 bare:SKEIN_CHECK_COLLECTIVES=0,SKEIN_COLLECTIVE_TIMEOUT=0}; do
-          vname="${v%%:*}"
-          vars=()
-          IFS=, read -r -a assignments <<<"${v#*:}"
-          for a in "${assignments[@]}"; do vars+=(-x "$a"); done
-          step "lat-variant_$vname-1pr-$tag" "$OUTDIR/bench-coll.txt" timeout 120 \
-            env CUDA_VISIBLE_DEVICES="$visible" mpirun -np "$g" --oversubscribe -x CUDA_VISIBLE_DEVICES \
-            -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE "${vars[@]}" "$coll_bin" "${lat[@]}" --devices-per-rank 1 \
-            --json "$jsondir/latency-variant_$vname-1pr-$tag.json"
-        done
-      fi
       if [[ -n "$ncclt" ]]; then
         step "lat-ncclt-1rank-$tag" "$jsondir/latency-ncclt-1rank-$tag.txt" timeout 120 \
           env CUDA_VISIBLE_DEVICES="$visible" mpirun -np 1 --bind-to none -x CUDA_VISIBLE_DEVICES \

@@ -13,27 +13,15 @@
 // Its table has nccl-tests' columns (no #wrong: the data is not checked here, only timed; Skein's
 // benchmark checks its own results).
 //
-// --extra adds to every call, after it, one piece of what Skein's Communicator does per call, so
-// that a GPU run can tell what each piece costs NCCL's own loop (comma-separated):
-//   event   an untimed event recorded on the call's stream (one of a ring of 1024), as the events
-//           every Skein call returns
-//   agree   a 16-byte MPI_Iallreduce per call on a duplicate of MPI_COMM_WORLD, posted and
-//           completed by a helper thread that looks every millisecond (MPI_THREAD_MULTIPLE), as
-//           Skein's agreement check does beside NCCL's calls
-//   mutex   three lock/unlock pairs of a mutex and a push onto a deque the helper drains, as the
-//           watchdog's hand-offs
+// --extra event records an untimed event on the call's stream after every call (one of a ring of
+// 1024), as each Skein call returns one: what that costs NCCL's own loop (gpu-check's LAT_PARTS).
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <skein_cli/cli.hpp>
-#include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -87,14 +75,11 @@ int main(int argc, char** argv) {
   app.add_option("-g,--ngpus", gpus).range(1, 64);
   app.add_option("--json", json_file);
   std::string extra_text;
-  app.add_option("--extra", extra_text);
+  app.add_option("--extra", extra_text).one_of({"", "event"});
   if (auto status = app.parse(argc, argv)) return *status;
-  const bool extra_event = extra_text.find("event") != std::string::npos;
-  const bool extra_agree = extra_text.find("agree") != std::string::npos;
-  const bool extra_mutex = extra_text.find("mutex") != std::string::npos;
+  const bool extra_event = extra_text == "event";
 
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Init(&argc, &argv);
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -174,50 +159,6 @@ int main(int argc, char** argv) {
       for (auto& e : ring[g]) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
     }
   }
-  MPI_Comm agree_comm = MPI_COMM_NULL;
-  std::mutex mutex;
-  std::deque<std::uint64_t> queued;
-  std::atomic<bool> stop{false};
-  std::atomic<long long> posted{0};
-  std::uint64_t sequence = 0;
-  std::thread helper;
-  if (extra_agree || extra_mutex) {
-    if (extra_agree && provided < MPI_THREAD_MULTIPLE) {
-      std::fprintf(stderr, "skein-bench-nccl: --extra agree needs MPI_THREAD_MULTIPLE\n");
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    MPI_Comm_dup(MPI_COMM_WORLD, &agree_comm);
-    helper = std::thread([&] {
-      struct Exchange {
-        std::uint64_t send[2], recv[2];
-        MPI_Request request;
-      };
-      std::deque<std::unique_ptr<Exchange>> in_flight;
-      while (!stop.load() || !in_flight.empty() || !queued.empty()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        std::deque<std::uint64_t> mine;
-        {
-          std::lock_guard lock(mutex);
-          mine.swap(queued);
-        }
-        if (!extra_agree) continue;
-        for (std::uint64_t d : mine) {
-          auto x = std::make_unique<Exchange>();
-          x->send[0] = d;
-          x->send[1] = ~d;
-          MPI_Iallreduce(x->send, x->recv, 2, MPI_UINT64_T, MPI_MAX, agree_comm, &x->request);
-          in_flight.push_back(std::move(x));
-          posted.fetch_add(1, std::memory_order_relaxed);
-        }
-        while (!in_flight.empty()) {
-          int done = 0;
-          MPI_Test(&in_flight.front()->request, &done, MPI_STATUS_IGNORE);
-          if (!done) break;
-          in_flight.pop_front();
-        }
-      }
-    });
-  }
   auto issue = [&](std::size_t count, bool in_place) {
     if (gpus == 1) {
       issue_one(0, count, in_place);
@@ -232,15 +173,6 @@ int main(int argc, char** argv) {
         check(cudaEventRecord(ring[g][ring_at], stream[g]), "cudaEventRecord");
       }
       ring_at = (ring_at + 1) % kRing;
-    }
-    if (extra_agree || extra_mutex) {
-      ++sequence;
-      for (int k = 0; k < 2; ++k) {
-        std::lock_guard lock(mutex);
-        (void)queued.size();
-      }
-      std::lock_guard lock(mutex);
-      queued.push_back(sequence * 0x9e3779b97f4a7c15ULL);
     }
   };
   auto synchronize = [&] {
@@ -309,11 +241,6 @@ int main(int argc, char** argv) {
                              << "\n";
   }
   synchronize();
-  if (helper.joinable()) {
-    stop.store(true);
-    helper.join();
-    MPI_Comm_free(&agree_comm);
-  }
   for (int g = 0; g < gpus; ++g) {
     check(cudaSetDevice(device[g]), "cudaSetDevice");
     for (auto& e : ring[g]) cudaEventDestroy(e);

@@ -108,25 +108,38 @@ bool still_right(Communicator& comm, const Queue& queue, int ranks) {
   return true;
 }
 
+// The array of a mismatched call: rank 1's differs in size (`count`: `odd_count` elements against
+// 1000) or dtype (float64 against float32) when `field` says so.
+Array mismatch_array(const Queue& queue, const std::string& field, std::size_t odd_count) {
+  const bool odd = g_rank == 1;
+  const std::size_t n = field == "count" && odd ? odd_count : 1000;
+  const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
+  return Array::zeros(queue, {n}, dtype);
+}
+
+// The call in which rank 1 differs in `field` (root, operation, reduction, or the array's count or
+// dtype); for "skip", rank 1 makes none.
+void mismatched_call(Communicator& comm, const Queue& queue, Array& a, const std::string& field) {
+  const bool odd = g_rank == 1;
+  if (field == "root") {
+    comm.broadcast(queue, std::span(&a, 1), odd ? 1 : 0);
+  } else if (field == "operation" && odd) {
+    comm.broadcast(queue, std::span(&a, 1), 0);
+  } else if (!(field == "skip" && odd)) {
+    comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1),
+                    field == "reduction" && odd ? ReduceOp::max : ReduceOp::sum);
+  }
+}
+
 // One mismatched call (rank 1 differs in `field`), then a barrier: an asynchronous backend
 // reports the mismatch there at the latest.
 int mismatch(const Runtime& runtime, const std::string& field) {
   Communicator comm(runtime);
   Queue queue(comm.context());
-  const bool odd = g_rank == 1;
-  const std::size_t n = field == "count" && odd ? 4000 : 1000;
-  const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
-  Array a = Array::zeros(queue, {n}, dtype);
+  Array a = mismatch_array(queue, field, 4000);
   const auto start = std::chrono::steady_clock::now();
   try {
-    if (field == "root") {
-      comm.broadcast(queue, std::span(&a, 1), odd ? 1 : 0);
-    } else if (field == "operation" && odd) {
-      comm.broadcast(queue, std::span(&a, 1), 0);
-    } else {
-      comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1),
-                      field == "reduction" && odd ? ReduceOp::max : ReduceOp::sum);
-    }
+    mismatched_call(comm, queue, a, field);
     comm.barrier(queue);
   } catch (const LogicError& e) {
     const double waited =
@@ -157,9 +170,7 @@ int read_after(const Runtime& runtime, const std::string& field) {
   Communicator comm(runtime);
   Queue queue(comm.context());
   const bool odd = g_rank == 1;
-  const std::size_t n = field == "count" && odd ? 1001 : 1000;
-  const Dtype dtype = field == "dtype" && odd ? Dtype::float64 : Dtype::float32;
-  Array a = Array::zeros(queue, {n}, dtype);
+  Array a = mismatch_array(queue, field, 1001);
   // An agreeing call first, as a simulation makes many before the one that differs (NCCL also
   // sets up its connections on the first call).
   Array warm = Array::zeros(queue, {8}, Dtype::float32);
@@ -172,14 +183,7 @@ int read_after(const Runtime& runtime, const std::string& field) {
   };
   std::string step = "the call";
   try {
-    if (field == "root") {
-      comm.broadcast(queue, std::span(&a, 1), odd ? 1 : 0);
-    } else if (field == "operation" && odd) {
-      comm.broadcast(queue, std::span(&a, 1), 0);
-    } else if (!(field == "skip" && odd)) {
-      comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1),
-                      field == "reduction" && odd ? ReduceOp::max : ReduceOp::sum);
-    }
+    mismatched_call(comm, queue, a, field);
     step = "queue.synchronize()";
     queue.synchronize();
     step = "get()";
