@@ -32,7 +32,8 @@ bool Event::query() const {
 }
 double Event::time_since(const Event& start) const {
   return checked(adapter_, "Event::time_since")
-      .time_since(checked(start.adapter_, "Event::time_since"));
+      .recorded()
+      .time_since(checked(start.adapter_, "Event::time_since").recorded());
 }
 
 }  // namespace skein

@@ -97,14 +97,24 @@ bool Queue::has_device(std::size_t device_idx) const {
 
 int Queue::priority(std::size_t device_idx) const { return device_queue(device_idx).priority(); }
 
+Queue::Impl::~Impl() { markers->close(); }
+
 detail::QueueAdapter& Queue::device_queue(std::size_t device_idx) const {
-  if (!has_device(device_idx)) {
+  detail::QueueAdapter& adapter = detail::unsettled_device_queue(*this, device_idx);
+  // Work enqueued from here on is not part of a pending marker's event: record it first.
+  if (impl_->markers->any.load(std::memory_order_acquire)) impl_->markers->settle(device_idx);
+  return adapter;
+}
+
+detail::QueueAdapter& detail::unsettled_device_queue(const Queue& queue, std::size_t device_idx) {
+  const auto& impl = detail::impl_of(queue);
+  if (!queue.has_device(device_idx)) {
     detail::raise_in(SKEIN_HERE, "Queue::device_queue",
                      "Use a queue that includes the device, e.g. Queue(context).",
                      "device {} is not in this queue (its devices: {})", device_idx,
-                     fmt::join(impl_->device_idxs, ", "));
+                     fmt::join(impl->device_idxs, ", "));
   }
-  return *impl_->queues[device_idx];
+  return *impl->queues[device_idx];
 }
 
 // Results held on the queue's devices are confirmed before the host waits for them: work that
@@ -139,12 +149,34 @@ Event Queue::record_marker(std::size_t device_idx) const {
   return with_results(Event(device_queue(device_idx).record_untimed()), *impl_, device_idx);
 }
 
+Event detail::defer_marker(const Queue& queue, std::size_t device_idx) {
+  const auto& impl = detail::impl_of(queue);
+  QueueAdapter& adapter = unsettled_device_queue(queue, device_idx);
+  std::shared_ptr<EventAdapter> marker;
+  {
+    MarkerSlots& slots = *impl->markers;
+    std::lock_guard lock(slots.mutex);
+    if (slots.queues.size() <= device_idx) {
+      slots.queues.resize(impl->queues.size());
+      slots.pending.resize(impl->queues.size());
+    }
+    slots.queues[device_idx] = &adapter;
+    auto& pending = slots.pending[device_idx];
+    if (!pending) {
+      pending = std::make_shared<DeferredMarker>(impl->markers, device_idx);
+      slots.any.store(true, std::memory_order_release);
+    }
+    marker = pending;
+  }
+  return with_results(Event(std::move(marker)), *impl, device_idx);
+}
+
 void Queue::wait_for(const Event& event, std::size_t device_idx) const {
   if (!event.valid()) {
     detail::raise_in(SKEIN_HERE, "Queue::wait_for", "Pass an event from record_event().",
                      "the event is empty");
   }
-  device_queue(device_idx).wait_for(*event.adapter());
+  device_queue(device_idx).wait_for(event.adapter()->recorded());
   // Later work on the device depends on the event's work: so do its host completions.
   if (const auto& results = detail::EventAccess::results(event)) {
     detail::take_results(*impl_, device_idx, *results);

@@ -71,6 +71,10 @@ class SKEIN_EXPORT EventAdapter {
   virtual bool query() = 0;
   // Milliseconds from `start` to this event.
   virtual double time_since(EventAdapter& start) = 0;
+  // The backend's event that this one stands for: itself, except for a marker recorded when first
+  // needed (skein/detail/deferred_marker.hpp), which is recorded now. Backends take the events
+  // they are given through it.
+  virtual EventAdapter& recorded() { return *this; }
 };
 
 // One allocation on one device of a context.

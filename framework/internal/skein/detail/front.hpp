@@ -13,6 +13,7 @@
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/detail/adapter.hpp"
+#include "skein/detail/deferred_marker.hpp"
 #include "skein/detail/pending_results.hpp"
 #include "skein/export.hpp"
 #include "skein/memory_pool.hpp"
@@ -48,10 +49,16 @@ struct Context::Impl {
 
 struct Queue::Impl {
   explicit Impl(Context c) : context(std::move(c)) {}
+  // Records the markers still pending (their events' users may still wait for them).
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
   Context context;
   std::vector<std::size_t> device_idxs;
   // Indexed by device index in the context; null for devices not in the queue.
   std::vector<std::unique_ptr<detail::QueueAdapter>> queues;
+  // Events of calls recorded when first needed (skein/detail/deferred_marker.hpp).
+  std::shared_ptr<detail::MarkerSlots> markers = std::make_shared<detail::MarkerSlots>();
   // Per device (indexed by device index; empty until first use): results of work on it that the
   // host may have only once confirmed (skein/detail/pending_results.hpp). `holds_results` says
   // whether any device has some, read without the lock: host completions of queues that never
