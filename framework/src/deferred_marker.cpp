@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "skein/detail/errors.hpp"
+#include "skein/detail/front.hpp"
 
 namespace skein::detail {
 
@@ -44,6 +45,7 @@ void MarkerSlots::close() noexcept {
     slot.reset();
   }
   closed = true;
+  owner = nullptr;
   queues.clear();
   any.store(false, std::memory_order_release);
 }
@@ -51,6 +53,7 @@ void MarkerSlots::close() noexcept {
 void DeferredMarker::record_locked() {
   if (done_.load(std::memory_order_relaxed)) return;
   event_ = slots_->queues.at(device_idx_)->record_untimed();
+  if (slots_->owner != nullptr) results_ = results_for_event(*slots_->owner, device_idx_);
   done_.store(true, std::memory_order_release);
   if (device_idx_ < slots_->pending.size() && slots_->pending[device_idx_].get() == this) {
     slots_->pending[device_idx_].reset();

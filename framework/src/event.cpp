@@ -20,15 +20,19 @@ detail::EventAdapter& checked(const std::shared_ptr<detail::EventAdapter>& adapt
 
 void Event::wait() const {
   detail::EventAdapter& adapter = checked(adapter_, "Event::wait");
+  detail::EventAdapter& recorded = adapter.recorded();
   // Confirmed before the wait: work the other ranks never joined may never finish.
   if (results_) results_->confirm("Event::wait");
-  adapter.wait();
+  if (const auto held = adapter.held_results()) held->confirm("Event::wait");
+  recorded.wait();
 }
 
 bool Event::query() const {
   detail::EventAdapter& adapter = checked(adapter_, "Event::query");
+  detail::EventAdapter& recorded = adapter.recorded();
   if (results_ && !results_->poll("Event::query")) return false;
-  return adapter.query();
+  if (const auto held = adapter.held_results(); held && !held->poll("Event::query")) return false;
+  return recorded.query();
 }
 double Event::time_since(const Event& start) const {
   return checked(adapter_, "Event::time_since")

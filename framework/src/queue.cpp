@@ -161,6 +161,7 @@ Event detail::defer_marker(const Queue& queue, std::size_t device_idx) {
       slots.pending.resize(impl->queues.size());
     }
     slots.queues[device_idx] = &adapter;
+    slots.owner = impl.get();
     auto& pending = slots.pending[device_idx];
     if (!pending) {
       pending = std::make_shared<DeferredMarker>(impl->markers, device_idx);
@@ -168,7 +169,8 @@ Event detail::defer_marker(const Queue& queue, std::size_t device_idx) {
     }
     marker = pending;
   }
-  return with_results(Event(std::move(marker)), *impl, device_idx);
+  // Its results are taken when it is recorded (DeferredMarker::held_results).
+  return Event(std::move(marker));
 }
 
 void Queue::wait_for(const Event& event, std::size_t device_idx) const {
@@ -181,6 +183,7 @@ void Queue::wait_for(const Event& event, std::size_t device_idx) const {
   if (const auto& results = detail::EventAccess::results(event)) {
     detail::take_results(*impl_, device_idx, *results);
   }
+  if (const auto held = event.adapter()->held_results()) detail::take_results(*impl_, device_idx, *held);
 }
 
 void Queue::wait_for(const Event& event) const {

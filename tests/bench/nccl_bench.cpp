@@ -76,8 +76,13 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_file);
   std::string extra_text;
   app.add_option("--extra", extra_text).one_of({"", "event"});
+  // The buffers: cudaMalloc (as Skein's arrays come from cuMemAlloc), or ncclMemAlloc (as
+  // nccl-tests 2.19 allocates them with NCCL 2.19 and later).
+  std::string alloc_text = "cuda";
+  app.add_option("--alloc", alloc_text).one_of({"cuda", "nccl"});
   if (auto status = app.parse(argc, argv)) return *status;
   const bool extra_event = extra_text == "event";
+  const bool nccl_alloc = alloc_text == "nccl";
 
   MPI_Init(&argc, &argv);
   int rank = 0, nranks = 1;
@@ -120,8 +125,13 @@ int main(int argc, char** argv) {
   std::vector<float*> send(gpus), recv(gpus);
   for (int g = 0; g < gpus; ++g) {
     check(cudaSetDevice(device[g]), "cudaSetDevice");
-    check(cudaMalloc(&send[g], big * sizeof(float) + 256), "cudaMalloc");
-    check(cudaMalloc(&recv[g], big * sizeof(float) + 256), "cudaMalloc");
+    if (nccl_alloc) {
+      check(ncclMemAlloc(reinterpret_cast<void**>(&send[g]), big * sizeof(float) + 256), "ncclMemAlloc");
+      check(ncclMemAlloc(reinterpret_cast<void**>(&recv[g]), big * sizeof(float) + 256), "ncclMemAlloc");
+    } else {
+      check(cudaMalloc(&send[g], big * sizeof(float) + 256), "cudaMalloc");
+      check(cudaMalloc(&recv[g], big * sizeof(float) + 256), "cudaMalloc");
+    }
     check(cudaMemset(send[g], 0, big * sizeof(float)), "cudaMemset");
   }
 
@@ -235,6 +245,7 @@ int main(int argc, char** argv) {
                                                {"gpus_per_rank", gpus},
                                                {"backend", "NCCL direct"},
                                                {"extra", extra_text},
+                                               {"alloc", alloc_text},
                                                {"iters", iters},
                                                {"rows", rows}}
                                     .dump(2)
@@ -245,8 +256,13 @@ int main(int argc, char** argv) {
     check(cudaSetDevice(device[g]), "cudaSetDevice");
     for (auto& e : ring[g]) cudaEventDestroy(e);
     ncclCommDestroy(comm[g]);
-    cudaFree(send[g]);
-    cudaFree(recv[g]);
+    if (nccl_alloc) {
+      ncclMemFree(send[g]);
+      ncclMemFree(recv[g]);
+    } else {
+      cudaFree(send[g]);
+      cudaFree(recv[g]);
+    }
   }
   MPI_Comm_free(&node);
   MPI_Finalize();

@@ -596,22 +596,31 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   // more than the context's event pool keeps, and each call then created and destroyed a CUDA
   // event (2.4 us per call of 8-byte all_reduces on 4 x H200, 10000-call loops).
   if (impl.asynchronous() && impl.timeout_s > 0) {
-    Communicator::Impl::Watch w;
-    w.start = start;
-    w.deadline = call.deadline;
-    w.label = label;
-    w.queue = std::static_pointer_cast<const void>(detail::impl_of(queue));
-    w.has_queue = true;
+    const auto& queue_impl = detail::impl_of(queue);
+    std::uint64_t devices = 0;
     for (const auto& m : call.members) {
-      w.devices = m.device_idx < 64 && w.devices != ~std::uint64_t{0} ? w.devices | (std::uint64_t{1} << m.device_idx)
-                                                                      : ~std::uint64_t{0};
+      devices = m.device_idx < 64 && devices != ~std::uint64_t{0} ? devices | (std::uint64_t{1} << m.device_idx)
+                                                                  : ~std::uint64_t{0};
     }
     constexpr auto kJoin = std::chrono::milliseconds(1);
+    const auto same_adapters = [](const std::vector<Event>& a, const std::vector<Event>& b) {
+      return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                        [](const Event& x, const Event& y) { return x.adapter() == y.adapter(); });
+    };
     std::lock_guard lock(impl.mutex);
-    if (!impl.watches.empty() && impl.watches.back().same_streams(w) &&
+    if (!impl.watches.empty() && impl.watches.back().on_streams(queue_impl.get(), devices) &&
         start - impl.watches.back().start < kJoin) {
-      impl.watches.back().events = events;
+      // Calls in a row share their events (deferred markers) until one is recorded.
+      if (!same_adapters(impl.watches.back().events, events)) impl.watches.back().events = events;
     } else {
+      Communicator::Impl::Watch w;
+      w.start = start;
+      w.deadline = call.deadline;
+      w.label = label;
+      w.queue = std::static_pointer_cast<const void>(queue_impl);
+      w.queue_address = queue_impl.get();
+      w.has_queue = true;
+      w.devices = devices;
       w.events = events;
       impl.watches.push_back(std::move(w));
     }

@@ -186,6 +186,12 @@ struct Communicator::Impl {
     std::weak_ptr<const void> queue;
     bool has_queue = false;
     std::uint64_t devices = 0;  // a bit per device index; ~0: not comparable (an index >= 64)
+    const void* queue_address = nullptr;  // for a quick look; the same queue only while `queue` lives
+    // Whether a call on `address`'s queue and `bits` devices is on this watch's streams.
+    bool on_streams(const void* address, std::uint64_t bits) const {
+      return has_queue && address == queue_address && !queue.expired() && devices == bits &&
+             bits != ~std::uint64_t{0};
+    }
     bool same_streams(const Watch& o) const {
       return has_queue && o.has_queue && !queue.owner_before(o.queue) && !o.queue.owner_before(queue) &&
              devices == o.devices && devices != ~std::uint64_t{0};

@@ -27,6 +27,8 @@
 
 namespace skein::detail {
 
+class PendingResults;
+
 class PlatformAdapter;
 class DeviceAdapter;
 class ContextAdapter;
@@ -75,6 +77,10 @@ class SKEIN_EXPORT EventAdapter {
   // needed (skein/detail/deferred_marker.hpp), which is recorded now. Backends take the events
   // they are given through it.
   virtual EventAdapter& recorded() { return *this; }
+  // What the host completions of this event confirm first, besides what the Event carries
+  // (skein/detail/pending_results.hpp): a deferred marker's, taken when it was recorded. Asked
+  // after recorded().
+  virtual std::shared_ptr<const PendingResults> held_results() const { return nullptr; }
 };
 
 // One allocation on one device of a context.

@@ -17,6 +17,9 @@
 // the above are done too (other collectives; work on the backend queue that the application
 // enqueued through a native handle taken earlier).
 //
+// Results (skein/detail/pending_results.hpp): the event's host completions confirm what the
+// device held when the marker was recorded.
+//
 // Threads: a marker is attached to the device only after the call's work is enqueued, and recorded
 // later than that, under the queue's marker lock; so an event never completes before its call,
 // whichever thread records it.
@@ -45,6 +48,7 @@ struct MarkerSlots {
   // Whether any device has a pending marker: Queue::device_queue pays one load otherwise.
   std::atomic<bool> any{false};
   bool closed = false;                 // the queue is gone: its backend queues too
+  Queue::Impl* owner = nullptr;        // the queue, while it is not closed
   std::vector<QueueAdapter*> queues;   // by device index, filled by defer_marker
   std::vector<std::shared_ptr<DeferredMarker>> pending;  // by device index
   // Before Skein enqueues work on `device_idx`: records its marker, or drops it when only this
@@ -63,6 +67,7 @@ class SKEIN_EXPORT DeferredMarker final : public EventAdapter {
   bool query() override { return recorded().query(); }
   double time_since(EventAdapter& start) override { return recorded().time_since(start.recorded()); }
   EventAdapter& recorded() override;
+  std::shared_ptr<const PendingResults> held_results() const override { return results_; }
 
   // Under slots_->mutex, while the queue exists.
   void record_locked();
@@ -73,6 +78,9 @@ class SKEIN_EXPORT DeferredMarker final : public EventAdapter {
   std::size_t device_idx_;
   std::atomic<bool> done_{false};       // event_ (or failure_) is set
   std::shared_ptr<EventAdapter> event_;
+  // The results held on the device when it was recorded (every call it stands for, and perhaps
+  // calls after them): taken then rather than per call, which cost an allocation each.
+  std::shared_ptr<const PendingResults> results_;
   std::string failure_;  // why it could not be recorded when its queue went
 };
 
