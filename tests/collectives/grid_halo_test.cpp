@@ -383,6 +383,25 @@ TEST_P(GridArrays, UnevenSplitsAndMembersWithoutPoints) {
   }
 }
 
+TEST_P(GridArrays, EdgeSizes) {
+  const std::size_t M = s_.M();
+  for (Stencil st : {Stencil::star, Stencil::box}) {
+    for (const auto& b : every_boundary()) {
+      const std::string tag = fmt::format("{}, {}", st == Stencil::star ? "star" : "box", b.name);
+      // One point in all: one member has it (its own neighbour, its own mirror), the rest none.
+      check_exchange(s_, {1, 1, 1}, {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                     "a single point, " + tag);
+      // No points at all: nothing to exchange, every block empty.
+      check_exchange(s_, {0, 5}, {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                     "no points, " + tag);
+      // Blocks exactly as wide as the halo; no halo along one axis (no edges there either).
+      check_exchange(s_, {2 * M, 2, 3}, {.grid = {M, 1, 1}, .halo = {2, 0, 1}, .stencil = st,
+                                         .lower = {b.lower}, .upper = {b.upper}},
+                     "blocks as wide as the halo, no halo on axis 1, " + tag);
+    }
+  }
+}
+
 TEST_P(GridArrays, ExchangeOnAnotherQueueAndSingleArrayForm) {
   const std::size_t M = s_.M();
   const GridLayout layout = GridLayout::over(*s_.comm, {2 * M + 1, 3},
@@ -478,6 +497,11 @@ TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
                   Dtype::float32);
   expect_logic_error([&] { exchange_halos(std::vector<GridArray>{a, other}); },
                      {"exchange_halos", "array 1 has layout", "one layout"});
+  // A queue without every device of the arrays (on ranks with more than one).
+  if (s_.L() > 1) {
+    const Queue one(a.queue().context(), {a.blocks()[0].device_idx});
+    expect_logic_error([&] { a.exchange_halos(one); }, {"exchange_halos", "the queue has no device"});
+  }
   // A host array of the wrong size at the root; host data of another dtype; a root that is not.
   std::vector<float> short_data(a.size() - 1);
   expect_logic_error([&] { a.scatter(rank == 0 ? short_data : std::vector<float>{}, 0); },
