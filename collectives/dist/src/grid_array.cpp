@@ -185,11 +185,12 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
                      rank_, root_rank);
   }
   const std::size_t unit = itemsize(dtype_);
+  const detail::grid::BoxCopier copy(queue_);
   // A contiguous block (`packed`, on the block's device) into the block's points.
   auto unpack = [&](const LocalGridBlock& b, const Array& packed) {
     const auto ext = detail::grid::interior_extent(layout_, b.member);
-    detail::grid::copy_box(queue_, unit, detail::grid::interior_box(layout_, b.member, b.with_halo),
-                           {packed, 0, detail::grid::contiguous(ext)}, ext);
+    copy(unit, detail::grid::interior_box(layout_, b.member, b.with_halo), {packed, 0, detail::grid::contiguous(ext)},
+         ext);
   };
   if (is_root) {
     for (const auto& b : blocks_) {
@@ -246,13 +247,14 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
   check_root_rank(root_rank, call);
   const std::size_t root_member = layout_.first_member_of_rank(root_rank);
   const std::size_t unit = itemsize(dtype_);
+  const detail::grid::BoxCopier copy(queue_);
   // A block's points, contiguous, on its device.
   auto pack = [&](const LocalGridBlock& b) {
     const auto ext = detail::grid::interior_extent(layout_, b.member);
     Array packed = Array::empty(queue_, {block_bytes(layout_, b.member, dtype_) / unit}, dtype_, b.device_idx,
                                 temporaries(queue_));
-    detail::grid::copy_box(queue_, unit, {packed, 0, detail::grid::contiguous(ext)},
-                           detail::grid::interior_box(layout_, b.member, b.with_halo), ext);
+    copy(unit, {packed, 0, detail::grid::contiguous(ext)}, detail::grid::interior_box(layout_, b.member, b.with_halo),
+         ext);
     return packed;
   };
   if (rank_ != root_rank) {

@@ -59,22 +59,27 @@ std::array<std::int64_t, 4> contiguous(const std::array<std::int64_t, 4>& extent
   return s;
 }
 
-void copy_box(const Queue& queue, std::size_t unit, const BoxView& dst, const BoxView& src,
-              const std::array<std::int64_t, 4>& extent) {
+BoxCopier::BoxCopier(const Queue& queue)
+    // Programs are kept by the context: one compilation per context and device.
+    : queue_(queue), program_(queue.context(), kCopyBoxSource, {.name = "skein_grid_copy_box"}) {
+  for (std::size_t unit : {1u, 2u, 4u, 8u, 16u}) {
+    kernels_.emplace(unit, program_.kernel(fmt::format("skein_grid_copy_box_{}", unit)));
+  }
+}
+
+void BoxCopier::operator()(std::size_t unit, const BoxView& dst, const BoxView& src,
+                           const std::array<std::int64_t, 4>& extent) const {
   std::int64_t total = 1;
   for (auto e : extent) total *= e;
   if (total == 0) return;
-  if (unit != 1 && unit != 2 && unit != 4 && unit != 8 && unit != 16) {
+  const auto kernel = kernels_.find(unit);
+  if (kernel == kernels_.end()) {
     detail::raise_in(SKEIN_HERE, "GridArray", "Use a dtype of 1, 2, 4, 8 or 16 bytes.",
                      "no box copy for elements of {} bytes", unit);
   }
-  // Programs are kept by the context (one compilation per context and device).
-  const Program program(queue.context(), kCopyBoxSource, {.name = "skein_grid_copy_box"});
-  const Kernel kernel = program.kernel(fmt::format("skein_grid_copy_box_{}", unit));
   const auto groups = std::min<std::size_t>((static_cast<std::size_t>(total) + kLocal - 1) / kLocal, kMaxGroups);
-  const std::size_t device = dst.array.device_idx();
-  const auto prepared = kernel.prepare(queue, LaunchSizes(groups * kLocal), LaunchSizes(kLocal));
-  const std::size_t devices[] = {device};
+  const auto prepared = kernel->second.prepare(queue_, LaunchSizes(groups * kLocal), LaunchSizes(kLocal));
+  const std::size_t devices[] = {dst.array.device_idx()};
   prepared.on_devices(std::span<const std::size_t>(devices), dst.array, src.array, dst.offset,
                       dst.strides[0], dst.strides[1], dst.strides[2], dst.strides[3], src.offset,
                       src.strides[0], src.strides[1], src.strides[2], src.strides[3], extent[0],

@@ -8,8 +8,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 
 #include "skein/array.hpp"
+#include "skein/program.hpp"
 #include "skein/queue.hpp"
 
 namespace skein::detail::grid {
@@ -22,11 +24,21 @@ struct BoxView {
   std::array<std::int64_t, 4> strides{};
 };
 
-// Enqueues on `queue` (on dst's device, which must be src's) the copy of `extent` elements from
-// src's box to dst's. Both arrays' element size is `unit` bytes (their dtypes may differ in name).
-// A stride of 0 in src repeats one element (fills).
-void copy_box(const Queue& queue, std::size_t unit, const BoxView& dst, const BoxView& src,
-              const std::array<std::int64_t, 4>& extent);
+// The box copy kernels of one queue's context, compiled (or found in the context's cache) once.
+class BoxCopier {
+ public:
+  explicit BoxCopier(const Queue& queue);
+  // Enqueues on the queue (on dst's device, which must be src's) the copy of `extent` elements
+  // from src's box to dst's. Both arrays' elements are `unit` bytes (their dtypes may differ in
+  // name). A stride of 0 in src repeats one element (fills).
+  void operator()(std::size_t unit, const BoxView& dst, const BoxView& src,
+                  const std::array<std::int64_t, 4>& extent) const;
+
+ private:
+  Queue queue_;
+  Program program_;
+  std::map<std::size_t, Kernel> kernels_;  // by element size
+};
 
 // C-ordered strides (elements) of a contiguous box of `extent`.
 std::array<std::int64_t, 4> contiguous(const std::array<std::int64_t, 4>& extent);

@@ -225,13 +225,133 @@ void check_arrays(const Queue& queue, std::span<const GridArray> arrays) {
 struct Message {
   std::vector<const HaloRegion*> regions;
   std::size_t bytes = 0;
-  std::optional<Array> data;  // on the destination's device once received
+  std::optional<Array> packed;  // at the source, when it is local
+  std::optional<Array> data;    // at the destination, when it is local
 };
 
-// Offsets of each (array, region) segment in a message: array-major, each aligned.
+// The size of one (array, region) segment of a message; segments go array-major.
 std::size_t segment_bytes(const HaloRegion& r, Dtype dtype) {
   return aligned(static_cast<std::size_t>(cells(r.extent)) * itemsize(dtype));
 }
+
+// One exchange_halos call on this rank.
+class HaloExchange {
+ public:
+  HaloExchange(const Queue& queue, std::span<const GridArray> arrays)
+      : queue_(queue), arrays_(arrays), layout_(arrays[0].layout()), copy_(queue),
+        comm_(arrays[0].communicator()),
+        first_(layout_.first_member_of_rank(arrays[0].rank())), local_(arrays[0].local_size()) {}
+
+  void run() {
+    regions_ = plan_regions(layout_);
+    for (const HaloRegion& r : regions_) {
+      if (r.constant) {
+        if (is_local(r.dst)) fill_constant(r);
+      } else if (is_local(r.src) || is_local(r.dst)) {
+        Message& msg = messages_[{r.src, r.dst}];
+        msg.regions.push_back(&r);
+        for (const GridArray& a : arrays_) msg.bytes += segment_bytes(r, a.dtype());
+      }
+    }
+    for (auto& [key, msg] : messages_) {
+      if (is_local(key.first)) pack(key.first, key.second, msg);
+    }
+    transfer_between_ranks();
+    for (const auto& [key, msg] : messages_) {
+      if (is_local(key.second)) unpack(key.second, msg);
+    }
+  }
+
+ private:
+  bool is_local(std::size_t m) const { return m >= first_ && m < first_ + local_; }
+  const LocalGridBlock& block_of(const GridArray& a, std::size_t m) const { return a.blocks()[m - first_]; }
+  std::size_t device_of(std::size_t m) const { return block_of(arrays_[0], m).device_idx; }
+
+  // Calls f(array, region, byte offset) for each segment of a message, in its order.
+  template <class F>
+  void for_each_segment(const Message& msg, F&& f) const {
+    std::size_t offset = 0;
+    for (const GridArray& a : arrays_) {
+      for (const HaloRegion* r : msg.regions) {
+        f(a, *r, offset);
+        offset += segment_bytes(*r, a.dtype());
+      }
+    }
+  }
+
+  // In place, from a one-element array (a source stride of 0).
+  void fill_constant(const HaloRegion& r) const {
+    const Int4 strides = detail::grid::block_strides(layout_, r.dst);
+    for (const GridArray& a : arrays_) {
+      const LocalGridBlock& b = block_of(a, r.dst);
+      const Array value = Array::empty(queue_, {1}, a.dtype(), b.device_idx, temporaries(queue_));
+      value.set(constant_bytes(*r.constant, a.dtype()));
+      copy_(itemsize(a.dtype()), {b.with_halo, dot(r.dst_start, strides), strides}, {value, 0, {0, 0, 0, 0}},
+            r.extent);
+    }
+  }
+
+  // At a local source: every segment into one buffer; to a local destination by a device copy
+  // (none on the same device).
+  void pack(std::size_t src, std::size_t dst, Message& msg) const {
+    const Array buffer = Array::empty(queue_, {msg.bytes}, Dtype::uint8, device_of(src), temporaries(queue_));
+    const Int4 strides = detail::grid::block_strides(layout_, src);
+    for_each_segment(msg, [&](const GridArray& a, const HaloRegion& r, std::size_t offset) {
+      const std::size_t unit = itemsize(a.dtype());
+      Int4 steps{};
+      for (std::size_t k = 0; k < 4; ++k) steps[k] = strides[k] * r.src_step[k];
+      copy_(unit, {buffer, static_cast<std::int64_t>(offset / unit), detail::grid::contiguous(r.extent)},
+            {block_of(a, src).with_halo, dot(r.src_start, strides), steps}, r.extent);
+    });
+    msg.packed = buffer;
+    if (!is_local(dst)) return;
+    if (device_of(dst) == buffer.device_idx()) {
+      msg.data = buffer;
+    } else {
+      msg.data = Array::empty(queue_, {msg.bytes}, Dtype::uint8, device_of(dst), temporaries(queue_));
+      msg.data->set(buffer);
+    }
+  }
+
+  // Between ranks: one send and one recv per pair of members, all in one group.
+  void transfer_between_ranks() {
+    bool remote = false;
+    for (const auto& [key, msg] : messages_) remote = remote || !is_local(key.first) || !is_local(key.second);
+    if (!remote) return;
+    in_group(comm_, [&] {
+      for (auto& [key, msg] : messages_) {
+        const auto [src, dst] = key;
+        if (is_local(src) && !is_local(dst)) {
+          comm_.send(queue_, src - first_, *msg.packed, static_cast<int>(dst));
+        } else if (!is_local(src) && is_local(dst)) {
+          msg.data = Array::empty(queue_, {msg.bytes}, Dtype::uint8, device_of(dst), temporaries(queue_));
+          comm_.recv(queue_, dst - first_, *msg.data, static_cast<int>(src));
+        }
+      }
+    });
+    // A receive the watchdog aborted leaves the buffers unwritten: raise rather than unpack them.
+    detail::require_usable(comm_, "exchange_halos");
+  }
+
+  void unpack(std::size_t dst, const Message& msg) const {
+    const Int4 strides = detail::grid::block_strides(layout_, dst);
+    for_each_segment(msg, [&](const GridArray& a, const HaloRegion& r, std::size_t offset) {
+      const std::size_t unit = itemsize(a.dtype());
+      copy_(unit, {block_of(a, dst).with_halo, dot(r.dst_start, strides), strides},
+            {*msg.data, static_cast<std::int64_t>(offset / unit), detail::grid::contiguous(r.extent)}, r.extent);
+    });
+  }
+
+  const Queue& queue_;
+  std::span<const GridArray> arrays_;
+  const GridLayout& layout_;
+  detail::grid::BoxCopier copy_;
+  Communicator& comm_;
+  std::size_t first_ = 0;  // this rank's first member
+  std::size_t local_ = 0;  // and its number of members
+  std::vector<HaloRegion> regions_;
+  std::map<std::pair<std::size_t, std::size_t>, Message> messages_;  // by (source, destination)
+};
 
 }  // namespace
 
@@ -243,102 +363,7 @@ void exchange_halos(std::span<const GridArray> arrays) {
 void exchange_halos(const Queue& queue, std::span<const GridArray> arrays) {
   if (arrays.empty()) return;
   check_arrays(queue, arrays);
-  const GridArray& first = arrays[0];
-  const GridLayout& layout = first.layout();
-  const auto regions = plan_regions(layout);
-  if (regions.empty()) return;
-  Communicator& comm = first.communicator();
-  const std::size_t my_first = layout.first_member_of_rank(first.rank());
-  const std::size_t L = first.local_size();
-  auto is_local = [&](std::size_t m) { return m >= my_first && m < my_first + L; };
-  auto block_of = [&](const GridArray& a, std::size_t m) -> const LocalGridBlock& { return a.blocks()[m - my_first]; };
-
-  // Constants: filled in place from a one-element array (a source stride of 0).
-  std::map<std::pair<std::size_t, std::size_t>, Message> messages;  // (src, dst)
-  for (const HaloRegion& r : regions) {
-    if (r.constant) {
-      if (!is_local(r.dst)) continue;
-      for (const GridArray& a : arrays) {
-        const LocalGridBlock& b = block_of(a, r.dst);
-        const Array value = Array::empty(queue, {1}, a.dtype(), b.device_idx, temporaries(queue));
-        value.set(constant_bytes(*r.constant, a.dtype()));
-        const Int4 strides = detail::grid::block_strides(layout, r.dst);
-        detail::grid::copy_box(queue, itemsize(a.dtype()), {b.with_halo, dot(r.dst_start, strides), strides},
-                               {value, 0, {0, 0, 0, 0}}, r.extent);
-      }
-      continue;
-    }
-    if (!is_local(r.src) && !is_local(r.dst)) continue;
-    Message& msg = messages[{r.src, r.dst}];
-    msg.regions.push_back(&r);
-    for (const GridArray& a : arrays) msg.bytes += segment_bytes(r, a.dtype());
-  }
-
-  // Pack at the sources: every array's segment of every region, in one order on both sides.
-  auto walk = [&](const Message& msg, auto&& segment) {
-    std::size_t offset = 0;
-    for (const GridArray& a : arrays) {
-      for (const HaloRegion* r : msg.regions) {
-        segment(a, *r, offset);
-        offset += segment_bytes(*r, a.dtype());
-      }
-    }
-  };
-  std::map<std::pair<std::size_t, std::size_t>, Array> packed;
-  for (auto& [key, msg] : messages) {
-    const auto [src, dst] = key;
-    if (!is_local(src)) continue;
-    const Array buffer = Array::empty(queue, {msg.bytes}, Dtype::uint8, block_of(first, src).device_idx, temporaries(queue));
-    walk(msg, [&](const GridArray& a, const HaloRegion& r, std::size_t offset) {
-      const std::size_t unit = itemsize(a.dtype());
-      const Int4 strides = detail::grid::block_strides(layout, src);
-      Int4 steps{};
-      for (std::size_t k = 0; k < 4; ++k) steps[k] = strides[k] * r.src_step[k];
-      detail::grid::copy_box(queue, unit, {buffer, static_cast<std::int64_t>(offset / unit), detail::grid::contiguous(r.extent)},
-                             {block_of(a, src).with_halo, dot(r.src_start, strides), steps}, r.extent);
-    });
-    packed.emplace(key, buffer);
-    if (is_local(dst)) {
-      const std::size_t device = block_of(first, dst).device_idx;
-      if (device == buffer.device_idx()) {
-        msg.data = buffer;
-      } else {
-        msg.data = Array::empty(queue, {msg.bytes}, Dtype::uint8, device, temporaries(queue));
-        msg.data->set(buffer);
-      }
-    }
-  }
-
-  // Between ranks: one send and one recv per pair of members, grouped.
-  bool remote = false;
-  for (const auto& [key, msg] : messages) remote = remote || !is_local(key.first) || !is_local(key.second);
-  if (remote) {
-    in_group(comm, [&] {
-      for (auto& [key, msg] : messages) {
-        const auto [src, dst] = key;
-        if (is_local(src) && !is_local(dst)) {
-          comm.send(queue, src - my_first, packed.at(key), static_cast<int>(dst));
-        } else if (!is_local(src) && is_local(dst)) {
-          msg.data = Array::empty(queue, {msg.bytes}, Dtype::uint8, block_of(first, dst).device_idx, temporaries(queue));
-          comm.recv(queue, dst - my_first, *msg.data, static_cast<int>(src));
-        }
-      }
-    });
-    detail::require_usable(comm, "exchange_halos");
-  }
-
-  // Unpack at the destinations.
-  for (const auto& [key, msg] : messages) {
-    const std::size_t dst = key.second;
-    if (!is_local(dst)) continue;
-    walk(msg, [&](const GridArray& a, const HaloRegion& r, std::size_t offset) {
-      const std::size_t unit = itemsize(a.dtype());
-      const Int4 strides = detail::grid::block_strides(layout, dst);
-      detail::grid::copy_box(queue, unit, {block_of(a, dst).with_halo, dot(r.dst_start, strides), strides},
-                             {*msg.data, static_cast<std::int64_t>(offset / unit), detail::grid::contiguous(r.extent)},
-                             r.extent);
-    });
-  }
+  HaloExchange(queue, arrays).run();
 }
 
 }  // namespace skein
