@@ -378,7 +378,8 @@ TEST_P(GridArrays, UnevenSplitsAndMembersWithoutPoints) {
   }
   if (M > 1) {
     check_exchange(s_, {M - 1, 4}, {.grid = {M, 1}, .halo = {1}, .stencil = Stencil::box,
-                                    .lower = {Boundary::reflect()}, .upper = {Boundary::constant(3), Boundary::reflect()}},
+                                    .lower = {Boundary::reflect()},
+                                    .upper = {Boundary::constant(3), Boundary::reflect()}},
                    "fewer rows than members");
   }
 }

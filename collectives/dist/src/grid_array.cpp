@@ -189,8 +189,8 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
   // A contiguous block (`packed`, on the block's device) into the block's points.
   auto unpack = [&](const LocalGridBlock& b, const Array& packed) {
     const auto ext = detail::grid::interior_extent(layout_, b.member);
-    copy(unit, detail::grid::interior_box(layout_, b.member, b.with_halo), {packed, 0, detail::grid::contiguous(ext)},
-         ext);
+    copy(unit, detail::grid::interior_box(layout_, b.member, b.with_halo),
+         {packed, 0, detail::grid::contiguous(ext)}, ext);
   };
   if (is_root) {
     for (const auto& b : blocks_) {
@@ -215,11 +215,13 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
         host_block_copy(layout_, m, unit, host, std::span(bytes).subspan(parts.back().second, nb), false);
       }
       if (parts.empty()) continue;
-      const Array staging = Array::empty(queue_, {bytes.size() / unit}, dtype_, blocks_[0].device_idx, temporaries(queue_));
+      const Array staging =
+          Array::empty(queue_, {bytes.size() / unit}, dtype_, blocks_[0].device_idx, temporaries(queue_));
       staging.set(bytes);
       in_group(*comm_, [&] {
         for (const auto& [m, off] : parts) {
-          comm_->send(queue_, 0, staging.view(off / unit, {block_bytes(layout_, m, dtype_) / unit}), static_cast<int>(m));
+          const Array part = staging.view(off / unit, {block_bytes(layout_, m, dtype_) / unit});
+          comm_->send(queue_, 0, part, static_cast<int>(m));
         }
       });
       // The staging array is freed next: the sends must have read it.
@@ -253,8 +255,8 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
     const auto ext = detail::grid::interior_extent(layout_, b.member);
     Array packed = Array::empty(queue_, {block_bytes(layout_, b.member, dtype_) / unit}, dtype_, b.device_idx,
                                 temporaries(queue_));
-    copy(unit, {packed, 0, detail::grid::contiguous(ext)}, detail::grid::interior_box(layout_, b.member, b.with_halo),
-         ext);
+    copy(unit, {packed, 0, detail::grid::contiguous(ext)},
+         detail::grid::interior_box(layout_, b.member, b.with_halo), ext);
     return packed;
   };
   if (rank_ != root_rank) {
@@ -290,14 +292,15 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
     const Array staging = Array::empty(queue_, {total / unit}, dtype_, blocks_[0].device_idx, temporaries(queue_));
     in_group(*comm_, [&] {
       for (const auto& [m, off] : parts) {
-        comm_->recv(queue_, 0, staging.view(off / unit, {block_bytes(layout_, m, dtype_) / unit}), static_cast<int>(m));
+        const Array part = staging.view(off / unit, {block_bytes(layout_, m, dtype_) / unit});
+        comm_->recv(queue_, 0, part, static_cast<int>(m));
       }
     });
     std::vector<std::byte> bytes(total);
     staging.get(bytes);
     for (const auto& [m, off] : parts) {
-      host_block_copy(layout_, m, unit, std::span<const std::byte>(bytes).subspan(off, block_bytes(layout_, m, dtype_)),
-                      out, true);
+      const auto part = std::span<const std::byte>(bytes).subspan(off, block_bytes(layout_, m, dtype_));
+      host_block_copy(layout_, m, unit, part, out, true);
     }
   }
   // A receive the watchdog aborted lets the reads return what was never written.

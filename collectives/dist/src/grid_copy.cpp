@@ -93,14 +93,18 @@ namespace skein::detail::grid {
 std::array<std::int64_t, 4> block_strides(const GridLayout& layout, std::size_t member) {
   const Shape s = layout.block_shape(member, true);
   std::array<std::int64_t, 4> extent{1, 1, 1, static_cast<std::int64_t>(layout.components())};
-  for (std::size_t a = 0; a < layout.ndim(); ++a) extent[slot(layout.ndim(), a)] = static_cast<std::int64_t>(s[a]);
+  for (std::size_t a = 0; a < layout.ndim(); ++a) {
+    extent[slot(layout.ndim(), a)] = static_cast<std::int64_t>(s[a]);
+  }
   return contiguous(extent);
 }
 
 std::array<std::int64_t, 4> interior_extent(const GridLayout& layout, std::size_t member) {
   const GridBlock b = layout.block(member);
   std::array<std::int64_t, 4> extent{1, 1, 1, static_cast<std::int64_t>(layout.components())};
-  for (std::size_t a = 0; a < layout.ndim(); ++a) extent[slot(layout.ndim(), a)] = static_cast<std::int64_t>(b.extent[a]);
+  for (std::size_t a = 0; a < layout.ndim(); ++a) {
+    extent[slot(layout.ndim(), a)] = static_cast<std::int64_t>(b.extent[a]);
+  }
   return extent;
 }
 
