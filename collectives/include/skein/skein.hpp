@@ -13,6 +13,8 @@
 
 #include "skein/dist_array.hpp"  // Skein::dist
 #include "skein/dist_ops.hpp"
+#include "skein/grid_array.hpp"
+#include "skein/grid_layout.hpp"
 
 #include "skein/checkpoint.hpp"  // Skein::io
 #include "skein/hdf5.hpp"

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Arrays of 1, 2 or 3 dimensions distributed over a process grid (GridLayout), with halos on
+// every side.
+//
+// A GridArray holds one block per local member, each a C-ordered skein::Array on that member's
+// device of shape layout.block_shape(member, true): its points framed by halo(axis) ghost cells
+// on both sides of every axis, then the components axis when there is one. exchange_halos()
+// fills the ghost cells as the layout says (grid_layout.hpp: neighbours' edge cells, periodic
+// wrap-around, mirrors, constants; open sides left alone), for several arrays at once in one
+// message per pair of members.
+//
+// Collective calls (marked so) must be made by every rank of the communicator, in the same order,
+// with the same layout, dtype and roots, as for DistArray; the words member and rank are
+// dist_array.hpp's.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "skein/array.hpp"
+#include "skein/communicator.hpp"
+#include "skein/dtype.hpp"
+#include "skein/export.hpp"
+#include "skein/grid_layout.hpp"
+#include "skein/multi_device.hpp"
+#include "skein/queue.hpp"
+
+namespace skein {
+
+// One local member's block of a GridArray.
+struct LocalGridBlock {
+  std::size_t local_device = 0;  // index among this rank's members
+  std::size_t member = 0;        // communicator rank
+  std::size_t device_idx = 0;    // in the communicator's context
+  GridBlock block;               // global offset and extent per axis
+  Array with_halo;               // layout.block_shape(member, true), C order
+  Array interior;                // the points without the halo: a strided view of with_halo
+};
+
+// A global array split over a process grid. Blocks start as zeros, halos included. A cheap handle:
+// copies share the blocks; the array shares the communicator (as DistArray does). Device work is
+// enqueued on queue(); host transfers return when they are done. Threads: as DistArray.
+class SKEIN_EXPORT GridArray {
+ public:
+  // Collective: every rank passes the same layout and dtype (checked: a mismatch raises LogicError
+  // on every rank). The layout must describe `comm`'s members; `queue` must be over the
+  // communicator's context and hold its devices (by default a new queue over the context).
+  GridArray(Communicator& comm, GridLayout layout, Dtype dtype);
+  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype);
+
+  Communicator& communicator() const { return *comm_; }
+  const Queue& queue() const { return queue_; }
+  const GridLayout& layout() const { return layout_; }
+  Dtype dtype() const { return dtype_; }
+  std::size_t size() const { return layout_.size(); }  // global elements
+  std::size_t nbytes() const { return size() * itemsize(dtype_); }
+  int rank() const { return rank_; }
+
+  std::size_t local_size() const { return blocks_.size(); }
+  const LocalGridBlock& block(std::size_t local_device) const;
+  const std::vector<LocalGridBlock>& blocks() const { return blocks_; }
+  Array local(std::size_t local_device) const { return block(local_device).interior; }
+  Array local_with_halo(std::size_t local_device) const { return block(local_device).with_halo; }
+  // The blocks keyed by context device index, as kernel arguments for a launch on queue().
+  MultiDevice<Array> local_arrays(bool with_halo = true) const;
+
+  // Collective: the root rank's host array (the whole global array, C order, layout().
+  // global_shape()) to every block's points (halos are not written). Other ranks' `host` is not
+  // read (pass an empty span).
+  void scatter(std::span<const std::byte> host, int root_rank) const;
+  template <class T>
+  void scatter(std::span<const T> host, int root_rank) const {
+    check_host_type(dtype_of<T>, "GridArray::scatter");
+    scatter(std::as_bytes(host), root_rank);
+  }
+  template <class T>
+  void scatter(const std::vector<T>& host, int root_rank) const {
+    scatter(std::span<const T>(host), root_rank);
+  }
+  // Collective: the whole global array on the root rank's host (empty on the others).
+  std::vector<std::byte> gather_bytes(int root_rank) const;
+  template <class T>
+  std::vector<T> gather(int root_rank) const {
+    check_host_type(dtype_of<T>, "GridArray::gather");
+    const auto bytes = gather_bytes(root_rank);
+    std::vector<T> out(bytes.size() / sizeof(T));
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+
+  // Collective: fills this array's halos (see skein::exchange_halos below).
+  void exchange_halos() const;
+  void exchange_halos(const Queue& queue) const;
+
+  // Not collective: zeros in every local block, halos included.
+  void fill_zero() const;
+
+ private:
+  void check_host_type(Dtype host, const char* call) const;
+  void check_root_rank(int root_rank, const char* call) const;
+
+  std::shared_ptr<Communicator> comm_;
+  Queue queue_;
+  GridLayout layout_;
+  Dtype dtype_ = Dtype::uint8;
+  int rank_ = 0;
+  std::vector<LocalGridBlock> blocks_;
+};
+
+// Collective: fills the halos of `arrays` (one layout and one communicator; dtypes may differ) as
+// their layout says, in one message per pair of members that exchange cells: neighbours on this
+// rank by device copies, on other ranks by grouped Communicator send/recv. Ghost cells are packed
+// and unpacked by kernels. Enqueued on `queue` (a queue of the arrays' context with their devices;
+// by default the first array's queue); nothing orders it with the arrays' own queues (as
+// DistArray::exchange_halos(queue)). Nothing to do without a halo or without arrays.
+SKEIN_EXPORT void exchange_halos(std::span<const GridArray> arrays);
+SKEIN_EXPORT void exchange_halos(const Queue& queue, std::span<const GridArray> arrays);
+
+}  // namespace skein

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// GridArray under mpirun (1..4 ranks) on PoCL devices: every cell of every local block after
+// exchange_halos, against a host reference computed cell by cell from the global array (a formula
+// of the global index, so each rank knows every value without asking another) and the rules of
+// grid_layout.hpp: ghost cells inside the domain take the global value, beyond a side the
+// boundary's (periodic wrap-around, reflect's mirror, constant), beyond an open side (or off the
+// faces with a star stencil) they keep what they held before, a value of their own that no
+// exchange writes. 1-, 2- and 3-D shapes, grids 1 x N, N x 1, 2 x 2, 2 x 1 x 2 and chosen ones,
+// widths 1 and 2 and different per axis, star and box, every boundary kind and mixed ones,
+// several arrays of different dtypes in one call, components, uneven splits, members without
+// points; scatter / gather round trips; bad calls raise on every rank.
+//
+// Two device set-ups, as in dist_array_test.cpp: the Runtime's own placement and exactly two
+// devices per rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <skein/grid_array.hpp>
+#include <skein/grid_layout.hpp>
+#include <skein/skein.hpp>
+#include <string>
+#include <vector>
+
+#include "dist_support.hpp"
+#include "mpi_support.hpp"
+
+namespace {
+namespace grid_halo_test {
+
+using namespace skein;
+using ::skein::test::expect_logic_error;
+using ::skein::test::on_every_rank;
+using ::skein::test::Placement;
+using ::skein::test::placement_name;
+using ::skein::test::placement_rig;
+using ::skein::test::placement_skip_reason;
+using ::skein::test::Rig;
+using ::skein::test::suite_api;
+using ::skein::test::world_rank;
+using ::skein::test::world_size;
+
+class GridArrays : public testing::TestWithParam<Placement> {
+ protected:
+  void SetUp() override {
+    if (const auto why = placement_skip_reason(GetParam(), suite_api())) GTEST_SKIP() << *why;
+    s_ = placement_rig(GetParam(), suite_api());
+  }
+  Rig s_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GridArrays, testing::Values(Placement::runtime, Placement::two_per_rank),
+                         placement_name);
+
+// ---- values ---------------------------------------------------------------------------------------
+
+// Exact in float32, float64 and int32: below 2^24.
+double global_value(std::size_t flat_point, std::size_t comp, std::size_t components, std::size_t salt) {
+  return static_cast<double>(((flat_point * components + comp) * 5 + salt * 11 + 1) % 1000003);
+}
+
+// What a ghost cell holds before the exchange: negative, so never a global value, and below every
+// constant used here.
+double sentinel(std::size_t member, std::size_t index, std::size_t salt) {
+  return -1000.0 - static_cast<double>((member * 104729 + index * 3 + salt) % 1000000);
+}
+
+std::vector<std::byte> to_bytes(const std::vector<double>& v, Dtype dtype) {
+  std::vector<std::byte> out(v.size() * itemsize(dtype));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (dtype == Dtype::float64) {
+      std::memcpy(out.data() + 8 * i, &v[i], 8);
+    } else if (dtype == Dtype::float32) {
+      const auto f = static_cast<float>(v[i]);
+      std::memcpy(out.data() + 4 * i, &f, 4);
+    } else {
+      const auto n = static_cast<std::int32_t>(v[i]);
+      std::memcpy(out.data() + 4 * i, &n, 4);
+    }
+  }
+  return out;
+}
+
+std::vector<double> from_bytes(const std::vector<std::byte>& b, Dtype dtype) {
+  std::vector<double> out(b.size() / itemsize(dtype));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (dtype == Dtype::float64) {
+      std::memcpy(&out[i], b.data() + 8 * i, 8);
+    } else if (dtype == Dtype::float32) {
+      float f = 0;
+      std::memcpy(&f, b.data() + 4 * i, 4);
+      out[i] = f;
+    } else {
+      std::int32_t n = 0;
+      std::memcpy(&n, b.data() + 4 * i, 4);
+      out[i] = n;
+    }
+  }
+  return out;
+}
+
+// ---- the reference --------------------------------------------------------------------------------
+
+// The global point a cell reads (copy), or what else it gets: keep (left as it was) or the
+// constant. Computed per axis from the global coordinate, independently of the exchange's plan.
+struct Expected {
+  enum Kind { keep, constant, copy } kind = copy;
+  double value = 0;
+  std::vector<std::size_t> point;
+};
+
+Expected expected_cell(const GridLayout& l, const GridBlock& b, const std::vector<std::size_t>& idx) {
+  const std::size_t n = l.ndim();
+  Expected e;
+  std::size_t outside = 0;
+  std::optional<double> constant;
+  bool open = false;
+  for (std::size_t a = 0; a < n; ++a) {
+    const auto h = static_cast<long long>(l.halo(a));
+    const auto N = static_cast<long long>(l.shape()[a]);
+    const long long g = static_cast<long long>(b.offset[a]) - h + static_cast<long long>(idx[a]);
+    const bool in_block = g >= static_cast<long long>(b.offset[a]) &&
+                          g < static_cast<long long>(b.offset[a] + b.extent[a]);
+    if (!in_block) ++outside;
+    long long mapped = g;
+    if (g < 0 || g >= N) {
+      const Boundary& side = g < 0 ? l.lower(a) : l.upper(a);
+      switch (side.kind) {
+        case BoundaryKind::open: open = true; break;
+        case BoundaryKind::constant:
+          if (!constant) constant = side.value;
+          break;
+        case BoundaryKind::periodic: mapped = g < 0 ? g + N : g - N; break;
+        case BoundaryKind::reflect: mapped = g < 0 ? -g - 1 : 2 * N - 1 - g; break;
+      }
+    }
+    e.point.push_back(static_cast<std::size_t>(std::max(0LL, std::min(mapped, N - 1))));
+  }
+  if (outside > 1 && l.stencil() == Stencil::star) return {Expected::keep, 0, {}};
+  if (outside > 0 && open) return {Expected::keep, 0, {}};
+  if (outside > 0 && constant) return {Expected::constant, *constant, {}};
+  return e;
+}
+
+std::size_t flat(const Shape& shape, const std::vector<std::size_t>& p) {
+  std::size_t f = 0;
+  for (std::size_t a = 0; a < shape.size(); ++a) f = f * shape[a] + p[a];
+  return f;
+}
+
+// Calls f(index) for every multi-index of `shape`, in C order.
+template <class F>
+void for_each_index(const Shape& shape, F&& f) {
+  if (shape_size(shape) == 0) return;
+  std::vector<std::size_t> i(shape.size(), 0);
+  while (true) {
+    f(i);
+    std::size_t a = shape.size();
+    while (a-- > 0) {
+      if (++i[a] < shape[a]) break;
+      i[a] = 0;
+    }
+    if (a == static_cast<std::size_t>(-1)) return;
+  }
+}
+
+// The host contents of a member's block with halo: the global points inside, sentinels outside.
+std::vector<double> initial_block(const GridLayout& l, std::size_t member, std::size_t salt) {
+  const GridBlock b = l.block(member);
+  const std::size_t n = l.ndim(), C = l.components();
+  const Shape full = l.block_shape(member, true);
+  const Shape spatial(full.begin(), full.begin() + static_cast<long>(n));
+  std::vector<double> out;
+  std::size_t k = 0;
+  for_each_index(spatial, [&](const std::vector<std::size_t>& idx) {
+    bool inside = true;
+    std::vector<std::size_t> g(n);
+    for (std::size_t a = 0; a < n; ++a) {
+      inside = inside && idx[a] >= l.halo(a) && idx[a] < l.halo(a) + b.extent[a];
+      g[a] = b.offset[a] + idx[a] - (inside ? l.halo(a) : 0);
+    }
+    for (std::size_t c = 0; c < C; ++c, ++k) {
+      out.push_back(inside ? global_value(flat(l.shape(), g), c, C, salt) : sentinel(member, k, salt));
+    }
+  });
+  return out;
+}
+
+// Compares a block with halo after the exchange to the reference; one failure per block at most.
+void check_block(const GridLayout& l, std::size_t member, const std::vector<double>& got,
+                 std::size_t salt, const std::string& what) {
+  const GridBlock b = l.block(member);
+  const std::size_t n = l.ndim(), C = l.components();
+  const Shape full = l.block_shape(member, true);
+  const Shape spatial(full.begin(), full.begin() + static_cast<long>(n));
+  ASSERT_EQ(got.size(), shape_size(full)) << what;
+  const auto initial = initial_block(l, member, salt);
+  std::size_t k = 0;
+  bool reported = false;
+  for_each_index(spatial, [&](const std::vector<std::size_t>& idx) {
+    const Expected e = expected_cell(l, b, idx);
+    for (std::size_t c = 0; c < C; ++c, ++k) {
+      double want = initial[k];
+      if (e.kind == Expected::constant) want = e.value;
+      if (e.kind == Expected::copy) want = global_value(flat(l.shape(), e.point), c, C, salt);
+      if (got[k] != want && !reported) {
+        reported = true;
+        ADD_FAILURE() << what << ": member " << member << ", cell (" << fmt::format("{}", fmt::join(idx, ", "))
+                      << ") component " << c << " of the block with halo " << to_string(full) << ": got "
+                      << got[k] << ", want " << want << " (" << l.describe() << ")";
+      }
+    }
+  });
+}
+
+// Makes one array per dtype on `layout`, fills every block (halo included) with its initial
+// contents, exchanges them all in one call and checks every cell of every local block.
+void check_exchange(const Rig& s, const Shape& shape, const GridOptions& options, const std::string& what,
+                    const std::vector<Dtype>& dtypes = {Dtype::float64}) {
+  const GridLayout layout = GridLayout::over(*s.comm, shape, options);
+  std::vector<GridArray> arrays;
+  for (std::size_t k = 0; k < dtypes.size(); ++k) {
+    arrays.emplace_back(*s.comm, layout, dtypes[k]);
+    for (const auto& b : arrays.back().blocks()) {
+      if (b.with_halo.size() == 0) continue;
+      b.with_halo.set(to_bytes(initial_block(layout, b.member, k), dtypes[k]));
+    }
+  }
+  exchange_halos(arrays);
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    for (const auto& b : arrays[k].blocks()) {
+      if (b.block.empty()) {
+        EXPECT_EQ(b.with_halo.size(), 0u) << what;
+        continue;
+      }
+      std::vector<std::byte> bytes(b.with_halo.nbytes());
+      b.with_halo.get(bytes);
+      check_block(layout, b.member, from_bytes(bytes, dtypes[k]), k,
+                  fmt::format("{} (array {} of {}, {})", what, k, arrays.size(), name(dtypes[k])));
+    }
+  }
+}
+
+struct Sides {
+  Boundary lower, upper;
+  const char* name;
+};
+
+std::vector<Sides> every_boundary() {
+  return {{Boundary::open(), Boundary::open(), "open"},
+          {Boundary::periodic(), Boundary::periodic(), "periodic"},
+          {Boundary::reflect(), Boundary::reflect(), "reflect"},
+          {Boundary::constant(7), Boundary::constant(-3), "constant 7 / -3"},
+          {Boundary::reflect(), Boundary::constant(5), "reflect / constant 5"}};
+}
+
+// ---- halo exchanges ---------------------------------------------------------------------------------
+
+TEST_P(GridArrays, OneDimensionalEveryBoundary) {
+  const std::size_t M = s_.M();
+  for (std::size_t w : {1u, 2u}) {
+    for (const auto& b : every_boundary()) {
+      for (Stencil st : {Stencil::star, Stencil::box}) {
+        check_exchange(s_, {w * M + 3}, {.halo = {w}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                       fmt::format("1-D, width {}, {}", w, b.name));
+      }
+    }
+  }
+}
+
+TEST_P(GridArrays, TwoDimensionalGridsWidthsStencilsAndBoundaries) {
+  const std::size_t M = s_.M();
+  std::vector<std::vector<std::size_t>> grids = {{1, M}, {M, 1}, {}};
+  if (M % 2 == 0) grids.push_back({2, M / 2});
+  for (const auto& grid : grids) {
+    for (const std::vector<std::size_t>& halo : {std::vector<std::size_t>{1}, {2}, {2, 1}}) {
+      for (Stencil st : {Stencil::star, Stencil::box}) {
+        for (const auto& b : every_boundary()) {
+          check_exchange(s_, {2 * M + 5, 2 * M + 4},
+                         {.grid = grid, .halo = halo, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                         fmt::format("2-D grid {}, halo {}, {}, {}", fmt::join(grid, "x"), fmt::join(halo, ","),
+                                     st == Stencil::star ? "star" : "box", b.name));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GridArrays, TwoDimensionalBoundariesDifferPerAxisAndSide) {
+  const std::size_t M = s_.M();
+  for (Stencil st : {Stencil::star, Stencil::box}) {
+    check_exchange(s_, {2 * M + 3, 7},
+                   {.halo = {2, 1},
+                    .stencil = st,
+                    .lower = {Boundary::periodic(), Boundary::reflect()},
+                    .upper = {Boundary::periodic(), Boundary::constant(9)}},
+                   "periodic rows, reflect / constant columns");
+    check_exchange(s_, {7, 2 * M + 3},
+                   {.grid = {1, M},
+                    .halo = {1, 2},
+                    .stencil = st,
+                    .lower = {Boundary::open(), Boundary::constant(2)},
+                    .upper = {Boundary::reflect(), Boundary::reflect()}},
+                   "open / reflect rows, constant / reflect columns");
+  }
+}
+
+TEST_P(GridArrays, ThreeDimensional) {
+  const std::size_t M = s_.M();
+  std::vector<std::vector<std::size_t>> grids = {{}, {1, 1, M}, {M, 1, 1}};
+  if (M % 2 == 0) grids.push_back({2, 1, M / 2});
+  for (const auto& grid : grids) {
+    for (Stencil st : {Stencil::star, Stencil::box}) {
+      for (const auto& b : every_boundary()) {
+        check_exchange(s_, {M + 3, 5, M + 4},
+                       {.grid = grid, .halo = {1, 2, 1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                       fmt::format("3-D grid {}, {}, {}", fmt::join(grid, "x"), st == Stencil::star ? "star" : "box",
+                                   b.name));
+      }
+    }
+  }
+}
+
+TEST_P(GridArrays, SeveralArraysInOneCallWithComponents) {
+  const std::size_t M = s_.M();
+  const std::vector<Dtype> dtypes = {Dtype::float64, Dtype::int32, Dtype::float32};
+  for (Stencil st : {Stencil::star, Stencil::box}) {
+    check_exchange(s_, {2 * M + 2, 6}, {.halo = {1}, .stencil = st, .lower = {Boundary::periodic()},
+                                        .upper = {Boundary::periodic()}},
+                   "2-D, three arrays", dtypes);
+    check_exchange(s_, {M + 2, 4, 5},
+                   {.components = 3, .halo = {1, 1, 2}, .stencil = st,
+                    .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
+                    .upper = {Boundary::periodic(), Boundary::constant(4), Boundary::periodic()}},
+                   "3-D, 3 components, two arrays", {Dtype::float64, Dtype::int32});
+    check_exchange(s_, {3 * M + 1}, {.components = 2, .halo = {2}, .stencil = st, .lower = {Boundary::constant(1)},
+                                     .upper = {Boundary::reflect()}},
+                   "1-D, 2 components");
+  }
+}
+
+TEST_P(GridArrays, UnevenSplitsAndMembersWithoutPoints) {
+  const std::size_t M = s_.M();
+  for (std::size_t w : {1u, 2u}) {
+    // Along axis 0: every other member empty (the last never), blocks of w + m points.
+    std::vector<std::size_t> gaps;
+    std::size_t total = 0;
+    for (std::size_t m = 0; m < M; ++m) {
+      gaps.push_back(m % 2 == 1 || m + 1 == M ? w + m : 0);
+      total += gaps.back();
+    }
+    for (const auto& b : every_boundary()) {
+      for (Stencil st : {Stencil::star, Stencil::box}) {
+        check_exchange(s_, {total, 5},
+                       {.grid = {M, 1}, .sizes = {gaps, {}}, .halo = {w, 1}, .stencil = st,
+                        .lower = {b.lower}, .upper = {b.upper}},
+                       fmt::format("empty members, width {}, {}", w, b.name));
+        // All points on one member (its own neighbour when periodic, its own mirror).
+        std::vector<std::size_t> one(M, 0);
+        one[M / 2] = w + 2;
+        check_exchange(s_, {4, w + 2},
+                       {.grid = {1, M}, .sizes = {{}, one}, .halo = {1, w}, .stencil = st,
+                        .lower = {b.lower}, .upper = {b.upper}},
+                       fmt::format("one member with points, width {}, {}", w, b.name));
+      }
+    }
+  }
+  // Uneven on two axes and fewer points than members along one.
+  if (M % 2 == 0) {
+    check_exchange(s_, {M / 2 + 5, 3}, {.grid = {M / 2, 2}, .sizes = {{}, {1, 2}}, .halo = {1},
+                                        .stencil = Stencil::box, .lower = {Boundary::periodic()},
+                                        .upper = {Boundary::periodic()}},
+                   "uneven on both axes");
+  }
+  if (M > 1) {
+    check_exchange(s_, {M - 1, 4}, {.grid = {M, 1}, .halo = {1}, .stencil = Stencil::box,
+                                    .lower = {Boundary::reflect()},
+                                    .upper = {Boundary::constant(3), Boundary::reflect()}},
+                   "fewer rows than members");
+  }
+}
+
+TEST_P(GridArrays, EdgeSizes) {
+  const std::size_t M = s_.M();
+  for (Stencil st : {Stencil::star, Stencil::box}) {
+    for (const auto& b : every_boundary()) {
+      const std::string tag = fmt::format("{}, {}", st == Stencil::star ? "star" : "box", b.name);
+      // One point in all: one member has it (its own neighbour, its own mirror), the rest none.
+      check_exchange(s_, {1, 1, 1}, {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                     "a single point, " + tag);
+      // No points at all: nothing to exchange, every block empty.
+      check_exchange(s_, {0, 5}, {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+                     "no points, " + tag);
+      // Blocks exactly as wide as the halo; no halo along one axis (no edges there either).
+      check_exchange(s_, {2 * M, 2, 3}, {.grid = {M, 1, 1}, .halo = {2, 0, 1}, .stencil = st,
+                                         .lower = {b.lower}, .upper = {b.upper}},
+                     "blocks as wide as the halo, no halo on axis 1, " + tag);
+    }
+  }
+}
+
+TEST_P(GridArrays, ExchangeOnAnotherQueueAndSingleArrayForm) {
+  const std::size_t M = s_.M();
+  const GridLayout layout = GridLayout::over(*s_.comm, {2 * M + 1, 3},
+                                             {.halo = {1}, .stencil = Stencil::box, .lower = {Boundary::periodic()},
+                                              .upper = {Boundary::periodic()}});
+  GridArray a(*s_.comm, layout, Dtype::float64);
+  for (const auto& b : a.blocks()) {
+    if (b.with_halo.size() > 0) b.with_halo.set(to_bytes(initial_block(layout, b.member, 0), Dtype::float64));
+  }
+  const Queue halo_queue(a.queue().context(), a.queue().device_idxs());
+  a.queue().synchronize();
+  a.exchange_halos(halo_queue);
+  halo_queue.synchronize();
+  for (const auto& b : a.blocks()) {
+    if (b.block.empty()) continue;
+    std::vector<std::byte> bytes(b.with_halo.nbytes());
+    b.with_halo.get(bytes);
+    check_block(layout, b.member, from_bytes(bytes, Dtype::float64), 0, "on a halo queue");
+  }
+  // No halo: nothing to do.
+  GridArray none(*s_.comm, GridLayout::over(*s_.comm, {5, 5}), Dtype::float32);
+  none.exchange_halos();
+  exchange_halos(std::span<const GridArray>());
+}
+
+// ---- scatter and gather -----------------------------------------------------------------------------
+
+TEST_P(GridArrays, ScatterGatherRoundTrips) {
+  const std::size_t M = s_.M();
+  const int R = s_.R();
+  struct Case {
+    Shape shape;
+    GridOptions options;
+  };
+  std::vector<Case> cases = {
+      {{3 * M + 1}, {}},
+      {{2 * M + 3, M + 2}, {.halo = {1, 2}}},
+      {{M + 1, 3, M + 2}, {.halo = {1}}},
+      {{5, 7}, {.grid = {1, M}, .components = 2, .halo = {2, 1}}},
+      {{M + 2, 4, 3}, {.grid = {M, 1, 1}, .components = 3}},
+      {{0, 4}, {}},
+      {{1, 1}, {.halo = {0}}},
+  };
+  std::vector<std::size_t> gaps;
+  std::size_t total = 0;
+  for (std::size_t m = 0; m < M; ++m) {
+    gaps.push_back(m % 2 == 1 || m + 1 == M ? 2 + m : 0);
+    total += gaps.back();
+  }
+  cases.push_back({{total, 3}, {.grid = {M, 1}, .sizes = {gaps, {}}, .halo = {1}}});
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const GridLayout layout = GridLayout::over(*s_.comm, cases[i].shape, cases[i].options);
+    for (int root : {0, R - 1}) {
+      const std::string what = fmt::format("case {} ({}), root {}", i, layout.describe(), root);
+      GridArray a(*s_.comm, layout, Dtype::float64);
+      std::vector<double> global(layout.size());
+      for (std::size_t p = 0; p < layout.points(); ++p) {
+        for (std::size_t c = 0; c < layout.components(); ++c) {
+          global[p * layout.components() + c] = global_value(p, c, layout.components(), i);
+        }
+      }
+      a.scatter(world_rank() == root ? global : std::vector<double>{}, root);
+      // Every local block holds its points, and its halo is untouched (zeros).
+      for (const auto& b : a.blocks()) {
+        if (b.block.empty()) continue;
+        std::vector<std::byte> bytes(b.with_halo.nbytes());
+        b.with_halo.get(bytes);
+        const auto got = from_bytes(bytes, Dtype::float64);
+        auto want = initial_block(layout, b.member, i);
+        for (double& v : want) v = v < 0 ? 0 : v;
+        EXPECT_EQ(got, want) << what << ": member " << b.member;
+      }
+      const auto back = a.gather<double>(root);
+      if (world_rank() == root) {
+        EXPECT_EQ(back, global) << what;
+      } else {
+        EXPECT_TRUE(back.empty()) << what;
+      }
+    }
+  }
+}
+
+// ---- bad calls --------------------------------------------------------------------------------------
+
+TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
+  const std::size_t M = s_.M();
+  const int R = s_.R();
+  const int rank = world_rank();
+  const GridLayout layout = GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {1}});
+  GridArray a(*s_.comm, layout, Dtype::float32);
+  // Arrays of different layouts in one exchange.
+  GridArray other(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {1}, .stencil = Stencil::box}),
+                  Dtype::float32);
+  expect_logic_error([&] { exchange_halos(std::vector<GridArray>{a, other}); },
+                     {"exchange_halos", "array 1 has layout", "one layout"});
+  // A queue without every device of the arrays (on ranks with more than one).
+  if (s_.L() > 1) {
+    const Queue one(a.queue().context(), {a.blocks()[0].device_idx});
+    expect_logic_error([&] { a.exchange_halos(one); }, {"exchange_halos", "the queue has no device"});
+  }
+  // A host array of the wrong size at the root; host data of another dtype; a root that is not.
+  std::vector<float> short_data(a.size() - 1);
+  expect_logic_error([&] { a.scatter(rank == 0 ? short_data : std::vector<float>{}, 0); },
+                     {"GridArray::scatter", rank == 0 ? "rank 0 (the root)" : "root rank 0"});
+  expect_logic_error([&] { a.scatter(std::vector<double>(a.size()), 0); }, {"float64", "float32"});
+  expect_logic_error([&] { (void)a.gather_bytes(R); }, {"GridArray::gather", fmt::format("root rank {}", R)});
+  // A layout of other members; ranks that pass different layouts.
+  expect_logic_error([&] { GridArray(*s_.comm, GridLayout({8}, {M + 1}), Dtype::float32); },
+                     {"GridArray", fmt::format("{} members", M + 1), fmt::format("communicator has {}", M)});
+  if (R > 1) {
+    expect_logic_error(
+        [&] {
+          GridArray(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {rank == 0 ? 1u : 2u}}),
+                    Dtype::float32);
+        },
+        {"GridArray", "different arguments", "rank 0 / rank"});
+  }
+  // A halo wider than a neighbour's block, over the communicator: every rank raises.
+  bool raised = false;
+  try {
+    (void)GridLayout::over(*s_.comm, {M, 4}, {.grid = {M, 1}, .halo = {2}, .lower = {Boundary::reflect()}});
+  } catch (const LogicError& e) {
+    raised = ::skein::test::contains(e.what(), "halo width 2 on axis 0");
+  }
+  EXPECT_TRUE(on_every_rank(raised));
+  // The array still works afterwards (no rank left waiting).
+  check_exchange(s_, {2 * M, 3}, {.halo = {1}, .lower = {Boundary::periodic()}, .upper = {Boundary::periodic()}},
+                 "after the errors");
+}
+
+}  // namespace grid_halo_test
+}  // namespace
