@@ -289,10 +289,6 @@ CommunicatorRanks communicator_ranks(Communicator& comm) {
 
 // ---- DistArray ------------------------------------------------------------------------------
 
-std::shared_ptr<Communicator> DistArray::share_communicator(Communicator& comm) {
-  return std::make_shared<Communicator>(comm.share());
-}
-
 DistArray::DistArray(Communicator& comm, BlockLayout layout, Dtype dtype)
     : DistArray(comm, Queue(comm.context()), std::move(layout), dtype) {}
 

@@ -85,7 +85,7 @@ GridArray::GridArray(Communicator& comm, GridLayout layout, Dtype dtype)
     : GridArray(comm, Queue(comm.context()), std::move(layout), dtype) {}
 
 GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype)
-    : comm_(DistArray::share_communicator(comm)), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
+    : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
   const std::string call = "GridArray";
   std::optional<std::pair<std::string, std::string>> problem;
   if (auto q = queue_problem(comm, queue); !q.empty()) {

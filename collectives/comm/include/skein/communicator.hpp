@@ -134,9 +134,10 @@ class SKEIN_EXPORT Communicator {
  private:
   friend class DistArray;
   friend class ReplicatedArray;
+  friend class GridArray;
   friend struct detail::CommunicatorAccess;
   explicit Communicator(std::shared_ptr<Impl> impl);
-  // Another handle to the same communicator: DistArray and ReplicatedArray keep one, so that
+  // Another handle to the same communicator: DistArray, ReplicatedArray and GridArray keep one, so that
   // moving or destroying the caller's Communicator never leaves them with a dangling reference.
   Communicator share() const { return Communicator(impl_); }
   // Shared by this handle and the arrays made over it; the last owner ends the communicator.

@@ -301,10 +301,6 @@ class SKEIN_EXPORT DistArray {
   void fill_zero() const;
 
  private:
-  // GridArray shares its communicator as a DistArray does (Communicator::share is for these
-  // arrays only).
-  friend class GridArray;
-  static std::shared_ptr<Communicator> share_communicator(Communicator& comm);
   DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
             std::vector<Buffer> foreign, bool use_foreign);
   void check_host_type(Dtype host, const char* call) const;
