@@ -119,4 +119,14 @@ class SKEIN_EXPORT GridArray {
 SKEIN_EXPORT void exchange_halos(std::span<const GridArray> arrays);
 SKEIN_EXPORT void exchange_halos(const Queue& queue, std::span<const GridArray> arrays);
 
+// Collective: `to`'s points become `from`'s (the same global array under another layout: another
+// process grid, slabs to pencils, members with no points in one of them). Both arrays are over one
+// communicator, with one global shape, number of components and dtype (else LogicError). Each pair
+// of a source and a destination member whose blocks overlap moves the overlap in one message: in
+// place when both are on one device, a device copy between devices of a rank, Communicator
+// send/recv (every pair in one group) between ranks. `to`'s halos are not written. Enqueued on
+// `queue` (by default `to.queue()`, after the work enqueued so far on `from.queue()`).
+SKEIN_EXPORT void redistribute(const GridArray& from, const GridArray& to);
+SKEIN_EXPORT void redistribute(const Queue& queue, const GridArray& from, const GridArray& to);
+
 }  // namespace skein
