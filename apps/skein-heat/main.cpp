@@ -59,8 +59,10 @@
 #include <skein/runtime.hpp>
 #include <skein/skein.hpp>
 
+#include "heat_errors.hpp"
 #include "heat_png.hpp"
 #include "heat_solver.hpp"
+#include "heat_solver3d.hpp"
 
 namespace {
 
@@ -68,6 +70,9 @@ namespace fs = std::filesystem;
 using skein::DistArray;
 using skein::Dtype;
 using Clock = std::chrono::steady_clock;
+// Errors every rank raises alike (heat_errors.hpp).
+using skein::heat::AgreedError;
+using UsageError = AgreedError;
 
 struct Options {
   std::size_t nx = 256, ny = 256;
@@ -91,7 +96,42 @@ struct Options {
   std::string halo_priority = "high";
   std::string stencil_variant = "auto";
   std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
+  // A run on a process grid (heat_run3d.cpp) when any of these is given.
+  std::size_t nz = 0;
+  int mode_z = 1;
+  std::string grid;
+  std::string boundary = "open";
+  bool on_grid() const { return nz > 0 || !grid.empty() || boundary != "open"; }
 };
+
+// --nz, --grid or --boundary: the run on a process grid (heat_solver3d.hpp); the options it does
+// not take are refused on every rank.
+int simulate_grid(const Options& o, const skein::Runtime& runtime) {
+  if (o.restart || o.checkpoint_every > 0 || !o.png.empty() || o.weak || !o.json_file.empty()) {
+    throw UsageError("--restart, --checkpoint-every, --png, --weak and --json are not available on a process grid "
+                     "(--nz, --grid, --boundary)",
+                     "leave them out, or run the 2-D row split without --nz, --grid and --boundary");
+  }
+  if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
+  if (!o.out.empty() && !skein::hdf5::available()) {
+    throw UsageError("--out needs HDF5, and this Skein was built without it",
+                     "install libhdf5-openmpi-dev (tools/install-deps.sh) and rebuild");
+  }
+  skein::heat::GridRunOptions g;
+  g.nx = o.nx;
+  g.ny = o.ny;
+  g.nz = o.nz;
+  g.steps = o.steps;
+  g.dtype = o.dtype;
+  g.alpha = o.alpha;
+  g.dt_factor = o.dt_factor;
+  g.modes = {o.modes[0], o.modes[1], o.mode_z};
+  g.grid = o.grid;
+  g.boundary = o.boundary;
+  g.out = o.out;
+  g.report_every = o.report_every;
+  return skein::heat::run_grid(g, runtime);
+}
 
 // One time step, u -> v, as --halo-exchange says. Overlapped: a second queue (the halo queue, of
 // --halo-priority) moves the halos and runs the edge rows' kernel, while the fields' queue runs the
@@ -160,19 +200,6 @@ class Stepper {
   mutable bool ordered_ = false;               // the halo queue is after the fields' last writes
 };
 
-// An error every rank raises alike (bad options, a checkpoint that does not fit them or is
-// damaged): every rank returns `status`, rank 0 says why, nobody needs to be aborted.
-class AgreedError : public skein::LogicError {
- public:
-  AgreedError(std::string what, std::string hint = {}, int status = 1)
-      : skein::LogicError(skein::ErrorInfo{.what = std::move(what), .call = "skein-heat", .hint = std::move(hint)}),
-        status_(status) {}
-  int status() const { return status_; }
-
- private:
-  int status_;
-};
-using UsageError = AgreedError;
 
 double seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -704,6 +731,16 @@ int main(int argc, char** argv) {
       .delimiter(',')
       .expected(3)
       .range(std::size_t{1}, std::size_t{1024});
+  app.add_option("--nz", o.nz, "Interior grid points along z: a 3-D run (7-point stencil) on a process grid")
+      .range(std::size_t{1}, (std::size_t{1} << 32) - 1);
+  app.add_option("--mode-z", o.mode_z, "Mode KZ of the initial condition along z (3-D runs)");
+  app.add_option("--grid", o.grid,
+                 "Process grid PxQ (2-D) or PxQxR (3-D, z x y x x) over every device of every rank, 0 for an "
+                 "axis chosen by the app (default: chosen); runs on a process grid");
+  app.add_option("--boundary", o.boundary,
+                 "Walls: open (u = 0 beyond them, the 2-D default), periodic or reflect (zero flux); "
+                 "other than open runs on a process grid")
+      .one_of({"open", "periodic", "reflect"});
   if (auto status = app.parse(argc, argv)) return *status;
 
   try {
@@ -711,7 +748,7 @@ int main(int argc, char** argv) {
     if (o.devices_per_rank > 0) placement.devices_per_rank = o.devices_per_rank;
     skein::Runtime runtime(&argc, &argv, placement);
     try {
-      return simulate(o, runtime);
+      return o.on_grid() ? simulate_grid(o, runtime) : simulate(o, runtime);
     } catch (const AgreedError& e) {
       if (runtime.rank() == 0) {
         fmt::print(stderr, "skein-heat: error: {}\n", e.info().what);

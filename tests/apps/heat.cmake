@@ -26,6 +26,14 @@
 #                               are bit-identical
 #   apps.heat.png               --png: a valid PNG of the grid's size, and downsampled
 #   apps.heat.bad_options       bad options exit non-zero with a message naming what was wrong
+#   apps.heat.grid.*            runs on a process grid (heat_grid_check.cmake, heat_grid_reference.py):
+#                               3d_np4 is the issue's 40 x 36 x 30 on --grid 2x2x1 (4 ranks);
+#                               3d_np1 / 3d_np3 automatic grids (4 devices of 1 rank, 3 ranks);
+#                               periodic / reflect the other walls on small 3-D grids, 2d_grid a
+#                               2-D run with --grid; each passes its own analytic check and its
+#                               heat.h5 holds the exact discrete solution (read with h5dump, and
+#                               whole with h5py where installed); bad_grid: a --grid that does not
+#                               multiply to the members or is malformed fails with a message
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
 # runs each, 2-3 s). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
 # run keeps np1, np2, tiny and restart (every code path of the app but the PNG writer: one and
@@ -103,6 +111,35 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
   set_tests_properties(apps.heat.refused_cache PROPERTIES LABELS "mpi;apps;no-sanitizer")
   # 2 ranks x 2 devices, said explicitly (the even share-out gives the same on 4 devices).
   set_tests_properties(apps.heat.np2 PROPERTIES ENVIRONMENT "${_skein_mpi_env};SKEIN_DEVICES_PER_RANK=2")
+
+  # Process grids. NAME|NP|EXPECT|ARGS.
+  set(_grid_script ${CMAKE_CURRENT_SOURCE_DIR}/heat_grid_check.cmake)
+  set(_grid_args -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DHEAT=$<TARGET_FILE:skein-heat>
+      -DH5DUMP=${SKEIN_H5DUMP} -DPYTHON=${SKEIN_PYTHON3}
+      -DREFERENCE=${CMAKE_CURRENT_SOURCE_DIR}/heat_grid_reference.py -DLIMIT=240)
+  foreach(case
+      "3d_np4|4|process grid 2 x 2 x 1|--nx;40;--ny;36;--nz;30;--grid;2x2x1;--steps;40"
+      "3d_np1|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--mode-z;2"
+      "3d_np3|3|on 4 device(s) of 3 rank(s)|--nx;12;--ny;10;--nz;11;--steps;20;--modes;1,2"
+      "periodic|4|periodic walls|--nx;12;--ny;10;--nz;9;--grid;1x2x2;--boundary;periodic;--steps;25;--modes;2,1;--mode-z;3"
+      "reflect|2|reflect walls|--nx;11;--ny;10;--nz;9;--boundary;reflect;--steps;25;--modes;1,3;--mode-z;2"
+      "2d_grid|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;40")
+    string(REPLACE "|" ";" _fields "${case}")
+    list(GET _fields 0 _name)
+    list(GET _fields 1 _np)
+    list(GET _fields 2 _expect)
+    string(REPLACE "${_name}|${_np}|${_expect}|" "" _run_args "${case}")
+    add_test(NAME apps.heat.grid.${_name}
+      COMMAND ${CMAKE_COMMAND} -DMODE=run -DNP=${_np} "-DEXPECT=${_expect}" "-DARGS=${_run_args}"
+              -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-grid-${_name} ${_grid_args} -P ${_grid_script})
+    set_tests_properties(apps.heat.grid.${_name} PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
+      PROCESSORS ${_np} ENVIRONMENT "${_skein_mpi_env}")
+  endforeach()
+  add_test(NAME apps.heat.grid.bad_grid
+    COMMAND ${CMAKE_COMMAND} -DMODE=bad -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-grid-bad ${_grid_args}
+            -P ${_grid_script})
+  set_tests_properties(apps.heat.grid.bad_grid PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
+    PROCESSORS 4 ENVIRONMENT "${_skein_mpi_env}")
 
   foreach(_mode restart png bad_options)
     set(_script_mode ${_mode})

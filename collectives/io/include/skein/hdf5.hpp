@@ -93,6 +93,7 @@
 namespace skein {
 
 class Communicator;
+class GridArray;
 
 namespace hdf5 {
 
@@ -207,6 +208,18 @@ class SKEIN_EXPORT File {
   // global shape and dtype (else LogicError naming both). Fills the interior rows; halo rows are
   // left as they were (call exchange_halos()).
   void read(const std::string& name, const DistArray& array);
+
+  // Collective: a GridArray's global array (its layout's global_shape(): the points' axes, then
+  // the components axis when there is one) as dataset `name`; halos are not written. Each member's
+  // block is a hyperslab of it, so h5py reads it whole. For now it goes through rank 0 (the array
+  // is gathered there and written by rank 0's HDF5 calls, as write_host does), on both paths:
+  // rank 0 needs host memory for the whole array (hdf5_grid.cpp). Attributes as for DistArrays,
+  // skein_layout holding GridLayout::describe().
+  void write(const std::string& name, const GridArray& array, const WriteOptions& options = {});
+  // Collective: dataset `name` into a GridArray of any layout (another process grid, another number
+  // of ranks) of the dataset's shape and dtype (else LogicError naming both). Fills every block's
+  // points; halos are left as they were (call exchange_halos()).
+  void read(const std::string& name, const GridArray& array);
 
   // Collective: a replicated array, from rank 0's first device.
   void write(const std::string& name, const ReplicatedArray& array, const WriteOptions& options = {});

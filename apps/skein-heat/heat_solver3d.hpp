@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The numerics of skein-heat on a process grid (--nz, --grid, --boundary): the 2-D or 3-D test
+// problem, its exact discrete solution for every kind of wall, the 5- or 7-point stencil kernel on
+// the local blocks of a GridArray, and the checks.
+//
+// The problem: u_t = alpha (u_xx + u_yy [+ u_zz]) on the unit square or cube, the array of shape
+// (ny, nx) or (nz, ny, nx) (x varies fastest), the spacing along an axis of n points h = 1 / (n + 1)
+// (as in heat_solver.hpp), dt = dt_factor (2 / d) min(h)^2 / alpha in d dimensions (so that 2-D
+// runs keep heat_solver.hpp's dt, and the FTCS step's centre coefficient
+// c0 = 1 - 2 sum_a r_a, r_a = alpha dt / h_a^2, stays >= 0 for dt_factor <= 0.25 in 3-D too). The
+// step is
+//
+//   u'[i] = c0 u[i] + sum_a r_a (u[i - e_a] + u[i + e_a])
+//
+// with the cells beyond a wall given by the walls' kind (the same on every side), through the
+// halo of GridArray::exchange_halos:
+//   open      the ghost cells stay 0: u = 0 beyond the wall (heat_solver.hpp's Dirichlet walls);
+//             mode f(i) = sin(k pi (i + 1) h), k in [1, n], theta = k pi h
+//   periodic  the domain wraps around; f(i) = cos(2 pi k i / n), k in [0, n - 1], theta = 2 pi k / n
+//   reflect   the ghost cell mirrors the interior (a zero-flux wall);
+//             f(i) = cos(k pi (i + 1/2) / n), k in [0, n - 1], theta = k pi / n
+// In each case f(i - 1) + f(i + 1) = 2 cos(theta) f(i) at every point (the ghost cells included),
+// so u0 = prod_a f_a is an eigenvector of the step, and after n steps the field is exactly
+// lambda^n u0 with lambda = c0 + 2 sum_a r_a cos(theta_a) (coefficients rounded to the dtype as the
+// kernel gets them). The check compares against that with GridProblem::tolerance.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <skein/grid_array.hpp>
+#include <skein/program.hpp>
+
+#include "heat_solver.hpp"
+
+namespace skein::heat {
+
+struct GridProblem {
+  std::vector<std::size_t> n;  // interior points per axis, C order: (ny, nx) or (nz, ny, nx)
+  std::vector<int> k;          // the mode along each axis (same order)
+  BoundaryKind walls = BoundaryKind::open;  // open, periodic or reflect
+  double alpha = 1;
+  double dt = 0;
+  Dtype dtype = Dtype::float64;
+
+  // Throws LogicError for an axis of 0 points, a mode outside its kind's range (above), alpha <= 0,
+  // a dt_factor outside (0, 0.25], or walls of another kind.
+  static GridProblem make(std::vector<std::size_t> n, std::vector<int> k, BoundaryKind walls, double alpha,
+                          double dt_factor, Dtype dtype);
+
+  std::size_t ndim() const { return n.size(); }
+  double h(std::size_t axis) const { return 1.0 / static_cast<double>(n[axis] + 1); }
+  // The coefficient of axis `axis` and the centre's, rounded to the dtype (as double).
+  double r(std::size_t axis) const;
+  double c0() const;
+  double theta(std::size_t axis) const;
+  double lambda() const;
+  // f_axis(i) (see the top of this file).
+  double mode(std::size_t axis, std::size_t i) const;
+  // The same bound as Problem::tolerance (the step is a contraction in the max norm).
+  double tolerance(std::int64_t steps, double amplitude) const;
+};
+
+// "open", "periodic", "reflect" -> the kind; LogicError for another name.
+BoundaryKind parse_walls(std::string_view text);
+const char* name(BoundaryKind kind);
+// "2x2x1" -> {2, 2, 1} (as many numbers as `dims`; 0 or "auto" lets GridLayout choose). LogicError
+// naming the text for another form.
+std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims);
+
+// The layout of the field: halo 1 on every axis, a star stencil, the problem's walls on every side.
+GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid);
+
+// The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
+// launched per device on the field's queue; blocks without points are skipped).
+class GridStencil {
+ public:
+  GridStencil(const GridArray& field, const GridProblem& problem);
+  // out = step(in); `in`'s halos must be current (exchange_halos()). Enqueued only.
+  void step(const GridArray& in, const GridArray& out) const;
+
+ private:
+  GridProblem problem_;
+  PreparedKernel kernel_;
+};
+
+// Not collective: the initial condition into this rank's blocks (halos zero).
+void set_initial(const GridArray& u, const GridProblem& problem);
+// Collective: max |a - b| over the points, the same on every rank.
+double max_difference(const GridArray& a, const GridArray& b);
+// Collective: the field after `steps` steps against lambda^steps u0, the same on every rank.
+CheckResult check(const GridArray& u, const GridProblem& problem, std::int64_t steps);
+
+}  // namespace skein::heat
+
+namespace skein {
+class Runtime;
+}
+
+namespace skein::heat {
+
+// What main.cpp passes to a run on a process grid.
+struct GridRunOptions {
+  std::size_t nx = 0, ny = 0, nz = 0;  // nz 0: 2-D
+  std::int64_t steps = 0;
+  std::string dtype = "float64";
+  double alpha = 1, dt_factor = 0.2;
+  std::vector<int> modes;  // KX, KY, KZ
+  std::string grid;        // --grid text, empty: automatic
+  std::string boundary = "open";
+  std::string out;         // directory for heat.h5, empty: none
+  std::int64_t report_every = 0;
+};
+
+// The whole run on a process grid (heat_run3d.cpp): the field, the time loop, the check, heat.h5
+// and the summary on rank 0. Returns 0 (check passed) or 3 (failed); throws AgreedError for
+// options that do not fit (every rank alike).
+int run_grid(const GridRunOptions& options, const Runtime& runtime);
+
+}  // namespace skein::heat
