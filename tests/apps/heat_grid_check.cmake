@@ -14,7 +14,8 @@
 #        in the middle of its second checkpoint, then --restart on 3 ranks (--grid 3x1x1) to step
 #        40, must end with a field byte-identical to the reference (the "u" datasets dumped raw by
 #        h5dump); a restart whose --nz or --boundary do not fit the checkpoint, a fresh start over
-#        old checkpoints and a restart from a checkpoint with a flipped bit are refused
+#        old checkpoints and a restart from a checkpoint with a flipped bit are refused; the
+#        restart's --json file holds its start step, rank count and check
 #   cmake -DMODE=... -DMPIEXEC=... -DHEAT=... -DDIR=... -DH5DUMP=... -DPYTHON=... -DREFERENCE=...
 #         [-DNP=n -DARGS=... -DEXPECT=...] -DLIMIT=seconds -P heat_grid_check.cmake
 # Exits 77 (skipped) when h5dump or python3 (run, restart) is missing.
@@ -148,7 +149,7 @@ elseif(MODE STREQUAL "restart")
   endif()
   file(COPY "${DIR}/run/checkpoints" DESTINATION "${DIR}/damaged")
   set(ENV{SKEIN_DEVICES_PER_RANK} 1)  # 3 members (by default the 4 devices are shared out 2, 1, 1)
-  heat(restarted 3 ${GRID} --grid 3x1x1 --steps 40 --restart --out "${DIR}/run")
+  heat(restarted 3 ${GRID} --grid 3x1x1 --steps 40 --restart --out "${DIR}/run" --json "${DIR}/restarted.json")
   unset(ENV{SKEIN_DEVICES_PER_RANK})
   expect_rc(restarted 0)
   expect_text(restarted "restarted from ${DIR}/run/checkpoints/checkpoint-0000000020.h5 (step 20, written by 4 rank(s))")
@@ -156,6 +157,14 @@ elseif(MODE STREQUAL "restart")
   expect_text(restarted ": passed")
   dump_u("${DIR}/run/heat.h5" "${DIR}/restarted.bin")
   same_bytes(restarted "${DIR}/restarted.bin" "${DIR}/reference.bin")
+  # --json: the run's figures, the restart's start step and the process grid among them.
+  file(READ "${DIR}/restarted.json" json)
+  foreach(field "\"start_step\": 20" "\"steps\": 40" "\"ranks\": 3" "\"nz\": 30" "\"passed\": true")
+    string(FIND "${json}" "${field}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "restarted: ${DIR}/restarted.json lacks ${field}:\n${json}")
+    endif()
+  endforeach()
 
   # Refused: another --nz, another --boundary, a fresh start over the checkpoints, a damaged one.
   heat(other-nz 2 --nx 40 --ny 36 --nz 31 --steps 40 --restart --out "${DIR}/run")
