@@ -111,13 +111,19 @@ struct GridRunOptions {
   std::vector<int> modes;  // KX, KY, KZ
   std::string grid;        // --grid text, empty: automatic
   std::string boundary = "open";
-  std::string out;         // directory for heat.h5, empty: none
+  std::string out;         // directory for heat.h5 and checkpoints/, empty: none
   std::int64_t report_every = 0;
+  std::int64_t checkpoint_every = 0;  // a checkpoint every N steps in out/checkpoints (0: none)
+  std::size_t keep = 2;               // checkpoints kept (0: all)
+  bool restart = false;               // continue from the newest complete checkpoint in out
+  bool overwrite = false;             // start again over old checkpoints (deletes them)
+  std::string json_file;              // the summary as JSON (rank 0), empty: none
 };
 
-// The whole run on a process grid (heat_run3d.cpp): the field, the time loop, the check, heat.h5
-// and the summary on rank 0. Returns 0 (check passed) or 3 (failed); throws AgreedError for
-// options that do not fit (every rank alike).
+// The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints
+// (heat_checkpoint3d.hpp), the time loop, the check, heat.h5, the summary on rank 0 and --json.
+// Returns 0 (check passed) or 3 (failed); throws AgreedError for options that do not fit (every
+// rank alike).
 int run_grid(const GridRunOptions& options, const Runtime& runtime);
 
 }  // namespace skein::heat

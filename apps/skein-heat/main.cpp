@@ -104,15 +104,19 @@ struct Options {
   bool on_grid() const { return nz > 0 || !grid.empty() || boundary != "open"; }
 };
 
-// --nz, --grid or --boundary: the run on a process grid (heat_solver3d.hpp); the options it does
-// not take are refused on every rank.
+// --nz, --grid or --boundary: the run on a process grid (heat_solver3d.hpp, heat_checkpoint3d.hpp);
+// the options it does not take (--png, --weak) are refused on every rank.
 int simulate_grid(const Options& o, const skein::Runtime& runtime) {
-  if (o.restart || o.checkpoint_every > 0 || !o.png.empty() || o.weak || !o.json_file.empty()) {
-    throw UsageError("--restart, --checkpoint-every, --png, --weak and --json are not available on a process grid "
-                     "(--nz, --grid, --boundary)",
+  if (!o.png.empty() || o.weak) {
+    throw UsageError("--png and --weak are not available on a process grid (--nz, --grid, --boundary)",
                      "leave them out, or run the 2-D row split without --nz, --grid and --boundary");
   }
   if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
+  if (o.out.empty() && (o.restart || o.checkpoint_every > 0)) {
+    throw UsageError(o.restart ? "--restart needs --out DIR (the directory with the checkpoints)"
+                               : "--checkpoint-every needs --out DIR (where the checkpoints go)");
+  }
+  if (o.restart && o.overwrite) throw UsageError("--restart and --overwrite exclude each other");
   if (!o.out.empty() && !skein::hdf5::available()) {
     throw UsageError("--out needs HDF5, and this Skein was built without it",
                      "install libhdf5-openmpi-dev (tools/install-deps.sh) and rebuild");
@@ -130,6 +134,11 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   g.boundary = o.boundary;
   g.out = o.out;
   g.report_every = o.report_every;
+  g.checkpoint_every = o.checkpoint_every;
+  g.keep = o.keep;
+  g.restart = o.restart;
+  g.overwrite = o.overwrite;
+  g.json_file = o.json_file;
   return skein::heat::run_grid(g, runtime);
 }
 

@@ -33,7 +33,10 @@
 #                               2-D run with --grid; each passes its own analytic check and its
 #                               heat.h5 holds the exact discrete solution (read with h5dump, and
 #                               whole with h5py where installed); bad_grid: a --grid that does not
-#                               multiply to the members or is malformed fails with a message
+#                               multiply to the members or is malformed fails with a message;
+#                               restart: the 40 x 36 x 30 run killed in a checkpoint on 4 ranks
+#                               (2x2x1) and restarted on 3 (3x1x1) ends byte-identical to an
+#                               uninterrupted run, as does a 1-rank 1-device run; misfits refused
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
 # runs each, 2-3 s). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
 # run keeps np1, np2, tiny and restart (every code path of the app but the PNG writer: one and
@@ -139,6 +142,11 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
     COMMAND ${CMAKE_COMMAND} -DMODE=bad -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-grid-bad ${_grid_args}
             -P ${_grid_script})
   set_tests_properties(apps.heat.grid.bad_grid PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
+    PROCESSORS 4 ENVIRONMENT "${_skein_mpi_env}")
+  add_test(NAME apps.heat.grid.restart
+    COMMAND ${CMAKE_COMMAND} -DMODE=restart -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-grid-restart ${_grid_args}
+            -P ${_grid_script})
+  set_tests_properties(apps.heat.grid.restart PROPERTIES TIMEOUT 300 LABELS "mpi;apps" SKIP_RETURN_CODE 77
     PROCESSORS 4 ENVIRONMENT "${_skein_mpi_env}")
 
   foreach(_mode restart png bad_options)

@@ -7,9 +7,18 @@
 #        is installed)
 #   bad  runs that must fail on every rank with a message: a --grid that does not multiply to the
 #        members, --grid in a wrong format, --grid with the wrong number of axes
+#   restart  the issue's 40 x 36 x 30 run: uninterrupted to step 40 on 4 ranks (--grid 2x2x1) is
+#        the reference; the same on 1 rank with 1 device (one block: no halos between members)
+#        must give the same bytes (the arithmetic does not depend on the decomposition);
+#        `--steps 40 --checkpoint-every 20` on 4 ranks killed (SIGKILL, SKEIN_TEST_CHECKPOINT_KILL)
+#        in the middle of its second checkpoint, then --restart on 3 ranks (--grid 3x1x1) to step
+#        40, must end with a field byte-identical to the reference (the "u" datasets dumped raw by
+#        h5dump); a restart whose --nz or --boundary do not fit the checkpoint, a fresh start over
+#        old checkpoints and a restart from a checkpoint with a flipped bit are refused; the
+#        restart's --json file holds its start step, rank count and check
 #   cmake -DMODE=... -DMPIEXEC=... -DHEAT=... -DDIR=... -DH5DUMP=... -DPYTHON=... -DREFERENCE=...
 #         [-DNP=n -DARGS=... -DEXPECT=...] -DLIMIT=seconds -P heat_grid_check.cmake
-# Exits 77 (skipped) when h5dump or python3 is missing.
+# Exits 77 (skipped) when h5dump or python3 (run, restart) is missing.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 
@@ -82,6 +91,101 @@ if(MODE STREQUAL "run")
   message(STATUS "run: ${o}")
   if(NOT r EQUAL 0)
     message(FATAL_ERROR "run: heat.h5 does not hold the exact discrete solution")
+  endif()
+
+elseif(MODE STREQUAL "restart")
+  need(h5dump "${H5DUMP}")
+  need(python3 "${PYTHON}")
+  set(GRID --nx 40 --ny 36 --nz 30)
+  # dump_u(H5 BIN): dataset u's raw bytes, little-endian; same_bytes(NAME BIN REFERENCE).
+  function(dump_u h5 bin)
+    execute_process(COMMAND ${H5DUMP} -d /u -b LE -o "${bin}" "${h5}" RESULT_VARIABLE r OUTPUT_QUIET ERROR_VARIABLE e)
+    if(NOT r EQUAL 0 OR NOT EXISTS "${bin}")
+      message(FATAL_ERROR "h5dump could not read dataset u of ${h5}: ${e}")
+    endif()
+  endfunction()
+  function(same_bytes name bin reference)
+    file(SHA256 "${bin}" got)
+    file(SHA256 "${reference}" want)
+    file(SIZE "${bin}" size)
+    if(NOT got STREQUAL want OR NOT size EQUAL 345600)
+      message(FATAL_ERROR "${name}: the final field (${size} bytes, SHA-256 ${got}) differs from the "
+                          "uninterrupted 4-rank run's (SHA-256 ${want})")
+    endif()
+    message(STATUS "${name}: byte-identical to the uninterrupted 4-rank run (${size} bytes)")
+  endfunction()
+  function(expect_rc name want)
+    if(NOT rc EQUAL want)
+      message(FATAL_ERROR "${name}: skein-heat exited ${rc}, expected ${want}")
+    endif()
+  endfunction()
+
+  heat(reference 4 ${GRID} --grid 2x2x1 --steps 40 --out "${DIR}/reference")
+  expect_rc(reference 0)
+  expect_text(reference ": passed")
+  dump_u("${DIR}/reference/heat.h5" "${DIR}/reference.bin")
+  set(ENV{SKEIN_DEVICES_PER_RANK} 1)
+  heat(one-block 1 ${GRID} --steps 40 --out "${DIR}/one")
+  unset(ENV{SKEIN_DEVICES_PER_RANK})
+  expect_rc(one-block 0)
+  expect_text(one-block "process grid 1 x 1 x 1")
+  dump_u("${DIR}/one/heat.h5" "${DIR}/one.bin")
+  same_bytes(one-block "${DIR}/one.bin" "${DIR}/reference.bin")
+
+  # Killed while writing the checkpoint of step 40 (its second): step 20's is the newest complete.
+  set(ENV{SKEIN_TEST_CHECKPOINT_KILL} "2:written")
+  heat(killed 4 ${GRID} --grid 2x2x1 --steps 40 --checkpoint-every 20 --out "${DIR}/run")
+  unset(ENV{SKEIN_TEST_CHECKPOINT_KILL})
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "killed: skein-heat exited 0, but rank 0 was to kill itself in its second checkpoint")
+  endif()
+  foreach(f checkpoint-0000000020.h5 checkpoint-0000000020.done .checkpoint-0000000040.h5.tmp)
+    if(NOT EXISTS "${DIR}/run/checkpoints/${f}")
+      message(FATAL_ERROR "killed: ${DIR}/run/checkpoints/${f} is missing")
+    endif()
+  endforeach()
+  if(EXISTS "${DIR}/run/checkpoints/checkpoint-0000000040.done" OR EXISTS "${DIR}/run/heat.h5")
+    message(FATAL_ERROR "killed: the killed run completed step 40's checkpoint or wrote heat.h5")
+  endif()
+  file(COPY "${DIR}/run/checkpoints" DESTINATION "${DIR}/damaged")
+  set(ENV{SKEIN_DEVICES_PER_RANK} 1)  # 3 members (by default the 4 devices are shared out 2, 1, 1)
+  heat(restarted 3 ${GRID} --grid 3x1x1 --steps 40 --restart --out "${DIR}/run" --json "${DIR}/restarted.json")
+  unset(ENV{SKEIN_DEVICES_PER_RANK})
+  expect_rc(restarted 0)
+  expect_text(restarted "restarted from ${DIR}/run/checkpoints/checkpoint-0000000020.h5 (step 20, written by 4 rank(s))")
+  expect_text(restarted "process grid 3 x 1 x 1")
+  expect_text(restarted ": passed")
+  dump_u("${DIR}/run/heat.h5" "${DIR}/restarted.bin")
+  same_bytes(restarted "${DIR}/restarted.bin" "${DIR}/reference.bin")
+  # --json: the run's figures, the restart's start step and the process grid among them.
+  file(READ "${DIR}/restarted.json" json)
+  foreach(field "\"start_step\": 20" "\"steps\": 40" "\"ranks\": 3" "\"nz\": 30" "\"passed\": true")
+    string(FIND "${json}" "${field}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "restarted: ${DIR}/restarted.json lacks ${field}:\n${json}")
+    endif()
+  endforeach()
+
+  # Refused: another --nz, another --boundary, a fresh start over the checkpoints, a damaged one.
+  heat(other-nz 2 --nx 40 --ny 36 --nz 31 --steps 40 --restart --out "${DIR}/run")
+  expect_rc(other-nz 1)
+  expect_text(other-nz "holds a (30, 36, 40) grid of float64")
+  heat(other-boundary 2 ${GRID} --boundary reflect --steps 40 --restart --out "${DIR}/run")
+  expect_rc(other-boundary 1)
+  expect_text(other-boundary "has boundary = \"open\", the options give \"reflect\"")
+  heat(over-old 2 ${GRID} --steps 40 --out "${DIR}/run")
+  expect_rc(over-old 1)
+  expect_text(over-old "holds checkpoints of an earlier run (newest: step 20)")
+  execute_process(COMMAND ${PYTHON} -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 0x10; open(p, 'wb').write(b)"
+                          "${DIR}/damaged/checkpoints/checkpoint-0000000020.h5" RESULT_VARIABLE r)
+  if(NOT r EQUAL 0)
+    message(FATAL_ERROR "could not damage the checkpoint")
+  endif()
+  heat(damaged 2 ${GRID} --steps 40 --restart --out "${DIR}/damaged")
+  expect_rc(damaged 2)
+  expect_text(damaged "changed or damaged after it was written")
+  if(EXISTS "${DIR}/damaged/heat.h5")
+    message(FATAL_ERROR "damaged: a refused restart wrote heat.h5")
   endif()
 
 elseif(MODE STREQUAL "bad")

@@ -16,6 +16,8 @@
 //   - pruning removes a marker before its file: at no moment does a marker name a missing file.
 #include "skein/checkpoint.hpp"
 
+#include "checkpoint_arrays.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -184,7 +186,7 @@ json info_to_json(const CheckpointInfo& info) {
   json arrays = json::object();
   for (const auto& [n, a] : info.arrays) {
     arrays[n] = {{"dtype", std::string(name(a.dtype))}, {"shape", a.shape},
-                 {"kind", a.replicated ? "replicated" : "distributed"}};
+                 {"kind", std::string(detail::checkpoint_kind(a))}};
   }
   json j{{"format", "skein checkpoint marker"},
          {"format_version", checkpoint_format_version},
@@ -225,8 +227,8 @@ CheckpointInfo info_from_marker(const json& j, const fs::path& marker) {
     info.sha256 = j.at("sha256").get<std::string>();
     info.ranks = j.at("ranks").get<int>();
     for (const auto& [n, a] : j.at("arrays").items()) {
-      info.arrays[n] = {dtype_from_name(a.at("dtype").get<std::string>()), a.at("shape").get<Shape>(),
-                        a.at("kind").get<std::string>() == "replicated"};
+      info.arrays[n] = detail::checkpoint_entry_of_kind(
+          a.at("kind").get<std::string>(), dtype_from_name(a.at("dtype").get<std::string>()), a.at("shape").get<Shape>());
     }
   } catch (const std::exception& e) {
     throw fail(fmt::format("is incomplete or malformed ({})", e.what()));
@@ -482,19 +484,7 @@ CheckpointInfo info_from_broadcast(const json& j, const fs::path& dir) {
   return info_from_marker(j, dir / marker_name(j.at("step").get<std::int64_t>()));
 }
 
-std::string describe_arrays(const CheckpointArrays& arrays) {
-  std::vector<std::string> parts;
-  for (const auto& [n, a] : arrays) {
-    std::visit(
-        [&](const auto& x) {
-          using X = std::decay_t<decltype(x)>;
-          parts.push_back(fmt::format("{}: {} {} {}", n, std::is_same_v<X, DistArray> ? "distributed" : "replicated",
-                                      name(x.dtype()), to_string(x.shape())));
-        },
-        a);
-  }
-  return fmt::format("{}", fmt::join(parts, "; "));
-}
+std::string describe_arrays(const CheckpointArrays& arrays) { return detail::describe_checkpoint_arrays(arrays); }
 
 std::string describe_attributes(const hdf5::Attributes& attributes) {
   std::vector<std::string> parts;
@@ -607,13 +597,7 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
   info.marker = marker;
   info.ranks = m.size;
   info.attributes = attributes;
-  for (const auto& [n, a] : arrays) {
-    std::visit(
-        [&](const auto& x) {
-          info.arrays[n] = {x.dtype(), x.shape(), std::is_same_v<std::decay_t<decltype(x)>, ReplicatedArray>};
-        },
-        a);
-  }
+  for (const auto& [n, a] : arrays) info.arrays[n] = detail::checkpoint_entry(a);
 
   {
     hdf5::File file = hdf5::File::create(m.comm, temp.string(), m.options.file);
@@ -710,17 +694,7 @@ CheckpointInfo CheckpointManager::restore(const CheckpointInfo& checkpoint, cons
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("restore step {} file {} arrays {{{}}}", checkpoint.step,
                                     checkpoint.file.string(), describe_arrays(arrays)));
-  m.everywhere(call, [&] {
-    std::vector<std::string> names;
-    for (const auto& [n, a] : checkpoint.arrays) names.push_back(n);
-    for (const auto& [n, a] : arrays) {
-      if (!checkpoint.arrays.count(n)) {
-        detail::raise_in(SKEIN_HERE, call, "Restore only arrays the checkpoint has (CheckpointInfo::arrays).",
-                         "the checkpoint of step {} ('{}') has no array '{}'; it has: {}", checkpoint.step,
-                         checkpoint.file.string(), n, fmt::join(names, ", "));
-      }
-    }
-  });
+  m.everywhere(call, [&] { detail::check_restore_targets(checkpoint, arrays, call); });
   m.on_rank0(call, [&] {
     std::error_code ec;
     const auto size = fs::file_size(checkpoint.file, ec);

@@ -16,7 +16,8 @@
 // which restarts ignore and the next write of that step replaces.
 //
 //   skein::CheckpointManager checkpoints(comm, "run/checkpoints", {.keep = 3});
-//   const skein::CheckpointArrays arrays = {{"u", u}, {"v", v}};   // DistArray / ReplicatedArray
+//   const skein::CheckpointArrays arrays = {{"u", u}, {"v", v}};   // DistArray / ReplicatedArray /
+                                                                    // GridArray
 //   std::int64_t step = 0;
 //   if (auto restored = checkpoints.restore_latest(arrays)) step = restored->step;
 //   for (++step; step <= last; ++step) {
@@ -33,7 +34,13 @@
 //
 // Arrays are restored into arrays of any layout (another number of ranks or devices than wrote
 // them) with the same global shape and dtype. The bytes are the ones written, so a run restarted
-// from a checkpoint continues bit for bit like the uninterrupted run.
+// from a checkpoint continues bit for bit like the uninterrupted run. A GridArray is stored as its
+// global array (GridLayout::global_shape(), components last) and restores onto any GridLayout of
+// that shape: another process grid, another number of ranks or devices (its halos are not
+// written: exchange_halos() after a restore). Every array is one global dataset, so an array
+// written as one kind may be restored into another of the same shape and dtype (a DistArray's
+// checkpoint into a GridArray, say). A target of another global shape or dtype than the
+// checkpoint's raises LogicError on every rank before anything is read.
 //
 // The directory must be one every rank sees at the same path (a shared file system) on the
 // parallel HDF5 path; through rank 0 only rank 0 touches it. One job writes to a directory at a
@@ -60,6 +67,7 @@
 #include "skein/dist_array.hpp"
 #include "skein/error.hpp"
 #include "skein/export.hpp"
+#include "skein/grid_array.hpp"
 #include "skein/hdf5.hpp"
 
 #if SKEIN_HAS_MPI
@@ -77,7 +85,7 @@ class SKEIN_EXPORT CheckpointError : public RuntimeError {
 };
 
 // The arrays of a checkpoint, by name (the names of the HDF5 datasets).
-using CheckpointArray = std::variant<DistArray, ReplicatedArray>;
+using CheckpointArray = std::variant<DistArray, ReplicatedArray, GridArray>;
 using CheckpointArrays = std::map<std::string, CheckpointArray>;
 
 // The version of the marker's JSON ("format_version").
@@ -87,7 +95,8 @@ struct CheckpointInfo {
   struct ArrayEntry {
     Dtype dtype = Dtype::uint8;
     Shape shape;
-    bool replicated = false;
+    bool replicated = false;  // written from a ReplicatedArray (marker kind "replicated")
+    bool grid = false;        // written from a GridArray (kind "grid"; else "distributed")
     friend bool operator==(const ArrayEntry&, const ArrayEntry&) = default;
   };
   std::int64_t step = 0;
