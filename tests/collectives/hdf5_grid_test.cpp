@@ -93,7 +93,9 @@ void write_then_read(Rig& s, const Case& c, const std::string& path) {
   auto g = hdf5::File::open(*s.comm, path);
   g.read("fields/u", b);
   const std::vector<double> back = b.gather<double>(0);
-  if (world_rank() == 0) EXPECT_EQ(back, ref) << "read on grid " << rl.describe();
+  if (world_rank() == 0) {
+    EXPECT_EQ(back, ref) << "read on grid " << rl.describe();
+  }
   EXPECT_EQ(g.info("fields/u").step, std::optional<std::int64_t>(3));
   EXPECT_NE(g.info("fields/u").layout.find("grid"), std::string::npos);
 }
