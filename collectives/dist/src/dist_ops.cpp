@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "skein/detail/errors.hpp"
-#include "skein/detail/host_collectives.hpp"
-#include "skein/detail/host_values.hpp"
+#include "dist_values.hpp"
+#include "grid_ops_impl.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 
@@ -21,10 +21,6 @@ namespace skein::dist {
 namespace {
 
 using detail::Ordering;
-
-// Temporaries come from the queue's pool (temporaries_pool()), so that a time loop allocates
-// nothing after its first step.
-Allocator temporaries(const Queue& queue) { return temporaries_pool(queue).allocator(); }
 
 const char* const kHint = "Make the distributed operands with the same BlockLayout.";
 
@@ -58,83 +54,9 @@ void check_same_shape(const DistArray& a, const DistArray& b, const char* call, 
   }
 }
 
-// One element of `dtype` at `bytes`, as a double (a complex value's real part).
-double as_double(Dtype dtype, const std::byte* bytes) {
-  double v = 0;
-  visit_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
-    T x;
-    std::memcpy(&x, bytes, sizeof(T));
-    if constexpr (requires { static_cast<double>(x); }) {
-      v = static_cast<double>(x);
-    } else if constexpr (requires { x.real(); }) {
-      v = static_cast<double>(x.real());
-    } else {
-      v = static_cast<double>(static_cast<float>(x));
-    }
-  });
-  return v;
-}
-
-// The value of a one-element array on the host, as a double.
-double host_value(const Array& a) {
-  std::vector<std::byte> bytes(a.itemsize());
-  a.get(std::span<std::byte>(bytes));
-  return as_double(a.dtype(), bytes.data());
-}
-
-// Room for `n` values of `item` bytes each, for HostValues::read: inline up to four values of 16
-// bytes (a rank's devices), else on the heap.
-class ValueBytes {
- public:
-  ValueBytes(std::size_t n, std::size_t item) : size_(n * item) {
-    if (size_ > sizeof inline_) heap_.resize(size_);
-  }
-  std::span<std::byte> span() { return {heap_.empty() ? inline_ : heap_.data(), size_}; }
-
- private:
-  std::byte inline_[4 * 16];
-  std::vector<std::byte> heap_;
-  std::size_t size_;
-};
-
-// A collective's result read on the host, once the communicator is known not to have been ended
-// while the read waited (an aborted NCCL call leaves the result unwritten and lets the wait end).
-double checked_value(const DistArray& x, const Array& a, const char* call) {
-  const double v = host_value(a);
-  detail::require_usable(x.communicator(), call);
-  return v;
-}
-
-// One-element arrays of `dtype`, one per local device of `x`.
-std::vector<Array> scalars(const DistArray& x, Dtype dtype) {
-  std::vector<Array> out;
-  for (std::size_t i = 0; i < x.local_size(); ++i) {
-    out.push_back(Array::empty(x.queue(), {1}, dtype, x.block(i).device_idx, temporaries(x.queue())));
-  }
-  return out;
-}
-
 std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& kernel,
                                   ReduceOp across, const DistReductionOptions& options) {
   return reduce(kernel, x, across, options);
-}
-
-// min and max have no identity: an empty array has no minimum (as skein::min). The global size
-// is the same on every rank, so every rank raises.
-void require_nonempty(const DistArray& x, const char* call) {
-  if (x.size() == 0) {
-    detail::raise_in(SKEIN_HERE, call, "Reduce a non-empty array (min and max have no identity).",
-                     "rank {}: {} of an empty array (shape {})", x.rank(), call,
-                     to_string(x.shape()));
-  }
-}
-
-// The context devices of this rank's blocks.
-std::vector<std::size_t> local_devices(const DistArray& x) {
-  std::vector<std::size_t> devices;
-  for (const auto& b : x.blocks()) devices.push_back(b.device_idx);
-  return devices;
 }
 
 }  // namespace
@@ -142,13 +64,16 @@ std::vector<std::size_t> local_devices(const DistArray& x) {
 DistOperand::DistOperand(Operand scalar) {
   if (scalar.is_array()) {
     detail::raise_in(SKEIN_HERE, "dist::DistOperand",
-                     "Pass a DistArray, or a scalar; single-device arrays cannot take part.",
+                     "Pass a DistArray, a GridArray or a scalar; single-device arrays cannot take part.",
                      "a single-device Array was given as a distributed operand");
   }
   scalar_ = std::move(scalar);
 }
 
 void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> args) {
+  for (const auto& a : args) {
+    if (a.grid() != nullptr) return on_grids::elementwise(kernel, args);
+  }
   const DistArray* first = nullptr;
   for (const auto& a : args) {
     if (a.array() == nullptr) continue;
@@ -162,7 +87,7 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
     detail::raise_in(SKEIN_HERE, "dist::elementwise", "Pass at least one DistArray.",
                      "kernel {}: no distributed operand", kernel.name());
   }
-  Ordering order(first->queue(), local_devices(*first));
+  Ordering order(first->queue(), values::local_devices(*first));
   for (const auto& a : args) {
     if (a.array() != nullptr) order.join(a.array()->queue());
   }
@@ -185,7 +110,7 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
 void axpy(const Operand& a, const DistArray& x, const DistArray& y, const DistArray& out) {
   check_same_shape(x, y, "dist::axpy", "x and y");
   check_same_shape(x, out, "dist::axpy", "x and out");
-  Ordering order(x.queue(), local_devices(x));
+  Ordering order(x.queue(), values::local_devices(x));
   order.join(y.queue());
   order.join(out.queue());
   for (std::size_t i = 0; i < x.local_size(); ++i) {
@@ -196,7 +121,7 @@ void axpy(const Operand& a, const DistArray& x, const DistArray& y, const DistAr
 
 void scale(const Operand& a, const DistArray& x, const DistArray& out) {
   check_same_shape(x, out, "dist::scale", "x and out");
-  Ordering order(x.queue(), local_devices(x));
+  Ordering order(x.queue(), values::local_devices(x));
   order.join(out.queue());
   for (std::size_t i = 0; i < x.local_size(); ++i) skein::scale(x.queue(), a, x.local(i), out.local(i));
   order.release();
@@ -208,7 +133,7 @@ void fill(const DistArray& out, const Operand& value) {
 
 void copy(const DistArray& src, const DistArray& dst) {
   check_same_shape(src, dst, "dist::copy", "src and dst");
-  Ordering order(src.queue(), local_devices(src));
+  Ordering order(src.queue(), values::local_devices(src));
   order.join(dst.queue());
   for (std::size_t i = 0; i < src.local_size(); ++i) skein::copy(src.queue(), src.local(i), dst.local(i));
   order.release();
@@ -216,104 +141,28 @@ void copy(const DistArray& src, const DistArray& dst) {
 
 std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x, ReduceOp across,
                           const DistReductionOptions& options) {
-  Communicator& comm = x.communicator();
-  const Queue& queue = x.queue();
-  std::vector<Array> results;
   if (!options.deterministic) {
     // One value per device (a block without rows gives the identity), then every member's. The
     // values come from the queue's pool: with a new device allocation per call and device (and
     // its free), a 16 GiB sum on 4 H200s took 53 us (4 ranks) and 165 us (one rank) longer than
     // the same steps into values kept from call to call (skein-bench sum's breakdown).
-    if (x.local_size() > 0) {
-      const Operand first(x.local(0));
-      results = scalars(x, kernel.out_dtype(std::span<const Operand>(&first, 1)));
-    }
-    for (std::size_t i = 0; i < x.local_size(); ++i) {
-      const Operand in(x.local(i));
-      kernel(queue, std::span<const Operand>(&in, 1), {.out = results[i]});
-    }
-    comm.all_reduce(queue, results, results, across);
-    return results;
+    return values::reduce_fast(kernel, x, across);
   }
-  // Deterministic: every member's records of the canonical tree (a fixed number of slots each,
-  // unused ones marked), gathered to every member and combined there in canonical order.
-  const std::uint64_t total = x.size();
-  const std::size_t capacity = ReductionKernel::record_capacity(total);
-  std::vector<Array> mine, all;
-  for (std::size_t i = 0; i < x.local_size(); ++i) {
-    const Operand in(x.local(i));
-    const std::size_t piece = capacity * kernel.record_size(std::span<const Operand>(&in, 1));
-    Array records = kernel.records(queue, std::span<const Operand>(&in, 1),
-                                   static_cast<std::uint64_t>(x.local_rows(i).begin) * x.layout().row_size(),
-                                   total);
-    mine.push_back(records.reshape({piece}));
-    all.push_back(Array::empty(queue, {piece * comm.size()}, Dtype::uint8, x.block(i).device_idx,
-                             temporaries(queue)));
-  }
-  comm.all_gather(queue, mine, all);
-  for (std::size_t i = 0; i < x.local_size(); ++i) {
-    const Operand in(x.local(i));
-    results.push_back(kernel.combine(queue, std::span<const Operand>(&in, 1), all[i], total));
-  }
-  // The gathered records are temporaries: the combine kernels reading them must be done.
-  queue.synchronize();
-  return results;
+  // A block of rows is one range of global indices.
+  return values::reduce_canonical(kernel, x, [&](std::size_t i) {
+    return static_cast<std::uint64_t>(x.local_rows(i).begin) * x.layout().row_size();
+  });
 }
 
 namespace {
-// Whether the reductions to one value combine the per-device values on the devices (an all_reduce
-// of them, its result written into host memory or read) rather than on the host (HostValues, then
-// one MPI exchange). Measured on 4 H200s (docs/performance.md, "Distributed sums on 4 x H200" and
-// the section of 2026-11-27): over four ranks with NCCL the all_reduce ended 7-23 us sooner than
-// the host's way in each of three runs (the GPUs meet each other directly, where the host waits
-// for each GPU before exchanging), and 11-12 us sooner again with its result written into
-// page-locked host memory instead of read from the device; one rank driving the four GPUs has
-// nothing to exchange, and the host's way ended 7-26 us sooner there; the MPI backend's
-// all_reduce is staged through the host anyway (on PoCL, 2 ranks: 46 against 98 us a call).
-bool combine_on_devices(const Communicator& comm) {
-  return comm.backend() == CollectiveBackend::nccl && comm.size() > comm.local_size();
-}
-
-// The fast (non-deterministic) reductions to one value: `launch(i, out)` enqueues local device
-// i's reduction into the one-element array `out`, of `dtype`; the values are then combined over
-// the devices and the ranks with `across`. Every rank has a device (BlockLayout refuses a rank
-// without members).
-template <class Launch>
-double combine_values(const DistArray& x, Dtype dtype, ReduceOp across, const char* call, Launch&& launch) {
-  Communicator& comm = x.communicator();
-  // The values the host reads (HostValues: on CUDA page-locked host memory the devices write, so
-  // the read is the wait for the devices; elsewhere small device arrays read by transfers).
-  detail::HostValues host(x.queue(), local_devices(x), dtype);
-  ValueBytes room(x.local_size(), itemsize(dtype));
-  const std::span<std::byte> bytes = room.span();
-  if (combine_on_devices(comm)) {
-    // Each device's value, then their all_reduce straight into the host values (NCCL accepts any
-    // pointer the device can reach: its user guide, "Data Pointers"), then the read. An all_reduce
-    // the watchdog aborted lets the read return with the values unwritten: require_usable raises.
-    std::vector<Array> values = scalars(x, dtype);
-    for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, values[i]);
-    comm.all_reduce(x.queue(), values, host.arrays(), across);
-    host.read(bytes);
-    detail::require_usable(comm, call);
-  } else {
-    // Each device's value into the host values, read, then combined over this rank's devices and
-    // over the ranks (detail::all_reduce_host: one MPI exchange), as PETSc reduces its dot
-    // products.
-    for (std::size_t i = 0; i < x.local_size(); ++i) launch(i, host.arrays()[i]);
-    host.read(bytes);
-    detail::all_reduce_host(comm, bytes, 1, dtype, across, call);
-  }
-  return as_double(dtype, bytes.data());
-}
-
 // dist::sum, min and max: each device's value, then (deterministic: the canonical tree on the
 // devices) the reduction over devices and ranks.
 double reduce_to_value(const DistArray& x, const ReductionKernel& kernel, ReduceOp across,
                        const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
-  if (options.deterministic) return checked_value(x, reduce_builtin(x, kernel, across, options).at(0), call);
+  if (options.deterministic) return values::checked_value(x, reduce_builtin(x, kernel, across, options).at(0), call);
   const Operand first(x.local(0));
-  return combine_values(x, kernel.out_dtype(std::span<const Operand>(&first, 1)), across, call,
+  return values::combine_values(x, kernel.out_dtype(std::span<const Operand>(&first, 1)), across, call,
                         [&](std::size_t i, const Array& out) {
                           const Operand in(x.local(i));
                           kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = out});
@@ -326,12 +175,12 @@ double sum(const DistArray& x, const DistReductionOptions& options) {
 }
 
 double min(const DistArray& x, const DistReductionOptions& options) {
-  require_nonempty(x, "dist::min");
+  values::require_nonempty(x, "dist::min");
   return reduce_to_value(x, min_kernel(x.dtype()), ReduceOp::min, options, "dist::min");
 }
 
 double max(const DistArray& x, const DistReductionOptions& options) {
-  require_nonempty(x, "dist::max");
+  values::require_nonempty(x, "dist::max");
   return reduce_to_value(x, max_kernel(x.dtype()), ReduceOp::max, options, "dist::max");
 }
 
@@ -343,7 +192,7 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
   // y is read on x's queue, after the work y's queue holds; the result is waited for before
   // returning, so y's later work cannot overtake the read (no release needed).
   detail::require_outside_group(comm, "dist::dot");
-  Ordering order(queue, local_devices(x));
+  Ordering order(queue, values::local_devices(x));
   order.join(y.queue());
   if (options.deterministic) {
     // The canonical tree needs one input per record set: x * y first, then its sum.
@@ -354,7 +203,7 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
     return sum(product, options);
   }
   const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
-  return combine_values(x, kernel.out_dtype(first), ReduceOp::sum, "dist::dot",
+  return values::combine_values(x, kernel.out_dtype(first), ReduceOp::sum, "dist::dot",
                         [&](std::size_t i, const Array& out) {
                           const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
                           kernel(queue, in, {.out = out});
@@ -372,7 +221,7 @@ void sum_rows(const DistArray& x, const DistArray& out) {
                      to_string(out.shape()));
   }
   check_same_layout(x, out, "dist::sum_rows", "x and out");
-  Ordering order(x.queue(), local_devices(x));
+  Ordering order(x.queue(), values::local_devices(x));
   order.join(out.queue());
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     ReductionArgs args;
@@ -390,7 +239,7 @@ void sum_columns(const DistArray& x, const ReplicatedArray& out) {
                      "rank {}: shapes {} and {}", x.rank(), to_string(x.shape()),
                      to_string(out.shape()));
   }
-  Ordering order(x.queue(), local_devices(x));
+  Ordering order(x.queue(), values::local_devices(x));
   order.join(out.queue());
   std::vector<Array> partial, result;
   for (std::size_t i = 0; i < x.local_size(); ++i) {
@@ -409,15 +258,15 @@ double blas_dot(const DistArray& x, const DistArray& y) {
   check_same_shape(x, y, "dist::blas_dot", "x and y");
   // y is read on x's queue, after the work y's queue holds; the result is waited for before
   // returning, so y's later work cannot overtake the read (no release needed).
-  Ordering order(x.queue(), local_devices(x));
+  Ordering order(x.queue(), values::local_devices(x));
   order.join(y.queue());
-  std::vector<Array> results = scalars(x, x.dtype());
+  std::vector<Array> results = values::scalars(x, x.dtype());
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     blas::dot(x.queue(), x.local(i).reshape({x.local(i).size()}),
               y.local(i).reshape({y.local(i).size()}), results[i]);
   }
   x.communicator().all_reduce(x.queue(), results, results, ReduceOp::sum);
-  return checked_value(x, results.at(0), "dist::blas_dot");
+  return values::checked_value(x, results.at(0), "dist::blas_dot");
 }
 
 double blas_nrm2(const DistArray& x) { return std::sqrt(blas_dot(x, x)); }
@@ -431,7 +280,7 @@ void gemv(double alpha, const DistArray& a, const ReplicatedArray& x, double bet
                      to_string(x.shape()), to_string(y.shape()));
   }
   check_same_layout(a, y, "dist::gemv", "A and y");
-  Ordering order(a.queue(), local_devices(a));
+  Ordering order(a.queue(), values::local_devices(a));
   order.join(x.queue());
   order.join(y.queue());
   for (std::size_t i = 0; i < a.local_size(); ++i) {
@@ -459,7 +308,7 @@ void gemm(double alpha, const DistArray& a, const ReplicatedArray& b, double bet
                      to_string(b.shape()), to_string(c.shape()));
   }
   check_same_layout(a, c, "dist::gemm", "A and C");
-  Ordering order(a.queue(), local_devices(a));
+  Ordering order(a.queue(), values::local_devices(a));
   order.join(b.queue());
   order.join(c.queue());
   for (std::size_t i = 0; i < a.local_size(); ++i) {
@@ -504,11 +353,11 @@ ReplicatedArray replicate(const DistArray& x) {
   std::vector<Array> send, recv;
   for (std::size_t i = 0; i < x.local_size(); ++i) {
     const std::size_t dev = x.block(i).device_idx;
-    Array s = Array::zeros(queue, {block}, x.dtype(), dev, temporaries(queue));
+    Array s = Array::zeros(queue, {block}, x.dtype(), dev, values::temporaries(queue));
     const Array local = x.local(i).reshape({x.local(i).size()});
     if (local.size() > 0) s.view(0, {local.size()}).set(local);
     send.push_back(s);
-    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev, temporaries(queue)));
+    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev, values::temporaries(queue)));
   }
   comm.all_gather(queue, send, recv);
   for (std::size_t i = 0; i < x.local_size(); ++i) {

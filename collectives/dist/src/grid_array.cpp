@@ -75,6 +75,39 @@ void host_block_copy(const GridLayout& layout, std::size_t member, std::size_t i
   }
 }
 
+// What is wrong with the application's block buffers on this rank, if anything: (what, hint).
+std::optional<std::pair<std::string, std::string>> foreign_block_problem(const Communicator& comm,
+                                                                         const GridLayout& layout, Dtype dtype,
+                                                                         const std::vector<Buffer>& foreign) {
+  if (foreign.size() != comm.local_size()) {
+    return std::pair{fmt::format("{} block buffer(s) were given for this rank's {} member(s)", foreign.size(),
+                                 comm.local_size()),
+                     std::string("Pass one Buffer per local member, in local order.")};
+  }
+  for (std::size_t l = 0; l < foreign.size(); ++l) {
+    const auto member = static_cast<std::size_t>(comm.rank_of(l));
+    const Shape shape = layout.block_shape(member, true);
+    const std::size_t need = shape_size(shape) * itemsize(dtype);
+    if (need == 0) continue;
+    if (!(foreign[l].context() == comm.context())) {
+      return std::pair{fmt::format("block buffer {} belongs to another context", l),
+                       std::string("Make the buffers in the communicator's context.")};
+    }
+    if (foreign[l].device_idx() != comm.device_idx(l)) {
+      return std::pair{fmt::format("block buffer {} is on device {}, but local member {} is device {}", l,
+                                   foreign[l].device_idx(), l, comm.device_idx(l)),
+                       std::string("Give each local member a buffer on its own device (Communicator::device_idx).")};
+    }
+    if (foreign[l].size() < need) {
+      return std::pair{fmt::format("block buffer {} has {} bytes; member {}'s block with its halo ({} x {}) "
+                                   "needs {}",
+                                   l, foreign[l].size(), member, fmt::join(shape, " x "), name(dtype), need),
+                       std::string("Allocate layout.block_shape(member, true) elements for each block.")};
+    }
+  }
+  return std::nullopt;
+}
+
 std::size_t block_bytes(const GridLayout& layout, std::size_t member, Dtype dtype) {
   return layout.block(member).points() * layout.components() * itemsize(dtype);
 }
@@ -85,6 +118,14 @@ GridArray::GridArray(Communicator& comm, GridLayout layout, Dtype dtype)
     : GridArray(comm, Queue(comm.context()), std::move(layout), dtype) {}
 
 GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype)
+    : GridArray(comm, queue, std::move(layout), dtype, {}, false) {}
+
+GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype,
+                     std::vector<Buffer> blocks)
+    : GridArray(comm, queue, std::move(layout), dtype, std::move(blocks), true) {}
+
+GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype,
+                     std::vector<Buffer> foreign, bool use_foreign)
     : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
   const std::string call = "GridArray";
   std::optional<std::pair<std::string, std::string>> problem;
@@ -94,6 +135,8 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
     problem = {fmt::format("the layout has {} members, but the communicator has {} ({})",
                            layout_.members(), comm.size(), layout_.describe()),
                "Make the layout over this communicator: GridLayout::over(comm, ...)."};
+  } else if (use_foreign) {
+    problem = foreign_block_problem(comm, layout_, dtype_, foreign);
   }
   const auto info = exchange_member_info(comm, grid_fingerprint(layout_, dtype_), problem.has_value(), call.c_str());
   const auto ranks = rank_structure(comm, info);
@@ -115,7 +158,11 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
     const auto member = static_cast<std::size_t>(comm.rank_of(l));
     const std::size_t device_idx = comm.device_idx(l);
     const Shape with_halo_shape = layout_.block_shape(member, true);
-    Array with_halo = Array::zeros(queue_, with_halo_shape, dtype_, device_idx, plain_blocks(queue_.context()));
+    const std::size_t with_halo_bytes = shape_size(with_halo_shape) * itemsize(dtype_);
+    // A member without points needs no memory: its (empty) block is Skein's, whatever was given.
+    Array with_halo = use_foreign && with_halo_bytes > 0
+                          ? Array(queue_, foreign[l].get_sub_region(0, with_halo_bytes), with_halo_shape, dtype_)
+                          : Array::zeros(queue_, with_halo_shape, dtype_, device_idx, plain_blocks(queue_.context()));
     Array interior = with_halo;
     const GridBlock b = layout_.block(member);
     if (!b.empty()) {

@@ -44,28 +44,37 @@
 #include "skein/export.hpp"
 #include "skein/reduction.hpp"
 
+namespace skein {
+class GridArray;
+}
+
 namespace skein::dist {
 
 // An operand of a distributed elementwise kernel: a distributed array (its local blocks are
-// used) or a scalar (broadcast to every element).
+// used), a grid array (the points of its blocks, never their halos: grid_ops.hpp) or a scalar
+// (broadcast to every element).
 class SKEIN_EXPORT DistOperand {
  public:
   DistOperand(const DistArray& array) : array_(&array) {}  // NOLINT: implicit on purpose
+  DistOperand(const GridArray& grid) : grid_(&grid) {}     // NOLINT: implicit on purpose
   DistOperand(Operand scalar);                            // NOLINT: scalars only
   template <class T>
     requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
   DistOperand(T value) : DistOperand(Operand(value)) {}  // NOLINT
 
   const DistArray* array() const { return array_; }
+  const GridArray* grid() const { return grid_; }
   const std::optional<Operand>& scalar() const { return scalar_; }
 
  private:
   const DistArray* array_ = nullptr;
+  const GridArray* grid_ = nullptr;
   std::optional<Operand> scalar_;
 };
 
 // Runs `kernel` on every local block. Arguments in the kernel's order (inputs, then outputs);
 // every distributed argument must have the same layout (and so the same rows on every device).
+// Either DistArrays or GridArrays (on their points: grid_ops.hpp), not both in one call.
 SKEIN_EXPORT void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> args);
 inline void elementwise(const ElementwiseKernel& kernel, std::initializer_list<DistOperand> args) {
   elementwise(kernel, std::span<const DistOperand>(args.begin(), args.size()));
@@ -122,5 +131,29 @@ SKEIN_EXPORT void gemm(double alpha, const DistArray& a, const DistArray& b, dou
 // A distributed array all_gathered onto every device (device to device, through the
 // Communicator).
 SKEIN_EXPORT ReplicatedArray replicate(const DistArray& x);
+
+// ---- GridArrays (grid_array.hpp): on the points only, never the halos --------------------------
+// The same operations on arrays over a process grid (grid_ops.cpp). Each block's points are a
+// strided view of its block with the halo (LocalGridBlock::interior): the framework's kernels take
+// it as it is (elementwise: one launch per block, each element's address from the view's strides;
+// reductions: the strided reduction, one partial value per device), so the halos are neither read
+// nor written and nothing is copied. Operands agree on the points: one communicator, global shape,
+// components, process grid and split along every axis (halo widths, stencils and boundaries may
+// differ); else LogicError on every rank. Members without points give the identity.
+// Deterministic reductions: the points are first redistributed into slabs along axis 0 over the
+// same members (each one range of global indices), then reduced as a DistArray's: the same bits
+// for any process grid, number of ranks or devices, and as a DistArray holding the same values.
+SKEIN_EXPORT void axpy(const Operand& a, const GridArray& x, const GridArray& y, const GridArray& out);
+SKEIN_EXPORT void scale(const Operand& a, const GridArray& x, const GridArray& out);
+SKEIN_EXPORT void fill(const GridArray& out, const Operand& value);
+SKEIN_EXPORT void copy(const GridArray& src, const GridArray& dst);
+SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, const GridArray& x,
+                                       ReduceOp across, const DistReductionOptions& options = {});
+SKEIN_EXPORT double sum(const GridArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double min(const GridArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double max(const GridArray& x, const DistReductionOptions& options = {});
+SKEIN_EXPORT double dot(const GridArray& x, const GridArray& y,
+                        const DistReductionOptions& options = {});
+SKEIN_EXPORT double nrm2(const GridArray& x, const DistReductionOptions& options = {});
 
 }  // namespace skein::dist

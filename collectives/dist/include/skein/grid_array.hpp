@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "skein/array.hpp"
+#include "skein/buffer.hpp"
 #include "skein/communicator.hpp"
 #include "skein/dtype.hpp"
 #include "skein/export.hpp"
@@ -50,6 +51,14 @@ class SKEIN_EXPORT GridArray {
   // communicator's context and hold its devices (by default a new queue over the context).
   GridArray(Communicator& comm, GridLayout layout, Dtype dtype);
   GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype);
+  // Collective: over blocks the application already has, one Buffer per local member in local
+  // order (e.g. skein::cuda::buffer_from_native over its own per-device allocations), each on
+  // that member's device and holding its block with the halo (layout.block_shape(member, true),
+  // C order: points and ghost cells together, components last). Nothing is copied or zeroed: the
+  // blocks keep their contents. A buffer of another context, on the wrong device or too small, or
+  // a count other than local members, raises LogicError on every rank. A member without points
+  // needs no memory (its buffer may be empty; the array's empty block is its own).
+  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype, std::vector<Buffer> blocks);
 
   Communicator& communicator() const { return *comm_; }
   const Queue& queue() const { return queue_; }
@@ -99,6 +108,8 @@ class SKEIN_EXPORT GridArray {
   void fill_zero() const;
 
  private:
+  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype, std::vector<Buffer> foreign,
+            bool use_foreign);
   void check_host_type(Dtype host, const char* call) const;
   void check_root_rank(int root_rank, const char* call) const;
 
