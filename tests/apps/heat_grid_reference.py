@@ -14,9 +14,10 @@ u0 = prod f; dt = DT_FACTOR (2 / d) min(h)^2 (alpha = 1, d axes); r_a = dt / h_a
 c0 = 1 - 2 sum r_a rounded to DTYPE; lambda = c0 + 2 sum r_a cos(theta_a). The field must be
 lambda^STEPS u0 to within a bound far below any error of the stencil or the halo exchange and far
 above rounding. With HEAT.h5 and h5py installed, the file is also read whole with h5py and must
-hold the same values. Exit status 0 when it does, 1 otherwise.
+hold the same values (SKEIN_REQUIRE_H5PY=1: h5py must be there). Exit status 0 when it does, 1 otherwise.
 """
 import math
+import os
 import struct
 import sys
 from array import array
@@ -81,6 +82,9 @@ def main():
         try:
             import h5py  # noqa: PLC0415 (optional)
         except ImportError:
+            if os.environ.get("SKEIN_REQUIRE_H5PY") == "1":
+                print(f"heat_grid_reference: h5py is required here but {sys.executable} has none")
+                return 1
             print("heat_grid_reference: h5py is not installed: the h5py read is skipped")
         else:
             with h5py.File(sys.argv[12], "r") as f:
