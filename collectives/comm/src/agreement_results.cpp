@@ -69,6 +69,7 @@ void AgreementResults::confirm(std::uint64_t ticket, const char* call) {
 
 void Communicator::Impl::set_failure_locked(Verdict v) {
   if (!watchdog_failure) watchdog_failure = std::move(v);
+  watchdog_failed.store(true, std::memory_order_release);
   results->fail(*watchdog_failure);
 }
 

@@ -494,7 +494,7 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   call.sequence = collective ? ++impl.collective_sequence : ++impl.p2p_sequence;
   const CallLabel label{name(call.op), call.sequence};
   const auto start = CollectiveClock::now();
-  call.deadline = impl.deadline();
+  call.deadline = impl.deadline_from(start);
   // The agreement check: a digest of the call, compared across ranks. A synchronous backend
   // completes it once the inputs are staged, before data leaves this rank (inside a group, before
   // the group runs); an asynchronous one returns at once, and the call is compared alongside

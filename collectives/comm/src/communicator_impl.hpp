@@ -222,6 +222,8 @@ struct Communicator::Impl {
   unsigned calls_since_progress = 0;
   std::optional<Watch> in_call;  // the call now running on the host (asynchronous backends)
   std::optional<Verdict> watchdog_failure;
+  // Set with watchdog_failure (which is never cleared): each call looks here, not under the mutex.
+  std::atomic<bool> watchdog_failed{false};
   bool stop = false;
   std::thread watchdog;
 
@@ -231,8 +233,15 @@ struct Communicator::Impl {
   CollectiveClock::time_point deadline() const { return deadline_in(timeout_s); }
   static CollectiveClock::time_point deadline_in(double seconds) {
     if (seconds <= 0) return CollectiveClock::time_point::max();
-    return CollectiveClock::now() +
-           std::chrono::duration_cast<CollectiveClock::duration>(std::chrono::duration<double>(seconds));
+    return deadline_after(CollectiveClock::now(), seconds);
+  }
+  // The deadline of a call that started at `start` (no second reading of the clock: a call reads
+  // it once).
+  CollectiveClock::time_point deadline_from(CollectiveClock::time_point start) const {
+    return timeout_s <= 0 ? CollectiveClock::time_point::max() : deadline_after(start, timeout_s);
+  }
+  static CollectiveClock::time_point deadline_after(CollectiveClock::time_point start, double seconds) {
+    return start + std::chrono::duration_cast<CollectiveClock::duration>(std::chrono::duration<double>(seconds));
   }
   bool asynchronous() const { return backend && backend->kind() == CollectiveBackend::nccl; }
   bool checks() const { return check_agreement && mpi_size > 1; }
@@ -316,7 +325,7 @@ void Communicator::Impl::guarded(const CallLabel& label, const std::string& call
                                  CollectiveClock::time_point start, F&& f) {
   const bool watched = watchdog.joinable() && timeout_s > 0 && asynchronous();
   if (watched) {
-    const auto until = deadline();
+    const auto until = deadline_from(start);
     std::lock_guard lock(mutex);
     if (!in_call) in_call.emplace();
     in_call->start = start;

@@ -125,7 +125,7 @@ void Communicator::Impl::check_usable(const std::string& call) {
     progress_shared();
   }
 #endif
-  if (watchdog.joinable()) {
+  if (watchdog.joinable() && watchdog_failed.load(std::memory_order_acquire)) {
     std::lock_guard lock(mutex);
     if (watchdog_failure && broken.empty()) {
       backend->abort();
