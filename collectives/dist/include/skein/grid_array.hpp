@@ -96,7 +96,8 @@ class SKEIN_EXPORT GridArray {
     check_host_type(dtype_of<T>, "GridArray::gather");
     const auto bytes = gather_bytes(root_rank);
     std::vector<T> out(bytes.size() / sizeof(T));
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+    // Empty on the other ranks: no copy (memcpy must not see their null pointers).
+    if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;
   }
 
