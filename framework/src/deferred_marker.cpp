@@ -44,16 +44,20 @@ void MarkerSlots::close() noexcept {
     }
     slot.reset();
   }
-  closed = true;
   owner = nullptr;
-  queues.clear();
   any.store(false, std::memory_order_release);
 }
 
 void DeferredMarker::record_locked() {
   if (done_.load(std::memory_order_relaxed)) return;
-  event_ = slots_->queues.at(device_idx_)->record_untimed();
-  if (slots_->owner != nullptr) results_ = results_for_event(*slots_->owner, device_idx_);
+  if (slots_->owner == nullptr) {  // not reached: close() records every marker still held
+    failure_ = "it was not recorded before its queue went";
+    done_.store(true, std::memory_order_release);
+    return;
+  }
+  Queue::Impl& queue = *slots_->owner;
+  event_ = queue.queues[device_idx_]->record_untimed();
+  results_ = results_for_event(queue, device_idx_);
   done_.store(true, std::memory_order_release);
   if (device_idx_ < slots_->pending.size() && slots_->pending[device_idx_].get() == this) {
     slots_->pending[device_idx_].reset();

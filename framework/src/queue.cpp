@@ -151,17 +151,12 @@ Event Queue::record_marker(std::size_t device_idx) const {
 
 Event detail::defer_marker(const Queue& queue, std::size_t device_idx) {
   const auto& impl = detail::impl_of(queue);
-  QueueAdapter& adapter = unsettled_device_queue(queue, device_idx);
+  (void)unsettled_device_queue(queue, device_idx);  // refuses a device the queue lacks
   std::shared_ptr<EventAdapter> marker;
   {
     MarkerSlots& slots = *impl->markers;
     std::lock_guard lock(slots.mutex);
-    if (slots.queues.size() <= device_idx) {
-      slots.queues.resize(impl->queues.size());
-      slots.pending.resize(impl->queues.size());
-    }
-    slots.queues[device_idx] = &adapter;
-    slots.owner = impl.get();
+    if (slots.pending.size() <= device_idx) slots.pending.resize(impl->queues.size());
     auto& pending = slots.pending[device_idx];
     if (!pending) {
       pending = std::make_shared<DeferredMarker>(impl->markers, device_idx);

@@ -39,21 +39,11 @@ using ::skein::test::expect_logic_error;
 using ::skein::test::on_every_rank;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
-using ::skein::test::placement_rig;
-using ::skein::test::placement_skip_reason;
 using ::skein::test::Rig;
-using ::skein::test::suite_api;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
 
-class GridArrays : public testing::TestWithParam<Placement> {
- protected:
-  void SetUp() override {
-    if (const auto why = placement_skip_reason(GetParam(), suite_api())) GTEST_SKIP() << *why;
-    s_ = placement_rig(GetParam(), suite_api());
-  }
-  Rig s_;
-};
+class GridArrays : public ::skein::test::PlacementTest {};
 
 INSTANTIATE_TEST_SUITE_P(Layouts, GridArrays, testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);

@@ -119,6 +119,18 @@ inline Rig placement_rig(Placement placement, ApiId api) {
   return placement == Placement::runtime ? runtime_rig() : two_per_rank_rig(platform_devices(api));
 }
 
+// A suite run once per placement (instantiated with testing::Values(Placement::runtime,
+// Placement::two_per_rank) and placement_name) over the suite's devices: skipped where the
+// placement cannot run; s_ is its rig.
+class PlacementTest : public testing::TestWithParam<Placement> {
+ protected:
+  void SetUp() override {
+    if (const auto why = placement_skip_reason(GetParam(), suite_api())) GTEST_SKIP() << *why;
+    s_ = placement_rig(GetParam(), suite_api());
+  }
+  Rig s_;
+};
+
 // A scratch directory every rank sees (rank 0 makes it under /tmp, named after `prefix`), removed
 // at the end once every rank is done with it.
 class TempDir {

@@ -85,16 +85,8 @@ void check_pair(const Queue& queue, const GridArray& from, const GridArray& to) 
                      "the source's dtype is {} and the destination's {} (rank {})", name(from.dtype()),
                      name(to.dtype()), from.rank());
   }
-  if (!(queue.context() == from.queue().context())) {
-    detail::raise_in(SKEIN_HERE, call, "Give a queue of the arrays' context.",
-                     "the queue is of another context than the arrays (rank {})", from.rank());
-  }
-  for (const auto& blk : from.blocks()) {
-    if (!queue.has_device(blk.device_idx)) {
-      detail::raise_in(SKEIN_HERE, call, "Give a queue with every device of the arrays.",
-                       "the queue has no device {}, where local block {} lives (rank {})", blk.device_idx,
-                       blk.local_device, from.rank());
-    }
+  if (auto q = queue_problem(from.communicator(), queue); !q.empty()) {
+    detail::raise_in(SKEIN_HERE, call, kQueueHint, "{} (rank {})", q, from.rank());
   }
 }
 

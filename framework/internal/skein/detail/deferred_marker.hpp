@@ -47,9 +47,8 @@ struct MarkerSlots {
   std::mutex mutex;
   // Whether any device has a pending marker: Queue::device_queue pays one load otherwise.
   std::atomic<bool> any{false};
-  bool closed = false;                 // the queue is gone: its backend queues too
-  Queue::Impl* owner = nullptr;        // the queue, while it is not closed
-  std::vector<QueueAdapter*> queues;   // by device index, filled by defer_marker
+  // The queue (its backend queues and held results), set when it is made; null once it is gone.
+  Queue::Impl* owner = nullptr;
   std::vector<std::shared_ptr<DeferredMarker>> pending;  // by device index
   // Before Skein enqueues work on `device_idx`: records its marker, or drops it when only this
   // holds it.

@@ -48,7 +48,7 @@ struct Context::Impl {
 };
 
 struct Queue::Impl {
-  explicit Impl(Context c) : context(std::move(c)) {}
+  explicit Impl(Context c) : context(std::move(c)) { markers->owner = this; }
   // Records the markers still pending (their events' users may still wait for them).
   ~Impl();
   Impl(const Impl&) = delete;
