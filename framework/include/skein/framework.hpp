@@ -30,5 +30,6 @@
 #include "skein/queue.hpp"
 #include "skein/reduction.hpp"
 #include "skein/static_kernel.hpp"
+#include "skein/stencil.hpp"
 #include "skein/template.hpp"
 #include "skein/virtual_alloc.hpp"

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Stencil kernels: an operation on one point of a 1-, 2- or 3-D block that reads its neighbours by
+// offset and sees the point's global coordinates, as in
+//
+//   skein::StencilKernel laplace("T u, T a", "T out",
+//                                "out = u(0, 0) + a * (u(-1, 0) + u(1, 0) + u(0, -1) + u(0, 1) "
+//                                "- 4 * u(0, 0))",
+//                                {.name = "laplace"});
+//   laplace(queue, {u_interior, 0.1, out_interior}, {.domain = {ny, nx}, .halo = {1, 1}});
+//
+// One source for CUDA and OpenCL, generated, compiled through Program (so the disk cache applies)
+// once per context and signature, and enqueued without waiting. skein::dist::stencil
+// (dist_stencil.hpp) runs one over every local block of a GridArray or DistArray.
+//
+// Parameters: as ElementwiseKernel's (`TYPE NAME`, `raw TYPE NAME`, placeholders). A non-raw
+// parameter given an Array is a *field*: a view of the block's points (D axes, D the geometry's
+// number of axes), or of its points and a trailing axis of components (D + 1 axes). Fields may be
+// strided views (the points of an array with a halo, which is what they usually are): every field
+// has the same points shape, and its memory around the points (a halo) is what neighbour reads see.
+// In the operation:
+//   NAME(o0, ..., oD-1)        an input field's value at the offset (o0, ...) from the point, in
+//                              its compute type (float16 / bfloat16 as float); with components,
+//                              NAME(o0, ..., oD-1, c) is component c. Offsets are any integer
+//                              expressions; reads must stay inside the array's allocation (the
+//                              point's own block and its halo), which is not checked.
+//   NAME                       an output field's value at the point (assign it; with components
+//                              an array NAME[c] of every component, assign each), or a scalar's
+//                              value, or a raw parameter's pointer to its element 0.
+//   gidx[a], gshape[a]         the point's global index along axis a and the domain's extent
+//                              (int64_t), a = 0 .. D-1 (C order: the last axis varies fastest).
+// Outputs are written at the point only. An output must not share memory with an input field
+// (its neighbours would be read while other points are written): LogicError.
+//
+// Regions (StencilRegion): `all` points of the block; `interior`, the points at least halo[a]
+// away from both sides of the block along every axis a (their neighbours within the halo width
+// are the block's own points, so they can be updated while the halos are being exchanged);
+// `edges`, the others (launched as one kernel over up to 2 D slabs). interior and edges together
+// are all.
+//
+// Speed: one thread per point of the region, in a grid-stride loop; each field's addresses come
+// from its strides (passed at run time, so blocks of other shapes reuse the program). Indices are
+// 32-bit when the region has fewer than 2^31 points.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "skein/array.hpp"
+#include "skein/elementwise.hpp"
+#include "skein/export.hpp"
+#include "skein/queue.hpp"
+#include "skein/template.hpp"
+
+namespace skein {
+
+enum class StencilRegion { all, interior, edges };
+
+struct StencilOptions {
+  // The kernel's name (a C identifier), in the generated source and in error messages.
+  std::string name = "stencil";
+  // Source put before the kernel: helper functions, types, #defines (rendered with `globals`).
+  std::string preamble = {};
+  // Names for the operation and the preamble, rendered as templates (skein/template.hpp).
+  RenderGlobals globals = {};
+  // ProgramOptions::fast_math for the generated program.
+  bool fast_math = false;
+};
+
+// Where a block lies in its domain. The block's points are the fields' first D axes.
+struct StencilGeometry {
+  Shape domain = {};  // the global shape, D = 1, 2 or 3 axes (without components)
+  Shape offset = {};  // the global index of the block's first point per axis (empty: zeros)
+  Shape halo = {};    // per axis, the width `interior` leaves out at each side (empty: zeros)
+};
+
+// A cheap handle: copies share the kernel and its compiled programs. Threads: as ElementwiseKernel.
+class SKEIN_EXPORT StencilKernel {
+ public:
+  // LogicError for a malformed parameter list, a duplicated or reserved name (gidx, gshape, and
+  // names starting with `_skein`), or no output.
+  StencilKernel(std::string_view in_params, std::string_view out_params, std::string operation,
+                StencilOptions options = {});
+
+  // Enqueues the operation over `region` of one block on `queue`, on the device of the array
+  // arguments (every argument given: inputs, then outputs; outputs are fields or raw arrays).
+  // LogicError for a wrong number of arguments or dtype, fields of different points shapes or
+  // devices, a geometry that does not hold the block (offset + points beyond the domain, a halo
+  // wider than half the block's extent is allowed: then the interior is empty), an output
+  // sharing memory with an input field; CompileError (with the generated source) when the
+  // operation does not compile.
+  void operator()(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
+                  StencilRegion region = StencilRegion::all) const;
+  void operator()(const Queue& queue, std::initializer_list<Operand> args, const StencilGeometry& geometry,
+                  StencilRegion region = StencilRegion::all) const {
+    (*this)(queue, std::span<const Operand>(args.begin(), args.size()), geometry, region);
+  }
+
+  // The source that a call with these arguments compiles (for reading and debugging).
+  std::string source(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry) const;
+
+  const std::string& name() const;
+  // Programs generated and compiled by this kernel and its copies (one per context and signature).
+  std::size_t programs_built() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace skein

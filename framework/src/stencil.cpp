@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// StencilKernel (skein/stencil.hpp): resolving a call, the region's boxes, and the launch. The
+// generated source is stencil_source.cpp's.
+#include "skein/stencil.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "kernel_gen.hpp"
+#include "skein/ctypes.hpp"
+#include "skein/detail/errors.hpp"
+#include "stencil_source.hpp"
+
+namespace skein {
+
+struct StencilKernel::Impl {
+  std::vector<detail::ParamDecl> params;  // inputs, then outputs
+  std::size_t n_in = 0;
+  std::string operation;
+  StencilOptions options;
+  std::uint64_t owner = detail::new_cache_owner();
+  mutable std::atomic<std::size_t> built{0};
+  std::vector<std::string> what;  // per parameter: "argument 'a' of kernel 'k'"
+
+  ~Impl() { detail::drop_cache_owner(owner); }
+};
+
+namespace {
+
+using detail::stencil::Box;
+using detail::stencil::Call;
+using detail::stencil::kMaxBoxes;
+using detail::stencil::ParamKind;
+
+constexpr std::string_view kReserved[] = {"gidx", "gshape"};
+const std::string kCall = "StencilKernel";
+
+// The bytes an array's elements span in its allocation: [first, last) from the buffer's start.
+std::pair<std::uint64_t, std::uint64_t> byte_span(const Array& a) {
+  const std::uint64_t first = detail::address_in_allocation(a);
+  std::uint64_t last = first + a.itemsize();
+  for (std::size_t d = 0; d < a.ndim(); ++d) {
+    if (a.shape()[d] == 0) return {first, first};
+    last += (a.shape()[d] - 1) * a.strides()[d];
+  }
+  return {first, last};
+}
+
+bool overlaps(const Array& a, const Array& b) {
+  if (a.data().adapter().get() != b.data().adapter().get()) return false;
+  const auto [a0, a1] = byte_span(a);
+  const auto [b0, b1] = byte_span(b);
+  return a0 < b1 && b0 < a1 && a0 != a1 && b0 != b1;
+}
+
+// Shape `s` of D axes, or zeros when empty; LogicError naming `what` for another length.
+Shape per_axis(const Shape& s, std::size_t D, const char* what, const std::string& kname) {
+  if (s.empty()) return Shape(D, 0);
+  if (s.size() != D) {
+    detail::raise_in(SKEIN_HERE, kCall, "Give one value per axis of the domain (or none).",
+                     "kernel '{}': the geometry's {} has {} values for a domain of {} axes", kname, what,
+                     s.size(), D);
+  }
+  return s;
+}
+
+// Checks the arguments against the parameters and the geometry; everything the source and the
+// launch depend on.
+Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<const Operand> args,
+             const StencilGeometry& geometry) {
+  const std::string& kname = impl.options.name;
+  const auto& params = impl.params;
+  if (args.size() != params.size()) {
+    detail::raise_in(SKEIN_HERE, kCall, "Pass every input, then every output (outputs are not allocated).",
+                     "kernel '{}' takes {} argument(s) ({} input(s), {} output(s)); {} were given", kname,
+                     params.size(), impl.n_in, params.size() - impl.n_in, args.size());
+  }
+  Call c;
+  c.D = geometry.domain.size();
+  if (c.D < 1 || c.D > 3) {
+    detail::raise_in(SKEIN_HERE, kCall, "Give the domain's global shape of 1, 2 or 3 axes.",
+                     "kernel '{}': the geometry's domain has {} axes", kname, c.D);
+  }
+  const auto device = detail::common_device(queue, args, params, std::nullopt, kCall, kname);
+  if (!device) {
+    detail::raise_in(SKEIN_HERE, kCall, "Pass the block's fields as Arrays.",
+                     "kernel '{}': no argument is an array", kname);
+  }
+  c.device = *device;
+  c.bindings = detail::bind_types(params, args, kCall, kname);
+  const Array* first_field = nullptr;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const auto& p = params[k];
+    const Operand& a = args[k];
+    c.dtypes.push_back(detail::param_dtype(p, c.bindings, kCall, kname));
+    c.components.push_back(0);
+    if (!a.is_array()) {
+      if (p.output || p.raw) {
+        detail::raise_in(SKEIN_HERE, kCall, "Pass an Array for every output and raw parameter.",
+                         "kernel '{}': argument {} ('{}') is a scalar", kname, k, p.name);
+      }
+      c.kinds.push_back(ParamKind::scalar);
+      continue;
+    }
+    const Array& x = a.array();
+    const std::size_t isz = x.itemsize();
+    bool aligned = detail::address_in_allocation(x) % isz == 0;
+    for (std::size_t d = 0; d < x.ndim(); ++d) aligned = aligned && x.strides()[d] % isz == 0;
+    if (!aligned) {
+      detail::raise_in(SKEIN_HERE, kCall, "Use views whose offset and strides are multiples of the itemsize.",
+                       "kernel '{}': argument {} ('{}') has elements not aligned to their size", kname, k,
+                       p.name);
+    }
+    if (p.raw) {
+      c.kinds.push_back(ParamKind::raw);
+      continue;
+    }
+    c.kinds.push_back(ParamKind::field);
+    if (x.ndim() != c.D && x.ndim() != c.D + 1) {
+      detail::raise_in(SKEIN_HERE, kCall,
+                       "Pass each field as a view of the block's points (D axes), with a trailing axis of "
+                       "components if it has them.",
+                       "kernel '{}': field {} ('{}') has shape {}, for a domain of {} axes", kname, k, p.name,
+                       to_string(x.shape()), c.D);
+    }
+    if (x.ndim() == c.D + 1) c.components.back() = x.shape()[c.D];
+    const Shape points(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(c.D));
+    if (!first_field) {
+      first_field = &x;
+      c.points = points;
+    } else if (points != c.points) {
+      detail::raise_in(SKEIN_HERE, kCall, "Pass fields with the same points (the block's shape).",
+                       "kernel '{}': field {} ('{}') has points {}, an earlier field {}", kname, k, p.name,
+                       to_string(points), to_string(c.points));
+    }
+  }
+  if (!first_field) {
+    detail::raise_in(SKEIN_HERE, kCall, "Pass at least one field: an Array for a non-raw parameter.",
+                     "kernel '{}': no argument is a field", kname);
+  }
+  for (std::size_t k = impl.n_in; k < params.size(); ++k) {
+    for (std::size_t j = 0; j < impl.n_in; ++j) {
+      if (c.kinds[j] == ParamKind::field && overlaps(args[k].array(), args[j].array())) {
+        detail::raise_in(SKEIN_HERE, kCall,
+                         "Write the result into another array (a stencil reads neighbours that other "
+                         "points would already have overwritten).",
+                         "kernel '{}': output '{}' shares memory with input field '{}'", kname, params[k].name,
+                         params[j].name);
+      }
+    }
+  }
+  c.domain = geometry.domain;
+  c.offset = per_axis(geometry.offset, c.D, "offset", kname);
+  c.halo = per_axis(geometry.halo, c.D, "halo", kname);
+  for (std::size_t a = 0; a < c.D; ++a) {
+    if (c.offset[a] + c.points[a] > c.domain[a]) {
+      detail::raise_in(SKEIN_HERE, kCall, "Give the block's global offset and the domain's global shape.",
+                       "kernel '{}': along axis {} the block's points [{}, {}) lie outside the domain's {}",
+                       kname, a, c.offset[a], c.offset[a] + c.points[a], c.domain[a]);
+    }
+  }
+  c.signature = detail::stencil::signature(impl.params, c);
+  return c;
+}
+
+// The boxes of `region` in the block's points (3 slots; leading unused slots of extent 1).
+std::vector<Box> region_boxes(const Call& c, StencilRegion region) {
+  Box full;
+  for (std::size_t a = 0; a < c.D; ++a) full.extent[3 - c.D + a] = static_cast<std::int64_t>(c.points[a]);
+  if (region == StencilRegion::all) return {full};
+  // Peel each axis with a halo: its two slabs of the remaining box are edges; what remains is
+  // the interior.
+  std::vector<Box> edges;
+  Box rest = full;
+  for (std::size_t a = 0; a < c.D; ++a) {
+    const std::size_t s = 3 - c.D + a;
+    const auto h = static_cast<std::int64_t>(c.halo[a]);
+    if (h == 0) continue;
+    const std::int64_t e = rest.extent[s];
+    const std::int64_t lo = std::min(h, e), hi = std::max(e - h, lo);
+    Box low = rest, high = rest;
+    low.extent[s] = lo;
+    high.start[s] = rest.start[s] + hi;
+    high.extent[s] = e - hi;
+    rest.start[s] += lo;
+    rest.extent[s] = hi - lo;
+    for (const Box& b : {low, high}) {
+      if (b.points() > 0) edges.push_back(b);
+    }
+  }
+  if (region == StencilRegion::interior) return {rest};
+  return edges;
+}
+
+}  // namespace
+
+StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_params, std::string operation,
+                             StencilOptions options) {
+  auto impl = std::make_shared<Impl>();
+  if (!detail::is_identifier(options.name) || options.name.rfind("_skein", 0) == 0) {
+    detail::raise_in(SKEIN_HERE, kCall, "Name the kernel with a C identifier.", "'{}' is not a usable kernel name",
+                     options.name);
+  }
+  impl->params = detail::parse_params(in_params, false, kCall, options.name);
+  impl->n_in = impl->params.size();
+  auto outs = detail::parse_params(out_params, true, kCall, options.name);
+  if (outs.empty()) {
+    detail::raise_in(SKEIN_HERE, kCall, "Declare at least one output parameter.", "kernel '{}' has no output",
+                     options.name);
+  }
+  impl->params.insert(impl->params.end(), outs.begin(), outs.end());
+  detail::check_reserved(impl->params, kReserved, kCall, options.name);
+  for (const auto& p : impl->params) {
+    if (p.name == options.name || p.name == options.name + "_i64") {
+      detail::raise_in(SKEIN_HERE, kCall, "Rename the parameter or the kernel.",
+                       "kernel '{}': parameter '{}' has the kernel's name", options.name, p.name);
+    }
+  }
+  if (operation.find_first_not_of(" \t\r\n;") == std::string::npos) {
+    detail::raise_in(SKEIN_HERE, kCall, "Write the operation, e.g. \"out = u(-1) + u(1) - 2 * u(0)\".",
+                     "kernel '{}': the operation is empty", options.name);
+  }
+  impl->operation = std::move(operation);
+  impl->options = std::move(options);
+  for (const auto& p : impl->params) {
+    impl->what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, impl->options.name));
+  }
+  impl_ = std::move(impl);
+}
+
+const std::string& StencilKernel::name() const { return impl_->options.name; }
+std::size_t StencilKernel::programs_built() const { return impl_->built.load(); }
+
+std::string StencilKernel::source(const Queue& queue, std::span<const Operand> args,
+                                  const StencilGeometry& geometry) const {
+  const Call c = resolve(*impl_, queue, args, geometry);
+  return detail::stencil::generate(impl_->params, impl_->operation, impl_->options, c);
+}
+
+void StencilKernel::operator()(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
+                               StencilRegion region) const {
+  const Impl& impl = *impl_;
+  const Call c = resolve(impl, queue, args, geometry);
+  const std::vector<Box> boxes = region_boxes(c, region);
+  std::uint64_t n = 0;
+  for (const Box& b : boxes) n += static_cast<std::uint64_t>(b.points());
+  if (n == 0) return;
+  ProgramOptions options;
+  options.fast_math = impl.options.fast_math;
+  options.name = impl.options.name;
+  const std::string wide = impl.options.name + "_i64";
+  const auto program = detail::cached_program(
+      impl.owner, queue.context(), c.signature,
+      [&] {
+        impl.built += 1;
+        return detail::stencil::generate(impl.params, impl.operation, impl.options, c);
+      },
+      {impl.options.name, wide}, options);
+
+  detail::ArgPack pack;
+  for (std::size_t k = 0; k < impl.params.size(); ++k) {
+    const Operand& a = args[k];
+    if (!a.is_array()) {
+      pack.bytes(a.bytes_as(c.dtypes[k], impl.what[k]));
+      continue;
+    }
+    const Array& x = a.array();
+    pack.array(x);
+    if (c.kinds[k] != ParamKind::field) continue;
+    // Element strides in the three slots and of the components.
+    for (std::size_t s = 0; s < 3; ++s) {
+      const std::size_t axis = s + c.D;  // slot s holds axis s - (3 - D)
+      std::int64_t stride = 0;
+      if (axis >= 3) stride = static_cast<std::int64_t>(x.strides()[axis - 3] / x.itemsize());
+      pack.value(stride);
+    }
+    pack.value(static_cast<std::int64_t>(c.components[k] > 0 ? x.strides()[c.D] / x.itemsize() : 0));
+  }
+  for (std::size_t s = 0; s < 3; ++s) {
+    const std::size_t axis = s + c.D;
+    pack.value(static_cast<std::int64_t>(axis >= 3 ? c.offset[axis - 3] : 0));
+  }
+  for (std::size_t s = 0; s < 3; ++s) {
+    const std::size_t axis = s + c.D;
+    pack.value(static_cast<std::int64_t>(axis >= 3 ? c.domain[axis - 3] : 1));
+  }
+  pack.value(n);
+  std::uint64_t first = 0;
+  for (std::size_t b = 0; b < kMaxBoxes; ++b) {
+    const Box box = b < boxes.size() ? boxes[b] : Box{};
+    for (std::size_t s = 0; s < 3; ++s) pack.value(box.start[s]);
+    pack.value(static_cast<std::uint64_t>(box.extent[1]));
+    pack.value(static_cast<std::uint64_t>(box.extent[2]));
+    pack.value(first);  // the region's index of the box's first point
+    first += b < boxes.size() ? static_cast<std::uint64_t>(box.points()) : 0;
+  }
+  const bool narrow = n < (std::uint64_t{1} << 31);
+  const std::string& kernel = narrow ? impl.options.name : wide;
+  const std::size_t local = program->local_size[c.device];
+  const std::size_t resident = program->resident(kernel, c.device);
+  const std::size_t groups = std::clamp<std::uint64_t>(detail::ceil_div(n, local), 1, resident);
+  detail::launch(program->kernel(kernel), queue, c.device, groups, local, pack);
+}
+
+}  // namespace skein
