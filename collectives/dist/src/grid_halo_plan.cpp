@@ -266,6 +266,87 @@ Constants make_constants(const Queue& queue, const std::vector<HaloRegion>& regi
   return c;
 }
 
+// This rank's members: first.. on devices[local].
+struct Where {
+  std::size_t first = 0;
+  std::span<const std::size_t> devices;
+  bool is_local(std::size_t m) const { return m >= first && m < first + devices.size(); }
+  std::size_t device_of(std::size_t m) const { return devices[m - first]; }
+};
+
+using MessageMap = std::map<std::pair<std::size_t, std::size_t>, std::vector<const HaloRegion*>>;
+
+constexpr std::size_t kMessageAlign = 256;  // where each message starts in its device's staging
+
+// The messages between devices: every message that leaves a device is packed into that device's
+// one outgoing staging buffer, every one that arrives is received into its one incoming buffer (a
+// message at a time, each at its own offset), so that one launch packs (or unpacks) all of a
+// device's messages for up to kBatchSlots - 1 arrays whatever the number of neighbours.
+void add_messages(const Queue& queue, const GridLayout& layout, std::span<const Dtype> dtypes,
+                  const MessageMap& messages, const Where& at, BatchBuilder& packs, BatchBuilder& unpacks,
+                  HaloRoutine& out) {
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> bytes_of, out_at, in_at;
+  std::map<std::size_t, std::size_t> out_bytes, in_bytes;  // per device
+  for (const auto& [key, message] : messages) {
+    std::size_t bytes = 0;
+    for (const Dtype dtype : dtypes) {
+      for (const HaloRegion* r : message) bytes += aligned(static_cast<std::size_t>(cells(r->extent)) * itemsize(dtype));
+    }
+    bytes_of[key] = bytes;
+    auto place = [&](std::size_t& used) {
+      const std::size_t where = used;
+      used = (used + bytes + kMessageAlign - 1) / kMessageAlign * kMessageAlign;
+      return where;
+    };
+    if (at.is_local(key.first)) out_at[key] = place(out_bytes[at.device_of(key.first)]);
+    if (at.is_local(key.second)) in_at[key] = place(in_bytes[at.device_of(key.second)]);
+  }
+  std::map<std::size_t, Array> outgoing, incoming;
+  for (const auto& [device, bytes] : out_bytes) outgoing.emplace(device, routine_buffer(queue, device, bytes));
+  for (const auto& [device, bytes] : in_bytes) incoming.emplace(device, routine_buffer(queue, device, bytes));
+  auto view = [&](const Array& arena, std::size_t offset, std::size_t bytes) {
+    return Array(queue, arena.data().get_sub_region(arena.offset() + offset, bytes), {bytes}, Dtype::uint8);
+  };
+  for (const auto& [key, message] : messages) {
+    const auto [src, dst] = key;
+    const bool from_here = at.is_local(src), to_here = at.is_local(dst);
+    std::size_t offset = 0;
+    for (std::size_t k = 0; k < dtypes.size(); ++k) {
+      const std::size_t unit = itemsize(dtypes[k]);
+      for (const HaloRegion* r : message) {
+        if (from_here) {
+          const Int4 strides = block_strides(layout, src);
+          Int4 steps{};
+          for (std::size_t a = 0; a < 4; ++a) steps[a] = strides[a] * r->src_step[a];
+          packs.add(at.device_of(src), fixed_slot(outgoing.at(at.device_of(src))), block_slot(k, src - at.first),
+                    {.unit = unit, .dst_offset = static_cast<std::int64_t>((out_at.at(key) + offset) / unit),
+                     .src_offset = dot(r->src_start, strides), .dst_strides = contiguous(r->extent),
+                     .src_strides = steps, .extent = r->extent});
+        }
+        if (to_here) {
+          const Int4 strides = block_strides(layout, dst);
+          unpacks.add(at.device_of(dst), block_slot(k, dst - at.first), fixed_slot(incoming.at(at.device_of(dst))),
+                      {.unit = unit, .dst_offset = dot(r->dst_start, strides),
+                       .src_offset = static_cast<std::int64_t>((in_at.at(key) + offset) / unit),
+                       .dst_strides = strides, .src_strides = contiguous(r->extent), .extent = r->extent});
+        }
+        offset += aligned(static_cast<std::size_t>(cells(r->extent)) * unit);
+      }
+    }
+    const std::size_t bytes = bytes_of.at(key);
+    if (from_here && to_here) {
+      out.device_copies.push_back({view(outgoing.at(at.device_of(src)), out_at.at(key), bytes),
+                                   view(incoming.at(at.device_of(dst)), in_at.at(key), bytes)});
+    } else if (from_here) {
+      out.transfers.push_back(
+          {src - at.first, view(outgoing.at(at.device_of(src)), out_at.at(key), bytes), static_cast<int>(dst), true});
+    } else {
+      out.transfers.push_back(
+          {dst - at.first, view(incoming.at(at.device_of(dst)), in_at.at(key), bytes), static_cast<int>(src), false});
+    }
+  }
+}
+
 }  // namespace
 
 HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std::span<const Dtype> dtypes,
@@ -275,7 +356,7 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std:
   auto device_of = [&](std::size_t m) { return devices[m - first]; };
   const Constants constants = make_constants(queue, regions, dtypes, first, devices);
   BatchBuilder packs(queue), direct(queue), unpacks(queue);
-  std::map<std::pair<std::size_t, std::size_t>, std::vector<const HaloRegion*>> messages;  // (src, dst)
+  MessageMap messages;  // (src, dst)
   for (const HaloRegion& r : regions) {
     if (r.constant) {
       if (!is_local(r.dst)) continue;
@@ -305,45 +386,7 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std:
     }
   }
   HaloRoutine out;
-  for (const auto& [key, message] : messages) {
-    const auto [src, dst] = key;
-    std::size_t bytes = 0;
-    for (const Dtype dtype : dtypes) {
-      for (const HaloRegion* r : message) bytes += aligned(static_cast<std::size_t>(cells(r->extent)) * itemsize(dtype));
-    }
-    std::optional<Array> packed, received;
-    if (is_local(src)) packed = routine_buffer(queue, device_of(src), bytes);
-    if (is_local(dst)) received = routine_buffer(queue, device_of(dst), bytes);
-    std::size_t offset = 0;
-    for (std::size_t k = 0; k < dtypes.size(); ++k) {
-      const std::size_t unit = itemsize(dtypes[k]);
-      for (const HaloRegion* r : message) {
-        const auto at = static_cast<std::int64_t>(offset / unit);
-        if (packed) {
-          const Int4 strides = block_strides(layout, src);
-          Int4 steps{};
-          for (std::size_t a = 0; a < 4; ++a) steps[a] = strides[a] * r->src_step[a];
-          packs.add(device_of(src), fixed_slot(*packed), block_slot(k, src - first),
-                    {.unit = unit, .dst_offset = at, .src_offset = dot(r->src_start, strides),
-                     .dst_strides = contiguous(r->extent), .src_strides = steps, .extent = r->extent});
-        }
-        if (received) {
-          const Int4 strides = block_strides(layout, dst);
-          unpacks.add(device_of(dst), block_slot(k, dst - first), fixed_slot(*received),
-                      {.unit = unit, .dst_offset = dot(r->dst_start, strides), .src_offset = at,
-                       .dst_strides = strides, .src_strides = contiguous(r->extent), .extent = r->extent});
-        }
-        offset += aligned(static_cast<std::size_t>(cells(r->extent)) * unit);
-      }
-    }
-    if (packed && received) {
-      out.device_copies.push_back({*packed, *received});
-    } else if (packed) {
-      out.transfers.push_back({src - first, *packed, static_cast<int>(dst), true});
-    } else {
-      out.transfers.push_back({dst - first, *received, static_cast<int>(src), false});
-    }
-  }
+  add_messages(queue, layout, dtypes, messages, Where{first, devices}, packs, unpacks, out);
   out.messages = messages.size();
   out.packs = packs.finish();
   out.direct = direct.finish();

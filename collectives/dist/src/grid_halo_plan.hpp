@@ -13,9 +13,11 @@
 // one device are copied straight from the points into the ghost cells (and constants filled) by
 // one batched launch per device; regions between members on different devices travel in one
 // message per pair of members, holding every array's regions (array-major, each segment aligned
-// to 16 bytes): packed at the source by one batched launch per device, moved by a device copy
-// (both on this rank) or by grouped Communicator send/recv, unpacked at the destination by one
-// batched launch per device. Its staging buffers, tables and launches are made once.
+// to 16 bytes): packed at the source by one batched launch per device into that device's one
+// outgoing staging buffer (each message at its own offset), moved by a device copy (both on this
+// rank) or by grouped Communicator send/recv into the destination device's one incoming buffer,
+// unpacked there by one batched launch per device. Its staging buffers, tables and launches are
+// made once.
 #pragma once
 
 #include <array>
