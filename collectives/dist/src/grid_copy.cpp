@@ -63,7 +63,7 @@ SKEIN_GRID_COPY_BOX(skein_grid_copy_box_16, skein_grid_u128)
                                        + (int64_t)i2 * s2 + (int64_t)i3 * s3];                   \
     }
 #define SKEIN_GRID_BATCH_UNIT(T)                                                                 \
-    if (total < 2147483648LL) { SKEIN_GRID_BATCH_LOOP(uint32_t, T) }                            \
+    if (total <= 2147483647) { SKEIN_GRID_BATCH_LOOP(uint32_t, T) }                             \
     else { SKEIN_GRID_BATCH_LOOP(int64_t, T) }
 KERNEL void skein_grid_copy_boxes(GLOBAL_MEM const int64_t* table, int count,
                                   GLOBAL_MEM uint8_t* p0, GLOBAL_MEM uint8_t* p1,
