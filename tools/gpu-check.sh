@@ -56,6 +56,14 @@
 #   arrays     skein-bench (axpy, sum, gemm) on one GPU against CuPy, on NVIDIA's OpenCL, and on
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
+#   halo       GridArray's halo exchange of 3-D float64 fields (skein-bench-halo) against its floor,
+#              the same messages moved by plain peer copies (inside a rank) and NCCL send/recv
+#              (between ranks) in the same run and rounds, and against one NCCL send/recv of a
+#              face: on 2 GPUs and on every GPU (with more than 2 also an N x 1 x 1 grid), one GPU
+#              per rank (mpirun, SKEIN_API=cuda) and one rank driving every GPU (--bind-to none);
+#              large faces (8 KiB to 4.5 MiB, cubic blocks) and small ones (512 B to 8 KiB);
+#              HALO_ROUNDS (default 5) alternating rounds; tools/compare-halo.py's verdicts against
+#              issue 35's bounds (halo.txt, halo-*.json; a FAIL fails the step compare-halo)
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
 # gtest run, COLLS (default: every collective) narrows `coll` (the non-blocking all_reduce and the
 # MPI floor run where COLLS is unset or names all_reduce), NO_TORCH=1 leaves PyTorch's collectives
@@ -63,7 +71,7 @@
 # BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs;
 # CMAKE_EXTRA_ARGS adds configure arguments.
 # It writes these files, and the scaling runs' scaling-*.json and scaling-*.svg, the apps'
-# apps.log and heat-weak-*.json, and nothing else:
+# apps.log and heat-weak-*.json, the halo step's halo.txt and halo-*.json, and nothing else:
 #   summary.txt      step, exit code, log and seconds of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
@@ -104,6 +112,7 @@ done
 rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
 rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json "$OUTDIR"/cg-floor.json
 rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
+rm -f "$OUTDIR"/halo.txt "$OUTDIR"/halo-*.json
 rm -rf "$OUTDIR"/coll-json
 : >"$SUMMARY"
 failed=0
@@ -439,6 +448,43 @@ if want coll && ((ngpu > 1)); then
       -n 20 -w 5 --devices-per-rank 1
   fi
   step compare-coll "$OUTDIR/bench-coll.txt" python3 tools/compare-collectives.py "$jsondir"
+fi
+
+# GridArray's halo exchange against its floor (tests/bench/halo_bench.cpp): one GPU per rank and
+# one rank driving every GPU, on 2 GPUs and on every GPU, large faces and small ones; judged by
+# tools/compare-halo.py (floor / exchange >= 0.9 from 1 MiB faces, exchange - send/recv <= 2 us up
+# to 64 KiB faces).
+if want halo && ((ngpu > 1)); then
+  halo_bin="$BUILD_DIR/tests/bench/skein-bench-halo"
+  halo_counts=(2)
+  ((ngpu > 2)) && halo_counts+=("$ngpu")
+  for g in "${halo_counts[@]}"; do
+    visible="$(seq -s, 0 $((g - 1)))"
+    grids=(auto)
+    ((g > 2)) && grids+=("${g}x1x1")
+    for grid in "${grids[@]}"; do
+      grid_arg=()
+      [[ $grid != auto ]] && grid_arg=(--grid "$grid")
+      for size in large small; do
+        if [[ $size == large ]]; then
+          sizes=(--iters 20 --warmup 3)
+        else
+          [[ $grid != auto ]] && continue
+          sizes=(--edges 8,16,32 --iters 2000 --warmup 200)
+        fi
+        tag="g$g-$grid-$size"
+        step "halo-1pr-$tag" "$OUTDIR/halo.txt" timeout 600 env CUDA_VISIBLE_DEVICES="$visible" \
+          mpirun -np "$g" --oversubscribe -x CUDA_VISIBLE_DEVICES -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
+          "$halo_bin" "${sizes[@]}" "${grid_arg[@]}" --rounds "${HALO_ROUNDS:-5}" --devices-per-rank 1 \
+          --json "$OUTDIR/halo-1pr-$tag.json"
+        step "halo-1rank-$tag" "$OUTDIR/halo.txt" timeout 600 env CUDA_VISIBLE_DEVICES="$visible" \
+          mpirun -np 1 --bind-to none -x CUDA_VISIBLE_DEVICES -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
+          "$halo_bin" "${sizes[@]}" "${grid_arg[@]}" --rounds "${HALO_ROUNDS:-5}" --devices-per-rank "$g" \
+          --json "$OUTDIR/halo-1rank-$tag.json"
+      done
+    done
+  done
+  step compare-halo "$OUTDIR/halo.txt" python3 tools/compare-halo.py "$OUTDIR"
 fi
 
 # Array kernels: one GPU against CuPy (1 GiB float32 arrays, gemm 8192^3), NVIDIA's OpenCL, and

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <skein/grid_array.hpp>
 #include <skein/grid_layout.hpp>
 #include <skein/skein.hpp>
@@ -209,20 +210,20 @@ void check_block(const GridLayout& l, std::size_t member, const std::vector<doub
   });
 }
 
-// Makes one array per dtype on `layout`, fills every block (halo included) with its initial
-// contents, exchanges them all in one call and checks every cell of every local block.
-void check_exchange(const Rig& s, const Shape& shape, const GridOptions& options, const std::string& what,
-                    const std::vector<Dtype>& dtypes = {Dtype::float64}) {
-  const GridLayout layout = GridLayout::over(*s.comm, shape, options);
-  std::vector<GridArray> arrays;
-  for (std::size_t k = 0; k < dtypes.size(); ++k) {
-    arrays.emplace_back(*s.comm, layout, dtypes[k]);
-    for (const auto& b : arrays.back().blocks()) {
+// Fills every local block of `arrays` (halos included) with its initial contents, salt base + k
+// for array k.
+void fill_arrays(std::span<const GridArray> arrays, std::size_t base) {
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    for (const auto& b : arrays[k].blocks()) {
       if (b.with_halo.size() == 0) continue;
-      b.with_halo.set(to_bytes(initial_block(layout, b.member, k), dtypes[k]));
+      b.with_halo.set(to_bytes(initial_block(arrays[k].layout(), b.member, base + k), arrays[k].dtype()));
     }
   }
-  exchange_halos(arrays);
+}
+
+// Checks every cell of every local block of `arrays` after an exchange of what fill_arrays(base)
+// put there.
+void check_arrays_exchanged(std::span<const GridArray> arrays, std::size_t base, const std::string& what) {
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     for (const auto& b : arrays[k].blocks()) {
       if (b.block.empty()) {
@@ -231,10 +232,22 @@ void check_exchange(const Rig& s, const Shape& shape, const GridOptions& options
       }
       std::vector<std::byte> bytes(b.with_halo.nbytes());
       b.with_halo.get(bytes);
-      check_block(layout, b.member, from_bytes(bytes, dtypes[k]), k,
-                  fmt::format("{} (array {} of {}, {})", what, k, arrays.size(), name(dtypes[k])));
+      check_block(arrays[k].layout(), b.member, from_bytes(bytes, arrays[k].dtype()), base + k,
+                  fmt::format("{} (array {} of {}, {})", what, k, arrays.size(), name(arrays[k].dtype())));
     }
   }
+}
+
+// Makes one array per dtype on `layout`, fills every block (halo included) with its initial
+// contents, exchanges them all in one call and checks every cell of every local block.
+void check_exchange(const Rig& s, const Shape& shape, const GridOptions& options, const std::string& what,
+                    const std::vector<Dtype>& dtypes = {Dtype::float64}) {
+  const GridLayout layout = GridLayout::over(*s.comm, shape, options);
+  std::vector<GridArray> arrays;
+  for (const Dtype dtype : dtypes) arrays.emplace_back(*s.comm, layout, dtype);
+  fill_arrays(arrays, 0);
+  exchange_halos(arrays);
+  check_arrays_exchanged(arrays, 0, what);
 }
 
 struct Sides {
@@ -418,6 +431,120 @@ TEST_P(GridArrays, ExchangeOnAnotherQueueAndSingleArrayForm) {
   GridArray none(*s_.comm, GridLayout::over(*s_.comm, {5, 5}), Dtype::float32);
   none.exchange_halos();
   exchange_halos(std::span<const GridArray>());
+}
+
+// ---- repeated exchanges: what the first call keeps must serve later ones ------------------------
+
+// A 3-D box-stencil layout with every kind of side: periodic, reflecting, constant.
+GridLayout mixed_3d_layout(const Rig& s, std::size_t components = 1) {
+  const std::size_t M = s.M();
+  return GridLayout::over(*s.comm, {M + 3, 4, M + 2},
+                          {.components = components, .halo = {1, 2, 1}, .stencil = Stencil::box,
+                           .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::constant(6)},
+                           .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::reflect()}});
+}
+
+TEST_P(GridArrays, RepeatedExchangesSeeNewData) {
+  const GridLayout layout = mixed_3d_layout(s_, 2);
+  const std::vector<GridArray> arrays = {GridArray(*s_.comm, layout, Dtype::float64),
+                                         GridArray(*s_.comm, layout, Dtype::int32)};
+  // New points and new ghost sentinels before every call: a stale staging buffer, table or block
+  // gives the previous round's values.
+  for (std::size_t round = 0; round < 4; ++round) {
+    fill_arrays(arrays, 10 * round);
+    exchange_halos(arrays);
+    check_arrays_exchanged(arrays, 10 * round, fmt::format("round {}", round));
+  }
+  // The same arrays again, one at a time (another set of dtypes for the first array's cache).
+  for (std::size_t round = 0; round < 2; ++round) {
+    fill_arrays(arrays, 50 + 10 * round);
+    arrays[1].exchange_halos();
+    arrays[0].exchange_halos();
+    check_arrays_exchanged(arrays, 50 + 10 * round, fmt::format("one at a time, round {}", round));
+  }
+}
+
+TEST_P(GridArrays, TwoLayoutsAndDtypeSetsAlternate) {
+  const std::size_t M = s_.M();
+  const GridLayout a = mixed_3d_layout(s_);
+  const GridLayout b = GridLayout::over(*s_.comm, {2 * M + 3, 5},
+                                        {.halo = {2, 1}, .stencil = Stencil::star,
+                                         .lower = {Boundary::reflect(), Boundary::periodic()},
+                                         .upper = {Boundary::constant(3), Boundary::periodic()}});
+  const std::vector<GridArray> on_a = {GridArray(*s_.comm, a, Dtype::float64), GridArray(*s_.comm, a, Dtype::float32)};
+  const std::vector<GridArray> on_b = {GridArray(*s_.comm, b, Dtype::int32), GridArray(*s_.comm, b, Dtype::float64),
+                                       GridArray(*s_.comm, b, Dtype::float64)};
+  for (std::size_t round = 0; round < 3; ++round) {
+    const std::size_t salt = 100 * round;
+    fill_arrays(on_a, salt);
+    fill_arrays(on_b, salt + 7);
+    exchange_halos(on_a);
+    exchange_halos(on_b);
+    check_arrays_exchanged(on_a, salt, fmt::format("layout a, round {}", round));
+    check_arrays_exchanged(on_b, salt + 7, fmt::format("layout b, round {}", round));
+    // The arrays of b in another order and number: other dtype sets, the same first array.
+    const std::vector<GridArray> some = {on_b[0], on_b[2]};
+    fill_arrays(some, salt + 40);
+    exchange_halos(some);
+    check_arrays_exchanged(some, salt + 40, fmt::format("layout b, arrays 0 and 2, round {}", round));
+  }
+}
+
+TEST_P(GridArrays, ArraysDestroyedAndRecreated) {
+  const GridLayout layout = mixed_3d_layout(s_);
+  const GridArray kept(*s_.comm, layout, Dtype::float64);
+  for (std::size_t round = 0; round < 3; ++round) {
+    // A new second array every round behind the same first one (whose cache holds the routine):
+    // its new blocks must be the ones written.
+    const std::vector<GridArray> arrays = {kept, GridArray(*s_.comm, layout, Dtype::float64)};
+    fill_arrays(arrays, 20 * round);
+    exchange_halos(arrays);
+    check_arrays_exchanged(arrays, 20 * round, fmt::format("a new second array, round {}", round));
+    // And arrays made, exchanged and dropped, with their caches.
+    const std::vector<GridArray> fresh = {GridArray(*s_.comm, layout, Dtype::int32),
+                                          GridArray(*s_.comm, layout, Dtype::float32)};
+    fill_arrays(fresh, 20 * round + 5);
+    exchange_halos(fresh);
+    check_arrays_exchanged(fresh, 20 * round + 5, fmt::format("new arrays, round {}", round));
+  }
+}
+
+TEST_P(GridArrays, MoreFieldsThanOneLaunchTakes) {
+  // Eleven arrays of three dtypes: the batched copies take eight arrays a launch, so the packs and
+  // unpacks of a message span several launches.
+  const GridLayout layout = mixed_3d_layout(s_);
+  const Dtype kinds[] = {Dtype::float64, Dtype::float32, Dtype::int32};
+  std::vector<GridArray> arrays;
+  for (std::size_t k = 0; k < 11; ++k) arrays.emplace_back(*s_.comm, layout, kinds[k % 3]);
+  for (std::size_t round = 0; round < 2; ++round) {
+    fill_arrays(arrays, 30 * round);
+    exchange_halos(arrays);
+    check_arrays_exchanged(arrays, 30 * round, fmt::format("eleven arrays, round {}", round));
+  }
+}
+
+TEST_P(GridArrays, OverlappedOnASecondQueueRepeatedly) {
+  const GridLayout layout = mixed_3d_layout(s_);
+  const std::vector<GridArray> arrays = {GridArray(*s_.comm, layout, Dtype::float64),
+                                         GridArray(*s_.comm, layout, Dtype::float32)};
+  const Queue& main = arrays[0].queue();
+  const Queue halo(main.context(), main.device_idxs());
+  // Other work on the arrays' queue while the halos move on the second one: the points of a third
+  // array, on the first queue, are written by a kernel during each exchange.
+  const GridArray other(*s_.comm, layout, Dtype::float64);
+  for (std::size_t round = 0; round < 3; ++round) {
+    fill_arrays(arrays, 60 + round);
+    main.synchronize();
+    exchange_halos(halo, arrays);
+    dist::fill(other, static_cast<double>(round));
+    halo.synchronize();
+    check_arrays_exchanged(arrays, 60 + round, fmt::format("on the halo queue, round {}", round));
+    // Then on the arrays' own queue: a second routine beside the first.
+    fill_arrays(arrays, 70 + round);
+    exchange_halos(arrays);
+    check_arrays_exchanged(arrays, 70 + round, fmt::format("on the arrays' queue, round {}", round));
+  }
+  main.synchronize();
 }
 
 // ---- scatter and gather -----------------------------------------------------------------------------

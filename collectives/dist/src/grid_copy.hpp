@@ -2,13 +2,18 @@
 // Copies of boxes of elements between device arrays on one device, with signed strides: the pack
 // and unpack kernels of the grid halo exchange and of GridArray's scatter and gather. One kernel
 // source for both backends (the prelude's names), one kernel per element size (1, 2, 4, 8, 16
-// bytes: the copy moves bits, so any dtype of that size).
+// bytes: the copy moves bits, so any dtype of that size), and one batched kernel that makes many
+// box copies (of any element sizes, between up to kBatchSlots arrays) in one launch, from a table
+// of boxes kept on the device.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
+#include <vector>
 
 #include "skein/array.hpp"
 #include "skein/program.hpp"
@@ -38,6 +43,43 @@ class BoxCopier {
   Queue queue_;
   Program program_;
   std::map<std::size_t, Kernel> kernels_;  // by element size
+};
+
+// One copy of a batch: `extent` elements of `unit` bytes from the box at src_offset, src_strides
+// (in elements) of slot src_slot to the box of slot dst_slot. A src stride of 0 repeats one
+// element (fills).
+struct BatchCopy {
+  std::size_t unit = 8;
+  std::size_t dst_slot = 0, src_slot = 0;
+  std::int64_t dst_offset = 0, src_offset = 0;
+  std::array<std::int64_t, 4> dst_strides{}, src_strides{};
+  std::array<std::int64_t, 4> extent{1, 1, 1, 1};
+};
+
+// How many arrays one launch of a batch reads and writes.
+inline constexpr std::size_t kBatchSlots = 8;
+
+// A batch of box copies on one device, made once: its table on the device and its launch
+// prepared. Each launch gives the arrays of the slots anew (their memory may change between
+// launches; their layout may not), so the batch holds none of them.
+class BoxBatch {
+ public:
+  // Copies that name slots >= kBatchSlots, or elements of another size than 1, 2, 4, 8 or 16
+  // bytes, raise LogicError. An empty batch launches nothing.
+  BoxBatch(const Queue& queue, std::size_t device_idx, std::span<const BatchCopy> copies);
+  // Enqueues every copy on the device's queue. slots[i] is slot i's array, on the device (or
+  // viewed from it); the slots no copy names may be any array on the device. The boxes must lie
+  // inside their arrays, and no copy's destination may overlap another's source or destination.
+  void operator()(std::span<const Array> slots) const;
+  std::size_t device_idx() const { return device_idx_; }
+  std::size_t size() const { return count_; }
+  const Array& table() const { return *table_; }  // when size() > 0
+
+ private:
+  std::size_t device_idx_ = 0;
+  std::size_t count_ = 0;
+  std::optional<Array> table_;
+  std::optional<PreparedKernel> launch_;
 };
 
 // C-ordered strides (elements) of a contiguous box of `extent`.

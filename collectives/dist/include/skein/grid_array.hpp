@@ -31,6 +31,11 @@
 
 namespace skein {
 
+namespace detail::grid {
+class HaloCache;
+struct GridArrayAccess;
+}  // namespace detail::grid
+
 // One local member's block of a GridArray.
 struct LocalGridBlock {
   std::size_t local_device = 0;  // index among this rank's members
@@ -113,6 +118,7 @@ class SKEIN_EXPORT GridArray {
             bool use_foreign);
   void check_host_type(Dtype host, const char* call) const;
   void check_root_rank(int root_rank, const char* call) const;
+  friend struct detail::grid::GridArrayAccess;
 
   std::shared_ptr<Communicator> comm_;
   Queue queue_;
@@ -120,14 +126,20 @@ class SKEIN_EXPORT GridArray {
   Dtype dtype_ = Dtype::uint8;
   int rank_ = 0;
   std::vector<LocalGridBlock> blocks_;
+  // What exchange_halos keeps between calls (its plans, launches and staging), shared by copies.
+  std::shared_ptr<detail::grid::HaloCache> halo_cache_;
 };
 
 // Collective: fills the halos of `arrays` (one layout and one communicator; dtypes may differ) as
 // their layout says, in one message per pair of members that exchange cells: neighbours on this
 // rank by device copies, on other ranks by grouped Communicator send/recv. Ghost cells are packed
-// and unpacked by kernels. Enqueued on `queue` (a queue of the arrays' context with their devices;
-// by default the first array's queue); nothing orders it with the arrays' own queues (as
-// DistArray::exchange_halos(queue)). Nothing to do without a halo or without arrays.
+// and unpacked by kernels, one batched launch per device for each; those whose points are on the
+// same device are copied straight into place. Enqueued on `queue` (a queue of the arrays' context
+// with their devices; by default the first array's queue); nothing orders it with the arrays' own
+// queues (as DistArray::exchange_halos(queue)). Nothing to do without a halo or without arrays.
+// The first call for a queue and a list of dtypes plans the exchange, and the first array keeps
+// the plan (its tables, launches and staging buffers, on the device) for later calls with arrays
+// of that layout and those dtypes on that queue, which then plan and allocate nothing.
 SKEIN_EXPORT void exchange_halos(std::span<const GridArray> arrays);
 SKEIN_EXPORT void exchange_halos(const Queue& queue, std::span<const GridArray> arrays);
 
