@@ -63,13 +63,18 @@
 #include "heat_png.hpp"
 #include "heat_solver.hpp"
 #include "heat_solver3d.hpp"
+#include "heat_timing.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using skein::DistArray;
 using skein::Dtype;
-using Clock = std::chrono::steady_clock;
+using skein::heat::Clock;
+using skein::heat::device_ms;
+using skein::heat::format_time;
+using skein::heat::median;
+using skein::heat::seconds;
 // Errors every rank raises alike (heat_errors.hpp).
 using skein::heat::AgreedError;
 using UsageError = AgreedError;
@@ -104,11 +109,16 @@ struct Options {
   bool on_grid() const { return nz > 0 || !grid.empty() || boundary != "open"; }
 };
 
-// --nz, --grid or --boundary: the run on a process grid (heat_solver3d.hpp, heat_checkpoint3d.hpp);
-// the options it does not take (--png, --weak) are refused on every rank.
+// --nz, --grid or --boundary: the run on a process grid (heat_run3d.cpp); the options it does not
+// take (--png, --stencil-variant, --stencil-shape) are refused on every rank.
 int simulate_grid(const Options& o, const skein::Runtime& runtime) {
-  if (!o.png.empty() || o.weak) {
-    throw UsageError("--png and --weak are not available on a process grid (--nz, --grid, --boundary)",
+  if (!o.png.empty()) {
+    throw UsageError("--png is not available on a process grid (--nz, --grid, --boundary)",
+                     "leave it out, or run the 2-D row split without --nz, --grid and --boundary");
+  }
+  if (o.stencil_variant != "auto" || !o.stencil_shape.empty()) {
+    throw UsageError("--stencil-variant and --stencil-shape are not available on a process grid (--nz, --grid, "
+                     "--boundary): its stencil kernel has one shape",
                      "leave them out, or run the 2-D row split without --nz, --grid and --boundary");
   }
   if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
@@ -139,6 +149,9 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   g.restart = o.restart;
   g.overwrite = o.overwrite;
   g.json_file = o.json_file;
+  g.weak = o.weak;
+  g.halo_exchange = o.halo_exchange;
+  g.halo_priority = o.halo_priority;
   return skein::heat::run_grid(g, runtime);
 }
 
@@ -209,32 +222,6 @@ class Stepper {
   mutable bool ordered_ = false;               // the halo queue is after the fields' last writes
 };
 
-
-double seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// Device milliseconds of one f on one device: `per` runs back to back between two events, the
-// median over `repeat` such batches after one warm-up batch. (Events around a single run of a
-// kernel of tens of microseconds add microseconds of their own that move from run to run.)
-template <class F>
-double device_ms(const skein::Queue& queue, std::size_t device_idx, int repeat, int per, F&& f) {
-  std::vector<double> ms;
-  for (int i = 0; i <= repeat; ++i) {
-    const skein::Event start = queue.record_event(device_idx);
-    for (int k = 0; k < per; ++k) f();
-    const skein::Event stop = queue.record_event(device_idx);
-    stop.wait();
-    if (i > 0) ms.push_back(stop.time_since(start) / per);
-  }
-  return median(ms);
-}
 
 // What the summary and --json report about speed; every figure is the slowest rank's / device's.
 struct Performance {
@@ -342,12 +329,6 @@ void on_root(const skein::Runtime& runtime, F&& f) {
     throw skein::RuntimeError(runtime.rank() == 0 ? message
                                                   : "rank 0 failed to prepare the output directory (see its message)");
   }
-}
-
-std::string format_time(double s) {
-  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
-  return fmt::format("{:.3f} s", s);
 }
 
 int simulate(const Options& o, const skein::Runtime& runtime) {
@@ -678,6 +659,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
         j["kernel_floor_ratio"] = perf->floor / perf->t_kernel;
         j["copy_GBps"] = perf->copy_gbps;
         j["bytes_per_step_per_device"] = perf->bytes_per_step;
+        j["bandwidth_GBps"] = static_cast<double>(perf->bytes_per_step) / perf->t_step / 1e9;
         j["points_per_s"] = static_cast<double>(o.nx * ny) / perf->t_step;
         j["intervals"] = perf->intervals;
       }
