@@ -31,9 +31,10 @@ void print_performance(const GridReport& r, const GridPerformance& p) {
              format_time(p.t_kernel), p.floor / p.t_kernel, format_time(p.t_halo), 100 * p.t_halo / p.t_step);
   fmt::print("  halo        {}: the step's kernels alone take {} per step; exposed halo time (step - kernels) {} "
              "= {:.1f} % of a step\n",
-             p.overlapped ? fmt::format("overlapped with the interior (shell of {} points after the exchange)",
-                                        p.shell_points)
-                          : "exchanged before the kernel",
+             r.halo_mode == "none" ? std::string("none to move (one member, open walls)")
+             : p.overlapped        ? fmt::format("overlapped with the interior (shell of {} points after the exchange)",
+                                                 p.shell_points)
+                                   : std::string("exchanged before the kernel"),
              format_time(p.t_compute), format_time(exposed), 100 * exposed / p.t_step);
 }
 
@@ -109,7 +110,7 @@ void write_grid_json(const GridReport& r) {
     j["t_kernel_s"] = p.t_kernel;
     j["t_halo_s"] = p.t_halo;
     j["halo_share"] = p.t_halo / p.t_step;
-    j["halo_exchange"] = p.overlapped ? "overlapped" : "serial";
+    j["halo_exchange"] = r.halo_mode;
     if (p.overlapped) {
       j["halo_priority"] = r.halo_priority;
       j["shell_points_per_device"] = p.shell_points;

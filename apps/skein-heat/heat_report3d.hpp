@@ -34,6 +34,7 @@ struct GridReport {
   std::size_t devices = 0;
   int ranks = 0;
   std::string api;
+  std::string halo_mode;      // overlapped, serial, or none (one member, open walls: no halos)
   std::string halo_priority;  // of the overlapped step
   GridStart start;
   GridLoop loop;

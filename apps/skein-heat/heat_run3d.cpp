@@ -236,6 +236,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   report.devices = comm.size();
   report.ranks = runtime.size();
   report.api = std::string(comm.context().api().name());
+  report.halo_mode = !exchanges ? "none" : halo_queue ? "overlapped" : "serial";
   report.halo_priority = o.halo_priority;
   report.start = start;
   if (root) {

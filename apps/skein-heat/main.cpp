@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // skein-heat: 2-D heat diffusion on a grid split by rows over every device of every rank, the
-// sample simulation code of Skein. Under mpirun:
+// sample simulation code of Skein; with --nz, --grid or --boundary, 2-D or 3-D on a process grid
+// (heat_run3d.cpp, whose top says what it adds: the same --halo-exchange, --halo-priority, --weak
+// and --json, with every device's block --nx x --ny x --nz under --weak). Under mpirun:
 //
 //   mpirun -np 2 skein-heat --nx 1024 --ny 1024 --steps 2000 --out run1 --checkpoint-every 500
 //   mpirun -np 2 skein-heat --nx 1024 --ny 1024 --steps 4000 --out run1 --restart
 //   mpirun -np 4 skein-heat --nx 16384 --ny 8192 --weak --steps 500 --json weak4.json
+//   mpirun -np 4 skein-heat --nx 512 --ny 512 --nz 512 --weak --steps 1000 --json weak3d4.json
 //
 // What it solves: u_t = alpha (u_xx + u_yy) on the unit square with u = 0 on the boundary and
 // u0 = sin(kx pi x) sin(ky pi y), by the explicit 5-point (FTCS) step of heat_solver.hpp. Each
@@ -699,7 +702,9 @@ int main(int argc, char** argv) {
   app.add_option("--png", o.png, "Write an image of the final field to this PNG file");
   app.add_option("--png-size", o.png_max_side, "Most pixels per side of the image (larger grids are sampled)")
       .range(std::size_t{1}, std::size_t{16384});
-  app.add_flag("--weak", o.weak, "--ny is rows per device (global rows = ny x devices), for weak scaling");
+  app.add_flag("--weak", o.weak,
+               "For weak scaling: --ny is rows per device (global rows = ny x devices); on a process grid "
+               "every device's block is --nx x --ny (x --nz), the global grid that times the process grid");
   app.add_option("--devices-per-rank", o.devices_per_rank, "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
   app.add_option("--halo-exchange", o.halo_exchange,
