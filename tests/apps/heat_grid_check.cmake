@@ -238,21 +238,23 @@ elseif(MODE STREQUAL "restart")
   endif()
 
 elseif(MODE STREQUAL "bad")
-  # NAME|ARGS|TEXT: each on 4 ranks (4 members), exit non-zero, TEXT in the output.
+  # NAME|NP|ARGS|TEXT: each on NP ranks (4 members: the 4 devices shared out), exit non-zero, TEXT
+  # in the output.
   foreach(case
-      "not_members|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--steps;1|multiply"
-      "format|--nx;8;--ny;8;--nz;8;--grid;2by2;--steps;1|is not a process grid of 3 axes"
-      "axes|--nx;8;--ny;8;--nz;8;--grid;2x2;--steps;1|is not a process grid of 3 axes"
-      "png|--nx;8;--ny;8;--nz;8;--steps;1;--png;${DIR}/u.png|--png is not available on a process grid"
-      "variant|--nx;8;--ny;8;--nz;8;--steps;1;--stencil-variant;flat|--stencil-variant and --stencil-shape are not available on a process grid"
-      "weak_grid|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--weak;--steps;1|--weak --grid 3x1x1")
+      "not_members|4|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--steps;1|multiply"
+      "format|4|--nx;8;--ny;8;--nz;8;--grid;2by2;--steps;1|is not a process grid of 3 axes"
+      "axes|4|--nx;8;--ny;8;--nz;8;--grid;2x2;--steps;1|is not a process grid of 3 axes"
+      "png|2|--nx;8;--ny;8;--nz;8;--steps;1;--png;${DIR}/u.png|--png is not available on a process grid"
+      "variant|2|--nx;8;--ny;8;--nz;8;--steps;1;--stencil-variant;flat|--stencil-variant and --stencil-shape are not available on a process grid"
+      "weak_grid|2|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--weak;--steps;1|--weak --grid 3x1x1")
     string(REPLACE "|" ";" fields "${case}")
     list(GET fields 0 name)
+    list(GET fields 1 np)
     list(GET fields -1 text)
     list(LENGTH fields n)
-    math(EXPR n "${n} - 2")
-    list(SUBLIST fields 1 ${n} args)
-    heat(${name} 4 ${args})
+    math(EXPR n "${n} - 3")
+    list(SUBLIST fields 2 ${n} args)
+    heat(${name} ${np} ${args})
     expect_rc(${name} nonzero)
     expect_text(${name} "${text}")
   endforeach()
