@@ -53,7 +53,9 @@
 #              (default 1000, intervals of 100): on 1, 2 and every GPU, one GPU per rank (mpirun,
 #              SKEIN_API=cuda) and one rank driving every GPU (--bind-to none); first the stencil's
 #              floor on one GPU, float64 and float32 (the kernel against a device copy of the same
-#              bytes, measured in the run, as `stencil` does in 2-D); tools/compare-heat3d.py
+#              bytes, measured in the run, as `stencil` does in 2-D), and before them the
+#              overlapped step byte-identical to the serial one on CUDA (96 x 80 x 72, periodic,
+#              every GPU: one per rank and one rank for all); tools/compare-heat3d.py
 #              prints each run's efficiency t_step(1 GPU) / t_step(N GPUs) and floor / step and
 #              PASS or FAIL against 0.95 and 0.9 (heat3d.log, heat3d-*.json)
 #   small      host time per call on small arrays (1 KiB to 16 MiB): skein-bench-small (axpy, a user
@@ -610,6 +612,19 @@ if want heat3d && ((ngpu > 0)); then
   steps3="${HEAT3D_STEPS:-1000}"
   every3=$((steps3 / 10 > 0 ? steps3 / 10 : 1))
   grid3=(--nx "$n3" --ny "$n3" --nz "$n3" --steps "$steps3" --report-every "$every3")
+  # First the overlapped step's bits on CUDA, where the two queues do run at once: serial and
+  # overlapped byte-identical, and the exact discrete solution (tests/apps/heat_grid_check.cmake's
+  # overlap mode; periodic walls, so every side of every block is exchanged), one GPU per rank and
+  # one rank driving every GPU.
+  exact3=(-DMODE=overlap -DMPIEXEC=mpirun "-DHEAT=$heat_bin" "-DH5DUMP=$(command -v h5dump)"
+    "-DPYTHON=$(command -v python3)" -DREFERENCE=tests/apps/heat_grid_reference.py -DLIMIT=300
+    "-DARGS=--nx;96;--ny;80;--nz;72;--steps;60;--boundary;periodic;--modes;2,1;--mode-z;3")
+  exact_tmp="$(mktemp -d)"
+  step heat3d-exact-ranks "$OUTDIR/heat3d.log" env SKEIN_API=cuda SKEIN_DEVICES_PER_RANK=1 \
+    cmake "${exact3[@]}" -DNP="$ngpu" -DDIR="$exact_tmp/ranks" -P tests/apps/heat_grid_check.cmake
+  step heat3d-exact-1rank "$OUTDIR/heat3d.log" env SKEIN_API=cuda SKEIN_DEVICES_PER_RANK="$ngpu" \
+    cmake "${exact3[@]}" -DNP=1 -DDIR="$exact_tmp/1rank" -P tests/apps/heat_grid_check.cmake
+  rm -rf "$exact_tmp"
   for dt in float64 float32; do
     step "heat3d-floor-$dt" "$OUTDIR/heat3d.log" timeout 600 mpirun -np 1 -x CUDA_VISIBLE_DEVICES=0 \
       -x SKEIN_API=cuda -x SKEIN_DEVICES_PER_RANK=1 "$heat_bin" "${grid3[@]}" --dtype "$dt" \

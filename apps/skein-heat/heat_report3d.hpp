@@ -4,6 +4,7 @@
 // own (nz, boundary, process grid, layout, the block per device of --weak).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <string>

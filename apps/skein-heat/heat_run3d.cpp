@@ -11,13 +11,11 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,7 +23,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <skein/checkpoint.hpp>
 #include <skein/communicator.hpp>
 #include <skein/hdf5.hpp>

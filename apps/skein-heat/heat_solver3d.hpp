@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The numerics of skein-heat on a process grid (--nz, --grid, --boundary): the 2-D or 3-D test
 // problem, its exact discrete solution for every kind of wall, the 5- or 7-point stencil kernel on
-// the local blocks of a GridArray, and the checks.
+// the local blocks of a GridArray (whole, or split into interior and shell for the overlapped
+// step: GridSplit), and the checks.
 //
 // The problem: u_t = alpha (u_xx + u_yy [+ u_zz]) on the unit square or cube, the array of shape
 // (ny, nx) or (nz, ny, nx) (x varies fastest), the spacing along an axis of n points h = 1 / (n + 1)
