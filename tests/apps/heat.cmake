@@ -46,7 +46,8 @@
 #                               (heat_grid_check.cmake's overlap); bad_grid also refuses --png,
 #                               --stencil-variant and a --weak --grid that does not fit
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
-# runs each, 2-3 s). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
+# runs each, 2-3 s; the grid's overlap_* tests, two runs each, 2-4 s, and weak_* 1-2 s, measured
+# with other builds on the 2 cores: the 29 tests then took 97 s at -j2). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
 # run keeps np1, np2, tiny and restart (every code path of the app but the PNG writer: one and
 # several devices per rank, an empty block, HDF5, checkpoints, restart on another rank count, the
 # refusals) and leaves out (label no-sanitizer) np4, large, png, bad_options and the variants
