@@ -45,6 +45,19 @@
 #              ranks overlapped with --halo-priority low, and 4 ranks on 8195 x 8193); skein-cg's
 #              iteration against its floor at 8192 x 8192 float64 (stencil.log,
 #              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
+#   heat3d     skein-heat's 3-D process-grid path (--nz, GridArray) weak scaling with the halos
+#              overlapped (--halo-exchange overlapped), float64, HEAT3D_N^3 points per GPU (default
+#              512: a field of 1 GiB and a step that moves 2 GiB per GPU, so that a step's fixed
+#              costs, launches for every GPU from one host thread, the events between the two
+#              queues, the shell kernel, stay a few % of it, and faces of 2 MiB), HEAT3D_STEPS steps
+#              (default 1000, intervals of 100): on 1, 2 and every GPU, one GPU per rank (mpirun,
+#              SKEIN_API=cuda) and one rank driving every GPU (--bind-to none); first the stencil's
+#              floor on one GPU, float64 and float32 (the kernel against a device copy of the same
+#              bytes, measured in the run, as `stencil` does in 2-D), and before them the
+#              overlapped step byte-identical to the serial one on CUDA (96 x 80 x 72, periodic,
+#              every GPU: one per rank and one rank for all); tools/compare-heat3d.py
+#              prints each run's efficiency t_step(1 GPU) / t_step(N GPUs) and floor / step and
+#              PASS or FAIL against 0.95 and 0.9 (heat3d.log, heat3d-*.json)
 #   small      host time per call on small arrays (1 KiB to 16 MiB): skein-bench-small (axpy, a user
 #              elementwise kernel, sum; sum, astype and Array::empty making their results, from
 #              the array pool and without it; a raw launch, a raw graph launch, a raw
@@ -71,7 +84,8 @@
 # BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs;
 # CMAKE_EXTRA_ARGS adds configure arguments.
 # It writes these files, and the scaling runs' scaling-*.json and scaling-*.svg, the apps'
-# apps.log and heat-weak-*.json, the halo step's halo.txt and halo-*.json, and nothing else:
+# apps.log and heat-weak-*.json, the halo step's halo.txt and halo-*.json, heat3d's heat3d.log and
+# heat3d-*.json, and nothing else:
 #   summary.txt      step, exit code, log and seconds of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
@@ -111,6 +125,7 @@ for f in summary.txt build.log ctest.log skein-info.txt skein-info.json memcheck
 done
 rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTDIR"/heat-weak-*.json
 rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json "$OUTDIR"/cg-floor.json
+rm -f "$OUTDIR"/heat3d.log "$OUTDIR"/heat3d-*.json
 rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
 rm -f "$OUTDIR"/halo.txt "$OUTDIR"/halo-*.json
 rm -rf "$OUTDIR"/coll-json
@@ -630,6 +645,56 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "heat-*.json"))):
           f"exposed halo {100*j['halo_exposed_share']:5.1f} % ({j['halo_exchange']})  "
           f"stencil {j.get('stencil_variant', '-'):7}  check {j['check']['passed']}")
 PY
+fi
+
+# skein-heat in 3-D on a process grid, weak scaling: every GPU holds one block of HEAT3D_N^3
+# float64 points (--weak: the global grid is the block times the process grid GridLayout
+# chooses, 2 x 1 x 1 for 2 GPUs, 2 x 2 x 1 for 4, 2 x 2 x 2 for 8), the halos moving on a second
+# queue while the interior is computed. The runs on n GPUs see GPUs 0 .. n-1 only. Each run
+# checks its field against the analytic solution (exit 3 otherwise) and measures its own floor
+# (a device copy of the bytes a step moves, on each of its GPUs).
+if want heat3d && ((ngpu > 0)); then
+  heat_bin="$BUILD_DIR/apps/skein-heat/skein-heat"
+  n3="${HEAT3D_N:-512}"
+  steps3="${HEAT3D_STEPS:-1000}"
+  every3=$((steps3 / 10 > 0 ? steps3 / 10 : 1))
+  grid3=(--nx "$n3" --ny "$n3" --nz "$n3" --steps "$steps3" --report-every "$every3")
+  # First the overlapped step's bits on CUDA, where the two queues do run at once: serial and
+  # overlapped byte-identical, and the exact discrete solution (tests/apps/heat_grid_check.cmake's
+  # overlap mode; periodic walls, so every side of every block is exchanged), one GPU per rank and
+  # one rank driving every GPU.
+  exact3=(-DMODE=overlap -DMPIEXEC=mpirun "-DHEAT=$heat_bin" "-DH5DUMP=$(command -v h5dump)"
+    "-DPYTHON=$(command -v python3)" -DREFERENCE=tests/apps/heat_grid_reference.py -DLIMIT=300
+    "-DARGS=--nx;96;--ny;80;--nz;72;--steps;60;--boundary;periodic;--modes;2,1;--mode-z;3")
+  exact_tmp="$(mktemp -d)"
+  step heat3d-exact-ranks "$OUTDIR/heat3d.log" env SKEIN_API=cuda SKEIN_DEVICES_PER_RANK=1 \
+    cmake "${exact3[@]}" -DNP="$ngpu" -DDIR="$exact_tmp/ranks" -P tests/apps/heat_grid_check.cmake
+  step heat3d-exact-1rank "$OUTDIR/heat3d.log" env SKEIN_API=cuda SKEIN_DEVICES_PER_RANK="$ngpu" \
+    cmake "${exact3[@]}" -DNP=1 -DDIR="$exact_tmp/1rank" -P tests/apps/heat_grid_check.cmake
+  rm -rf "$exact_tmp"
+  for dt in float64 float32; do
+    step "heat3d-floor-$dt" "$OUTDIR/heat3d.log" timeout 600 mpirun -np 1 -x CUDA_VISIBLE_DEVICES=0 \
+      -x SKEIN_API=cuda -x SKEIN_DEVICES_PER_RANK=1 "$heat_bin" "${grid3[@]}" --dtype "$dt" \
+      --json "$OUTDIR/heat3d-floor-$dt.json"
+  done
+  step heat3d-weak-1 "$OUTDIR/heat3d.log" timeout 600 mpirun -np 1 -x CUDA_VISIBLE_DEVICES=0 \
+    -x SKEIN_API=cuda -x SKEIN_DEVICES_PER_RANK=1 "$heat_bin" --weak "${grid3[@]}" --dtype float64 \
+    --halo-exchange overlapped --json "$OUTDIR/heat3d-weak-1.json"
+  counts3=()
+  ((ngpu >= 2)) && counts3+=(2)
+  ((ngpu > 2)) && counts3+=("$ngpu")
+  for n in "${counts3[@]}"; do
+    visible="$(seq -s, 0 $((n - 1)))"
+    step "heat3d-weak-ranks-$n" "$OUTDIR/heat3d.log" timeout 600 mpirun -np "$n" \
+      -x CUDA_VISIBLE_DEVICES="$visible" -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK=1 \
+      "$heat_bin" --weak "${grid3[@]}" --dtype float64 --halo-exchange overlapped \
+      --json "$OUTDIR/heat3d-weak-ranks-$n.json"
+    step "heat3d-weak-1rank-$n" "$OUTDIR/heat3d.log" timeout 600 mpirun -np 1 --bind-to none \
+      -x CUDA_VISIBLE_DEVICES="$visible" -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
+      -x SKEIN_DEVICES_PER_RANK="$n" "$heat_bin" --weak "${grid3[@]}" --dtype float64 \
+      --halo-exchange overlapped --json "$OUTDIR/heat3d-weak-1rank-$n.json"
+  done
+  step heat3d-judge "$OUTDIR/heat3d.log" python3 tools/compare-heat3d.py "$OUTDIR"
 fi
 
 if want small && ((ngpu > 0)); then

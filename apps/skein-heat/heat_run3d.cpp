@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // skein-heat on a process grid (--nz, --grid, --boundary): the run of heat_solver3d.hpp's problem
-// over GridLayout / GridArray, one halo exchange (GridArray::exchange_halos, on the field's queue)
-// and one stencil kernel per step; checkpoints and --restart as the 2-D run's (heat_checkpoint3d),
+// over GridLayout / GridArray, one step per heat_step3d.hpp's GridStepper (by default the halos
+// move on a second queue while the interior is computed, --halo-exchange overlapped; serial:
+// exchange, then one kernel); checkpoints and --restart as the 2-D run's (heat_checkpoint3d),
 // which continue bit for bit on any process grid: every point's update reads only its own and its
-// neighbours' values, in the same order whatever block it is in.
+// neighbours' values, in the same order whatever block it is in and whichever kernel computes it.
+// --weak keeps every member's block at --nx x --ny (x --nz) and grows the global grid with the
+// process grid (GridRunOptions::weak). The speed figures are heat_measure3d.hpp's, reported by
+// heat_report3d.hpp.
 #include <mpi.h>
 
-#include <chrono>
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,7 +23,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <skein/checkpoint.hpp>
 #include <skein/communicator.hpp>
 #include <skein/hdf5.hpp>
@@ -26,13 +30,15 @@
 
 #include "heat_checkpoint3d.hpp"
 #include "heat_errors.hpp"
+#include "heat_measure3d.hpp"
+#include "heat_report3d.hpp"
 #include "heat_solver3d.hpp"
+#include "heat_step3d.hpp"
+#include "heat_timing.hpp"
 
 namespace skein::heat {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 GridProblem make_problem(const GridRunOptions& o, BoundaryKind walls, Dtype dtype) {
   const bool three = o.nz > 0;
@@ -76,38 +82,46 @@ void write_field(Communicator& comm, const GridRunOptions& o, const GridProblem&
   file.close();
 }
 
-// What the time loop did.
-struct GridLoop {
-  double residual = NAN;  // of the last step, when a report came after it
-  std::size_t checkpoints_written = 0;
-  double loop_s = 0;  // the loop's wall time (reports and checkpoints included)
-};
+std::int64_t next_multiple(std::int64_t step, std::int64_t every) {
+  return every > 0 ? (step / every + 1) * every : INT64_MAX;
+}
 
-// Steps `u` from `start` to o.steps (u and v swap every step), with a progress line every
-// --report-every steps and a checkpoint every --checkpoint-every.
-GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const GridStencil& stencil, GridArray& u,
+// Steps `u` from `start` to o.steps (u and v swap every step), in intervals that end at every
+// --report-every step (a residual and a progress line) and --checkpoint-every step (a checkpoint);
+// each interval's steps are timed alone. One warm-up step into v first (which the first real step
+// overwrites): first launches and first messages are not timed.
+GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const GridStepper& stepper, GridArray& u,
                  GridArray& v, std::optional<CheckpointManager>& checkpoints, const hdf5::Attributes& attributes,
                  std::int64_t start, bool root) {
   GridLoop loop;
-  const Queue queue = u.queue();
   const auto t0 = Clock::now();
+  if (start < o.steps) {
+    stepper(u, v);
+    stepper.synchronize();
+  }
   for (std::int64_t step = start; step < o.steps;) {
-    u.exchange_halos();
-    stencil.step(u, v);
-    std::swap(u, v);
-    ++step;
+    const std::int64_t stop =
+        std::min({o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
+    const std::int64_t n = stop - step;
+    const auto interval_start = Clock::now();
+    for (; step < stop; ++step) {
+      stepper(u, v);
+      std::swap(u, v);
+    }
+    stepper.synchronize();
+    const double t = seconds(interval_start);
+    loop.loop_s += t;
+    loop.interval_times.push_back(t / static_cast<double>(n));
     if (step == o.steps || (o.report_every > 0 && step % o.report_every == 0)) {
-      queue.synchronize();
       loop.residual = max_difference(u, v);
       if (root) {
-        fmt::print("step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  elapsed {:.2f} s\n", step, o.steps,
-                   static_cast<double>(step) * problem.dt, loop.residual,
-                   std::chrono::duration<double>(Clock::now() - t0).count());
+        fmt::print("step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n", step,
+                   o.steps, static_cast<double>(step) * problem.dt, loop.residual, static_cast<double>(n) / t,
+                   seconds(t0));
         std::fflush(stdout);
       }
     }
     if (checkpoints && o.checkpoint_every > 0 && step % o.checkpoint_every == 0) {
-      queue.synchronize();
       const auto info = checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
       ++loop.checkpoints_written;
       if (root) {
@@ -116,115 +130,80 @@ GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const Grid
       }
     }
   }
-  queue.synchronize();
-  loop.loop_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return loop;
 }
 
-// What the summary and --json say about a run.
-struct GridReport {
-  const GridRunOptions& o;
-  const GridProblem& problem;
-  const GridLayout& layout;
-  std::size_t devices = 0;
-  int ranks = 0;
-  std::string api;
-  GridStart start;
-  GridLoop loop;
-  double run_s = 0;
-  CheckResult result;
-  std::vector<CheckpointInfo> kept;
-};
-
-void print_summary(const GridReport& r) {
-  const GridRunOptions& o = r.o;
-  const double time = static_cast<double>(o.steps) * r.problem.dt;
-  fmt::print("skein-heat summary\n");
-  fmt::print("  grid        {} points, {}, {} walls, {} device(s) on {} rank(s), process grid {}\n", r.layout.points(),
-             o.dtype, o.boundary, r.devices, r.ranks, fmt::join(r.layout.grid(), " x "));
-  fmt::print("  steps       {} (this run: {}{}), t = {:.6g}, {:.3f} s in all\n", o.steps, o.steps - r.start.step,
-             r.start.step > 0 ? fmt::format(", restarted at step {}", r.start.step) : "", time, r.run_s);
-  if (!std::isnan(r.loop.residual)) {
-    fmt::print("  residual    {:.3e} (max |u_new - u_old| of the last step)\n", r.loop.residual);
+// --weak: the options with the global grid, each member's block the given --nx x --ny (x --nz)
+// on --grid or on the grid GridLayout chooses for a domain of one block's shape (as square as it
+// can: 2 members 2 x 1 x 1, 4 members 2 x 2 x 1, 8 members 2 x 2 x 2 for a cube), written back
+// into `grid` so that the layout takes it as given. Without --weak the options as they are.
+GridRunOptions resolve_weak(const GridRunOptions& given, std::size_t members) {
+  if (!given.weak) return given;
+  GridRunOptions o = given;
+  const bool three = given.nz > 0;
+  const Shape block = three ? Shape{given.nz, given.ny, given.nx} : Shape{given.ny, given.nx};
+  std::vector<std::size_t> grid;
+  try {
+    grid = parse_grid(given.grid, block.size());
+  } catch (const LogicError& e) {
+    throw AgreedError(e.info().what, e.info().hint);
   }
-  fmt::print("  check       max |u - lambda^n u0| = {:.3e}, tolerance {:.3e}: {}\n", r.result.max_error,
-             r.result.tolerance, r.result.passed() ? "passed" : "FAILED");
-  if (!o.out.empty()) {
-    fmt::print("  files       {}\n", (std::filesystem::path(o.out) / "heat.h5").string());
-    if (r.loop.checkpoints_written > 0 || !r.kept.empty()) {
-      fmt::print("  checkpoints {} written, {} kept in {}{}\n", r.loop.checkpoints_written, r.kept.size(),
-                 (std::filesystem::path(o.out) / "checkpoints").string(),
-                 r.kept.empty() ? "" : fmt::format(" (newest: step {})", r.kept.back().step));
-    }
+  try {
+    grid = GridLayout::choose_grid(members, block, grid);
+  } catch (const LogicError& e) {
+    throw AgreedError(fmt::format("--weak --grid {}: {}", given.grid.empty() ? "auto" : given.grid, e.info().what),
+                      fmt::format("give a grid whose counts multiply to the {} member(s) (devices of all ranks), "
+                                  "or leave --grid out",
+                                  members));
   }
-  if (!r.result.passed()) {
-    fmt::print(stderr,
-               "skein-heat: CHECK FAILED: the final field differs from the discrete analytic solution by {:.3e}, "
-               "{:.3g} times the tolerance {:.3e}\n",
-               r.result.max_error, r.result.max_error / r.result.tolerance, r.result.tolerance);
-  }
-  std::fflush(stdout);
-}
-
-// --json: the 2-D run's fields where they apply, and the grid's own (nz, boundary, process grid).
-void write_json(const GridReport& r) {
-  const GridRunOptions& o = r.o;
-  const std::int64_t steps_run = o.steps - r.start.step;
-  nlohmann::json files = nlohmann::json::array();
-  if (!o.out.empty()) files.push_back((std::filesystem::path(o.out) / "heat.h5").string());
-  nlohmann::json j = {
-      {"tool", "skein-heat"},
-      {"api", r.api},
-      {"devices", r.devices},
-      {"ranks", r.ranks},
-      {"nx", o.nx},
-      {"ny", o.ny},
-      {"nz", o.nz},
-      {"boundary", o.boundary},
-      {"process_grid", r.layout.grid()},
-      {"layout", r.layout.describe()},
-      {"weak", false},
-      {"dtype", o.dtype},
-      {"steps", o.steps},
-      {"start_step", r.start.step},
-      {"time", static_cast<double>(o.steps) * r.problem.dt},
-      {"dt", r.problem.dt},
-      {"run_s", r.run_s},
-      {"residual", std::isnan(r.loop.residual) ? nlohmann::json(nullptr) : nlohmann::json(r.loop.residual)},
-      {"check", {{"passed", r.result.passed()}, {"max_error", r.result.max_error}, {"tolerance", r.result.tolerance}}},
-      {"checkpoints_written", r.loop.checkpoints_written},
-      {"files", files}};
-  // The mean over the loop (reports and checkpoints included): the 2-D run's per-interval median
-  // and device figures are not measured on a grid yet.
-  if (steps_run > 0) j["t_step_mean_s"] = r.loop.loop_s / static_cast<double>(steps_run);
-  std::ofstream(o.json_file) << j.dump(2) << "\n";
+  std::size_t* axes[3] = {&o.nz, &o.ny, &o.nx};
+  for (std::size_t a = 0; a < block.size(); ++a) *axes[a + (three ? 0 : 1)] = block[a] * grid[a];
+  o.grid = fmt::format("{}", fmt::join(grid, "x"));
+  return o;
 }
 
 }  // namespace
 
-int run_grid(const GridRunOptions& o, const Runtime& runtime) {
+int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   const bool root = runtime.rank() == 0;
   Communicator comm(runtime);
-  const Dtype dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
-  if (o.modes.size() != 3) throw AgreedError("a run on a process grid needs three modes");
+  const Dtype dtype = given.dtype == "float32" ? Dtype::float32 : Dtype::float64;
+  if (given.modes.size() != 3) throw AgreedError("a run on a process grid needs three modes");
   BoundaryKind walls = BoundaryKind::open;
   try {
-    walls = parse_walls(o.boundary);
+    walls = parse_walls(given.boundary);
   } catch (const LogicError& e) {
     throw AgreedError(e.info().what, e.info().hint);
   }
+  const GridRunOptions o = resolve_weak(given, comm.size());
   const GridProblem problem = make_problem(o, walls, dtype);
   const GridLayout layout = make_layout(comm, problem, o.grid);
   const Queue queue(comm.context());
   GridArray u(comm, queue, layout, dtype);
   GridArray v(comm, queue, layout, dtype);
-  const GridStencil stencil(u, problem);
+  // The overlapped step's second queue, where there are halos to move (more than one member, or
+  // walls that wrap around or mirror); high priority by default, as the row split's.
+  std::optional<Queue> halo_queue;
+  const bool exchanges = layout.members() > 1 || walls != BoundaryKind::open;
+  if (o.halo_exchange == "overlapped" && exchanges) {
+    halo_queue.emplace(queue.context(), queue.device_idxs(),
+                       o.halo_priority == "high" ? QueuePriority::high() : QueuePriority::low());
+  }
+  const GridStencil stencil(u, problem, halo_queue);
+  const GridStepper stepper(u, stencil, halo_queue);
   if (root) {
-    fmt::print("skein-heat: {} grid, {} walls, {}, on {} device(s) of {} rank(s) ({}, {})\n",
+    fmt::print("skein-heat: {} grid{}, {} walls, {}, on {} device(s) of {} rank(s) ({}, {})\n",
                o.nz > 0 ? fmt::format("{} x {} x {} (x, y, z)", o.nx, o.ny, o.nz) : fmt::format("{} x {}", o.nx, o.ny),
+               o.weak ? (o.nz > 0 ? fmt::format(", {} x {} x {} per device", given.nx, given.ny, given.nz)
+                                  : fmt::format(", {} x {} per device", given.nx, given.ny))
+                      : "",
                o.boundary, o.dtype, comm.size(), runtime.size(), comm.context().api().name(),
                comm.backend_description());
     fmt::print("  layout: {}\n", layout.describe());
+    fmt::print("  halo exchange: {}\n",
+               !exchanges          ? "none (one member, open walls)"
+               : halo_queue        ? fmt::format("overlapped (a second queue of {} priority)", o.halo_priority)
+                                   : std::string("serial"));
     fmt::print("  alpha {}, dt {:.6g} (factor {}), lambda {:.17g}\n", o.alpha, problem.dt, o.dt_factor,
                problem.lambda());
     std::fflush(stdout);
@@ -241,19 +220,25 @@ int run_grid(const GridRunOptions& o, const Runtime& runtime) {
     set_initial(u, problem);
   }
   const auto t0 = Clock::now();
-  GridReport report{.o = o, .problem = problem, .layout = layout};
-  report.loop = advance(o, problem, stencil, u, v, checkpoints, attributes, start.step, root);
-  report.run_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  GridReport report{.o = o, .given = given, .problem = problem, .layout = layout};
+  report.loop = advance(o, problem, stepper, u, v, checkpoints, attributes, start.step, root);
+  report.run_s = seconds(t0);
   report.result = check(u, problem, o.steps);
+  if (!report.loop.interval_times.empty()) {
+    report.perf = measure_grid(u, v, stencil, stepper, report.loop.interval_times, report.loop.loop_s,
+                               o.steps - start.step);
+  }
   if (!o.out.empty()) write_field(comm, o, problem, attributes, u);
   if (checkpoints) report.kept = checkpoints->list();
   report.devices = comm.size();
   report.ranks = runtime.size();
   report.api = std::string(comm.context().api().name());
+  report.halo_mode = !exchanges ? "none" : halo_queue ? "overlapped" : "serial";
+  report.halo_priority = o.halo_priority;
   report.start = start;
   if (root) {
-    print_summary(report);
-    if (!o.json_file.empty()) write_json(report);
+    print_grid_summary(report);
+    if (!o.json_file.empty()) write_grid_json(report);
   }
   return report.result.passed() ? 0 : 3;
 }

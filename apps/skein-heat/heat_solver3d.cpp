@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -27,10 +28,19 @@ double grid_rounded(Dtype dtype, double v) {
   throw LogicError(ErrorInfo{.what = std::move(what), .call = call, .hint = std::move(hint)});
 }
 
-// One source for both backends: work item (x, y, z) updates the point (z, y, x) of a block
-// ((y, x) in 2-D); `in` and `out` are the blocks with their halo of one cell on every side. The
-// expression is the 2-D kernel's with the z terms added last; FP contraction is off (here for
-// OpenCL, --fmad=false for NVRTC), so the field does not depend on how the grid is split.
+// One source for both backends. Both kernels compute a point by one expression (HEAT_POINT: the
+// 2-D kernel's, with the z terms added last); FP contraction is off (here for OpenCL, --fmad=false
+// for NVRTC), so a point's value depends neither on how the grid is split nor on which kernel
+// computed it: the overlapped step (interior, then shell) gives the serial step's bits.
+//   heat_step_grid   work item (x, y, z) updates the point (z0 + z, y0 + y, x0 + x) of a box of
+//                    ez x ey x ex points of the block (the whole block, or its interior box)
+//   heat_shell_grid  work item k updates the k-th point of the block's shell: the block less its
+//                    interior box [z0, z1) x [y0, y1) x [x0, x1), taken as the whole planes below
+//                    z0 and from z1, then in the planes between them the whole rows below y0 and
+//                    from y1, then in the rows between those the points below x0 and from x1
+//                    (up to six slabs in one launch; an empty interior box is given as
+//                    z0 = z1 = nz: every plane)
+// `in` and `out` are the blocks with their halo of one cell on every side ((y, x) in 2-D, nz 1).
 constexpr const char* grid_stencil_source = R"(
 #ifdef OPENCL
 #pragma OPENCL FP_CONTRACT OFF
@@ -38,28 +48,80 @@ constexpr const char* grid_stencil_source = R"(
 #define DIMS ${DIMS}
 typedef ${T} T;
 
+#if DIMS == 3
+#define HEAT_POINT(i) (c0 * in[i] + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]) \
+                       + rz * (in[i - sz] + in[i + sz]))
+#else
+#define HEAT_POINT(i) (c0 * in[i] + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]))
+#endif
+
+WITHIN_KERNEL INLINE VSIZE_T heat_index(unsigned int z, unsigned int y, unsigned int x, VSIZE_T sy, VSIZE_T sz)
+{
+#if DIMS == 3
+    return ((VSIZE_T)z + 1) * sz + ((VSIZE_T)y + 1) * sy + x + 1;
+#else
+    return ((VSIZE_T)y + 1) * sy + x + 1;
+#endif
+}
+
 KERNEL void heat_step_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
-                           unsigned int nz, unsigned int ny, unsigned int nx,
+                           unsigned int ny, unsigned int nx,
+                           unsigned int z0, unsigned int y0, unsigned int x0,
+                           unsigned int ez, unsigned int ey, unsigned int ex,
                            T c0, T rz, T ry, T rx)
 {
     const unsigned int x = (unsigned int)get_global_id(0);
     const unsigned int y = (unsigned int)get_global_id(1);
     const unsigned int z = (unsigned int)get_global_id(2);
-    if (x >= nx || y >= ny || z >= nz) return;
+    if (x >= ex || y >= ey || z >= ez) return;
     const VSIZE_T sy = (VSIZE_T)nx + 2;
-#if DIMS == 3
     const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
-    const VSIZE_T i = ((VSIZE_T)z + 1) * sz + ((VSIZE_T)y + 1) * sy + x + 1;
-    out[i] = c0 * in[i] + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy])
-             + rz * (in[i - sz] + in[i + sz]);
-#else
-    const VSIZE_T i = ((VSIZE_T)y + 1) * sy + x + 1;
-    out[i] = c0 * in[i] + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]);
-#endif
+    const VSIZE_T i = heat_index(z0 + z, y0 + y, x0 + x, sy, sz);
+    out[i] = HEAT_POINT(i);
+}
+
+KERNEL void heat_shell_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
+                            unsigned int nz, unsigned int ny, unsigned int nx,
+                            unsigned int z0, unsigned int z1, unsigned int y0, unsigned int y1,
+                            unsigned int x0, unsigned int x1,
+                            T c0, T rz, T ry, T rx)
+{
+    VSIZE_T k = (VSIZE_T)get_global_id(0);
+    const VSIZE_T plane = (VSIZE_T)ny * nx;
+    const VSIZE_T in_z = (VSIZE_T)(z0 + (nz - z1)) * plane;
+    unsigned int z, y, x;
+    if (k < in_z) {
+        const VSIZE_T p = k / plane, r = k % plane;
+        z = (unsigned int)(p < z0 ? p : z1 + (p - z0));
+        y = (unsigned int)(r / nx);
+        x = (unsigned int)(r % nx);
+    } else {
+        k -= in_z;
+        const VSIZE_T rows = (VSIZE_T)y0 + (ny - y1);  /* shell rows per plane between z0 and z1 */
+        const VSIZE_T in_y = (VSIZE_T)(z1 - z0) * rows * nx;
+        if (k < in_y) {
+            const VSIZE_T row = k / nx, yy = row % rows;
+            x = (unsigned int)(k % nx);
+            z = z0 + (unsigned int)(row / rows);
+            y = (unsigned int)(yy < y0 ? yy : y1 + (yy - y0));
+        } else {
+            k -= in_y;
+            const VSIZE_T points = (VSIZE_T)x0 + (nx - x1);  /* shell points per row between y0 and y1 */
+            if (k >= (VSIZE_T)(z1 - z0) * (y1 - y0) * points) return;
+            const VSIZE_T row = k / points, xx = k % points;
+            z = z0 + (unsigned int)(row / (y1 - y0));
+            y = y0 + (unsigned int)(row % (y1 - y0));
+            x = (unsigned int)(xx < x0 ? xx : x1 + (xx - x0));
+        }
+    }
+    const VSIZE_T sy = (VSIZE_T)nx + 2;
+    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
+    const VSIZE_T i = heat_index(z, y, x, sy, sz);
+    out[i] = HEAT_POINT(i);
 }
 )";
 
-constexpr std::size_t grid_local_x = 32, grid_local_y = 4;
+constexpr std::size_t grid_local_x = 32, grid_local_y = 4, grid_shell_local = 256;
 
 std::size_t grid_round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m; }
 
@@ -69,29 +131,70 @@ std::array<std::size_t, 3> grid_extents3(const GridBlock& b) {
   return {1, b.extent[0], b.extent[1]};
 }
 
-PreparedKernel prepare_grid_stencil(const GridArray& field) {
+Program compile_grid_stencil(const GridArray& field) {
   const Queue& queue = field.queue();
   const std::string t(ctype(field.dtype()));
   ProgramOptions options;
   options.name = "skein-heat grid stencil";
   options.device_idxs = queue.device_idxs();
   if (queue.context().api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
-  const Program program = Program::from_template(
-      queue.context(), grid_stencil_source, {{"T", t}, {"DIMS", std::to_string(field.layout().ndim())}}, options);
+  return Program::from_template(queue.context(), grid_stencil_source,
+                                {{"T", t}, {"DIMS", std::to_string(field.layout().ndim())}}, options);
+}
+
+// The box kernel over one box per block (`box(l)`: its extents (z, y, x); none launched where one
+// is empty), on `queue`.
+template <class Box>
+PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field, const Queue& queue, Box&& box) {
   const WorkSize local{grid_local_x, grid_local_y, 1};
   MultiDevice<WorkSize> global;
   for (std::size_t d : queue.device_idxs()) global.set(d, local);  // prepare() wants one per device
-  for (const LocalGridBlock& b : field.blocks()) {
+  for (std::size_t l = 0; l < field.local_size(); ++l) {
+    const LocalGridBlock& b = field.block(l);
     if (b.block.empty()) continue;
-    const auto e = grid_extents3(b.block);
-    if (e[0] > 65535) grid_refuse("skein::heat::GridStencil", fmt::format("a block of {} planes", e[0]),
-                             "use a process grid with more members along z (CUDA launches at most 65535 along z)");
+    const std::array<std::size_t, 3> e = box(l);
+    if (e[0] > 65535) {
+      grid_refuse("skein::heat::GridStencil", fmt::format("a block of {} planes", e[0]),
+                  "use a process grid with more members along z (CUDA launches at most 65535 along z)");
+    }
+    if (e[0] * e[1] * e[2] == 0) continue;
     global.set(b.device_idx, WorkSize{grid_round_up(e[2], grid_local_x), grid_round_up(e[1], grid_local_y), e[0]});
   }
   return program.kernel("heat_step_grid").prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
 }
 
 }  // namespace
+
+// --- GridSplit ---------------------------------------------------------------------------------
+
+GridSplit GridSplit::of(const GridLayout& layout, const LocalGridBlock& b) {
+  GridSplit s;
+  s.extent = grid_extents3(b.block);
+  s.begin = {0, 0, 0};
+  s.end = s.extent;
+  if (b.block.empty()) return s;
+  const std::size_t first = 3 - layout.ndim();  // the layout's axis a is axis first + a here
+  for (std::size_t a = 0; a < layout.ndim(); ++a) {
+    const bool lower = layout.neighbour(b.member, a, -1) >= 0 || layout.lower(a).kind != BoundaryKind::open;
+    const bool upper = layout.neighbour(b.member, a, +1) >= 0 || layout.upper(a).kind != BoundaryKind::open;
+    s.begin[first + a] = lower ? 1 : 0;
+    s.end[first + a] = s.extent[first + a] - (upper ? 1 : 0);
+  }
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (s.end[a] <= s.begin[a]) {  // no interior: the shell is the whole block, given as planes
+      s.begin = {s.extent[0], 0, 0};
+      s.end = {s.extent[0], s.extent[1], s.extent[2]};
+      break;
+    }
+  }
+  return s;
+}
+
+std::size_t GridSplit::interior_points() const {
+  return (end[0] - begin[0]) * (end[1] - begin[1]) * (end[2] - begin[2]);
+}
+
+std::size_t GridSplit::shell_points() const { return extent[0] * extent[1] * extent[2] - interior_points(); }
 
 // --- GridProblem -------------------------------------------------------------------------------
 
@@ -229,32 +332,124 @@ GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> gr
 
 // --- GridStencil -------------------------------------------------------------------------------
 
-GridStencil::GridStencil(const GridArray& field, const GridProblem& problem)
-    : problem_(problem), kernel_(prepare_grid_stencil(field)) {
-  for (std::size_t a = 0; a < field.layout().ndim(); ++a) {
-    if (field.layout().halo(a) != 1) grid_refuse("skein::heat::GridStencil", "the heat field needs a halo of 1 on every axis");
+namespace {
+
+// Launches `kernel` on one device with the sizes given, then the problem's coefficients in the
+// dtype: c0, rz, ry, rx (rz 0 in 2-D).
+template <class... Sizes>
+void grid_launch(const PreparedKernel& kernel, const GridProblem& p, std::size_t device_idx, const Array& dst,
+                 const Array& src, Sizes... sizes) {
+  const bool three = p.ndim() == 3;
+  const double rz = three ? p.r(0) : 0.0;
+  const double ry = p.r(three ? 1 : 0), rx = p.r(three ? 2 : 1), c0 = p.c0();
+  const std::size_t dev[1] = {device_idx};
+  if (p.dtype == Dtype::float32) {
+    kernel.on_devices(dev, dst, src, sizes..., static_cast<float>(c0), static_cast<float>(rz), static_cast<float>(ry),
+                      static_cast<float>(rx));
+  } else {
+    kernel.on_devices(dev, dst, src, sizes..., c0, rz, ry, rx);
   }
 }
 
-void GridStencil::step(const GridArray& in, const GridArray& out) const {
-  const bool three = problem_.ndim() == 3;
-  const double rz = three ? problem_.r(0) : 0.0;
-  const double ry = problem_.r(three ? 1 : 0), rx = problem_.r(three ? 2 : 1), c0 = problem_.c0();
-  for (std::size_t l = 0; l < in.local_size(); ++l) {
-    const LocalGridBlock& b = in.block(l);
-    if (b.block.empty()) continue;
-    const auto e = grid_extents3(b.block);
-    const std::size_t dev[1] = {b.device_idx};
-    const auto nz = static_cast<std::uint32_t>(e[0]), ny = static_cast<std::uint32_t>(e[1]),
-               nx = static_cast<std::uint32_t>(e[2]);
-    const Array& dst = out.block(l).with_halo;
-    if (problem_.dtype == Dtype::float32) {
-      kernel_.on_devices(dev, dst, b.with_halo, nz, ny, nx, static_cast<float>(c0), static_cast<float>(rz),
-                         static_cast<float>(ry), static_cast<float>(rx));
-    } else {
-      kernel_.on_devices(dev, dst, b.with_halo, nz, ny, nx, c0, rz, ry, rx);
+std::uint32_t u32(std::size_t v) { return static_cast<std::uint32_t>(v); }
+
+}  // namespace
+
+namespace {
+
+std::vector<GridSplit> grid_splits(const GridArray& field) {
+  std::vector<GridSplit> splits;
+  for (const LocalGridBlock& b : field.blocks()) splits.push_back(GridSplit::of(field.layout(), b));
+  return splits;
+}
+
+const Queue& grid_shell_queue(const GridArray& field, const std::optional<Queue>& shell_queue) {
+  if (!shell_queue) return field.queue();
+  const Queue& queue = field.queue();
+  bool fits = shell_queue->context() == queue.context();
+  for (std::size_t d : queue.device_idxs()) fits = fits && shell_queue->has_device(d);
+  if (!fits) {
+    grid_refuse("skein::heat::GridStencil",
+                "the shell kernel's queue is of another context, or lacks a device of the field's queue",
+                "give a Queue(field.queue().context(), field.queue().device_idxs(), ...)");
+  }
+  return *shell_queue;
+}
+
+// The shell kernel over every block's shell, on `queue` (none launched where a shell is empty).
+PreparedKernel prepare_shell_kernel(const Program& program, const GridArray& field, const Queue& queue,
+                                    const std::vector<GridSplit>& splits) {
+  const WorkSize local{grid_shell_local};
+  MultiDevice<WorkSize> global;
+  for (std::size_t d : queue.device_idxs()) global.set(d, local);
+  for (std::size_t l = 0; l < field.local_size(); ++l) {
+    const std::size_t n = splits[l].shell_points();
+    if (n > 0) global.set(field.block(l).device_idx, WorkSize{grid_round_up(n, grid_shell_local)});
+  }
+  return program.kernel("heat_shell_grid").prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
+}
+
+const GridArray& grid_check_halo(const GridArray& field) {
+  for (std::size_t a = 0; a < field.layout().ndim(); ++a) {
+    if (field.layout().halo(a) != 1) {
+      grid_refuse("skein::heat::GridStencil", fmt::format("the field's halo along axis {} is {}", a, field.layout().halo(a)),
+                  "give the heat field a halo of 1 on every axis (grid_options())");
     }
   }
+  return field;
+}
+
+}  // namespace
+
+GridStencil::GridStencil(const GridArray& field, const GridProblem& problem, const std::optional<Queue>& shell_queue)
+    : problem_(problem),
+      splits_(grid_splits(grid_check_halo(field))),
+      program_(compile_grid_stencil(field)),
+      kernel_(prepare_box_kernel(program_, field, field.queue(), [this](std::size_t l) { return splits_[l].extent; })),
+      interior_(prepare_box_kernel(program_, field, field.queue(),
+                                   [this](std::size_t l) {
+                                     const GridSplit& s = splits_[l];
+                                     return std::array<std::size_t, 3>{s.end[0] - s.begin[0], s.end[1] - s.begin[1],
+                                                                       s.end[2] - s.begin[2]};
+                                   })),
+      shell_(prepare_shell_kernel(program_, field, grid_shell_queue(field, shell_queue), splits_)) {}
+
+void GridStencil::step(const GridArray& in, const GridArray& out) const {
+  for (std::size_t l = 0; l < in.local_size(); ++l) step_block(in, out, l);
+}
+
+void GridStencil::step_block(const GridArray& in, const GridArray& out, std::size_t l) const {
+  const LocalGridBlock& b = in.block(l);
+  const GridSplit& s = splits_.at(l);
+  if (b.block.empty()) return;
+  grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(s.extent[1]), u32(s.extent[2]),
+              0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]), u32(s.extent[2]));
+}
+
+void GridStencil::step_interior(const GridArray& in, const GridArray& out) const {
+  for (std::size_t l = 0; l < in.local_size(); ++l) {
+    const LocalGridBlock& b = in.block(l);
+    const GridSplit& s = splits_.at(l);
+    if (b.block.empty() || s.interior_points() == 0) continue;
+    grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(s.extent[1]),
+                u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]), u32(s.begin[2]), u32(s.end[0] - s.begin[0]),
+                u32(s.end[1] - s.begin[1]), u32(s.end[2] - s.begin[2]));
+  }
+}
+
+void GridStencil::step_shell(const GridArray& in, const GridArray& out) const {
+  for (std::size_t l = 0; l < in.local_size(); ++l) {
+    const LocalGridBlock& b = in.block(l);
+    const GridSplit& s = splits_.at(l);
+    if (b.block.empty() || s.shell_points() == 0) continue;
+    grid_launch(shell_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(s.extent[0]),
+                u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.end[0]), u32(s.begin[1]), u32(s.end[1]),
+                u32(s.begin[2]), u32(s.end[2]));
+  }
+}
+
+std::size_t GridStencil::bytes_per_step(const GridArray& field, std::size_t l) const {
+  return 2 * field.block(l).block.points() * itemsize(field.dtype());
 }
 
 // --- initial condition and checks --------------------------------------------------------------

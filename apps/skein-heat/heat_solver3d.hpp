@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The numerics of skein-heat on a process grid (--nz, --grid, --boundary): the 2-D or 3-D test
 // problem, its exact discrete solution for every kind of wall, the 5- or 7-point stencil kernel on
-// the local blocks of a GridArray, and the checks.
+// the local blocks of a GridArray (whole, or split into interior and shell for the overlapped
+// step: GridSplit), and the checks.
 //
 // The problem: u_t = alpha (u_xx + u_yy [+ u_zz]) on the unit square or cube, the array of shape
 // (ny, nx) or (nz, ny, nx) (x varies fastest), the spacing along an axis of n points h = 1 / (n + 1)
@@ -25,8 +26,10 @@
 // kernel gets them). The check compares against that with GridProblem::tolerance.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,17 +77,56 @@ std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims);
 // The layout of the field: halo 1 on every axis, a star stencil, the problem's walls on every side.
 GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid);
 
+// How the overlapped step splits a block (GridStencil::step_interior / step_shell), in (z, y, x)
+// order (z: one plane in 2-D). A side of the block is "exchanged" when exchange_halos() writes the
+// ghost cells beyond it: it has a neighbour, or it is a wall other than open (periodic, reflect).
+// The interior box [begin, end) holds the points whose stencil reads no such ghost cell (one
+// layer less beside each exchanged side; beside an open wall the ghost cells stay 0 and the
+// points are interior); the shell is the rest of the block: up to six slabs, and with one point
+// or none between two exchanged sides the whole block (then given as begin = end = {nz, ny, nx}
+// along z: every plane).
+struct GridSplit {
+  std::array<std::size_t, 3> extent{};  // the block's points per axis
+  std::array<std::size_t, 3> begin{}, end{};
+  static GridSplit of(const GridLayout& layout, const LocalGridBlock& block);
+  std::size_t interior_points() const;
+  std::size_t shell_points() const;
+};
+
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
-// launched per device on the field's queue; blocks without points are skipped).
+// launched per device; blocks without points are skipped). The serial step is step(): one kernel
+// over every block, on the field's queue, after exchange_halos(). The overlapped step is
+// step_interior() on the field's queue while the halos move, then step_shell() once they have
+// moved; together they compute what step() does, bit for bit (every point by the same expression).
 class GridStencil {
  public:
-  GridStencil(const GridArray& field, const GridProblem& problem);
-  // out = step(in); `in`'s halos must be current (exchange_halos()). Enqueued only.
+  // `shell_queue`: the queue step_shell() launches on (a queue of the field's context with its
+  // devices; e.g. the one the halos move on); none: the field's queue. Every field stepped later
+  // must have `field`'s layout, dtype and queue.
+  GridStencil(const GridArray& field, const GridProblem& problem, const std::optional<Queue>& shell_queue = {});
+  // out = step(in) on every block; `in`'s halos must be current (exchange_halos()). Enqueued only.
   void step(const GridArray& in, const GridArray& out) const;
+  // The same on local block `l` only (for timing one device).
+  void step_block(const GridArray& in, const GridArray& out, std::size_t l) const;
+  // The interior boxes (GridSplit): reads no ghost cell that exchange_halos() writes.
+  void step_interior(const GridArray& in, const GridArray& out) const;
+  // The shells, one launch per block, on the shell queue: `in`'s halos must be current there. The
+  // caller orders it against the field's queue (it reads points the previous step wrote there;
+  // the same step's step_interior() writes other points of `out`, so the two may run at once).
+  void step_shell(const GridArray& in, const GridArray& out) const;
+  // How local block `l` is split.
+  const GridSplit& split(std::size_t l) const { return splits_.at(l); }
+  // Bytes the step must move on the device of local block `l`: read its points once and write
+  // them once (as the 2-D Stencil's).
+  std::size_t bytes_per_step(const GridArray& field, std::size_t l) const;
 
  private:
   GridProblem problem_;
-  PreparedKernel kernel_;
+  std::vector<GridSplit> splits_;  // per local block
+  Program program_;
+  PreparedKernel kernel_;    // whole blocks
+  PreparedKernel interior_;  // interior boxes
+  PreparedKernel shell_;     // shells, on the shell queue
 };
 
 // Not collective: the initial condition into this rank's blocks (halos zero).
@@ -118,6 +160,12 @@ struct GridRunOptions {
   bool restart = false;               // continue from the newest complete checkpoint in out
   bool overwrite = false;             // start again over old checkpoints (deletes them)
   std::string json_file;              // the summary as JSON (rank 0), empty: none
+  // Weak scaling: nx, ny, nz are each block's points; the process grid is --grid or the one
+  // GridLayout::choose_grid picks for a domain of one block's shape, and the global grid is the
+  // block times the process grid along every axis (every member one block of nx x ny x nz).
+  bool weak = false;
+  std::string halo_exchange = "overlapped";  // or serial (GridStepper)
+  std::string halo_priority = "high";        // the overlapped step's second queue: high or low
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints

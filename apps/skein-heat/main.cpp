@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // skein-heat: 2-D heat diffusion on a grid split by rows over every device of every rank, the
-// sample simulation code of Skein. Under mpirun:
+// sample simulation code of Skein; with --nz, --grid or --boundary, 2-D or 3-D on a process grid
+// (heat_run3d.cpp, whose top says what it adds: the same --halo-exchange, --halo-priority, --weak
+// and --json, with every device's block --nx x --ny x --nz under --weak). Under mpirun:
 //
 //   mpirun -np 2 skein-heat --nx 1024 --ny 1024 --steps 2000 --out run1 --checkpoint-every 500
 //   mpirun -np 2 skein-heat --nx 1024 --ny 1024 --steps 4000 --out run1 --restart
 //   mpirun -np 4 skein-heat --nx 16384 --ny 8192 --weak --steps 500 --json weak4.json
+//   mpirun -np 4 skein-heat --nx 512 --ny 512 --nz 512 --weak --steps 1000 --json weak3d4.json
 //
 // What it solves: u_t = alpha (u_xx + u_yy) on the unit square with u = 0 on the boundary and
 // u0 = sin(kx pi x) sin(ky pi y), by the explicit 5-point (FTCS) step of heat_solver.hpp. Each
@@ -63,13 +66,18 @@
 #include "heat_png.hpp"
 #include "heat_solver.hpp"
 #include "heat_solver3d.hpp"
+#include "heat_timing.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using skein::DistArray;
 using skein::Dtype;
-using Clock = std::chrono::steady_clock;
+using skein::heat::Clock;
+using skein::heat::device_ms;
+using skein::heat::format_time;
+using skein::heat::median;
+using skein::heat::seconds;
 // Errors every rank raises alike (heat_errors.hpp).
 using skein::heat::AgreedError;
 using UsageError = AgreedError;
@@ -104,11 +112,16 @@ struct Options {
   bool on_grid() const { return nz > 0 || !grid.empty() || boundary != "open"; }
 };
 
-// --nz, --grid or --boundary: the run on a process grid (heat_solver3d.hpp, heat_checkpoint3d.hpp);
-// the options it does not take (--png, --weak) are refused on every rank.
+// --nz, --grid or --boundary: the run on a process grid (heat_run3d.cpp); the options it does not
+// take (--png, --stencil-variant, --stencil-shape) are refused on every rank.
 int simulate_grid(const Options& o, const skein::Runtime& runtime) {
-  if (!o.png.empty() || o.weak) {
-    throw UsageError("--png and --weak are not available on a process grid (--nz, --grid, --boundary)",
+  if (!o.png.empty()) {
+    throw UsageError("--png is not available on a process grid (--nz, --grid, --boundary)",
+                     "leave it out, or run the 2-D row split without --nz, --grid and --boundary");
+  }
+  if (o.stencil_variant != "auto" || !o.stencil_shape.empty()) {
+    throw UsageError("--stencil-variant and --stencil-shape are not available on a process grid (--nz, --grid, "
+                     "--boundary): its stencil kernel has one shape",
                      "leave them out, or run the 2-D row split without --nz, --grid and --boundary");
   }
   if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
@@ -139,6 +152,9 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   g.restart = o.restart;
   g.overwrite = o.overwrite;
   g.json_file = o.json_file;
+  g.weak = o.weak;
+  g.halo_exchange = o.halo_exchange;
+  g.halo_priority = o.halo_priority;
   return skein::heat::run_grid(g, runtime);
 }
 
@@ -209,32 +225,6 @@ class Stepper {
   mutable bool ordered_ = false;               // the halo queue is after the fields' last writes
 };
 
-
-double seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// Device milliseconds of one f on one device: `per` runs back to back between two events, the
-// median over `repeat` such batches after one warm-up batch. (Events around a single run of a
-// kernel of tens of microseconds add microseconds of their own that move from run to run.)
-template <class F>
-double device_ms(const skein::Queue& queue, std::size_t device_idx, int repeat, int per, F&& f) {
-  std::vector<double> ms;
-  for (int i = 0; i <= repeat; ++i) {
-    const skein::Event start = queue.record_event(device_idx);
-    for (int k = 0; k < per; ++k) f();
-    const skein::Event stop = queue.record_event(device_idx);
-    stop.wait();
-    if (i > 0) ms.push_back(stop.time_since(start) / per);
-  }
-  return median(ms);
-}
 
 // What the summary and --json report about speed; every figure is the slowest rank's / device's.
 struct Performance {
@@ -342,12 +332,6 @@ void on_root(const skein::Runtime& runtime, F&& f) {
     throw skein::RuntimeError(runtime.rank() == 0 ? message
                                                   : "rank 0 failed to prepare the output directory (see its message)");
   }
-}
-
-std::string format_time(double s) {
-  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
-  return fmt::format("{:.3f} s", s);
 }
 
 int simulate(const Options& o, const skein::Runtime& runtime) {
@@ -678,6 +662,7 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
         j["kernel_floor_ratio"] = perf->floor / perf->t_kernel;
         j["copy_GBps"] = perf->copy_gbps;
         j["bytes_per_step_per_device"] = perf->bytes_per_step;
+        j["bandwidth_GBps"] = static_cast<double>(perf->bytes_per_step) / perf->t_step / 1e9;
         j["points_per_s"] = static_cast<double>(o.nx * ny) / perf->t_step;
         j["intervals"] = perf->intervals;
       }
@@ -717,7 +702,9 @@ int main(int argc, char** argv) {
   app.add_option("--png", o.png, "Write an image of the final field to this PNG file");
   app.add_option("--png-size", o.png_max_side, "Most pixels per side of the image (larger grids are sampled)")
       .range(std::size_t{1}, std::size_t{16384});
-  app.add_flag("--weak", o.weak, "--ny is rows per device (global rows = ny x devices), for weak scaling");
+  app.add_flag("--weak", o.weak,
+               "For weak scaling: --ny is rows per device (global rows = ny x devices); on a process grid "
+               "every device's block is --nx x --ny (x --nz), the global grid that times the process grid");
   app.add_option("--devices-per-rank", o.devices_per_rank, "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
   app.add_option("--halo-exchange", o.halo_exchange,

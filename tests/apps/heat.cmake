@@ -36,9 +36,18 @@
 #                               multiply to the members or is malformed fails with a message;
 #                               restart: the 40 x 36 x 30 run killed in a checkpoint on 4 ranks
 #                               (2x2x1) and restarted on 3 (3x1x1) ends byte-identical to an
-#                               uninterrupted run, as does a 1-rank 1-device run; misfits refused
+#                               uninterrupted run, as does a 1-rank 1-device run; misfits refused;
+#                               weak_np1 / weak_np2: --weak on 1 rank x 4 devices and 2 ranks x 1
+#                               device (the global grid the block per device times the process
+#                               grid, checked against the reference; the --json figures);
+#                               overlap_*: --halo-exchange overlapped bit-identical to serial on
+#                               1-4 ranks, grids 2x2x1, 3x1x1, 1x2x2, 4x1x1 (blocks without an
+#                               interior, a member without points), 2-D, every kind of wall
+#                               (heat_grid_check.cmake's overlap); bad_grid also refuses --png,
+#                               --stencil-variant and a --weak --grid that does not fit
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
-# runs each, 2-3 s). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
+# runs each, 2-3 s; the grid's overlap_* tests, two runs each, 2-4 s, and weak_* 1-2 s, measured
+# with other builds on the 2 cores: the 29 tests then took 97 s at -j2). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
 # run keeps np1, np2, tiny and restart (every code path of the app but the PNG writer: one and
 # several devices per rank, an empty block, HDF5, checkpoints, restart on another rank count, the
 # refusals) and leaves out (label no-sanitizer) np4, large, png, bad_options and the variants
@@ -140,7 +149,10 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       "3d_np3|3|on 4 device(s) of 3 rank(s)|--nx;12;--ny;10;--nz;11;--steps;20;--modes;1,2"
       "periodic|4|periodic walls|--nx;12;--ny;10;--nz;9;--grid;1x2x2;--boundary;periodic;--steps;25;--modes;2,1;--mode-z;3"
       "reflect|2|reflect walls|--nx;11;--ny;10;--nz;9;--boundary;reflect;--steps;25;--modes;1,3;--mode-z;2"
-      "2d_grid|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;40")
+      "2d_grid|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;40"
+      # --weak: one rank driving 4 devices (automatic grid), 2 ranks of 1 device (--grid 2x1x1).
+      "weak_np1|1|process grid 1 x 2 x 2|--nx;9;--ny;8;--nz;7;--weak;--steps;20;--modes;2,1"
+      "weak_np2|2|process grid 2 x 1 x 1|--nx;10;--ny;9;--nz;6;--weak;--grid;2x1x1;--devices-per-rank;1;--steps;20;--boundary;periodic")
     string(REPLACE "|" ";" _fields "${case}")
     list(GET _fields 0 _name)
     list(GET _fields 1 _np)
@@ -157,6 +169,30 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
     endif()
     set_tests_properties(apps.heat.grid.${_name} PROPERTIES TIMEOUT 300 LABELS "${_grid_labels}" SKIP_RETURN_CODE 77
       PROCESSORS ${_np} ENVIRONMENT "${_grid_env}")
+  endforeach()
+  # --halo-exchange overlapped against serial (heat_grid_check.cmake's overlap). NAME|NP|EXPECT|ARGS:
+  # 2x2x1 open (faces across ranks along z and y); 3x1x1 periodic on 3 ranks (every side of every
+  # block exchanged: shells of six slabs, x faces too); reflect on 2 ranks x 2 devices, 1x2x2, x
+  # split 3 + 2 (the 2-wide block has no interior: its shell is the whole block); 4x1x1 periodic
+  # over 3 planes (blocks of one plane, all shell; a member without points); one rank driving 4
+  # devices (halos between devices, float32); a 2-D grid.
+  foreach(case
+      "2x2x1|4|process grid 2 x 2 x 1|--nx;20;--ny;18;--nz;15;--grid;2x2x1;--steps;20"
+      "3x1x1_periodic|3|periodic walls|--nx;12;--ny;10;--nz;9;--grid;3x1x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2"
+      "reflect|2|process grid 1 x 2 x 2|--nx;5;--ny;6;--nz;4;--grid;1x2x2;--boundary;reflect;--steps;20;--modes;1,2"
+      "thin|2|process grid 4 x 1 x 1|--nx;5;--ny;4;--nz;3;--grid;4x1x1;--boundary;periodic;--steps;15;--mode-z;1"
+      "np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1"
+      "2d|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;20;--boundary;reflect")
+    string(REPLACE "|" ";" _fields "${case}")
+    list(GET _fields 0 _name)
+    list(GET _fields 1 _np)
+    list(GET _fields 2 _expect)
+    string(REPLACE "${_name}|${_np}|${_expect}|" "" _run_args "${case}")
+    add_test(NAME apps.heat.grid.overlap_${_name}
+      COMMAND ${CMAKE_COMMAND} -DMODE=overlap -DNP=${_np} "-DEXPECT=${_expect}" "-DARGS=${_run_args}"
+              -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-grid-overlap-${_name} ${_grid_args} -P ${_grid_script})
+    set_tests_properties(apps.heat.grid.overlap_${_name} PROPERTIES TIMEOUT 300 LABELS "mpi;apps;no-sanitizer"
+      SKIP_RETURN_CODE 77 PROCESSORS ${_np} ENVIRONMENT "${_grid_env}")
   endforeach()
   add_test(NAME apps.heat.grid.bad_grid
     COMMAND ${CMAKE_COMMAND} -DMODE=bad -DDIR=${CMAKE_CURRENT_BINARY_DIR}/heat-grid-bad ${_grid_args}

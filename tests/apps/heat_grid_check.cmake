@@ -1,12 +1,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # skein-heat on a process grid (tests/apps/heat.cmake's apps.heat.grid.* tests), one per MODE:
 #   run  one run on NP ranks with ARGS (--nx --ny [--nz] [--grid] [--boundary] --steps --dtype
-#        [--modes] [--mode-z] [--dt-factor]): it must exit 0 with its own analytic check passed and
-#        EXPECT in its output, and its heat.h5 must hold the exact discrete solution computed
-#        independently by heat_grid_reference.py (which also reads it whole with h5py when h5py
-#        is installed)
+#        [--modes] [--mode-z] [--dt-factor] [--weak] [--devices-per-rank]): it must exit 0 with its
+#        own analytic check passed and EXPECT in its output, and its heat.h5 must hold the exact
+#        discrete solution computed independently by heat_grid_reference.py (which also reads it
+#        whole with h5py when h5py is installed). With --weak the global grid is --nx x --ny x --nz
+#        times the process grid the run prints, along every axis: the app must say so, its --json
+#        must give the block per device, weak true and the speed figures (step time, bytes per
+#        step, bandwidth, floor, halo mode), and the reference checks the global field
+#   overlap  the run of ARGS on NP ranks twice, with --halo-exchange serial and overlapped (the
+#        interior while the halos move, then the shell): both pass their check, say which they
+#        ran (the overlapped one its shell), end with byte-identical fields (the "u" datasets
+#        dumped raw by h5dump), and the overlapped field is the exact discrete solution
+#        (heat_grid_reference.py)
 #   bad  runs that must fail on every rank with a message: a --grid that does not multiply to the
-#        members, --grid in a wrong format, --grid with the wrong number of axes
+#        members, --grid in a wrong format, --grid with the wrong number of axes, --png and the 2-D
+#        stencil's options on a process grid, --weak with a --grid that does not fit
 #   restart  the issue's 40 x 36 x 30 run: uninterrupted to step 40 on 4 ranks (--grid 2x2x1) is
 #        the reference; the same on 1 rank with 1 device (one block: no halos between members)
 #        must give the same bytes (the arithmetic does not depend on the decomposition);
@@ -18,27 +27,17 @@
 #        restart's --json file holds its start step, rank count and check
 #   cmake -DMODE=... -DMPIEXEC=... -DHEAT=... -DDIR=... -DH5DUMP=... -DPYTHON=... -DREFERENCE=...
 #         [-DNP=n -DARGS=... -DEXPECT=...] -DLIMIT=seconds -P heat_grid_check.cmake
-# Exits 77 (skipped) when h5dump or python3 (run, restart) is missing.
+# Exits 77 (skipped) when h5dump or python3 (run, overlap, restart) is missing.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 
 include(${CMAKE_CURRENT_LIST_DIR}/heat_common.cmake)
 
-if(MODE STREQUAL "run")
-  need(h5dump "${H5DUMP}")
-  need(python3 "${PYTHON}")
-  heat(run ${NP} ${ARGS} --out "${DIR}/out" --report-every 10)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "run: skein-heat exited ${rc}, expected 0")
-  endif()
-  expect_text(run ": passed")
-  expect_text(run "${EXPECT}")
-  set(h5 "${DIR}/out/heat.h5")
-  dump("${h5}" "${DIR}/u.bin")
-  # The problem's parameters from ARGS (the app's defaults otherwise).
-  set(p_--nx 256)
-  set(p_--ny 256)
-  set(p_--nz 0)
+# reference(NAME H5 NX NY NZ): heat.h5's field against heat_grid_reference.py's exact discrete
+# solution of the global grid NX x NY x NZ, the other parameters from ARGS (the app's defaults
+# otherwise).
+function(reference name h5 nx ny nz)
+  dump("${h5}" "${DIR}/${name}.bin")
   set(p_--steps 1000)
   set(p_--dtype float64)
   set(p_--modes "1,1")
@@ -55,13 +54,107 @@ if(MODE STREQUAL "run")
   string(REPLACE "," ";" modes "${p_--modes}")
   list(GET modes 0 kx)
   list(GET modes 1 ky)
-  execute_process(COMMAND ${PYTHON} ${REFERENCE} "${DIR}/u.bin" ${p_--nx} ${p_--ny} ${p_--nz} ${p_--steps}
+  execute_process(COMMAND ${PYTHON} ${REFERENCE} "${DIR}/${name}.bin" ${nx} ${ny} ${nz} ${p_--steps}
                           ${p_--dtype} ${kx} ${ky} ${p_--mode-z} ${p_--dt-factor} ${p_--boundary} "${h5}"
                   RESULT_VARIABLE r OUTPUT_VARIABLE o ERROR_VARIABLE o)
-  message(STATUS "run: ${o}")
+  message(STATUS "${name}: ${o}")
   if(NOT r EQUAL 0)
-    message(FATAL_ERROR "run: heat.h5 does not hold the exact discrete solution")
+    message(FATAL_ERROR "${name}: heat.h5 does not hold the exact discrete solution")
   endif()
+endfunction()
+
+# arg(OPTION DEFAULT VAR): the value of OPTION in ARGS, else DEFAULT.
+function(arg option default var)
+  set(value "${default}")
+  set(key "")
+  foreach(a ${ARGS})
+    if(key STREQUAL "${option}")
+      set(value "${a}")
+    endif()
+    set(key "${a}")
+  endforeach()
+  set(${var} "${value}" PARENT_SCOPE)
+endfunction()
+
+if(MODE STREQUAL "run")
+  need(h5dump "${H5DUMP}")
+  need(python3 "${PYTHON}")
+  heat(run ${NP} ${ARGS} --out "${DIR}/out" --report-every 10 --json "${DIR}/run.json")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "run: skein-heat exited ${rc}, expected 0")
+  endif()
+  expect_text(run ": passed")
+  expect_text(run "${EXPECT}")
+  arg(--nx 256 nx)
+  arg(--ny 256 ny)
+  arg(--nz 0 nz)
+  list(FIND ARGS --weak weak)
+  if(NOT weak EQUAL -1)
+    # The process grid the run chose (z x y x x, or y x x in 2-D); the global grid is the block
+    # per device times it.
+    if(NOT out MATCHES "process grid ([0-9]+) x ([0-9]+)( x ([0-9]+))?")
+      message(FATAL_ERROR "run: the summary gives no process grid")
+    endif()
+    if(nz EQUAL 0)
+      math(EXPR gny "${ny} * ${CMAKE_MATCH_1}")
+      math(EXPR gnx "${nx} * ${CMAKE_MATCH_2}")
+      set(gnz 0)
+      expect_text(run "skein-heat: ${gnx} x ${gny} grid, ${nx} x ${ny} per device,")
+    else()
+      math(EXPR gnz "${nz} * ${CMAKE_MATCH_1}")
+      math(EXPR gny "${ny} * ${CMAKE_MATCH_2}")
+      math(EXPR gnx "${nx} * ${CMAKE_MATCH_4}")
+      expect_text(run "skein-heat: ${gnx} x ${gny} x ${gnz} (x, y, z) grid, ${nx} x ${ny} x ${nz} per device,")
+    endif()
+    file(READ "${DIR}/run.json" json)
+    foreach(field weak nx ny nz nx_per_device ny_per_device nz_per_device devices halo_exchange)
+      string(JSON j_${field} ERROR_VARIABLE e GET "${json}" ${field})
+      if(e)
+        message(FATAL_ERROR "run: ${DIR}/run.json lacks ${field}: ${e}")
+      endif()
+    endforeach()
+    if(NOT j_weak STREQUAL "ON" OR NOT j_nx EQUAL gnx OR NOT j_ny EQUAL gny OR NOT j_nz EQUAL gnz
+       OR NOT j_nx_per_device EQUAL nx OR NOT j_ny_per_device EQUAL ny
+       OR NOT (j_nz_per_device EQUAL nz OR (nz EQUAL 0 AND j_nz_per_device EQUAL 0)))
+      message(FATAL_ERROR "run: ${DIR}/run.json does not describe the weak run (global ${gnx} x ${gny} x ${gnz}, "
+                          "per device ${nx} x ${ny} x ${nz}):\n${json}")
+    endif()
+    # The speed figures, each a positive number.
+    foreach(field t_step_s t_kernel_s floor_s floor_ratio copy_GBps bandwidth_GBps bytes_per_step_per_device)
+      string(JSON value ERROR_VARIABLE e GET "${json}" ${field})
+      if(e OR NOT value MATCHES "^[0-9.]+(e[-+]?[0-9]+)?$" OR value MATCHES "^0(\\.0*)?$")
+        message(FATAL_ERROR "run: ${DIR}/run.json's ${field} is not a positive number (${value}${e})")
+      endif()
+    endforeach()
+    set(nx ${gnx})
+    set(ny ${gny})
+    set(nz ${gnz})
+  endif()
+  reference(run "${DIR}/out/heat.h5" ${nx} ${ny} ${nz})
+
+elseif(MODE STREQUAL "overlap")
+  need(h5dump "${H5DUMP}")
+  need(python3 "${PYTHON}")
+  heat(serial ${NP} ${ARGS} --halo-exchange serial --out "${DIR}/serial")
+  expect_rc(serial 0)
+  expect_text(serial ": passed")
+  expect_text(serial "halo exchange: serial")
+  expect_text(serial "exchanged before the kernel")
+  heat(overlapped ${NP} ${ARGS} --halo-exchange overlapped --out "${DIR}/overlapped")
+  expect_rc(overlapped 0)
+  expect_text(overlapped ": passed")
+  expect_text(overlapped "halo exchange: overlapped (a second queue of")
+  expect_text(overlapped "overlapped with the interior (shell of")
+  if(EXPECT)
+    expect_text(overlapped "${EXPECT}")
+  endif()
+  dump("${DIR}/serial/heat.h5" "${DIR}/serial.bin")
+  dump("${DIR}/overlapped/heat.h5" "${DIR}/overlapped.bin")
+  expect_same(overlapped "${DIR}/overlapped.bin" "${DIR}/serial.bin" "the serial run")
+  arg(--nx 256 nx)
+  arg(--ny 256 ny)
+  arg(--nz 0 nz)
+  reference(overlapped "${DIR}/overlapped/heat.h5" ${nx} ${ny} ${nz})
 
 elseif(MODE STREQUAL "restart")
   need(h5dump "${H5DUMP}")
@@ -145,18 +238,23 @@ elseif(MODE STREQUAL "restart")
   endif()
 
 elseif(MODE STREQUAL "bad")
-  # NAME|ARGS|TEXT: each on 4 ranks (4 members), exit non-zero, TEXT in the output.
+  # NAME|NP|ARGS|TEXT: each on NP ranks (4 members: the 4 devices shared out), exit non-zero, TEXT
+  # in the output.
   foreach(case
-      "not_members|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--steps;1|multiply"
-      "format|--nx;8;--ny;8;--nz;8;--grid;2by2;--steps;1|is not a process grid of 3 axes"
-      "axes|--nx;8;--ny;8;--nz;8;--grid;2x2;--steps;1|is not a process grid of 3 axes")
+      "not_members|4|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--steps;1|multiply"
+      "format|4|--nx;8;--ny;8;--nz;8;--grid;2by2;--steps;1|is not a process grid of 3 axes"
+      "axes|4|--nx;8;--ny;8;--nz;8;--grid;2x2;--steps;1|is not a process grid of 3 axes"
+      "png|2|--nx;8;--ny;8;--nz;8;--steps;1;--png;${DIR}/u.png|--png is not available on a process grid"
+      "variant|2|--nx;8;--ny;8;--nz;8;--steps;1;--stencil-variant;flat|--stencil-variant and --stencil-shape are not available on a process grid"
+      "weak_grid|2|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--weak;--steps;1|--weak --grid 3x1x1")
     string(REPLACE "|" ";" fields "${case}")
     list(GET fields 0 name)
+    list(GET fields 1 np)
     list(GET fields -1 text)
     list(LENGTH fields n)
-    math(EXPR n "${n} - 2")
-    list(SUBLIST fields 1 ${n} args)
-    heat(${name} 4 ${args})
+    math(EXPR n "${n} - 3")
+    list(SUBLIST fields 2 ${n} args)
+    heat(${name} ${np} ${args})
     expect_rc(${name} nonzero)
     expect_text(${name} "${text}")
   endforeach()
