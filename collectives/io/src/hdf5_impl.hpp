@@ -16,6 +16,22 @@
 
 namespace skein::hdf5 {
 
+namespace internal {
+
+// A box of a dataset: its first index and extent along each axis (no axes: the one element of a
+// 0-D dataset).
+struct Box {
+  std::vector<std::size_t> offset;
+  std::vector<std::size_t> extent;
+  std::size_t elements() const {
+    std::size_t n = 1;
+    for (auto e : extent) n *= e;
+    return n;
+  }
+};
+
+}  // namespace internal
+
 struct File::Impl {
   std::string path;
   // The ranks' own duplicate of the caller's communicator, with its deadlines: HDF5's and our
@@ -121,8 +137,27 @@ struct File::Impl {
   std::vector<std::string> list_datasets(const std::string& group) const;
   DatasetInfo read_info(hid_t dataset, const std::string& name) const;
 
-  // Moves rows between the file and the ranks (hdf5_transfer.cpp; the two paths in
-  // hdf5_transfer_parallel.cpp and hdf5_transfer_rank0.cpp).
+  // Moves boxes of a dataset between the file and the ranks (hdf5_transfer.hpp says how; the two
+  // paths are hdf5_transfer_parallel.cpp and hdf5_transfer_rank0.cpp). Every rank passes the
+  // same shape, dtype and rank_boxes (they come from layouts every rank holds).
+  struct BoxPlan {
+    Shape shape;
+    Dtype dtype = Dtype::uint8;
+    std::vector<std::vector<Box>> rank_boxes;  // per rank: the boxes it moves, in order
+    // A piece `part` of this rank's box number `box` to / from the host: part.elements()
+    // elements in C order.
+    std::function<void(std::size_t box, const Box& part, std::span<std::byte>)> fetch;
+    std::function<void(std::size_t box, const Box& part, std::span<const std::byte>)> store;
+  };
+  void write_boxes(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+  void read_boxes(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+  void write_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+  void read_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+  void write_boxes_rank0(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+  void read_boxes_rank0(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+
+  // Rows, the case of one box of whole rows per rank (a DistArray's, or one rank's whole
+  // dataset): moved as such a BoxPlan.
   struct RowPlan {
     Shape shape;
     Dtype dtype = Dtype::uint8;
@@ -133,16 +168,12 @@ struct File::Impl {
   };
   void write_rows(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
   void read_rows(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
-  void write_rows_parallel(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
-  void read_rows_parallel(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
-  void write_rows_rank0(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
-  void read_rows_rank0(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
 
-  // H5Dread of rows `rows` of dataset `name`. A chunk whose Fletcher32 checksum does not match
-  // (the file changed after it was written) is named as such: HDF5 says so only deep in its stack
-  // (hdf5_verify.cpp).
+  // H5Dread of `what` ("rows [4, 8)", hdf5_transfer.hpp's describe_box) of dataset `name`. A
+  // chunk whose Fletcher32 checksum does not match (the file changed after it was written) is
+  // named as such: HDF5 says so only deep in its stack (hdf5_verify.cpp).
   void read_checked(hid_t dataset, hid_t type, hid_t mem, hid_t space, hid_t dxpl, void* buffer,
-                    const std::string& name, RowRange rows, const std::string& call) const;
+                    const std::string& name, const std::string& what, const std::string& call) const;
 };
 
 namespace internal {

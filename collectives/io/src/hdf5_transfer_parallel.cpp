@@ -1,40 +1,42 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The parallel path to the file (HDF5 with MPI-IO): every rank moves its own rows with
-// collective H5Dwrite / H5Dread calls, in rounds of one piece per rank; a rank with fewer pieces
-// (or none, or one that failed) takes part with an empty selection, so the collectives pair up.
+// The parallel path to the file (HDF5 with MPI-IO): every rank moves its own boxes (its rows, its
+// members' blocks) between its host buffer and their hyperslabs of the dataset, with collective
+// H5Dwrite / H5Dread calls in rounds of one piece per rank; a rank with fewer pieces (or none, or
+// one that failed) takes part with an empty selection, so the collectives pair up
+// (hdf5_transfer.hpp).
 #include "hdf5_transfer.hpp"
 
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
-#include <algorithm>
 
 namespace skein::hdf5 {
 
-void File::Impl::write_rows_parallel(hid_t dataset, const std::string& name, const RowPlan& plan,
-                                     const std::string& call) {
-  const std::size_t per_piece = rows_per_piece(plan.shape, plan.dtype, options.max_bytes_per_call);
-  const std::size_t row_bytes = row_elements(plan.shape) * itemsize(plan.dtype);
+void File::Impl::write_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                                      const std::string& call) {
   const std::string where = fmt::format("writing dataset '{}' of HDF5 file '{}'", name, path);
+  const std::size_t unit = itemsize(plan.dtype);
+  const std::vector<Piece> mine =
+      pieces_of(plan.rank_boxes[static_cast<std::size_t>(rank)], plan.dtype, options.max_bytes_per_call);
+  const std::size_t rounds = rounds_of(plan, options.max_bytes_per_call);
   TransferState t(agreement);
-  std::size_t rounds = 0;
-  for (const auto& r : plan.rank_rows) rounds = std::max(rounds, pieces_of(r, per_piece));
-  if (shape_size(plan.shape) == 0) rounds = 0;
-  const RowRange mine = plan.rank_rows[static_cast<std::size_t>(rank)];
   for (std::size_t k = 0; k < rounds; ++k) {
     // A rank that failed goes on with empty selections: the others wait for it in each round.
-    RowRange piece = t.failure ? RowRange{} : piece_of(mine, per_piece, k);
+    const Piece* piece = t.failure || k >= mine.size() ? nullptr : &mine[k];
     try {
       QuietHdf5Errors quiet;
-      t.buffer.resize(piece.size() * row_bytes);
-      if (!piece.empty()) plan.fetch(piece, t.buffer);
+      t.buffer.resize(piece ? piece->part.elements() * unit : 0);
+      if (piece) {
+        plan.fetch(piece->box, piece->part, t.buffer);
+        count_staged(t.buffer.size());
+      }
     } catch (...) {
       t.remember();
-      piece = {};
+      piece = nullptr;
     }
     try {
       QuietHdf5Errors quiet;
       Handle space(SKEIN_H5_CHECK(H5Dget_space, (dataset), where), H5Sclose);
-      select_rows(space.get(), plan.shape, piece, where);
-      Handle mem = memory_space(piece.size() * row_elements(plan.shape), where);
+      select_box(space.get(), plan.shape, piece ? &piece->part : nullptr, where);
+      Handle mem = memory_space(piece ? piece->part.elements() : 0, where);
       Handle type = transfer_type(dataset, plan.dtype);
       Handle dxpl = transfer_list();
       static std::byte dummy[16];
@@ -48,36 +50,38 @@ void File::Impl::write_rows_parallel(hid_t dataset, const std::string& name, con
   share_failure(t.failure, call);
 }
 
-void File::Impl::read_rows_parallel(hid_t dataset, const std::string& name, const RowPlan& plan,
-                                    const std::string& call) {
-  const std::size_t per_piece = rows_per_piece(plan.shape, plan.dtype, options.max_bytes_per_call);
-  const std::size_t row_bytes = row_elements(plan.shape) * itemsize(plan.dtype);
+void File::Impl::read_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                                     const std::string& call) {
   const std::string where = fmt::format("reading dataset '{}' of HDF5 file '{}'", name, path);
+  const std::size_t unit = itemsize(plan.dtype);
+  const std::vector<Piece> mine =
+      pieces_of(plan.rank_boxes[static_cast<std::size_t>(rank)], plan.dtype, options.max_bytes_per_call);
+  const std::size_t rounds = rounds_of(plan, options.max_bytes_per_call);
   TransferState t(agreement);
-  std::size_t rounds = 0;
-  for (const auto& r : plan.rank_rows) rounds = std::max(rounds, pieces_of(r, per_piece));
-  if (shape_size(plan.shape) == 0) rounds = 0;
-  const RowRange mine = plan.rank_rows[static_cast<std::size_t>(rank)];
   for (std::size_t k = 0; k < rounds; ++k) {
-    const RowRange piece = t.failure ? RowRange{} : piece_of(mine, per_piece, k);
-    t.buffer.resize(piece.size() * row_bytes);
+    const Piece* piece = t.failure || k >= mine.size() ? nullptr : &mine[k];
+    t.buffer.resize(piece ? piece->part.elements() * unit : 0);
     bool read = false;
     try {
       QuietHdf5Errors quiet;
       Handle space(SKEIN_H5_CHECK(H5Dget_space, (dataset), where), H5Sclose);
-      select_rows(space.get(), plan.shape, piece, where);
-      Handle mem = memory_space(piece.size() * row_elements(plan.shape), where);
+      select_box(space.get(), plan.shape, piece ? &piece->part : nullptr, where);
+      Handle mem = memory_space(piece ? piece->part.elements() : 0, where);
       Handle type = transfer_type(dataset, plan.dtype);
       Handle dxpl = transfer_list();
       static std::byte dummy[16];
       read_checked(dataset, type.get(), mem.get(), space.get(), dxpl.get(),
-                   t.buffer.empty() ? dummy : t.buffer.data(), name, piece, call);
+                   t.buffer.empty() ? dummy : t.buffer.data(), name,
+                   piece ? describe_box(piece->part, plan.shape) : "nothing", call);
       read = true;
     } catch (...) {
       t.remember();
     }
     try {
-      if (read && !piece.empty()) plan.store(piece, t.buffer);
+      if (read && piece) {
+        count_staged(t.buffer.size());
+        plan.store(piece->box, piece->part, t.buffer);
+      }
     } catch (...) {
       t.remember();
     }

@@ -49,6 +49,8 @@ int File::rank() const { return 0; }
 int File::ranks() const { return 0; }
 void File::write(const std::string&, const DistArray&, const WriteOptions&) { raise_unavailable("hdf5::File::write"); }
 void File::read(const std::string&, const DistArray&) { raise_unavailable("hdf5::File::read"); }
+void File::write(const std::string&, const GridArray&, const WriteOptions&) { raise_unavailable("hdf5::File::write"); }
+void File::read(const std::string&, const GridArray&) { raise_unavailable("hdf5::File::read"); }
 void File::write(const std::string&, const ReplicatedArray&, const WriteOptions&) { raise_unavailable("hdf5::File::write"); }
 void File::read(const std::string&, const ReplicatedArray&) { raise_unavailable("hdf5::File::read"); }
 void File::write_host(const std::string&, std::span<const std::byte>, const std::optional<Shape>&, Dtype, int,

@@ -9,17 +9,14 @@
 
 namespace skein::hdf5 {
 
-// H5Dread of rows `rows` of dataset `name`. A chunk whose Fletcher32 checksum does not match
-// (the file changed after it was written) is named as such: HDF5 says so only deep in its stack.
 void File::Impl::read_checked(hid_t dataset, hid_t type, hid_t mem, hid_t space, hid_t dxpl, void* buffer,
-                              const std::string& name, RowRange rows, const std::string& call) const {
+                              const std::string& name, const std::string& what, const std::string& call) const {
   if (H5Dread(dataset, type, mem, space, dxpl, buffer) >= 0) return;
   std::vector<std::string> lines = hdf5_error_lines();
   const bool checksum = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
     return l.find("Fletcher32") != std::string::npos;
   });
-  const std::string where = fmt::format("reading rows [{}, {}) of dataset '{}' of HDF5 file '{}'",
-                                        rows.begin, rows.end, name, path);
+  const std::string where = fmt::format("reading {} of dataset '{}' of HDF5 file '{}'", what, name, path);
   if (!checksum) {
     throw RuntimeError(ErrorInfo{
         .what = fmt::format("{}: {}", where, hdf5_error_stack(std::move(lines))),
