@@ -7,7 +7,7 @@
 // checksums and compression. The file is checked with plain HDF5 calls (no Skein code) against a
 // host reference, and the array read back is gathered and compared with the same reference. On
 // the MPI-IO path every rank stages only its own blocks' bytes on its host (io's internal counter);
-// through rank 0, rank 0 stages all of them. GridHdf5Cross writes files on 4 ranks that other rank
+// through rank 0, rank 0 stages all of them. A damaged chunk read by some ranks raises on all. GridHdf5Cross writes files on 4 ranks that other rank
 // counts read back and h5py checks (hdf5_grid_check.py; ctest hdf5.grid.*).
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <skein/detail/hdf5_staging.hpp>
 #include <skein/grid_array.hpp>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 
@@ -33,6 +35,7 @@ namespace {
 namespace hdf5_grid_test {
 
 using namespace skein;
+using ::skein::test::expect_error;
 using ::skein::test::Rig;
 using ::skein::test::runtime_rig;
 using ::skein::test::suite_devices_or_none;
@@ -311,6 +314,61 @@ TEST_P(GridHdf5Paths, EachRankStagesItsOwnBlocks) {
                                                                     << " reading (its own blocks: " << mine << ")";
   f.close();
   expect_array_holds(b, 20, "read back");
+}
+
+// On rank 0, with plain HDF5: flips one byte in the middle of the chunk of `name` that holds row
+// `row` (its Fletcher32 checksum then fails on every read of that chunk).
+void damage_chunk(const std::string& path, const std::string& name, hsize_t row) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  const hid_t space = H5Dget_space(d);
+  std::vector<hsize_t> at(static_cast<std::size_t>(H5Sget_simple_extent_ndims(space)), 0);
+  at[0] = row;
+  unsigned mask = 0;
+  haddr_t address = HADDR_UNDEF;
+  hsize_t bytes = 0;
+  EXPECT_GE(H5Dget_chunk_info_by_coord(d, at.data(), &mask, &address, &bytes), 0) << name;
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(file);
+  ASSERT_NE(address, HADDR_UNDEF) << name;
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const auto offset = static_cast<std::streamoff>(address + bytes / 2);
+  f.seekg(offset);
+  char c = 0;
+  f.get(c);
+  f.seekp(offset);
+  f.put(static_cast<char>(c ^ 0x5a));
+  ASSERT_TRUE(f.good()) << "flipping a byte of " << path;
+}
+
+// A damaged chunk, which only the ranks whose blocks hold its rows read: every rank raises the
+// checksum's RuntimeError (none is left waiting), and the file's other dataset still reads back.
+TEST_P(GridHdf5Paths, DamagedChunkRaisesOnEveryRank) {
+  Rig s = runtime_rig();
+  const std::string path = dir_.file("damaged.h5");
+  const GridLayout layout = layout_on(*s.comm, {8, 6, 5}, 2, {}, 1);
+  hdf5::WriteOptions two_rows;
+  two_rows.chunk_rows = 2;
+  {
+    auto f = hdf5::File::create(*s.comm, path, file_options(0));
+    for (std::size_t salt : {40, 41}) {
+      GridArray a(*s.comm, layout, Dtype::float64);
+      const std::vector<std::byte> ref = reference_bytes(layout.size(), salt, Dtype::float64);
+      a.scatter(std::span<const std::byte>(world_rank() == 0 ? ref : std::vector<std::byte>{}), 0);
+      f.write(salt == 40 ? "u" : "good", a, two_rows);
+    }
+    f.close();
+  }
+  if (world_rank() == 0) damage_chunk(path, "u", 7);
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto g = hdf5::File::open(*s.comm, path, hdf5::Access::read_only, file_options(0));
+  GridArray b(*s.comm, layout_on(*s.comm, {8, 6, 5}, 2, {0, 0, 1}, 0), Dtype::float64);
+  expect_error<RuntimeError>([&] { g.read("u", b); }, {path, "Fletcher32 checksum failed", "dataset 'u'"},
+                             "read of the damaged dataset");
+  g.read("good", b);
+  expect_array_holds(b, 41, "the undamaged dataset after the error");
+  g.close();
 }
 
 TEST(GridHdf5, ReadRefusesAnotherShape) {
