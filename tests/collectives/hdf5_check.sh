@@ -3,16 +3,27 @@
 # Checks the files HDF5CrossRanks.Write (tests/collectives/hdf5_test.cpp) made on 4 ranks with a
 # tool other than Skein: h5py (hdf5_check.py: dtypes, values, attributes, checksums) or h5dump (it
 # reads every dataset; the attributes Skein writes are there with their values; the Fletcher32
-# filter is on "u" and not on "n").
-#   bash hdf5_check.sh h5py|h5dump DIR
+# filter is on "u" and not on "n"); or, with h5py-grid, the GridArray files GridHdf5Cross.Write
+# (hdf5_grid_test.cpp) made (hdf5_grid_check.py: each dataset whole is the global array).
+#   bash hdf5_check.sh h5py|h5dump|h5py-grid DIR
 # Exit 0: good; 1: a mismatch; 77 (ctest: skipped): the tool is not installed.
 set -u
 tool=$1
 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 files=("$dir/cross-mpiio.h5" "$dir/cross-rank0.h5")
+writer=HDF5CrossRanks.Write
+script=hdf5_check.py
+if [[ $tool == h5py-grid ]]; then
+  # The MPI-IO file exists only where HDF5 is parallel.
+  files=("$dir/grid-rank0.h5")
+  [[ -f $dir/grid-mpiio.h5 ]] && files+=("$dir/grid-mpiio.h5")
+  writer=GridHdf5Cross.Write
+  script=hdf5_grid_check.py
+  tool=h5py
+fi
 for f in "${files[@]}"; do
-  [[ -f $f ]] || { echo "hdf5_check: $f is missing (HDF5CrossRanks.Write makes it)"; exit 1; }
+  [[ -f $f ]] || { echo "hdf5_check: $f is missing ($writer makes it)"; exit 1; }
 done
 
 case $tool in
@@ -20,7 +31,7 @@ case $tool in
     # Debian's h5py is in the system Python; a python3 earlier in PATH (pyenv, venv) may lack it.
     for py in /usr/bin/python3 python3; do
       if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import h5py, numpy' >/dev/null 2>&1; then
-        exec "$py" "$here/hdf5_check.py" "${files[@]}"
+        exec "$py" "$here/$script" "${files[@]}"
       fi
     done
     echo "hdf5_check: skipped: no python3 with h5py and numpy (Debian: python3-h5py)"
@@ -64,5 +75,5 @@ case $tool in
     exit $status
     ;;
   *)
-    echo "usage: hdf5_check.sh h5py|h5dump DIR"; exit 2 ;;
+    echo "usage: hdf5_check.sh h5py|h5dump|h5py-grid DIR"; exit 2 ;;
 esac

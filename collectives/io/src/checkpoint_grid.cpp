@@ -2,8 +2,9 @@
 // The kinds of arrays in a checkpoint (checkpoint_arrays.hpp), GridArrays among them.
 //
 // A GridArray goes into a checkpoint as hdf5::File writes it (hdf5_grid.cpp): one dataset of its
-// layout's global shape, the blocks gathered through rank 0; restore() reads it back with
-// File::read, which scatters it onto the target's blocks whatever its process grid. So what is
+// layout's global shape, each member's block a hyperslab written by its own rank (with MPI-IO
+// where HDF5 is parallel, else piece by piece through rank 0); restore() reads it back with
+// File::read, each rank the hyperslabs of the target's blocks, whatever its process grid. So what is
 // particular to grids here is only the bookkeeping: the marker's kind "grid", the global shape
 // (GridLayout::global_shape(), with the components axis), and the check of a target's shape and
 // dtype against the marker before the file is opened (a LogicError on every rank, as every rank

@@ -3,7 +3,8 @@
 //
 // A DistArray is stored as one HDF5 dataset of its global shape: each rank writes the rows its
 // devices own (interior rows, never halos) as a hyperslab of the dataset, and reading selects the
-// rows the *reading* array's layout owns. So a file does not remember how it was split: it can be
+// rows the *reading* array's layout owns. A GridArray the same way, each member's block a box
+// (hyperslab) of the dataset. So a file does not remember how it was split: it can be
 // read back with another number of ranks, devices or another row split, and by any HDF5 tool
 // (h5py, h5dump) as a plain array.
 //
@@ -15,7 +16,7 @@
 //
 // Two ways to the file, chosen when it is opened:
 //   - parallel: HDF5 built with MPI-IO (SKEIN_HAS_HDF5_PARALLEL). Every rank opens the file and
-//     moves its own rows with collective MPI-IO transfers.
+//     moves its own rows (or blocks) with collective MPI-IO transfers.
 //   - through rank 0: HDF5 without MPI-IO (as on machines with the serial libhdf5), or asked for
 //     with FileOptions::serial / SKEIN_HDF5_SERIAL=1. Only rank 0 opens the file; the other ranks
 //     send it their rows (and receive theirs) piece by piece, so rank 0 never holds more than
@@ -211,14 +212,19 @@ class SKEIN_EXPORT File {
 
   // Collective: a GridArray's global array (its layout's global_shape(): the points' axes, then
   // the components axis when there is one) as dataset `name`; halos are not written. Each member's
-  // block is a hyperslab of it, so h5py reads it whole. For now it goes through rank 0 (the array
-  // is gathered there and written by rank 0's HDF5 calls, as write_host does), on both paths:
-  // rank 0 needs host memory for the whole array (hdf5_grid.cpp). Attributes as for DistArrays,
-  // skein_layout holding GridLayout::describe().
+  // block (its points, the components axis whole) is a hyperslab of it, so h5py reads it whole.
+  // Each rank stages its own members' blocks on its host, in pieces of at most
+  // FileOptions::max_bytes_per_call bytes: on the parallel path it writes them itself with
+  // collective MPI-IO transfers (a rank whose members own no points takes part with an empty
+  // selection); through rank 0 it sends them to rank 0, which writes one piece at a time, so no
+  // rank holds the whole array (hdf5_grid.cpp). Every WriteOptions applies, on both paths: chunks
+  // of chunk_rows along the first axis, the checksum, deflate and shuffle. Attributes as for
+  // DistArrays, skein_layout holding GridLayout::describe() (no skein_row_starts).
   void write(const std::string& name, const GridArray& array, const WriteOptions& options = {});
   // Collective: dataset `name` into a GridArray of any layout (another process grid, another number
-  // of ranks) of the dataset's shape and dtype (else LogicError naming both). Fills every block's
-  // points; halos are left as they were (call exchange_halos()).
+  // of ranks) of the dataset's shape and dtype (else LogicError naming both, on every rank). Each
+  // rank reads its own members' hyperslabs (through rank 0: rank 0 reads them and sends them on,
+  // piece by piece). Fills every block's points; halos are left as they were (call exchange_halos()).
   void read(const std::string& name, const GridArray& array);
 
   // Collective: a replicated array, from rank 0's first device.
