@@ -9,7 +9,9 @@
 # removed afterwards) receives the install prefix and the consumer's build tree; it is emptied
 # first. GENERATOR, BUILD_TYPE and CXX_COMPILER default to CMake's defaults. PROJECT (default
 # project) is the folder here to build: framework-project links Skein::framework alone, and then
-# neither its program nor libskein_framework may need an MPI library.
+# neither its program nor libskein_framework may need an MPI library; strict-project builds with
+# -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror (and the guide's
+# examples with it), and its program gets a scratch directory under WORK_DIR for its files.
 set -euo pipefail
 
 if (($# < 1)); then
@@ -56,7 +58,11 @@ step "cmake ${build_args[*]}"
 cmake "${build_args[@]}"
 
 name=skein-consumer
-[[ "$PROJECT" == framework-project ]] && name=skein-framework-consumer
+args=()
+case "$PROJECT" in
+  framework-project) name=skein-framework-consumer ;;
+  strict-project) name=skein-strict-consumer; args=("$WORK_DIR/scratch") ;;
+esac
 exe="$CONSUMER_BUILD/$name"
 [[ -x "$exe" ]] || exe="$CONSUMER_BUILD/${BUILD_TYPE:-Release}/$name"
 if [[ "$PROJECT" == framework-project ]]; then
@@ -69,6 +75,6 @@ if [[ "$PROJECT" == framework-project ]]; then
     step "$(basename "$f") needs no MPI library"
   done
 fi
-step "running $exe"
-"$exe"
+step "running $exe ${args[*]}"
+"$exe" "${args[@]}"
 step "passed"

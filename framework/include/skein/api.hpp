@@ -29,11 +29,11 @@ SKEIN_EXPORT const std::vector<ApiId>& all_api_ids();
 
 // Whether an API was compiled in and can be used here, and if not, why.
 struct ApiStatus {
-  ApiId id;
+  ApiId id{};
   bool compiled_in = false;
   bool available = false;
-  std::string version;  // driver / platform-loader version when available
-  std::string reason;   // why it is unavailable
+  std::string version{};  // driver / platform-loader version when available
+  std::string reason{};   // why it is unavailable
 };
 
 // One GPGPU API of this process.

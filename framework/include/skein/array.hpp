@@ -41,8 +41,8 @@ struct ArrayState {
   Queue queue;
   Buffer data;
   std::size_t device_idx = 0;
-  Shape shape;
-  Strides strides;
+  Shape shape{};
+  Strides strides{};
   Dtype dtype = Dtype::uint8;
   std::size_t offset = 0;
 };

@@ -54,7 +54,7 @@ namespace skein::blas {
 
 struct Status {
   bool available = false;
-  std::string reason;  // why not, when unavailable
+  std::string reason{};  // why not, when unavailable
 };
 // Whether BLAS can be used with contexts of this API here (for CUDA this loads cuBLAS).
 SKEIN_EXPORT Status status(ApiId api);

@@ -53,10 +53,10 @@ class SKEIN_EXPORT Device {
 // Criteria for picking platforms and devices; masks are ECMAScript regular expressions, searched
 // anywhere in the name.
 struct DeviceFilter {
-  std::vector<std::string> platform_include_masks;
-  std::vector<std::string> platform_exclude_masks;
-  std::vector<std::string> device_include_masks;
-  std::vector<std::string> device_exclude_masks;
+  std::vector<std::string> platform_include_masks{};
+  std::vector<std::string> platform_exclude_masks{};
+  std::vector<std::string> device_include_masks{};
+  std::vector<std::string> device_exclude_masks{};
   bool unique_devices_only = false;
   bool include_pure_parallel_devices = false;
 };

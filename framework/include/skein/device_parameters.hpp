@@ -24,9 +24,9 @@ struct DeviceParameters {
   // Independent banks of local memory one warp can use without serialising.
   std::size_t local_mem_banks = 0;
   // Largest block / work group size in each dimension.
-  std::vector<std::size_t> max_local_sizes;
+  std::vector<std::size_t> max_local_sizes{};
   // Largest number of blocks / work groups in each dimension.
-  std::vector<std::size_t> max_num_groups;
+  std::vector<std::size_t> max_num_groups{};
   // Largest total block / work group size.
   std::size_t max_total_local_size = 0;
   // Threads that run in lockstep (warp, wavefront; 1 on CPUs).
@@ -36,9 +36,9 @@ struct DeviceParameters {
   std::size_t max_alloc_size = 0;  // largest single allocation
   // Alignment (bytes) that a sub-buffer's origin needs to be usable as a kernel argument.
   std::size_t base_address_align = 1;
-  std::string name;
-  std::string vendor;
-  std::string driver_version;
+  std::string name{};
+  std::string vendor{};
+  std::string driver_version{};
   bool supports_float16 = false;
   bool supports_float64 = false;
 
@@ -47,12 +47,12 @@ struct DeviceParameters {
   // up to CL_DEVICE_OPENCL_C_VERSION. And the optional OpenCL C 3.0 features it supports
   // (CL_DEVICE_OPENCL_C_FEATURES: "__opencl_c_atomic_scope_device", ...; empty before 3.0).
   // Both empty on CUDA.
-  std::vector<std::pair<int, int>> opencl_c_versions;
-  std::vector<std::string> opencl_c_features;
+  std::vector<std::pair<int, int>> opencl_c_versions{};
+  std::vector<std::string> opencl_c_features{};
 
   // CUDA devices (and NVIDIA's OpenCL devices, which report them too).
-  std::optional<std::pair<int, int>> compute_capability;
-  std::optional<std::string> pci_bus_id;  // "0000:1b:00.0"
+  std::optional<std::pair<int, int>> compute_capability{};
+  std::optional<std::string> pci_bus_id{};  // "0000:1b:00.0"
 
   // Per multiprocessor / compute unit, for occupancy (see skein/occupancy.hpp). Only the CUDA
   // backend reads them (OpenCL has no queries for them); 0 where unknown.

@@ -153,10 +153,10 @@ struct ElementwiseOptions {
   // The kernel's name (a C identifier), in the generated source and in error messages.
   std::string name = "elementwise";
   // Source put before the kernel: helper functions, types, #defines (rendered with `globals`).
-  std::string preamble;
+  std::string preamble{};
   // Names for the operation and the preamble, rendered as templates (skein/template.hpp):
   // e.g. {"mul", functions::mul({Dtype::complex64, Dtype::complex64})} and `${mul}(a, x)`.
-  RenderGlobals globals;
+  RenderGlobals globals{};
   // ProgramOptions::fast_math for the generated program.
   bool fast_math = false;
 };

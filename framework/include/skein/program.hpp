@@ -96,18 +96,18 @@ struct ConstantArray {
 
 struct ProgramOptions {
   // Devices (indices in the context) to compile for; all of the context's by default.
-  std::optional<std::vector<std::size_t>> device_idxs;
+  std::optional<std::vector<std::size_t>> device_idxs{};
   // Leave out Skein's prelude (KERNEL, GLOBAL_MEM, get_global_id on CUDA, complex types, ...).
   bool no_prelude = false;
   // Faster, less accurate math (NVRTC --use_fast_math, OpenCL -cl-fast-relaxed-math); also
   // defines FAST_MATH.
   bool fast_math = false;
   // Passed to the backend compiler as they are.
-  std::vector<std::string> compiler_options;
+  std::vector<std::string> compiler_options{};
   // Keep the sources and binaries in a directory (see Program::kept_directory()).
   bool keep = false;
   // CUDA: global __constant__ arrays declared before the source, set with set_constant_array().
-  std::map<std::string, ConstantArray> constant_arrays;
+  std::map<std::string, ConstantArray> constant_arrays{};
   // The source's name in compiler messages.
   std::string name = "skein_program";
 };

@@ -72,15 +72,15 @@ namespace skein {
 
 struct ReductionOptions {
   // The statement that sets the output from `a`; empty: "<output> = a".
-  std::string post_map;
+  std::string post_map{};
   // The type partial values are kept in (`reduce_t` in the expressions). Default: the output's
   // dtype (float32 for float16/bfloat16). At most one of the two.
-  std::optional<Dtype> reduce_type;
-  std::optional<StructType> reduce_struct;
+  std::optional<Dtype> reduce_type{};
+  std::optional<StructType> reduce_struct{};
   // Source put before the kernels (helper functions; rendered with `globals`), as in
   // ElementwiseOptions.
-  std::string preamble;
-  RenderGlobals globals;
+  std::string preamble{};
+  RenderGlobals globals{};
   std::string name = "reduction";
 };
 
@@ -90,17 +90,17 @@ struct ReductionArgs {
   // inputs' broadcast shape, in order (shape {1} when nothing is left). 2-D arrays: 0 gives one
   // result per column, 1 one per row. Without it (and without `axes`), the whole array reduces to
   // one element.
-  std::optional<std::size_t> axis;
+  std::optional<std::size_t> axis{};
   // Where to write the result: a contiguous array of the output's dtype with 1 element (whole
   // array) or the reduced shape (per axis). Without it, a new array is returned.
-  std::optional<Array> out;
+  std::optional<Array> out{};
   // The canonical tree (see above) instead of the device's fastest order (whole-array only).
   bool deterministic = false;
   // Reduce along several axes at once (NumPy's axis=(0, 2)): any order, no repeats, each below
   // the number of dimensions; not together with `axis`. The output is as for `axis`.
   // Per-axis reductions of any number of dimensions combine each output's elements in an order
   // fixed by the shape and the device's group size, so they are deterministic on one device.
-  std::vector<std::size_t> axes;
+  std::vector<std::size_t> axes{};
 };
 
 // One maximal node of the canonical tree that a piece of the global range contributes.

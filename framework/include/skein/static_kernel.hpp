@@ -23,10 +23,10 @@
 namespace skein {
 
 struct StaticKernelOptions {
-  ProgramOptions program;
+  ProgramOptions program{};
   // Pretend a device allows at most this many groups per dimension (to test the virtual grid on
   // devices with large limits); the device's own limits apply when smaller.
-  std::optional<std::size_t> max_num_groups;
+  std::optional<std::size_t> max_num_groups{};
 };
 
 // A kernel compiled and prepared for one queue and size. Copies share the prepared kernel.

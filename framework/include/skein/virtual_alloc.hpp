@@ -81,12 +81,12 @@ class SKEIN_EXPORT VirtualDependencies {
 
 // grunnur's VirtualAllocationStatistics, for the live virtual buffers and real allocations.
 struct VirtualAllocationStatistics {
-  std::size_t real_size_total = 0;                   // bytes of the real allocations
-  std::size_t real_num = 0;                          // number of real allocations
-  std::map<std::size_t, std::size_t> real_sizes;     // size -> number of real allocations
-  std::size_t virtual_size_total = 0;                // bytes requested by the virtual buffers
-  std::size_t virtual_num = 0;                       // number of virtual buffers
-  std::map<std::size_t, std::size_t> virtual_sizes;  // size -> number of virtual buffers
+  std::size_t real_size_total = 0;                     // bytes of the real allocations
+  std::size_t real_num = 0;                            // number of real allocations
+  std::map<std::size_t, std::size_t> real_sizes{};     // size -> number of real allocations
+  std::size_t virtual_size_total = 0;                  // bytes requested by the virtual buffers
+  std::size_t virtual_num = 0;                         // number of virtual buffers
+  std::map<std::size_t, std::size_t> virtual_sizes{};  // size -> number of virtual buffers
   friend bool operator==(const VirtualAllocationStatistics&,
                          const VirtualAllocationStatistics&) = default;
 };

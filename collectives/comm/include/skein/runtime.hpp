@@ -30,24 +30,31 @@ namespace skein {
 // CUDA_VISIBLE_DEVICES and Slurm's GPU binding act before Skein sees the devices: a rank that sees
 // one GPU uses it. An invalid value raises LogicError naming the variable.
 struct SKEIN_EXPORT PlacementOptions {
-  std::optional<ApiId> api;
-  std::optional<std::vector<std::string>> device_masks;
-  std::optional<std::size_t> devices_per_rank;
-  std::optional<std::size_t> device_index;
-  std::optional<bool> share_devices;
+  std::optional<ApiId> api{};
+  std::optional<std::vector<std::string>> device_masks{};
+  std::optional<std::size_t> devices_per_rank{};
+  std::optional<std::size_t> device_index{};
+  std::optional<bool> share_devices{};
 
   // Fills the empty fields from the environment (throws LogicError for an invalid value).
-  static PlacementOptions from_environment(PlacementOptions given = {});
+  static PlacementOptions from_environment(PlacementOptions given);
+  // The environment's choices alone. (Not a default argument of the call above: GCC cannot use
+  // the members' default initializers as one before the end of the class.)
+  static PlacementOptions from_environment();
 };
+
+inline PlacementOptions PlacementOptions::from_environment() {
+  return from_environment(PlacementOptions{});
+}
 
 // Where one rank runs and what it uses.
 struct RankPlacement {
   int rank = 0;
-  std::string host;
+  std::string host{};
   int local_rank = 0;
   int local_size = 1;
-  std::vector<std::string> devices;  // descriptions, e.g. "CUDA device 1 (NVIDIA H200)"
-  std::vector<std::string> device_ids;  // PCI bus ids where known, else platform:index
+  std::vector<std::string> devices{};     // descriptions, e.g. "CUDA device 1 (NVIDIA H200)"
+  std::vector<std::string> device_ids{};  // PCI bus ids where known, else platform:index
 };
 
 // This rank's runtime. Not copyable.

@@ -155,7 +155,7 @@ class SKEIN_EXPORT BlockLayout {
 // The members each rank of `comm` has (Communicator::local_size() of every rank), in rank order,
 // and this process's rank among them. Collective.
 struct CommunicatorRanks {
-  std::vector<std::size_t> members_per_rank;
+  std::vector<std::size_t> members_per_rank{};
   int rank = 0;
 };
 SKEIN_EXPORT CommunicatorRanks communicator_ranks(Communicator& comm);
@@ -165,7 +165,7 @@ struct LocalBlock {
   std::size_t local_device = 0;  // index among this rank's members (Communicator's local_device)
   std::size_t member = 0;        // communicator rank
   std::size_t device_idx = 0;    // in the communicator's context
-  RowRange rows;                 // global rows of the interior
+  RowRange rows{};               // global rows of the interior
   Array interior;                // rows.size() rows: a view of with_halo
   Array with_halo;               // halo.width rows above and below the interior (none when empty)
 };

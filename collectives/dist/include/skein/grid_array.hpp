@@ -41,7 +41,7 @@ struct LocalGridBlock {
   std::size_t local_device = 0;  // index among this rank's members
   std::size_t member = 0;        // communicator rank
   std::size_t device_idx = 0;    // in the communicator's context
-  GridBlock block;               // global offset and extent per axis
+  GridBlock block{};             // global offset and extent per axis
   Array with_halo;               // layout.block_shape(member, true), C order
   Array interior;                // the points without the halo: a strided view of with_halo
 };

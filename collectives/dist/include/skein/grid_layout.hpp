@@ -59,25 +59,25 @@ struct GridOptions {
   // grid whose blocks have the smallest faces, with no more members along an axis than points
   // where that is possible; ties go to larger counts first (so an equal-sided domain gets
   // MPI_Dims_create's grid).
-  std::vector<std::size_t> grid;
+  std::vector<std::size_t> grid{};
   // Points of each grid position along each axis (they add up to the axis's size); an empty
   // vector (or none for an axis) splits evenly.
-  std::vector<std::vector<std::size_t>> sizes;
+  std::vector<std::vector<std::size_t>> sizes{};
   // Values per point: a trailing axis of the blocks, never split (1: no such axis).
   std::size_t components = 1;
   // Ghost cells on each side of a block, per axis (empty: none).
-  std::vector<std::size_t> halo;
+  std::vector<std::size_t> halo{};
   Stencil stencil = Stencil::star;
   // Boundaries below index 0 and above the last index of each axis (empty: open).
-  std::vector<Boundary> lower;
-  std::vector<Boundary> upper;
+  std::vector<Boundary> lower{};
+  std::vector<Boundary> upper{};
 };
 
 // A member's block: global offset and extent per axis (extents all 0 for a member without
 // points, offsets then where its block would start).
 struct GridBlock {
-  std::vector<std::size_t> offset;
-  std::vector<std::size_t> extent;
+  std::vector<std::size_t> offset{};
+  std::vector<std::size_t> extent{};
   std::size_t points() const {
     std::size_t n = 1;
     for (auto e : extent) n *= e;

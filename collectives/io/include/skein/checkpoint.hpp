@@ -94,22 +94,22 @@ inline constexpr int checkpoint_format_version = 1;
 struct CheckpointInfo {
   struct ArrayEntry {
     Dtype dtype = Dtype::uint8;
-    Shape shape;
+    Shape shape{};
     bool replicated = false;  // written from a ReplicatedArray (marker kind "replicated")
     bool grid = false;        // written from a GridArray (kind "grid"; else "distributed")
     friend bool operator==(const ArrayEntry&, const ArrayEntry&) = default;
   };
   std::int64_t step = 0;
   double time = 0;
-  std::filesystem::path file;    // DIR/checkpoint-<step>.h5
-  std::filesystem::path marker;  // DIR/checkpoint-<step>.done
-  std::uint64_t bytes = 0;       // of the file
-  std::string sha256;            // of the file, lower-case hex
-  int ranks = 0;                 // that wrote it
-  std::map<std::string, ArrayEntry> arrays;
+  std::filesystem::path file{};    // DIR/checkpoint-<step>.h5
+  std::filesystem::path marker{};  // DIR/checkpoint-<step>.done
+  std::uint64_t bytes = 0;         // of the file
+  std::string sha256{};            // of the file, lower-case hex
+  int ranks = 0;                   // that wrote it
+  std::map<std::string, ArrayEntry> arrays{};
   // The user attributes given to write(): in write()'s and restore()'s results (from the file);
   // empty in list()'s and latest_complete()'s, which read only markers.
-  hdf5::Attributes attributes;
+  hdf5::Attributes attributes{};
 };
 
 // The stages of a checkpoint write (see the top of this file), for the after_stage hook and
@@ -132,13 +132,13 @@ struct CheckpointOptions {
   std::size_t keep = 2;
   OnCorrupt on_corrupt = OnCorrupt::refuse;
   // How the files are opened (the path through rank 0, transfer sizes).
-  hdf5::FileOptions file;
+  hdf5::FileOptions file{};
   // Chunking and compression of the arrays' datasets. Its step, time and attributes are unused:
   // write() sets the step and time, and takes the user attributes separately.
-  hdf5::WriteOptions write;
+  hdf5::WriteOptions write{};
   // Called on rank 0 after each stage of every write, with the step (for tests: throwing here
   // abandons the write at that point, as a crash would, but leaves the process running).
-  std::function<void(CheckpointStage, std::int64_t step)> after_stage;
+  std::function<void(CheckpointStage, std::int64_t step)> after_stage{};
 };
 
 // Threads: as hdf5::File, which it uses: one thread at a time per manager (its state is not

@@ -140,10 +140,10 @@ struct WriteOptions {
   // better). Only with compression.
   bool shuffle = true;
   // Simulation step and time, stored as skein_step / skein_time on the dataset.
-  std::optional<std::int64_t> step;
-  std::optional<double> time;
+  std::optional<std::int64_t> step{};
+  std::optional<double> time{};
   // User attributes of the dataset (names starting with "skein_" are Skein's and refused).
-  Attributes attributes;
+  Attributes attributes{};
   // Whether an existing dataset of the same name, global shape and dtype may be written over
   // (Skein's attributes and the ones given here are rewritten, a step or time not given here is
   // removed, other user attributes stay); otherwise an existing name is an error.
@@ -152,16 +152,16 @@ struct WriteOptions {
 
 // What a dataset holds, from the file.
 struct SKEIN_EXPORT DatasetInfo {
-  std::string name;
-  Shape shape;
+  std::string name{};
+  Shape shape{};
   Dtype dtype = Dtype::uint8;
   std::size_t chunk_rows = 0;  // 0: not chunked
   int compression = 0;         // deflate level; 0: none
   bool checksum = false;       // whether the chunks carry a Fletcher32 checksum
-  std::optional<std::int64_t> step;
-  std::optional<double> time;
-  std::string layout;          // skein_layout: how the writer split the rows ("" if not Skein's)
-  Attributes attributes;       // every attribute HDF5 can show as an AttributeValue, skein_* included
+  std::optional<std::int64_t> step{};
+  std::optional<double> time{};
+  std::string layout{};     // skein_layout: how the writer split the rows ("" if not Skein's)
+  Attributes attributes{};  // every attribute HDF5 can show as an AttributeValue, skein_* included
   // "u: float64 (1000, 7), chunks of 64 rows, deflate 4, fletcher32, step 10, time 0.5"
   std::string describe() const;
 };
