@@ -32,8 +32,10 @@ double grid_rounded(Dtype dtype, double v) {
 // 2-D kernel's, with the z terms added last); FP contraction is off (here for OpenCL, --fmad=false
 // for NVRTC), so a point's value depends neither on how the grid is split nor on which kernel
 // computed it: the overlapped step (interior, then shell) gives the serial step's bits.
-//   heat_step_grid   work item (x, y, z) updates the point (z0 + z, y0 + y, x0 + x) of a box of
-//                    ez x ey x ex points of the block (the whole block, or its interior box)
+//   heat_step_grid   work item (x, y, z) updates the points (z0 + z * ZCHUNK + k, y0 + y, x0 + x),
+//                    k < ZCHUNK, of a box of ez x ey x ex points of the block (the whole block,
+//                    or its interior box), keeping the planes below and at each point in
+//                    registers (3-D)
 //   heat_shell_grid  work item k updates the k-th point of the block's shell: the block less its
 //                    interior box [z0, z1) x [y0, y1) x [x0, x1), taken as the whole planes below
 //                    z0 and from z1, then in the planes between them the whole rows below y0 and
@@ -46,6 +48,7 @@ constexpr const char* grid_stencil_source = R"(
 #pragma OPENCL FP_CONTRACT OFF
 #endif
 #define DIMS ${DIMS}
+#define ZCHUNK ${ZCHUNK}
 typedef ${T} T;
 
 #if DIMS == 3
@@ -72,12 +75,25 @@ KERNEL void heat_step_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTR
 {
     const unsigned int x = (unsigned int)get_global_id(0);
     const unsigned int y = (unsigned int)get_global_id(1);
-    const unsigned int z = (unsigned int)get_global_id(2);
-    if (x >= ex || y >= ey || z >= ez) return;
+    const unsigned int zb = (unsigned int)get_global_id(2) * ZCHUNK;
+    if (x >= ex || y >= ey || zb >= ez) return;
     const VSIZE_T sy = (VSIZE_T)nx + 2;
     const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
-    const VSIZE_T i = heat_index(z0 + z, y0 + y, x0 + x, sy, sz);
+    VSIZE_T i = heat_index(z0 + zb, y0 + y, x0 + x, sy, sz);
+#if DIMS == 3
+    /* March along z: the planes below and at the point stay in registers, one new plane is read
+       per point (HEAT_POINT's expression, term for term). */
+    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
+    T below = in[i - sz], here = in[i];
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        const T above = in[i + sz];
+        out[i] = c0 * here + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]) + rz * (below + above);
+        below = here;
+        here = above;
+    }
+#else
     out[i] = HEAT_POINT(i);
+#endif
 }
 
 KERNEL void heat_shell_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
@@ -122,6 +138,8 @@ KERNEL void heat_shell_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* REST
 )";
 
 constexpr std::size_t grid_local_x = 32, grid_local_y = 4, grid_shell_local = 256;
+// Planes one work item of heat_step_grid updates, marching along z.
+constexpr std::size_t grid_zchunk = 16;
 
 std::size_t grid_round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m; }
 
@@ -139,7 +157,9 @@ Program compile_grid_stencil(const GridArray& field) {
   options.device_idxs = queue.device_idxs();
   if (queue.context().api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
   return Program::from_template(queue.context(), grid_stencil_source,
-                                {{"T", t}, {"DIMS", std::to_string(field.layout().ndim())}}, options);
+                                {{"T", t},
+                                 {"DIMS", std::to_string(field.layout().ndim())},
+                                 {"ZCHUNK", std::to_string(grid_zchunk)}}, options);
 }
 
 // The box kernel over one box per block (`box(l)`: its extents (z, y, x); none launched where one
@@ -153,12 +173,13 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
     const LocalGridBlock& b = field.block(l);
     if (b.block.empty()) continue;
     const std::array<std::size_t, 3> e = box(l);
-    if (e[0] > 65535) {
+    const std::size_t groups_z = (e[0] + grid_zchunk - 1) / grid_zchunk;
+    if (groups_z > 65535) {
       grid_refuse("skein::heat::GridStencil", fmt::format("a block of {} planes", e[0]),
                   "use a process grid with more members along z (CUDA launches at most 65535 along z)");
     }
     if (e[0] * e[1] * e[2] == 0) continue;
-    global.set(b.device_idx, WorkSize{grid_round_up(e[2], grid_local_x), grid_round_up(e[1], grid_local_y), e[0]});
+    global.set(b.device_idx, WorkSize{grid_round_up(e[2], grid_local_x), grid_round_up(e[1], grid_local_y), groups_z});
   }
   return program.kernel("heat_step_grid").prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
 }
