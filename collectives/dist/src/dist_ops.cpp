@@ -13,6 +13,7 @@
 #include "skein/detail/errors.hpp"
 #include "dist_values.hpp"
 #include "grid_ops_impl.hpp"
+#include "operand_checks.hpp"
 #include "ordering.hpp"
 #include "skein/memory_pool.hpp"
 
@@ -21,38 +22,8 @@ namespace skein::dist {
 namespace {
 
 using detail::Ordering;
-
-const char* const kHint = "Make the distributed operands with the same BlockLayout.";
-
-void check_same_layout(const DistArray& a, const DistArray& b, const char* call, const char* what) {
-  if (a.communicator() != b.communicator()) {
-    detail::raise_in(SKEIN_HERE, call, "Use arrays of one Communicator.",
-                     "rank {}: {} belong to different communicators", a.rank(), what);
-  }
-  if (a.layout().rows() != b.layout().rows() || a.layout().members() != b.layout().members()) {
-    detail::raise_in(SKEIN_HERE, call, kHint, "rank {}: {} have different layouts ({} vs {})",
-                     a.rank(), what, a.layout().describe(), b.layout().describe());
-  }
-  for (std::size_t m = 0; m < a.layout().members(); ++m) {
-    if (!(a.layout().member_rows(m) == b.layout().member_rows(m))) {
-      detail::raise_in(SKEIN_HERE, call, kHint,
-                       "rank {}: {} split their rows differently (member {}: rows [{}, {}) vs [{}, {}))",
-                       a.rank(), what, m, a.layout().member_rows(m).begin,
-                       a.layout().member_rows(m).end, b.layout().member_rows(m).begin,
-                       b.layout().member_rows(m).end);
-    }
-  }
-}
-
-// Elementwise operands and dot's: the same global shape too (a layout only fixes the rows).
-void check_same_shape(const DistArray& a, const DistArray& b, const char* call, const char* what) {
-  check_same_layout(a, b, call, what);
-  if (a.shape() != b.shape()) {
-    detail::raise_in(SKEIN_HERE, call, "Give the operands one shape.",
-                     "rank {}: {} have shapes {} and {}", a.rank(), what, to_string(a.shape()),
-                     to_string(b.shape()));
-  }
-}
+using checks::check_same_layout;
+using checks::check_same_shape;
 
 std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& kernel,
                                   ReduceOp across, const DistReductionOptions& options) {

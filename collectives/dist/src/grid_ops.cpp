@@ -8,6 +8,7 @@
 
 #include "dist_values.hpp"
 #include "grid_ops_impl.hpp"
+#include "operand_checks.hpp"
 #include "ordering.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/dist_ops.hpp"
@@ -15,30 +16,9 @@
 
 namespace skein::dist {
 
+using checks::check_same_points;
+
 namespace {
-
-const char* const kGridHint =
-    "Make the grid operands with one layout of points (shape, components, grid and sizes; halos may "
-    "differ).";
-
-// The operands' points must lie on the same members: one communicator, global shape, components,
-// grid and split along every axis. Layouts are the same on every rank (checked when the arrays
-// were made), so every rank raises.
-void check_same_points(const GridArray& a, const GridArray& b, const char* call, const char* what) {
-  if (a.communicator() != b.communicator()) {
-    detail::raise_in(SKEIN_HERE, call, "Use grid arrays of one Communicator.",
-                     "rank {}: {} belong to different communicators", a.rank(), what);
-  }
-  const GridLayout& la = a.layout();
-  const GridLayout& lb = b.layout();
-  bool same = la.shape() == lb.shape() && la.components() == lb.components() && la.grid() == lb.grid() &&
-              la.members_per_rank() == lb.members_per_rank();
-  for (std::size_t axis = 0; same && axis < la.ndim(); ++axis) same = la.sizes(axis) == lb.sizes(axis);
-  if (!same) {
-    detail::raise_in(SKEIN_HERE, call, kGridHint, "rank {}: {} have different layouts ({} vs {})",
-                     a.rank(), what, la.describe(), lb.describe());
-  }
-}
 
 // The points of every local block (views; empty for a member without points).
 struct GridPoints {

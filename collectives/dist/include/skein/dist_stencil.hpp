@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Stencil kernels (skein/stencil.hpp) over every local block of distributed arrays: GridArrays
+// (blocks of a 1-3-D process grid with halos on every side) or DistArrays (row blocks with halo
+// rows), with no launcher of the user's:
+//
+//   skein::StencilKernel step("T u, T r", "T out",
+//                             "out = u + r * (u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0) "
+//                             "+ u(0, 0, -1) + u(0, 0, 1) - 6 * u)", {.name = "heat7"});
+//   u.exchange_halos();
+//   skein::dist::stencil(step, {u, 0.1, next});
+//
+// Each member's block is launched with its geometry: the domain is the layout's global shape
+// (without components), the offset the block's first point, the halo the layout's width per axis
+// (a DistArray: its rows' first index and halo rows along axis 0, none along axis 1). Fields are
+// the blocks' points (views into the blocks with their halos, so neighbour reads within the halo
+// width see the ghost cells: exchange_halos() first), scalars are broadcast; a raw parameter's pointer is
+// at the block's first point. Members without points launch nothing.
+//
+// Overlapping the exchange with the update, without a launcher of the user's:
+//
+//   u.exchange_halos(halo_queue);                                 // the ghost cells move while
+//   skein::dist::stencil(step, {u, 0.1, next}, skein::StencilRegion::interior);  // this runs
+//   for (std::size_t d : queue.device_idxs()) queue.wait_for(halo_queue.record_marker(d), d);
+//   skein::dist::stencil(step, {u, 0.1, next}, skein::StencilRegion::edges);
+//
+// (`queue` is u's queue, `halo_queue` a second queue over the same devices; the exchange must
+// also wait for the work that wrote u: halo_queue.wait_for(queue.record_marker(d), d) first.)
+//
+// Not collective (no communication); enqueued on `queue` (by default the first distributed
+// operand's), after the work the operands' own queues hold (device-side markers, as
+// dist::elementwise). Operands agree as for dist::elementwise (GridArrays: the same points layout,
+// halos may differ; DistArrays: the same layout and shape; not both kinds), else LogicError.
+#pragma once
+
+#include <initializer_list>
+#include <span>
+
+#include "skein/dist_ops.hpp"
+#include "skein/export.hpp"
+#include "skein/stencil.hpp"
+
+namespace skein::dist {
+
+SKEIN_EXPORT void stencil(const StencilKernel& kernel, std::span<const DistOperand> args,
+                          StencilRegion region = StencilRegion::all);
+SKEIN_EXPORT void stencil(const Queue& queue, const StencilKernel& kernel, std::span<const DistOperand> args,
+                          StencilRegion region = StencilRegion::all);
+inline void stencil(const StencilKernel& kernel, std::initializer_list<DistOperand> args,
+                    StencilRegion region = StencilRegion::all) {
+  stencil(kernel, std::span<const DistOperand>(args.begin(), args.size()), region);
+}
+inline void stencil(const Queue& queue, const StencilKernel& kernel, std::initializer_list<DistOperand> args,
+                    StencilRegion region = StencilRegion::all) {
+  stencil(queue, kernel, std::span<const DistOperand>(args.begin(), args.size()), region);
+}
+
+}  // namespace skein::dist

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// dist::stencil (skein/dist_stencil.hpp): a StencilKernel over every local block, each with its
+// geometry in the global domain.
+#include "skein/dist_stencil.hpp"
+
+#include <vector>
+
+#include "dist_values.hpp"
+#include "operand_checks.hpp"
+#include "ordering.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/dist_array.hpp"
+#include "skein/grid_array.hpp"
+
+namespace skein::dist {
+
+namespace {
+
+const char* const kCall = "dist::stencil";
+
+// The operands' kind, checked: GridArrays of one points layout, or DistArrays of one layout and
+// shape, never both; at least one.
+struct Operands {
+  const GridArray* grid = nullptr;
+  const DistArray* rows = nullptr;
+};
+
+Operands check_operands(const StencilKernel& kernel, std::span<const DistOperand> args) {
+  Operands o;
+  for (const auto& a : args) {
+    if ((a.grid() != nullptr && o.rows != nullptr) || (a.array() != nullptr && o.grid != nullptr)) {
+      detail::raise_in(SKEIN_HERE, kCall, "Pass GridArrays or DistArrays to one kernel, not both.",
+                       "kernel {}: GridArray and DistArray operands together", kernel.name());
+    }
+    if (a.grid() != nullptr) {
+      if (o.grid == nullptr) {
+        o.grid = a.grid();
+      } else {
+        checks::check_same_points(*o.grid, *a.grid(), kCall, "the grid operands");
+      }
+    } else if (a.array() != nullptr) {
+      if (o.rows == nullptr) {
+        o.rows = a.array();
+      } else {
+        checks::check_same_shape(*o.rows, *a.array(), kCall, "the distributed operands");
+      }
+    }
+  }
+  if (o.grid == nullptr && o.rows == nullptr) {
+    detail::raise_in(SKEIN_HERE, kCall, "Pass at least one GridArray or DistArray.",
+                     "kernel {}: no distributed operand", kernel.name());
+  }
+  return o;
+}
+
+StencilGeometry grid_geometry(const GridArray& x, const LocalGridBlock& b) {
+  const GridLayout& layout = x.layout();
+  StencilGeometry g{.domain = layout.shape()};
+  for (std::size_t a = 0; a < layout.ndim(); ++a) {
+    g.offset.push_back(b.block.offset[a]);
+    g.halo.push_back(layout.halo(a));
+  }
+  return g;
+}
+
+StencilGeometry row_geometry(const DistArray& x, const LocalBlock& b) {
+  StencilGeometry g{.domain = x.shape()};
+  g.offset.assign(x.shape().size(), 0);
+  g.offset[0] = b.rows.begin;
+  g.halo.assign(x.shape().size(), 0);
+  g.halo[0] = x.layout().halo().width;
+  return g;
+}
+
+template <class Distributed, class Geometry>
+void run_blocks(const Queue& queue, const StencilKernel& kernel, std::span<const DistOperand> args,
+                StencilRegion region, const Distributed& first, Geometry&& geometry) {
+  detail::Ordering order(queue, values::local_devices(first));
+  for (const auto& a : args) {
+    if (a.grid() != nullptr) order.join(a.grid()->queue());
+    if (a.array() != nullptr) order.join(a.array()->queue());
+  }
+  std::vector<Operand> local;
+  local.reserve(args.size());
+  for (std::size_t i = 0; i < first.local_size(); ++i) {
+    const auto& block = first.block(i);
+    if (block.interior.size() == 0) continue;  // a member without points
+    local.clear();
+    for (const auto& a : args) {
+      if (a.scalar()) {
+        local.push_back(*a.scalar());
+      } else if (a.grid() != nullptr) {
+        local.emplace_back(a.grid()->block(i).interior);
+      } else {
+        local.emplace_back(a.array()->block(i).interior);
+      }
+    }
+    kernel(queue, std::span<const Operand>(local), geometry(block), region);
+  }
+  order.release();
+}
+
+}  // namespace
+
+void stencil(const StencilKernel& kernel, std::span<const DistOperand> args, StencilRegion region) {
+  const Operands o = check_operands(kernel, args);
+  stencil(o.grid != nullptr ? o.grid->queue() : o.rows->queue(), kernel, args, region);
+}
+
+void stencil(const Queue& queue, const StencilKernel& kernel, std::span<const DistOperand> args,
+             StencilRegion region) {
+  const Operands o = check_operands(kernel, args);
+  if (o.grid != nullptr) {
+    run_blocks(queue, kernel, args, region, *o.grid,
+               [&](const LocalGridBlock& b) { return grid_geometry(*o.grid, b); });
+  } else {
+    run_blocks(queue, kernel, args, region, *o.rows, [&](const LocalBlock& b) { return row_geometry(*o.rows, b); });
+  }
+}
+
+}  // namespace skein::dist
