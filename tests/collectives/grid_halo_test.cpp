@@ -597,23 +597,43 @@ GridLayout mixed_3d_layout(const Rig& s, std::size_t components = 1) {
                            .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::reflect()}});
 }
 
-TEST_P(GridArrays, RepeatedExchangesSeeNewData) {
-  const GridLayout layout = mixed_3d_layout(s_, 2);
-  const std::vector<GridArray> arrays = {GridArray(*s_.comm, layout, Dtype::float64),
-                                         GridArray(*s_.comm, layout, Dtype::int32)};
-  // New points and new ghost sentinels before every call: a stale staging buffer, table or block
-  // gives the previous round's values.
-  for (std::size_t round = 0; round < 4; ++round) {
-    fill_arrays(arrays, 10 * round);
-    exchange_halos(arrays);
-    check_arrays_exchanged(arrays, 10 * round, fmt::format("round {}", round));
+// The layouts repeated exchanges are checked on: mixed_3d_layout (every region packed or copied on
+// a device), and star ones whose faces along axis 0 move as whole planes straight between the call's
+// blocks: with every member along axis 0, and (four members or more, an even number) 2 x 1 x M/2,
+// whose faces along axis 2 are packed.
+std::vector<GridLayout> replay_layouts(const Rig& s, std::size_t components = 1) {
+  const std::size_t M = s.M();
+  std::vector<GridLayout> out = {mixed_3d_layout(s, components)};
+  std::vector<std::vector<std::size_t>> grids = {{M, 1, 1}};
+  if (M >= 4 && M % 2 == 0) grids.push_back({2, 1, M / 2});
+  for (const auto& grid : grids) {
+    out.push_back(GridLayout::over(*s.comm, {2 * M + 1, 4, M + 2},
+                                   {.grid = grid, .components = components, .halo = {1, 2, 1},
+                                    .stencil = Stencil::star,
+                                    .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
+                                    .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::periodic()}}));
   }
-  // The same arrays again, one at a time (another set of dtypes for the first array's cache).
-  for (std::size_t round = 0; round < 2; ++round) {
-    fill_arrays(arrays, 50 + 10 * round);
-    arrays[1].exchange_halos();
-    arrays[0].exchange_halos();
-    check_arrays_exchanged(arrays, 50 + 10 * round, fmt::format("one at a time, round {}", round));
+  return out;
+}
+
+TEST_P(GridArrays, RepeatedExchangesSeeNewData) {
+  for (const GridLayout& layout : replay_layouts(s_, 2)) {
+    const std::vector<GridArray> arrays = {GridArray(*s_.comm, layout, Dtype::float64),
+                                           GridArray(*s_.comm, layout, Dtype::int32)};
+    // New points and new ghost sentinels before every call: a stale staging buffer, table or block
+    // gives the previous round's values.
+    for (std::size_t round = 0; round < 4; ++round) {
+      fill_arrays(arrays, 10 * round);
+      exchange_halos(arrays);
+      check_arrays_exchanged(arrays, 10 * round, fmt::format("round {}", round));
+    }
+    // The same arrays again, one at a time (another set of dtypes for the first array's cache).
+    for (std::size_t round = 0; round < 2; ++round) {
+      fill_arrays(arrays, 50 + 10 * round);
+      arrays[1].exchange_halos();
+      arrays[0].exchange_halos();
+      check_arrays_exchanged(arrays, 50 + 10 * round, fmt::format("one at a time, round {}", round));
+    }
   }
 }
 
@@ -644,60 +664,63 @@ TEST_P(GridArrays, TwoLayoutsAndDtypeSetsAlternate) {
 }
 
 TEST_P(GridArrays, ArraysDestroyedAndRecreated) {
-  const GridLayout layout = mixed_3d_layout(s_);
-  const GridArray kept(*s_.comm, layout, Dtype::float64);
-  for (std::size_t round = 0; round < 3; ++round) {
-    // A new second array every round behind the same first one (whose cache holds the routine):
-    // its new blocks must be the ones written.
-    const std::vector<GridArray> arrays = {kept, GridArray(*s_.comm, layout, Dtype::float64)};
-    fill_arrays(arrays, 20 * round);
-    exchange_halos(arrays);
-    check_arrays_exchanged(arrays, 20 * round, fmt::format("a new second array, round {}", round));
-    // And arrays made, exchanged and dropped, with their caches.
-    const std::vector<GridArray> fresh = {GridArray(*s_.comm, layout, Dtype::int32),
-                                          GridArray(*s_.comm, layout, Dtype::float32)};
-    fill_arrays(fresh, 20 * round + 5);
-    exchange_halos(fresh);
-    check_arrays_exchanged(fresh, 20 * round + 5, fmt::format("new arrays, round {}", round));
+  for (const GridLayout& layout : replay_layouts(s_)) {
+    const GridArray kept(*s_.comm, layout, Dtype::float64);
+    for (std::size_t round = 0; round < 3; ++round) {
+      // A new second array every round behind the same first one (whose cache holds the routine):
+      // its new blocks must be the ones written.
+      const std::vector<GridArray> arrays = {kept, GridArray(*s_.comm, layout, Dtype::float64)};
+      fill_arrays(arrays, 20 * round);
+      exchange_halos(arrays);
+      check_arrays_exchanged(arrays, 20 * round, fmt::format("a new second array, round {}", round));
+      // And arrays made, exchanged and dropped, with their caches.
+      const std::vector<GridArray> fresh = {GridArray(*s_.comm, layout, Dtype::int32),
+                                            GridArray(*s_.comm, layout, Dtype::float32)};
+      fill_arrays(fresh, 20 * round + 5);
+      exchange_halos(fresh);
+      check_arrays_exchanged(fresh, 20 * round + 5, fmt::format("new arrays, round {}", round));
+    }
   }
 }
 
 TEST_P(GridArrays, MoreFieldsThanOneLaunchTakes) {
   // Eleven arrays of three dtypes: the batched copies take eight arrays a launch, so the packs and
   // unpacks of a message span several launches.
-  const GridLayout layout = mixed_3d_layout(s_);
-  const Dtype kinds[] = {Dtype::float64, Dtype::float32, Dtype::int32};
-  std::vector<GridArray> arrays;
-  for (std::size_t k = 0; k < 11; ++k) arrays.emplace_back(*s_.comm, layout, kinds[k % 3]);
-  for (std::size_t round = 0; round < 2; ++round) {
-    fill_arrays(arrays, 30 * round);
-    exchange_halos(arrays);
-    check_arrays_exchanged(arrays, 30 * round, fmt::format("eleven arrays, round {}", round));
+  for (const GridLayout& layout : replay_layouts(s_)) {
+    const Dtype kinds[] = {Dtype::float64, Dtype::float32, Dtype::int32};
+    std::vector<GridArray> arrays;
+    for (std::size_t k = 0; k < 11; ++k) arrays.emplace_back(*s_.comm, layout, kinds[k % 3]);
+    for (std::size_t round = 0; round < 2; ++round) {
+      fill_arrays(arrays, 30 * round);
+      exchange_halos(arrays);
+      check_arrays_exchanged(arrays, 30 * round, fmt::format("eleven arrays, round {}", round));
+    }
   }
 }
 
 TEST_P(GridArrays, OverlappedOnASecondQueueRepeatedly) {
-  const GridLayout layout = mixed_3d_layout(s_);
-  const std::vector<GridArray> arrays = {GridArray(*s_.comm, layout, Dtype::float64),
-                                         GridArray(*s_.comm, layout, Dtype::float32)};
-  const Queue& main = arrays[0].queue();
-  const Queue halo(main.context(), main.device_idxs());
-  // Other work on the arrays' queue while the halos move on the second one: the points of a third
-  // array, on the first queue, are written by a kernel during each exchange.
-  const GridArray other(*s_.comm, layout, Dtype::float64);
-  for (std::size_t round = 0; round < 3; ++round) {
-    fill_arrays(arrays, 60 + round);
+  for (const GridLayout& layout : replay_layouts(s_)) {
+    const std::vector<GridArray> arrays = {GridArray(*s_.comm, layout, Dtype::float64),
+                                           GridArray(*s_.comm, layout, Dtype::float32)};
+    const Queue& main = arrays[0].queue();
+    const Queue halo(main.context(), main.device_idxs());
+    // Other work on the arrays' queue while the halos move on the second one: the points of a third
+    // array, on the first queue, are written by a kernel during each exchange.
+    const GridArray other(*s_.comm, layout, Dtype::float64);
+    for (std::size_t round = 0; round < 3; ++round) {
+      fill_arrays(arrays, 60 + round);
+      main.synchronize();
+      exchange_halos(halo, arrays);
+      dist::fill(other, static_cast<double>(round));
+      halo.synchronize();
+      check_arrays_exchanged(arrays, 60 + round, fmt::format("on the halo queue, round {}", round));
+      // Then on the arrays' own queue: a second routine beside the first.
+      fill_arrays(arrays, 70 + round);
+      exchange_halos(arrays);
+      check_arrays_exchanged(arrays, 70 + round, fmt::format("on the arrays' queue, round {}", round));
+    }
     main.synchronize();
-    exchange_halos(halo, arrays);
-    dist::fill(other, static_cast<double>(round));
-    halo.synchronize();
-    check_arrays_exchanged(arrays, 60 + round, fmt::format("on the halo queue, round {}", round));
-    // Then on the arrays' own queue: a second routine beside the first.
-    fill_arrays(arrays, 70 + round);
-    exchange_halos(arrays);
-    check_arrays_exchanged(arrays, 70 + round, fmt::format("on the arrays' queue, round {}", round));
   }
-  main.synchronize();
 }
 
 // ---- scatter and gather -----------------------------------------------------------------------------

@@ -393,9 +393,10 @@ void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const H
   const bool from_here = at.is_local(r.src), to_here = at.is_local(r.dst);
   for (std::size_t k = 0; k < dtypes.size(); ++k) {
     const std::size_t unit = itemsize(dtypes[k]);
-    const TransferData from{.array = k, .local = r.src - (from_here ? at.first : 0),
+    // `local` only means something on the side that is this rank's (the other is not used).
+    const TransferData from{.array = k, .local = from_here ? r.src - at.first : 0,
                             .offset = range.src_offset * unit, .bytes = range.count * unit};
-    const TransferData to{.array = k, .local = r.dst - (to_here ? at.first : 0),
+    const TransferData to{.array = k, .local = to_here ? r.dst - at.first : 0,
                           .offset = range.dst_offset * unit, .bytes = range.count * unit};
     if (from_here && to_here) {
       out.device_copies.push_back({from, to});
