@@ -7,8 +7,9 @@
 Each argument is a JSON file written by skein-bench-halo --json, or a folder whose halo-*.json
 files are read. For every row (one size):
   large faces   face_bytes >= --large-min (default 1 MiB): floor_us / exchange_us >= --ratio
-                (default 0.9), the floor being the same messages moved by plain device copies and
-                send/recv in the same run and rounds
+                (default 0.9), the floor being the same transfers of the same bytes (a face that
+                the exchange moves as whole ghost planes counted as those planes) moved by plain
+                device copies and send/recv in the same run and rounds
   small faces   face_bytes <= --small-max (default 64 KiB), where the run has a send/recv
                 reference: exchange_us - sendrecv_us <= --slack-us (default 2 us)
   other sizes   reported, not judged
@@ -76,6 +77,9 @@ def main():
             size = f"{'x'.join(map(str, r['shape'])):>16} grid {'x'.join(map(str, r['grid'])):>6} face {face / 1024:9.1f} KiB"
             figures = (f"exchange {r['exchange_us']:9.2f} us  floor {r['floor_us']:9.2f} us  "
                        f"sendrecv {r['sendrecv_us']:8.2f} us")
+            if "plane_transfers_member0" in r:  # written by skein-bench-halo since whole planes
+                figures += (f"  into member 0: {r['message_bytes_member0'] / 1024:.1f} KiB in "
+                            f"{r['messages_member0']} transfer(s), {r['plane_transfers_member0']} of whole planes")
             verdicts = []
             if face >= a.large_min:
                 ok = r["floor_over_exchange"] >= a.ratio

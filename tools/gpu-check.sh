@@ -70,7 +70,8 @@
 #              1 and 4 GPUs for the speed-ups, with tools/compare-arrays.py's ratios; and
 #              skein-bench scaling over 1..N GPUs (ranks, and one rank), drawn as SVG plots
 #   halo       GridArray's halo exchange of 3-D float64 fields (skein-bench-halo) against its floor,
-#              the same messages moved by plain peer copies (inside a rank) and NCCL send/recv
+#              the same transfers of the same bytes (faces along axis 0 as the whole ghost planes
+#              the exchange moves) by plain peer copies (inside a rank) and NCCL send/recv
 #              (between ranks) in the same run and rounds, and against one NCCL send/recv of a
 #              face: on 2 GPUs and on every GPU (with more than 2 also an N x 1 x 1 grid), one GPU
 #              per rank (mpirun, SKEIN_API=cuda) and one rank driving every GPU (--bind-to none);

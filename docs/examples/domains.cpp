@@ -52,7 +52,7 @@ int main(int argc, char** argv) try {
     }
     fields[0].scatter(u0, /*root_rank=*/0);
     fields[1].scatter(w0, /*root_rank=*/0);
-    skein::exchange_halos(fields);  // both fields, one message per pair of neighbours
+    skein::exchange_halos(fields);  // both fields in one call
 
     const skein::Program program(comm.context(), kStep);
     skein::MultiDevice<skein::WorkSize> sizes;

@@ -2,15 +2,19 @@
 // skein-bench-halo: GridArray's halo exchange (skein::exchange_halos) of 3-D float64 fields against
 // its floor, measured in the same run and the same rounds:
 //   exchange   exchange_halos(fields): the call as an application makes it
-//   floor      exactly the same messages (the same bytes for each pair of members: every field's
-//              ghost regions between the two, each rounded up to 16 bytes as the exchange's
-//              segments are), already contiguous, moved by plain calls and nothing else: a device
-//              copy (Array::set) where both members are on this rank (a peer copy between two
-//              GPUs), grouped Communicator send/recv between ranks (NCCL where that is the
-//              backend); no packing, no unpacking
-//   sendrecv   one plain send/recv of one face's message (every field's face): each member sends
-//              it to the next member and receives it from the one before, in one group (NCCL
-//              inside a rank too): the reference of small faces
+//   floor      exactly the same transfers of the same bytes for each pair of members: a face along
+//              axis 0 between members on different devices, with a star stencil or no halo on the
+//              other axes, moves as whole ghost planes (h planes of the block with halo, its full
+//              extent along the other axes: a little more than the face), one transfer per field;
+//              every other region between the two goes in one message holding every field's
+//              regions, each rounded up to 16 bytes as the exchange's segments are. Here already
+//              contiguous, moved by plain calls and nothing else: a device copy (Array::set) where
+//              both members are on this rank (a peer copy between two GPUs), grouped Communicator
+//              send/recv between ranks (NCCL where that is the backend); no packing, no unpacking
+//   sendrecv   one plain send/recv of one face's bytes as the exchange moves them (every field's
+//              face, whole planes where the face moves so): each member sends it to the next
+//              member and receives it from the one before, in one group (NCCL inside a rank too):
+//              the reference of small faces
 // Each is timed as host wall time per call of a loop of --iters calls, every rank synchronized
 // before and after (the slowest rank's time), after --warmup calls; the three alternate in every
 // one of --rounds rounds, and the medians of the rounds are reported, with floor / exchange and
@@ -61,17 +65,29 @@ std::vector<std::size_t> parse_dims(const std::string& text) {
 
 constexpr std::size_t kAlign = 16;  // exchange_halos' segments are rounded up to this
 
-// The messages of one exchange, from the layout's public geometry alone (not from Skein's plan):
-// for every member with points and every ghost region the stencil has (faces; with a box also
-// edges and corners), the member across it (wrapped where periodic, none beyond an open side) and
-// the region's size; bytes per (source, destination) pair, every field's regions in one message.
+// The transfers of one exchange, from the layout's public geometry and the rules of grid_array.hpp
+// alone (not from Skein's plan): for every member with points and every ghost region the stencil
+// has (faces; with a box also edges and corners), the member across it (wrapped where periodic,
+// none beyond an open side) and the region's size. Per (source, destination) pair: one message of
+// every field's regions, and one transfer per field of the whole ghost planes of each face that
+// moves so (along axis 0, between members on different devices, star or no halo off axis 0).
 struct Messages {
-  std::map<std::pair<std::size_t, std::size_t>, std::size_t> bytes;
+  struct Pair {
+    std::size_t message = 0;           // bytes of the packed message (0: none)
+    std::vector<std::size_t> planes;   // bytes of each whole-plane transfer
+  };
+  std::map<std::pair<std::size_t, std::size_t>, Pair> pairs;
   std::size_t face_bytes = 0;  // the largest face region of one field
+  std::size_t face_moved = 0;  // what one field's largest face moves (whole planes where it moves so)
 };
 
-Messages messages_of(const GridLayout& l, std::size_t fields, std::size_t itemsize) {
+// `same_device(a, b)`: members a and b are on one device.
+template <class SameDevice>
+Messages messages_of(const GridLayout& l, std::size_t fields, std::size_t itemsize, SameDevice&& same_device) {
   Messages out;
+  bool other_halos = false;
+  for (std::size_t a = 1; a < l.ndim(); ++a) other_halos = other_halos || l.halo(a) > 0;
+  const bool planes_allowed = l.stencil() == Stencil::star || !other_halos;
   const std::size_t n = l.ndim();
   std::size_t directions = 1;
   for (std::size_t a = 0; a < n; ++a) directions *= 3;
@@ -99,8 +115,20 @@ Messages messages_of(const GridLayout& l, std::size_t fields, std::size_t itemsi
       if (nonzero == 0 || skip || (l.stencil() == Stencil::star && nonzero > 1)) continue;
       const std::size_t src = l.member_at(src_coords);
       const std::size_t region = cells * itemsize;
-      out.bytes[{src, dst}] += fields * ((region + kAlign - 1) / kAlign * kAlign);
-      if (nonzero == 1) out.face_bytes = std::max(out.face_bytes, region);
+      const bool along0 = nonzero == 1 && code % 3 != 1;  // the direction along axis 0 is not 0
+      std::size_t moved = region;
+      if (along0 && planes_allowed && src != dst && !same_device(src, dst)) {
+        const Shape full = l.block_shape(dst, true);
+        moved = l.halo(0) * itemsize;
+        for (std::size_t a = 1; a < full.size(); ++a) moved *= full[a];
+        for (std::size_t f = 0; f < fields; ++f) out.pairs[{src, dst}].planes.push_back(moved);
+      } else {
+        out.pairs[{src, dst}].message += fields * ((region + kAlign - 1) / kAlign * kAlign);
+      }
+      if (nonzero == 1) {
+        out.face_bytes = std::max(out.face_bytes, region);
+        out.face_moved = std::max(out.face_moved, moved);
+      }
     }
   }
   return out;
@@ -117,7 +145,8 @@ struct Options {
 struct Row {
   Shape shape, block;
   std::vector<std::size_t> grid;
-  std::size_t face_bytes = 0, message_bytes = 0, messages = 0;
+  // Into member 0 per exchange: every byte and transfer, and those of whole planes among them.
+  std::size_t face_bytes = 0, message_bytes = 0, messages = 0, plane_bytes = 0, plane_transfers = 0;
   double exchange_us = 0, floor_us = 0, sendrecv_us = 0;
 };
 
@@ -131,15 +160,21 @@ class HaloCase {
                                   .stencil = o.stencil == "box" ? Stencil::box : Stencil::star,
                                   .lower = {o.periodic ? Boundary::periodic() : Boundary::open()},
                                   .upper = {o.periodic ? Boundary::periodic() : Boundary::open()}})),
-        messages_(messages_of(layout_, o.fields, sizeof(double))) {
+        first_(layout_.first_member_of_rank(runtime.rank())),
+        messages_(messages_of(layout_, o.fields, sizeof(double), [&](std::size_t a, std::size_t b) {
+          return is_local(a) && is_local(b) && comm.device_idx(local_of(a)) == comm.device_idx(local_of(b));
+        })) {
     for (std::size_t f = 0; f < o.fields; ++f) fields_.emplace_back(comm, queue_, layout_, Dtype::float64);
-    first_ = layout_.first_member_of_rank(runtime.rank());
-    for (const auto& [pair, bytes] : messages_.bytes) {
+    for (const auto& [pair, p] : messages_.pairs) {
       const auto [src, dst] = pair;
-      if (is_local(src)) send_.emplace(pair, buffer(src, bytes));
-      if (is_local(dst)) recv_.emplace(pair, buffer(dst, bytes));
+      std::vector<std::size_t> sizes = p.planes;
+      if (p.message > 0) sizes.insert(sizes.begin(), p.message);
+      for (const std::size_t bytes : sizes) {
+        if (is_local(src)) send_[pair].push_back(buffer(src, bytes));
+        if (is_local(dst)) recv_[pair].push_back(buffer(dst, bytes));
+      }
     }
-    const std::size_t M = comm.size(), face = messages_.face_bytes * o.fields;
+    const std::size_t M = comm.size(), face = messages_.face_moved * o.fields;
     for (std::size_t l = 0; l < comm.local_size() && M > 1 && face > 0; ++l) {
       ring_send_.push_back(buffer(first_ + l, face));
       ring_recv_.push_back(buffer(first_ + l, face));
@@ -160,12 +195,17 @@ class HaloCase {
     }
     Row row{.shape = layout_.shape(), .grid = layout_.grid(), .face_bytes = messages_.face_bytes};
     row.block = layout_.block_shape(0);
-    for (const auto& [pair, bytes] : messages_.bytes) {
-      if (pair.second == 0) {
-        row.message_bytes += bytes;
-        ++row.messages;
+    for (const auto& [pair, p] : messages_.pairs) {
+      if (pair.second != 0) continue;
+      row.message_bytes += p.message;
+      row.messages += p.message > 0 ? 1 : 0;
+      for (const std::size_t bytes : p.planes) {
+        row.plane_bytes += bytes;
+        ++row.plane_transfers;
       }
     }
+    row.message_bytes += row.plane_bytes;
+    row.messages += row.plane_transfers;
     row.exchange_us = median(ex);
     row.floor_us = median(fl);
     row.sendrecv_us = ring_send_.empty() ? 0 : median(sr);
@@ -183,17 +223,21 @@ class HaloCase {
 
   void floor() {
     for (const auto& [pair, from] : send_) {
-      if (is_local(pair.second)) recv_.at(pair).set(from);  // a device (peer) copy
+      if (!is_local(pair.second)) continue;
+      const auto& to = recv_.at(pair);
+      for (std::size_t i = 0; i < from.size(); ++i) to[i].set(from[i]);  // a device (peer) copy
     }
     bool remote = false;
-    for (const auto& [pair, bytes] : messages_.bytes) remote = remote || is_local(pair.first) != is_local(pair.second);
+    for (const auto& [pair, p] : messages_.pairs) remote = remote || is_local(pair.first) != is_local(pair.second);
     if (!remote) return;
     comm_.group_start();
     for (const auto& [pair, data] : send_) {
-      if (!is_local(pair.second)) comm_.send(queue_, local_of(pair.first), data, static_cast<int>(pair.second));
+      if (is_local(pair.second)) continue;
+      for (const Array& a : data) comm_.send(queue_, local_of(pair.first), a, static_cast<int>(pair.second));
     }
     for (const auto& [pair, data] : recv_) {
-      if (!is_local(pair.first)) comm_.recv(queue_, local_of(pair.second), data, static_cast<int>(pair.first));
+      if (is_local(pair.first)) continue;
+      for (const Array& a : data) comm_.recv(queue_, local_of(pair.second), a, static_cast<int>(pair.first));
     }
     comm_.group_end();
   }
@@ -230,10 +274,10 @@ class HaloCase {
   const Options& o_;
   Queue queue_;
   GridLayout layout_;
+  std::size_t first_ = 0;
   Messages messages_;
   std::vector<GridArray> fields_;
-  std::size_t first_ = 0;
-  std::map<std::pair<std::size_t, std::size_t>, Array> send_, recv_;
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<Array>> send_, recv_;
   std::vector<Array> ring_send_, ring_recv_;
 };
 
@@ -290,8 +334,10 @@ int run(int argc, char** argv) {
                "{}, {} sides\n",
                runtime.size(), comm.size(), comm.local_size(), name(comm.backend()), o.fields, o.halo, o.stencil,
                o.periodic ? "periodic" : "open");
-    fmt::print("{:>16} {:>8} {:>11} {:>11} {:>4} {:>12} {:>12} {:>8} {:>12} {:>10}\n", "shape", "grid", "face KiB",
-               "msgs KiB", "n", "exchange us", "floor us", "floor/ex", "sendrecv us", "ex-sr us");
+    // Into member 0 per exchange: KiB moved (whole planes included) and transfers (of which planes).
+    fmt::print("{:>16} {:>8} {:>11} {:>11} {:>4} {:>6} {:>12} {:>12} {:>8} {:>12} {:>10}\n", "shape", "grid",
+               "face KiB", "moved KiB", "n", "planes", "exchange us", "floor us", "floor/ex", "sendrecv us",
+               "ex-sr us");
   }
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [shape, grid] : cases(o, comm.size())) {
@@ -299,12 +345,13 @@ int run(int argc, char** argv) {
     const Row r = c.measure();
     if (!root) continue;
     const double ratio = r.exchange_us > 0 ? r.floor_us / r.exchange_us : 0;
-    fmt::print("{:>16} {:>8} {:>11.1f} {:>11.1f} {:>4} {:>12.2f} {:>12.2f} {:>8.3f} {:>12.2f} {:>10.2f}\n",
+    fmt::print("{:>16} {:>8} {:>11.1f} {:>11.1f} {:>4} {:>6} {:>12.2f} {:>12.2f} {:>8.3f} {:>12.2f} {:>10.2f}\n",
                fmt::format("{}", fmt::join(r.shape, "x")), fmt::format("{}", fmt::join(r.grid, "x")),
                static_cast<double>(r.face_bytes) / 1024, static_cast<double>(r.message_bytes) / 1024, r.messages,
-               r.exchange_us, r.floor_us, ratio, r.sendrecv_us, r.exchange_us - r.sendrecv_us);
+               r.plane_transfers, r.exchange_us, r.floor_us, ratio, r.sendrecv_us, r.exchange_us - r.sendrecv_us);
     rows.push_back({{"shape", r.shape}, {"block", r.block}, {"grid", r.grid}, {"face_bytes", r.face_bytes},
                     {"message_bytes_member0", r.message_bytes}, {"messages_member0", r.messages},
+                    {"plane_bytes_member0", r.plane_bytes}, {"plane_transfers_member0", r.plane_transfers},
                     {"exchange_us", r.exchange_us}, {"floor_us", r.floor_us}, {"floor_over_exchange", ratio},
                     {"sendrecv_us", r.sendrecv_us}, {"exchange_minus_sendrecv_us", r.exchange_us - r.sendrecv_us}});
   }

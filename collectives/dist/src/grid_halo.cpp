@@ -2,10 +2,11 @@
 // The halo exchange of GridArrays (exchange_halos in grid_array.hpp): the call's checks, then
 // this rank's routine for the layout, dtypes and queue (grid_halo_plan.hpp), made on the first
 // call and kept by the first array (grid_halo_cache.hpp), replayed: one batched launch per device
-// packs every message that leaves it, one fills the ghost cells whose points are on the same
-// device (and the constants), the messages between devices of this rank are device copies and
-// those between ranks one group of Communicator send/recv, and one batched launch per device
-// unpacks what arrived.
+// packs every staged message that leaves it, one fills the ghost cells whose points are on the
+// same device (and the constants), the staged messages and the faces that move as whole planes
+// (straight between the blocks) are device copies between devices of this rank and one group of
+// Communicator send/recv between ranks, and one batched launch per device unpacks the staged
+// messages that arrived.
 #include <fmt/format.h>
 
 #include <array>
@@ -28,6 +29,7 @@ namespace {
 
 using detail::grid::HaloRoutine;
 using detail::grid::PlannedBatch;
+using detail::grid::TransferData;
 
 void check_arrays(const Queue& queue, std::span<const GridArray> arrays) {
   const char* call = "exchange_halos";
@@ -68,18 +70,26 @@ void launch(std::span<const PlannedBatch> batches, std::span<const GridArray> ar
   }
 }
 
+// The bytes a copy or transfer moves: the routine's staging view, or a view (on the call's queue)
+// of the range of one of the call's blocks.
+Array bytes_of(const TransferData& d, const Queue& queue, std::span<const GridArray> arrays) {
+  if (d.staging) return *d.staging;
+  const Array& block = arrays[d.array].blocks()[d.local].with_halo;
+  return Array(queue, block.data(), {d.bytes}, Dtype::uint8, {}, block.offset() + d.offset);
+}
+
 void run(const HaloRoutine& routine, const Queue& queue, std::span<const GridArray> arrays) {
   launch(routine.packs, arrays);
   launch(routine.direct, arrays);
-  for (const auto& c : routine.device_copies) c.to.set(c.from);
+  for (const auto& c : routine.device_copies) bytes_of(c.to, queue, arrays).set(bytes_of(c.from, queue, arrays));
   if (!routine.transfers.empty()) {
     Communicator& comm = arrays[0].communicator();
     in_group(comm, [&] {
       for (const auto& t : routine.transfers) {
         if (t.send) {
-          comm.send(queue, t.local, t.buffer, t.peer);
+          comm.send(queue, t.local, bytes_of(t.data, queue, arrays), t.peer);
         } else {
-          comm.recv(queue, t.local, t.buffer, t.peer);
+          comm.recv(queue, t.local, bytes_of(t.data, queue, arrays), t.peer);
         }
       }
     });

@@ -2,6 +2,9 @@
 // The plan of a halo exchange and this rank's routine for it (grid_halo_plan.hpp).
 #include "grid_halo_plan.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <bit>
 #include <complex>
@@ -106,6 +109,7 @@ std::vector<HaloRegion> plan_regions(const GridLayout& layout) {
       if (nonzero == 0 || skip || (layout.stencil() == Stencil::star && nonzero > 1)) continue;
       HaloRegion r;
       r.dst = m;
+      r.dir = dir;
       r.extent[3] = static_cast<std::int64_t>(layout.components());
       std::vector<std::size_t> src_coords(n);
       bool open = false;
@@ -133,6 +137,36 @@ std::vector<HaloRegion> plan_regions(const GridLayout& layout) {
     }
   }
   return out;
+}
+
+bool whole_planes(const GridLayout& layout, const HaloRegion& r) {
+  const std::size_t n = layout.ndim();
+  if (r.constant || r.src == r.dst || r.dir[0] == 0) return false;
+  bool other_halos = false;
+  for (std::size_t a = 1; a < n; ++a) {
+    if (r.dir[a] != 0) return false;
+    other_halos = other_halos || layout.halo(a) > 0;
+  }
+  for (const auto step : r.src_step) {
+    if (step != 1) return false;
+  }
+  return layout.stencil() == Stencil::star || !other_halos;
+}
+
+PlaneRange plane_range(const GridLayout& layout, const HaloRegion& r) {
+  const Shape dst = layout.block_shape(r.dst, true), src = layout.block_shape(r.src, true);
+  if (dst.size() != src.size() || !std::equal(dst.begin() + 1, dst.end(), src.begin() + 1)) {
+    detail::raise_in(SKEIN_HERE, "exchange_halos", "Report this: it is a bug in Skein's halo exchange.",
+                     "members {} and {}, neighbours along axis 0, have blocks of other shapes along the "
+                     "other axes ({} and {})",
+                     r.dst, r.src, fmt::format("{}", fmt::join(dst, "x")), fmt::format("{}", fmt::join(src, "x")));
+  }
+  std::size_t plane = 1;  // elements of one plane along axis 0, components included
+  for (std::size_t a = 1; a < dst.size(); ++a) plane *= dst[a];
+  const std::size_t k = slot(layout.ndim(), 0);
+  return PlaneRange{static_cast<std::size_t>(r.dst_start[k]) * plane,
+                    static_cast<std::size_t>(r.src_start[k]) * plane,
+                    static_cast<std::size_t>(r.extent[k]) * plane};
 }
 
 namespace {
@@ -334,17 +368,45 @@ void add_messages(const Queue& queue, const GridLayout& layout, std::span<const 
       }
     }
     const std::size_t bytes = bytes_of.at(key);
+    auto staged = [&](const Array& arena, std::size_t offset) {
+      return TransferData{.staging = view(arena, offset, bytes), .bytes = bytes};
+    };
     if (from_here && to_here) {
-      out.device_copies.push_back({view(outgoing.at(at.device_of(src)), out_at.at(key), bytes),
-                                   view(incoming.at(at.device_of(dst)), in_at.at(key), bytes)});
+      out.device_copies.push_back({staged(outgoing.at(at.device_of(src)), out_at.at(key)),
+                                   staged(incoming.at(at.device_of(dst)), in_at.at(key))});
     } else if (from_here) {
       out.transfers.push_back(
-          {src - at.first, view(outgoing.at(at.device_of(src)), out_at.at(key), bytes), static_cast<int>(dst), true});
+          {src - at.first, staged(outgoing.at(at.device_of(src)), out_at.at(key)), static_cast<int>(dst), true});
     } else {
       out.transfers.push_back(
-          {dst - at.first, view(incoming.at(at.device_of(dst)), in_at.at(key), bytes), static_cast<int>(src), false});
+          {dst - at.first, staged(incoming.at(at.device_of(dst)), in_at.at(key)), static_cast<int>(src), false});
     }
   }
+}
+
+// A face that moves as whole planes (whole_planes()): one device copy or one transfer per array,
+// straight between the blocks, after the staged messages (so that the two sides of a pair issue
+// their transfers in one order: the staged message, then the planes in the regions' order).
+void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const HaloRegion& r, const Where& at,
+                HaloRoutine& out) {
+  const PlaneRange range = plane_range(layout, r);
+  const bool from_here = at.is_local(r.src), to_here = at.is_local(r.dst);
+  for (std::size_t k = 0; k < dtypes.size(); ++k) {
+    const std::size_t unit = itemsize(dtypes[k]);
+    // `local` only means something on the side that is this rank's (the other is not used).
+    const TransferData from{.array = k, .local = from_here ? r.src - at.first : 0,
+                            .offset = range.src_offset * unit, .bytes = range.count * unit};
+    const TransferData to{.array = k, .local = to_here ? r.dst - at.first : 0,
+                          .offset = range.dst_offset * unit, .bytes = range.count * unit};
+    if (from_here && to_here) {
+      out.device_copies.push_back({from, to});
+    } else if (from_here) {
+      out.transfers.push_back({from.local, from, static_cast<int>(r.dst), true});
+    } else {
+      out.transfers.push_back({to.local, to, static_cast<int>(r.src), false});
+    }
+  }
+  ++out.plane_faces;
 }
 
 }  // namespace
@@ -357,6 +419,7 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std:
   const Constants constants = make_constants(queue, regions, dtypes, first, devices);
   BatchBuilder packs(queue), direct(queue), unpacks(queue);
   MessageMap messages;  // (src, dst)
+  std::vector<const HaloRegion*> planes;
   for (const HaloRegion& r : regions) {
     if (r.constant) {
       if (!is_local(r.dst)) continue;
@@ -381,12 +444,16 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std:
                     .src_offset = dot(r.src_start, src_strides), .dst_strides = dst_strides,
                     .src_strides = steps, .extent = r.extent});
       }
+    } else if ((is_local(r.src) || is_local(r.dst)) && whole_planes(layout, r)) {
+      planes.push_back(&r);
     } else if (is_local(r.src) || is_local(r.dst)) {
       messages[{r.src, r.dst}].push_back(&r);
     }
   }
   HaloRoutine out;
-  add_messages(queue, layout, dtypes, messages, Where{first, devices}, packs, unpacks, out);
+  const Where at{first, devices};
+  add_messages(queue, layout, dtypes, messages, at, packs, unpacks, out);
+  for (const HaloRegion* r : planes) add_planes(layout, dtypes, *r, at, out);
   out.messages = messages.size();
   out.packs = packs.finish();
   out.direct = direct.finish();

@@ -11,13 +11,19 @@
 //
 // This rank's part of an exchange is a HaloRoutine: regions whose source and destination are on
 // one device are copied straight from the points into the ghost cells (and constants filled) by
-// one batched launch per device; regions between members on different devices travel in one
-// message per pair of members, holding every array's regions (array-major, each segment aligned
-// to 16 bytes): packed at the source by one batched launch per device into that device's one
-// outgoing staging buffer (each message at its own offset), moved by a device copy (both on this
-// rank) or by grouped Communicator send/recv into the destination device's one incoming buffer,
-// unpacked there by one batched launch per device. Its staging buffers, tables and launches are
-// made once.
+// one batched launch per device. A face along axis 0 between members on different devices, where
+// whole planes may move (whole_planes() below), moves unpacked: its h ghost planes of the
+// destination's block with halo, whole, are one contiguous range, and so are the h planes of the
+// source's block with halo that hold its points (the same plane size: neighbours along axis 0
+// share their extents along the other axes); each array's range goes in one transfer of its own,
+// straight from the source block into the destination block (a device copy inside the rank, a
+// Communicator send/recv between ranks). The other regions between members on different devices
+// travel in one message per pair of members, holding every array's regions (array-major, each
+// segment aligned to 16 bytes): packed at the source by one batched launch per device into that
+// device's one outgoing staging buffer (each message at its own offset), moved by a device copy
+// (both on this rank) or by grouped Communicator send/recv into the destination device's one
+// incoming buffer, unpacked there by one batched launch per device. Its staging buffers, tables
+// and launches are made once.
 #pragma once
 
 #include <array>
@@ -48,11 +54,25 @@ struct HaloRegion {
   Int4 src_start{0, 0, 0, 0};
   Int4 src_step{1, 1, 1, 1};
   std::optional<double> constant;  // set: filled with this instead
+  std::array<int, 3> dir{0, 0, 0};  // the region's direction (-1, 0, +1) along each layout axis
 };
 
 // Every region of the layout's members with points that an exchange writes, in one order on
 // every rank: by destination member, then direction.
 std::vector<HaloRegion> plan_regions(const GridLayout& layout);
+
+// Whether a region may move as whole planes of the blocks with halo: a copy (not a constant, not
+// mirrored) between two different members, across a face along axis 0, in a layout where the
+// other cells of those ghost planes (beside edges and corners) may be written too: a star stencil
+// (which leaves them unspecified), or no halo along the other axes (no such cells).
+bool whole_planes(const GridLayout& layout, const HaloRegion& region);
+
+// The contiguous element ranges (components included) of such a region: the destination's ghost
+// planes and the source's planes that fill them, in their blocks with halo.
+struct PlaneRange {
+  std::size_t dst_offset = 0, src_offset = 0, count = 0;  // elements
+};
+PlaneRange plane_range(const GridLayout& layout, const HaloRegion& region);
 
 // Where one slot of a batched launch finds its array at each call.
 struct SlotSource {
@@ -68,23 +88,34 @@ struct PlannedBatch {
   std::vector<SlotSource> slots;  // at most kBatchSlots
 };
 
+// The bytes one device copy or transfer moves: a staging view of the routine's own, or a range of
+// one of the call's blocks (made into a view at each call, on the call's queue).
+struct TransferData {
+  std::optional<Array> staging;
+  std::size_t array = 0;  // else: the call's array `array`,
+  std::size_t local = 0;  // this rank's member `local`,
+  std::size_t offset = 0;  // from this byte of its block with halo,
+  std::size_t bytes = 0;   // this many
+};
+
 // This rank's part of one exchange, replayed by every call (see above).
 struct HaloRoutine {
   struct DeviceCopy {
-    Array from, to;  // whole staging buffers on two devices of this rank
+    TransferData from, to;  // on two devices of this rank
   };
   struct Transfer {
     std::size_t local = 0;  // this rank's member
-    Array buffer;
+    TransferData data;
     int peer = 0;  // the other member
     bool send = false;
   };
   std::vector<PlannedBatch> packs;   // into the messages' staging, per source device
   std::vector<PlannedBatch> direct;  // ghost cells from points on the same device, and constants
-  std::vector<DeviceCopy> device_copies;
-  std::vector<Transfer> transfers;   // one group of send/recv
+  std::vector<DeviceCopy> device_copies;  // staged messages, then whole planes
+  std::vector<Transfer> transfers;   // one group of send/recv: staged messages, then whole planes
   std::vector<PlannedBatch> unpacks;  // from the messages' staging, per destination device
-  std::size_t messages = 0;           // pairs of members this rank sends or receives for
+  std::size_t messages = 0;           // staged: pairs of members this rank sends or receives for
+  std::size_t plane_faces = 0;        // faces this rank sends or receives as whole planes
 };
 
 // This rank's routine for arrays of `dtypes` on `layout`: its members are first_member.. on

@@ -6,8 +6,8 @@
 // device of shape layout.block_shape(member, true): its points framed by halo(axis) ghost cells
 // on both sides of every axis, then the components axis when there is one. exchange_halos()
 // fills the ghost cells as the layout says (grid_layout.hpp: neighbours' edge cells, periodic
-// wrap-around, mirrors, constants; open sides left alone), for several arrays at once in one
-// message per pair of members.
+// wrap-around, mirrors, constants; open sides left alone; with a star stencil edges and corners
+// unspecified), for several arrays at once.
 //
 // Collective calls (marked so) must be made by every rank of the communicator, in the same order,
 // with the same layout, dtype and roots, as for DistArray; the words member and rank are
@@ -131,15 +131,23 @@ class SKEIN_EXPORT GridArray {
 };
 
 // Collective: fills the halos of `arrays` (one layout and one communicator; dtypes may differ) as
-// their layout says, in one message per pair of members that exchange cells: neighbours on this
-// rank by device copies, on other ranks by grouped Communicator send/recv. Ghost cells are packed
-// and unpacked by kernels, one batched launch per device for each; those whose points are on the
-// same device are copied straight into place. Enqueued on `queue` (a queue of the arrays' context
+// their layout says: neighbours on this rank by device copies, on other ranks by grouped
+// Communicator send/recv (all of one call's in one group). A face along axis 0 (the first,
+// slowest axis) between members on different devices, with a star stencil or no halo along the
+// other axes, moves unpacked: its ghost planes, whole (the block with halo's full extent along
+// the other axes, so the neighbour's own ghost cells beside its face come too, into this block's
+// edge and corner cells, which a star stencil leaves unspecified), are one contiguous range of
+// each block; each array's goes in one copy or send/recv of its own, straight from the
+// neighbour's block into this one. The other ghost cells between devices travel in one message per
+// pair of members holding every array's regions, packed and unpacked by kernels (one batched
+// launch per device for each); those whose points are on the same device are copied straight
+// into place. Enqueued on `queue` (a queue of the arrays' context
 // with their devices; by default the first array's queue); nothing orders it with the arrays' own
 // queues (as DistArray::exchange_halos(queue)). Nothing to do without a halo or without arrays.
 // The first call for a queue and a list of dtypes plans the exchange, and the first array keeps
 // the plan (its tables, launches and staging buffers, on the device) for later calls with arrays
-// of that layout and those dtypes on that queue, which then plan and allocate nothing.
+// of that layout and those dtypes on that queue, which then plan and allocate nothing (the faces
+// that move as whole planes need no staging).
 SKEIN_EXPORT void exchange_halos(std::span<const GridArray> arrays);
 SKEIN_EXPORT void exchange_halos(const Queue& queue, std::span<const GridArray> arrays);
 

@@ -19,7 +19,10 @@
 // the ghost cells of a zero-flux wall), constant gives the side's value, open leaves the cell as
 // it is. A cell beyond an open side on any axis is left as it is; else one beyond a constant side
 // takes the value of the first such axis; else it takes the global array's value at the mapped
-// coordinates. A star stencil fills only the cells outside the block along one axis.
+// coordinates. A star stencil fills only the cells outside the block along one axis; after its
+// exchange the cells outside along more than one axis (edges and corners) are unspecified, as with
+// PETSc DMDA's STAR stencil: an exchange may leave them or overwrite them (GridArray's moves a face
+// along axis 0 as whole ghost planes, carrying the neighbour's own ghost values into them).
 #pragma once
 
 #include <cstddef>
@@ -35,7 +38,8 @@
 namespace skein {
 
 // Which ghost cells an exchange fills: star, those beside a face of the block (outside it along
-// one axis only); box, also those beside its edges and corners.
+// one axis only; those beside its edges and corners are then unspecified); box, also those beside
+// its edges and corners.
 enum class Stencil { star, box };
 
 enum class BoundaryKind { open, periodic, reflect, constant };
