@@ -839,35 +839,12 @@ void execute(const ElementwiseKernel::Impl& impl, const Queue& queue, const Plan
 ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
                                      std::string operation, ElementwiseOptions options) {
   auto impl = std::make_shared<Impl>();
-  const std::string call = "ElementwiseKernel";
-  if (!detail::is_identifier(options.name) || options.name.rfind("_skein", 0) == 0) {
-    detail::raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.",
-                     "'{}' is not a usable kernel name", options.name);
-  }
-  impl->params = detail::parse_params(in_params, false, call, options.name);
-  impl->n_in = impl->params.size();
-  auto outs = detail::parse_params(out_params, true, call, options.name);
-  if (outs.empty()) {
-    detail::raise_in(SKEIN_HERE, call, "Declare at least one output parameter.",
-                     "kernel '{}' has no output", options.name);
-  }
-  impl->params.insert(impl->params.end(), outs.begin(), outs.end());
-  detail::check_reserved(impl->params, kReserved, call, options.name);
-  for (const auto& p : impl->params) {
-    if (p.name == options.name || p.name == options.name + "_op") {
-      detail::raise_in(SKEIN_HERE, call, "Rename the parameter or the kernel.",
-                       "kernel '{}': parameter '{}' has the kernel's name", options.name, p.name);
-    }
-  }
-  if (operation.find_first_not_of(" \t\r\n;") == std::string::npos) {
-    detail::raise_in(SKEIN_HERE, call, "Write the operation, e.g. \"z = a * x + y\".",
-                     "kernel '{}': the operation is empty", options.name);
-  }
+  const std::string taken[] = {options.name, options.name + "_op"};
+  impl->params = detail::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken,
+                                        "ElementwiseKernel", "z = a * x + y", impl->n_in);
+  impl->what = detail::describe_arguments(impl->params, options.name);
   impl->operation = std::move(operation);
   impl->options = std::move(options);
-  for (const auto& p : impl->params) {
-    impl->what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, impl->options.name));
-  }
   impl_ = std::move(impl);
 }
 

@@ -195,6 +195,41 @@ void check_reserved(const std::vector<ParamDecl>& params,
   }
 }
 
+std::vector<ParamDecl> declare_kernel(std::string_view in_params, std::string_view out_params,
+                                      const std::string& operation, const std::string& kernel,
+                                      std::span<const std::string_view> reserved,
+                                      std::span<const std::string> taken, const std::string& call,
+                                      std::string_view example, std::size_t& n_in) {
+  if (!is_identifier(kernel) || kernel.rfind("_skein", 0) == 0) {
+    raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.", "'{}' is not a usable kernel name", kernel);
+  }
+  auto params = parse_params(in_params, false, call, kernel);
+  n_in = params.size();
+  auto outs = parse_params(out_params, true, call, kernel);
+  if (outs.empty()) {
+    raise_in(SKEIN_HERE, call, "Declare at least one output parameter.", "kernel '{}' has no output", kernel);
+  }
+  params.insert(params.end(), outs.begin(), outs.end());
+  check_reserved(params, reserved, call, kernel);
+  for (const auto& p : params) {
+    if (std::find(taken.begin(), taken.end(), p.name) != taken.end()) {
+      raise_in(SKEIN_HERE, call, "Rename the parameter or the kernel.",
+               "kernel '{}': parameter '{}' has the kernel's name", kernel, p.name);
+    }
+  }
+  if (operation.find_first_not_of(" \t\r\n;") == std::string::npos) {
+    raise_in(SKEIN_HERE, call, fmt::format("Write the operation, e.g. \"{}\".", example),
+             "kernel '{}': the operation is empty", kernel);
+  }
+  return params;
+}
+
+std::vector<std::string> describe_arguments(const std::vector<ParamDecl>& params, const std::string& kernel) {
+  std::vector<std::string> what;
+  for (const auto& p : params) what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, kernel));
+  return what;
+}
+
 Bindings bind_types(const std::vector<ParamDecl>& params, std::span<const Operand> args,
                     const std::string& call, const std::string& kernel) {
   Bindings b;

@@ -60,6 +60,18 @@ std::vector<ParamDecl> parse_params(std::string_view text, bool output, const st
 void check_reserved(const std::vector<ParamDecl>& params, std::span<const std::string_view> reserved,
                     const std::string& call, const std::string& kernel);
 
+// What the constructor of a generated kernel (ElementwiseKernel, StencilKernel) checks of its
+// declaration: a usable kernel name, the inputs then at least one output, no reserved or taken
+// name among them (`taken`: the kernel's own entry points), a non-empty operation (`example` in
+// the hint). Returns the parameters, inputs first; `n_in` gets the number of inputs.
+std::vector<ParamDecl> declare_kernel(std::string_view in_params, std::string_view out_params,
+                                      const std::string& operation, const std::string& kernel,
+                                      std::span<const std::string_view> reserved,
+                                      std::span<const std::string> taken, const std::string& call,
+                                      std::string_view example, std::size_t& n_in);
+// "argument 'x' of kernel 'k'" for each parameter (for conversion errors).
+std::vector<std::string> describe_arguments(const std::vector<ParamDecl>& params, const std::string& kernel);
+
 // Placeholder name -> dtype, as bound by one call.
 using Bindings = std::map<std::string, Dtype, std::less<>>;
 

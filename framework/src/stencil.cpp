@@ -199,34 +199,12 @@ std::vector<Box> region_boxes(const Call& c, StencilRegion region) {
 StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_params, std::string operation,
                              StencilOptions options) {
   auto impl = std::make_shared<Impl>();
-  if (!detail::is_identifier(options.name) || options.name.rfind("_skein", 0) == 0) {
-    detail::raise_in(SKEIN_HERE, kCall, "Name the kernel with a C identifier.", "'{}' is not a usable kernel name",
-                     options.name);
-  }
-  impl->params = detail::parse_params(in_params, false, kCall, options.name);
-  impl->n_in = impl->params.size();
-  auto outs = detail::parse_params(out_params, true, kCall, options.name);
-  if (outs.empty()) {
-    detail::raise_in(SKEIN_HERE, kCall, "Declare at least one output parameter.", "kernel '{}' has no output",
-                     options.name);
-  }
-  impl->params.insert(impl->params.end(), outs.begin(), outs.end());
-  detail::check_reserved(impl->params, kReserved, kCall, options.name);
-  for (const auto& p : impl->params) {
-    if (p.name == options.name || p.name == options.name + "_i64") {
-      detail::raise_in(SKEIN_HERE, kCall, "Rename the parameter or the kernel.",
-                       "kernel '{}': parameter '{}' has the kernel's name", options.name, p.name);
-    }
-  }
-  if (operation.find_first_not_of(" \t\r\n;") == std::string::npos) {
-    detail::raise_in(SKEIN_HERE, kCall, "Write the operation, e.g. \"out = u(-1) + u(1) - 2 * u(0)\".",
-                     "kernel '{}': the operation is empty", options.name);
-  }
+  const std::string taken[] = {options.name, options.name + "_i64"};
+  impl->params = detail::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken, kCall,
+                                        "out = u(-1) + u(1) - 2 * u", impl->n_in);
+  impl->what = detail::describe_arguments(impl->params, options.name);
   impl->operation = std::move(operation);
   impl->options = std::move(options);
-  for (const auto& p : impl->params) {
-    impl->what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, impl->options.name));
-  }
   impl_ = std::move(impl);
 }
 
