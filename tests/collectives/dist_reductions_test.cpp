@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The reductions for solvers under mpirun (1..4 ranks) on PoCL devices: dist::reduce over several
-// operands (DistArrays, GridArrays' points, scalars). Every rank builds the whole global data from
+// operands (DistArrays, GridArrays' points, scalars), batches of reductions in one exchange
+// (dist::dots, sums, reduce_values) and their split-phase form (begin_*, PendingValues::wait: a
+// kernel enqueued in between that overwrites an operand, handles dropped without wait()). Every rank builds the whole global data from
 // a hash of the global index and computes each reference on its own host: exact sums (values that
 // are multiples of 1/4, so any order gives the same float64 sum) for the fast mode, and the
 // canonical pairwise tree of reduction.hpp written out on the host, bit for bit, for the
@@ -10,10 +12,13 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <skein/dist_ops.hpp>
+#include <skein/dist_reductions.hpp>
 #include <skein/grid_array.hpp>
 #include <skein/skein.hpp>
 #include <string>
@@ -215,6 +220,147 @@ TEST_P(DistReductions, BadOperandsRaiseOnEveryRank) {
   EXPECT_EQ(device_value(dist::reduce(two, {a, a}, ReduceOp::sum), "after"), 0.0);
 }
 
+// ---- batched reductions (dist_reductions.hpp) ---------------------------------------------------
+
+// A CG iteration's dot products in one call: fast (exact values: the host's sums) and
+// deterministic (float32 with rounding: the canonical tree of each pair's products), and a batch
+// of sums equal to the single-array calls, over every split.
+TEST_P(DistReductions, BatchedDotsMatchTheHost) {
+  const std::size_t M = s_.M();
+  for (const Shape& shape : {Shape{1001}, Shape{4099, 3}, Shape{0}}) {
+    const std::size_t n = shape_size(shape);
+    const auto x = global_data<double>(n, 21, true), y = global_data<double>(n, 22, true),
+               r = global_data<double>(n, 23, true);
+    double xy = 0, rr = 0, ry = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      xy += x[i] * y[i];
+      rr += r[i] * r[i];
+      ry += r[i] * y[i];
+    }
+    const auto fx = global_data<float>(n, 24, false), fy = global_data<float>(n, 25, false);
+    std::vector<float> pxy(n), pxx(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      pxy[i] = fx[i] * fy[i];
+      pxx[i] = fx[i] * fx[i];
+    }
+    for (const auto& [split, name] : splits(M, shape[0])) {
+      const std::string what = to_string(shape) + " " + name;
+      const DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y),
+                      dr = make_dist(s_, shape, split, r);
+      const std::vector<double> got = dist::dots({{dx, dy}, {dr, dr}, {dr, dy}});
+      ASSERT_EQ(got.size(), 3u) << what;
+      EXPECT_EQ(got[0], xy) << what << ": x . y";
+      EXPECT_EQ(got[1], rr) << what << ": r . r";
+      EXPECT_EQ(got[2], ry) << what << ": r . y";
+      for (double v : got) EXPECT_TRUE(same_everywhere(v)) << what;
+
+      const DistArray gx = make_dist(s_, shape, split, fx), gy = make_dist(s_, shape, split, fy);
+      const dist::DistReductionOptions det{.deterministic = true};
+      const std::vector<double> d = dist::dots({{gx, gy}, {gx, gx}}, det);
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(d[0])), std::bit_cast<std::uint32_t>(canonical(pxy)))
+          << what << ": deterministic x . y";
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(d[1])), std::bit_cast<std::uint32_t>(canonical(pxx)))
+          << what << ": deterministic x . x";
+      const std::vector<double> sm = dist::sums({gx, gy}, det);
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(sm[0])), std::bit_cast<std::uint32_t>(canonical(fx)))
+          << what << ": deterministic sum x";
+      EXPECT_EQ(sm[1], dist::sum(gy, det)) << what << ": a batch of sums and dist::sum";
+      EXPECT_TRUE(same_everywhere(d[0]) && same_everywhere(d[1]) && same_everywhere(sm[0])) << what;
+    }
+  }
+}
+
+// A batch of user kernels over several operands with min across the members.
+TEST_P(DistReductions, BatchedUserKernels) {
+  const std::size_t n = 777;
+  const auto x = global_data<double>(n, 31, true), y = global_data<double>(n, 32, true);
+  const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x), dy = make_dist(s_, Shape{n}, RowSplit::even(), y);
+  const ReductionKernel min_diff("double x, double y", "double s", "x - y", "a < b ? a : b", "INFINITY",
+                                 {.name = "min_diff"});
+  const ReductionKernel min_scaled("double x, double c", "double s", "c * x", "a < b ? a : b", "INFINITY",
+                                   {.name = "min_scaled"});
+  double want0 = INFINITY, want1 = INFINITY;
+  for (std::size_t i = 0; i < n; ++i) {
+    want0 = std::min(want0, x[i] - y[i]);
+    want1 = std::min(want1, 3.0 * x[i]);
+  }
+  for (bool det : {false, true}) {
+    const std::vector<double> got =
+        dist::reduce_values({{min_diff, {dx, dy}}, {min_scaled, {dx, 3.0}}}, ReduceOp::min, {.deterministic = det});
+    EXPECT_EQ(got[0], want0) << (det ? "deterministic" : "fast");
+    EXPECT_EQ(got[1], want1) << (det ? "deterministic" : "fast");
+  }
+}
+
+TEST_P(DistReductions, BadBatchesRaiseOnEveryRank) {
+  const DistArray a(*s_.comm, Shape{40}, Dtype::float64), b(*s_.comm, Shape{41}, Dtype::float64);
+  const DistArray f(*s_.comm, Shape{40}, Dtype::float32);
+  for (bool det : {false, true}) {
+    const dist::DistReductionOptions o{.deterministic = det};
+    expect_logic_error([&] { (void)dist::dots({{a, a}, {b, b}}, o); }, {"dist::begin_dots"}, "layouts");
+    expect_logic_error([&] { (void)dist::dots({{a, a}, {f, f}}, o); }, {"dist::begin_dots", "one dtype"}, "dtypes");
+    expect_logic_error([&] { (void)dist::sums({a, a, a, a, a, a, a, a, a}, o); }, {"dist::begin_sums", "64 bytes"},
+                       "too many");
+    expect_logic_error([&] { (void)dist::sums({}, o); }, {"dist::begin_sums"}, "empty");
+  }
+  EXPECT_EQ(dist::sums({a, a})[1], 0.0);  // a good call afterwards
+}
+
+// ---- split-phase --------------------------------------------------------------------------------
+
+// The values are those of the arrays when begin_dots was called: a kernel enqueued before wait()
+// that overwrites an operand runs after the local reductions (and, on one rank or the MPI backend,
+// while the exchange runs on the host).
+TEST_P(DistReductions, SplitPhaseOverlapsAKernel) {
+  const std::size_t n = 100003;
+  const auto x = global_data<double>(n, 51, true), y = global_data<double>(n, 52, true);
+  double xy = 0, xx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    xy += x[i] * y[i];
+    xx += x[i] * x[i];
+  }
+  const ElementwiseKernel overwrite("double c", "double y", "y = c", {.name = "overwrite"});
+  for (bool det : {false, true}) {
+    const std::string what = det ? "deterministic" : "fast";
+    DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x), dy = make_dist(s_, Shape{n}, RowSplit::even(), y);
+    dist::PendingValues pending = dist::begin_dots({{dx, dy}, {dx, dx}}, {.deterministic = det});
+    EXPECT_FALSE(pending.waited());
+    dist::elementwise(overwrite, {7.0, dy});  // enqueued before the values are taken
+    const std::vector<double> got = pending.wait();
+    EXPECT_TRUE(pending.waited());
+    EXPECT_EQ(got[0], xy) << what;
+    EXPECT_EQ(got[1], xx) << what;
+    // The kernel ran afterwards.
+    double sum7 = 0;
+    for (std::size_t i = 0; i < n; ++i) sum7 += 7.0 * x[i];
+    EXPECT_EQ(dist::dot(dx, dy), sum7) << what;
+    expect_logic_error([&] { (void)pending.wait(); }, {"wait", "once"}, what);
+  }
+}
+
+// A handle dropped without wait() completes its part of the exchange: the ranks that wait get
+// their values, and later calls work on every rank.
+TEST_P(DistReductions, SplitPhaseDroppedWithoutWait) {
+  const std::size_t n = 5000;
+  const auto x = global_data<double>(n, 61, true);
+  double xx = 0;
+  for (double v : x) xx += v * v;
+  const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x);
+  for (bool det : {false, true}) {
+    { auto dropped = dist::begin_dots({{dx, dx}}, {.deterministic = det}); }
+    // Rank 0 waits, the others drop theirs.
+    auto pending = dist::begin_dots({{dx, dx}}, {.deterministic = det});
+    if (world_rank() == 0) {
+      EXPECT_EQ(pending.wait()[0], xx);
+    }
+    {
+      dist::PendingValues moved = std::move(pending);  // the moved-to handle completes it
+      EXPECT_TRUE(pending.waited());                    // NOLINT: checking the moved-from state
+    }
+    EXPECT_EQ(dist::dots({{dx, dx}})[0], xx) << (det ? "deterministic" : "fast");
+  }
+}
+
 // ---- GridArrays ---------------------------------------------------------------------------------
 
 struct GridCase {
@@ -276,6 +422,32 @@ TEST_P(GridReductions, BadOperandsRaiseOnEveryRank) {
                        {"dist::reduce", "different layouts"});
   }
   EXPECT_TRUE(on_every_rank(true));
+}
+
+TEST_P(GridReductions, BatchedDotsOnEveryLayout) {
+  for (const GridCase& c : grid_cases(s_.M())) {
+    const GridLayout layout = GridLayout::over(*s_.comm, c.shape, c.options);
+    const std::size_t n = layout.size();
+    const auto x = global_data<double>(n, 41, true), y = global_data<double>(n, 42, true);
+    double xy = 0, yy = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      xy += x[i] * y[i];
+      yy += y[i] * y[i];
+    }
+    const GridArray gx = make_grid(s_, layout, x), gy = make_grid(s_, layout, y);
+    const std::vector<double> fast = dist::dots({{gx, gy}, {gy, gy}});
+    EXPECT_EQ(fast[0], xy) << c.name;
+    EXPECT_EQ(fast[1], yy) << c.name;
+    const auto fx = global_data<float>(n, 43, false), fy = global_data<float>(n, 44, false);
+    std::vector<float> pxy(n);
+    for (std::size_t i = 0; i < n; ++i) pxy[i] = fx[i] * fy[i];
+    const GridArray hx = make_grid(s_, layout, fx), hy = make_grid(s_, layout, fy);
+    const std::vector<double> det = dist::dots({{hx, hy}, {hx, hy}}, {.deterministic = true});
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(det[0])), std::bit_cast<std::uint32_t>(canonical(pxy)))
+        << c.name << ": deterministic";
+    EXPECT_EQ(det[0], det[1]) << c.name;
+    EXPECT_TRUE(same_everywhere(det[0])) << c.name;
+  }
 }
 
 }  // namespace dist_reductions_test

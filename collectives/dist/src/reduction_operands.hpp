@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The operands of the reductions over several inputs (dist::reduce over DistOperands in
-// dist_reduce.cpp), checked once per call, and the local steps both share: each term's value per local device (fast mode) and each
+// dist_reduce.cpp, the batched and split-phase reductions in dist_batch.cpp), checked once per
+// call, and the local steps both share: each term's value per local device (fast mode) and each
 // term's records of the canonical tree, gathered in one all_gather and combined (deterministic).
 #pragma once
 

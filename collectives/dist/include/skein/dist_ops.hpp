@@ -111,7 +111,8 @@ SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, const Dist
 // only, or more generally whose blocks span whole lines after their first partial axis);
 // GridArrays split along a later axis are first redistributed into slabs along axis 0 (a full-size
 // copy of each grid input per call, as the single-input path). Deterministic calls wait for the
-// device before returning.
+// device before returning. dist_reductions.hpp has several reductions in one collective and the
+// split-phase form.
 SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, std::span<const DistOperand> inputs,
                                        ReduceOp across, const DistReductionOptions& options = {});
 inline std::vector<Array> reduce(const ReductionKernel& kernel, std::initializer_list<DistOperand> inputs,
