@@ -28,8 +28,13 @@ struct HostValueSlots {
   std::vector<Buffer> device;  // per device index; made on first use
 };
 
-HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype)
-    : queue_(queue), devices_(devices.begin(), devices.end()), item_(itemsize(dtype)) {
+HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype, std::size_t count)
+    : queue_(queue), devices_(devices.begin(), devices.end()), item_(itemsize(dtype) * count) {
+  static_assert(kMaxBytes <= kSlotBytes);
+  if (count == 0 || item_ > kMaxBytes) {
+    raise_in(SKEIN_HERE, "HostValues", "This is a bug in Skein.", "{} values of {} bytes per device", count,
+             itemsize(dtype));
+  }
   const Context& context = queue.context();
   const std::size_t n = context.devices().size();
   const auto& in_queue = queue.device_idxs();
@@ -78,7 +83,7 @@ HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices,
       b = mapped_ ? slots_->host.device_buffer(context, d).get_sub_region(kSlotBytes * d, kSlotBytes)
                   : Buffer::allocate(context, d, kSlotBytes);
     }
-    arrays_.emplace_back(queue, b, Shape{1}, dtype);
+    arrays_.emplace_back(queue, b, Shape{count}, dtype);
   }
 }
 
@@ -109,18 +114,31 @@ void HostValues::read(std::span<std::byte> out) {
              "{} bytes for {} values of {} bytes", out.size(), devices_.size(), item_);
   }
   std::byte* host = slots_->host.data();
-  if (!mapped_) {
-    // Every device's transfer first, then the waits: the devices' reads overlap.
-    for (std::size_t d : devices_) {
-      slots_->device[d].get(queue_, std::span<std::byte>(host + kSlotBytes * d, kSlotBytes),
-                            Sync::async);
-    }
+  if (marks_.empty()) {
+    enqueue_reads();
+    for (std::size_t d : devices_) queue_.synchronize(d);
+  } else {
+    for (auto& m : marks_) m.wait();
   }
-  for (std::size_t d : devices_) queue_.synchronize(d);
   read_ = true;
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     std::memcpy(out.data() + i * item_, host + kSlotBytes * devices_[i], item_);
   }
+}
+
+void HostValues::enqueue_reads() {
+  if (mapped_) return;
+  // Every device's transfer first, then the waits: the devices' reads overlap.
+  std::byte* host = slots_->host.data();
+  for (std::size_t d : devices_) {
+    slots_->device[d].get(queue_, std::span<std::byte>(host + kSlotBytes * d, kSlotBytes), Sync::async);
+  }
+}
+
+void HostValues::start_read() {
+  if (!marks_.empty() || read_) return;
+  enqueue_reads();
+  for (std::size_t d : devices_) marks_.push_back(queue_.record_marker(d));
 }
 
 }  // namespace skein::detail

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <variant>
@@ -98,6 +99,26 @@ struct DistReductionOptions {
 // operation across members is `across` (sum for sums and dots, min, max).
 SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, const DistArray& x,
                                        ReduceOp across, const DistReductionOptions& options = {});
+
+// The same for a ReductionKernel with several inputs: `inputs` in the kernel's order, each a
+// DistArray, a GridArray (its points) or a scalar, as for elementwise; the distributed ones share
+// one layout and shape (or one layout of points), DistArrays and GridArrays not mixed (else
+// LogicError on every rank). Fast mode: each device's value, then one all_reduce over every
+// member. Deterministic mode: the canonical tree over the global C-order indices of the inputs'
+// broadcast elements (ReductionKernel::records / combine over every input at once), the same bits
+// for any number of ranks and devices and any process grid; no full-size temporary where every
+// member's points are one range of global indices (DistArrays; GridArrays split along axis 0
+// only, or more generally whose blocks span whole lines after their first partial axis);
+// GridArrays split along a later axis are first redistributed into slabs along axis 0 (a full-size
+// copy of each grid input per call, as the single-input path). Deterministic calls wait for the
+// device before returning. dist_reductions.hpp has several reductions in one collective and the
+// split-phase form.
+SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, std::span<const DistOperand> inputs,
+                                       ReduceOp across, const DistReductionOptions& options = {});
+inline std::vector<Array> reduce(const ReductionKernel& kernel, std::initializer_list<DistOperand> inputs,
+                                 ReduceOp across, const DistReductionOptions& options = {}) {
+  return reduce(kernel, std::span<const DistOperand>(inputs.begin(), inputs.size()), across, options);
+}
 
 // Built-ins, returned to the host on every rank (as double; integers are exact up to 2^53).
 SKEIN_EXPORT double sum(const DistArray& x, const DistReductionOptions& options = {});

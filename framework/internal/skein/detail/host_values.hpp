@@ -23,6 +23,7 @@
 
 #include "skein/array.hpp"
 #include "skein/dtype.hpp"
+#include "skein/event.hpp"
 #include "skein/export.hpp"
 #include "skein/queue.hpp"
 
@@ -32,9 +33,10 @@ struct HostValueSlots;
 
 class SKEIN_EXPORT HostValues {
  public:
-  // One one-element array of `dtype` per entry of `devices` (device indices of the queue's
-  // context, each in the queue), in that order.
-  HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype);
+  // One array of `count` elements of `dtype` per entry of `devices` (device indices of the
+  // queue's context, each in the queue), in that order. At most kMaxBytes per device.
+  HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype, std::size_t count = 1);
+  static constexpr std::size_t kMaxBytes = 64;
   // Without a read(), waits for the devices first (work may still write the memory), so that the
   // memory is never handed out while a kernel writes it.
   ~HostValues();
@@ -42,16 +44,24 @@ class SKEIN_EXPORT HostValues {
   HostValues& operator=(const HostValues&) = delete;
 
   const std::vector<Array>& arrays() const { return arrays_; }
-  // Waits for the queue's work on the devices and copies the values into `out`, one itemsize
-  // each, in the order of `devices` (out.size() == devices * itemsize).
+  // Waits for the queue's work on the devices and copies the values into `out`, count x itemsize
+  // bytes each, in the order of `devices` (out.size() == devices * count * itemsize). After
+  // start_read(), waits only for the work enqueued before start_read().
   void read(std::span<std::byte> out);
+  // Enqueues the reads now (transfers where the memory is not mapped) and marks the point the
+  // values are complete at, so that work enqueued later is not waited for by read() (the
+  // split-phase reductions, which let kernels be enqueued between the two).
+  void start_read();
   // Whether the kernels write the host memory directly (CUDA) rather than being read by transfers.
   bool mapped() const { return mapped_; }
 
  private:
+  void enqueue_reads();
+
   Queue queue_;
   std::vector<std::size_t> devices_;
-  std::size_t item_;
+  std::size_t item_;  // bytes of one device's values (count x itemsize)
+  std::vector<Event> marks_;  // after start_read(): one per device, where the values are complete
   std::shared_ptr<HostValueSlots> slots_;
   std::vector<Array> arrays_;
   bool mapped_ = false;

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Reductions for solvers: several scalars reduced in one collective (PETSc's VecMDot, a CG
+// iteration's dot products), and a split-phase form that returns before the values are complete
+// (PETSc's VecDotBegin / VecDotEnd), so that a kernel can be enqueued in between (pipelined CG):
+//
+//   auto [rr, pw] = dist::dots({{r, r}, {p, w}});            // one collective, both values
+//   dist::PendingValues pending = dist::begin_dots({{r, u}, {w, u}});
+//   dist::stencil(...);                                      // enqueued while the sums travel
+//   const std::vector<double> v = pending.wait();
+//
+// Each reduction of a batch is a ReductionKernel and its operands, as dist::reduce over several
+// operands (dist_ops.hpp): DistArrays, or GridArrays' points, and scalars; every distributed operand
+// of the batch has one layout and shape (or one layout of points), and every reduction's result one
+// dtype, of at most 64 bytes for the whole batch (8 float64 values): LogicError on every rank
+// otherwise. The values come back to the host of every rank as double (a complex value's real
+// part), the same bits on every rank, in the batch's order.
+//
+// How one batch runs. Each local device reduces every term into one small array (one value per
+// term), then:
+//   fast, over several ranks with NCCL: one all_reduce of the k values, into page-locked host
+//     memory where the device can write it (CUDA), enqueued by the begin call;
+//   fast, otherwise (one rank, or the MPI backend): each device's k values to the host, combined
+//     over the rank's devices and then over the ranks in one MPI exchange of k values
+//     (detail::all_reduce_host), which wait() makes: the devices run the kernels enqueued between
+//     the begin call and wait() meanwhile;
+//   deterministic: every term's records of the canonical tree (as dist::reduce), gathered in one
+//     all_gather for the whole batch, each term combined on every device: the same bits for any
+//     number of ranks and devices. No full-size temporary where every member's points are one
+//     range of global indices (DistArrays, GridArrays split along axis 0); other GridArrays are
+//     redistributed into slabs along axis 0 first (a full-size copy of each grid operand per call).
+//     The all_gather is enqueued by the begin call (the MPI backend runs it there, on the host).
+// wait() waits only for the work enqueued before the begin call returned (a marker on each device,
+// not the queue), then reads. So a kernel enqueued in between overlaps the exchange where the
+// exchange runs on the host (one rank, the MPI backend); with NCCL the all_reduce runs on the
+// arrays' queue, before that kernel on the device, and the overlap is the host's (no wait between
+// the two calls).
+//
+// A PendingValues keeps what its work uses: handles to the operands (and so their blocks and
+// communicator), the device values, the page-locked values, the gathered records. Destroyed
+// without wait(), it completes the reduction first, its part of the exchange included, and drops
+// the values, so that the other ranks' wait() is not left without this rank (errors are dropped
+// there: a destructor does not throw). Every rank must call begin in the same order with its other
+// collective calls, as any collective call; the exchange that wait() makes counts as a call on the
+// communicator, in the order of the wait() calls.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "skein/dist_ops.hpp"
+#include "skein/export.hpp"
+#include "skein/reduction.hpp"
+
+namespace skein::dist {
+
+// One reduction of a batch: a kernel and its operands in the kernel's order.
+struct Reduction {
+  const ReductionKernel& kernel;
+  std::vector<DistOperand> operands;
+};
+
+// The values of a batch being reduced (the begin_* calls are [[nodiscard]]). Move-only.
+class SKEIN_EXPORT PendingValues {
+ public:
+  struct State;
+  explicit PendingValues(std::unique_ptr<State> state);
+  PendingValues(PendingValues&&) noexcept;
+  PendingValues& operator=(PendingValues&&) noexcept;
+  ~PendingValues();
+
+  // The values, one per reduction of the batch, equal on every rank. Once per handle (LogicError
+  // after a first wait() or on a moved-from handle). Raises what ended the communicator, if the
+  // exchange failed or timed out.
+  std::vector<double> wait();
+  // Whether wait() has been called (or the handle was moved from).
+  bool waited() const;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// Split-phase: enqueues the batch and returns. `across` combines the members' values (sum for
+// sums and dot products, min, max).
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_reduce(std::span<const Reduction> batch, ReduceOp across,
+                                        const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_reduce(std::initializer_list<Reduction> batch, ReduceOp across,
+                                  const DistReductionOptions& options = {}) {
+  return begin_reduce(std::span<const Reduction>(batch.begin(), batch.size()), across, options);
+}
+// x . y of each pair (dot_kernel: no conjugation), and the sum of each array (sum_kernel).
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_dots(std::span<const std::pair<DistOperand, DistOperand>> pairs,
+                                      const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_dots(std::initializer_list<std::pair<DistOperand, DistOperand>> pairs,
+                                const DistReductionOptions& options = {}) {
+  return begin_dots(std::span<const std::pair<DistOperand, DistOperand>>(pairs.begin(), pairs.size()), options);
+}
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_sums(std::span<const DistOperand> arrays, const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_sums(std::initializer_list<DistOperand> arrays, const DistReductionOptions& options = {}) {
+  return begin_sums(std::span<const DistOperand>(arrays.begin(), arrays.size()), options);
+}
+
+// The same, waited for: the values on the host of every rank.
+inline std::vector<double> reduce_values(std::span<const Reduction> batch, ReduceOp across,
+                                         const DistReductionOptions& options = {}) {
+  return begin_reduce(batch, across, options).wait();
+}
+inline std::vector<double> reduce_values(std::initializer_list<Reduction> batch, ReduceOp across,
+                                         const DistReductionOptions& options = {}) {
+  return begin_reduce(batch, across, options).wait();
+}
+inline std::vector<double> dots(std::initializer_list<std::pair<DistOperand, DistOperand>> pairs,
+                                const DistReductionOptions& options = {}) {
+  return begin_dots(pairs, options).wait();
+}
+inline std::vector<double> dots(std::span<const std::pair<DistOperand, DistOperand>> pairs,
+                                const DistReductionOptions& options = {}) {
+  return begin_dots(pairs, options).wait();
+}
+inline std::vector<double> sums(std::initializer_list<DistOperand> arrays, const DistReductionOptions& options = {}) {
+  return begin_sums(arrays, options).wait();
+}
+inline std::vector<double> sums(std::span<const DistOperand> arrays, const DistReductionOptions& options = {}) {
+  return begin_sums(arrays, options).wait();
+}
+
+}  // namespace skein::dist
