@@ -767,6 +767,24 @@ TEST_P(Elementwise, Errors) {
   EXPECT_THROW(axpy(queue, 1.0f, x, x, xi), LogicError);
 }
 
+// INFINITY and NAN in a kernel's text mean the same on every backend (OpenCL C has them built in;
+// the CUDA prelude defines them).
+TEST_P(Elementwise, InfinityAndNanInTheOperation) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const std::vector<double> x{-2.0, 0.5, 200.0, 3.0};
+  auto dx = Array::from_host(queue, x);
+  ElementwiseKernel k("double x", "double z", "z = x < 0 ? -INFINITY : (x > 100 ? NAN : x)", {.name = "clip_marks"});
+  const auto got = k(queue, {dx})[0].get<double>();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_TRUE(std::isinf(got[0]) && got[0] < 0);
+  EXPECT_EQ(got[1], 0.5);
+  EXPECT_TRUE(std::isnan(got[2]));
+  EXPECT_EQ(got[3], 3.0);
+  ReductionKernel lowest("double x", "double m", "x", "a < b ? a : b", "INFINITY", {.name = "lowest_of"});
+  EXPECT_EQ(reduction_value<double>(lowest(queue, {dx})), -2.0);
+}
+
 TEST_P(Elementwise, SourceIsInspectable) {
   auto ctx = context();
   Queue queue(ctx);

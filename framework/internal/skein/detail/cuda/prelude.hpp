@@ -83,6 +83,13 @@ WITHIN_KERNEL INLINE skein_float16 skein_float16_from_float(float f) {
 }
 #define skein_float_as_uint(x) __float_as_uint(x)
 #define skein_uint_as_float(x) __uint_as_float(x)
+/* OpenCL C's INFINITY and NAN (float; they convert to double exactly): NVRTC has no math headers. */
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
 
 /* Complex numbers: one definition on both backends, aligned like float2 / double2. */
 typedef struct ALIGN(8) { float re, im; } skein_complex64;
