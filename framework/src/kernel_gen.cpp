@@ -195,14 +195,54 @@ void check_reserved(const std::vector<ParamDecl>& params,
   }
 }
 
+namespace {
+
+// OpenCL C's built-in functions (1.2 to 3.0) that a kernel's name could take, and the prefixes of
+// whole families of them. Sorted.
+constexpr std::string_view kBuiltins[] = {
+    "abs", "abs_diff", "acos", "acosh", "acospi", "add_sat", "all", "any", "asin", "asinh", "asinpi", "atan",
+    "atan2", "atan2pi", "atanh", "atanpi", "barrier", "bitselect", "cbrt", "ceil", "clamp", "clz", "copysign",
+    "cos", "cosh", "cospi", "cross", "ctz", "degrees", "distance", "dot", "erf", "erfc", "exp", "exp10", "exp2",
+    "expm1", "fabs", "fast_distance", "fast_length", "fast_normalize", "fdim", "floor", "fma", "fmax", "fmin",
+    "fmod", "fract", "frexp", "hadd", "hypot", "ilogb", "isequal", "isfinite", "isgreater", "isgreaterequal",
+    "isinf", "isless", "islessequal", "islessgreater", "isnan", "isnormal", "isnotequal", "isordered",
+    "isunordered", "ldexp", "length", "lgamma", "lgamma_r", "log", "log10", "log1p", "log2", "logb", "mad",
+    "mad24", "mad_hi", "mad_sat", "max", "maxmag", "mem_fence", "min", "minmag", "mix", "modf", "mul24",
+    "mul_hi", "nan", "nextafter", "normalize", "popcount", "pow", "pown", "powr", "prefetch", "printf",
+    "radians", "read_mem_fence", "remainder", "remquo", "rhadd", "rint", "rootn", "rotate", "round", "rsqrt",
+    "select", "shuffle", "shuffle2", "sign", "signbit", "sin", "sincos", "sinh", "sinpi", "smoothstep", "sqrt",
+    "step", "sub_sat", "tan", "tanh", "tanpi", "tgamma", "trunc", "upsample", "wait_group_events",
+    "write_mem_fence"};
+constexpr std::string_view kBuiltinPrefixes[] = {
+    "as_", "async_", "atom_", "atomic_", "convert_", "get_", "half_", "native_", "read_image", "sub_group_",
+    "vload", "vstore", "work_group_", "write_image"};
+
+bool is_opencl_builtin(std::string_view name) {
+  if (std::binary_search(std::begin(kBuiltins), std::end(kBuiltins), name)) return true;
+  return std::any_of(std::begin(kBuiltinPrefixes), std::end(kBuiltinPrefixes),
+                     [&](std::string_view p) { return name.substr(0, p.size()) == p; });
+}
+
+}  // namespace
+
+void check_kernel_name(const std::string& kernel, const std::string& call) {
+  if (!is_identifier(kernel) || kernel.rfind("_skein", 0) == 0) {
+    raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.", "'{}' is not a usable kernel name", kernel);
+  }
+  if (is_opencl_builtin(kernel)) {
+    raise_in(SKEIN_HERE, call,
+             "Choose another name (e.g. with a prefix of your code's: 'my_{}'): the kernel's entry point would "
+             "clash with the built-in function on OpenCL.",
+             "'{}' is the name of an OpenCL C built-in function", kernel, kernel);
+  }
+}
+
 std::vector<ParamDecl> declare_kernel(std::string_view in_params, std::string_view out_params,
                                       const std::string& operation, const std::string& kernel,
                                       std::span<const std::string_view> reserved,
                                       std::span<const std::string> taken, const std::string& call,
                                       std::string_view example, std::size_t& n_in) {
-  if (!is_identifier(kernel) || kernel.rfind("_skein", 0) == 0) {
-    raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.", "'{}' is not a usable kernel name", kernel);
-  }
+  check_kernel_name(kernel, call);
   auto params = parse_params(in_params, false, call, kernel);
   n_in = params.size();
   auto outs = parse_params(out_params, true, call, kernel);

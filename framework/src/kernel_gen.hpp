@@ -60,6 +60,11 @@ std::vector<ParamDecl> parse_params(std::string_view text, bool output, const st
 void check_reserved(const std::vector<ParamDecl>& params, std::span<const std::string_view> reserved,
                     const std::string& call, const std::string& kernel);
 
+// Refuses a generated kernel's name that is not a C identifier, starts with `_skein`, or is the
+// name of an OpenCL C built-in function (distance, abs_diff, dot, sin, ...: an entry point of
+// that name does not build on one backend or the other; PoCL renames it).
+void check_kernel_name(const std::string& kernel, const std::string& call);
+
 // What the constructor of a generated kernel (ElementwiseKernel, StencilKernel) checks of its
 // declaration: a usable kernel name, the inputs then at least one output, no reserved or taken
 // name among them (`taken`: the kernel's own entry points), a non-empty operation (`example` in

@@ -1510,10 +1510,7 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
                                  std::string map_expr, std::string reduce_expr, std::string identity,
                                  ReductionOptions options) {
   const std::string call = "ReductionKernel";
-  if (!detail::is_identifier(options.name) || options.name.rfind("_skein", 0) == 0) {
-    detail::raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.",
-                     "'{}' is not a usable kernel name", options.name);
-  }
+  detail::check_kernel_name(options.name, call);
   auto impl = std::make_shared<Impl>();
   impl->params = detail::parse_params(in_params, false, call, options.name);
   auto outs = detail::parse_params(out_param, true, call, options.name);

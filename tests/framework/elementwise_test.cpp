@@ -785,6 +785,28 @@ TEST_P(Elementwise, InfinityAndNanInTheOperation) {
   EXPECT_EQ(reduction_value<double>(lowest(queue, {dx})), -2.0);
 }
 
+// A generated kernel may not take the name of an OpenCL C built-in function (its entry point would
+// not build on one backend: PoCL renamed it, NVRTC has the same names): a clear LogicError on every
+// backend, for elementwise, reduction and stencil kernels alike; a prefixed name works.
+TEST_P(Elementwise, KernelNamesOfOpenClBuiltinsAreRefused) {
+  for (const char* name : {"distance", "abs_diff", "dot", "sin", "max", "native_exp", "convert_float", "vload4"}) {
+    SCOPED_TRACE(name);
+    try {
+      ElementwiseKernel k("T x", "T z", "z = x", {.name = name});
+      ADD_FAILURE() << "no exception";
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find("built-in function"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(ReductionKernel("T x", "T y", "x", "a + b", "0", {.name = name}), LogicError);
+    EXPECT_THROW(StencilKernel("T u", "T out", "out = u", {.name = name}), LogicError);
+  }
+  auto ctx = context();
+  Queue queue(ctx);
+  ElementwiseKernel ok("double a, double b", "double d", "d = fabs(a - b)", {.name = "my_distance"});
+  auto x = Array::from_host(queue, std::vector<double>{1.0, -2.0});
+  EXPECT_EQ(ok(queue, {x, 0.5})[0].get<double>(), (std::vector<double>{0.5, 2.5}));
+}
+
 TEST_P(Elementwise, SourceIsInspectable) {
   auto ctx = context();
   Queue queue(ctx);

@@ -150,7 +150,8 @@ SKEIN_EXPORT Dtype result_type(std::span<const Operand> operands);
 SKEIN_EXPORT Dtype promote_types(Dtype a, Dtype b);
 
 struct ElementwiseOptions {
-  // The kernel's name (a C identifier), in the generated source and in error messages.
+  // The kernel's name (a C identifier, not an OpenCL C built-in function's such as distance or
+  // dot: LogicError), in the generated source and in error messages.
   std::string name = "elementwise";
   // Source put before the kernel: helper functions, types, #defines (rendered with `globals`).
   std::string preamble{};

@@ -81,6 +81,7 @@ struct ReductionOptions {
   // ElementwiseOptions.
   std::string preamble{};
   RenderGlobals globals{};
+  // The kernel's name, as ElementwiseOptions::name (a C identifier, not an OpenCL C built-in's).
   std::string name = "reduction";
 };
 

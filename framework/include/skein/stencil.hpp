@@ -60,7 +60,8 @@ namespace skein {
 enum class StencilRegion { all, interior, edges };
 
 struct StencilOptions {
-  // The kernel's name (a C identifier), in the generated source and in error messages.
+  // The kernel's name (a C identifier, not an OpenCL C built-in function's such as distance or
+  // dot: LogicError), in the generated source and in error messages.
   std::string name = "stencil";
   // Source put before the kernel: helper functions, types, #defines (rendered with `globals`).
   std::string preamble = {};
