@@ -53,8 +53,9 @@ int main(int argc, char** argv) try {
 
     // Each step multiplies the mode by lambda = 1 + r * sum over axes of (2 cos(2 pi k / n) - 2).
     const double tau = 6.283185307179586;
-    const double lambda = 1 + r * ((2 * std::cos(tau / nz) - 2) + (2 * std::cos(2 * tau / ny) - 2) +
-                                   (2 * std::cos(tau / nx) - 2));
+    const double lambda = 1 + r * ((2 * std::cos(tau / static_cast<double>(nz)) - 2) +
+                                   (2 * std::cos(2 * tau / static_cast<double>(ny)) - 2) +
+                                   (2 * std::cos(tau / static_cast<double>(nx)) - 2));
     skein::dist::stencil(mode, {std::pow(lambda, steps), next});  // the exact solution
     const skein::ElementwiseKernel diff("double a, double b", "double d", "d = fabs(a - b)",
                                         {.name = "error_of"});
