@@ -61,8 +61,8 @@ void check_reserved(const std::vector<ParamDecl>& params, std::span<const std::s
                     const std::string& call, const std::string& kernel);
 
 // Refuses a generated kernel's name that is not a C identifier, starts with `_skein`, or is the
-// name of an OpenCL C built-in function (distance, abs_diff, dot, sin, ...: an entry point of
-// that name does not build on one backend or the other; PoCL renames it).
+// name of an OpenCL C built-in function (distance, abs_diff, dot, sin, ...: PoCL builds an entry
+// point of that name under another name, which the launch then does not find).
 void check_kernel_name(const std::string& kernel, const std::string& call);
 
 // What the constructor of a generated kernel (ElementwiseKernel, StencilKernel) checks of its

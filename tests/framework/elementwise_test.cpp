@@ -785,9 +785,9 @@ TEST_P(Elementwise, InfinityAndNanInTheOperation) {
   EXPECT_EQ(reduction_value<double>(lowest(queue, {dx})), -2.0);
 }
 
-// A generated kernel may not take the name of an OpenCL C built-in function (its entry point would
-// not build on one backend: PoCL renamed it, NVRTC has the same names): a clear LogicError on every
-// backend, for elementwise, reduction and stencil kernels alike; a prefixed name works.
+// A generated kernel may not take the name of an OpenCL C built-in function (PoCL built such an entry
+// point under another name, which the launch did not find): a clear LogicError on every backend, for
+// elementwise, reduction and stencil kernels alike; a prefixed name works.
 TEST_P(Elementwise, KernelNamesOfOpenClBuiltinsAreRefused) {
   for (const char* name : {"distance", "abs_diff", "dot", "sin", "max", "native_exp", "convert_float", "vload4"}) {
     SCOPED_TRACE(name);
