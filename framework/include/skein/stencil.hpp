@@ -23,9 +23,10 @@
 //                              NAME(o0, ..., oD-1, c) is component c. Offsets are any integer
 //                              expressions; reads must stay inside the array's allocation (the
 //                              point's own block and its halo), which is not checked.
-//   NAME                       an output field's value at the point (assign it; with components
-//                              an array NAME[c] of every component, assign each), or a scalar's
-//                              value, or a raw parameter's pointer to its element 0.
+//   NAME                       an input field's value at the point (without components), an
+//                              output field's value at the point (assign it; with components an
+//                              array NAME[c] of every component, assign each), a scalar's value,
+//                              or a raw parameter's pointer to its element 0.
 //   gidx[a], gshape[a]         the point's global index along axis a and the domain's extent
 //                              (int64_t), a = 0 .. D-1 (C order: the last axis varies fastest).
 // Outputs are written at the point only. An output must not share memory with an input field
