@@ -460,7 +460,7 @@ void GridStencil::step_interior(const GridArray& in, const GridArray& out) const
   }
 }
 
-void GridStencil::step_shell(const GridArray& in, const GridArray& out) const {
+void GridStencil::step_edges(const GridArray& in, const GridArray& out) const {
   for (std::size_t l = 0; l < in.local_size(); ++l) {
     const LocalGridBlock& b = in.block(l);
     const GridSplit& s = splits_.at(l);

@@ -77,7 +77,7 @@ std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims);
 // The layout of the field: halo 1 on every axis, a star stencil, the problem's walls on every side.
 GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid);
 
-// How the overlapped step splits a block (GridStencil::step_interior / step_shell), in (z, y, x)
+// How the overlapped step splits a block (GridStencil::step_interior / step_edges), in (z, y, x)
 // order (z: one plane in 2-D). A side of the block is "exchanged" when exchange_halos() writes the
 // ghost cells beyond it: it has a neighbour, or it is a wall other than open (periodic, reflect).
 // The interior box [begin, end) holds the points whose stencil reads no such ghost cell (one
@@ -96,11 +96,11 @@ struct GridSplit {
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
 // launched per device; blocks without points are skipped). The serial step is step(): one kernel
 // over every block, on the field's queue, after exchange_halos(). The overlapped step is
-// step_interior() on the field's queue while the halos move, then step_shell() once they have
+// step_interior() on the field's queue while the halos move, then step_edges() once they have
 // moved; together they compute what step() does, bit for bit (every point by the same expression).
 class GridStencil {
  public:
-  // `shell_queue`: the queue step_shell() launches on (a queue of the field's context with its
+  // `shell_queue`: the queue step_edges() launches on (a queue of the field's context with its
   // devices; e.g. the one the halos move on); none: the field's queue. Every field stepped later
   // must have `field`'s layout, dtype and queue.
   GridStencil(const GridArray& field, const GridProblem& problem, const std::optional<Queue>& shell_queue = {});
@@ -113,7 +113,7 @@ class GridStencil {
   // The shells, one launch per block, on the shell queue: `in`'s halos must be current there. The
   // caller orders it against the field's queue (it reads points the previous step wrote there;
   // the same step's step_interior() writes other points of `out`, so the two may run at once).
-  void step_shell(const GridArray& in, const GridArray& out) const;
+  void step_edges(const GridArray& in, const GridArray& out) const;
   // How local block `l` is split.
   const GridSplit& split(std::size_t l) const { return splits_.at(l); }
   // Bytes the step must move on the device of local block `l`: read its points once and write

@@ -66,6 +66,7 @@
 #include "heat_png.hpp"
 #include "heat_solver.hpp"
 #include "heat_solver3d.hpp"
+#include "heat_stepper.hpp"
 #include "heat_timing.hpp"
 
 namespace {
@@ -158,73 +159,9 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   return skein::heat::run_grid(g, runtime);
 }
 
-// One time step, u -> v, as --halo-exchange says. Overlapped: a second queue (the halo queue, of
-// --halo-priority) moves the halos and runs the edge rows' kernel, while the fields' queue runs the
-// interior's. Per step: a marker is recorded on the fields' queue (the previous step's interior),
-// the interior kernel is enqueued, the halos move on the halo queue (with the MPI backend the host
-// waits for them here while the device computes the interior), the edge kernel follows them there
-// once the marker is passed (it reads rows the previous interior wrote and writes rows it read;
-// it writes other rows of v than this step's interior, so the two may run at once), and the
-// fields' queue waits for it, so that the next step, and whatever comes after on the fields'
-// queue, sees the whole step. The halos' device -> host copies wait for nothing but the halo
-// queue's own work: the edge rows they send were written by the previous step's edge kernel there.
-// Only the first step after synchronize() has the halo queue wait for the fields' queue first (the
-// fields were written there). Between steps the fields' queue may read the fields, not write them.
-class Stepper {
- public:
-  // `halo_queue`: the queue of the overlapped step (the Stencil's edges_queue); none: serial.
-  Stepper(const DistArray& field, const skein::heat::Stencil& stencil, std::optional<skein::Queue> halo_queue)
-      : stencil_(stencil), queue_(field.queue()), halo_queue_(std::move(halo_queue)) {
-    if (halo_queue_) {
-      for (const skein::LocalBlock& b : field.blocks()) devices_.push_back(b.device_idx);
-    }
-  }
-  bool overlapped() const { return halo_queue_.has_value(); }
-
-  void operator()(const DistArray& u, const DistArray& v) const {
-    if (!halo_queue_) {
-      u.exchange_halos();
-      stencil_.step(u, v);
-      return;
-    }
-    markers_.clear();
-    for (std::size_t d : devices_) markers_.push_back(queue_.record_marker(d));
-    if (!ordered_) {
-      for (std::size_t i = 0; i < devices_.size(); ++i) halo_queue_->wait_for(markers_[i], devices_[i]);
-      ordered_ = true;
-    }
-    stencil_.step_interior(u, v);
-    u.exchange_halos(*halo_queue_);
-    for (std::size_t i = 0; i < devices_.size(); ++i) halo_queue_->wait_for(markers_[i], devices_[i]);
-    stencil_.step_edges(u, v);
-    for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
-  }
-  // The kernels of a step without the exchange (for the exposed halo time), on the same queues.
-  void kernels_only(const DistArray& u, const DistArray& v) const {
-    if (halo_queue_) {
-      for (std::size_t d : devices_) halo_queue_->wait_for(queue_.record_marker(d), d);
-      stencil_.step_interior(u, v);
-      stencil_.step_edges(u, v);
-      for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
-    } else {
-      stencil_.step(u, v);
-    }
-  }
-  void synchronize() const {
-    if (halo_queue_) halo_queue_->synchronize();
-    queue_.synchronize();
-    ordered_ = false;
-  }
-
- private:
-  const skein::heat::Stencil& stencil_;
-  skein::Queue queue_;
-  std::optional<skein::Queue> halo_queue_;
-  std::vector<std::size_t> devices_;
-  mutable std::vector<skein::Event> markers_;  // per step: the fields' queue before the interior
-  mutable bool ordered_ = false;               // the halo queue is after the fields' last writes
-};
-
+// One time step, u -> v, as --halo-exchange says (heat_stepper.hpp: the interior rows on the fields'
+// queue while the halo queue moves the halos and then updates the edge rows).
+using Stepper = skein::heat::HaloStepper<DistArray, skein::heat::Stencil>;
 
 // What the summary and --json report about speed; every figure is the slowest rank's / device's.
 struct Performance {
