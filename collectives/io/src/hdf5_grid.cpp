@@ -72,12 +72,7 @@ void check_grid_call(File::Impl& f, const GridArray& array, const std::string& n
       check_write_options(*options, call);
       f.check_writable(call);
     }
-    if (array.layout().ranks() != f.size || array.rank() != f.rank) {
-      detail::raise_in(SKEIN_HERE, call, "Open the file over the array's communicator (File::create(comm, ...)).",
-                       "the array's communicator has {} ranks (this is its rank {}), the file's {} (this is "
-                       "its rank {})",
-                       array.layout().ranks(), array.rank(), f.size, f.rank);
-    }
+    f.check_array_ranks(array.layout().ranks(), array.rank(), call);
   } catch (...) {
     failure = std::current_exception();
   }

@@ -103,6 +103,18 @@ struct File::Impl {
     return result;
   }
 
+  // A distributed array's communicator must be the file's: as many ranks, and this rank the same.
+  void check_array_ranks(std::size_t array_ranks, int array_rank, const std::string& call) const {
+    if (array_ranks != static_cast<std::size_t>(size) || array_rank != rank) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Open or create the file over the array's communicator (File::open(comm, ...), "
+                       "File::create(comm, ...)).",
+                       "the array's communicator has {} ranks (this is its rank {}), the file's {} "
+                       "(this is its rank {})",
+                       array_ranks, array_rank, size, rank);
+    }
+  }
+
   void check_writable(const std::string& call) const {
     if (!writable) {
       detail::raise_in(SKEIN_HERE, call,

@@ -22,13 +22,7 @@ void File::read(const std::string& name_in, const DistArray& array) {
   std::exception_ptr failure;
   try {
     check_name(name, call);
-    if (layout.ranks() != f.size || array.rank() != f.rank) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Open the file over the array's communicator (File::open(comm, ...)).",
-                       "the array's communicator has {} ranks (this is its rank {}), the file's {} "
-                       "(this is its rank {})",
-                       layout.ranks(), array.rank(), f.size, f.rank);
-    }
+    f.check_array_ranks(layout.ranks(), array.rank(), call);
   } catch (...) {
     failure = std::current_exception();
   }

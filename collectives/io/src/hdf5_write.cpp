@@ -25,13 +25,7 @@ void File::write(const std::string& name_in, const DistArray& array, const Write
     check_name(name, call);
     check_write_options(options, call);
     f.check_writable(call);
-    if (layout.ranks() != f.size || array.rank() != f.rank) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Open the file over the array's communicator (File::create(comm, ...)).",
-                       "the array's communicator has {} ranks (this is its rank {}), the file's {} "
-                       "(this is its rank {})",
-                       layout.ranks(), array.rank(), f.size, f.rank);
-    }
+    f.check_array_ranks(layout.ranks(), array.rank(), call);
   } catch (...) {
     failure = std::current_exception();
   }
