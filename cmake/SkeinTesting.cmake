@@ -45,19 +45,21 @@ set(SKEIN_TEST_FULL_STACK_ENV
 # cores beside them rather than one long test running alone at the end (a fresh clone has no
 # CTestCostData.txt to order by). The figures are their seconds in a clean-clone CI run, in the
 # release phase and in the sanitizer phase (where the one-rank MPI suite is the longest).
-# consumer_strict's 30 is an estimate (27-37 s on the 2-core development machine under load), not
-# yet a CI figure.
+# slurm.multinode holds both cores (PROCESSORS 2): first, it runs alone before the rest rather
+# than after it.
 if(SKEIN_SANITIZE)
   set(SKEIN_TEST_COSTS
     collectives.np1 45 collectives.np2 40 framework.pocl4 39 checkpoint.kill 20 docs.examples 15
     collectives.fault.checkpoint_skip 14 docs.examples.build 11 collectives.fault.late 11
-    collectives.fault.skip 11 collectives.fault.skip_unchecked 9 framework.pocl4.nocache 8)
+    collectives.fault.skip 11 collectives.fault.skip_unchecked 9 framework.pocl4.nocache 8
+    collectives.grid.np1 16 collectives.grid.np2 13)
 else()
   set(SKEIN_TEST_COSTS
-    collectives.np3 65 collectives.np4 61 collectives.np2 41 slurm.scripts 41 framework.pocl4 22
+    slurm.multinode 70 collectives.np3 65 collectives.np4 61 collectives.np2 41 slurm.scripts 41
+    framework.pocl4 22 collectives.grid.np3 19 collectives.grid.np4 18 collectives.grid.np2 13
     checkpoint.kill 20 docs.doxygen 18 collectives.np1 17 collectives.fault.checkpoint_skip 11
     collectives.fault.late 10 collectives.fault.skip 9 docs.examples 8 docs.examples.build 8
-    consumer_strict 30 consumer_project 7 collectives.fault.skip_unchecked 6
+    consumer_strict 8 consumer_project 7 collectives.fault.skip_unchecked 6
     apps.cg.deterministic.float64 6)
 endif()
 

@@ -10,8 +10,7 @@
 # first. GENERATOR, BUILD_TYPE and CXX_COMPILER default to CMake's defaults. PROJECT (default
 # project) is the folder here to build: framework-project links Skein::framework alone, and then
 # neither its program nor libskein_framework may need an MPI library; strict-project builds with
-# -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror (and the guide's
-# examples with it), and its program gets a scratch directory under WORK_DIR for its files.
+# -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror, and its program gets a scratch directory under WORK_DIR for its files.
 set -euo pipefail
 
 if (($# < 1)); then
