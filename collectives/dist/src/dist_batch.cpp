@@ -77,9 +77,7 @@ std::vector<double> PendingValues::wait() {
   return out;
 }
 
-namespace {
-
-PendingValues begin_terms(std::span<const reductions::Term> terms, ReduceOp across,
+PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, ReduceOp across,
                           const DistReductionOptions& options, const char* call) {
   auto state = std::make_unique<PendingValues::State>(terms, call);
   PendingValues::State& s = *state;
@@ -121,6 +119,8 @@ PendingValues begin_terms(std::span<const reductions::Term> terms, ReduceOp acro
   return PendingValues(std::move(state));
 }
 
+namespace {
+
 Dtype operand_dtype(const DistOperand& a, const char* call) {
   if (a.array() != nullptr) return a.array()->dtype();
   if (a.grid() != nullptr) return a.grid()->dtype();
@@ -133,7 +133,7 @@ PendingValues begin_reduce(std::span<const Reduction> batch, ReduceOp across, co
   std::vector<reductions::Term> terms;
   terms.reserve(batch.size());
   for (const Reduction& r : batch) terms.push_back({&r.kernel, r.operands});
-  return begin_terms(terms, across, options, "dist::begin_reduce");
+  return reductions::begin_terms(terms, across, options, "dist::begin_reduce");
 }
 
 PendingValues begin_dots(std::span<const std::pair<DistOperand, DistOperand>> pairs,
@@ -146,7 +146,7 @@ PendingValues begin_dots(std::span<const std::pair<DistOperand, DistOperand>> pa
     operands.push_back({x, y});
     terms.push_back({&dot_kernel(operand_dtype(x, call), operand_dtype(y, call)), operands.back()});
   }
-  return begin_terms(terms, ReduceOp::sum, options, call);
+  return reductions::begin_terms(terms, ReduceOp::sum, options, call);
 }
 
 PendingValues begin_sums(std::span<const DistOperand> arrays, const DistReductionOptions& options) {
@@ -155,7 +155,7 @@ PendingValues begin_sums(std::span<const DistOperand> arrays, const DistReductio
   for (const DistOperand& x : arrays) {
     terms.push_back({&sum_kernel(operand_dtype(x, call)), std::span<const DistOperand>(&x, 1)});
   }
-  return begin_terms(terms, ReduceOp::sum, options, call);
+  return reductions::begin_terms(terms, ReduceOp::sum, options, call);
 }
 
 }  // namespace skein::dist

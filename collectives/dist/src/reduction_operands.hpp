@@ -13,6 +13,7 @@
 
 #include "ordering.hpp"
 #include "skein/dist_ops.hpp"
+#include "skein/dist_reductions.hpp"
 #include "skein/grid_array.hpp"
 
 namespace skein::dist::reductions {
@@ -85,5 +86,10 @@ void local_values(const Operands& ops, std::span<const Term> terms, std::span<co
 // (keep them until it is done).
 std::vector<Array> canonical_values(const Operands& ops, std::span<const Term> terms,
                                     std::span<const Array> outs);
+
+// The batch of `terms` enqueued (dist_batch.cpp: fast or deterministic, as begin_reduce), their
+// values to come on the host of every rank. Checks the operands (LogicError naming `call`).
+PendingValues begin_terms(std::span<const Term> terms, ReduceOp across, const DistReductionOptions& options,
+                          const char* call);
 
 }  // namespace skein::dist::reductions

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// FusedKernel: a CG update (x += alpha p; r -= alpha w; reduce r . r) in one kernel, compared with
+// host references: the updated arrays exactly (no contraction in the deterministic mode), the
+// reduced value close (fast) and bit for bit against the canonical tree (deterministic), and the
+// update applied once per element in both modes; edge sizes and bad operands.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <skein/fused.hpp>
+#include <skein/skein.hpp>
+#include <vector>
+
+#include "backends.hpp"
+
+namespace skein::test {
+namespace {
+namespace fused_test {
+
+class Fused : public BackendTest {};
+
+const std::size_t kSizes[] = {0, 1, 2, 7, 255, 1000, 4097, 70001};
+
+FusedKernel cg_kernel() {
+  return FusedKernel("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr", "r * r", "a + b",
+                     "0", {.name = "cg_update"});
+}
+
+double canonical(const std::vector<double>& leaves) {
+  const std::uint64_t N = leaves.size();
+  if (N == 0) return 0.0;
+  std::function<double(unsigned, std::uint64_t)> node = [&](unsigned l, std::uint64_t k) -> double {
+    const std::uint64_t start = k << l;
+    if (l == 0) return leaves[start];
+    const std::uint64_t right = start + (std::uint64_t{1} << (l - 1));
+    const double left = node(l - 1, 2 * k);
+    if (right >= N) return left;
+    return left + node(l - 1, 2 * k + 1);
+  };
+  unsigned L = 0;
+  while ((std::uint64_t{1} << L) < N) ++L;
+  return node(L, 0);
+}
+
+struct Host {
+  std::vector<double> x, r, rr;
+};
+
+// The update as a host computes it without contraction (volatile keeps a*b a rounded product).
+Host host_update(std::vector<double> x, std::vector<double> r, const std::vector<double>& p,
+                 const std::vector<double>& w, double alpha) {
+  Host h;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    volatile double ap = alpha * p[i], aw = alpha * w[i];
+    x[i] += ap;
+    r[i] -= aw;
+    volatile double sq = r[i] * r[i];
+    h.rr.push_back(static_cast<double>(sq));
+  }
+  h.x = std::move(x);
+  h.r = std::move(r);
+  return h;
+}
+
+TEST_P(Fused, CgUpdateBothModesAllSizes) {
+  Queue queue(context());
+  const FusedKernel k = cg_kernel();
+  const double alpha = 0.37;
+  for (std::size_t n : kSizes) {
+    SCOPED_TRACE(n);
+    const auto x = random_reals<double>(n, 70), r = random_reals<double>(n, 71);
+    const auto p = random_reals<double>(n, 72), w = random_reals<double>(n, 73);
+    const Host ref = host_update(x, r, p, w, alpha);
+    const double exact = canonical(ref.rr);
+    for (bool det : {false, true}) {
+      SCOPED_TRACE(det);
+      Array dx = Array::from_host(queue, x), dr = Array::from_host(queue, r);
+      const Array dp = Array::from_host(queue, p), dw = Array::from_host(queue, w);
+      FusedArgs args;
+      args.deterministic = det;
+      const double rr = reduction_value<double>(k(queue, {dp, dw, alpha, dx, dr}, args));
+      const auto gx = dx.get<double>(), gr = dr.get<double>();
+      if (det) {
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(rr), std::bit_cast<std::uint64_t>(exact)) << rr << " vs " << exact;
+        EXPECT_EQ(gx, ref.x);
+        EXPECT_EQ(gr, ref.r);
+      } else {
+        EXPECT_NEAR(rr, exact, 1e-12 * (exact + 1));
+        for (std::size_t i = 0; i < n; ++i) {
+          // Once per element (twice would be off by alpha p); a*x + b may be fused in the fast mode.
+          ASSERT_NEAR(gx[i], ref.x[i], 1e-15 * (std::fabs(x[i]) + std::fabs(p[i]) + 1)) << i;
+          ASSERT_NEAR(gr[i], ref.r[i], 1e-15 * (std::fabs(r[i]) + std::fabs(w[i]) + 1)) << i;
+        }
+      }
+    }
+  }
+}
+
+// Inputs broadcast, float32 arrays, a reduce type of its own, and post_map.
+TEST_P(Fused, Float32BroadcastAndPostMap) {
+  Queue queue(context());
+  const FusedKernel k("float32 s, T c", "T u", "u = u * s + c", "float64 nrm", "(double)u * (double)u", "a + b",
+                      "0", {.post_map = "nrm = sqrt(a)", .reduce_type = Dtype::float64, .name = "scale_norm"});
+  const std::size_t rows = 37, cols = 11;
+  auto u = random_reals<float>(rows * cols, 74);
+  const auto c = random_reals<float>(cols, 75);
+  Array du = Array::from_host(queue, u).reshape({rows, cols});
+  const Array dc = Array::from_host(queue, c);
+  FusedArgs args;
+  args.deterministic = true;
+  const double nrm = reduction_value<double>(k(queue, {2.0f, dc, du}, args));
+  double sq = 0;
+  std::vector<double> leaves;
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    volatile float prod = u[i] * 2.0f;
+    u[i] = prod + c[i % cols];
+    leaves.push_back(double(u[i]) * double(u[i]));
+    sq += leaves.back();
+  }
+  EXPECT_EQ(du.get<float>(), u);
+  EXPECT_EQ(nrm, std::sqrt(canonical(leaves)));
+  EXPECT_NEAR(nrm, std::sqrt(sq), 1e-9 * std::sqrt(sq));
+}
+
+TEST_P(Fused, BadDeclarationsAndOperands) {
+  Queue queue(context());
+  EXPECT_THROW(FusedKernel("T p", "", "p = p", "T y", "p", "a + b", "0"), LogicError);          // nothing updated
+  EXPECT_THROW(FusedKernel("T p", "raw T x", "x = p", "T y", "p", "a + b", "0"), LogicError);   // raw
+  EXPECT_THROW(FusedKernel("T p", "T x", " ", "T y", "x", "a + b", "0"), LogicError);           // no operation
+  EXPECT_THROW(FusedKernel("T p", "T p", "p = 1", "T y", "p", "a + b", "0"), LogicError);       // twice
+  EXPECT_THROW(FusedKernel("T p", "float16 x", "x = p", "T y", "x", "a + b", "0"), LogicError);  // half
+  EXPECT_THROW(FusedKernel("T a", "T x", "x = a", "T y", "x", "a + b", "0"), LogicError);       // reserved
+  EXPECT_THROW(FusedKernel("T p", "T x", "x = p", "T y", "x", "a + b", "0", {.name = "distance"}), LogicError);
+  const FusedKernel k = cg_kernel();
+  Array x = Array::zeros(queue, {8}, Dtype::float64), r = Array::zeros(queue, {8}, Dtype::float64);
+  const Array p = Array::zeros(queue, {8}, Dtype::float64), w9 = Array::zeros(queue, {9}, Dtype::float64);
+  EXPECT_THROW(k(queue, {p, p, 1.0, x}), LogicError);                                  // too few
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, 2.0}), LogicError);                             // scalar updated
+  EXPECT_THROW(k(queue, {p, w9, 1.0, x, r}), LogicError);                              // does not broadcast
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, Array::zeros(queue, {4}, Dtype::float64)}), LogicError);  // shapes
+  Array big = Array::zeros(queue, {16}, Dtype::float64);
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, big.view(0, {8}, Strides{16})}), LogicError);  // strided
+  Array h = Array::zeros(queue, {8}, Dtype::float16);
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, h}), LogicError);                               // half
+}
+
+SKEIN_INSTANTIATE_BACKENDS(Fused);
+
+}  // namespace fused_test
+}  // namespace
+}  // namespace skein::test
