@@ -45,6 +45,13 @@
 #              ranks overlapped with --halo-priority low, and 4 ranks on 8195 x 8193); skein-cg's
 #              iteration against its floor at 8192 x 8192 float64 (stencil.log,
 #              heat-floor-*.json, heat-halo-*.json, cg-floor.json)
+#   cg         skein-cg on its building blocks (issue 36): 8192 x 8192 float64 on one GPU, the
+#              fused, unfused and pipelined forms against the same CG written with CuPy
+#              (tools/peer-cg.py: ElementwiseKernels and cuBLAS dots), CG_ROUNDS (default 3)
+#              alternating rounds of CG_ITERS (default 300) iterations; then 4096 x 4096 float64
+#              on 1 GPU and on every GPU (one GPU per rank, and one rank driving every GPU) for
+#              the strong scaling; tools/compare-cg.py prints floor / iteration, Skein / CuPy and
+#              the efficiencies and PASS or FAIL against 0.9, 0.8 and 0.85 (cg.log, cg-*.json)
 #   heat3d     skein-heat's 3-D process-grid path (--nz, GridArray) weak scaling with the halos
 #              overlapped (--halo-exchange overlapped), float64, HEAT3D_N^3 points per GPU (default
 #              512: a field of 1 GiB and a step that moves 2 GiB per GPU, so that a step's fixed
@@ -554,6 +561,35 @@ if want apps && ((ngpu > 0)); then
   step heat-exact "$OUTDIR/apps.log" timeout 300 bash tools/heat-exact-gpu.sh "$heat_bin" \
     "$apps_tmp/exact"
   rm -rf "$apps_tmp"
+fi
+
+if want cg && ((ngpu > 0)); then
+  cg_bin="$BUILD_DIR/apps/skein-cg/skein-cg"
+  one_gpu=(-x CUDA_VISIBLE_DEVICES=0 -x SKEIN_DEVICES_PER_RANK=1 -x NCCL_NVLS_ENABLE)
+  cg_iters="${CG_ITERS:-300}"
+  # A fixed number of iterations (they do not converge in them: exit status 1 is expected; the
+  # JSON summary has the figures).
+  cg_fixed() { "$@"; local rc=$?; ((rc == 0 || rc == 1)); }
+  for round in $(seq 1 "${CG_ROUNDS:-3}"); do
+    for form in fused unfused pipelined; do
+      step "cg-$form-$round" "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np 1 "${one_gpu[@]}" \
+        -x SKEIN_API=cuda "$cg_bin" --nx 8192 --ny 8192 --dtype float64 --max-iters "$cg_iters" \
+        --report-every 0 --form $form --json "$OUTDIR/cg-8192-$form-$round.json"
+    done
+    step "cg-cupy-$round" "$OUTDIR/cg.log" env CUDA_VISIBLE_DEVICES=0 timeout 300 python3 tools/peer-cg.py \
+      --nx 8192 --ny 8192 --iterations "$cg_iters" --rounds 1 --json "$OUTDIR/cg-8192-cupy-$round.json"
+  done
+  if ((ngpu >= 2)); then
+    step cg-strong-1 "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np 1 "${one_gpu[@]}" -x SKEIN_API=cuda \
+      "$cg_bin" --nx 4096 --ny 4096 --max-iters 500 --report-every 0 --json "$OUTDIR/cg-4096-1.json"
+    step "cg-strong-$ngpu-ranks" "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np "$ngpu" -x SKEIN_API=cuda \
+      -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK=1 "$cg_bin" --nx 4096 --ny 4096 --max-iters 500 \
+      --report-every 0 --json "$OUTDIR/cg-4096-$ngpu-ranks.json"
+    step "cg-strong-$ngpu-one-rank" "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np 1 --bind-to none \
+      -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK="$ngpu" "$cg_bin" --nx 4096 \
+      --ny 4096 --max-iters 500 --report-every 0 --json "$OUTDIR/cg-4096-$ngpu-one-rank.json"
+  fi
+  step cg-compare "$OUTDIR/cg.log" python3 tools/compare-cg.py "$OUTDIR"
 fi
 
 if want stencil && ((ngpu > 0)); then

@@ -23,35 +23,28 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// One kernel source for both backends (the prelude gives KERNEL, GLOBAL_MEM, uint64_t, ...).
-// The flat index is computed in 64 bits from the group and local ids: CUDA's get_global_id is
-// 32 bits wide, and a device block may hold more than 2^32 points. `u` is the block framed by one
-// halo row above and below, so local row i is u's row i + 1; the Dirichlet boundary is taken from
-// the global row and column, never from what the halo rows at the edges happen to hold. `y` is
-// framed the same way (its halo rows are not written): kernel arguments must start at an aligned
-// address on OpenCL, which a block's first row, one halo row into the allocation, need not be.
-constexpr const char* kStencilSource = R"(
-KERNEL void cg_poisson_apply(GLOBAL_MEM ${T}* y, GLOBAL_MEM const ${T}* u, uint64_t rows,
-                             uint64_t nx, uint64_t row0, uint64_t ny)
+// The stencil of A: guarded reads at the domain's edges (zero outside the grid).
+constexpr const char* kPoisson =
+    "w = (T)4 * p - (gidx[0] > 0 ? p(-1, 0) : (T)0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : (T)0)"
+    " - (gidx[1] > 0 ? p(0, -1) : (T)0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : (T)0)";
+
+// exact_solution() on the device: mix() and the same formula (0x1p-53 written in decimal).
+constexpr const char* kExactPreamble = R"(
+WITHIN_KERNEL INLINE uint64_t cg_mix(uint64_t z)
 {
-    const uint64_t k = (uint64_t)get_group_id(0) * get_local_size(0) + get_local_id(0);
-    if (k >= rows * nx) return;
-    const uint64_t i = k / nx;
-    const uint64_t j = k - i * nx;
-    const uint64_t g = row0 + i;
-    const uint64_t at = (i + 1) * nx + j;
-    GLOBAL_MEM const ${T}* c = u + at;
-    ${T} s = (${T})4 * c[0];
-    if (g > 0) s -= *(c - nx);
-    if (g + 1 < ny) s -= c[nx];
-    if (j > 0) s -= *(c - 1);
-    if (j + 1 < nx) s -= c[1];
-    y[at] = s;
+    z += (uint64_t)0x9e3779b97f4a7c15;
+    z = (z ^ (z >> 30)) * (uint64_t)0xbf58476d1ce4e5b9;
+    z = (z ^ (z >> 27)) * (uint64_t)0x94d049bb133111eb;
+    return z ^ (z >> 31);
+}
+WITHIN_KERNEL INLINE double cg_exact(const int64_t row, const int64_t col, const int64_t ny, const int64_t nx)
+{
+    const double pi = 3.141592653589793;
+    const double smooth = sin(pi * (double)(row + 1) / (double)(ny + 1)) * sin(pi * (double)(col + 1) / (double)(nx + 1));
+    const double random = (double)(cg_mix((uint64_t)(row * nx + col)) >> 11) * 1.1102230246251565e-16 - 0.5;
+    return smooth + random;
 }
 )";
-
-// Threads per work group: enough to fill a GPU's multiprocessor, small enough for any device.
-constexpr std::size_t kLocalSize = 256;
 
 [[noreturn]] void raise_logic(const std::string& call, const std::string& what,
                               const std::string& hint) {
@@ -122,64 +115,15 @@ void host_apply(const Grid& grid, std::span<const double> u, std::span<double> y
   }
 }
 
-PoissonOperator::PoissonOperator(const skein::DistArray& like)
-    : queue_(like.queue()), layout_(like.layout()), dtype_(like.dtype()) {
-  const char* call = "skein_cg::PoissonOperator";
-  if (layout_.ndim() != 2) {
-    raise_logic(call, fmt::format("the array has {} dimensions", layout_.ndim()),
-                "Use a 2-D array of ny rows x nx columns.");
-  }
-  if (layout_.halo().width < 1 || layout_.halo().periodic) {
-    raise_logic(call,
-                fmt::format("the layout's halo is {} row(s){}", layout_.halo().width,
-                            layout_.halo().periodic ? ", periodic" : ""),
-                "Make the layout with skein::Halo{.width = 1} (open boundaries): the stencil reads "
-                "one row above and below each block.");
-  }
-  if (dtype_ != skein::Dtype::float32 && dtype_ != skein::Dtype::float64) {
-    raise_logic(call, fmt::format("dtype {}", skein::name(dtype_)), "Use float32 or float64.");
-  }
-  const skein::Queue& queue = queue_;
-  skein::ProgramOptions options;
-  options.device_idxs = queue.device_idxs();
-  options.name = "skein_cg_poisson";
-  const skein::Program program = skein::Program::from_template(
-      queue.context(), kStencilSource, {{"T", skein::ctype(dtype_)}}, options);
-  const skein::Kernel kernel = program.kernel("cg_poisson_apply");
-  const auto max_local = kernel.max_total_local_sizes();
-  for (const auto& block : like.blocks()) {
-    if (block.rows.empty()) continue;  // a member without rows has nothing to compute
-    const std::size_t local = std::min(kLocalSize, max_local.at(block.device_idx));
-    const std::size_t points = block.rows.size() * layout_.row_size();
-    const std::size_t global = (points + local - 1) / local * local;
-    launches_.push_back(
-        {block.local_device, block.device_idx, kernel.prepare(queue, global, local)});
-  }
+skein::StencilKernel poisson_kernel(bool reduce) {
+  skein::StencilOptions options{.name = reduce ? "cg_poisson_dot" : "cg_poisson", .fp_contract = false};
+  if (reduce) options.reduction = skein::StencilReduction{.map = "p * w"};
+  return skein::StencilKernel("T p", "T w", kPoisson, options);
 }
 
-void PoissonOperator::apply(const skein::DistArray& u, const skein::DistArray& y) const {
-  for (const skein::DistArray* a : {&u, &y}) {
-    if (!(a->layout() == layout_) || a->dtype() != dtype_ || !(a->queue() == queue_)) {
-      raise_logic(
-          "skein_cg::PoissonOperator::apply",
-          fmt::format("an operand has layout {} and dtype {}{}; the operator was made for {} "
-                      "and {}",
-                      a->layout().describe(), skein::name(a->dtype()),
-                      a->queue() == queue_ ? "" : " on another queue", layout_.describe(),
-                      skein::name(dtype_)),
-          "Make every vector with the layout, dtype and queue of the operator's array.");
-    }
-  }
-  u.exchange_halos();
-  const std::uint64_t nx = layout_.row_size(), ny = layout_.rows();
-  for (const auto& launch : launches_) {
-    const skein::LocalBlock& ub = u.block(launch.local_device);
-    const skein::LocalBlock& yb = y.block(launch.local_device);
-    const std::uint64_t rows = ub.rows.size(), row0 = ub.rows.begin;
-    const std::size_t device = launch.device_idx;
-    launch.kernel.on_devices(std::span<const std::size_t>(&device, 1), yb.with_halo, ub.with_halo,
-                             rows, nx, row0, ny);
-  }
+skein::StencilKernel exact_solution_kernel() {
+  return skein::StencilKernel("", "double x", "x = cg_exact(gidx[0], gidx[1], gshape[0], gshape[1])",
+                              {.name = "cg_exact_solution", .preamble = kExactPreamble});
 }
 
 }  // namespace skein_cg

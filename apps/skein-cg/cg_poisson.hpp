@@ -7,9 +7,9 @@
 // with u = 0 outside the grid. Row i runs over y (ny rows, split over the devices), column j over
 // x (nx columns). A is symmetric positive definite with eigenvalues in (0, 8).
 //
-// Two implementations of A that share no code: PoissonOperator applies it on the devices (one
-// kernel source for CUDA and OpenCL, on a distributed array whose halo rows hold the neighbouring
-// blocks' edge rows), and host_apply() on the host in double, for the check of the final residual.
+// Two implementations of A that share no code: poisson_kernel() applies it on the devices (a
+// stencil kernel, one source for CUDA and OpenCL, reading the neighbouring blocks' edges from the
+// halos), and host_apply() on the host in double, for the check of the final residual.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +17,7 @@
 #include <span>
 #include <vector>
 
-#include <skein/dist_array.hpp>
-#include <skein/program.hpp>
+#include <skein/stencil.hpp>
 
 namespace skein_cg {
 
@@ -42,29 +41,18 @@ std::vector<double> exact_rhs_rows(const Grid& grid, std::size_t row_begin, std:
 // y = A u on the host, in double, for the whole grid (u and y hold nx * ny values).
 void host_apply(const Grid& grid, std::span<const double> u, std::span<double> y);
 
-// A on the devices of a distributed array: one kernel per local block with rows, reading the
-// block with its halo rows. The layout must have a halo of at least one row (not periodic).
-class PoissonOperator {
- public:
-  // Compiles the kernel for `like`'s dtype (float32 or float64) on its queue's devices (the
-  // compile cache applies) and fixes the launch sizes of each local block.
-  explicit PoissonOperator(const skein::DistArray& like);
+// The devices' side, as stencil kernels (skein/stencil.hpp) over DistArrays (row blocks with halo
+// rows) or GridArrays (a process grid with halos on every side), one source for CUDA and OpenCL.
+// The Dirichlet boundary comes from the global coordinates (gidx, gshape), never from what the
+// ghost cells at the domain's edge hold.
+//
+// w = A p. With `reduce`, the kernel also gives p . w over the points it computed
+// (skein::dist::stencil_reduce): CG's matvec and its dot product in one pass. fp_contract off
+// keeps the bits the same on every backend and in the deterministic mode's comparisons.
+skein::StencilKernel poisson_kernel(bool reduce);
 
-  // y = A u: exchanges u's halo rows (collective: every rank calls it), then enqueues the stencil
-  // on every local block. u and y have the layout, dtype and queue of `like` (so the launches are
-  // ordered after their earlier work); y's halo is not touched.
-  void apply(const skein::DistArray& u, const skein::DistArray& y) const;
-
- private:
-  struct BlockLaunch {
-    std::size_t local_device = 0;
-    std::size_t device_idx = 0;
-    skein::PreparedKernel kernel;
-  };
-  skein::Queue queue_;
-  skein::BlockLayout layout_;
-  skein::Dtype dtype_;
-  std::vector<BlockLaunch> launches_;
-};
+// x* at every point from its global coordinates (exact_solution's formula, in double on the
+// device): the initial state as a stencil kernel with an output only.
+skein::StencilKernel exact_solution_kernel();
 
 }  // namespace skein_cg

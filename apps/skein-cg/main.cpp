@@ -10,16 +10,22 @@
 // A x* for a known x* (so the error of x can be measured too), or all ones with --rhs ones.
 //
 // How it maps onto Skein: every vector is a DistArray of ny rows x nx columns split by rows over
-// every device of every rank, with one halo row above and below each block.
-//   matvec          exchange_halos() (device copies within a rank, Communicator send/recv
-//                   between ranks), then one stencil kernel per device (PoissonOperator)
-//   vector updates  skein::dist elementwise kernels: x += alpha p and r -= alpha q fused in one
-//                   kernel, p = r + beta p with dist::axpy
-//   dots            dist::dot (reduction kernels, then all_reduce over every device), or with
-//                   --dot blas dist::blas_dot (cuBLAS / CLBlast, then all_reduce). With
-//                   --deterministic, the deterministic reductions: every dot is the same canonical
-//                   tree over global indices, so the iterations and x are bit-identical on any
-//                   number of devices and ranks
+// every device of every rank, with one halo row above and below each block, or with --grid PxQ a
+// GridArray over a P x Q grid of the devices (P along the rows), one ghost cell on every side.
+//   matvec          exchange_halos(), then the stencil kernel of A (cg_poisson.hpp) over every
+//                   local block (dist::stencil), with p . w in the same pass (dist::stencil_reduce)
+//   vector updates  x += alpha p and r -= alpha w with r . r in one pass (dist::update_and_reduce),
+//                   p = r + beta p with dist::axpy
+//   forms           --form fused (the above: 11 vector passes per iteration), unfused (each step
+//                   its own call, 14), pipelined (one overlapped reduction per iteration, 17): see
+//                   cg_solver.hpp
+//   dots            reduction kernels, then all_reduce over every device, or with --dot blas
+//                   dist::blas_dot (cuBLAS / CLBlast; the unfused form). With --deterministic, the
+//                   deterministic reductions: every dot is the same canonical tree over global
+//                   indices, so the iterations and x are bit-identical on any number of devices
+//                   and ranks, and between the fused and unfused forms
+// x* and b = A x* are made on the devices: x* by a stencil kernel of the global coordinates, b by
+// the stencil of A in double (rounded once to the dtype).
 //
 // Checks (exit status 1 on every rank when one fails):
 //   converged   the residual CG updates fell to --tol (relative to ||b||) within --max-iters
@@ -28,8 +34,9 @@
 //               recomputes ||b - A x|| / ||b|| in double with its own stencil (host_apply): within
 //               the same bound
 // Rank 0 prints the progress every --report-every iterations, then a summary (and --json FILE)
-// with the time per iteration against its memory floor: the iteration's 14 vector passes at the
-// device copy bandwidth measured in the same run.
+// with the time per iteration against its memory floor: the 11 vector passes a CG iteration needs
+// at least (read p, write w; read x, p, r, w, write x, r; read r, p, write p) at the device copy's
+// bandwidth measured in the same run, and the passes the form makes.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -51,6 +58,7 @@
 #include <vector>
 
 #include "cg_poisson.hpp"
+#include "cg_solver.hpp"
 
 namespace {
 
@@ -66,6 +74,8 @@ struct Options {
   std::string dtype = "float64";
   std::string rhs = "solution";   // solution: b = A x*; ones: b = 1
   std::string dot = "reduction";  // reduction | blas
+  std::string form = "fused";     // fused | unfused | pipelined
+  std::string grid;               // PxQ: a GridArray over a P x Q grid of the devices
   std::size_t report_every = 100;
   bool deterministic = false;
   bool weak = false;
@@ -76,6 +86,8 @@ struct Options {
 
 // The host check gathers x on rank 0: automatic up to this many points.
 constexpr std::size_t kHostCheckPoints = std::size_t{1} << 20;
+// The fewest vector passes a CG iteration makes (cg_solver.hpp): the floor's count.
+constexpr std::size_t kFloorPasses = 11;
 
 // A tolerance each dtype reaches comfortably on the grids CG is practical for.
 double default_tol(Dtype dtype) { return dtype == Dtype::float32 ? 1e-6 : 1e-10; }
@@ -101,156 +113,89 @@ std::string fnv1a64(std::span<const std::byte> bytes) {
   return fmt::format("{:016x}", h);
 }
 
-template <class T>
-std::vector<T> rounded(const std::vector<double>& v) {
-  return std::vector<T>(v.begin(), v.end());
+// --grid PxQ: {P, Q}, or empty.
+std::vector<std::size_t> parse_grid(const std::string& text) {
+  if (text.empty()) return {};
+  const auto x = text.find('x');
+  std::size_t p = 0, q = 0;
+  if (x == std::string::npos || std::sscanf(text.c_str(), "%zux%zu", &p, &q) != 2 || p == 0 || q == 0) {
+    throw skein::LogicError(skein::ErrorInfo{.what = fmt::format("--grid is '{}'", text),
+                                             .call = "skein-cg",
+                                             .hint = "Give the process grid as PxQ, e.g. 2x2 (P along the rows)."});
+  }
+  return {p, q};
 }
 
-struct CgResult {
-  std::size_t iterations = 0;
-  double relative_residual = 0;  // as CG updated it: ||r_k|| / ||b||
-  bool converged = false;
-  bool breakdown = false;  // p . A p <= 0 or not finite: A not SPD in this precision, or overflow
-  double seconds = 0;      // the iterations, on the slowest rank
+// What the run measured and checked, for the summary.
+struct Outcome {
+  skein_cg::CgResult cg;
+  double true_residual = 0, bound = 0, b_norm = 0, x_norm = 0;
+  std::optional<double> error, host_residual;
+  std::string checksum;
+  double copy_seconds = 0, copy_gbps = 0;
+  bool true_ok = false, host_ok = false, passed = false;
 };
 
-// Conjugate gradients from x = 0 (Saad, Algorithm 6.18). r, p, q are work vectors.
-template <class T>
-CgResult conjugate_gradients(const Options& o, double tol, const skein_cg::PoissonOperator& a,
-                             const DistArray& b, const DistArray& x, const DistArray& r,
-                             const DistArray& p, const DistArray& q,
-                             const skein::Runtime& runtime) {
-  const bool printer = runtime.rank() == 0;
-  const skein::dist::DistReductionOptions reduction{.deterministic = o.deterministic};
-  auto dot = [&](const DistArray& u, const DistArray& v) {
-    return o.dot == "blas" ? skein::dist::blas_dot(u, v) : skein::dist::dot(u, v, reduction);
-  };
-  // x += alpha p and r -= alpha q in one pass over the four vectors (in place: each element is
-  // read before it is written).
-  const skein::ElementwiseKernel update("T alpha, T p, T q, T x, T r", "T x_out, T r_out",
-                                        "x_out = x + alpha * p; r_out = r - alpha * q;",
-                                        {.name = "cg_update"});
-  CgResult result;
-  x.fill_zero();
-  skein::dist::copy(b, r);
-  skein::dist::copy(r, p);
-  const double b_norm = std::sqrt(dot(b, b));
-  double rr = dot(r, r);
-  if (b_norm == 0) {  // x = 0 solves it exactly
-    result.converged = true;
-    return result;
-  }
-  result.relative_residual = std::sqrt(rr) / b_norm;
-
-  x.queue().synchronize();
-  MPI_Barrier(runtime.comm());
-  const auto start = std::chrono::steady_clock::now();
-  // The loop's decisions use values that went through all_reduce, which are equal on every rank:
-  // every rank takes the same number of iterations (a rank leaving early would leave the others
-  // waiting in a collective).
-  while (result.relative_residual > tol && result.iterations < o.max_iters) {
-    a.apply(p, q);
-    const double pq = dot(p, q);
-    if (!(pq > 0) || !std::isfinite(pq)) {
-      result.breakdown = true;
-      break;
-    }
-    const double alpha = rr / pq;
-    skein::dist::elementwise(update, {static_cast<T>(alpha), p, q, x, r, x, r});
-    const double rr_next = dot(r, r);
-    ++result.iterations;
-    result.relative_residual = std::sqrt(rr_next) / b_norm;
-    if (!std::isfinite(rr_next)) {
-      result.breakdown = true;
-      break;
-    }
-    if (printer && o.report_every > 0 && result.iterations % o.report_every == 0) {
-      fmt::print("  iteration {:7}  relative residual {:.3e}\n", result.iterations,
-                 result.relative_residual);
-      std::fflush(stdout);
-    }
-    const double beta = rr_next / rr;
-    rr = rr_next;
-    skein::dist::axpy(skein::Operand(static_cast<T>(beta)), p, r, p);  // p = beta p + r
-  }
-  x.queue().synchronize();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, runtime.comm());
-  result.seconds = seconds;
-  result.converged = !result.breakdown && result.relative_residual <= tol;
-  return result;
-}
-
-template <class T>
-int solve(const Options& o, const skein::Runtime& runtime) {
-  skein::Communicator comm(runtime);
-  const skein::Queue queue(runtime.context());
+// The problem's vectors on one kind of distributed array (V), made by `make(halo, dtype)`.
+template <class T, class V, class Make>
+Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid& grid, const Make& make) {
   const Dtype dtype = skein::dtype_of<T>;
   const bool printer = runtime.rank() == 0;
-  const Grid grid{o.nx, o.weak ? o.ny * comm.size() : o.ny};
-  const double tol = o.tol.value_or(default_tol(dtype));
-  const double eps = std::numeric_limits<T>::epsilon();
-
-  // One layout for every vector: the halo is only needed by p (the matvec's input), but equal
-  // layouts keep every block equally aligned, so the elementwise kernels take their vector path.
-  const skein::BlockLayout layout = skein::BlockLayout::over(
-      comm, {grid.ny, grid.nx}, skein::RowSplit::even(), skein::Halo{.width = 1});
-  auto vector = [&] { return DistArray(comm, queue, layout, dtype); };
-  DistArray b = vector();  // filled once, below (scatter_local is not const)
-  const DistArray x = vector(), r = vector(), p = vector(), q = vector();
-  std::optional<DistArray> x_exact;
-  const skein::RowRange mine = layout.rank_rows(runtime.rank());
+  skein_cg::CgSettings settings{.tol = o.tol.value_or(default_tol(dtype)),
+                                .max_iters = o.max_iters,
+                                .form = o.form,
+                                .deterministic = o.deterministic,
+                                .blas_dots = o.dot == "blas",
+                                .report_every = o.report_every,
+                                .printer = printer};
+  const bool pipelined = o.form == "pipelined";
+  const V b = make(false, dtype);
+  skein_cg::CgVectors<V> v{make(false, dtype), make(pipelined, dtype), make(true, dtype), make(pipelined, dtype),
+                           make(false, dtype), make(false, dtype), make(false, dtype)};
+  std::optional<V> x_exact;
   if (o.rhs == "ones") {
     skein::dist::fill(b, skein::Operand(T{1}));
   } else {
-    // Each rank makes its own rows (b in double, rounded once to T): nothing goes through rank 0.
-    b.scatter_local(rounded<T>(skein_cg::exact_rhs_rows(grid, mine.begin, mine.end)));
-    x_exact.emplace(vector());
-    x_exact->scatter_local(rounded<T>(skein_cg::exact_solution_rows(grid, mine.begin, mine.end)));
+    // x* from the global coordinates, b = A x* in double, each rounded once to T.
+    const V x64 = make(true, Dtype::float64), b64 = make(false, Dtype::float64);
+    skein::dist::stencil(skein_cg::exact_solution_kernel(), {x64});
+    x64.exchange_halos();
+    skein::dist::stencil(skein_cg::poisson_kernel(false), {x64, b64});
+    const skein::ElementwiseKernel round("double a", "T out", "out = (T)a", {.name = "cg_round"});
+    x_exact.emplace(make(false, dtype));
+    skein::dist::elementwise(round, {x64, *x_exact});
+    skein::dist::elementwise(round, {b64, b});
   }
-  const skein_cg::PoissonOperator a(p);
+  Outcome out;
+  out.cg = skein_cg::conjugate_gradients<T>(settings, b, v, runtime.comm());
 
-  if (printer) {
-    fmt::print("# skein-cg: 2-D Poisson, {} x {} grid ({} unknowns{}), {}, b = {}\n", grid.nx,
-               grid.ny, grid.size(), o.weak ? fmt::format(", {} rows per device", o.ny) : "",
-               o.dtype, o.rhs == "ones" ? "1" : "A x*");
-    fmt::print("# {} device(s) on {} rank(s), {}, {}\n", comm.size(), runtime.size(),
-               std::string(runtime.context().api().name()), comm.backend_description());
-    fmt::print("# dots: {}{}; tol {:.1e}, at most {} iterations\n",
-               o.dot == "blas" ? "BLAS (cuBLAS / CLBlast)" : "reduction kernels",
-               o.deterministic ? ", deterministic" : "", tol, o.max_iters);
-    std::fflush(stdout);
-  }
-
-  const CgResult cg = conjugate_gradients<T>(o, tol, a, b, x, r, p, q, runtime);
-
-  // The true residual, from scratch: r = b - A x with a fresh matvec (p is free now).
+  // The true residual, from scratch: r = b - A x with a fresh matvec (p and w are free now).
   const skein::dist::DistReductionOptions reduction{.deterministic = o.deterministic};
-  skein::dist::copy(x, p);
-  a.apply(p, q);
-  skein::dist::axpy(skein::Operand(T{-1}), q, b, r);
-  const double b_norm = skein::dist::nrm2(b, reduction);
-  const double x_norm = skein::dist::nrm2(x, reduction);
-  const double true_residual = b_norm == 0 ? 0 : skein::dist::nrm2(r, reduction) / b_norm;
-  const double bound = residual_bound(tol, eps, cg.iterations, b_norm == 0 ? 0 : x_norm / b_norm);
-  std::optional<double> error;
+  skein::dist::copy(v.x, v.p);
+  v.p.exchange_halos();
+  skein::dist::stencil(skein_cg::poisson_kernel(false), {v.p, v.w});
+  skein::dist::axpy(skein::Operand(T{-1}), v.w, b, v.r);
+  out.b_norm = skein::dist::nrm2(b, reduction);
+  out.x_norm = skein::dist::nrm2(v.x, reduction);
+  out.true_residual = out.b_norm == 0 ? 0 : skein::dist::nrm2(v.r, reduction) / out.b_norm;
+  out.bound = residual_bound(settings.tol, std::numeric_limits<T>::epsilon(), out.cg.iterations,
+                             out.b_norm == 0 ? 0 : out.x_norm / out.b_norm);
   if (x_exact) {
-    skein::dist::axpy(skein::Operand(T{-1}), *x_exact, x, r);  // r = x - x*
-    error = skein::dist::nrm2(r, reduction) / skein::dist::nrm2(*x_exact, reduction);
+    skein::dist::axpy(skein::Operand(T{-1}), *x_exact, v.x, v.r);  // r = x - x*
+    out.error = skein::dist::nrm2(v.r, reduction) / skein::dist::nrm2(*x_exact, reduction);
   }
 
-  // The host check: x gathered to rank 0, b - A x in double with the host's own stencil.
-  std::optional<double> host_residual;
-  std::string checksum;
+  // The host check: x gathered to rank 0, b - A x in double with the host's own stencil and the
+  // host's own x* (exact_rhs_rows).
   if (o.check_host || grid.size() <= kHostCheckPoints) {
-    const std::vector<T> xs = x.gather<T>(0);
+    const std::vector<T> xs = v.x.template gather<T>(0);
     double value = 0;
     if (printer) {
-      checksum = fnv1a64(std::as_bytes(std::span<const T>(xs)));
+      out.checksum = fnv1a64(std::as_bytes(std::span<const T>(xs)));
       const std::vector<double> xd(xs.begin(), xs.end());
       std::vector<double> bd = o.rhs == "ones" ? std::vector<double>(grid.size(), 1.0)
                                                : skein_cg::exact_rhs_rows(grid, 0, grid.ny);
-      for (double& v : bd) v = static_cast<double>(static_cast<T>(v));  // b as the devices hold it
+      for (double& e : bd) e = static_cast<double>(static_cast<T>(e));  // b as the devices hold it
       std::vector<double> ax(grid.size());
       skein_cg::host_apply(grid, xd, ax);
       double rr = 0, bb = 0;
@@ -261,139 +206,189 @@ int solve(const Options& o, const skein::Runtime& runtime) {
       value = bb == 0 ? std::sqrt(rr) : std::sqrt(rr / bb);
     }
     MPI_Bcast(&value, 1, MPI_DOUBLE, 0, runtime.comm());
-    host_residual = value;
+    out.host_residual = value;
   }
+  out.true_ok = out.true_residual <= out.bound;
+  out.host_ok = !out.host_residual || *out.host_residual <= out.bound;
+  out.passed = out.cg.converged && out.true_ok && out.host_ok;
 
-  const bool true_ok = true_residual <= bound;
-  const bool host_ok = !host_residual || *host_residual <= bound;
-  const bool passed = cg.converged && true_ok && host_ok;
-  // Per iteration: the matvec reads p and writes q (2 vectors), p . q reads 2, the fused update
-  // reads 4 and writes 2, r . r reads 1, p = beta p + r reads 2 and writes 1: 14 vectors.
-  const double bytes_per_iteration =
-      14.0 * static_cast<double>(grid.size() * skein::itemsize(dtype));
-  const double per_iteration =
-      cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
-  const double gbps = per_iteration > 0 ? bytes_per_iteration / per_iteration / 1e9 : 0;
-  // The iteration's memory floor: its 14 vector passes at the device copy's bandwidth, measured
-  // here on the same devices (a copy of one vector reads one and writes one: 2 passes). The
-  // slowest rank's time per copy in batches of 10 copies (so that the launch and the wait weigh
-  // little), median of 5 batches after one warm-up. Writes q only.
+  // The device copy's time per vector (reads one, writes one: 2 passes), on the slowest rank, in
+  // batches of 10 copies (so that the launch and the wait weigh little), median of 5 batches
+  // after one warm-up. Writes w only.
   constexpr int kCopies = 10;
   std::vector<double> copies;
   for (int i = 0; i <= 5; ++i) {
-    q.queue().synchronize();
+    v.w.queue().synchronize();
     MPI_Barrier(runtime.comm());
     const auto t0 = std::chrono::steady_clock::now();
-    for (int k = 0; k < kCopies; ++k) skein::dist::copy(r, q);
-    q.queue().synchronize();
+    for (int k = 0; k < kCopies; ++k) skein::dist::copy(v.r, v.w);
+    v.w.queue().synchronize();
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kCopies;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, runtime.comm());
     if (i > 0) copies.push_back(t);
   }
   std::sort(copies.begin(), copies.end());
-  const double copy_seconds = copies[copies.size() / 2];
-  const double floor_per_iteration = 7.0 * copy_seconds;
-  const double copy_gbps = 2.0 * static_cast<double>(grid.size() * skein::itemsize(dtype)) /
-                           copy_seconds / 1e9;
+  out.copy_seconds = copies[copies.size() / 2];
+  out.copy_gbps = 2.0 * static_cast<double>(grid.size() * skein::itemsize(dtype)) / out.copy_seconds / 1e9;
+  return out;
+}
 
+void print_summary(const Options& o, const Grid& grid, double tol, const Outcome& out) {
+  auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };
+  const auto& cg = out.cg;
+  const Dtype dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
+  fmt::print("# summary\n");
+  if (cg.converged) {
+    fmt::print("  converged                  yes, after {} iterations\n", cg.iterations);
+  } else if (cg.breakdown) {
+    fmt::print("  converged                  no: CG broke down after {} iterations (p . A p <= 0 or not finite)\n",
+               cg.iterations);
+  } else {
+    fmt::print("  converged                  no, not within {} iterations\n", o.max_iters);
+  }
+  fmt::print("  relative residual (CG)     {:.3e}  (tol {:.1e})\n", cg.relative_residual, tol);
+  fmt::print("  true relative residual     {:.3e}  (bound {:.3e}: {})\n", out.true_residual, out.bound,
+             verdict(out.true_ok));
+  if (out.bound >= 0.1) {
+    // Then even a wrong x could pass: say so rather than pretend the check is tight.
+    fmt::print("  note: {} rounding alone allows residuals near {:.1e} here (||x|| / ||b|| = {:.3g}); float64 "
+               "checks this grid tightly\n",
+               o.dtype, out.bound, out.b_norm == 0 ? 0 : out.x_norm / out.b_norm);
+  }
+  if (out.host_residual) {
+    fmt::print("  host check, in double      {:.3e}  ({})\n", *out.host_residual, verdict(out.host_ok));
+  } else {
+    fmt::print("  host check                 skipped: over {} points (--check-host forces it)\n", kHostCheckPoints);
+  }
+  if (out.error) fmt::print("  error ||x - x*|| / ||x*||  {:.3e}\n", *out.error);
+  const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
+  const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
+  const std::size_t passes = skein_cg::passes_per_iteration(
+      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
+  fmt::print("  time                       {:.4f} s, {:.3f} ms per iteration, {:.2f} GB/s ({} vector passes per "
+             "iteration, form {})\n",
+             cg.seconds, per_iteration * 1e3,
+             per_iteration > 0 ? static_cast<double>(passes) * vector_bytes / per_iteration / 1e9 : 0.0, passes,
+             o.form);
+  if (per_iteration > 0) {
+    const double floor = static_cast<double>(kFloorPasses) / 2 * out.copy_seconds;
+    fmt::print("  floor                      {:.3f} ms per iteration: {} vector passes at the device copy's {:.1f} "
+               "GB/s (measured); floor / iteration = {:.3f}\n",
+               floor * 1e3, kFloorPasses, out.copy_gbps, floor / per_iteration);
+  }
+  if (!out.checksum.empty()) fmt::print("  x fingerprint (FNV-1a)     {}\n", out.checksum);
+  std::fflush(stdout);
+  if (!cg.converged) {
+    fmt::print(stderr, "skein-cg: did not converge: relative residual {:.3e} > tol {:.1e} after {} iterations{}\n",
+               cg.relative_residual, tol, cg.iterations, cg.breakdown ? " (breakdown)" : "; raise --max-iters or --tol");
+  }
+  if (!out.true_ok) {
+    fmt::print(stderr, "skein-cg: true relative residual {:.3e} exceeds the bound {:.3e}\n", out.true_residual,
+               out.bound);
+  }
+  if (!out.host_ok) {
+    fmt::print(stderr, "skein-cg: host-computed relative residual {:.3e} exceeds the bound {:.3e}\n",
+               *out.host_residual, out.bound);
+  }
+}
+
+nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, const Outcome& out,
+                            const skein::Runtime& runtime, std::size_t devices) {
+  const auto& cg = out.cg;
+  const Dtype dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
+  const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
+  const double floor = static_cast<double>(kFloorPasses) / 2 * out.copy_seconds;
+  const std::size_t passes = skein_cg::passes_per_iteration(
+      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
+  const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
+  return nlohmann::json{
+      {"tool", "skein-cg"},
+      {"nx", grid.nx},
+      {"ny", grid.ny},
+      {"unknowns", grid.size()},
+      {"dtype", o.dtype},
+      {"rhs", o.rhs},
+      {"dot", o.dot},
+      {"form", o.form},
+      {"grid", o.grid.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.grid)},
+      {"deterministic", o.deterministic},
+      {"ranks", runtime.size()},
+      {"devices", devices},
+      {"api", std::string(runtime.context().api().name())},
+      {"tol", tol},
+      {"max_iters", o.max_iters},
+      {"converged", cg.converged},
+      {"breakdown", cg.breakdown},
+      {"iterations", cg.iterations},
+      {"relative_residual", cg.relative_residual},
+      {"true_relative_residual", out.true_residual},
+      {"residual_bound", out.bound},
+      {"host_relative_residual", out.host_residual ? nlohmann::json(*out.host_residual) : nullptr},
+      {"error", out.error ? nlohmann::json(*out.error) : nullptr},
+      {"seconds", cg.seconds},
+      {"seconds_per_iteration", per_iteration},
+      {"passes_per_iteration", passes},
+      {"gb_per_s", per_iteration > 0 ? static_cast<double>(passes) * vector_bytes / per_iteration / 1e9 : 0.0},
+      {"copy_gb_per_s", out.copy_gbps},
+      {"floor_passes", kFloorPasses},
+      {"floor_seconds_per_iteration", floor},
+      {"floor_ratio", per_iteration > 0 ? nlohmann::json(floor / per_iteration) : nlohmann::json(nullptr)},
+      {"x_fnv1a64", out.checksum.empty() ? nlohmann::json(nullptr) : nlohmann::json(out.checksum)},
+      {"passed", out.passed}};
+}
+
+template <class T>
+int solve(const Options& o, const skein::Runtime& runtime) {
+  skein::Communicator comm(runtime);
+  const skein::Queue queue(runtime.context());
+  const Dtype dtype = skein::dtype_of<T>;
+  const bool printer = runtime.rank() == 0;
+  const Grid grid{o.nx, o.weak ? o.ny * comm.size() : o.ny};
+  const double tol = o.tol.value_or(default_tol(dtype));
+  const std::vector<std::size_t> pq = parse_grid(o.grid);
+  if (!pq.empty() && pq[0] * pq[1] != comm.size()) {
+    throw skein::LogicError(skein::ErrorInfo{
+        .what = fmt::format("--grid {} has {} places for {} devices", o.grid, pq[0] * pq[1], comm.size()),
+        .call = "skein-cg",
+        .hint = "Give a grid of as many places as there are devices (ranks x devices per rank)."});
+  }
   if (printer) {
-    auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };
-    fmt::print("# summary\n");
-    if (cg.converged) {
-      fmt::print("  converged                  yes, after {} iterations\n", cg.iterations);
-    } else if (cg.breakdown) {
-      fmt::print(
-          "  converged                  no: CG broke down after {} iterations (p . A p <= 0 or "
-          "not finite)\n",
-          cg.iterations);
-    } else {
-      fmt::print("  converged                  no, not within {} iterations\n", o.max_iters);
-    }
-    fmt::print("  relative residual (CG)     {:.3e}  (tol {:.1e})\n", cg.relative_residual, tol);
-    fmt::print("  true relative residual     {:.3e}  (bound {:.3e}: {})\n", true_residual, bound,
-               verdict(true_ok));
-    if (bound >= 0.1) {
-      // Then even a wrong x could pass: say so rather than pretend the check is tight.
-      fmt::print(
-          "  note: {} rounding alone allows residuals near {:.1e} here (||x|| / ||b|| = {:.3g}); "
-          "float64 checks this grid tightly\n",
-          o.dtype, bound, b_norm == 0 ? 0 : x_norm / b_norm);
-    }
-    if (host_residual) {
-      fmt::print("  host check, in double      {:.3e}  ({})\n", *host_residual, verdict(host_ok));
-    } else {
-      fmt::print("  host check                 skipped: over {} points (--check-host forces it)\n",
-                 kHostCheckPoints);
-    }
-    if (error) fmt::print("  error ||x - x*|| / ||x*||  {:.3e}\n", *error);
-    fmt::print("  time                       {:.4f} s, {:.3f} ms per iteration, {:.2f} GB/s\n",
-               cg.seconds, per_iteration * 1e3, gbps);
-    if (per_iteration > 0) {
-      fmt::print("  floor                      {:.3f} ms per iteration: 14 vector passes at the device "
-                 "copy's {:.1f} GB/s (measured); floor / iteration = {:.3f}\n",
-                 floor_per_iteration * 1e3, copy_gbps, floor_per_iteration / per_iteration);
-    }
-    if (!checksum.empty()) fmt::print("  x fingerprint (FNV-1a)     {}\n", checksum);
+    fmt::print("# skein-cg: 2-D Poisson, {} x {} grid ({} unknowns{}), {}, b = {}\n", grid.nx, grid.ny, grid.size(),
+               o.weak ? fmt::format(", {} rows per device", o.ny) : "", o.dtype, o.rhs == "ones" ? "1" : "A x*");
+    fmt::print("# {} device(s) on {} rank(s), {}, {}; {}\n", comm.size(), runtime.size(),
+               std::string(runtime.context().api().name()), comm.backend_description(),
+               pq.empty() ? "row blocks" : fmt::format("a {} x {} process grid", pq[0], pq[1]));
+    fmt::print("# form {}; dots: {}{}; tol {:.1e}, at most {} iterations\n", o.form,
+               o.dot == "blas" ? "BLAS (cuBLAS / CLBlast)" : "reduction kernels",
+               o.deterministic ? ", deterministic" : "", tol, o.max_iters);
     std::fflush(stdout);
-
-    if (!cg.converged) {
-      fmt::print(stderr,
-                 "skein-cg: did not converge: relative residual {:.3e} > tol {:.1e} after {} "
-                 "iterations{}\n",
-                 cg.relative_residual, tol, cg.iterations,
-                 cg.breakdown ? " (breakdown)" : "; raise --max-iters or --tol");
-    }
-    if (!true_ok) {
-      fmt::print(stderr, "skein-cg: true relative residual {:.3e} exceeds the bound {:.3e}\n",
-                 true_residual, bound);
-    }
-    if (!host_ok) {
-      fmt::print(stderr,
-                 "skein-cg: host-computed relative residual {:.3e} exceeds the bound {:.3e}\n",
-                 *host_residual, bound);
-    }
-
+  }
+  Outcome out;
+  if (pq.empty()) {
+    // One layout for the vectors with a halo and one without: equal row splits, so every block of
+    // every vector lines up.
+    const skein::BlockLayout halo_rows = skein::BlockLayout::over(comm, {grid.ny, grid.nx}, skein::RowSplit::even(),
+                                                                  skein::Halo{.width = 1});
+    auto make = [&](bool, Dtype d) { return DistArray(comm, queue, halo_rows, d); };
+    out = run_problem<T, DistArray>(o, runtime, grid, make);
+  } else {
+    const skein::GridLayout with_halo = skein::GridLayout::over(comm, {grid.ny, grid.nx}, {.grid = pq, .halo = {1}});
+    const skein::GridLayout plain = skein::GridLayout::over(comm, {grid.ny, grid.nx}, {.grid = pq});
+    auto make = [&](bool halo, Dtype d) { return skein::GridArray(comm, queue, halo ? with_halo : plain, d); };
+    out = run_problem<T, skein::GridArray>(o, runtime, grid, make);
+  }
+  if (printer) {
+    print_summary(o, grid, tol, out);
     if (!o.json_file.empty()) {
-      nlohmann::json j{
-          {"tool", "skein-cg"},
-          {"nx", grid.nx},
-          {"ny", grid.ny},
-          {"unknowns", grid.size()},
-          {"dtype", o.dtype},
-          {"rhs", o.rhs},
-          {"dot", o.dot},
-          {"deterministic", o.deterministic},
-          {"ranks", runtime.size()},
-          {"devices", comm.size()},
-          {"api", std::string(runtime.context().api().name())},
-          {"tol", tol},
-          {"max_iters", o.max_iters},
-          {"converged", cg.converged},
-          {"breakdown", cg.breakdown},
-          {"iterations", cg.iterations},
-          {"relative_residual", cg.relative_residual},
-          {"true_relative_residual", true_residual},
-          {"residual_bound", bound},
-          {"host_relative_residual", host_residual ? nlohmann::json(*host_residual) : nullptr},
-          {"error", error ? nlohmann::json(*error) : nullptr},
-          {"seconds", cg.seconds},
-          {"seconds_per_iteration", per_iteration},
-          {"gb_per_s", gbps},
-          {"copy_gb_per_s", copy_gbps},
-          {"floor_seconds_per_iteration", floor_per_iteration},
-          {"floor_ratio", per_iteration > 0 ? nlohmann::json(floor_per_iteration / per_iteration)
-                                            : nlohmann::json(nullptr)},
-          {"x_fnv1a64", checksum.empty() ? nlohmann::json(nullptr) : nlohmann::json(checksum)},
-          {"passed", passed}};
-      std::ofstream out(o.json_file);
-      out << j.dump(2) << "\n";
-      if (!out) {
+      std::ofstream file(o.json_file);
+      file << summary_json(o, grid, tol, out, runtime, comm.size()).dump(2) << "\n";
+      if (!file) {
         fmt::print(stderr, "skein-cg: could not write {}\n", o.json_file);
         return 1;  // only rank 0 writes: the others finish with their own verdict
       }
     }
   }
-  return passed ? 0 : 1;
+  return out.passed ? 0 : 1;
 }
 
 int run(const Options& o, int* argc, char*** argv) {
@@ -448,6 +443,14 @@ int main(int argc, char** argv) {
   auto dot =
       app.add_option("--dot", o.dot, "Dot products: reduction (kernels) or blas (cuBLAS / CLBlast)")
           .one_of({"reduction", "blas"});
+  auto form = app.add_option("--form", o.form,
+                             "fused: matvec with p . w, and the update with r . r, one pass each (11 vector passes "
+                             "per iteration); unfused: each step its own call (14); pipelined: one reduction per "
+                             "iteration, overlapped with the matvec (17)")
+                  .one_of({"fused", "unfused", "pipelined"});
+  app.add_option("--grid", o.grid,
+                 "Split the grid over a P x Q grid of the devices (PxQ, P along the rows; P * Q = devices) "
+                 "instead of row blocks");
   app.add_option("--report-every", o.report_every,
                  "Print the residual every N iterations (0: never)");
   app.add_flag("--deterministic", o.deterministic,
@@ -463,6 +466,17 @@ int main(int argc, char** argv) {
                  "Devices each rank drives (default: an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
   if (auto status = app.parse(argc, argv)) return *status;
+  if (o.dot == "blas" && (o.form != "fused" && o.form != "unfused")) {
+    std::fprintf(stderr, "skein-cg: --dot blas is for the unfused form (the fused and pipelined forms reduce in "
+                         "their own kernels); drop --form %s\n", o.form.c_str());
+    return 1;
+  }
+  if (o.dot == "blas") o.form = "unfused";  // BLAS dots: the unfused form's calls
+  if (o.dot == "blas" && !o.grid.empty()) {
+    std::fprintf(stderr, "skein-cg: --dot blas needs row blocks (dist::blas_dot takes DistArrays); drop --grid\n");
+    return 1;
+  }
+  (void)form;
   if (o.ny > (std::size_t{1} << 40) / o.nx) {
     std::fprintf(stderr,
                  "skein-cg: --nx %zu x --ny %zu is too large a grid (at most 2^40 points)\n", o.nx,

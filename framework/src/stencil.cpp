@@ -161,6 +161,7 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
                        kname, a, c.offset[a], c.offset[a] + c.points[a], c.domain[a]);
     }
   }
+  if (impl.options.reduction) c.group = detail::group_size_for(queue.context());
   c.signature = detail::stencil::signature(impl.params, c);
   return c;
 }
@@ -202,6 +203,22 @@ StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_pa
   const std::string taken[] = {options.name, options.name + "_i64"};
   impl->params = detail::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken, kCall,
                                         "out = u(-1) + u(1) - 2 * u", impl->n_in);
+  if (options.reduction) {
+    const StencilReduction& red = *options.reduction;
+    if (red.dtype == Dtype::float16 || red.dtype == Dtype::bfloat16) {
+      detail::raise_in(SKEIN_HERE, kCall, "Reduce in float32 or float64.",
+                       "kernel '{}': the reduction's dtype is {}, which is stored as another type than it is "
+                       "computed in",
+                       options.name, skein::name(red.dtype));
+    }
+    for (const auto& [what, text] : {std::pair{"map", &red.map}, std::pair{"reduce", &red.reduce},
+                                     std::pair{"identity", &red.identity}}) {
+      if (text->find_first_not_of(" \t\n") == std::string::npos) {
+        detail::raise_in(SKEIN_HERE, kCall, "Give the reduction's map, reduce and identity expressions.",
+                         "kernel '{}': the reduction's {} expression is empty", options.name, what);
+      }
+    }
+  }
   impl->what = detail::describe_arguments(impl->params, options.name);
   impl->operation = std::move(operation);
   impl->options = std::move(options);
@@ -217,25 +234,70 @@ std::string StencilKernel::source(const Queue& queue, std::span<const Operand> a
   return detail::stencil::generate(impl_->params, impl_->operation, impl_->options, c);
 }
 
-void StencilKernel::operator()(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
-                               StencilRegion region) const {
-  const Impl& impl = *impl_;
+namespace {
+
+// Where a reducing launch puts its value: element `index` of `out`.
+struct ReduceTarget {
+  const Array* out = nullptr;
+  std::size_t index = 0;
+  bool accumulate = false;
+};
+
+void check_target(const StencilKernel::Impl& impl, const Call& c, const ReduceTarget& t) {
+  const std::string& kname = impl.options.name;
+  if (!impl.options.reduction) {
+    detail::raise_in(SKEIN_HERE, kCall, "Declare the reduction in StencilOptions::reduction.",
+                     "kernel '{}' has no reduction", kname);
+  }
+  const Array& out = *t.out;
+  const Dtype want = impl.options.reduction->dtype;
+  if (out.dtype() != want) {
+    detail::raise_in(SKEIN_HERE, kCall, "Give an output array of the reduction's dtype.",
+                     "kernel '{}': the output is {}, the reduction's dtype {}", kname, name(out.dtype()), name(want));
+  }
+  if (out.ndim() != 1 || t.index >= out.size()) {
+    detail::raise_in(SKEIN_HERE, kCall, "Give a 1-D output and an index inside it.",
+                     "kernel '{}': element {} of an output of shape {}", kname, t.index, to_string(out.shape()));
+  }
+  if (out.device_idx() != c.device) {
+    detail::raise_in(SKEIN_HERE, kCall, "Put the output on the device of the block's fields.",
+                     "kernel '{}': the output is on device {}, the fields on device {}", kname, out.device_idx(),
+                     c.device);
+  }
+}
+
+// One launch of the operation over `region` (with a reduction when `target.out` is set).
+void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<const Operand> args,
+             const StencilGeometry& geometry, StencilRegion region, const ReduceTarget& target) {
   const Call c = resolve(impl, queue, args, geometry);
+  if (target.out != nullptr) check_target(impl, c, target);
   const std::vector<Box> boxes = region_boxes(c, region);
   std::uint64_t n = 0;
   for (const Box& b : boxes) n += static_cast<std::uint64_t>(b.points());
-  if (n == 0) return;
+  if (n == 0 && target.out == nullptr) return;
   ProgramOptions options;
   options.fast_math = impl.options.fast_math;
   options.name = impl.options.name;
-  const std::string wide = impl.options.name + "_i64";
+  if (!impl.options.fp_contract && queue.context().api().id() == ApiId::cuda) {
+    options.compiler_options.push_back("--fmad=false");
+  }
+  const std::string& base = impl.options.name;
+  std::vector<std::string> names{base, base + "_i64"};
+  if (impl.options.reduction) {
+    for (const char* suffix : {"_r", "_r_i64", "_fin"}) names.push_back(base + suffix);
+  }
   const auto program = detail::cached_program(
       impl.owner, queue.context(), c.signature,
       [&] {
         impl.built += 1;
         return detail::stencil::generate(impl.params, impl.operation, impl.options, c);
       },
-      {impl.options.name, wide}, options);
+      names, options);
+  const std::size_t local = program->local_size[c.device];
+  const bool reducing = target.out != nullptr;
+  const std::size_t item = reducing ? itemsize(impl.options.reduction->dtype) : 0;
+  std::optional<detail::Scratch> partials;
+  std::size_t groups = 0;
 
   detail::ArgPack pack;
   for (std::size_t k = 0; k < impl.params.size(); ++k) {
@@ -274,12 +336,44 @@ void StencilKernel::operator()(const Queue& queue, std::span<const Operand> args
     pack.value(first);  // the region's index of the box's first point
     first += b < boxes.size() ? static_cast<std::uint64_t>(box.points()) : 0;
   }
-  const bool narrow = n < (std::uint64_t{1} << 31);
-  const std::string& kernel = narrow ? impl.options.name : wide;
-  const std::size_t local = program->local_size[c.device];
-  const std::size_t resident = program->resident(kernel, c.device);
-  const std::size_t groups = std::clamp<std::uint64_t>(detail::ceil_div(n, local), 1, resident);
-  detail::launch(program->kernel(kernel), queue, c.device, groups, local, pack);
+  if (n > 0) {
+    const bool narrow = n < (std::uint64_t{1} << 31);
+    const std::string kernel = base + (reducing ? "_r" : "") + (narrow ? "" : "_i64");
+    const std::size_t resident = program->resident(kernel, c.device);
+    groups = std::clamp<std::uint64_t>(detail::ceil_div(n, local), 1, resident);
+    if (reducing) {
+      partials.emplace(queue, c.device, groups * item);
+      pack.buffer(partials->buffer());
+    }
+    detail::launch(program->kernel(kernel), queue, c.device, groups, local, pack);
+  }
+  if (reducing) {
+    // One group reduces the partial values (none for an empty region: the identity).
+    if (!partials) partials.emplace(queue, c.device, item);
+    detail::ArgPack fin;
+    fin.buffer(partials->buffer());
+    fin.value(static_cast<std::uint64_t>(groups));
+    fin.array(target.out->view(target.index, {1}));
+    fin.value(static_cast<int>(target.accumulate ? 1 : 0));
+    detail::launch(program->kernel(base + "_fin"), queue, c.device, 1, local, fin);
+  }
+}
+
+}  // namespace
+
+void StencilKernel::operator()(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
+                               StencilRegion region) const {
+  enqueue(*impl_, queue, args, geometry, region, {});
+}
+
+void StencilKernel::reduce(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
+                           const Array& out, std::size_t index, StencilRegion region, bool accumulate) const {
+  enqueue(*impl_, queue, args, geometry, region, {.out = &out, .index = index, .accumulate = accumulate});
+}
+
+std::optional<Dtype> StencilKernel::reduction_dtype() const {
+  if (!impl_->options.reduction) return std::nullopt;
+  return impl_->options.reduction->dtype;
 }
 
 }  // namespace skein

@@ -34,6 +34,7 @@ struct Call {
   std::vector<ParamKind> kinds;          // per parameter
   std::vector<std::size_t> components;   // per parameter: 0, or the components of a field
   Shape points, domain, offset, halo;    // D values each
+  std::size_t group = 0;                 // work-group size the reducing kernels are written for
   std::string signature;
 };
 
@@ -46,6 +47,10 @@ std::string signature(const std::vector<ParamDecl>& params, const Call& c);
 // block's offset and the domain's extent per slot (int64_t); the region's point count (uint64_t);
 // per box (kMaxBoxes) its start per slot (int64_t), extents of slots 1 and 2 and its first point's
 // index in the region (uint64_t).
+// With options.reduction, also `name`_r and `name`_r_i64: the same with the per-group partial
+// values' array (allocation, offset) last, each group writing its value at its group id; and
+// `name`_fin, one group of c.group that reduces (partials, offset, count) into (out, offset),
+// combined with the value there when its last argument (int) is 1.
 std::string generate(const std::vector<ParamDecl>& params, const std::string& operation,
                      const StencilOptions& options, const Call& c);
 

@@ -266,6 +266,80 @@ TEST_P(DistStencil, DistArrayRowBlocks) {
   EXPECT_TRUE(on_every_rank(wrong == 0)) << wrong << " wrong point(s)";
 }
 
+// A stencil that also reduces what it computed: every layout of the cases (one component), the
+// output as dist::stencil writes it and the sum of u * out over every point of every member
+// against the host's; the split-phase form with a kernel enqueued before wait(); row blocks; and
+// the deterministic mode refused on every rank, the arrays usable afterwards.
+TEST_P(DistStencil, ReductionOfWhatItComputed) {
+  for (Case c : cases(s_.M())) {
+    c.options.components = 1;  // the slabs with an empty member too, with one component
+    SCOPED_TRACE(c.name);
+    const GridLayout layout = GridLayout::over(*s_.comm, c.shape, c.options);
+    const std::size_t n = layout.size();
+    std::vector<double> u(n);
+    for (std::size_t g = 0; g < n; ++g) u[g] = value(g);
+    GridArray gu(*s_.comm, layout, Dtype::float64), out(*s_.comm, layout, Dtype::float64);
+    gu.scatter(world_rank() == 0 ? u : std::vector<double>{}, 0);
+    gu.exchange_halos();
+    const Weights w = weights(c);
+    const StencilKernel k("double u, double a", "double out", w.operation,
+                          {.name = "dist_stencil_reduce", .reduction = StencilReduction{.map = "u * out"}});
+    std::vector<double> want(n);
+    double sum = 0, scale = 0;
+    for_points(c.shape, [&](std::size_t i, const std::vector<std::int64_t>& p) {
+      want[i] = w.host(u, c.shape, p, 0);
+      sum += u[i] * want[i];
+      scale += std::abs(u[i] * want[i]);
+    });
+    fill_sentinels(out);
+    const double got = dist::stencil_reduce(k, {gu, 0.5, out}, ReduceOp::sum);
+    expect_result(out, want, c.name + ", stencil_reduce");
+    EXPECT_TRUE(on_every_rank(std::abs(got - sum) <= 1e-12 * (1 + scale))) << got << " vs " << sum;
+    // Split phase: a kernel of the user's enqueued before the values are taken.
+    dist::PendingValues pending = dist::begin_stencil_reduce(k, {gu, 0.5, out}, ReduceOp::sum);
+    dist::stencil(StencilKernel("double u", "double out", "out = 2 * u", {.name = "dist_stencil_after"}), {out, gu});
+    const double later = pending.wait().at(0);
+    EXPECT_TRUE(on_every_rank(std::abs(later - sum) <= 1e-12 * (1 + scale))) << later << " vs " << sum;
+    const auto doubled = gu.gather<double>(0);
+    std::size_t wrong = 0;
+    if (world_rank() == 0) {
+      for (std::size_t i = 0; i < n; ++i) wrong += doubled[i] != 2 * want[i];
+    }
+    EXPECT_TRUE(on_every_rank(wrong == 0)) << wrong << " point(s) of the kernel after begin_stencil_reduce";
+  }
+  // Row blocks, the CG operator's p . A p (the columns guarded by the global coordinate).
+  const std::size_t rows = 13, cols = 11;
+  DistArray dp(*s_.comm, {rows, cols}, Dtype::float64, {}, {.width = 1});
+  DistArray dw(*s_.comm, {rows, cols}, Dtype::float64, {}, {.width = 1});
+  std::vector<double> p(rows * cols);
+  for (std::size_t g = 0; g < p.size(); ++g) p[g] = value(g);
+  dp.scatter(world_rank() == 0 ? p : std::vector<double>{}, 0);
+  dp.exchange_halos();
+  const StencilKernel a("double p", "double w",
+                        "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0) "
+                        "- (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
+                        {.name = "dist_stencil_poisson", .reduction = StencilReduction{.map = "p * w"}});
+  double pap = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      auto at = [&](std::size_t r, std::size_t cc) { return p[r * cols + cc]; };
+      const double w = 4 * at(i, j) - (i > 0 ? at(i - 1, j) : 0.0) - (i + 1 < rows ? at(i + 1, j) : 0.0) -
+                       (j > 0 ? at(i, j - 1) : 0.0) - (j + 1 < cols ? at(i, j + 1) : 0.0);
+      pap += at(i, j) * w;
+    }
+  }
+  const double got = dist::stencil_reduce(a, {dp, dw}, ReduceOp::sum);
+  EXPECT_TRUE(on_every_rank(std::abs(got - pap) <= 1e-12 * (1 + std::abs(pap)))) << got << " vs " << pap;
+  expect_logic_error([&] { (void)dist::stencil_reduce(a, {dp, dw}, ReduceOp::sum, StencilRegion::all,
+                                                      {.deterministic = true}); },
+                     {"dist::begin_stencil_reduce", "no deterministic mode"}, "deterministic");
+  const StencilKernel plain("double p", "double w", "w = p", {.name = "dist_stencil_plain"});
+  expect_logic_error([&] { (void)dist::stencil_reduce(plain, {dp, dw}, ReduceOp::sum); }, {"has no reduction"},
+                     "no reduction");
+  // What a user does next: the same call, fast mode, gives the same value.
+  EXPECT_TRUE(on_every_rank(dist::stencil_reduce(a, {dp, dw}, ReduceOp::sum) == got));
+}
+
 TEST_P(DistStencil, BadCallsRaiseOnEveryRank) {
   const GridLayout a = GridLayout::over(*s_.comm, {6, 8}, {.halo = {1}});
   const GridLayout b = GridLayout::over(*s_.comm, {6, 9}, {.halo = {1}});

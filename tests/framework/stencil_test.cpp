@@ -5,6 +5,7 @@
 // stencil computed on the host from the same data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -310,6 +311,74 @@ TEST_P(Stencil, SourceIsInspectable) {
   EXPECT_NE(src.find("KERNEL void up("), std::string::npos);
   EXPECT_NE(src.find("KERNEL void up_i64("), std::string::npos);
   EXPECT_NE(src.find("out = u(-1, 0)"), std::string::npos);
+}
+
+// A stencil that also reduces what it computed (CG's w = A p with p . w), 2-D at odd widths: the
+// sum over each region alone and interior + edges accumulated into one element, against the host's
+// sum of the same products; the output written as by operator(). Also a max (another reduce and
+// identity), a map reading a neighbour, an empty region (the identity), and fp_contract off.
+TEST_P(Stencil, ReductionOfWhatItComputed) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const std::string op = "w = 4 * p - p(-1, 0) - p(1, 0) - p(0, -1) - p(0, 1)";
+  StencilKernel dot("T p", "T w", op, {.name = "apply_dot", .fp_contract = false,
+                                       .reduction = StencilReduction{.map = "p * w"}});
+  StencilKernel most("T p", "T w", op, {.name = "apply_max", .reduction = StencilReduction{
+                                            .map = "w + p(0, 1)", .reduce = "a > b ? a : b", .identity = "-1e300"}});
+  for (std::size_t nx : {1, 11, 37, 250}) {
+    for (std::size_t ny : {1, 3, 64}) {
+      SCOPED_TRACE(testing::Message() << ny << " x " << nx);
+      const Shape points{ny, nx}, halo{1, 1};
+      Framed p(queue, points, halo, static_cast<std::uint32_t>(nx + 1000 * ny));
+      const StencilGeometry g{.domain = points, .halo = halo};
+      auto w = Array::zeros(queue, points, Dtype::float64);
+      auto sums = Array::from_host(queue, std::vector<double>(4, -3.0));
+      dot.reduce(queue, {p.interior, w}, g, sums, 0, StencilRegion::all);
+      dot.reduce(queue, {p.interior, w}, g, sums, 1, StencilRegion::interior);
+      dot.reduce(queue, {p.interior, w}, g, sums, 2, StencilRegion::edges);
+      dot.reduce(queue, {p.interior, w}, g, sums, 3, StencilRegion::interior);
+      dot.reduce(queue, {p.interior, w}, g, sums, 3, StencilRegion::edges, true);
+      auto peak = Array::from_host(queue, std::vector<double>(1, 0.0));
+      most.reduce(queue, {p.interior, w}, g, peak);
+      const auto got = sums.get<double>();
+      const auto got_w = w.get<double>();
+      double all = 0, inner = 0, edge = 0, top = -1e300, scale = 0;
+      for_points(points, [&](const std::vector<std::int64_t>& q) {
+        const std::int64_t i = q[0], j = q[1];
+        const double want =
+            4 * p.at({i, j}) - p.at({i - 1, j}) - p.at({i + 1, j}) - p.at({i, j - 1}) - p.at({i, j + 1});
+        ASSERT_NEAR(got_w[flat(points, q)], want, 1e-12 * (1 + std::abs(want)));
+        const double term = p.at({i, j}) * want;
+        all += term;
+        scale += std::abs(term);
+        (in_interior(q, points, halo) ? inner : edge) += term;
+        top = std::max(top, want + p.at({i, j + 1}));
+      });
+      const double tol = 1e-12 * (1 + scale);
+      EXPECT_NEAR(got[0], all, tol);
+      EXPECT_NEAR(got[1], inner, tol);  // the identity (0) when the interior is empty
+      EXPECT_NEAR(got[2], edge, tol);
+      EXPECT_NEAR(got[3], all, tol);
+      EXPECT_NEAR(peak.get<double>()[0], top, 1e-12 * (1 + std::abs(top)));
+    }
+  }
+  // Errors: no reduction declared, an output of another dtype, an index outside it.
+  StencilKernel plain("T p", "T w", op, {.name = "apply_plain"});
+  Framed p(queue, {3, 5}, {1, 1}, 5);
+  auto w = Array::zeros(queue, {3, 5}, Dtype::float64);
+  const StencilGeometry g{.domain = {3, 5}, .halo = {1, 1}};
+  auto out = Array::zeros(queue, {2}, Dtype::float64);
+  EXPECT_THROW(plain.reduce(queue, {p.interior, w}, g, out), LogicError);
+  auto out32 = Array::zeros(queue, {2}, Dtype::float32);
+  EXPECT_THROW(dot.reduce(queue, {p.interior, w}, g, out32), LogicError);
+  EXPECT_THROW(dot.reduce(queue, {p.interior, w}, g, out, 2), LogicError);
+  EXPECT_THROW(StencilKernel("T p", "T w", op, {.reduction = StencilReduction{.map = " "}}), LogicError);
+  EXPECT_THROW(StencilKernel("T p", "T w", op,
+                             {.reduction = StencilReduction{.map = "p", .dtype = Dtype::float16}}),
+               LogicError);
+  // What a user's code does next: the arrays are intact and the kernel still runs.
+  dot.reduce(queue, {p.interior, w}, g, out, 1);
+  EXPECT_TRUE(std::isfinite(out.get<double>()[1]));
 }
 
 SKEIN_INSTANTIATE_BACKENDS(Stencil);

@@ -91,6 +91,14 @@ PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, R
     detail::raise_in(SKEIN_HERE, call, "Split the batch: at most 64 bytes of results in one (8 float64 values).",
                      "rank {}: {} reductions of {} bytes each", ops.rank(), s.count, itemsize(s.dtype));
   }
+  for (const reductions::Term& t : terms) {
+    if (options.deterministic && t.custom != nullptr) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Use the fast mode, or the kernel without its reduction and a deterministic dist::reduce "
+                       "of what it wrote.",
+                       "rank {}: the reduction of {} has no deterministic mode", ops.rank(), reductions::term_name(t));
+    }
+  }
   const Queue& queue = ops.queue();
   detail::Ordering order(queue, ops.devices());
   ops.join(order);

@@ -3,9 +3,11 @@
 // geometry in the global domain.
 #include "skein/dist_stencil.hpp"
 
+#include <optional>
 #include <vector>
 
 #include "dist_values.hpp"
+#include "reduction_operands.hpp"
 #include "operand_checks.hpp"
 #include "ordering.hpp"
 #include "skein/detail/errors.hpp"
@@ -72,6 +74,22 @@ StencilGeometry row_geometry(const DistArray& x, const LocalBlock& b) {
   return g;
 }
 
+// Local block i of every operand (fields: the blocks' points; scalars as they are).
+std::vector<Operand> local_args(std::span<const DistOperand> args, std::size_t i) {
+  std::vector<Operand> local;
+  local.reserve(args.size());
+  for (const auto& a : args) {
+    if (a.scalar()) {
+      local.push_back(*a.scalar());
+    } else if (a.grid() != nullptr) {
+      local.emplace_back(a.grid()->block(i).interior);
+    } else {
+      local.emplace_back(a.array()->block(i).interior);
+    }
+  }
+  return local;
+}
+
 template <class Distributed, class Geometry>
 void run_blocks(const Queue& queue, const StencilKernel& kernel, std::span<const DistOperand> args,
                 StencilRegion region, const Distributed& first, Geometry&& geometry) {
@@ -80,21 +98,10 @@ void run_blocks(const Queue& queue, const StencilKernel& kernel, std::span<const
     if (a.grid() != nullptr) order.join(a.grid()->queue());
     if (a.array() != nullptr) order.join(a.array()->queue());
   }
-  std::vector<Operand> local;
-  local.reserve(args.size());
   for (std::size_t i = 0; i < first.local_size(); ++i) {
     const auto& block = first.block(i);
     if (block.interior.size() == 0) continue;  // a member without points
-    local.clear();
-    for (const auto& a : args) {
-      if (a.scalar()) {
-        local.push_back(*a.scalar());
-      } else if (a.grid() != nullptr) {
-        local.emplace_back(a.grid()->block(i).interior);
-      } else {
-        local.emplace_back(a.array()->block(i).interior);
-      }
-    }
+    const std::vector<Operand> local = local_args(args, i);
     kernel(queue, std::span<const Operand>(local), geometry(block), region);
   }
   order.release();
@@ -116,6 +123,28 @@ void stencil(const Queue& queue, const StencilKernel& kernel, std::span<const Di
   } else {
     run_blocks(queue, kernel, args, region, *o.rows, [&](const LocalBlock& b) { return row_geometry(*o.rows, b); });
   }
+}
+
+PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
+                                   StencilRegion region, const DistReductionOptions& options) {
+  const char* call = "dist::begin_stencil_reduce";
+  const Operands o = check_operands(kernel, args);
+  const std::optional<Dtype> dtype = kernel.reduction_dtype();
+  if (!dtype) {
+    detail::raise_in(SKEIN_HERE, call, "Declare the reduction in StencilOptions::reduction, or call dist::stencil.",
+                     "kernel {} has no reduction", kernel.name());
+  }
+  // The term writes member i's value: the kernel's reduction over the block's region (the
+  // identity for a member without points).
+  reductions::CustomTerm custom{.name = kernel.name(), .dtype = *dtype, .local_value = {}};
+  custom.local_value = [&](const Queue& queue, std::size_t i, const Array& out) {
+    const std::vector<Operand> local = local_args(args, i);
+    const StencilGeometry geometry =
+        o.grid != nullptr ? grid_geometry(*o.grid, o.grid->block(i)) : row_geometry(*o.rows, o.rows->block(i));
+    kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, region);
+  };
+  const reductions::Term term{.kernel = nullptr, .operands = args, .custom = &custom};
+  return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), across, options, call);
 }
 
 }  // namespace skein::dist

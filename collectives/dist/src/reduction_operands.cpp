@@ -41,6 +41,11 @@ GridLayout slab_layout(const GridLayout& layout) {
 
 }  // namespace
 
+std::string term_name(const Term& term) {
+  if (term.custom != nullptr) return term.custom->name;
+  return term.kernel == nullptr ? "?" : term.kernel->name();
+}
+
 Operands::Operands(std::span<const Term> terms, const char* call) {
   for (const Term& term : terms) {
     bool distributed = false;
@@ -49,7 +54,7 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
         distributed = true;
         if (grid_) {
           detail::raise_in(SKEIN_HERE, call, "Pass GridArrays or DistArrays to one call, not both.",
-                           "kernel {}: a DistArray among GridArray operands", term.kernel->name());
+                           "kernel {}: a DistArray among GridArray operands", term_name(term));
         }
         if (dist_) checks::check_same_shape(*dist_, *a.array(), call, "the distributed operands");
         if (!dist_) dist_.emplace(*a.array());
@@ -58,7 +63,7 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
         distributed = true;
         if (dist_) {
           detail::raise_in(SKEIN_HERE, call, "Pass GridArrays or DistArrays to one call, not both.",
-                           "kernel {}: a GridArray among DistArray operands", term.kernel->name());
+                           "kernel {}: a GridArray among DistArray operands", term_name(term));
         }
         if (grid_) checks::check_same_points(*grid_, *a.grid(), call, "the grid operands");
         if (!grid_) grid_.emplace(*a.grid());
@@ -67,7 +72,7 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
     }
     if (!distributed) {
       detail::raise_in(SKEIN_HERE, call, "Give every reduction at least one DistArray or GridArray.",
-                       "kernel {}: only scalar operands", term.kernel == nullptr ? "?" : term.kernel->name());
+                       "kernel {}: only scalar operands", term_name(term));
     }
   }
   if (!dist_ && !grid_) {
@@ -152,12 +157,11 @@ SlabTerms::SlabTerms(std::span<const Term> terms, const Operands& operands) {
 Dtype common_out_dtype(const Operands& ops, std::span<const Term> terms, const char* call) {
   std::optional<Dtype> dtype;
   for (std::size_t j = 0; j < terms.size(); ++j) {
-    const std::vector<Operand> in = ops.local(terms[j], 0);
-    const Dtype d = terms[j].kernel->out_dtype(in);
+    const Dtype d = terms[j].custom != nullptr ? terms[j].custom->dtype : terms[j].kernel->out_dtype(ops.local(terms[j], 0));
     if (dtype && *dtype != d) {
       detail::raise_in(SKEIN_HERE, call, "Batch reductions whose results have one dtype.",
                        "rank {}: reduction {} ({}) gives {}, the first gives {}", ops.rank(), j,
-                       terms[j].kernel->name(), name(d), name(*dtype));
+                       term_name(terms[j]), name(d), name(*dtype));
     }
     dtype = d;
   }
@@ -167,6 +171,10 @@ Dtype common_out_dtype(const Operands& ops, std::span<const Term> terms, const c
 void local_values(const Operands& ops, std::span<const Term> terms, std::span<const Array> outs) {
   for (std::size_t i = 0; i < ops.local_size(); ++i) {
     for (std::size_t j = 0; j < terms.size(); ++j) {
+      if (terms[j].custom != nullptr) {
+        terms[j].custom->local_value(ops.queue(), i, outs[i].view(j, {1}));
+        continue;
+      }
       const std::vector<Operand> in = ops.local(terms[j], i);
       (*terms[j].kernel)(ops.queue(), in, {.out = outs[i].view(j, {1})});
     }

@@ -7,8 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ordering.hpp"
@@ -18,11 +20,24 @@
 
 namespace skein::dist::reductions {
 
-// One reduction of a call: a kernel and its operands (in the kernel's order).
+// A reduction computed by other means than a ReductionKernel (a stencil kernel's): its name (for
+// messages), its result's dtype, and its value over local block i written into `out` (one
+// element), enqueued on `queue`. It has no deterministic mode.
+struct CustomTerm {
+  std::string name;
+  Dtype dtype = Dtype::float64;
+  std::function<void(const Queue& queue, std::size_t block, const Array& out)> local_value;
+};
+
+// One reduction of a call: a kernel (or a custom term) and its operands (in the kernel's order).
 struct Term {
   const ReductionKernel* kernel = nullptr;
   std::span<const DistOperand> operands;
+  const CustomTerm* custom = nullptr;
 };
+
+// The term's kernel's name.
+std::string term_name(const Term& term);
 
 // The distributed operands of every term of one call: either DistArrays of one layout and shape or
 // GridArrays of one layout of points (not both); every term has at least one. Checked in the

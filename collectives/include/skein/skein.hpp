@@ -14,6 +14,7 @@
 #include "skein/dist_array.hpp"  // Skein::dist
 #include "skein/dist_ops.hpp"
 #include "skein/dist_reductions.hpp"
+#include "skein/dist_fused.hpp"
 #include "skein/dist_stencil.hpp"
 #include "skein/grid_array.hpp"
 #include "skein/grid_layout.hpp"

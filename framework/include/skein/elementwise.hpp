@@ -160,6 +160,10 @@ struct ElementwiseOptions {
   RenderGlobals globals{};
   // ProgramOptions::fast_math for the generated program.
   bool fast_math = false;
+  // false: no FP contraction in the operation (a * b + c is never fused into an FMA), so that it
+  // gives the same bits as uncontracted arithmetic elsewhere (a FusedKernel's deterministic mode,
+  // the host).
+  bool fp_contract = true;
 };
 
 // A cheap handle: copies share the kernel and its compiled programs.

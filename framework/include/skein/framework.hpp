@@ -22,6 +22,7 @@
 #include "skein/event.hpp"
 #include "skein/memory.hpp"
 #include "skein/functions.hpp"
+#include "skein/fused.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/occupancy.hpp"

@@ -46,11 +46,13 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "skein/array.hpp"
+#include "skein/dtype.hpp"
 #include "skein/elementwise.hpp"
 #include "skein/export.hpp"
 #include "skein/queue.hpp"
@@ -59,6 +61,19 @@
 namespace skein {
 
 enum class StencilRegion { all, interior, edges };
+
+// A reduction of what the operation computed, over the points of a region (StencilKernel::reduce):
+// a CG matvec `w = A p` that also gives `p . w` in the same pass. `map` is an expression of the
+// reduced dtype for one point, evaluated after the operation with the operation's names (inputs'
+// values and neighbour reads, outputs' new values); `reduce` combines two values `a` and `b`;
+// `identity` is the value of no points. As ReductionKernel's map, reduce and identity (a fast-mode
+// reduction: the order of the combining depends on the launch, as ReductionKernel's fast mode).
+struct StencilReduction {
+  std::string map{};
+  std::string reduce = "a + b";
+  std::string identity = "0";
+  Dtype dtype = Dtype::float64;  // not float16 / bfloat16
+};
 
 struct StencilOptions {
   // The kernel's name (a C identifier, not an OpenCL C built-in function's such as distance or
@@ -70,6 +85,11 @@ struct StencilOptions {
   RenderGlobals globals = {};
   // ProgramOptions::fast_math for the generated program.
   bool fast_math = false;
+  // false: no FP contraction in the operation (a * b + c is never fused into an FMA), so that it
+  // gives the same bits as a host's or another kernel's uncontracted arithmetic.
+  bool fp_contract = true;
+  // A reduction of what the operation computed (reduce()); none by default.
+  std::optional<StencilReduction> reduction{};
 };
 
 // Where a block lies in its domain. The block's points are the fields' first D axes.
@@ -100,6 +120,22 @@ class SKEIN_EXPORT StencilKernel {
                   StencilRegion region = StencilRegion::all) const {
     (*this)(queue, std::span<const Operand>(args.begin(), args.size()), geometry, region);
   }
+
+  // With options.reduction: runs the operation over `region` as operator() does and, in the same
+  // pass, reduces the reduction's map over the region's points into element `index` of `out` (an
+  // array of the reduction's dtype on the block's device); with `accumulate`, combined with the
+  // value already there (reduce(old, new): an interior call, then an edges call). An empty region
+  // gives the identity. Enqueued, not waited for. LogicError as operator(), and for a kernel
+  // without a reduction, an `out` of another dtype or device, an index outside it.
+  void reduce(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry, const Array& out,
+              std::size_t index = 0, StencilRegion region = StencilRegion::all, bool accumulate = false) const;
+  void reduce(const Queue& queue, std::initializer_list<Operand> args, const StencilGeometry& geometry,
+              const Array& out, std::size_t index = 0, StencilRegion region = StencilRegion::all,
+              bool accumulate = false) const {
+    reduce(queue, std::span<const Operand>(args.begin(), args.size()), geometry, out, index, region, accumulate);
+  }
+  // The reduction's dtype, if the kernel has one.
+  std::optional<Dtype> reduction_dtype() const;
 
   // The source that a call with these arguments compiles (for reading and debugging).
   std::string source(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry) const;

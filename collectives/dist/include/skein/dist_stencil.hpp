@@ -36,10 +36,43 @@
 #include <span>
 
 #include "skein/dist_ops.hpp"
+#include "skein/dist_reductions.hpp"
 #include "skein/export.hpp"
 #include "skein/stencil.hpp"
 
 namespace skein::dist {
+
+// A kernel with a reduction (StencilOptions::reduction), as CG's `w = A p` with `p . w`:
+//
+//   skein::StencilKernel apply("double p", "double w", "w = 4 * p - p(-1, 0) - p(1, 0) - ...",
+//                              {.name = "poisson", .reduction = skein::StencilReduction{.map = "p * w"}});
+//   const double pw = skein::dist::stencil_reduce(apply, {p, w}, skein::ReduceOp::sum);
+//
+// runs the stencil over every local block as dist::stencil does and, in the same pass, reduces
+// the map over every member's region; the members' values are combined with `across` in one
+// all_reduce (collective: every rank calls it), the value returned on every rank. Fast mode only
+// (options.deterministic: LogicError; for a deterministic value, run the kernel without its
+// reduction and reduce what it wrote with dist::reduce). begin_stencil_reduce is the split-phase
+// form (PendingValues::wait() gives the one value).
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_stencil_reduce(const StencilKernel& kernel,
+                                                              std::span<const DistOperand> args, ReduceOp across,
+                                                              StencilRegion region = StencilRegion::all,
+                                                              const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_stencil_reduce(const StencilKernel& kernel,
+                                                        std::initializer_list<DistOperand> args, ReduceOp across,
+                                                        StencilRegion region = StencilRegion::all,
+                                                        const DistReductionOptions& options = {}) {
+  return begin_stencil_reduce(kernel, std::span<const DistOperand>(args.begin(), args.size()), across, region,
+                              options);
+}
+inline double stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
+                             StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {}) {
+  return begin_stencil_reduce(kernel, args, across, region, options).wait().at(0);
+}
+inline double stencil_reduce(const StencilKernel& kernel, std::initializer_list<DistOperand> args, ReduceOp across,
+                             StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {}) {
+  return begin_stencil_reduce(kernel, args, across, region, options).wait().at(0);
+}
 
 SKEIN_EXPORT void stencil(const StencilKernel& kernel, std::span<const DistOperand> args,
                           StencilRegion region = StencilRegion::all);

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Conjugate gradients on Skein's building blocks, over DistArrays (row blocks) or GridArrays (a
+// 2-D process grid): the same code for both (V), three forms of the iteration.
+//
+//   fused      (default) w = A p and p . w in one stencil pass (dist::stencil_reduce), the update
+//              of x and r with r . r in one pass (dist::update_and_reduce), p = r + beta p:
+//              11 vector passes per iteration, two reductions. In the deterministic mode the
+//              stencil's reduction has no canonical tree: p . w is a deterministic dist::dots
+//              after the stencil (13 passes).
+//   unfused    each step its own call, as a port of a CG onto plain kernels writes it: stencil,
+//              p . w, the update, r . r, p = r + beta p (14 passes). In the deterministic mode its
+//              iterations and x are bit-identical to the fused form's (the same canonical trees,
+//              no FP contraction in the updates).
+//   pipelined  Ghysels and Vanroose's pipelined CG ("Hiding global synchronization latency in
+//              the preconditioned Conjugate Gradient algorithm", 2014, Alg. 4 unpreconditioned):
+//              one reduction per iteration (r . r and w . r batched), begun before the matvec
+//              q = A w and waited for after it, so the collective overlaps the stencil; one
+//              update kernel for z, s, p, x, r, w (17 passes).
+//
+// Decisions use values that went through all_reduce, equal on every rank: every rank takes the
+// same number of iterations.
+#pragma once
+
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <skein/skein.hpp>
+
+#include "cg_poisson.hpp"
+
+namespace skein_cg {
+
+struct CgSettings {
+  double tol = 1e-10;
+  std::size_t max_iters = 10000;
+  std::string form = "fused";  // fused | unfused | pipelined
+  bool deterministic = false;
+  bool blas_dots = false;  // dist::blas_dot (DistArrays, the unfused form only)
+  std::size_t report_every = 0;
+  bool printer = false;  // this rank prints the progress
+};
+
+struct CgResult {
+  std::size_t iterations = 0;
+  double relative_residual = 0;  // as CG updated it: ||r_k|| / ||b||
+  bool converged = false;
+  bool breakdown = false;  // p . A p <= 0 or not finite: A not SPD in this precision, or overflow
+  double seconds = 0;      // the iterations, on the slowest rank
+};
+
+// The memory passes over a vector one iteration of `form` makes (see above).
+inline std::size_t passes_per_iteration(const CgSettings& s) {
+  if (s.form == "pipelined") return 17;
+  if (s.form == "unfused") return 14;
+  return s.deterministic ? 13 : 11;
+}
+
+// The work vectors. p (and for the pipelined form r and w) are read by the stencil: they have the
+// halo; the others may not (a GridArray updated by a fused kernel must have none).
+template <class V>
+struct CgVectors {
+  V x, r, p, w;
+  V s, z, q;  // the pipelined form's
+};
+
+namespace detail {
+
+template <class V>
+double dot(const CgSettings& s, const V& a, const V& b) {
+  if constexpr (std::is_same_v<V, skein::DistArray>) {
+    if (s.blas_dots) return skein::dist::blas_dot(a, b);
+  }
+  return skein::dist::dots({{a, b}}, {.deterministic = s.deterministic}).at(0);
+}
+
+inline void report(const CgSettings& s, const CgResult& result) {
+  if (s.printer && s.report_every > 0 && result.iterations % s.report_every == 0) {
+    fmt::print("  iteration {:7}  relative residual {:.3e}\n", result.iterations, result.relative_residual);
+    std::fflush(stdout);
+  }
+}
+
+// Ends the timing: the iterations' wall time on the slowest rank.
+template <class V>
+void stop_clock(CgResult& result, const V& x, std::chrono::steady_clock::time_point start, MPI_Comm comm,
+                double tol) {
+  x.queue().synchronize();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+  result.seconds = seconds;
+  result.converged = !result.breakdown && result.relative_residual <= tol;
+}
+
+template <class V>
+std::chrono::steady_clock::time_point start_clock(const V& x, MPI_Comm comm) {
+  x.queue().synchronize();
+  MPI_Barrier(comm);
+  return std::chrono::steady_clock::now();
+}
+
+}  // namespace detail
+
+// CG from x = 0 (Saad, Algorithm 6.18), in the fused or the unfused form.
+template <class T, class V>
+CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
+  const bool fused = s.form == "fused";
+  const skein::StencilKernel apply = poisson_kernel(false);
+  const skein::StencilKernel apply_dot = poisson_kernel(true);
+  // x += alpha p; r -= alpha w, and with it r . r (fused), or alone (unfused). No FP contraction
+  // in either, so that both give the same bits.
+  const skein::FusedKernel update_rr("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr",
+                                     "r * r", "a + b", "0", {.name = "cg_update_rr"});
+  const skein::ElementwiseKernel update("T alpha, T p, T w, T x, T r", "T x_out, T r_out",
+                                        "x_out = x + alpha * p; r_out = r - alpha * w;",
+                                        {.name = "cg_update", .fp_contract = false});
+  // The fused update on GridArrays in the deterministic mode needs blocks that are ranges of
+  // global indices (a grid split along axis 0 only): otherwise the unfused update.
+  bool fuse_update = fused;
+  if constexpr (std::is_same_v<V, skein::GridArray>) {
+    fuse_update = fused && (!s.deterministic || b.layout().grid()[1] == 1);
+  }
+  const skein::dist::DistReductionOptions reduction{.deterministic = s.deterministic};
+  CgResult result;
+  skein::dist::fill(v.x, skein::Operand(T{0}));
+  skein::dist::copy(b, v.r);
+  skein::dist::copy(b, v.p);
+  const double b_norm = std::sqrt(detail::dot(s, b, b));
+  double rr = detail::dot(s, v.r, v.r);
+  if (b_norm == 0) {  // x = 0 solves it exactly
+    result.converged = true;
+    return result;
+  }
+  result.relative_residual = std::sqrt(rr) / b_norm;
+  const auto start = detail::start_clock(v.x, comm);
+  while (result.relative_residual > s.tol && result.iterations < s.max_iters) {
+    v.p.exchange_halos();
+    double pw = 0;
+    if (fused && !s.deterministic) {
+      pw = skein::dist::stencil_reduce(apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
+    } else {
+      skein::dist::stencil(apply, {v.p, v.w});
+      pw = detail::dot(s, v.p, v.w);
+    }
+    if (!(pw > 0) || !std::isfinite(pw)) {
+      result.breakdown = true;
+      break;
+    }
+    const double alpha = rr / pw;
+    double rr_next = 0;
+    if (fuse_update) {
+      rr_next = skein::dist::update_and_reduce(update_rr, {v.p, v.w, static_cast<T>(alpha), v.x, v.r},
+                                               skein::ReduceOp::sum, reduction);
+    } else {
+      skein::dist::elementwise(update, {static_cast<T>(alpha), v.p, v.w, v.x, v.r, v.x, v.r});
+      rr_next = detail::dot(s, v.r, v.r);
+    }
+    ++result.iterations;
+    result.relative_residual = std::sqrt(rr_next) / b_norm;
+    if (!std::isfinite(rr_next)) {
+      result.breakdown = true;
+      break;
+    }
+    detail::report(s, result);
+    const double beta = rr_next / rr;
+    rr = rr_next;
+    skein::dist::axpy(skein::Operand(static_cast<T>(beta)), v.p, v.r, v.p);  // p = beta p + r
+  }
+  detail::stop_clock(result, v.x, start, comm, s.tol);
+  return result;
+}
+
+// Pipelined CG from x = 0 (Ghysels and Vanroose, Alg. 4 without a preconditioner).
+template <class T, class V>
+CgResult pipelined_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
+  const skein::StencilKernel apply = poisson_kernel(false);
+  const skein::ElementwiseKernel update(
+      "T alpha, T beta, T q, T z, T w, T s, T r, T p, T x", "T z_out, T s_out, T p_out, T x_out, T r_out, T w_out",
+      "const T zn = q + beta * z; const T sn = w + beta * s; const T pn = r + beta * p;"
+      "z_out = zn; s_out = sn; p_out = pn; x_out = x + alpha * pn; r_out = r - alpha * sn; w_out = w - alpha * zn;",
+      {.name = "cg_pipelined_update", .fp_contract = false});
+  const skein::dist::DistReductionOptions reduction{.deterministic = s.deterministic};
+  CgResult result;
+  skein::dist::fill(v.x, skein::Operand(T{0}));
+  for (const V* a : {&v.p, &v.s, &v.z}) skein::dist::fill(*a, skein::Operand(T{0}));
+  skein::dist::copy(b, v.r);
+  v.r.exchange_halos();
+  skein::dist::stencil(apply, {v.r, v.w});  // w = A r
+  const double b_norm = std::sqrt(detail::dot(s, b, b));
+  if (b_norm == 0) {
+    result.converged = true;
+    return result;
+  }
+  double gamma_old = 0, alpha_old = 0;
+  const auto start = detail::start_clock(v.x, comm);
+  for (;;) {
+    // gamma = r . r and delta = w . r in one collective, overlapped with q = A w.
+    skein::dist::PendingValues pending = skein::dist::begin_dots({{v.r, v.r}, {v.w, v.r}}, reduction);
+    v.w.exchange_halos();
+    skein::dist::stencil(apply, {v.w, v.q});
+    const std::vector<double> values = pending.wait();
+    const double gamma = values.at(0), delta = values.at(1);
+    result.relative_residual = std::sqrt(gamma) / b_norm;
+    if (!std::isfinite(gamma) || !std::isfinite(delta)) {
+      result.breakdown = true;
+      break;
+    }
+    if (result.relative_residual <= s.tol || result.iterations >= s.max_iters) break;
+    const double beta = result.iterations == 0 ? 0 : gamma / gamma_old;
+    const double denominator = result.iterations == 0 ? delta : delta - beta * gamma / alpha_old;
+    if (!(denominator > 0)) {
+      result.breakdown = true;
+      break;
+    }
+    const double alpha = gamma / denominator;
+    skein::dist::elementwise(update, {static_cast<T>(alpha), static_cast<T>(beta), v.q, v.z, v.w, v.s, v.r, v.p,
+                                      v.x, v.z, v.s, v.p, v.x, v.r, v.w});
+    gamma_old = gamma;
+    alpha_old = alpha;
+    ++result.iterations;
+    detail::report(s, result);
+  }
+  detail::stop_clock(result, v.x, start, comm, s.tol);
+  return result;
+}
+
+template <class T, class V>
+CgResult conjugate_gradients(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
+  return s.form == "pipelined" ? pipelined_cg<T>(s, b, v, comm) : classic_cg<T>(s, b, v, comm);
+}
+
+}  // namespace skein_cg
