@@ -574,20 +574,20 @@ if want cg && ((ngpu > 0)); then
     for form in fused unfused pipelined; do
       step "cg-$form-$round" "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np 1 "${one_gpu[@]}" \
         -x SKEIN_API=cuda "$cg_bin" --nx 8192 --ny 8192 --dtype float64 --max-iters "$cg_iters" \
-        --report-every 0 --form $form --json "$OUTDIR/cg-8192-$form-$round.json"
+        --report-every 0 --warmup 20 --form $form --json "$OUTDIR/cg-8192-$form-$round.json"
     done
     step "cg-cupy-$round" "$OUTDIR/cg.log" env CUDA_VISIBLE_DEVICES=0 timeout 300 python3 tools/peer-cg.py \
       --nx 8192 --ny 8192 --iterations "$cg_iters" --rounds 1 --json "$OUTDIR/cg-8192-cupy-$round.json"
   done
   if ((ngpu >= 2)); then
     step cg-strong-1 "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np 1 "${one_gpu[@]}" -x SKEIN_API=cuda \
-      "$cg_bin" --nx 4096 --ny 4096 --max-iters 500 --report-every 0 --json "$OUTDIR/cg-4096-1.json"
+      "$cg_bin" --nx 4096 --ny 4096 --max-iters 500 --warmup 20 --report-every 0 --json "$OUTDIR/cg-4096-1.json"
     step "cg-strong-$ngpu-ranks" "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np "$ngpu" -x SKEIN_API=cuda \
       -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK=1 "$cg_bin" --nx 4096 --ny 4096 --max-iters 500 \
-      --report-every 0 --json "$OUTDIR/cg-4096-$ngpu-ranks.json"
+      --warmup 20 --report-every 0 --json "$OUTDIR/cg-4096-$ngpu-ranks.json"
     step "cg-strong-$ngpu-one-rank" "$OUTDIR/cg.log" cg_fixed timeout 300 mpirun -np 1 --bind-to none \
       -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK="$ngpu" "$cg_bin" --nx 4096 \
-      --ny 4096 --max-iters 500 --report-every 0 --json "$OUTDIR/cg-4096-$ngpu-one-rank.json"
+      --ny 4096 --max-iters 500 --warmup 20 --report-every 0 --json "$OUTDIR/cg-4096-$ngpu-one-rank.json"
   fi
   step cg-compare "$OUTDIR/cg.log" python3 tools/compare-cg.py "$OUTDIR"
 fi

@@ -77,6 +77,7 @@ struct Options {
   std::string form = "fused";     // fused | unfused | pipelined
   std::string grid;               // PxQ: a GridArray over a P x Q grid of the devices
   std::size_t report_every = 100;
+  std::size_t warmup = 0;  // iterations run and discarded before the timed solve
   bool deterministic = false;
   bool weak = false;
   bool check_host = false;
@@ -167,6 +168,14 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
     skein::dist::elementwise(round, {b64, b});
   }
   Outcome out;
+  if (o.warmup > 0) {
+    // Compiles (or loads) every kernel of the loop, as a benchmark's warm-up: then the solve
+    // again from x = 0.
+    skein_cg::CgSettings warm = settings;
+    warm.max_iters = o.warmup;
+    warm.report_every = 0;
+    (void)skein_cg::conjugate_gradients<T>(warm, b, v, runtime.comm());
+  }
   out.cg = skein_cg::conjugate_gradients<T>(settings, b, v, runtime.comm());
 
   // The true residual, from scratch: r = b - A x with a fresh matvec (p and w are free now).
@@ -264,7 +273,7 @@ void print_summary(const Options& o, const Grid& grid, double tol, const Outcome
   const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
   const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
   const std::size_t passes = skein_cg::passes_per_iteration(
-      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
+      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"}, o.grid.empty());
   fmt::print("  time                       {:.4f} s, {:.3f} ms per iteration, {:.2f} GB/s ({} vector passes per "
              "iteration, form {})\n",
              cg.seconds, per_iteration * 1e3,
@@ -299,7 +308,7 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
   const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
   const double floor = static_cast<double>(kFloorPasses) / 2 * out.copy_seconds;
   const std::size_t passes = skein_cg::passes_per_iteration(
-      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
+      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"}, o.grid.empty());
   const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
   return nlohmann::json{
       {"tool", "skein-cg"},
@@ -451,6 +460,9 @@ int main(int argc, char** argv) {
   app.add_option("--grid", o.grid,
                  "Split the grid over a P x Q grid of the devices (PxQ, P along the rows; P * Q = devices) "
                  "instead of row blocks");
+  app.add_option("--warmup", o.warmup,
+                 "Run this many iterations first and discard them (the kernels compiled or loaded before the "
+                 "timed solve, as a benchmark's warm-up)");
   app.add_option("--report-every", o.report_every,
                  "Print the residual every N iterations (0: never)");
   app.add_flag("--deterministic", o.deterministic,
