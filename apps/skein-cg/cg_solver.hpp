@@ -33,6 +33,8 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
+#include <vector>
 #include <type_traits>
 #include <utility>
 
@@ -50,6 +52,9 @@ struct CgSettings {
   bool blas_dots = false;  // dist::blas_dot (DistArrays, the unfused form only)
   std::size_t report_every = 0;
   bool printer = false;  // this rank prints the progress
+  // Waits for the queue after each step of the loop and prints each step's mean time at the end
+  // (a diagnosis of where an iteration's time goes: the waits make the whole slower).
+  bool step_times = false;
 };
 
 struct CgResult {
@@ -77,6 +82,45 @@ struct CgVectors {
 };
 
 namespace detail {
+
+// Per-step wall times when CgSettings::step_times is on (else nothing).
+class StepTimes {
+ public:
+  StepTimes(const CgSettings& s, const skein::Queue& queue) : on_(s.step_times && s.printer), queue_(queue) {}
+  void mark(const char* step) {
+    if (!on_) return;
+    queue_.synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    auto& [name, seconds, count] = find(step);
+    (void)name;
+    seconds += std::chrono::duration<double>(now - last_).count();
+    count += 1;
+    last_ = now;
+  }
+  void restart() {
+    if (!on_) return;
+    queue_.synchronize();
+    last_ = std::chrono::steady_clock::now();
+  }
+  void print() const {
+    for (const auto& [name, seconds, count] : steps_) {
+      fmt::print("  step {:24} {:9.1f} us mean over {} calls\n", name, seconds / static_cast<double>(count) * 1e6,
+                 count);
+    }
+  }
+
+ private:
+  std::tuple<std::string, double, std::size_t>& find(const char* step) {
+    for (auto& e : steps_) {
+      if (std::get<0>(e) == step) return e;
+    }
+    return steps_.emplace_back(step, 0.0, 0);
+  }
+  bool on_;
+  skein::Queue queue_;
+  std::chrono::steady_clock::time_point last_{};
+  std::vector<std::tuple<std::string, double, std::size_t>> steps_;
+};
 
 template <class V>
 double dot(const CgSettings& s, const V& a, const V& b) {
@@ -153,7 +197,9 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
   }
   result.relative_residual = std::sqrt(rr) / b_norm;
   const auto start = detail::start_clock(v.x, comm);
+  detail::StepTimes steps(s, v.x.queue());
   while (result.relative_residual > s.tol && result.iterations < s.max_iters) {
+    steps.restart();
     double pw = 0;
     if (fold) {
       v.r.exchange_halos();
@@ -168,6 +214,7 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
       skein::dist::stencil(apply, {v.p, v.w});
       pw = detail::dot(s, v.p, v.w);
     }
+    steps.mark(fold ? "direction+matvec+p.w" : "matvec (+ p.w)");
     if (!(pw > 0) || !std::isfinite(pw)) {
       result.breakdown = true;
       break;
@@ -181,6 +228,7 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
       skein::dist::elementwise(update, {static_cast<T>(alpha), v.p, v.w, v.x, v.r, v.x, v.r});
       rr_next = detail::dot(s, v.r, v.r);
     }
+    steps.mark("update x, r (+ r.r)");
     ++result.iterations;
     result.relative_residual = std::sqrt(rr_next) / b_norm;
     if (!std::isfinite(rr_next)) {
@@ -194,9 +242,11 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
       std::swap(p_new, p_old);  // the next stencil makes p = r + beta p from this one
     } else {
       skein::dist::axpy(skein::Operand(static_cast<T>(beta)), v.p, v.r, v.p);  // p = beta p + r
+      steps.mark("p = r + beta p");
     }
   }
   detail::stop_clock(result, v.x, start, comm, s.tol);
+  steps.print();
   return result;
 }
 

@@ -79,6 +79,7 @@ struct Options {
   std::size_t report_every = 100;
   std::size_t warmup = 0;  // iterations run and discarded before the timed solve
   bool deterministic = false;
+  bool step_times = false;
   bool weak = false;
   bool check_host = false;
   std::size_t devices_per_rank = 0;
@@ -148,7 +149,8 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
                                 .deterministic = o.deterministic,
                                 .blas_dots = o.dot == "blas",
                                 .report_every = o.report_every,
-                                .printer = printer};
+                                .printer = printer,
+                                .step_times = o.step_times};
   const bool pipelined = o.form == "pipelined";
   const V b = make(false, dtype);
   skein_cg::CgVectors<V> v{make(false, dtype), make(pipelined, dtype), make(true, dtype), make(pipelined, dtype),
@@ -174,6 +176,7 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
     skein_cg::CgSettings warm = settings;
     warm.max_iters = o.warmup;
     warm.report_every = 0;
+    warm.step_times = false;
     (void)skein_cg::conjugate_gradients<T>(warm, b, v, runtime.comm());
   }
   out.cg = skein_cg::conjugate_gradients<T>(settings, b, v, runtime.comm());
@@ -469,6 +472,8 @@ int main(int argc, char** argv) {
                "Deterministic reductions: the same iterations and bit-identical x on any number of "
                "devices and ranks")
       .excludes(dot);
+  app.add_flag("--step-times", o.step_times,
+               "Wait after each step of the loop and print each step's mean time (a diagnosis; slower overall)");
   app.add_flag("--weak", o.weak,
                "--ny is per device (weak scaling): the grid has ny x devices rows");
   app.add_flag(
