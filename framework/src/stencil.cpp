@@ -337,7 +337,15 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     first += b < boxes.size() ? static_cast<std::uint64_t>(box.points()) : 0;
   }
   if (n > 0) {
-    const bool narrow = n < (std::uint64_t{1} << 31);
+    // 32-bit indices and element offsets when the region's points, and every field's buffer
+    // counted from its allocation's start (the block and its halo, where its reads stay), stay
+    // below 2^31 elements.
+    bool narrow = n < (std::uint64_t{1} << 31);
+    for (std::size_t k = 0; k < impl.params.size(); ++k) {
+      if (c.kinds[k] != ParamKind::field) continue;
+      const Array& x = args[k].array();
+      narrow = narrow && (x.data().offset() + x.data().size()) / x.itemsize() < (std::uint64_t{1} << 31);
+    }
     const std::string kernel = base + (reducing ? "_r" : "") + (narrow ? "" : "_i64");
     const std::size_t resident = program->resident(kernel, c.device);
     groups = std::clamp<std::uint64_t>(detail::ceil_div(n, local), 1, resident);

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <string_view>
+
 #include "skein/ctypes.hpp"
 #include "skein/template.hpp"
 
@@ -69,29 +71,45 @@ std::string setup(const std::vector<ParamDecl>& params, const Call& c) {
   return s;
 }
 
-// The loop body's head: the point's box and slots, its global index, each field's element.
+// The loop body's head: the point's box and slots, its global index, each field's element. Only
+// the slots the domain uses are computed (a 2-D box needs one division, a 1-D none), and element
+// offsets are _skein_off_t: int in the 32-bit kernel (the launch checks that every field's
+// allocation has fewer than 2^31 elements), int64_t in the other.
 std::string locate(const std::vector<ParamDecl>& params, const Call& c, const char* idx) {
-  std::string s;
-  s += fmt::format("        {0} _skein_q = _skein_t;\n        int64_t _skein_l0, _skein_l1, _skein_l2;\n"
+  const bool narrow = std::string_view(idx) == "uint32_t";
+  std::string s = fmt::format("        typedef {} _skein_off_t;\n", narrow ? "int" : "int64_t");
+  s += fmt::format("        {0} _skein_q = _skein_t;\n        _skein_off_t _skein_l0, _skein_l1, _skein_l2;\n"
                    "        {0} _skein_e1, _skein_e2;\n",
                    idx);
   for (std::size_t b = 0; b < kMaxBoxes; ++b) {
     std::string cond = b + 1 < kMaxBoxes ? fmt::format("if (_skein_q < ({})_skein_b{}_f) ", idx, b + 1) : "";
     s += fmt::format(
-        "        {0}{{ _skein_q -= ({2})_skein_b{1}_f; _skein_l0 = _skein_b{1}_s0; _skein_l1 = _skein_b{1}_s1; "
-        "_skein_l2 = _skein_b{1}_s2; _skein_e1 = ({2})_skein_b{1}_e1; _skein_e2 = ({2})_skein_b{1}_e2; }}\n",
+        "        {0}{{ _skein_q -= ({2})_skein_b{1}_f; _skein_l0 = (_skein_off_t)_skein_b{1}_s0; "
+        "_skein_l1 = (_skein_off_t)_skein_b{1}_s1; _skein_l2 = (_skein_off_t)_skein_b{1}_s2; "
+        "_skein_e1 = ({2})_skein_b{1}_e1; _skein_e2 = ({2})_skein_b{1}_e2; }}\n",
         b == 0 ? cond : (cond.empty() ? "else " : "else " + cond), b, idx);
   }
-  s += fmt::format(
-      "        {{\n            const {0} _skein_r = _skein_q / _skein_e2;\n"
-      "            _skein_l2 += (int64_t)(_skein_q - _skein_r * _skein_e2);\n"
-      "            _skein_l1 += (int64_t)(_skein_r % _skein_e1);\n"
-      "            _skein_l0 += (int64_t)(_skein_r / _skein_e1);\n        }}\n",
-      idx);
+  s += "        (void)_skein_e1;\n";
+  if (c.D == 1) {
+    s += "        _skein_l2 += (_skein_off_t)_skein_q;\n";
+  } else if (c.D == 2) {
+    s += fmt::format(
+        "        {{\n            const {0} _skein_r = _skein_q / _skein_e2;\n"
+        "            _skein_l2 += (_skein_off_t)(_skein_q - _skein_r * _skein_e2);\n"
+        "            _skein_l1 += (_skein_off_t)_skein_r;\n        }}\n",
+        idx);
+  } else {
+    s += fmt::format(
+        "        {{\n            const {0} _skein_r = _skein_q / _skein_e2;\n"
+        "            _skein_l2 += (_skein_off_t)(_skein_q - _skein_r * _skein_e2);\n"
+        "            _skein_l1 += (_skein_off_t)(_skein_r % _skein_e1);\n"
+        "            _skein_l0 += (_skein_off_t)(_skein_r / _skein_e1);\n        }}\n",
+        idx);
+  }
   std::vector<std::string> g, n;
   for (std::size_t a = 0; a < c.D; ++a) {
     const std::size_t slot = 3 - c.D + a;
-    g.push_back(fmt::format("_skein_g{0} + _skein_l{0}", slot));
+    g.push_back(fmt::format("_skein_g{0} + (int64_t)_skein_l{0}", slot));
     n.push_back(fmt::format("_skein_N{}", slot));
   }
   s += fmt::format("        const int64_t gidx[{}] = {{{}}};\n", c.D, fmt::join(g, ", "));
@@ -100,10 +118,12 @@ std::string locate(const std::vector<ParamDecl>& params, const Call& c, const ch
   for (std::size_t k = 0; k < params.size(); ++k) {
     if (c.kinds[k] != ParamKind::field) continue;
     const auto& p = params[k];
-    s += fmt::format(
-        "        GLOBAL_MEM {0}{1}* const _skein_c_{2} = _skein_p_{2} + (_skein_l0 * _skein_s_{2}_0 + "
-        "_skein_l1 * _skein_s_{2}_1 + _skein_l2 * _skein_s_{2}_2);\n",
-        p.output ? "" : "const ", ctype(c.dtypes[k]), p.name);
+    std::vector<std::string> terms;
+    for (std::size_t slot = 3 - c.D; slot < 3; ++slot) {
+      terms.push_back(fmt::format("_skein_l{0} * (_skein_off_t)_skein_s_{1}_{0}", slot, p.name));
+    }
+    s += fmt::format("        GLOBAL_MEM {0}{1}* const _skein_c_{2} = _skein_p_{2} + ({3});\n",
+                     p.output ? "" : "const ", ctype(c.dtypes[k]), p.name, fmt::join(terms, " + "));
   }
   return s;
 }
@@ -121,11 +141,11 @@ std::string operation_block(const std::vector<ParamDecl>& params, const std::str
       std::vector<std::string> args, terms;
       for (std::size_t a = 0; a < c.D; ++a) {
         args.push_back(fmt::format("_o{}", a));
-        terms.push_back(fmt::format("(int64_t)(_o{}) * _skein_s_{}_{}", a, p.name, 3 - c.D + a));
+        terms.push_back(fmt::format("(_skein_off_t)(_o{}) * (_skein_off_t)_skein_s_{}_{}", a, p.name, 3 - c.D + a));
       }
       if (c.components[k] > 0) {
         args.push_back("_oc");
-        terms.push_back(fmt::format("(int64_t)(_oc) * _skein_s_{}_3", p.name));
+        terms.push_back(fmt::format("(_skein_off_t)(_oc) * (_skein_off_t)_skein_s_{}_3", p.name));
       }
       defs += fmt::format("#define {}({}) ({})\n", p.name, fmt::join(args, ", "),
                           load_value(d, fmt::format("_skein_c_{}[{}]", p.name, fmt::join(terms, " + "))));
@@ -138,7 +158,7 @@ std::string operation_block(const std::vector<ParamDecl>& params, const std::str
     } else if (c.components[k] > 0) {
       decls += fmt::format("            {} {}[{}];\n", compute_ctype(d), p.name, c.components[k]);
       stores += fmt::format(
-          "            for (int _skein_k = 0; _skein_k < {}; ++_skein_k) _skein_c_{}[_skein_k * _skein_s_{}_3] = {};\n",
+          "            for (int _skein_k = 0; _skein_k < {}; ++_skein_k) _skein_c_{}[(_skein_off_t)_skein_k * (_skein_off_t)_skein_s_{}_3] = {};\n",
           c.components[k], p.name, p.name, store_value(d, fmt::format("{}[_skein_k]", p.name)));
     } else {
       decls += fmt::format("            {} {};\n", compute_ctype(d), p.name);

@@ -39,8 +39,9 @@
 // are all.
 //
 // Speed: one thread per point of the region, in a grid-stride loop; each field's addresses come
-// from its strides (passed at run time, so blocks of other shapes reuse the program). Indices are
-// 32-bit when the region has fewer than 2^31 points.
+// from its strides (passed at run time, so blocks of other shapes reuse the program). Indices and
+// element offsets are 32-bit when the region has fewer than 2^31 points and every field's buffer
+// ends fewer than 2^31 elements from the start of its allocation.
 #pragma once
 
 #include <cstddef>
