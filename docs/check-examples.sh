@@ -5,7 +5,7 @@
 #   - with an environment value Skein rejects, each must print Skein's error (naming the value) on
 #     stderr and end with a non-zero status of its own: not in std::terminate ("terminate
 #     called", SIGABRT, status 134), not killed by any other signal, no core dump.
-# distributed, domains, stencils and interop run under mpirun with 2 ranks (domains and stencils also with 1); distributed's bad SKEIN_API is refused by
+# distributed, domains, stencils, cg and interop run under mpirun with 2 ranks (domains, stencils and cg also with 1); distributed's bad SKEIN_API is refused by
 # the Runtime's constructor, its bad SKEIN_DISABLE_CACHE later (when it compiles its kernel).
 #
 #   bash docs/check-examples.sh EXAMPLES_DIR [MPIEXEC]    (ctest docs.examples runs it)
@@ -84,6 +84,13 @@ if [[ -n $mpiexec ]]; then
       run "stencils on 1 rank" ok "" "$four" -- "$mpiexec" -n 1 --oversubscribe "$dir/stencils"
     else
       echo "FAIL stencils: $dir/stencils is missing (build target docs-examples)"
+      failures=$((failures + 1))
+    fi
+    if [[ -x $dir/cg ]]; then
+      run "cg on 2 ranks" ok "" "$four" -- "$mpiexec" -n 2 --oversubscribe "$dir/cg"
+      run "cg on 1 rank" ok "" "$four" -- "$mpiexec" -n 1 --oversubscribe "$dir/cg"
+    else
+      echo "FAIL cg: $dir/cg is missing (build target docs-examples)"
       failures=$((failures + 1))
     fi
     # interop writes interop.h5 where it runs: in the scratch directory.

@@ -86,6 +86,17 @@ foreach(dtype float32 float64)
     ARGS --nx 33 --ny 29 --dtype ${dtype} DEFS -DCONFIGS=1x1,2x1,4x1,2x2 RELEASE_ONLY)
 endforeach()
 
+# The forms and the process grid (cg_solver.hpp): the pipelined form on 2 ranks of 2 devices;
+# a 2 x 2 grid of one device per rank, fused; and in the deterministic mode the fused and
+# unfused forms, row blocks and grids of 1 to 4 devices, bit-identical (the fused form's update
+# and the unfused one's give the same bits, as the stencil's p . w and a dist::dots of it do not
+# need to: the deterministic fused form takes the dots).
+skein_cg_test(NAME np2x2.pipelined NP 2 MODE pass ARGS --nx 33 --ny 29 --form pipelined
+  DEFS -DDEVICES=4 -DMAX_ERROR=1e-7 ENV SKEIN_DEVICES_PER_RANK=2)
+skein_cg_test(NAME np4.grid2x2 NP 4 MODE pass ARGS --nx 33 --ny 29 --grid 2x2 --dtype float64
+  DEFS -DDEVICES=4 -DMAX_ERROR=1e-7 ENV SKEIN_DEVICES_PER_RANK=1)
+skein_cg_test(NAME deterministic.forms NP 0 MODE deterministic ARGS --nx 33 --ny 29 --dtype float64
+  DEFS "-DCONFIGS=1x1/--form=unfused,2x1/--form=fused,2x2/--form=unfused/--grid=2x2,2x1/--form=fused/--grid=1x2")
 # Failures: exit status non-zero with a message saying what was wrong (NP 0: refused before MPI
 # starts, so run without mpirun; the NP 2 ones show that every rank stops).
 skein_cg_test(NAME not_converged NP 2 MODE fail ARGS --nx 33 --ny 29 --max-iters 3
@@ -97,6 +108,8 @@ skein_cg_test(NAME bad.tol_negative NP 2 MODE fail ARGS --tol=-1e-3
   DEFS "-DEXPECT=--tol.*-1e-3.*must be in \\(0, 1\\)")
 skein_cg_test(NAME bad.dtype NP 0 MODE fail ARGS --dtype float16
   DEFS "-DEXPECT=--dtype.*float16.*not in")
+skein_cg_test(NAME bad.grid NP 2 MODE fail ARGS --nx 33 --ny 29 --grid 3x1
+  DEFS "-DEXPECT=--grid 3x1 has 3 places for 2 devices" ENV SKEIN_DEVICES_PER_RANK=1)
 add_test(NAME apps.cg.help COMMAND skein-cg --help)
 set_tests_properties(apps.cg.help PROPERTIES TIMEOUT 30 LABELS apps PASS_REGULAR_EXPRESSION
   "--nx.*--ny.*--tol.*--max-iters.*--dtype.*--report-every.*--deterministic.*--weak.*--json")

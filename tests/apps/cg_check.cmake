@@ -7,8 +7,10 @@
 #                      and DEVICES devices (when set)
 #   -DMODE=fail        a non-zero exit status, and the output matches EXPECT (a regex)
 #   -DMODE=deterministic  runs with --deterministic on each of CONFIGS (comma-separated RxD:
-#                      R ranks of D devices each, e.g. 1x1,2x1,2x2), each must pass as above, and
-#                      all must agree on the iteration count and x's fingerprint (bit-identical x)
+#                      R ranks of D devices each, e.g. 1x1,2x1,2x2, each optionally followed by
+#                      /ARG/ARG... of its own, e.g. 2x1/--form=unfused/--grid=2x1), each must pass
+#                      as above, and all must agree on the iteration count and x's fingerprint
+#                      (bit-identical x)
 #   -DLIMIT=seconds    per run (default 120)
 cmake_minimum_required(VERSION 3.20)
 
@@ -135,17 +137,26 @@ elseif(MODE STREQUAL "deterministic")
     message(FATAL_ERROR "CONFIGS needs at least two configurations to compare (got '${CONFIGS}')")
   endif()
   foreach(config ${configs})
-    if(NOT config MATCHES "^([0-9]+)x([0-9]+)$")
-      message(FATAL_ERROR "a configuration is RxD (ranks x devices per rank), not '${config}'")
+    if(NOT config MATCHES "^([0-9]+)x([0-9]+)(/.*)?$")
+      message(FATAL_ERROR "a configuration is RxD (ranks x devices per rank) with optional /ARG/ARG..., "
+                          "not '${config}'")
     endif()
     set(np ${CMAKE_MATCH_1})
     set(env "SKEIN_DEVICES_PER_RANK=${CMAKE_MATCH_2}")
     math(EXPR devices "${CMAKE_MATCH_1} * ${CMAKE_MATCH_2}")
-    cg_run(${np} "${env}" ${DIR}/cg-${config}.json)
+    # Extra arguments of this configuration (e.g. 2x1/--form=unfused/--grid=2x1).
+    set(extra "${CMAKE_MATCH_3}")
+    string(REPLACE "/" ";" extra "${extra}")
+    list(FILTER extra EXCLUDE REGEX "^$")
+    set(saved_args "${ARGS}")
+    list(APPEND ARGS ${extra})
+    string(MAKE_C_IDENTIFIER "${config}" config_file)
+    cg_run(${np} "${env}" ${DIR}/cg-${config_file}.json)
+    set(ARGS "${saved_args}")
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "skein-cg (${config}) exited with ${rc}")
     endif()
-    check_summary(${DIR}/cg-${config}.json ${np} ${devices})
+    check_summary(${DIR}/cg-${config_file}.json ${np} ${devices})
     if(first STREQUAL "")
       set(first ${config})
       set(first_iterations ${iterations})
