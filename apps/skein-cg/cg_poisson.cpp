@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <regex>
 #include <string>
 
 #include <skein/ctypes.hpp>
@@ -121,19 +120,6 @@ skein::StencilKernel poisson_kernel(bool reduce) {
   skein::StencilOptions options{.name = reduce ? "cg_poisson_dot" : "cg_poisson", .fp_contract = false};
   if (reduce) options.reduction = skein::StencilReduction{.map = "p * w"};
   return skein::StencilKernel("T p", "T w", kPoisson, options);
-}
-
-skein::StencilKernel poisson_direction_kernel() {
-  // p = r + beta q at the point and at each neighbour, the same arithmetic everywhere (no FP
-  // contraction), so the neighbours' values are the ones their own points store.
-  const std::string operation = std::string("\n#define CG_P(a, b) (r(a, b) + beta * q(a, b))\np = CG_P(0, 0);\n") +
-                                std::regex_replace(std::string(kPoisson), std::regex("p\\((-?[01]), (-?[01])\\)"),
-                                                   "CG_P($1, $2)") +
-                                ";\n#undef CG_P\n";
-  return skein::StencilKernel("T r, T q, T beta", "T p, T w", operation,
-                              {.name = "cg_poisson_direction",
-                               .fp_contract = false,
-                               .reduction = skein::StencilReduction{.map = "p * w"}});
 }
 
 skein::StencilKernel exact_solution_kernel() {

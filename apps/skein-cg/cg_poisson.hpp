@@ -51,11 +51,6 @@ void host_apply(const Grid& grid, std::span<const double> u, std::span<double> y
 // keeps the bits the same on every backend and in the deterministic mode's comparisons.
 skein::StencilKernel poisson_kernel(bool reduce);
 
-// p = r + beta q and w = A p in one pass, with p . w: CG's direction update folded into its matvec
-// (the neighbours' p computed from r and q where they are read). r and q are read with their
-// halos; p and w are written at the points.
-skein::StencilKernel poisson_direction_kernel();
-
 // x* at every point from its global coordinates (exact_solution's formula, in double on the
 // device): the initial state as a stencil kernel with an output only.
 skein::StencilKernel exact_solution_kernel();

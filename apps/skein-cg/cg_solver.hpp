@@ -2,15 +2,13 @@
 // Conjugate gradients on Skein's building blocks, over DistArrays (row blocks) or GridArrays (a
 // 2-D process grid): the same code for both (V), three forms of the iteration.
 //
-//   fused      (default) on row blocks: p = r + beta p folded into the matvec, which also gives
-//              p . w (one stencil pass reading r and the previous p, writing p and w:
-//              poisson_direction_kernel, dist::stencil_reduce), and the update of x and r with
-//              r . r in one pass (dist::update_and_reduce): 10 vector passes per iteration, two
-//              reductions. On a process grid (--grid), whose fused update takes arrays without
-//              halos while the folded matvec reads r's: w = A p with p . w, the update with r . r,
-//              then p = r + beta p (11 passes). In the deterministic mode the stencil's reduction
-//              has no canonical tree: p . w is a deterministic dist::dots after the plain stencil,
-//              and p = r + beta p its own pass (13 passes).
+//   fused      (default) w = A p and p . w in one stencil pass (dist::stencil_reduce), the update
+//              of x and r with r . r in one pass (dist::update_and_reduce), p = r + beta p:
+//              11 vector passes per iteration, two reductions. In the deterministic mode the
+//              stencil's reduction has no canonical tree: p . w is a deterministic dist::dots
+//              after the plain stencil (13 passes). (Folding p = r + beta p into the matvec, which
+//              saves a pass, was slower on an H200: the stencil then computes p at every
+//              neighbour, docs/performance.md.)
 //   unfused    each step its own call, as a port of a CG onto plain kernels writes it: stencil,
 //              p . w, the update, r . r, p = r + beta p (14 passes). In the deterministic mode its
 //              iterations and x are bit-identical to the fused form's (the same canonical trees,
@@ -65,12 +63,11 @@ struct CgResult {
   double seconds = 0;      // the iterations, on the slowest rank
 };
 
-// The memory passes over a vector one iteration of `form` makes (see above); `rows`: row blocks.
-inline std::size_t passes_per_iteration(const CgSettings& s, bool rows) {
+// The memory passes over a vector one iteration of `form` makes (see above).
+inline std::size_t passes_per_iteration(const CgSettings& s) {
   if (s.form == "pipelined") return 17;
   if (s.form == "unfused") return 14;
-  if (s.deterministic) return 13;
-  return rows ? 10 : 11;
+  return s.deterministic ? 13 : 11;
 }
 
 // The work vectors. p (and for the pipelined form r and w) are read by the stencil: they have the
@@ -176,19 +173,11 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
   if constexpr (std::is_same_v<V, skein::GridArray>) {
     fuse_update = fused && (!s.deterministic || b.layout().grid()[1] == 1);
   }
-  // Row blocks, fast mode: the direction update folded into the matvec; p alternates between
-  // v.p and v.s (the stencil reads the previous p around each point while it writes the new one).
-  const bool fold = fused && !s.deterministic && std::is_same_v<V, skein::DistArray>;
-  const skein::StencilKernel direction = poisson_direction_kernel();
-  const V* p_new = &v.p;
-  const V* p_old = &v.s;
-  double beta = 0;
   const skein::dist::DistReductionOptions reduction{.deterministic = s.deterministic};
   CgResult result;
   skein::dist::fill(v.x, skein::Operand(T{0}));
   skein::dist::copy(b, v.r);
   skein::dist::copy(b, v.p);
-  if (fold) skein::dist::fill(*p_old, skein::Operand(T{0}));
   const double b_norm = std::sqrt(detail::dot(s, b, b));
   double rr = detail::dot(s, v.r, v.r);
   if (b_norm == 0) {  // x = 0 solves it exactly
@@ -201,12 +190,7 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
   while (result.relative_residual > s.tol && result.iterations < s.max_iters) {
     steps.restart();
     double pw = 0;
-    if (fold) {
-      v.r.exchange_halos();
-      p_old->exchange_halos();
-      pw = skein::dist::stencil_reduce(direction, {v.r, *p_old, static_cast<T>(beta), *p_new, v.w},
-                                       skein::ReduceOp::sum);
-    } else if (fused && !s.deterministic) {
+    if (fused && !s.deterministic) {
       v.p.exchange_halos();
       pw = skein::dist::stencil_reduce(apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
     } else {
@@ -214,7 +198,7 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
       skein::dist::stencil(apply, {v.p, v.w});
       pw = detail::dot(s, v.p, v.w);
     }
-    steps.mark(fold ? "direction+matvec+p.w" : "matvec (+ p.w)");
+    steps.mark("matvec (+ p.w)");
     if (!(pw > 0) || !std::isfinite(pw)) {
       result.breakdown = true;
       break;
@@ -222,7 +206,7 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
     const double alpha = rr / pw;
     double rr_next = 0;
     if (fuse_update) {
-      rr_next = skein::dist::update_and_reduce(update_rr, {*p_new, v.w, static_cast<T>(alpha), v.x, v.r},
+      rr_next = skein::dist::update_and_reduce(update_rr, {v.p, v.w, static_cast<T>(alpha), v.x, v.r},
                                                skein::ReduceOp::sum, reduction);
     } else {
       skein::dist::elementwise(update, {static_cast<T>(alpha), v.p, v.w, v.x, v.r, v.x, v.r});
@@ -236,14 +220,10 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
       break;
     }
     detail::report(s, result);
-    beta = rr_next / rr;
+    const double beta = rr_next / rr;
     rr = rr_next;
-    if (fold) {
-      std::swap(p_new, p_old);  // the next stencil makes p = r + beta p from this one
-    } else {
-      skein::dist::axpy(skein::Operand(static_cast<T>(beta)), v.p, v.r, v.p);  // p = beta p + r
-      steps.mark("p = r + beta p");
-    }
+    skein::dist::axpy(skein::Operand(static_cast<T>(beta)), v.p, v.r, v.p);  // p = beta p + r
+    steps.mark("p = r + beta p");
   }
   detail::stop_clock(result, v.x, start, comm, s.tol);
   steps.print();

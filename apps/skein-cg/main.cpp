@@ -276,7 +276,7 @@ void print_summary(const Options& o, const Grid& grid, double tol, const Outcome
   const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
   const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
   const std::size_t passes = skein_cg::passes_per_iteration(
-      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"}, o.grid.empty());
+      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
   fmt::print("  time                       {:.4f} s, {:.3f} ms per iteration, {:.2f} GB/s ({} vector passes per "
              "iteration, form {})\n",
              cg.seconds, per_iteration * 1e3,
@@ -311,7 +311,7 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
   const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
   const double floor = static_cast<double>(kFloorPasses) / 2 * out.copy_seconds;
   const std::size_t passes = skein_cg::passes_per_iteration(
-      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"}, o.grid.empty());
+      {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
   const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
   return nlohmann::json{
       {"tool", "skein-cg"},
