@@ -15,6 +15,7 @@
 #include "grid_ops_impl.hpp"
 #include "operand_checks.hpp"
 #include "ordering.hpp"
+#include "reduction_operands.hpp"
 #include "skein/memory_pool.hpp"
 
 namespace skein::dist {
@@ -163,16 +164,17 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
   // y is read on x's queue, after the work y's queue holds; the result is waited for before
   // returning, so y's later work cannot overtake the read (no release needed).
   detail::require_outside_group(comm, "dist::dot");
+  if (options.deterministic) {
+    // The canonical tree over the records of x and y together (the batches' path): no full-size
+    // temporary.
+    const DistOperand operands[] = {x, y};
+    const reductions::Term term{&kernel, operands};
+    return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), ReduceOp::sum, options, "dist::dot")
+        .wait()
+        .at(0);
+  }
   Ordering order(queue, values::local_devices(x));
   order.join(y.queue());
-  if (options.deterministic) {
-    // The canonical tree needs one input per record set: x * y first, then its sum.
-    DistArray product(comm, queue, x.layout(), promote_types(x.dtype(), y.dtype()));
-    for (std::size_t i = 0; i < x.local_size(); ++i) {
-      binary(queue, BinaryOp::multiply, x.local(i), y.local(i), product.local(i));
-    }
-    return sum(product, options);
-  }
   const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
   return values::combine_values(x, kernel.out_dtype(first), ReduceOp::sum, "dist::dot",
                         [&](std::size_t i, const Array& out) {

@@ -10,6 +10,7 @@
 #include "grid_ops_impl.hpp"
 #include "operand_checks.hpp"
 #include "ordering.hpp"
+#include "reduction_operands.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/dist_ops.hpp"
 #include "skein/grid_array.hpp"
@@ -177,20 +178,17 @@ double dot(const GridArray& x, const GridArray& y, const DistReductionOptions& o
   const Queue& queue = x.queue();
   // y is read on x's queue, after the work y's queue holds; the result is waited for before
   // returning, so y's later work cannot overtake the read (no release needed).
+  if (options.deterministic) {
+    // The canonical tree over the records of x and y together (the batches' path): no full-size
+    // temporary where the blocks are ranges of global indices, else slab copies of x and y.
+    const DistOperand operands[] = {x, y};
+    const reductions::Term term{&dot_kernel(x.dtype(), y.dtype()), operands};
+    return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), ReduceOp::sum, options, call)
+        .wait()
+        .at(0);
+  }
   detail::Ordering order(queue, values::local_devices(x));
   order.join(y.queue());
-  if (options.deterministic) {
-    // The canonical tree needs one input per record set: x * y first (no halo), then its sum.
-    GridArray product(x.communicator(), queue, slab_layout(x.layout()), promote_types(x.dtype(), y.dtype()));
-    GridArray xs(x.communicator(), queue, product.layout(), x.dtype());
-    GridArray ys(x.communicator(), queue, product.layout(), y.dtype());
-    redistribute(queue, x, xs);
-    redistribute(queue, y, ys);
-    for (std::size_t i = 0; i < xs.local_size(); ++i) {
-      if (!xs.block(i).block.empty()) binary(queue, BinaryOp::multiply, xs.local(i), ys.local(i), product.local(i));
-    }
-    return sum(product, options);
-  }
   const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
   return values::combine_values(GridPoints{x}, dot_kernel(x.dtype(), y.dtype()).out_dtype(first), ReduceOp::sum,
                                 call, [&](std::size_t i, const Array& out) {

@@ -64,7 +64,7 @@ namespace skein {
 enum class StencilRegion { all, interior, edges };
 
 // A reduction of what the operation computed, over the points of a region (StencilKernel::reduce):
-// a CG matvec `w = A p` that also gives `p . w` in the same pass. `map` is an expression of the
+// the matvec w = A p of a CG that also gives the dot product of p and w in the same pass. `map` is an expression of the
 // reduced dtype for one point, evaluated after the operation with the operation's names (inputs'
 // values and neighbour reads, outputs' new values); `reduce` combines two values `a` and `b`;
 // `identity` is the value of no points. As ReductionKernel's map, reduce and identity (a fast-mode

@@ -42,7 +42,8 @@
 
 namespace skein::dist {
 
-// A kernel with a reduction (StencilOptions::reduction), as CG's `w = A p` with `p . w`:
+// A kernel with a reduction (StencilOptions::reduction), as the matvec of a CG with the dot
+// product of p and w:
 //
 //   skein::StencilKernel apply("double p", "double w", "w = 4 * p - p(-1, 0) - p(1, 0) - ...",
 //                              {.name = "poisson", .reduction = skein::StencilReduction{.map = "p * w"}});
