@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -191,6 +192,22 @@ struct ParamInfo {
   enum class Kind : std::uint8_t { unknown, pointer, scalar };
   Kind kind = Kind::unknown;
   std::size_t size = 0;  // 0 when unknown
+};
+
+// A kernel parameter as a backend's rewrite of the program source left it
+// (ContextAdapter::rewrite_source).
+enum class ParamRole : std::uint8_t {
+  value,  // one parameter, filled by one launch argument
+  view,   // two parameters, filled by one buffer argument: its whole allocation, then the byte
+          // offset of the argument's start in it (a `ulong`)
+  local,  // a `__local` parameter: the launch sizes it, no argument fills it
+};
+
+// The user's source as a backend compiles it, and the parameters of each kernel it changed, by
+// name (kernels not listed are as written).
+struct RewrittenSource {
+  std::string source;
+  std::map<std::string, std::vector<ParamRole>> kernels;
 };
 
 class SKEIN_EXPORT KernelAdapter {
