@@ -62,13 +62,13 @@ std::size_t scalar_size(std::string type) {
   return 0;
 }
 
-// The kernel's parameter names and whether each is `__local`, or std::nullopt when the driver
-// does not say (Skein builds with -cl-kernel-arg-info, but a program made from a binary need not
-// have the information).
+// What the driver says of the kernel's parameters (Skein builds with -cl-kernel-arg-info, but a
+// program made from a binary need not have the information): their address qualifiers, or
+// std::nullopt, and their names where the driver gives those too.
 struct ArgInfo {
-  std::vector<std::string> names;
-  std::vector<char> local;
   std::vector<cl_kernel_arg_address_qualifier> qualifiers;
+  std::vector<char> local;
+  std::vector<std::string> names;  // empty without them
 };
 
 std::string arg_string(cl_kernel kernel, cl_uint i, cl_kernel_arg_info what, bool& ok) {
@@ -82,16 +82,18 @@ std::string arg_string(cl_kernel kernel, cl_uint i, cl_kernel_arg_info what, boo
 
 std::optional<ArgInfo> arg_info(cl_kernel kernel, cl_uint nargs) {
   ArgInfo info;
-  bool ok = true;
-  for (cl_uint i = 0; ok && i < nargs; ++i) {
+  bool named = true;
+  for (cl_uint i = 0; i < nargs; ++i) {
     cl_kernel_arg_address_qualifier qualifier = 0;
-    ok = clGetKernelArgInfo(kernel, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
-                            &qualifier, nullptr) == CL_SUCCESS;
-    info.names.push_back(arg_string(kernel, i, CL_KERNEL_ARG_NAME, ok));
-    info.local.push_back(qualifier == CL_KERNEL_ARG_ADDRESS_LOCAL);
+    if (clGetKernelArgInfo(kernel, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
+                           &qualifier, nullptr) != CL_SUCCESS) {
+      return std::nullopt;
+    }
     info.qualifiers.push_back(qualifier);
+    info.local.push_back(qualifier == CL_KERNEL_ARG_ADDRESS_LOCAL);
+    info.names.push_back(arg_string(kernel, i, CL_KERNEL_ARG_NAME, named));
   }
-  if (!ok) return std::nullopt;
+  if (!named) info.names.clear();
   return info;
 }
 
@@ -120,7 +122,12 @@ class OclKernel final : public KernelAdapter {
     attributes_.max_total_local_size = wg;
     attributes_.local_mem_size = local;
     attributes_.private_mem_size = priv;
-    set_params(roles);
+    try {
+      set_params(roles);
+    } catch (...) {
+      clReleaseKernel(kernel_);
+      throw;
+    }
   }
 
   ~OclKernel() override { clReleaseKernel(kernel_); }
@@ -170,17 +177,18 @@ class OclKernel final : public KernelAdapter {
 
  private:
   // Which parameter each launch argument fills, and what the launch checks of it. The driver's
-  // argument information tells best (its parameter names mark the views); without it, the roles
-  // of the source's rewrite (kernel_offsets.cpp) tell, else each argument fills the next
-  // parameter.
+  // parameter names tell best (they mark the views); without them, the roles of the source's
+  // rewrite (kernel_offsets.cpp); else each argument fills the next parameter that is not
+  // `__local`, where the driver says which those are, or the next parameter.
   void set_params(const std::vector<ParamRole>* roles) {
     cl_uint nargs = 0;
     SKEIN_CL_CHECK(clGetKernelInfo(kernel_, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, nullptr),
                    device_);
-    std::vector<ParamInfo> params;
-    if (const auto info = arg_info(kernel_, nargs)) {
-      slots_ = slots_from_arg_info(info->names, info->local);
-      for (const ArgSlot& slot : slots_.args) params.push_back(param_info(slot, *info));
+    const auto info = arg_info(kernel_, nargs);
+    if (info && (!info->names.empty() || !roles)) {
+      std::vector<std::string> names = info->names;
+      names.resize(nargs);
+      slots_ = slots_from_arg_info(names, info->local);
     } else if (roles) {
       slots_ = slots_from_roles(*roles);
       if (slots_.parameters != nargs) {
@@ -193,14 +201,19 @@ class OclKernel final : public KernelAdapter {
                     "the kernel's parameter list: write the list out in the source.",
             .location = SKEIN_HERE});
       }
-      for (const ArgSlot& slot : slots_.args) {
-        params.push_back(slot.view ? ParamInfo{ParamInfo::Kind::pointer, sizeof(void*)}
-                                   : ParamInfo{});
-      }
     } else {
       for (cl_uint i = 0; i < nargs; ++i) slots_.args.push_back({i, false});
       slots_.parameters = nargs;
-      params.resize(nargs);
+    }
+    std::vector<ParamInfo> params;
+    for (const ArgSlot& slot : slots_.args) {
+      if (info) {
+        params.push_back(param_info(slot, *info));
+      } else if (slot.view) {
+        params.push_back({ParamInfo::Kind::pointer, sizeof(void*)});
+      } else {
+        params.emplace_back();  // unknown: only the count is checked
+      }
     }
     params_ = std::move(params);
   }
