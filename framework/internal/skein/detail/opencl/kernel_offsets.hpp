@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Array views at any offset as OpenCL kernel arguments. An OpenCL kernel takes a cl_mem, and a
 // sub-buffer's origin must be a multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (128 bytes
-// on PoCL and NVIDIA), so a view that starts inside its allocation (the interior of an array with
+// on PoCL), so a view that starts inside its allocation (the interior of an array with
 // halo rows) is no sub-buffer in general. Before a Program's source is compiled for OpenCL, each
 // kernel's parameter `GLOBAL_MEM T* x` (or `__global`, `global`) becomes
 // `GLOBAL_MEM T* _skein_base_x, ulong _skein_off_x`, and the kernel's body starts by defining `x`
