@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <tuple>
 
 namespace skein::detail::opencl {
@@ -399,10 +398,14 @@ std::optional<RewrittenSource> rewrite_view_offsets(std::string_view source, boo
   }
   if (edits.empty()) return std::nullopt;
   std::sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) {
-    return std::get<0>(a) > std::get<0>(b);
+    return std::get<0>(a) < std::get<0>(b);
   });
-  out.source = std::string(source);
-  for (const auto& [at, erase, insert] : edits) out.source.replace(at, erase, insert);
+  std::size_t from = 0;  // what of the source is copied so far
+  for (const auto& [at, erase, insert] : edits) {
+    out.source.append(source.substr(from, at - from)).append(insert);
+    from = at + erase;
+  }
+  out.source.append(source.substr(from));
   return out;
 }
 
