@@ -34,8 +34,9 @@ cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& d
         .hint = "Skein passes views at any offset to the kernel parameters it reads as "
                 "`GLOBAL_MEM T* name` (or __global, global) in the kernel's parameter list; "
                 "declare this one so (no macro or typedef for the pointer type, no preprocessor "
-                "line in the parameter list, not a __constant pointer), or pass the whole array "
-                "and the offset as a separate argument.",
+                "line in the parameter list, not a __constant pointer, no kernel calling another), "
+                "or pass the whole array and the offset as a separate argument. "
+                "Program::source() shows the parameters that take an offset (_skein_off_).",
         .location = SKEIN_HERE});
   }
   std::lock_guard lock(mutex_);
