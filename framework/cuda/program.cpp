@@ -292,7 +292,9 @@ class CudaProgramAdapter final : public ProgramAdapter {
     report_cuda_cleanup_failure(cu().cuModuleUnload(module_), "cuModuleUnload", where());
   }
 
-  std::shared_ptr<KernelAdapter> kernel(const std::string& name) override {
+  // CUDA kernels take a pointer to any byte: its sources are compiled as written, with no roles.
+  std::shared_ptr<KernelAdapter> kernel(const std::string& name,
+                                        const std::vector<ParamRole>* /*roles*/) override {
     CUfunction function = nullptr;
     const CUresult result = cu().cuModuleGetFunction(&function, module_, name.c_str());
     if (result == CUDA_ERROR_NOT_FOUND) {

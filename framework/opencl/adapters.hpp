@@ -94,10 +94,13 @@ class OclBuffer final : public BufferAdapter {
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(mem_); }
   bool managed() const override { return false; }  // OpenCL has no managed memory
   cl_mem mem() const { return mem_; }
-  // The allocation from `offset` on, as a kernel argument: OpenCL kernels take cl_mem objects, so
-  // an offset needs a sub-buffer (made once per offset; its origin must be aligned as the device
-  // requires). `align` is the device's base_address_align.
-  cl_mem at(std::size_t offset, std::size_t align, const std::string& device) const;
+  // The allocation from `offset` on, as an argument of a kernel parameter that takes no offset
+  // (see skein/detail/opencl/kernel_offsets.hpp): OpenCL kernels take cl_mem objects, so an
+  // offset needs a sub-buffer (made once per offset; its origin must be aligned as the device
+  // requires: LogicError otherwise). `align` is the device's base_address_align; `argument` says
+  // which kernel argument it is, for the error.
+  cl_mem at(std::size_t offset, std::size_t align, const std::string& device,
+            const std::string& argument) const;
 
  private:
   cl_mem mem_;  // null for an empty buffer (OpenCL has no zero-size buffers)
@@ -212,6 +215,8 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
     return reinterpret_cast<std::uintptr_t>(context_);
   }
   std::string_view prelude() const override;
+  std::optional<RewrittenSource> rewrite_source(std::string_view source,
+                                                bool prelude) const override;
   CompiledBinary compile(std::size_t device_idx, const std::string& source,
                          const std::vector<std::string>& options,
                          const std::string& name) override;

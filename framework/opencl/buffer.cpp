@@ -20,17 +20,23 @@ OclBuffer::~OclBuffer() {
   }
 }
 
-cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& device) const {
+cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& device,
+                     const std::string& argument) const {
   if (offset == 0 || !mem_) return mem_;
   if (offset % align != 0) {
     throw LogicError(ErrorInfo{
-        .what = fmt::format("a kernel argument starts {} bytes into its allocation, which is not a "
-                            "multiple of the device's {}-byte sub-buffer alignment",
-                            offset, align),
+        .what = fmt::format("{} starts {} bytes into its allocation, but its kernel parameter "
+                            "takes no offset, and a sub-buffer must start at a multiple of the "
+                            "device's {}-byte base-address alignment",
+                            argument, offset, align),
         .call = "PreparedKernel",
         .device = device,
-        .hint = "Pass the whole buffer and the offset as a separate argument, or align the "
-                "region (DeviceParameters::base_address_align).",
+        .hint = "Skein passes views at any offset to the kernel parameters it reads as "
+                "`GLOBAL_MEM T* name` (or __global, global) in the kernel's parameter list; "
+                "declare this one so (no macro or typedef for the pointer type, no preprocessor "
+                "line in the parameter list, not a __constant pointer, no kernel calling another), "
+                "or pass the whole array and the offset as a separate argument. "
+                "Program::source() shows the parameters that take an offset (_skein_off_).",
         .location = SKEIN_HERE});
   }
   std::lock_guard lock(mutex_);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // OpenCL programs: built from source for one device, cached as the driver's program binary, and
 // rebuilt from that binary when loaded; with the compile cache off, used as built. Kernels get
-// their arguments with clSetKernelArg.
+// their arguments with clSetKernelArg; an array view goes to a rewritten kernel as its allocation
+// and offset (skein/detail/opencl/kernel_offsets.hpp), else as a sub-buffer.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,6 +16,7 @@
 #include "adapters.hpp"
 #include "check.hpp"
 #include "skein/detail/compile_error.hpp"
+#include "skein/detail/opencl/kernel_offsets.hpp"
 #include "skein/detail/opencl/prelude.hpp"
 #include "skein/detail/trace.hpp"
 
@@ -60,14 +62,50 @@ std::size_t scalar_size(std::string type) {
   return 0;
 }
 
+// What the driver says of the kernel's parameters (Skein builds with -cl-kernel-arg-info, but a
+// program made from a binary need not have the information): their address qualifiers, or
+// std::nullopt, and their names where the driver gives those too.
+struct ArgInfo {
+  std::vector<cl_kernel_arg_address_qualifier> qualifiers;
+  std::vector<char> local;
+  std::vector<std::string> names;  // empty without them
+};
+
+std::string arg_string(cl_kernel kernel, cl_uint i, cl_kernel_arg_info what, bool& ok) {
+  std::size_t size = 0;
+  ok = ok && clGetKernelArgInfo(kernel, i, what, 0, nullptr, &size) == CL_SUCCESS;
+  std::string text(ok ? size : 0, '\0');
+  ok = ok && clGetKernelArgInfo(kernel, i, what, size, text.data(), nullptr) == CL_SUCCESS;
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  return text;
+}
+
+std::optional<ArgInfo> arg_info(cl_kernel kernel, cl_uint nargs) {
+  ArgInfo info;
+  bool named = true;
+  for (cl_uint i = 0; i < nargs; ++i) {
+    cl_kernel_arg_address_qualifier qualifier = 0;
+    if (clGetKernelArgInfo(kernel, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
+                           &qualifier, nullptr) != CL_SUCCESS) {
+      return std::nullopt;
+    }
+    info.qualifiers.push_back(qualifier);
+    info.local.push_back(qualifier == CL_KERNEL_ARG_ADDRESS_LOCAL);
+    info.names.push_back(arg_string(kernel, i, CL_KERNEL_ARG_NAME, named));
+  }
+  if (!named) info.names.clear();
+  return info;
+}
+
 class OclKernel final : public KernelAdapter {
  public:
   OclKernel(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_kernel kernel,
-            const std::string& name)
+            const std::string& name, const std::vector<ParamRole>* roles)
       : trace_(trace_name(name.c_str())),
         context_(std::move(context)),
         device_idx_(device_idx),
         device_(context_->describe_device(device_idx)),
+        name_(name),
         align_(context_->devices()[device_idx]->params().base_address_align),
         kernel_(kernel) {
     const cl_device_id dev = context_->device_id(device_idx);
@@ -84,40 +122,12 @@ class OclKernel final : public KernelAdapter {
     attributes_.max_total_local_size = wg;
     attributes_.local_mem_size = local;
     attributes_.private_mem_size = priv;
-
-    cl_uint nargs = 0;
-    SKEIN_CL_CHECK(clGetKernelInfo(kernel_, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, nullptr),
-                   device_);
-    // The launch's arguments fill the kernel's parameters in order, skipping its `__local` ones
-    // (LOCAL_MEM_DYNAMIC_PARAM), which each launch sizes with its dynamic local memory.
-    std::vector<ParamInfo> params;
-    for (cl_uint i = 0; i < nargs; ++i) {
-      // Available because Skein builds with -cl-kernel-arg-info; without it, counts only.
-      cl_kernel_arg_address_qualifier qualifier = 0;
-      if (clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
-                             &qualifier, nullptr) != CL_SUCCESS) {
-        params.emplace_back();
-        arg_index_.push_back(i);
-        continue;
-      }
-      if (qualifier == CL_KERNEL_ARG_ADDRESS_LOCAL) {
-        local_params_.push_back(i);
-        continue;
-      }
-      arg_index_.push_back(i);
-      if (qualifier == CL_KERNEL_ARG_ADDRESS_GLOBAL || qualifier == CL_KERNEL_ARG_ADDRESS_CONSTANT) {
-        params.push_back({ParamInfo::Kind::pointer, sizeof(void*)});
-      } else if (qualifier == CL_KERNEL_ARG_ADDRESS_PRIVATE) {
-        std::size_t size = 0;
-        clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_TYPE_NAME, 0, nullptr, &size);
-        std::string type(size, '\0');
-        clGetKernelArgInfo(kernel_, i, CL_KERNEL_ARG_TYPE_NAME, size, type.data(), nullptr);
-        params.push_back({ParamInfo::Kind::scalar, scalar_size(type)});
-      } else {
-        params.emplace_back();
-      }
+    try {
+      set_params(roles);
+    } catch (...) {
+      clReleaseKernel(kernel_);
+      throw;
     }
-    params_ = std::move(params);
   }
 
   ~OclKernel() override { clReleaseKernel(kernel_); }
@@ -132,18 +142,28 @@ class OclKernel final : public KernelAdapter {
     // until the enqueue has taken them: one launch at a time per cl_kernel (copies of a Kernel,
     // its PreparedKernels and the shared built-in kernels all launch through this object).
     std::lock_guard lock(launch_mutex_);
-    for (const cl_uint index : local_params_) {
+    for (const cl_uint index : slots_.locals) {
       SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, std::max<std::size_t>(dims.local_mem, 1), nullptr),
                      device_);
     }
     for (std::size_t i = 0; i < args.size(); ++i) {
       const auto& arg = args[i];
-      const auto index = i < arg_index_.size() ? arg_index_[i] : static_cast<cl_uint>(i);
+      const ArgSlot slot =
+          i < slots_.args.size() ? slots_.args[i] : ArgSlot{static_cast<std::uint32_t>(i), false};
+      // A view parameter takes the whole allocation and the offset of the argument's start in it.
+      cl_ulong offset = 0;
       if (arg.kind == KernelArg::Kind::buffer) {
-        const cl_mem mem = static_cast<const OclBuffer*>(arg.buffer)->at(arg.offset, align_, device_);
-        SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, sizeof(cl_mem), &mem), device_);
+        const auto& buffer = *static_cast<const OclBuffer*>(arg.buffer);
+        const cl_mem mem = slot.view ? buffer.mem()
+                                     : buffer.at(arg.offset, align_, device_,
+                                                 fmt::format("kernel '{}', argument {}", name_, i));
+        if (slot.view) offset = arg.offset;
+        SKEIN_CL_CHECK(clSetKernelArg(kernel_, slot.index, sizeof(cl_mem), &mem), device_);
       } else {
-        SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, arg.size, arg.value), device_);
+        SKEIN_CL_CHECK(clSetKernelArg(kernel_, slot.index, arg.size, arg.value), device_);
+      }
+      if (slot.view) {
+        SKEIN_CL_CHECK(clSetKernelArg(kernel_, slot.index + 1, sizeof(offset), &offset), device_);
       }
     }
     cl_event done = nullptr;
@@ -156,17 +176,73 @@ class OclKernel final : public KernelAdapter {
   }
 
  private:
+  // Which parameter each launch argument fills, and what the launch checks of it. The driver's
+  // parameter names tell best (they mark the views); without them, the roles of the source's
+  // rewrite (kernel_offsets.cpp); else each argument fills the next parameter that is not
+  // `__local`, where the driver says which those are, or the next parameter.
+  void set_params(const std::vector<ParamRole>* roles) {
+    cl_uint nargs = 0;
+    SKEIN_CL_CHECK(clGetKernelInfo(kernel_, CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, nullptr),
+                   device_);
+    const auto info = arg_info(kernel_, nargs);
+    if (info && (!info->names.empty() || !roles)) {
+      std::vector<std::string> names = info->names;
+      names.resize(nargs);
+      slots_ = slots_from_arg_info(names, info->local);
+    } else if (roles) {
+      slots_ = slots_from_roles(*roles);
+      if (slots_.parameters != nargs) {
+        throw LogicError(ErrorInfo{
+            .what = fmt::format("kernel '{}' has {} parameters, but its source reads as {}", name_,
+                                nargs, slots_.parameters),
+            .call = "Program::kernel",
+            .device = device_,
+            .hint = "A macro defined outside the source (a compiler option, an #include) changes "
+                    "the kernel's parameter list: write the list out in the source.",
+            .location = SKEIN_HERE});
+      }
+    } else {
+      for (cl_uint i = 0; i < nargs; ++i) slots_.args.push_back({i, false});
+      slots_.parameters = nargs;
+    }
+    std::vector<ParamInfo> params;
+    for (const ArgSlot& slot : slots_.args) {
+      if (info) {
+        params.push_back(param_info(slot, *info));
+      } else if (slot.view) {
+        params.push_back({ParamInfo::Kind::pointer, sizeof(void*)});
+      } else {
+        params.emplace_back();  // unknown: only the count is checked
+      }
+    }
+    params_ = std::move(params);
+  }
+
+  ParamInfo param_info(const ArgSlot& slot, const ArgInfo& info) const {
+    const auto qualifier = info.qualifiers[slot.index];
+    if (slot.view || qualifier == CL_KERNEL_ARG_ADDRESS_GLOBAL ||
+        qualifier == CL_KERNEL_ARG_ADDRESS_CONSTANT) {
+      return {ParamInfo::Kind::pointer, sizeof(void*)};
+    }
+    if (qualifier == CL_KERNEL_ARG_ADDRESS_PRIVATE) {
+      bool ok = true;
+      const std::string type = arg_string(kernel_, slot.index, CL_KERNEL_ARG_TYPE_NAME, ok);
+      return {ParamInfo::Kind::scalar, ok ? scalar_size(type) : 0};
+    }
+    return {};
+  }
+
   TraceName trace_;  // NVTX's handle of the kernel's name (null without a profiler)
   std::shared_ptr<OclContext> context_;
   std::size_t device_idx_;
   std::string device_;
+  std::string name_;
   std::mutex launch_mutex_;
   std::size_t align_;
   cl_kernel kernel_;
   KernelAttributes attributes_;
   std::optional<std::vector<ParamInfo>> params_;
-  std::vector<cl_uint> arg_index_;     // the kernel parameter of each launch argument
-  std::vector<cl_uint> local_params_;  // the `__local` parameters (dynamic local memory)
+  KernelSlots slots_;  // the parameters of the launch arguments, and the `__local` ones
 };
 
 class OclProgram final : public ProgramAdapter {
@@ -175,7 +251,8 @@ class OclProgram final : public ProgramAdapter {
       : context_(std::move(context)), device_idx_(device_idx), program_(program) {}
   ~OclProgram() override { clReleaseProgram(program_); }
 
-  std::shared_ptr<KernelAdapter> kernel(const std::string& name) override {
+  std::shared_ptr<KernelAdapter> kernel(const std::string& name,
+                                        const std::vector<ParamRole>* roles) override {
     cl_int err = CL_SUCCESS;
     cl_kernel kernel = clCreateKernel(program_, name.c_str(), &err);
     if (err == CL_INVALID_KERNEL_NAME) {
@@ -191,7 +268,7 @@ class OclProgram final : public ProgramAdapter {
                                  .location = SKEIN_HERE});
     }
     SKEIN_CL_CHECK(err, context_->describe_device(device_idx_));
-    return std::make_shared<OclKernel>(context_, device_idx_, kernel, name);
+    return std::make_shared<OclKernel>(context_, device_idx_, kernel, name, roles);
   }
 
   void set_constant(QueueAdapter&, const std::string& name, const void*, const BufferAdapter*,
@@ -213,6 +290,11 @@ class OclProgram final : public ProgramAdapter {
 }  // namespace
 
 std::string_view OclContext::prelude() const { return opencl::prelude; }
+
+std::optional<RewrittenSource> OclContext::rewrite_source(std::string_view source,
+                                                          bool prelude) const {
+  return rewrite_view_offsets(source, prelude);
+}
 
 std::vector<std::string> OclContext::default_options(std::size_t, bool fast_math) const {
   // Argument info lets launches check argument kinds and sizes before the driver does.

@@ -58,6 +58,9 @@ struct Program::Impl {
   std::vector<std::string> sources;
   std::vector<char> from_cache;
   std::optional<std::filesystem::path> kept;
+  // Per device: the parameters of the kernels the backend rewrote (ContextAdapter::
+  // rewrite_source), or null where the source was compiled as written.
+  std::vector<std::shared_ptr<const std::map<std::string, std::vector<detail::ParamRole>>>> roles;
 };
 
 namespace {
@@ -101,11 +104,66 @@ std::filesystem::path make_keep_directory() {
 
 }  // namespace
 
-Program::Program(const Context& context, std::string source, ProgramOptions options) {
-  auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}});
-  const auto& opts = impl->options;
-  auto& cimpl = *detail::impl_of(context);
+namespace {
+
+// Compiles `full` for device `d` of the program, or takes it from the context's programs or the
+// disk cache; sets the device's program, source and from_cache. Throws CompileError.
+void load_program(Program::Impl& impl, std::size_t d, std::string full) {
+  const auto& opts = impl.options;
+  auto& cimpl = *detail::impl_of(impl.context);
   auto& adapter = *cimpl.adapter;
+  const ApiId api = impl.context.api().id();
+  std::vector<std::string> compile_options = adapter.default_options(d, opts.fast_math);
+  compile_options.insert(compile_options.end(), opts.compiler_options.begin(),
+                         opts.compiler_options.end());
+
+  std::vector<std::string> key{"skein " SKEIN_VERSION_STRING, std::string(skein::name(api))};
+  for (auto& part : adapter.compiler_identity(d)) key.push_back(std::move(part));
+  key.push_back(fmt::format("{}", fmt::join(compile_options, "\x1f")));
+  key.push_back(full);
+  const std::string key_hash = detail::sha256_hex(fmt::format("{}", fmt::join(key, "\x1e")));
+
+  std::shared_ptr<detail::ProgramAdapter> loaded;
+  {
+    std::lock_guard lock(cimpl.programs_mutex);
+    if (auto it = cimpl.programs.find({d, key_hash}); it != cimpl.programs.end()) {
+      loaded = it->second;
+    }
+  }
+  if (!loaded || opts.keep) {
+    auto& cache = detail::CompileCache::instance();
+    if (!loaded && !opts.keep && !cache.enabled()) {
+      // Nothing keeps the binary, so none is asked for: the program is used as it was built.
+      loaded = adapter.build(d, full, compile_options, opts.name);
+    } else {
+      auto result = cache.get_or_build(key, [&] {
+        return adapter.compile(d, full, compile_options, opts.name).binary;
+      });
+      impl.from_cache[d] = result.from_disk;
+      if (opts.keep) {
+        const auto base = *impl.kept / fmt::format("device{}", d);
+        std::ofstream(base.string() + (api == ApiId::cuda ? ".cu" : ".cl")) << full;
+        std::ofstream(base.string() + (api == ApiId::cuda ? ".cubin" : ".bin"), std::ios::binary)
+            .write(reinterpret_cast<const char*>(result.binary.data()),
+                   static_cast<std::streamsize>(result.binary.size()));
+      }
+      if (!loaded) loaded = adapter.load(d, result.binary, compile_options);
+    }
+    std::lock_guard lock(cimpl.programs_mutex);
+    cimpl.programs.emplace(std::pair{d, key_hash}, loaded);
+  } else {
+    impl.from_cache[d] = 1;
+  }
+  impl.programs[d] = std::move(loaded);
+  impl.sources[d] = std::move(full);
+}
+
+}  // namespace
+
+Program::Program(const Context& context, std::string source, ProgramOptions options) {
+  auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}, {}});
+  const auto& opts = impl->options;
+  auto& adapter = *detail::impl_of(context)->adapter;
   const ApiId api = context.api().id();
   if (opts.device_idxs) {
     impl->device_idxs = *opts.device_idxs;
@@ -120,7 +178,14 @@ Program::Program(const Context& context, std::string source, ProgramOptions opti
   impl->programs.resize(n);
   impl->sources.resize(n);
   impl->from_cache.resize(n, 0);
+  impl->roles.resize(n);
   if (opts.keep) impl->kept = make_keep_directory();
+  // What the backend compiles instead of the source (OpenCL: kernels that take array views as
+  // their allocation and offset).
+  using Roles = std::map<std::string, std::vector<detail::ParamRole>>;
+  auto rewritten = adapter.rewrite_source(source, !opts.no_prelude);
+  const auto roles =
+      rewritten ? std::make_shared<const Roles>(std::move(rewritten->kernels)) : nullptr;
 
   for (std::size_t d : impl->device_idxs) {
     detail::check_device_idx(context, d, "Program");
@@ -128,50 +193,18 @@ Program::Program(const Context& context, std::string source, ProgramOptions opti
       detail::raise_in(SKEIN_HERE, "Program", "List each device index once.",
                        "device index {} is given twice", d);
     }
-    std::string full = full_source(adapter, source, opts, api);
-    std::vector<std::string> compile_options = adapter.default_options(d, opts.fast_math);
-    compile_options.insert(compile_options.end(), opts.compiler_options.begin(),
-                           opts.compiler_options.end());
-
-    std::vector<std::string> key{"skein " SKEIN_VERSION_STRING, std::string(skein::name(api))};
-    for (auto& part : adapter.compiler_identity(d)) key.push_back(std::move(part));
-    key.push_back(fmt::format("{}", fmt::join(compile_options, "\x1f")));
-    key.push_back(full);
-    const std::string key_hash = detail::sha256_hex(fmt::format("{}", fmt::join(key, "\x1e")));
-
-    std::shared_ptr<detail::ProgramAdapter> loaded;
-    {
-      std::lock_guard lock(cimpl.programs_mutex);
-      if (auto it = cimpl.programs.find({d, key_hash}); it != cimpl.programs.end()) {
-        loaded = it->second;
-      }
+    if (!rewritten) {
+      load_program(*impl, d, full_source(adapter, source, opts, api));
+      continue;
     }
-    if (!loaded || opts.keep) {
-      auto& cache = detail::CompileCache::instance();
-      if (!loaded && !opts.keep && !cache.enabled()) {
-        // Nothing keeps the binary, so none is asked for: the program is used as it was built.
-        loaded = adapter.build(d, full, compile_options, opts.name);
-      } else {
-        auto result = cache.get_or_build(key, [&] {
-          return adapter.compile(d, full, compile_options, opts.name).binary;
-        });
-        impl->from_cache[d] = result.from_disk;
-        if (opts.keep) {
-          const auto base = *impl->kept / fmt::format("device{}", d);
-          std::ofstream(base.string() + (api == ApiId::cuda ? ".cu" : ".cl")) << full;
-          std::ofstream(base.string() + (api == ApiId::cuda ? ".cubin" : ".bin"), std::ios::binary)
-              .write(reinterpret_cast<const char*>(result.binary.data()),
-                     static_cast<std::streamsize>(result.binary.size()));
-        }
-        if (!loaded) loaded = adapter.load(d, result.binary, compile_options);
-      }
-      std::lock_guard lock(cimpl.programs_mutex);
-      cimpl.programs.emplace(std::pair{d, key_hash}, loaded);
-    } else {
-      impl->from_cache[d] = 1;
+    try {
+      load_program(*impl, d, full_source(adapter, rewritten->source, opts, api));
+      impl->roles[d] = roles;
+    } catch (const CompileError&) {
+      // The source as written decides: its own compile error, or (should the rewrite be what the
+      // compiler refused) a program whose views go to the kernels as sub-buffers.
+      load_program(*impl, d, full_source(adapter, source, opts, api));
     }
-    impl->programs[d] = std::move(loaded);
-    impl->sources[d] = std::move(full);
   }
   if (impl->kept) {
     std::fprintf(stderr, "skein: kept the sources and binaries of '%s' in %s\n",
@@ -183,7 +216,7 @@ Program::Program(const Context& context, std::string source, ProgramOptions opti
 Program Program::from_binary(const Context& context, std::span<const std::byte> binary,
                              ProgramOptions options) {
   constexpr const char* call = "Program::from_binary";
-  auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}});
+  auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}, {}});
   const auto& opts = impl->options;
   auto& adapter = *detail::impl_of(context)->adapter;
   const ApiId api = context.api().id();
@@ -200,6 +233,7 @@ Program Program::from_binary(const Context& context, std::span<const std::byte> 
   impl->programs.resize(n);
   impl->sources.resize(n);
   impl->from_cache.resize(n, 0);
+  impl->roles.resize(n);
   // PTX is text that the driver wants NUL-terminated; CUBIN and fatbin are taken as they are.
   std::vector<std::byte> bytes(binary.begin(), binary.end());
   const auto starts_with = [&](std::string_view text) {
@@ -323,7 +357,13 @@ struct Kernel::Impl {
 Kernel Program::kernel(const std::string& name) const {
   auto impl = std::make_shared<Kernel::Impl>(Kernel::Impl{*this, name, {}});
   impl->kernels.resize(impl_->programs.size());
-  for (std::size_t d : impl_->device_idxs) impl->kernels[d] = impl_->programs[d]->kernel(name);
+  for (std::size_t d : impl_->device_idxs) {
+    const std::vector<detail::ParamRole>* roles = nullptr;
+    if (const auto& rewritten = impl_->roles[d]) {
+      if (const auto it = rewritten->find(name); it != rewritten->end()) roles = &it->second;
+    }
+    impl->kernels[d] = impl_->programs[d]->kernel(name, roles);
+  }
   return Kernel(std::move(impl));
 }
 

@@ -158,7 +158,9 @@ class SKEIN_EXPORT Program {
   const Context& context() const;
   const std::vector<std::size_t>& device_idxs() const;
   // The full source compiled for a device: prelude, declarations, then the given source (empty
-  // for a program from a binary).
+  // for a program from a binary). On OpenCL the kernels' `GLOBAL_MEM T* x` parameters appear as
+  // the buffer and a byte offset (`_skein_base_x`, `_skein_off_x`) that the kernel's first
+  // statement adds, so that array views at any offset work (docs/guide.md, "Views").
   const std::string& source(std::size_t device_idx) const;
   // Whether the device's binary came from the disk cache.
   bool from_cache(std::size_t device_idx) const;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -193,6 +194,22 @@ struct ParamInfo {
   std::size_t size = 0;  // 0 when unknown
 };
 
+// A kernel parameter as a backend's rewrite of the program source left it
+// (ContextAdapter::rewrite_source).
+enum class ParamRole : std::uint8_t {
+  value,  // one parameter, filled by one launch argument
+  view,   // two parameters, filled by one buffer argument: its whole allocation, then the byte
+          // offset of the argument's start in it (a `ulong`)
+  local,  // a `__local` parameter: the launch sizes it, no argument fills it
+};
+
+// The user's source as a backend compiles it, and the parameters of each kernel it changed, by
+// name (kernels not listed are as written).
+struct RewrittenSource {
+  std::string source;
+  std::map<std::string, std::vector<ParamRole>> kernels;
+};
+
 class SKEIN_EXPORT KernelAdapter {
  public:
   virtual ~KernelAdapter() = default;
@@ -214,8 +231,10 @@ class SKEIN_EXPORT KernelAdapter {
 class SKEIN_EXPORT ProgramAdapter {
  public:
   virtual ~ProgramAdapter() = default;
-  // Throws LogicError naming the kernels the program has when there is no such kernel.
-  virtual std::shared_ptr<KernelAdapter> kernel(const std::string& name) = 0;
+  // Throws LogicError naming the kernels the program has when there is no such kernel. `roles`:
+  // the kernel's parameters as ContextAdapter::rewrite_source left them (null: as written).
+  virtual std::shared_ptr<KernelAdapter> kernel(const std::string& name,
+                                                const std::vector<ParamRole>* roles) = 0;
   // CUDA: copies bytes into a __constant__ symbol (from the host or a device buffer).
   virtual void set_constant(QueueAdapter& queue, const std::string& name, const void* host,
                             const BufferAdapter* device, std::size_t offset, std::size_t size) = 0;
@@ -297,6 +316,16 @@ class SKEIN_EXPORT ContextAdapter {
   virtual void deactivate() {}
   // The prelude for this backend (without FAST_MATH).
   virtual std::string_view prelude() const = 0;
+  // The user's part of a program source (`prelude`: with the prelude's macros defined) as this
+  // backend compiles it, or std::nullopt to compile it as written. OpenCL passes array views to
+  // kernels as their allocation and a byte offset (opencl/kernel_offsets.cpp). The rewrite keeps
+  // every line where it was.
+  virtual std::optional<RewrittenSource> rewrite_source(std::string_view source,
+                                                        bool prelude) const {
+    (void)source;
+    (void)prelude;
+    return std::nullopt;
+  }
   // Compiles a full source for one device. Throws CompileError.
   virtual CompiledBinary compile(std::size_t device_idx, const std::string& source,
                                  const std::vector<std::string>& options,
