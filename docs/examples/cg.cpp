@@ -16,7 +16,7 @@ int main(int argc, char** argv) try {
   try {
     namespace dist = skein::dist;
     skein::Communicator comm(runtime);
-    const std::size_t ny = 45, nx = 37;  // rows split over the devices, one halo row each side
+    const std::size_t ny = 29, nx = 23;  // rows split over the devices, one halo row each side
     const skein::BlockLayout layout =
         skein::BlockLayout::over(comm, {ny, nx}, skein::RowSplit::even(), skein::Halo{.width = 1});
     const skein::Queue queue(comm.context());

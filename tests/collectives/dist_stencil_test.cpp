@@ -19,6 +19,7 @@
 #include <skein/grid_layout.hpp>
 #include <skein/skein.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist_support.hpp"
@@ -271,6 +272,7 @@ TEST_P(DistStencil, DistArrayRowBlocks) {
 // against the host's; the split-phase form with a kernel enqueued before wait(); row blocks; and
 // the deterministic mode refused on every rank, the arrays usable afterwards.
 TEST_P(DistStencil, ReductionOfWhatItComputed) {
+  bool first = true;
   for (Case c : cases(s_.M())) {
     c.options.components = 1;  // the slabs with an empty member too, with one component
     SCOPED_TRACE(c.name);
@@ -295,7 +297,8 @@ TEST_P(DistStencil, ReductionOfWhatItComputed) {
     const double got = dist::stencil_reduce(k, {gu, 0.5, out}, ReduceOp::sum);
     expect_result(out, want, c.name + ", stencil_reduce");
     EXPECT_TRUE(on_every_rank(std::abs(got - sum) <= 1e-12 * (1 + scale))) << got << " vs " << sum;
-    // Split phase: a kernel of the user's enqueued before the values are taken.
+    if (!std::exchange(first, false)) continue;
+    // Split phase (the first case): a kernel of the user's enqueued before the values are taken.
     dist::PendingValues pending = dist::begin_stencil_reduce(k, {gu, 0.5, out}, ReduceOp::sum);
     dist::stencil(StencilKernel("double u", "double out", "out = 2 * u", {.name = "dist_stencil_after"}), {out, gu});
     const double later = pending.wait().at(0);
