@@ -38,7 +38,7 @@ SKEIN_EXPORT Context context_from_backend_devices(std::span<const CUdevice> devi
 // context, from cuMemAlloc, cudaMalloc, a memory pool or a library. Skein never frees it; the
 // application keeps it alive while any Buffer or Array over it exists, or passes `deleter`, which
 // runs once the last of them is gone (shared ownership). Every Skein operation takes it: kernels,
-// arrays (Array(queue, shape, dtype, buffer)), BLAS, collectives, HDF5, DistArray blocks.
+// arrays (Array(queue, buffer, shape, dtype)), BLAS, collectives, HDF5, DistArray blocks.
 // LogicError, before anything uses it, when the driver says the pointer is not device memory of
 // that device's context, or that the allocation holding it ends before `size` bytes.
 SKEIN_EXPORT Buffer buffer_from_native(const Context& context, std::size_t device_idx,

@@ -58,8 +58,8 @@ SKEIN_EXPORT void set_limit(const Context& context, std::size_t device_idx, Cont
 // runtime and other contexts over the same device, as the limits are.
 enum class CacheConfig { prefer_none, prefer_shared, prefer_l1, prefer_equal };
 SKEIN_EXPORT const char* name(CacheConfig config);  // "prefer_shared"
-// cuCtxGetCacheConfig / cuCtxSetCacheConfig (PyCUDA's Context.get_cache_config / set_cache_config;
-// per kernel: Kernel::set_cache_config).
+// cuCtxGetCacheConfig / cuCtxSetCacheConfig (PyCUDA's Context.get_cache_config / set_cache_config).
+// Per context and device only: Skein has no per-kernel setting (PyCUDA's Function.set_cache_config).
 SKEIN_EXPORT CacheConfig get_cache_config(const Context& context, std::size_t device_idx);
 SKEIN_EXPORT void set_cache_config(const Context& context, std::size_t device_idx,
                                    CacheConfig config);
