@@ -27,6 +27,7 @@
 #include <skein/communicator.hpp>
 #include <skein/runtime.hpp>
 #include <skein/skein.hpp>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -612,6 +613,63 @@ TEST_P(Collectives, SendRecvRingPipelined) {
       expect_bytes(Rig::download(in[k][l]), movement_bytes(dtype, (m + M - 1) % M, k, (n << k) + k), dtype,
                    fmt::format("growing step {}", k));
     }
+  }
+}
+
+// CommunicatorGroup: a ring exchange in a guarded scope ended by end(); a scope left by an
+// exception after its operations were issued (the destructor ends the group: the data still
+// moves, and the communicator is usable for the next group); end() twice refused.
+TEST_P(Collectives, GroupGuardEndsTheGroupOnEveryExit) {
+  const std::size_t M = s_.M(), L = s_.L();
+  if (M < 2) GTEST_SKIP() << "needs two members";
+  const Dtype dtype = Dtype::int32;
+  const std::size_t n = 777;
+  auto ring = [&](std::size_t k, std::vector<Array>& in) {
+    std::vector<Array> out;
+    for (std::size_t l = 0; l < L; ++l) {
+      out.push_back(s_.upload(l, dtype, movement_bytes(dtype, s_.member(l), k, n)));
+      in.push_back(s_.make(l, dtype, n));
+    }
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::size_t m = s_.member(l);
+      s_.comm->send(*s_.queue, l, out[l], static_cast<int>((m + 1) % M));
+      s_.comm->recv(*s_.queue, l, in[l], static_cast<int>((m + M - 1) % M));
+    }
+    return out;
+  };
+  std::vector<Array> first, second, third;
+  {
+    CommunicatorGroup group(*s_.comm);
+    auto kept = ring(0, first);
+    group.end();
+    EXPECT_TRUE(group.ended());
+    try {
+      group.end();
+      ADD_FAILURE() << "end() twice: no LogicError";
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find("already ended"), std::string::npos) << e.what();
+    }
+    s_.queue->synchronize();
+  }
+  std::vector<Array> kept;
+  try {
+    CommunicatorGroup group(*s_.comm);
+    kept = ring(1, second);
+    throw std::runtime_error("the user's code failed inside the group");
+  } catch (const std::runtime_error&) {
+    // What a code does next: another group on the same communicator.
+  }
+  {
+    CommunicatorGroup group(*s_.comm);
+    auto kept3 = ring(2, third);
+    group.end();
+    s_.queue->synchronize();
+  }
+  for (std::size_t l = 0; l < L; ++l) {
+    const std::size_t from = (s_.member(l) + M - 1) % M;
+    expect_bytes(Rig::download(first[l]), movement_bytes(dtype, from, 0, n), dtype, "guarded, ended");
+    expect_bytes(Rig::download(second[l]), movement_bytes(dtype, from, 1, n), dtype, "left by an exception");
+    expect_bytes(Rig::download(third[l]), movement_bytes(dtype, from, 2, n), dtype, "the next group");
   }
 }
 

@@ -832,6 +832,26 @@ void Communicator::group_end() {
                  [&] { impl_->backend->group_end(); });
 }
 
+CommunicatorGroup::CommunicatorGroup(Communicator& comm) : comm_(comm) { comm_.group_start(); }
+
+CommunicatorGroup::~CommunicatorGroup() {
+  if (ended_) return;
+  try {
+    comm_.group_end();
+  } catch (...) {
+    // A destructor does not throw: the communicator keeps what ended it for its next call.
+  }
+}
+
+void CommunicatorGroup::end() {
+  if (ended_) {
+    detail::raise_in(SKEIN_HERE, "CommunicatorGroup::end", "Call end() once per CommunicatorGroup.",
+                     "the group was already ended");
+  }
+  ended_ = true;
+  comm_.group_end();
+}
+
 namespace detail {
 void compare_alongside_for_testing(Communicator& comm, bool by_watchdog) {
   auto& impl = CommunicatorAccess::impl(comm);

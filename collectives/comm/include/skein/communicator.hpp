@@ -144,4 +144,34 @@ class SKEIN_EXPORT Communicator {
   std::shared_ptr<Impl> impl_;
 };
 
+// A group of a Communicator's operations as a scope (group_start() in the constructor):
+//
+//   {
+//     skein::CommunicatorGroup group(comm);
+//     comm.send(queue, 0, up, peer_up);
+//     comm.recv(queue, 0, down, peer_down);
+//     group.end();   // launches them; raises as group_end() does
+//   }
+//
+// end() ends the group once (LogicError if called again). A scope left without end(), by an
+// exception or an early return, ends the group in the destructor (its operations are then
+// launched), so that the communicator is not left inside it; an error of that group_end() is not
+// thrown from the destructor (a failure that ends the communicator, a timeout or a lost rank, is
+// raised by its next call, as for a dropped dist::PendingValues). Not copyable or movable: one
+// scope, one group, one thread (as group_start()/group_end()).
+class SKEIN_EXPORT CommunicatorGroup {
+ public:
+  explicit CommunicatorGroup(Communicator& comm);
+  ~CommunicatorGroup();
+  CommunicatorGroup(const CommunicatorGroup&) = delete;
+  CommunicatorGroup& operator=(const CommunicatorGroup&) = delete;
+
+  void end();
+  bool ended() const { return ended_; }
+
+ private:
+  Communicator& comm_;
+  bool ended_ = false;
+};
+
 }  // namespace skein
