@@ -65,6 +65,12 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$SOURCE_DIR}"
 # The larger targets use precompiled headers (SKEIN_PRECOMPILE_HEADERS); ccache caches their
 # sources only with these two (its manual, "Precompiled headers").
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
+# The depend mode: results keyed on the contents of the files the compiler read (its -MD list),
+# never on preprocessed text. In the preprocessor mode a comment-only edit of a header gave the
+# old precompiled header back (comments do not reach the preprocessed text), whose #pragma once
+# records no longer matched the edited header: GCC then defined everything in it twice
+# ("redefinition of 'struct skein::MemoryInfo'", seen after a comment change to driver.hpp).
+export CCACHE_DEPEND="${CCACHE_DEPEND:-1}"
 
 # CI (CI=true, as CI services set it) builds with warnings as errors: one new warning fails the run.
 # Not the sanitizer build: GCC's flow analysis under -fsanitize gives false positives there
