@@ -51,6 +51,12 @@ void host_apply(const Grid& grid, std::span<const double> u, std::span<double> y
 // keeps the bits the same on every backend and in the deterministic mode's comparisons.
 skein::StencilKernel poisson_kernel(bool reduce);
 
+// The kernels of A, made once per run (each StencilKernel keeps its own compiled programs).
+struct PoissonKernels {
+  skein::StencilKernel apply = poisson_kernel(false);
+  skein::StencilKernel apply_dot = poisson_kernel(true);
+};
+
 // x* at every point from its global coordinates (exact_solution's formula, in double on the
 // device): the initial state as a stencil kernel with an output only.
 skein::StencilKernel exact_solution_kernel();

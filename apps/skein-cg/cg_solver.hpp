@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -75,7 +76,7 @@ inline std::size_t passes_per_iteration(const CgSettings& s) {
 template <class V>
 struct CgVectors {
   V x, r, p, w;
-  V s, z, q;  // the pipelined form's
+  std::optional<V> s, z, q;  // the pipelined form's only
 };
 
 namespace detail {
@@ -156,10 +157,8 @@ std::chrono::steady_clock::time_point start_clock(const V& x, MPI_Comm comm) {
 
 // CG from x = 0 (Saad, Algorithm 6.18), in the fused or the unfused form.
 template <class T, class V>
-CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
+CgResult classic_cg(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
   const bool fused = s.form == "fused";
-  const skein::StencilKernel apply = poisson_kernel(false);
-  const skein::StencilKernel apply_dot = poisson_kernel(true);
   // x += alpha p; r -= alpha w, and with it r . r (fused), or alone (unfused). No FP contraction
   // in either, so that both give the same bits.
   const skein::FusedKernel update_rr("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr",
@@ -192,10 +191,10 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
     double pw = 0;
     if (fused && !s.deterministic) {
       v.p.exchange_halos();
-      pw = skein::dist::stencil_reduce(apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
+      pw = skein::dist::stencil_reduce(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
     } else {
       v.p.exchange_halos();
-      skein::dist::stencil(apply, {v.p, v.w});
+      skein::dist::stencil(a.apply, {v.p, v.w});
       pw = detail::dot(s, v.p, v.w);
     }
     steps.mark("matvec (+ p.w)");
@@ -232,8 +231,8 @@ CgResult classic_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_
 
 // Pipelined CG from x = 0 (Ghysels and Vanroose, Alg. 4 without a preconditioner).
 template <class T, class V>
-CgResult pipelined_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
-  const skein::StencilKernel apply = poisson_kernel(false);
+CgResult pipelined_cg(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v,
+                      MPI_Comm comm) {
   const skein::ElementwiseKernel update(
       "T alpha, T beta, T q, T z, T w, T s, T r, T p, T x", "T z_out, T s_out, T p_out, T x_out, T r_out, T w_out",
       "const T zn = q + beta * z; const T sn = w + beta * s; const T pn = r + beta * p;"
@@ -242,10 +241,11 @@ CgResult pipelined_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MP
   const skein::dist::DistReductionOptions reduction{.deterministic = s.deterministic};
   CgResult result;
   skein::dist::fill(v.x, skein::Operand(T{0}));
-  for (const V* a : {&v.p, &v.s, &v.z}) skein::dist::fill(*a, skein::Operand(T{0}));
+  const V &sv = v.s.value(), &z = v.z.value(), &q = v.q.value();
+  for (const V* e : {&v.p, &sv, &z}) skein::dist::fill(*e, skein::Operand(T{0}));
   skein::dist::copy(b, v.r);
   v.r.exchange_halos();
-  skein::dist::stencil(apply, {v.r, v.w});  // w = A r
+  skein::dist::stencil(a.apply, {v.r, v.w});  // w = A r
   const double b_norm = std::sqrt(detail::dot(s, b, b));
   if (b_norm == 0) {
     result.converged = true;
@@ -257,7 +257,7 @@ CgResult pipelined_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MP
     // gamma = r . r and delta = w . r in one collective, overlapped with q = A w.
     skein::dist::PendingValues pending = skein::dist::begin_dots({{v.r, v.r}, {v.w, v.r}}, reduction);
     v.w.exchange_halos();
-    skein::dist::stencil(apply, {v.w, v.q});
+    skein::dist::stencil(a.apply, {v.w, q});
     const std::vector<double> values = pending.wait();
     const double gamma = values.at(0), delta = values.at(1);
     result.relative_residual = std::sqrt(gamma) / b_norm;
@@ -273,8 +273,8 @@ CgResult pipelined_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MP
       break;
     }
     const double alpha = gamma / denominator;
-    skein::dist::elementwise(update, {static_cast<T>(alpha), static_cast<T>(beta), v.q, v.z, v.w, v.s, v.r, v.p,
-                                      v.x, v.z, v.s, v.p, v.x, v.r, v.w});
+    skein::dist::elementwise(update, {static_cast<T>(alpha), static_cast<T>(beta), q, z, v.w, sv, v.r, v.p, v.x,
+                                      z, sv, v.p, v.x, v.r, v.w});
     gamma_old = gamma;
     alpha_old = alpha;
     ++result.iterations;
@@ -285,8 +285,9 @@ CgResult pipelined_cg(const CgSettings& s, const V& b, const CgVectors<V>& v, MP
 }
 
 template <class T, class V>
-CgResult conjugate_gradients(const CgSettings& s, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
-  return s.form == "pipelined" ? pipelined_cg<T>(s, b, v, comm) : classic_cg<T>(s, b, v, comm);
+CgResult conjugate_gradients(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v,
+                             MPI_Comm comm) {
+  return s.form == "pipelined" ? pipelined_cg<T>(s, a, b, v, comm) : classic_cg<T>(s, a, b, v, comm);
 }
 
 }  // namespace skein_cg

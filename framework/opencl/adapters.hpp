@@ -97,10 +97,11 @@ class OclBuffer final : public BufferAdapter {
   // The allocation from `offset` on, as an argument of a kernel parameter that takes no offset
   // (see skein/detail/opencl/kernel_offsets.hpp): OpenCL kernels take cl_mem objects, so an
   // offset needs a sub-buffer (made once per offset; its origin must be aligned as the device
-  // requires: LogicError otherwise). `align` is the device's base_address_align; `argument` says
-  // which kernel argument it is, for the error.
-  cl_mem at(std::size_t offset, std::size_t align, const std::string& device,
-            const std::string& argument) const;
+  // requires: LogicError otherwise). `align` is the device's base_address_align; `kernel` and
+  // `argument` (its index) say which kernel argument it is, for the error (formatted only then:
+  // this is on every launch's path).
+  cl_mem at(std::size_t offset, std::size_t align, const std::string& device, const std::string& kernel,
+            std::size_t argument) const;
 
  private:
   cl_mem mem_;  // null for an empty buffer (OpenCL has no zero-size buffers)

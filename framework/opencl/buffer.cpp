@@ -21,14 +21,14 @@ OclBuffer::~OclBuffer() {
 }
 
 cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& device,
-                     const std::string& argument) const {
+                     const std::string& kernel, std::size_t argument) const {
   if (offset == 0 || !mem_) return mem_;
   if (offset % align != 0) {
     throw LogicError(ErrorInfo{
-        .what = fmt::format("{} starts {} bytes into its allocation, but its kernel parameter "
-                            "takes no offset, and a sub-buffer must start at a multiple of the "
-                            "device's {}-byte base-address alignment",
-                            argument, offset, align),
+        .what = fmt::format("kernel '{}', argument {} starts {} bytes into its allocation, but its "
+                            "kernel parameter takes no offset, and a sub-buffer must start at a "
+                            "multiple of the device's {}-byte base-address alignment",
+                            kernel, argument, offset, align),
         .call = "PreparedKernel",
         .device = device,
         .hint = "Skein passes views at any offset to the kernel parameters it reads as "

@@ -154,9 +154,7 @@ class OclKernel final : public KernelAdapter {
       cl_ulong offset = 0;
       if (arg.kind == KernelArg::Kind::buffer) {
         const auto& buffer = *static_cast<const OclBuffer*>(arg.buffer);
-        const cl_mem mem = slot.view ? buffer.mem()
-                                     : buffer.at(arg.offset, align_, device_,
-                                                 fmt::format("kernel '{}', argument {}", name_, i));
+        const cl_mem mem = slot.view ? buffer.mem() : buffer.at(arg.offset, align_, device_, name_, i);
         if (slot.view) offset = arg.offset;
         SKEIN_CL_CHECK(clSetKernelArg(kernel_, slot.index, sizeof(cl_mem), &mem), device_);
       } else {

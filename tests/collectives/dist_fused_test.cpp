@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "canonical_tree.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 
@@ -24,6 +25,7 @@ namespace {
 namespace dist_fused_test {
 
 using namespace skein;
+using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
@@ -45,22 +47,6 @@ std::vector<double> global_data(std::size_t n, std::uint64_t salt, bool exact) {
     out[k] = exact ? static_cast<double>(static_cast<int>(z % 33) - 16) / 8.0 : static_cast<double>(z >> 11) * 0x1p-52 - 1.0;
   }
   return out;
-}
-
-double canonical(const std::vector<double>& leaves) {
-  const std::uint64_t N = leaves.size();
-  if (N == 0) return 0.0;
-  std::function<double(unsigned, std::uint64_t)> node = [&](unsigned l, std::uint64_t k) -> double {
-    const std::uint64_t start = k << l;
-    if (l == 0) return leaves[start];
-    const std::uint64_t right = start + (std::uint64_t{1} << (l - 1));
-    const double left = node(l - 1, 2 * k);
-    if (right >= N) return left;
-    return left + node(l - 1, 2 * k + 1);
-  };
-  unsigned L = 0;
-  while ((std::uint64_t{1} << L) < N) ++L;
-  return node(L, 0);
 }
 
 const FusedKernel& cg_kernel() {
@@ -104,7 +90,7 @@ TEST_P(DistFused, CgUpdateMatchesTheHostOnEverySplit) {
         sq[i] = wr[i] * wr[i];
         exact += sq[i];
       }
-      const double want = det ? canonical(sq) : exact;
+      const double want = det ? canonical_tree(sq) : exact;
       std::vector<double> weights;
       for (std::size_t m = 0; m < M; ++m) weights.push_back(static_cast<double>(m + 1));
       for (const RowSplit& split : {RowSplit::even(), RowSplit::weights(weights)}) {
@@ -148,7 +134,7 @@ TEST_P(DistFused, SplitPhaseOverGridSlabs) {
   dist::PendingValues pending =
       dist::begin_update_and_reduce(cg_kernel(), {gp, gw, 0.5, gx, gr}, ReduceOp::sum, {.deterministic = true});
   const double got = pending.wait().at(0);
-  const double want = canonical(sq);
+  const double want = canonical_tree(sq);
   EXPECT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want)) << got << " vs " << want;
 }
 

@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "canonical_tree.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
@@ -39,6 +40,7 @@ namespace {
 namespace dist_ops_test {
 
 using namespace skein;
+using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
@@ -522,25 +524,6 @@ TEST_P(DistOps, ReduceWithAUserKernel) {
 
 // ---- reductions: deterministic mode -------------------------------------------------------------
 
-// The canonical tree over [0, N) (reduction.hpp): node (l, k) covers [k 2^l, (k+1) 2^l) cut to
-// [0, N); its value is reduce(left, right), or the left child alone when the right one is empty.
-template <class R, class F>
-R canonical(const std::vector<R>& leaves, R identity, F reduce) {
-  const std::uint64_t N = leaves.size();
-  if (N == 0) return identity;
-  std::function<R(unsigned, std::uint64_t)> node = [&](unsigned l, std::uint64_t k) -> R {
-    const std::uint64_t start = k << l;
-    if (l == 0) return leaves[start];
-    const std::uint64_t right = start + (std::uint64_t{1} << (l - 1));
-    const R left = node(l - 1, 2 * k);
-    if (right >= N) return left;
-    return reduce(left, node(l - 1, 2 * k + 1));
-  };
-  unsigned L = 0;
-  while ((std::uint64_t{1} << L) < N) ++L;
-  return node(L, 0);
-}
-
 // Shapes of the same n elements: 1-D, and 2-D with each odd column count that divides n.
 std::vector<Shape> shapes_of(std::size_t n) {
   std::vector<Shape> out = {{n}};
@@ -575,9 +558,9 @@ TEST_P(DistOps, DeterministicFloat32IsTheCanonicalTree) {
       xx[i] = x[i] * x[i];
     }
     const auto add = [](float a, float b) { return a + b; };
-    const float want_sum = canonical<float>(x, 0.0f, add);
-    const float want_dot = canonical<float>(xy, 0.0f, add);
-    const double want_nrm2 = std::sqrt(static_cast<double>(canonical<float>(xx, 0.0f, add)));
+    const float want_sum = canonical_tree<float>(x, 0.0f, add);
+    const float want_dot = canonical_tree<float>(xy, 0.0f, add);
+    const double want_nrm2 = std::sqrt(static_cast<double>(canonical_tree<float>(xx, 0.0f, add)));
     const bool big = n > 100000;
     for (const Shape& shape : shapes_of(n)) {
       auto splits = splits_of(rows_of(shape), M);
@@ -614,7 +597,7 @@ TEST_P(DistOps, DeterministicFloat64AndInt32) {
     std::vector<double> xy(n);
     for (std::size_t i = 0; i < n; ++i) xy[i] = x[i] * y[i];
     const auto add = [](double a, double b) { return a + b; };
-    const double want_sum = canonical<double>(x, 0.0, add), want_dot = canonical<double>(xy, 0.0, add);
+    const double want_sum = canonical_tree<double>(x, 0.0, add), want_dot = canonical_tree<double>(xy, 0.0, add);
     const auto ints = global_data<std::int32_t>(n, 12);
     std::int64_t want_int = 0;
     for (auto v : ints) want_int += v;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "canonical_tree.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 
@@ -31,6 +32,7 @@ namespace {
 namespace dist_reductions_test {
 
 using namespace skein;
+using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
 using ::skein::test::on_every_rank;
 using ::skein::test::Placement;
@@ -63,24 +65,6 @@ std::vector<T> global_data(std::size_t n, std::uint64_t salt, bool exact) {
                    : static_cast<T>(static_cast<double>(h >> 11) * 0x1p-53 * 2.0 - 1.0);
   }
   return out;
-}
-
-// The canonical tree over [0, N) (reduction.hpp).
-template <class R>
-R canonical(const std::vector<R>& leaves) {
-  const std::uint64_t N = leaves.size();
-  if (N == 0) return R(0);
-  std::function<R(unsigned, std::uint64_t)> node = [&](unsigned l, std::uint64_t k) -> R {
-    const std::uint64_t start = k << l;
-    if (l == 0) return leaves[start];
-    const std::uint64_t right = start + (std::uint64_t{1} << (l - 1));
-    const R left = node(l - 1, 2 * k);
-    if (right >= N) return left;
-    return left + node(l - 1, 2 * k + 1);
-  };
-  unsigned L = 0;
-  while ((std::uint64_t{1} << L) < N) ++L;
-  return node(L, 0);
 }
 
 template <class T>
@@ -179,7 +163,7 @@ TEST_P(DistReductions, SeveralInputsDeterministicIsTheCanonicalTree) {
                z = global_data<float>(n, 6, false);
     std::vector<float> leaves(n);
     for (std::size_t i = 0; i < n; ++i) leaves[i] = (x[i] * y[i]) * z[i];
-    const float want = canonical(leaves);
+    const float want = canonical_tree(leaves);
     for (const Shape& shape : {Shape{n}, Shape{n, 1}}) {
       for (const auto& [split, name] : splits(M, shape[0])) {
         const std::string what = fmt::format("n {} {} {}", n, to_string(shape), name);
@@ -257,12 +241,12 @@ TEST_P(DistReductions, BatchedDotsMatchTheHost) {
       const DistArray gx = make_dist(s_, shape, split, fx), gy = make_dist(s_, shape, split, fy);
       const dist::DistReductionOptions det{.deterministic = true};
       const std::vector<double> d = dist::dots({{gx, gy}, {gx, gx}}, det);
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(d[0])), std::bit_cast<std::uint32_t>(canonical(pxy)))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(d[0])), std::bit_cast<std::uint32_t>(canonical_tree(pxy)))
           << what << ": deterministic x . y";
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(d[1])), std::bit_cast<std::uint32_t>(canonical(pxx)))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(d[1])), std::bit_cast<std::uint32_t>(canonical_tree(pxx)))
           << what << ": deterministic x . x";
       const std::vector<double> sm = dist::sums({gx, gy}, det);
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(sm[0])), std::bit_cast<std::uint32_t>(canonical(fx)))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(sm[0])), std::bit_cast<std::uint32_t>(canonical_tree(fx)))
           << what << ": deterministic sum x";
       EXPECT_EQ(sm[1], dist::sum(gy, det)) << what << ": a batch of sums and dist::sum";
       EXPECT_TRUE(same_everywhere(d[0]) && same_everywhere(d[1]) && same_everywhere(sm[0])) << what;
@@ -395,7 +379,7 @@ TEST_P(GridReductions, SeveralInputsMatchTheHostAndTheCanonicalTree) {
                z = global_data<float>(n, 16, false);
     std::vector<float> leaves(n);
     for (std::size_t i = 0; i < n; ++i) leaves[i] = (x[i] * y[i]) * z[i];
-    const float tree = canonical(leaves);
+    const float tree = canonical_tree(leaves);
     const GridArray fx = make_grid(s_, layout, x), fy = make_grid(s_, layout, y), fz = make_grid(s_, layout, z);
     const double det = device_value(
         dist::reduce(triple_kernel(Dtype::float32), {fx, fy, fz}, ReduceOp::sum, {.deterministic = true}), c.name);
@@ -408,7 +392,7 @@ TEST_P(GridReductions, SeveralInputsMatchTheHostAndTheCanonicalTree) {
     std::vector<float> sl(n);
     for (std::size_t i = 0; i < n; ++i) sl[i] = (2.0f * x[i]) * y[i];
     const double got = device_value(dist::reduce(scaled, {fx, 2.0f, fy}, ReduceOp::sum, {.deterministic = true}), c.name);
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(got)), std::bit_cast<std::uint32_t>(canonical(sl)))
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(got)), std::bit_cast<std::uint32_t>(canonical_tree(sl)))
         << c.name << ": with a scalar";
   }
 }
@@ -443,7 +427,7 @@ TEST_P(GridReductions, BatchedDotsOnEveryLayout) {
     for (std::size_t i = 0; i < n; ++i) pxy[i] = fx[i] * fy[i];
     const GridArray hx = make_grid(s_, layout, fx), hy = make_grid(s_, layout, fy);
     const std::vector<double> det = dist::dots({{hx, hy}, {hx, hy}}, {.deterministic = true});
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(det[0])), std::bit_cast<std::uint32_t>(canonical(pxy)))
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(det[0])), std::bit_cast<std::uint32_t>(canonical_tree(pxy)))
         << c.name << ": deterministic";
     EXPECT_EQ(det[0], det[1]) << c.name;
     EXPECT_TRUE(same_everywhere(det[0])) << c.name;

@@ -13,6 +13,7 @@
 #include <skein/skein.hpp>
 #include <vector>
 
+#include "canonical_tree.hpp"
 #include "backends.hpp"
 
 namespace skein::test {
@@ -26,22 +27,6 @@ const std::size_t kSizes[] = {0, 1, 2, 7, 255, 1000, 4097, 70001};
 FusedKernel cg_kernel() {
   return FusedKernel("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr", "r * r", "a + b",
                      "0", {.name = "cg_update"});
-}
-
-double canonical(const std::vector<double>& leaves) {
-  const std::uint64_t N = leaves.size();
-  if (N == 0) return 0.0;
-  std::function<double(unsigned, std::uint64_t)> node = [&](unsigned l, std::uint64_t k) -> double {
-    const std::uint64_t start = k << l;
-    if (l == 0) return leaves[start];
-    const std::uint64_t right = start + (std::uint64_t{1} << (l - 1));
-    const double left = node(l - 1, 2 * k);
-    if (right >= N) return left;
-    return left + node(l - 1, 2 * k + 1);
-  };
-  unsigned L = 0;
-  while ((std::uint64_t{1} << L) < N) ++L;
-  return node(L, 0);
 }
 
 struct Host {
@@ -73,7 +58,7 @@ TEST_P(Fused, CgUpdateBothModesAllSizes) {
     const auto x = random_reals<double>(n, 70), r = random_reals<double>(n, 71);
     const auto p = random_reals<double>(n, 72), w = random_reals<double>(n, 73);
     const Host ref = host_update(x, r, p, w, alpha);
-    const double exact = canonical(ref.rr);
+    const double exact = canonical_tree(ref.rr);
     for (bool det : {false, true}) {
       SCOPED_TRACE(det);
       Array dx = Array::from_host(queue, x), dr = Array::from_host(queue, r);
@@ -120,7 +105,7 @@ TEST_P(Fused, Float32BroadcastAndPostMap) {
     sq += leaves.back();
   }
   EXPECT_EQ(du.get<float>(), u);
-  EXPECT_EQ(nrm, std::sqrt(canonical(leaves)));
+  EXPECT_EQ(nrm, std::sqrt(canonical_tree(leaves)));
   EXPECT_NEAR(nrm, std::sqrt(sq), 1e-9 * std::sqrt(sq));
 }
 

@@ -18,6 +18,7 @@
 #include <skein/config.hpp>
 #include <skein/skein.hpp>
 
+#include "canonical_tree.hpp"
 #include "backends.hpp"
 #include "skein/detail/cuda/prelude.hpp"
 #include "skein/detail/reduction_paths.hpp"
@@ -32,24 +33,6 @@ namespace {
 class Reduction : public BackendTest {};
 
 const std::size_t kSizes[] = {0, 1, 2, 3, 255, 1000, 4097, (std::size_t{1} << 20) + 3};
-
-// The canonical tree over [0, N) (reduction.hpp): node (l, k) covers [k 2^l, (k+1) 2^l) cut to
-// [0, N); an empty right child is skipped.
-template <class R, class F>
-R canonical(const std::vector<R>& leaves, F reduce) {
-  const std::uint64_t N = leaves.size();
-  std::function<R(unsigned, std::uint64_t)> node = [&](unsigned l, std::uint64_t k) -> R {
-    const std::uint64_t start = k << l;
-    if (l == 0) return leaves[start];
-    const std::uint64_t right = start + (std::uint64_t{1} << (l - 1));
-    const R left = node(l - 1, 2 * k);
-    if (right >= N) return left;
-    return reduce(left, node(l - 1, 2 * k + 1));
-  };
-  unsigned L = 0;
-  while ((std::uint64_t{1} << L) < N) ++L;
-  return node(L, 0);
-}
 
 // |sum - exact| within a generous multiple of the worst-case rounding for float32.
 void expect_close_sum(double got, const std::vector<float>& x, double rel = 2e-5) {
@@ -74,7 +57,7 @@ TEST_P(Reduction, SumFloat32AllSizesBothModes) {
     expect_close_sum(reduction_value<float>(s), x);
     // Deterministic: exactly the canonical tree of float additions.
     const float det = reduction_value<float>(sum(queue, dx, {.deterministic = true}));
-    const float ref = n ? canonical<float>(x, [](float a, float b) { return a + b; }) : 0.0f;
+    const float ref = n ? canonical_tree<float>(x) : 0.0f;
     EXPECT_EQ(std::bit_cast<std::uint32_t>(det), std::bit_cast<std::uint32_t>(ref)) << det << " vs " << ref;
   }
 }
@@ -188,7 +171,7 @@ TEST_P(Reduction, Dot) {
     // Deterministic: the canonical tree of the products (no FMA contraction anywhere).
     std::vector<float> prods(n);
     for (std::size_t i = 0; i < n; ++i) prods[i] = x[i] * y[i];
-    const float ref = n ? canonical<float>(prods, [](float a, float b) { return a + b; }) : 0.f;
+    const float ref = n ? canonical_tree<float>(prods) : 0.f;
     EXPECT_EQ(reduction_value<float>(dot(queue, dx, dy, {.deterministic = true})), ref);
   }
   // int32 . float32 promotes to float64; int8 . int8 stays int8 and wraps (NumPy).
@@ -454,7 +437,7 @@ TEST_P(Reduction, DeterministicAcrossSplitsOnOneDevice) {
     SCOPED_TRACE(n);
     const auto x = random_reals<float>(n, 50);
     auto dx = Array::from_host(queue, x);
-    const float ref = canonical<float>(x, [](float a, float b) { return a + b; });
+    const float ref = canonical_tree<float>(x);
     const std::vector<Operand> whole{dx};
     const std::size_t rs = k.record_size(whole), cap = ReductionKernel::record_capacity(n);
     for (std::size_t pieces = 1; pieces <= 4; ++pieces) {
@@ -482,10 +465,10 @@ TEST_P(Reduction, DeterministicAcrossDevices) {
   const std::size_t max_dev = std::min<std::size_t>(devices().size(), 4);
   const std::size_t n = 999999;
   const auto x = random_reals<float>(n, 51), y = random_reals<float>(n, 52);
-  const float ref = canonical<float>(x, [](float a, float b) { return a + b; });
+  const float ref = canonical_tree<float>(x);
   std::vector<float> prods(n);
   for (std::size_t i = 0; i < n; ++i) prods[i] = x[i] * y[i];
-  const float ref_dot = canonical<float>(prods, [](float a, float b) { return a + b; });
+  const float ref_dot = canonical_tree<float>(prods);
   for (std::size_t ndev = 1; ndev <= max_dev; ++ndev) {
     SCOPED_TRACE(ndev);
     auto ctx = context(ndev);
@@ -518,7 +501,7 @@ TEST_P(Reduction, DeterministicOtherTypes) {
   const std::size_t n = 54321;
   const auto x = random_reals<double>(n, 53);
   auto dx = Array::from_host(queue, x);
-  const double ref = canonical<double>(x, [](double a, double b) { return a + b; });
+  const double ref = canonical_tree<double>(x);
   const auto& k = sum_kernel(Dtype::float64);
   const std::vector<Operand> whole{dx};
   const std::size_t rs = k.record_size(whole), cap = ReductionKernel::record_capacity(n);
