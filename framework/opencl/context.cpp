@@ -270,9 +270,15 @@ const ContextAdapter* OclHostBuffer::owner() const { return context_.get(); }
 
 OclHostBuffer::~OclHostBuffer() {
   if (!mem_) return;
-  cl_command_queue q = context_->internal_queue();
-  clEnqueueUnmapMemObject(q, mem_, data_, 0, nullptr, nullptr);
-  clFinish(q);
+  // The constructor mapped the buffer through the context's internal queue, so it exists and this
+  // does not throw; were it ever to, the memory object is still released (its mapping with it)
+  // rather than ending the program from a destructor.
+  try {
+    cl_command_queue q = context_->internal_queue();
+    clEnqueueUnmapMemObject(q, mem_, data_, 0, nullptr, nullptr);
+    clFinish(q);
+  } catch (...) {
+  }
   clReleaseMemObject(mem_);
 }
 

@@ -87,15 +87,19 @@ class PoolCore {
       --stats_.active_blocks;
       stats_.active_bytes -= requested;
       const std::size_t size = block.size();
-      bool held = false;
+      // Room in the block's bin first (what can throw: no memory to hold it, and it is freed
+      // instead), then the move into it, which cannot throw once there is room.
+      std::vector<Mem>* bin = nullptr;
       if (!stop_holding_ && !exported) {
         try {
-          bins_[key].push_back(std::move(block));
-          held = true;
-        } catch (...) {  // no memory to hold it: free it instead
+          auto& b = bins_[key];
+          if (b.size() == b.capacity()) b.reserve(std::max<std::size_t>(4, 2 * b.size()));
+          bin = &b;
+        } catch (...) {
         }
       }
-      if (held) {
+      if (bin != nullptr) {
+        bin->push_back(std::move(block));
         ++stats_.held_blocks;
         stats_.held_bytes += size;
       } else {
