@@ -61,6 +61,7 @@ namespace {
   X(cublasSgemmStridedBatched)    \
   X(cublasDgemmStridedBatched)
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is declared here, not an expression
 #define SKEIN_CUBLAS_DECLARE(name) decltype(&::name) name = nullptr;
 struct Cublas {
   SKEIN_CUBLAS_FUNCTIONS(SKEIN_CUBLAS_DECLARE)

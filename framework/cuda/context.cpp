@@ -629,7 +629,7 @@ CUdeviceptr native_pointer(const Buffer& buffer) {
   if (buffer.adapter()->native() == 0) return 0;
   // Work Skein does not see may use the address now: a pool never hands the block out again.
   buffer.adapter()->mark_exported();
-  return static_cast<CUdeviceptr>(buffer.adapter()->native() + buffer.offset());
+  return static_cast<CUdeviceptr>(buffer.adapter()->native()) + buffer.offset();
 }
 
 CUcontext native_context(const Context& context, std::size_t device_idx) {

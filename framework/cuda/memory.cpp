@@ -161,7 +161,7 @@ IpcMemoryHandle CudaContextAdapter::export_ipc_memory(BufferAdapter& buffer, std
   }
   CudaContextScope scope(context(device_idx), device);
   // The handle names the whole allocation (its base); the view's place in it travels along.
-  const auto pointer = static_cast<CUdeviceptr>(buffer.native() + offset);
+  const auto pointer = static_cast<CUdeviceptr>(buffer.native()) + offset;
   CUdeviceptr base = 0;
   std::size_t allocation = 0;
   SKEIN_CU_CHECK(cuMemGetAddressRange, (&base, &allocation, pointer), device);

@@ -112,7 +112,7 @@ class CudaKernelAdapter final : public KernelAdapter {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const auto& arg = args[i];
       if (arg.kind == KernelArg::Kind::buffer) {
-        pointers[i] = static_cast<CUdeviceptr>(arg.buffer->native() + arg.offset);
+        pointers[i] = static_cast<CUdeviceptr>(arg.buffer->native()) + arg.offset;
         params[i] = &pointers[i];
       } else {
         params[i] = const_cast<void*>(arg.value);

@@ -244,7 +244,7 @@ class CudaQueueAdapter final : public QueueAdapter {
   }
 
   static CUdeviceptr address(const BufferAdapter& buffer, std::size_t offset) {
-    return static_cast<CUdeviceptr>(buffer.native() + offset);
+    return static_cast<CUdeviceptr>(buffer.native()) + offset;
   }
   CUcontext cu_context() const { return context_->context(device_idx_); }
   const std::string& device() const { return context_->description(device_idx_); }

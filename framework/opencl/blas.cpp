@@ -118,6 +118,8 @@ const char* clblast_status_name(clblast::StatusCode status) {
 // SKEIN_CLBLAST_CHECK(Gemm, (...), device) calls clblast::Gemm<T> for the T in scope and throws
 // the matching Skein error, naming "clblast::Gemm<float>"; the device expression is evaluated only
 // on failure.
+// `routine` is a template's name and `arguments` its parenthesised call: no parentheses to add.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SKEIN_CLBLAST_CHECK(routine, arguments, device)                                         \
   do {                                                                                          \
     const ::clblast::StatusCode skein_clblast_status_ = ::clblast::routine<T> arguments;        \
@@ -128,6 +130,7 @@ const char* clblast_status_name(clblast::StatusCode status) {
           (device), SKEIN_HERE);                                                                \
     }                                                                                           \
   } while (false)
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace skein::detail::opencl {
 

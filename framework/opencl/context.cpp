@@ -382,6 +382,7 @@ Buffer buffer_from_native(const Context& context, std::size_t device_idx, cl_mem
     detail::raise_in(SKEIN_HERE, call, "Pass a buffer made by clCreateBuffer.",
                      "{}: the cl_mem is not a valid buffer object", where);
   }
+  // NOLINTNEXTLINE(bugprone-sizeof-expression): a cl_context is a pointer by the API
   SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(owner), &owner, nullptr), where);
   SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(bytes), &bytes, nullptr), where);
   if (owner != ocl->get()) {
@@ -419,11 +420,13 @@ Queue queue_from_native(const Context& context, std::vector<std::size_t> device_
     cl_device_id device = nullptr;
     cl_command_queue_properties properties = 0;
     if (queues[i] == nullptr ||
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): a cl_context is a pointer by the API
         clGetCommandQueueInfo(queues[i], CL_QUEUE_CONTEXT, sizeof(owner), &owner, nullptr) !=
             CL_SUCCESS) {
       detail::raise_in(SKEIN_HERE, call, "Pass a command queue made by clCreateCommandQueue.",
                        "{}: command queue {} is not a valid command queue", where, i);
     }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): a cl_device_id is a pointer by the API
     SKEIN_CL_CHECK(clGetCommandQueueInfo(queues[i], CL_QUEUE_DEVICE, sizeof(device), &device,
                                          nullptr),
                    where);

@@ -124,7 +124,7 @@ Api Api::from_id(ApiId id) {
 std::vector<ApiStatus> Api::status() {
   std::vector<ApiStatus> result;
   for (ApiId id : all_api_ids()) {
-    const bool compiled = id == ApiId::cuda ? SKEIN_HAS_CUDA : SKEIN_HAS_OPENCL;
+    const bool compiled = (id == ApiId::cuda && SKEIN_HAS_CUDA) || (id == ApiId::opencl && SKEIN_HAS_OPENCL);
     auto adapter = detail::api_adapter(id);
     ApiStatus s{.id = id, .compiled_in = compiled, .available = adapter->available()};
     if (s.available) {

@@ -75,7 +75,7 @@ T hdf5_checked(T result, const char* call, Where&& where, const char* file, int 
 // was (an expression evaluated only on failure) and HDF5's error stack.
 #define SKEIN_H5_CHECK(function, arguments, where)                                                   \
   (::skein::hdf5::internal::hdf5_checked(                                                           \
-      function arguments, #function, [&]() -> std::string { return (where); }, __FILE__, __LINE__))
+      function arguments, #function, [&]() -> std::string { return std::string(where); }, __FILE__, __LINE__))
 
 namespace internal {
 

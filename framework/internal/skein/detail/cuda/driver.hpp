@@ -91,6 +91,7 @@ namespace skein::detail {
   X(cuLaunchKernel)                               \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is declared here, not an expression
 #define SKEIN_CU_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
 
 struct CudaDriver {
