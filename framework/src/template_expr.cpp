@@ -135,7 +135,9 @@ class ExprParser {
     }
   }
 
-  bool at_op(std::string_view op) const { return token_.kind == Token::Kind::op && token_.text == op; }
+  bool at_op(std::string_view op) const {
+    return token_.kind == Token::Kind::op && token_.text == op;
+  }
   bool at_name(std::string_view name) const {
     return token_.kind == Token::Kind::name && token_.text == name;
   }
@@ -154,7 +156,8 @@ class ExprParser {
     if (is_ident_start(c)) {
       const std::size_t start = pos_;
       while (pos_ < source_.size() && is_ident_char(source_[pos_])) ++pos_;
-      token_ = Token{.kind = Token::Kind::name, .text = std::string(source_.substr(start, pos_ - start))};
+      token_ = Token{.kind = Token::Kind::name,
+                     .text = std::string(source_.substr(start, pos_ - start))};
       return;
     }
     read_operator();
@@ -170,12 +173,15 @@ class ExprParser {
       ++pos_;
     }
     if (pos_ < source_.size() && (is_ident_char(source_[pos_]) || source_[pos_] == '.')) {
-      while (pos_ < source_.size() && (is_ident_char(source_[pos_]) || source_[pos_] == '.')) ++pos_;
+      while (pos_ < source_.size() && (is_ident_char(source_[pos_]) || source_[pos_] == '.'))
+        ++pos_;
       error(fmt::format("'{}' is not a decimal integer", source_.substr(start, pos_ - start)),
-            "Expressions have decimal integers only: pass other numbers as strings (skein::literal).");
+            "Expressions have decimal integers only: pass other numbers as strings "
+            "(skein::literal).");
     }
     if (overflow) {
-      error(fmt::format("the integer {} does not fit 64 bits", source_.substr(start, pos_ - start)));
+      error(
+          fmt::format("the integer {} does not fit 64 bits", source_.substr(start, pos_ - start)));
     }
     token_ = Token{.kind = Token::Kind::integer, .value = v};
   }
@@ -188,7 +194,9 @@ class ExprParser {
       if (c == '\\' && pos_ < source_.size()) {
         const char e = source_[pos_++];
         switch (e) {
-          case '\\': case '\'': case '"': c = e; break;
+          case '\\':
+          case '\'':
+          case '"': c = e; break;
           case 'n': c = '\n'; break;
           case 't': c = '\t'; break;
           default:
@@ -225,7 +233,9 @@ class ExprParser {
       case '/': hint = "Integer division is '//'."; break;
       case '.': hint = "Expressions have no attributes and no floating-point numbers."; break;
       case '$': hint = "Expressions name values directly: write n, not ${n}."; break;
-      case '&': case '|': case '!': hint = "Write and, or, not."; break;
+      case '&':
+      case '|':
+      case '!': hint = "Write and, or, not."; break;
       case '=': hint = "Comparison is '=='; templates do not assign."; break;
       default: break;
     }
@@ -371,8 +381,7 @@ class ExprParser {
           next();
           return inner;
         }
-      case Token::Kind::end:
-        error("the expression ends too early");
+      case Token::Kind::end: error("the expression ends too early");
     }
     next();
     return e;
@@ -465,7 +474,8 @@ class Evaluator {
     }
     if (found->param) return RenderValue(*found->param);
     if (found->def) {
-      error(fmt::format("'{}' is a def: insert it as ${{{}(...)}}, outside expressions", name, name));
+      error(
+          fmt::format("'{}' is a def: insert it as ${{{}(...)}}, outside expressions", name, name));
     }
     return *found->value;
   }
@@ -515,8 +525,8 @@ class Evaluator {
       const int c = RenderAccess::text(a).compare(RenderAccess::text(b));
       order = c < 0 ? -1 : (c > 0 ? 1 : 0);
     } else {
-      error(fmt::format("'{}' compares two integers or two strings, not {} and {}", op,
-                        describe(a), describe(b)),
+      error(fmt::format("'{}' compares two integers or two strings, not {} and {}", op, describe(a),
+                        describe(b)),
             (ia || ib) ? "int(x) reads an integer from a string such as a def's parameter." : "");
     }
     if (op == "==") return order == 0;
@@ -544,7 +554,8 @@ class Evaluator {
                                : found->def ? "a def"
                                             : describe(*found->value);
       error(fmt::format("'{}' is {}: expressions call len(), int() and range() only", e.text, what),
-            fmt::format("A snippet or a def is inserted as ${{{}(...)}}, outside expressions.", e.text));
+            fmt::format("A snippet or a def is inserted as ${{{}(...)}}, outside expressions.",
+                        e.text));
     }
     if (e.text == "range") {
       error("range() goes only in '%for NAME in range(...):'",
@@ -596,7 +607,8 @@ class Evaluator {
     std::int64_t i = integer_of(eval(*e.operands[1]), "an index");
     const auto n = static_cast<std::int64_t>(list->size());
     if (i < -n || i >= n) {
-      error(fmt::format("index {} is out of range for a list of {} item{}", i, n, n == 1 ? "" : "s"));
+      error(
+          fmt::format("index {} is out of range for a list of {} item{}", i, n, n == 1 ? "" : "s"));
     }
     if (i < 0) i += n;
     return (*list)[static_cast<std::size_t>(i)];

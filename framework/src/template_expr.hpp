@@ -49,8 +49,20 @@ struct Scope {
 [[noreturn]] void fail_unknown_name(const Where& where, std::string_view name, const Scope& scope);
 
 struct Expr {
-  enum class Kind { integer, string, name, negate, plus, arith, compare, logic_and, logic_or,
-                    logic_not, call, index };
+  enum class Kind {
+    integer,
+    string,
+    name,
+    negate,
+    plus,
+    arith,
+    compare,
+    logic_and,
+    logic_or,
+    logic_not,
+    call,
+    index
+  };
   Kind kind = Kind::integer;
   std::int64_t integer = 0;
   std::string text;              // a string literal, a name, a function's name, an operator

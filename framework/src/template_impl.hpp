@@ -16,7 +16,7 @@ namespace skein::detail {
 struct SnippetImpl {
   std::string name;
   std::vector<std::string> params;
-  std::string text;           // used when there is no callable
+  std::string text;  // used when there is no callable
   Snippet::Callable callable;
   std::size_t arity = 0;
   RenderGlobals globals;

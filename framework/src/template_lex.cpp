@@ -25,7 +25,8 @@ std::string call_chain(const std::vector<std::string>& calls) {
   return out;
 }
 
-void fail_at(const Where& where, std::string_view message, std::string hint, std::string_view tail) {
+void fail_at(const Where& where, std::string_view message, std::string hint,
+             std::string_view tail) {
   detail::raise_in<RenderError>(SKEIN_HERE, "skein::render", std::move(hint), "{}:{}: {}{}{}",
                                 where.name, where.line, message, call_chain(where.calls), tail);
 }

@@ -75,7 +75,8 @@ class Parser {
 
   void advance_to(std::size_t end) {
     line_ += static_cast<std::size_t>(std::count(text_.begin() + static_cast<std::ptrdiff_t>(pos_),
-                                                 text_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+                                                 text_.begin() + static_cast<std::ptrdiff_t>(end),
+                                                 '\n'));
     pos_ = end;
   }
 
@@ -161,7 +162,8 @@ class Parser {
         i = close + 1;
         continue;
       }
-      if (c == '<' && (starts_tag(text_.substr(i), "<%def") || text_.substr(i).starts_with("</%def>"))) {
+      if (c == '<' &&
+          (starts_tag(text_.substr(i), "<%def") || text_.substr(i).starts_with("</%def>"))) {
         fail_at(at(line_at(i)), "a <%def> tag inside a line of text",
                 "Put '<%def name=\"f(a)\">' and '</%def>' on lines of their own, or the whole def "
                 "on one line.");
@@ -172,8 +174,9 @@ class Parser {
   }
 
   std::size_t line_at(std::size_t i) const {
-    return line_ + static_cast<std::size_t>(std::count(text_.begin() + static_cast<std::ptrdiff_t>(pos_),
-                                                       text_.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
+    return line_ + static_cast<std::size_t>(
+                       std::count(text_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                                  text_.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
   }
 
   // A '%' line: opens a block (parsed here), or ends the enclosing one (returned).
@@ -205,7 +208,8 @@ class Parser {
       misplaced(keyword, open, line);
     }
     fail_at(at(line),
-            fmt::format("unknown control line '%{}'", content.substr(0, std::min<std::size_t>(content.size(), 20))),
+            fmt::format("unknown control line '%{}'",
+                        content.substr(0, std::min<std::size_t>(content.size(), 20))),
             "Control lines are %for, %endfor, %if, %elif, %else and %endif; a line that starts "
             "with '%%' writes one '%', and '##' starts a comment line.");
   }
@@ -216,9 +220,10 @@ class Parser {
       fail_at(at(line), fmt::format("{} without {}", what, opener_name(opened_by(keyword))),
               "Open the block first, or remove the line.");
     }
-    fail_at(at(line),
-            fmt::format("{} while the {} of line {} is open", what, opener_name(open.kind), open.line),
-            fmt::format("End that block with {} first.", closer_name(open.kind)));
+    fail_at(
+        at(line),
+        fmt::format("{} while the {} of line {} is open", what, opener_name(open.kind), open.line),
+        fmt::format("End that block with {} first.", closer_name(open.kind)));
   }
 
   ExprPtr condition(std::string_view rest, std::size_t line, std::string_view keyword,
@@ -284,9 +289,10 @@ class Parser {
 
   void parse_def(std::string_view tag_line, std::size_t line, const Open& open) {
     if (open.kind != Opened::top) {
-      fail_at(at(line), "a <%def> inside a block",
-              fmt::format("Defs go at the top level of a template: move it out of the {} of line {}.",
-                          opener_name(open.kind), open.line));
+      fail_at(
+          at(line), "a <%def> inside a block",
+          fmt::format("Defs go at the top level of a template: move it out of the {} of line {}.",
+                      opener_name(open.kind), open.line));
     }
     const std::size_t gt = tag_end(tag_line, line);
     DefNode def{.line = line};
@@ -303,8 +309,8 @@ class Parser {
     }
     for (const DefNode& d : *defs_) {
       if (d.name == def.name) {
-        fail_at(at(line), fmt::format("def '{}' is defined twice (lines {} and {})", def.name,
-                                      d.line, line),
+        fail_at(at(line),
+                fmt::format("def '{}' is defined twice (lines {} and {})", def.name, d.line, line),
                 "Give one of them another name.");
       }
     }
@@ -349,7 +355,8 @@ class Parser {
     }
     for (std::string_view p : split_args(value.substr(open + 1, value.size() - open - 2))) {
       if (p.find('=') != std::string_view::npos) {
-        fail_at(at(line), fmt::format("def '{}': default values are not supported ('{}')", def.name, p),
+        fail_at(at(line),
+                fmt::format("def '{}': default values are not supported ('{}')", def.name, p),
                 "Pass every argument at each call.");
       }
       if (!is_identifier(p) || is_keyword(p)) {

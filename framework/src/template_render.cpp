@@ -100,7 +100,8 @@ void Renderer::render_block(const Block& block, const Scope& scope, const std::s
 
 void Renderer::render_for(const ForNode& node, const Scope& scope, const std::string& name,
                           std::string& out) {
-  const Iteration it = iteration(*node.iterable, node.source, scope, Where{name, node.line, calls_});
+  const Iteration it =
+      iteration(*node.iterable, node.source, scope, Where{name, node.line, calls_});
   const auto body = [&](const RenderValue& item) {
     const Scope frame{.outer = &scope, .loop_name = node.var, .loop_value = &item};
     render_block(node.body, frame, name, out);
@@ -118,8 +119,8 @@ void Renderer::render_for(const ForNode& node, const Scope& scope, const std::st
 void Renderer::render_if(const IfNode& node, const Scope& scope, const std::string& name,
                          std::string& out) {
   for (const IfBranch& branch : node.branches) {
-    if (!branch.condition ||
-        truthy(evaluate(*branch.condition, branch.source, scope, Where{name, branch.line, calls_}))) {
+    if (!branch.condition || truthy(evaluate(*branch.condition, branch.source, scope,
+                                             Where{name, branch.line, calls_}))) {
       render_block(branch.body, scope, name, out);
       return;
     }
@@ -148,7 +149,8 @@ void Renderer::render_text(std::string_view text, const Scope& scope, const std:
       continue;
     }
     line += static_cast<std::size_t>(std::count(text.begin() + static_cast<std::ptrdiff_t>(counted),
-                                                text.begin() + static_cast<std::ptrdiff_t>(dollar), '\n'));
+                                                text.begin() + static_cast<std::ptrdiff_t>(dollar),
+                                                '\n'));
     counted = dollar;
     const std::size_t at = line;
     const std::size_t end = find_close(text, dollar + 2);
@@ -184,7 +186,8 @@ std::string Renderer::expand(std::string_view body, const Scope& scope, const st
     }
   }
   // Anything else is an expression: ${i + 1}, ${taps[k]}, ${len(taps)}.
-  const ExprPtr expr = parse_expression(content, where, fmt::format("malformed placeholder '${{{}}}'", body));
+  const ExprPtr expr =
+      parse_expression(content, where, fmt::format("malformed placeholder '${{{}}}'", body));
   return insert(evaluate(*expr, content, scope, where), content, name, line);
 }
 
@@ -197,7 +200,8 @@ std::string Renderer::expand_name(const Scope::Found& found, std::string_view id
   };
   if (found.def) return call_def(*found.def, *found.frame, args(), name, line);
   if (found.param) {
-    if (call_args) fail_at(where, fmt::format("'{}' is a string, not a snippet: it cannot be called", ident));
+    if (call_args)
+      fail_at(where, fmt::format("'{}' is a string, not a snippet: it cannot be called", ident));
     return *found.param;
   }
   const RenderValue& value = *found.value;
@@ -209,15 +213,17 @@ std::string Renderer::expand_name(const Scope::Found& found, std::string_view id
                         "${{{0}}}(...).",
                         ident));
   }
-  fail_at(where, fmt::format("'{}' is {}, not a snippet: it cannot be called", ident, kind_of(value)));
+  fail_at(where,
+          fmt::format("'{}' is {}, not a snippet: it cannot be called", ident, kind_of(value)));
 }
 
 std::string Renderer::insert(const RenderValue& value, std::string_view shown,
                              const std::string& name, std::size_t line) {
   if (value.is_list()) {
-    fail_at(Where{name, line, calls_},
-            fmt::format("'{}' is a list: it cannot be inserted as text", shown),
-            fmt::format("Loop over it with '%for x in {0}:', or insert one item, ${{{0}[i]}}.", shown));
+    fail_at(
+        Where{name, line, calls_},
+        fmt::format("'{}' is a list: it cannot be inserted as text", shown),
+        fmt::format("Loop over it with '%for x in {0}:', or insert one item, ${{{0}[i]}}.", shown));
   }
   if (value.is_module()) return use(*RenderAccess::module(value), name, line);
   if (value.is_snippet()) return call(*RenderAccess::snippet(value), {}, name, line);
@@ -239,9 +245,8 @@ std::vector<std::string> Renderer::arguments(std::string_view inner, std::string
   return args;
 }
 
-std::string Renderer::call_def(const DefNode& def, const Scope& home,
-                               std::vector<std::string> args, const std::string& name,
-                               std::size_t line) {
+std::string Renderer::call_def(const DefNode& def, const Scope& home, std::vector<std::string> args,
+                               const std::string& name, std::size_t line) {
   if (args.size() != def.params.size()) {
     fail_at(Where{name, line, calls_},
             fmt::format("def '{}' takes {} argument{}, {} given", def.name, def.params.size(),

@@ -37,8 +37,7 @@ class Renderer {
                     std::string& out);
   void render_for(const ForNode& node, const Scope& scope, const std::string& name,
                   std::string& out);
-  void render_if(const IfNode& node, const Scope& scope, const std::string& name,
-                 std::string& out);
+  void render_if(const IfNode& node, const Scope& scope, const std::string& name, std::string& out);
   // Text without control lines: placeholders and $$.
   void render_text(std::string_view text, const Scope& scope, const std::string& name,
                    std::size_t line, std::string& out);
@@ -52,8 +51,7 @@ class Renderer {
                      std::size_t line);
   // A call's arguments, rendered in the caller's scope.
   std::vector<std::string> arguments(std::string_view inner, std::string_view body,
-                                     const Scope& scope, const std::string& name,
-                                     std::size_t line);
+                                     const Scope& scope, const std::string& name, std::size_t line);
   std::string call_def(const DefNode& def, const Scope& home, std::vector<std::string> args,
                        const std::string& name, std::size_t line);
   // Records a call (for messages) and refuses one nested too deep (a runaway recursion).

@@ -31,8 +31,9 @@ void expect_error(const std::string& text, const RenderGlobals& globals,
                   std::initializer_list<std::string> parts) {
   const std::string e = render_error([&] { render(text, globals, "t.cl"); });
   for (const std::string& part : parts) {
-    EXPECT_NE(e.find(part), std::string::npos) << "missing '" << part << "' in: " << e
-                                                << "\ntemplate:\n" << text;
+    EXPECT_NE(e.find(part), std::string::npos)
+        << "missing '" << part << "' in: " << e << "\ntemplate:\n"
+        << text;
   }
 }
 
@@ -55,8 +56,9 @@ TEST(TemplateFor, RangesWithPythonsMeaning) {
   // Bounds and steps are expressions; a range near the end of 64 bits stops there.
   EXPECT_EQ(render("%for i in range(n - 1, n + 1):\n${i * 2} \n%endfor\n", {{"n", 10}}),
             "18 \n20 \n");
-  EXPECT_EQ(render("%for i in range(9223372036854775806, 9223372036854775807, 5):\n${i}\n%endfor\n"),
-            "9223372036854775806\n");
+  EXPECT_EQ(
+      render("%for i in range(9223372036854775806, 9223372036854775807, 5):\n${i}\n%endfor\n"),
+      "9223372036854775806\n");
 }
 
 TEST(TemplateFor, ControlLinesGiveNoOutputAndIndentationIsFree) {
@@ -78,8 +80,9 @@ TEST(TemplateFor, ListsOfStringsIntegersSnippetsModulesAndLists) {
   EXPECT_EQ(render("%for t in types:\n${t} v_${t};\n%endfor\n",
                    {{"types", RenderList{"float", "double"}}}),
             "float v_float;\ndouble v_double;\n");
-  EXPECT_EQ(render("%for c in coeffs:\n+ ${c}\n%endfor\n", {{"coeffs", std::vector<int>{3, -1, 0}}}),
-            "+ 3\n+ (-1)\n+ 0\n");
+  EXPECT_EQ(
+      render("%for c in coeffs:\n+ ${c}\n%endfor\n", {{"coeffs", std::vector<int>{3, -1, 0}}}),
+      "+ 3\n+ (-1)\n+ 0\n");
   // Snippet items are called with arguments or inserted without; module items give their prefix
   // and their code once, however often the loop uses them.
   Snippet add({"a", "b"}, "(${a} + ${b})", {}, "add");
@@ -143,8 +146,12 @@ TEST(TemplateIf, TruthIsPythons) {
 }
 
 TEST(TemplateExpressions, ArithmeticComparisonsAndFunctions) {
-  const RenderGlobals g{{"n", 7},     {"m", -3},           {"xs", std::vector<int>{4, 5, 6}},
-                        {"T", "float"}, {"empty", RenderList{}}, {"s", "(-12)"}};
+  const RenderGlobals g{{"n", 7},
+                        {"m", -3},
+                        {"xs", std::vector<int>{4, 5, 6}},
+                        {"T", "float"},
+                        {"empty", RenderList{}},
+                        {"s", "(-12)"}};
   const auto eval = [&](const std::string& expr) { return render("${" + expr + "}", g); };
   EXPECT_EQ(eval("n + m * 2"), "1");
   EXPECT_EQ(eval("(n + m) * 2"), "8");
@@ -229,7 +236,8 @@ TEST(TemplateDefs, ArgumentsLoopsAndLexicalScope) {
   expect_error("<%def name=\"f()\">\n${i}\n</%def>\n%for i in range(2):\n${f()}\n%endfor\n", {},
                {"t.cl:2: unknown name 'i'", "called from t.cl:5", "known names: f"});
   // Defs in a snippet's text work the same, under the snippet's name.
-  Snippet s({"n"}, "<%def name=\"g(a)\">[${a}]</%def>\n%for i in range(int(n)):\n${g(${i})}\n%endfor\n",
+  Snippet s({"n"},
+            "<%def name=\"g(a)\">[${a}]</%def>\n%for i in range(int(n)):\n${g(${i})}\n%endfor\n",
             {}, "s");
   EXPECT_EQ(render("${s(3)}", {{"s", s}}), "[0]\n[1]\n[2]\n");
   // A def's parameter hides a global inside it; a def may not hide one itself.
@@ -244,15 +252,16 @@ TEST(TemplateDefs, RecursionEndsOrIsRefused) {
       "%if int(n) == 1:\n"
       "x[${lo}]\n"
       "%else:\n"
-      "(${sum(${lo}, ${int(n) // 2})} + ${sum(${int(lo) + int(n) // 2}, ${int(n) - int(n) // 2})})\n"
+      "(${sum(${lo}, ${int(n) // 2})} + ${sum(${int(lo) + int(n) // 2}, ${int(n) - int(n) // "
+      "2})})\n"
       "%endif\n"
       "</%def>\n"
       "${sum(0, 5)}";
   EXPECT_EQ(render(tree), "((x[0] + x[1]) + (x[2] + (x[3] + x[4])))");
   // One that does not end is refused at a fixed depth (64), naming where it recursed.
   expect_error("\n<%def name=\"f(n)\">\n${f(${int(n) + 1})}\n</%def>\n${f(0)}\n", {},
-               {"t.cl:3: calls of snippets, modules and defs nested 64 deep",
-                "called from t.cl:3", "more calls", "an %if that ends it"});
+               {"t.cl:3: calls of snippets, modules and defs nested 64 deep", "called from t.cl:3",
+                "more calls", "an %if that ends it"});
 }
 
 TEST(TemplateSyntax, EscapesCommentsAndPercentInText) {
@@ -303,7 +312,8 @@ TEST(TemplateRender, SameTextFromEveryThreadAtOnce) {
 TEST(TemplateErrors, BlocksNameTheLineThatOpenedOrClosedThem) {
   expect_error("a\n%for i in range(2):\nx\n", {}, {"t.cl:2: '%for' is never closed", "'%endfor'"});
   expect_error("%if 1:\n%for i in range(2):\n%endfor\n", {}, {"t.cl:1: '%if' is never closed"});
-  expect_error("\n\n<%def name=\"f()\">\nx\n", {}, {"t.cl:3: '<%def>' is never closed", "'</%def>'"});
+  expect_error("\n\n<%def name=\"f()\">\nx\n", {},
+               {"t.cl:3: '<%def>' is never closed", "'</%def>'"});
   expect_error("a\nb\n%endfor\n", {}, {"t.cl:3: '%endfor' without '%for'"});
   expect_error("%endif\n", {}, {"t.cl:1: '%endif' without '%if'"});
   expect_error("x\n%else:\n", {}, {"t.cl:2: '%else' without '%if'"});
@@ -313,12 +323,15 @@ TEST(TemplateErrors, BlocksNameTheLineThatOpenedOrClosedThem) {
                {"t.cl:3: '%endfor' while the '%if' of line 2 is open", "'%endif' first"});
   expect_error("<%def name=\"f()\">\n%for i in range(2):\n</%def>\n", {},
                {"t.cl:3: '</%def>' while the '%for' of line 2 is open"});
-  expect_error("%if 1:\n%else:\n%else:\n%endif\n", {}, {"t.cl:3: '%else' after the '%else' of line 2"});
-  expect_error("%if 1:\n%else:\n%elif 0:\n%endif\n", {}, {"t.cl:3: '%elif' after the '%else' of line 2"});
+  expect_error("%if 1:\n%else:\n%else:\n%endif\n", {},
+               {"t.cl:3: '%else' after the '%else' of line 2"});
+  expect_error("%if 1:\n%else:\n%elif 0:\n%endif\n", {},
+               {"t.cl:3: '%elif' after the '%else' of line 2"});
 }
 
 TEST(TemplateErrors, MalformedControlLines) {
-  expect_error("\n%for i in range(3)\n%endfor\n", {}, {"t.cl:2: '%for' line does not end with ':'"});
+  expect_error("\n%for i in range(3)\n%endfor\n", {},
+               {"t.cl:2: '%for' line does not end with ':'"});
   expect_error("%if 1\n%endif\n", {}, {"t.cl:1: '%if' line does not end with ':'"});
   expect_error("%if 1:\n%elif 2\n%endif\n", {}, {"t.cl:2: '%elif' line does not end with ':'"});
   expect_error("%if 1:\n%else\n%endif\n", {}, {"t.cl:2: '%else' is written '%else:'"});
@@ -348,23 +361,33 @@ TEST(TemplateErrors, BadExpressions) {
   expect_error("%if n in xs:\n%endif\n", g, {"t.cl:1:", "'in' is not supported"});
   expect_error("%if (1, 2):\n%endif\n", g, {"t.cl:1:", "tuples are not supported"});
   expect_error("%if 99999999999999999999:\n%endif\n", g, {"t.cl:1:", "does not fit 64 bits"});
-  expect_error("%for i in xs[0](1):\n%endfor\n", g, {"t.cl:1:", "only a function's name is called"});
+  expect_error("%for i in xs[0](1):\n%endfor\n", g,
+               {"t.cl:1:", "only a function's name is called"});
   // In placeholders the same mistakes are a malformed placeholder, on the placeholder's line.
   expect_error("a\nb = ${n / 2};\n", g, {"t.cl:2: malformed placeholder '${n / 2}'", "'//'"});
   expect_error("a\nb = ${n +\n};\n", g, {"t.cl:2: malformed placeholder", "ends too early"});
 }
 
 TEST(TemplateErrors, ValuesUsedTheWrongWay) {
-  const RenderGlobals g{{"n", 3}, {"T", "float"}, {"xs", std::vector<int>{1, 2}},
+  const RenderGlobals g{{"n", 3},
+                        {"T", "float"},
+                        {"xs", std::vector<int>{1, 2}},
                         {"s", Snippet({"a"}, "${a}", {}, "s")}};
-  expect_error("\n%if nope > 1:\n%endif\n", g, {"t.cl:2: unknown name 'nope'", "known names: T, n, s, xs"});
-  expect_error("\n\n${xs}\n", g, {"t.cl:3: 'xs' is a list: it cannot be inserted as text", "${xs[i]}"});
+  expect_error("\n%if nope > 1:\n%endif\n", g,
+               {"t.cl:2: unknown name 'nope'", "known names: T, n, s, xs"});
+  expect_error("\n\n${xs}\n", g,
+               {"t.cl:3: 'xs' is a list: it cannot be inserted as text", "${xs[i]}"});
   expect_error("${xs[0:1]}\n", g, {"t.cl:1: malformed placeholder", "':'"});
-  expect_error("%for x in T:\n%endfor\n", g, {"t.cl:1:", "'%for' goes over range(...) or a list, not the string \"float\""});
+  expect_error("%for x in T:\n%endfor\n", g,
+               {"t.cl:1:", "'%for' goes over range(...) or a list, not the string \"float\""});
   expect_error("%for x in n:\n%endfor\n", g, {"t.cl:1:", "not the integer 3"});
-  expect_error("%if T == 3:\n%endif\n", g,
-               {"t.cl:1:", "'==' compares two integers or two strings, not the string \"float\" and the integer 3", "int(x)"});
-  expect_error("%if T < xs:\n%endif\n", g, {"t.cl:1:", "not the string \"float\" and a list of 2 items"});
+  expect_error(
+      "%if T == 3:\n%endif\n", g,
+      {"t.cl:1:",
+       "'==' compares two integers or two strings, not the string \"float\" and the integer 3",
+       "int(x)"});
+  expect_error("%if T < xs:\n%endif\n", g,
+               {"t.cl:1:", "not the string \"float\" and a list of 2 items"});
   expect_error("${T + 1}", g, {"t.cl:1:", "'+' takes integers, not the string \"float\""});
   expect_error("${n // 0}", g, {"t.cl:1:", "'//' by zero"});
   expect_error("${n % 0}", g, {"t.cl:1:", "'%' by zero"});
@@ -376,16 +399,21 @@ TEST(TemplateErrors, ValuesUsedTheWrongWay) {
   expect_error("${xs['a']}", g, {"t.cl:1:", "an index takes integers"});
   expect_error("${len(n)}", g, {"t.cl:1:", "len() takes a list or a string, not the integer 3"});
   expect_error("${len(xs, xs)}", g, {"t.cl:1:", "len() takes 1 argument, 2 given"});
-  expect_error("${int(T)}", g, {"t.cl:1:", "int() reads a decimal integer (12, -3 or (-3)), not \"float\""});
+  expect_error("${int(T)}", g,
+               {"t.cl:1:", "int() reads a decimal integer (12, -3 or (-3)), not \"float\""});
   expect_error("${int(xs)}", g, {"t.cl:1:", "int() takes an integer or a string, not a list"});
   expect_error("${len}", g, {"t.cl:1:", "'len' is a function"});
   expect_error("${max(1, 2)}", g, {"t.cl:1: unknown name 'max'"});
   expect_error("${n + max(1, 2)}", g, {"t.cl:1:", "unknown function 'max'"});
-  expect_error("${len(range(3))}", g, {"t.cl:1:", "range() goes only in '%for NAME in range(...):'"});
-  expect_error("%for i in range(1, 2, 3, 4):\n%endfor\n", g, {"t.cl:1:", "range() takes 1 to 3 arguments, 4 given"});
+  expect_error("${len(range(3))}", g,
+               {"t.cl:1:", "range() goes only in '%for NAME in range(...):'"});
+  expect_error("%for i in range(1, 2, 3, 4):\n%endfor\n", g,
+               {"t.cl:1:", "range() takes 1 to 3 arguments, 4 given"});
   expect_error("%for i in range(0, 3, 0):\n%endfor\n", g, {"t.cl:1:", "range()'s step is 0"});
   expect_error("%for i in range(T):\n%endfor\n", g, {"t.cl:1:", "range() takes integers"});
-  expect_error("${n + s(1)}", g, {"t.cl:1:", "'s' is the snippet 's': expressions call len(), int() and range() only"});
+  expect_error(
+      "${n + s(1)}", g,
+      {"t.cl:1:", "'s' is the snippet 's': expressions call len(), int() and range() only"});
   expect_error("${n(1)}", g, {"t.cl:1: 'n' is an integer, not a snippet: it cannot be called"});
   expect_error("${xs(1)}", g, {"t.cl:1: 'xs' is a list, not a snippet"});
 }
@@ -397,7 +425,8 @@ TEST(TemplateErrors, DefMistakes) {
   expect_error(f + "${f(1, 2) + 1}", {}, {"t.cl:4:", "'f' is a def"});
   expect_error(f + "%if f:\n%endif\n", {}, {"t.cl:4:", "'f' is a def: insert it as ${f(...)}"});
   expect_error("a\n" + f + f, {}, {"t.cl:5: def 'f' is defined twice (lines 2 and 5)"});
-  expect_error("\n" + f, {{"f", "global"}}, {"t.cl:2: def 'f' has the name of a global or parameter"});
+  expect_error("\n" + f, {{"f", "global"}},
+               {"t.cl:2: def 'f' has the name of a global or parameter"});
   expect_error("%if 1:\n<%def name=\"g()\">\n</%def>\n%endif\n", {},
                {"t.cl:2: a <%def> inside a block", "the '%if' of line 1"});
   expect_error("<%def name=\"g()\">\n<%def name=\"h()\">\n</%def>\n</%def>\n", {},
@@ -407,25 +436,34 @@ TEST(TemplateErrors, DefMistakes) {
   expect_error("<%def name=\"g()\"> x\n</%def>\n", {}, {"t.cl:1: text after a <%def> tag"});
   expect_error("<%def name=\"g()\">\n</%def> x\n", {}, {"t.cl:2: text after '</%def>'"});
   expect_error("<%def name=\"g()\"\n", {}, {"t.cl:1: the <%def> tag is not closed"});
-  expect_error("<%def nam=\"g()\">\n</%def>\n", {}, {"t.cl:1: malformed <%def", "no other attribute"});
+  expect_error("<%def nam=\"g()\">\n</%def>\n", {},
+               {"t.cl:1: malformed <%def", "no other attribute"});
   expect_error("<%def name=\"g()\" buffered=\"True\">\n</%def>\n", {}, {"t.cl:1: malformed <%def"});
   expect_error("<%def name=\"g\">\n</%def>\n", {}, {"t.cl:1: malformed def signature 'g'", "f()"});
-  expect_error("<%def name=\"g(a=1)\">\n</%def>\n", {}, {"t.cl:1: def 'g': default values are not supported"});
-  expect_error("<%def name=\"g(a, 2)\">\n</%def>\n", {}, {"t.cl:1: def 'g': parameter '2' is not a name"});
-  expect_error("<%def name=\"g(a, a)\">\n</%def>\n", {}, {"t.cl:1: def 'g': parameter 'a' is named twice"});
+  expect_error("<%def name=\"g(a=1)\">\n</%def>\n", {},
+               {"t.cl:1: def 'g': default values are not supported"});
+  expect_error("<%def name=\"g(a, 2)\">\n</%def>\n", {},
+               {"t.cl:1: def 'g': parameter '2' is not a name"});
+  expect_error("<%def name=\"g(a, a)\">\n</%def>\n", {},
+               {"t.cl:1: def 'g': parameter 'a' is named twice"});
   expect_error("\n<% x = 1 %>\n", {}, {"t.cl:2: '<%' is not supported", "globals"});
   expect_error("<%include file=\"a\"/>\n", {}, {"t.cl:1: '<%include' is not supported"});
 }
 
 TEST(TemplateErrors, InsideSnippetsModulesAndDefsNameTheirOwnLineAndTheCalls) {
   Snippet inner({"n"}, "a\n%for i in range(n):\n%endfor\n", {}, "inner");
-  expect_error("\n${inner(2)}", {{"inner", inner}},
-               {"snippet 'inner':2:", "range() takes integers, not the string \"2\"", "called from t.cl:2"});
+  expect_error(
+      "\n${inner(2)}", {{"inner", inner}},
+      {"snippet 'inner':2:", "range() takes integers, not the string \"2\"", "called from t.cl:2"});
   Module m("int ${prefix};\n%if missing:\n%endif\n", {}, "m");
-  expect_error("x\ny\n${m}", {{"m", m}}, {"snippet 'm':2: unknown name 'missing'", "called from t.cl:3", "known names: prefix"});
+  expect_error(
+      "x\ny\n${m}", {{"m", m}},
+      {"snippet 'm':2: unknown name 'missing'", "called from t.cl:3", "known names: prefix"});
   // Inside a def: the template's line in the def's body, then each call.
-  expect_error("<%def name=\"f()\">\nok\n${g()}\n</%def>\n<%def name=\"g()\">\n${1 // 0}\n</%def>\n\n${f()}\n", {},
-               {"t.cl:6:", "'//' by zero", "called from t.cl:3, called from t.cl:9"});
+  expect_error(
+      "<%def name=\"f()\">\nok\n${g()}\n</%def>\n<%def name=\"g()\">\n${1 // "
+      "0}\n</%def>\n\n${f()}\n",
+      {}, {"t.cl:6:", "'//' by zero", "called from t.cl:3, called from t.cl:9"});
 }
 
 }  // namespace template_control_test

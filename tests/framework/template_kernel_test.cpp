@@ -40,7 +40,8 @@ const std::vector<int> kPoly{2, -1, 3};
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
-  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1))
+    ++n;
   return n;
 }
 
@@ -58,7 +59,8 @@ Reference reference(const std::vector<T>& x) {
   for (std::ptrdiff_t i = 0; i < n; ++i) {
     double acc = 0, acc_mag = 0;
     for (std::size_t k = 0; k < kTaps.size(); ++k) {
-      const std::ptrdiff_t j = std::clamp<std::ptrdiff_t>(i + static_cast<std::ptrdiff_t>(k) - radius, 0, n - 1);
+      const std::ptrdiff_t j =
+          std::clamp<std::ptrdiff_t>(i + static_cast<std::ptrdiff_t>(k) - radius, 0, n - 1);
       const double term = kTaps[k] * static_cast<double>(x[static_cast<std::size_t>(j)]);
       acc += term;
       acc_mag += std::abs(term);
@@ -151,12 +153,14 @@ TEST_P(TemplatedKernel, ATemplateMistakeNamesItsLineBeforeCompiling) {
   const std::string loop = "%for k in range(len(taps)):";
   const std::size_t at = source.find(loop);
   ASSERT_NE(at, std::string::npos);
-  const auto line = 1 + std::count(source.begin(), source.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  const auto line =
+      1 + std::count(source.begin(), source.begin() + static_cast<std::ptrdiff_t>(at), '\n');
   source.replace(source.find(loop), loop.size(), "%for k in range(len(tapz)):");
   ProgramOptions options;
   options.name = "templated_kernel.tmpl";
   try {
-    Program::from_template(ctx, source, {{"name", "k"}, {"ctype", "float"}, {"taps", kTaps}, {"poly", kPoly}},
+    Program::from_template(ctx, source,
+                           {{"name", "k"}, {"ctype", "float"}, {"taps", kTaps}, {"poly", kPoly}},
                            options);
     ADD_FAILURE() << "no RenderError";
   } catch (const RenderError& e) {
@@ -164,7 +168,8 @@ TEST_P(TemplatedKernel, ATemplateMistakeNamesItsLineBeforeCompiling) {
     EXPECT_NE(what.find(fmt::format("templated_kernel.tmpl:{}: unknown name 'tapz'", line)),
               std::string::npos)
         << what;
-    EXPECT_NE(what.find("known names: ctype, name, poly, tap, taps, wide_t"), std::string::npos) << what;
+    EXPECT_NE(what.find("known names: ctype, name, poly, tap, taps, wide_t"), std::string::npos)
+        << what;
   }
 }
 

@@ -5,10 +5,10 @@
 //
 // Placeholders, anywhere in the text:
 //   ${name}            the value bound to `name`: a string is inserted as is, an integer as a C
-//                      literal (negative ones in parentheses, so that `x-${n}` stays a subtraction);
-//                      a Module inserts its unique prefix (and its code is emitted once, ahead of
-//                      the main text); a snippet or def without parameters inserts its rendered
-//                      text; a list is an error (loop over it, or insert an item)
+//                      literal (negative ones in parentheses, so that `x-${n}` stays a
+//                      subtraction); a Module inserts its unique prefix (and its code is emitted
+//                      once, ahead of the main text); a snippet or def without parameters inserts
+//                      its rendered text; a list is an error (loop over it, or insert an item)
 //   ${name(a, b)}      a Snippet or a def called with arguments: the argument text is split at
 //                      top-level commas (parentheses, brackets, braces and quotes nest), trimmed,
 //                      and rendered in the caller's scope (so `${s(${mod}, x[i])}` works); inside,
