@@ -15,7 +15,12 @@
 
 #include "skein/detail/errors.hpp"
 #include "skein/detail/impl_access.hpp"
-#include "kernel_gen.hpp"
+#include "arithmetic.hpp"
+#include "codegen/launch.hpp"
+#include "codegen/params.hpp"
+#include "codegen/programs.hpp"
+#include "codegen/types.hpp"
+#include "kernel_operands.hpp"
 #include "promotion.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/functions.hpp"
@@ -24,28 +29,28 @@ namespace skein {
 
 // --- the kernel --------------------------------------------------------------------------------
 
-namespace detail::ew {
+namespace detail::elementwise {
 
 // A plan made by the full path, kept for later calls of the same key: what make_plan computed
 // that does not depend on the buffers or the scalars' values.
 struct FastPlan {
-  CallKey key;
+  codegen::CallKey key;
   const void* context = nullptr;  // the context's Impl; alive while `program` is
-  std::weak_ptr<const CompiledProgram> program;  // weak: the program cache decides its life
+  std::weak_ptr<const codegen::CompiledProgram> program;  // weak: the program cache decides its life
   const Kernel* kernel = nullptr;                // in *program
   std::size_t device = 0, groups = 0, local = 0;
   std::vector<Dtype> dtypes;         // per parameter
   std::vector<std::uint64_t> tail;   // the values after the parameters (size, layout)
 };
 
-}  // namespace detail::ew
+}  // namespace detail::elementwise
 
 struct ElementwiseKernel::Impl {
-  std::vector<detail::ParamDecl> params;  // inputs, then outputs
+  std::vector<detail::codegen::ParamDecl> params;  // inputs, then outputs
   std::size_t n_in = 0;
   std::string operation;
   ElementwiseOptions options;
-  std::uint64_t owner = detail::new_cache_owner();
+  std::uint64_t owner = detail::codegen::new_cache_owner();
   mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
   std::vector<std::string> what;  // per parameter, for conversion errors: "argument 'a' of kernel 'k'"
 
@@ -53,9 +58,9 @@ struct ElementwiseKernel::Impl {
   // resolving, the program cache's lookup and the kernel's preparation.
   static constexpr std::size_t kFastPlans = 8;
   mutable std::mutex fast_mutex;
-  mutable std::vector<std::shared_ptr<const detail::ew::FastPlan>> fast_plans;
+  mutable std::vector<std::shared_ptr<const detail::elementwise::FastPlan>> fast_plans;
 
-  ~Impl() { detail::drop_cache_owner(owner); }
+  ~Impl() { detail::codegen::drop_cache_owner(owner); }
   std::size_t n_out() const { return params.size() - n_in; }
 };
 
@@ -63,7 +68,7 @@ namespace {
 
 constexpr std::string_view kReserved[] = {"i", "n"};
 
-std::string describe_params(const std::vector<detail::ParamDecl>& params, std::size_t from,
+std::string describe_params(const std::vector<detail::codegen::ParamDecl>& params, std::size_t from,
                             std::size_t to) {
   std::vector<std::string> parts;
   for (std::size_t k = from; k < to; ++k) {
@@ -79,8 +84,8 @@ struct Resolved {
   std::vector<Array> outputs;
   std::vector<Dtype> dtypes;    // per parameter
   std::vector<bool> is_array;   // per parameter
-  detail::Bindings bindings;
-  detail::Layout layout;
+  detail::codegen::Bindings bindings;
+  detail::codegen::Layout layout;
   std::vector<std::size_t> layout_index;  // per parameter: its index among the non-raw arrays, or npos
   std::size_t layout_count = 0;           // non-raw arrays
   std::uint64_t n = 0;
@@ -93,14 +98,14 @@ constexpr std::size_t npos = static_cast<std::size_t>(-1);
 void check_array_alignment(const Array& a, const std::string& call, const std::string& kernel,
                            const std::string& param) {
   const std::size_t isz = a.itemsize();
-  bool ok = detail::address_in_allocation(a) % isz == 0;
+  bool ok = detail::codegen::address_in_allocation(a) % isz == 0;
   for (std::size_t d = 0; ok && d < a.ndim(); ++d) ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
   if (!ok) {
     detail::raise_in(SKEIN_HERE, call,
                      "Use views whose offset and strides are multiples of the itemsize.",
                      "kernel '{}': argument '{}' ({} array, byte offset {}, strides {}) has "
                      "elements that are not aligned to their size",
-                     kernel, param, name(a.dtype()), detail::address_in_allocation(a),
+                     kernel, param, name(a.dtype()), detail::codegen::address_in_allocation(a),
                      to_string(a.strides()));
   }
 }
@@ -138,9 +143,9 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
     }
   }
   Resolved r;
-  r.bindings = detail::bind_types(params, args, call, kname);
-  for (const auto& p : params) r.dtypes.push_back(detail::param_dtype(p, r.bindings, call, kname));
-  const auto device = detail::common_device(queue, args, params, expect_device, call, kname);
+  r.bindings = detail::codegen::bind_types(params, args, call, kname);
+  for (const auto& p : params) r.dtypes.push_back(detail::codegen::param_dtype(p, r.bindings, call, kname));
+  const auto device = detail::codegen::common_device(queue, args, params, expect_device, call, kname);
   if (!device && !expect_device) {
     detail::raise_in(SKEIN_HERE, call, "Pass at least one array (the outputs, for example).",
                      "kernel '{}': no argument is an array, so there is no device to run on",
@@ -160,7 +165,7 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
                      "elements is unknown",
                      kname);
   }
-  const Shape shape = detail::broadcast_shapes(args, take, params, call, kname);
+  const Shape shape = detail::codegen::broadcast_shapes(args, take, params, call, kname);
   for (std::size_t k = impl.n_in; k < args.size(); ++k) {
     if (params[k].raw) continue;
     if (args[k].array().shape() != shape) {
@@ -188,7 +193,7 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
 
   r.n = shape_size(shape);
   r.layout_index.assign(params.size(), npos);
-  std::vector<detail::ArrayShape> shapes;
+  std::vector<detail::codegen::ArrayShape> shapes;
   std::size_t min_isz = 16, sum_isz = 0;
   for (std::size_t k = 0; k < params.size(); ++k) {
     const bool is_array = k >= args.size() || args[k].is_array();
@@ -197,7 +202,7 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
     r.layout_index[k] = shapes.size();
     const std::size_t isz = itemsize(r.dtypes[k]);
     if (k < r.args.size()) {
-      shapes.push_back(detail::shape_of(r.args[k].array()));
+      shapes.push_back(detail::codegen::shape_of(r.args[k].array()));
     } else {
       shapes.push_back({shape, contiguous_strides(shape, isz), isz});
     }
@@ -205,7 +210,7 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
     sum_isz += isz;
   }
   r.layout_count = shapes.size();
-  r.layout = detail::make_layout(shape, shapes);
+  r.layout = detail::codegen::make_layout(shape, shapes);
 
   r.W = 16 / min_isz;
   r.U = std::clamp<std::size_t>(
@@ -233,16 +238,16 @@ std::string op_function(const ElementwiseKernel::Impl& impl, const Resolved& r) 
     if (p.raw) {
       decl.push_back(fmt::format("GLOBAL_MEM {}{}* {}", p.output ? "" : "const ", ctype(d), p.name));
     } else if (!p.output) {
-      decl.push_back(fmt::format("const {} {}", detail::compute_ctype(d), p.name));
+      decl.push_back(fmt::format("const {} {}", detail::codegen::compute_ctype(d), p.name));
     } else {
-      decl.push_back(fmt::format("{}* _skein_out_{}", detail::compute_ctype(d), p.name));
-      outs_decl += fmt::format("    {} {};\n", detail::compute_ctype(d), p.name);
+      decl.push_back(fmt::format("{}* _skein_out_{}", detail::codegen::compute_ctype(d), p.name));
+      outs_decl += fmt::format("    {} {};\n", detail::codegen::compute_ctype(d), p.name);
       outs_write += fmt::format("    *_skein_out_{0} = {0};\n", p.name);
     }
   }
   return fmt::format(
       "WITHIN_KERNEL INLINE void {}_op({})\n{{\n{}{}    /* operation */\n    {};\n{}}}\n",
-      impl.options.name, fmt::join(decl, ", "), detail::placeholder_typedefs(r.bindings), outs_decl,
+      impl.options.name, fmt::join(decl, ", "), detail::codegen::placeholder_typedefs(r.bindings), outs_decl,
       impl.operation, outs_write);
 }
 
@@ -274,9 +279,9 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
   for (std::size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
     if (r.is_array[k]) {
-      kparams.push_back(detail::array_param(p.name));
+      kparams.push_back(detail::codegen::array_param(p.name));
     } else {
-      kparams.push_back(fmt::format("const {} _skein_a_{}", detail::scalar_param_ctype(r.dtypes[k]), p.name));
+      kparams.push_back(fmt::format("const {} _skein_a_{}", detail::codegen::scalar_param_ctype(r.dtypes[k]), p.name));
     }
   }
   kparams.push_back("const uint64_t _skein_n");
@@ -297,7 +302,7 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
     const Dtype d = r.dtypes[k];
     if (r.is_array[k]) {
       if (contiguous || p.raw) {
-        src += "    " + detail::array_pointer(p.name, ctype(d), !p.output) + "\n";
+        src += "    " + detail::codegen::array_pointer(p.name, ctype(d), !p.output) + "\n";
       } else {
         src += fmt::format("    GLOBAL_MEM {}char* _skein_q_{} = _skein_b_{} + _skein_o_{};\n",
                            p.output ? "" : "const ", p.name, p.name, p.name);
@@ -306,7 +311,7 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
       src += fmt::format("    {} _skein_h_{};\n    _skein_h_{}.bits = _skein_a_{};\n", ctype(d),
                          p.name, p.name, p.name);
       src += fmt::format("    const float _skein_v_{} = {};\n", p.name,
-                         detail::load_value(d, "_skein_h_" + p.name));
+                         detail::codegen::load_value(d, "_skein_h_" + p.name));
     } else {
       src += fmt::format("    const {} _skein_v_{} = _skein_a_{};\n", ctype(d), p.name, p.name);
     }
@@ -328,14 +333,14 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
       } else if (!p.output) {
         a.push_back(r.is_array[k] ? value(k) : "_skein_v_" + p.name);
       } else {
-        s += fmt::format("{}{} _skein_t_{};\n", indent, detail::compute_ctype(r.dtypes[k]), p.name);
+        s += fmt::format("{}{} _skein_t_{};\n", indent, detail::codegen::compute_ctype(r.dtypes[k]), p.name);
         a.push_back("&_skein_t_" + p.name);
       }
     }
     s += fmt::format("{}{}_op({});\n", indent, kname, fmt::join(a, ", "));
     for (std::size_t k = impl.n_in; k < params.size(); ++k) {
       if (params[k].raw) continue;
-      s += indent + store(k, detail::store_value(r.dtypes[k], "_skein_t_" + params[k].name)) + "\n";
+      s += indent + store(k, detail::codegen::store_value(r.dtypes[k], "_skein_t_" + params[k].name)) + "\n";
     }
     return s;
   };
@@ -387,7 +392,7 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
           src += call_op(
               fmt::format("_skein_head + _skein_c{} * {} + {}", u, W, j),
               [&](std::size_t k) {
-                return detail::load_value(r.dtypes[k], fmt::format("_skein_x_{}_{}.e[{}]", params[k].name, u, j));
+                return detail::codegen::load_value(r.dtypes[k], fmt::format("_skein_x_{}_{}.e[{}]", params[k].name, u, j));
               },
               [&](std::size_t k, const std::string& v) {
                 return fmt::format("_skein_y_{}.e[{}] = {};", params[k].name, j, v);
@@ -415,7 +420,7 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
     src += call_op(
         "_skein_i",
         [&](std::size_t k) {
-          return detail::load_value(r.dtypes[k], fmt::format("_skein_p_{}[_skein_i]", params[k].name));
+          return detail::codegen::load_value(r.dtypes[k], fmt::format("_skein_p_{}[_skein_i]", params[k].name));
         },
         [&](std::size_t k, const std::string& v) {
           return fmt::format("_skein_p_{}[_skein_i] = {};", params[k].name, v);
@@ -444,7 +449,7 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
     src += call_op(
         "_skein_t",
         [&](std::size_t k) {
-          return detail::load_value(
+          return detail::codegen::load_value(
               r.dtypes[k], fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_off{})",
                                        ctype(r.dtypes[k]), params[k].name, r.layout_index[k]));
         },
@@ -461,8 +466,8 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
 
 struct Plan {
   Resolved resolved;
-  std::shared_ptr<const detail::CompiledProgram> program;
-  detail::ArgPack args;
+  std::shared_ptr<const detail::codegen::CompiledProgram> program;
+  detail::codegen::ArgPack args;
   std::size_t groups = 0;
   std::size_t local = 0;
   std::vector<std::uint64_t> tail;  // the values packed after the parameters
@@ -480,7 +485,7 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::spa
   if (!impl.options.fp_contract && queue.context().api().id() == ApiId::cuda) {
     options.compiler_options.push_back("--fmad=false");
   }
-  plan.program = detail::cached_program(
+  plan.program = detail::codegen::cached_program(
       impl.owner, queue.context(), r.signature,
       [&] {
         impl.built += 1;
@@ -514,7 +519,7 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::spa
       if (r.layout_index[k] != npos) vector_arrays.push_back(&r.args[k].array());
     }
     if (aligned_buffers && !vector_arrays.empty()) {
-      if (auto h = detail::common_vector_start(vector_arrays); h && *h < r.n) {
+      if (auto h = detail::codegen::common_vector_start(vector_arrays); h && *h < r.n) {
         head = *h;
         nchunks = (r.n - head) / r.W;
       }
@@ -535,7 +540,7 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::spa
 
 void execute(const ElementwiseKernel::Impl& impl, const Queue& queue, const Plan& plan) {
   if (!plan.program) return;
-  detail::launch(plan.program->kernel(impl.options.name), queue, plan.resolved.device, plan.groups,
+  detail::codegen::launch(plan.program->kernel(impl.options.name), queue, plan.resolved.device, plan.groups,
                  plan.local, plan.args);
 }
 
@@ -545,9 +550,9 @@ ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_vie
                                      std::string operation, ElementwiseOptions options) {
   auto impl = std::make_shared<Impl>();
   const std::string taken[] = {options.name, options.name + "_op"};
-  impl->params = detail::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken,
+  impl->params = detail::codegen::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken,
                                         "ElementwiseKernel", "z = a * x + y", impl->n_in);
-  impl->what = detail::describe_arguments(impl->params, options.name);
+  impl->what = detail::codegen::describe_arguments(impl->params, options.name);
   impl->operation = std::move(operation);
   impl->options = std::move(options);
   impl_ = std::move(impl);
@@ -564,29 +569,29 @@ namespace {
 // mutex and search for a thread that calls one kernel with one argument layout over and over.
 struct LastPlan {
   std::weak_ptr<ElementwiseKernel::Impl> owner;
-  std::shared_ptr<const detail::ew::FastPlan> plan;
+  std::shared_ptr<const detail::elementwise::FastPlan> plan;
 };
 
 // A call through a kept plan: true when one matched and the kernel was enqueued.
 bool call_fast(const std::shared_ptr<ElementwiseKernel::Impl>& owner, const Queue& queue,
-               std::span<const Operand> args, const detail::ew::CallKey& key) {
+               std::span<const Operand> args, const detail::codegen::CallKey& key) {
   const ElementwiseKernel::Impl& impl = *owner;
   thread_local LastPlan last;
   const void* context = detail::impl_of(queue.context()).get();
   const bool same_owner = !last.owner.owner_before(owner) && !owner.owner_before(last.owner);
   if (!same_owner || !last.plan || last.plan->context != context || !(last.plan->key == key)) {
-    auto found = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans, context, key);
+    auto found = detail::codegen::find_plan(impl.fast_mutex, impl.fast_plans, context, key);
     if (!found) return false;
     last.owner = owner;
     last.plan = std::move(found);
   }
-  const detail::ew::FastPlan* plan = last.plan.get();
+  const detail::elementwise::FastPlan* plan = last.plan.get();
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) {
     last = LastPlan{};  // gone with its context: the call goes the full way and keeps a new plan
     return false;
   }
-  detail::ew::StackArgs pack;
+  detail::codegen::StackArgs pack;
   // Two arguments per array (buffer, offset); words: one per array, up to three per scalar (a
   // 16-byte value and its alignment), one per tail value.
   if (!pack.fits(2 * args.size() + plan->tail.size(), 3 * args.size() + plan->tail.size())) {
@@ -601,15 +606,15 @@ bool call_fast(const std::shared_ptr<ElementwiseKernel::Impl>& owner, const Queu
     }
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
-  detail::launch_planned(*plan->kernel, queue, plan->device, plan->groups, plan->local, pack.view());
+  detail::codegen::launch_planned(*plan->kernel, queue, plan->device, plan->groups, plan->local, pack.view());
   return true;
 }
 
 // Keeps the plan of a call that went the full way, for the next calls with its key.
 void keep_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, const Plan& plan,
-               const detail::ew::CallKey& key) {
+               const detail::codegen::CallKey& key) {
   if (!plan.program) return;
-  auto fast = std::make_shared<detail::ew::FastPlan>();
+  auto fast = std::make_shared<detail::elementwise::FastPlan>();
   fast->key = key;
   fast->context = detail::impl_of(queue.context()).get();
   fast->program = plan.program;
@@ -619,7 +624,7 @@ void keep_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, const Pl
   fast->local = plan.local;
   fast->dtypes = plan.resolved.dtypes;
   fast->tail = plan.tail;
-  detail::ew::keep_plan<detail::ew::FastPlan>(impl.fast_mutex, impl.fast_plans,
+  detail::codegen::keep_plan<detail::elementwise::FastPlan>(impl.fast_mutex, impl.fast_plans,
                                               ElementwiseKernel::Impl::kFastPlans, std::move(fast));
 }
 
@@ -631,8 +636,8 @@ void elementwise_enqueue(const ElementwiseKernel& kernel, const Queue& queue,
                          std::span<const Operand> args) {
   const auto& owner = impl_of(kernel);
   const auto& impl = *owner;
-  ew::CallKey key;
-  const bool keyed = args.size() == impl.params.size() && ew::make_key(args, key);
+  codegen::CallKey key;
+  const bool keyed = args.size() == impl.params.size() && codegen::make_key(args, key);
   if (keyed && call_fast(owner, queue, args, key)) return;
   Plan plan = make_plan(impl, queue, args, std::nullopt);
   execute(impl, queue, plan);
@@ -720,7 +725,7 @@ std::string_view name(UnaryOp op) {
 
 namespace {
 
-using detail::builtin_key;
+using detail::codegen::builtin_key;
 
 // The built-in kernels, one per operation and dtypes (keyed by builtin_key), made on first use
 // and kept.
@@ -751,7 +756,7 @@ std::string make_complex(Dtype d) { return "skein_make_" + ctype(d).substr(6); }
 
 // C for `a op b` on compute values of dtype t.
 std::string arith(Dtype t, const std::string& a, char op, const std::string& b) {
-  t = detail::compute_dtype(t);
+  t = detail::codegen::compute_dtype(t);
   if (is_complex(t)) {
     const std::string m = make_complex(t);
     if (op == '+') return fmt::format("{}({}.re + {}.re, {}.im + {}.im)", m, a, b, a, b);
@@ -793,7 +798,7 @@ void check_out(const std::optional<Array>& out, Dtype expected, const char* call
 }
 
 std::string fn(const char* f, Dtype t) {
-  return detail::compute_dtype(t) == Dtype::float32 ? fmt::format("_skein_f32({})", f) : f;
+  return detail::codegen::compute_dtype(t) == Dtype::float32 ? fmt::format("_skein_f32({})", f) : f;
 }
 
 // Defines _skein_f32(f): CUDA's float math functions carry an `f` suffix, OpenCL's are overloaded.
@@ -823,8 +828,8 @@ Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand
   check_out(out, r, "skein::axpy");
   const Dtype da = declared(a, r), dx = declared(x, r), dy = declared(y, r);
   const auto& k = builtin(builtin_key(1, da, dx, dy, r), [&] {
-    const std::string ca = detail::convert_value(da, r, "a"), cx = detail::convert_value(dx, r, "x"),
-                      cy = detail::convert_value(dy, r, "y");
+    const std::string ca = detail::codegen::convert_value(da, r, "a"), cx = detail::codegen::convert_value(dx, r, "x"),
+                      cy = detail::codegen::convert_value(dy, r, "y");
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}, {dy, "y"}}), param_list({{r, "z"}}),
                              "z = " + arith(r, arith(r, ca, '*', cx), '+', cy),
                              {.name = "skein_axpy"});
@@ -839,8 +844,8 @@ Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::o
   const Dtype da = declared(a, r), dx = declared(x, r);
   const auto& k = builtin(builtin_key(2, da, dx, r), [&] {
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}}), param_list({{r, "z"}}),
-                             "z = " + arith(r, detail::convert_value(da, r, "a"), '*',
-                                            detail::convert_value(dx, r, "x")),
+                             "z = " + arith(r, detail::codegen::convert_value(da, r, "a"), '*',
+                                            detail::codegen::convert_value(dx, r, "x")),
                              {.name = "skein_scale"});
   });
   return run(k, queue, out, a, x);
@@ -858,7 +863,7 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
   }
   const auto& k = builtin(builtin_key(3, s, d), [&] {
     return ElementwiseKernel(param_list({{s, "x"}}), param_list({{d, "z"}}),
-                             "z = " + detail::convert_value(s, d, "x"), {.name = "skein_copy"});
+                             "z = " + detail::codegen::convert_value(s, d, "x"), {.name = "skein_copy"});
   });
   if (src.is_array()) {
     const std::array<Operand, 2> args{src, Operand(dst)};
@@ -906,7 +911,7 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
   check_out(out, c, "skein::binary");
   const Dtype da = declared(a, r), db = declared(b, r);
   const auto& k = builtin(builtin_key(4, op, da, db, c), [&] {
-    const std::string x = detail::convert_value(da, c, "a"), y = detail::convert_value(db, c, "b");
+    const std::string x = detail::codegen::convert_value(da, c, "a"), y = detail::codegen::convert_value(db, c, "b");
     std::string expr;
     RenderGlobals globals;
     switch (op) {
@@ -924,7 +929,7 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
       case BinaryOp::maximum:
       case BinaryOp::minimum: {
         const char* cmp = op == BinaryOp::maximum ? ">=" : "<=";
-        const std::string CT = detail::compute_ctype(c);
+        const std::string CT = detail::codegen::compute_ctype(c);
         if (is_integer(c)) {
           expr = fmt::format("(({0}){1} {2} ({0}){3} ? ({0}){1} : ({0}){3})", CT, x, cmp, y);
         } else {
@@ -936,7 +941,7 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
     }
     std::string preamble;
     if ((op == BinaryOp::maximum || op == BinaryOp::minimum) && !is_integer(c)) {
-      const std::string CT = detail::compute_ctype(c);
+      const std::string CT = detail::codegen::compute_ctype(c);
       preamble = fmt::format(
           "WITHIN_KERNEL INLINE {0} _skein_pick({0} a, {0} b)\n{{\n"
           "    if (a != a) return a;\n    if (b != b) return b;\n    return a {1} b ? a : b;\n}}\n",
@@ -960,7 +965,7 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
   check_out(out, Dtype::uint8, "skein::compare");
   const Dtype da = declared(a, r), db = declared(b, r);
   const auto& k = builtin(builtin_key(5, op, da, db, r), [&] {
-    const std::string x = detail::convert_value(da, r, "a"), y = detail::convert_value(db, r, "b");
+    const std::string x = detail::codegen::convert_value(da, r, "a"), y = detail::codegen::convert_value(db, r, "b");
     static const char* ops_c[] = {"==", "!=", "<", "<=", ">", ">="};
     const char* o = ops_c[static_cast<int>(op)];
     std::string cond;
@@ -990,9 +995,9 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
   if (op == UnaryOp::absolute && is_complex(d)) r = d == Dtype::complex64 ? Dtype::float32 : Dtype::float64;
   check_out(out, r, "skein::unary");
   const auto& k = builtin(builtin_key(6, op, d, r), [&] {
-    const Dtype c = detail::compute_dtype(r);
-    const std::string v = detail::convert_value(d, float_fn ? r : d, "x");
-    const std::string CT = detail::compute_ctype(d);
+    const Dtype c = detail::codegen::compute_dtype(r);
+    const std::string v = detail::codegen::convert_value(d, float_fn ? r : d, "x");
+    const std::string CT = detail::codegen::compute_ctype(d);
     std::string expr;
     RenderGlobals globals;
     switch (op) {

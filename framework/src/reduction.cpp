@@ -16,7 +16,12 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/impl_access.hpp"
 #include "skein/detail/reduction_paths.hpp"
-#include "kernel_gen.hpp"
+#include "codegen/group_counter.hpp"
+#include "codegen/launch.hpp"
+#include "codegen/params.hpp"
+#include "codegen/programs.hpp"
+#include "codegen/types.hpp"
+#include "kernel_operands.hpp"
 #include "skein/ctypes.hpp"
 #include "arithmetic.hpp"
 
@@ -25,11 +30,11 @@ namespace skein {
 namespace detail::red {
 
 // The plan of a whole-array reduction (fast mode) kept from a call that went the full way, for
-// later calls with the same key (detail::ew::CallKey over the inputs).
+// later calls with the same key (detail::codegen::CallKey over the inputs).
 struct FastPlan {
-  ew::CallKey key;
+  codegen::CallKey key;
   const void* context = nullptr;                 // the context's Impl; alive while `program` is
-  std::weak_ptr<const CompiledProgram> program;  // weak: the program cache decides its life
+  std::weak_ptr<const codegen::CompiledProgram> program;  // weak: the program cache decides its life
   const Kernel* p1 = nullptr;                    // in *program
   const Kernel* p2 = nullptr;
   std::size_t device = 0, groups = 0, local = 0, reduce_size = 0;
@@ -42,11 +47,11 @@ struct FastPlan {
 }  // namespace detail::red
 
 struct ReductionKernel::Impl {
-  std::vector<detail::ParamDecl> params;  // the inputs
-  detail::ParamDecl out;
+  std::vector<detail::codegen::ParamDecl> params;  // the inputs
+  detail::codegen::ParamDecl out;
   std::string map_expr, reduce_expr, identity;
   ReductionOptions options;
-  std::uint64_t owner = detail::new_cache_owner();
+  std::uint64_t owner = detail::codegen::new_cache_owner();
   mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
   std::vector<std::string> what;  // per input, for conversion errors: "argument 'x' of kernel 'k'"
   // The plans of the last few call shapes of whole-array reductions (most recent first).
@@ -54,7 +59,7 @@ struct ReductionKernel::Impl {
   mutable std::mutex fast_mutex;
   mutable std::vector<std::shared_ptr<const detail::red::FastPlan>> fast_plans;
 
-  ~Impl() { detail::drop_cache_owner(owner); }
+  ~Impl() { detail::codegen::drop_cache_owner(owner); }
   const std::string& name() const { return options.name; }
 };
 
@@ -79,7 +84,7 @@ struct Resolved {
   std::vector<Operand> args;       // the inputs
   std::vector<Dtype> dtypes;       // per input
   std::vector<bool> is_array;      // per input
-  detail::Bindings bindings;
+  detail::codegen::Bindings bindings;
   Dtype out_dtype = Dtype::float32;
   bool struct_reduce = false;
   Dtype reduce_dtype = Dtype::float32;  // when not a struct (compute dtype)
@@ -87,7 +92,7 @@ struct Resolved {
   std::size_t record_size = 0;
   std::optional<std::size_t> device;
   Shape shape;  // the inputs' broadcast shape
-  detail::Layout layout;
+  detail::codegen::Layout layout;
   std::vector<std::size_t> layout_index;  // per input
   std::size_t layout_count = 0;
   std::uint64_t n = 0;
@@ -98,7 +103,7 @@ struct Resolved {
 void check_alignment(const Array& a, const std::string& call, const std::string& kernel,
                      const std::string& param) {
   const std::size_t isz = a.itemsize();
-  bool ok = detail::address_in_allocation(a) % isz == 0;
+  bool ok = detail::codegen::address_in_allocation(a) % isz == 0;
   for (std::size_t d = 0; ok && d < a.ndim(); ++d) ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
   if (!ok) {
     detail::raise_in(SKEIN_HERE, call,
@@ -139,25 +144,25 @@ Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
   Resolved r;
   r.args.assign(inputs.begin(), inputs.end());
   // The output binds its placeholder too when given.
-  std::vector<detail::ParamDecl> all = params;
+  std::vector<detail::codegen::ParamDecl> all = params;
   all.push_back(impl.out);
   std::vector<Operand> ops(inputs.begin(), inputs.end());
   if (out) ops.emplace_back(*out);
-  r.bindings = detail::bind_types(all, ops, call, kname);
-  for (const auto& p : params) r.dtypes.push_back(detail::param_dtype(p, r.bindings, call, kname));
-  r.out_dtype = detail::param_dtype(impl.out, r.bindings, call, kname);
+  r.bindings = detail::codegen::bind_types(all, ops, call, kname);
+  for (const auto& p : params) r.dtypes.push_back(detail::codegen::param_dtype(p, r.bindings, call, kname));
+  r.out_dtype = detail::codegen::param_dtype(impl.out, r.bindings, call, kname);
   if (impl.options.reduce_struct) {
     r.struct_reduce = true;
     r.reduce_size = impl.options.reduce_struct->itemsize();
     r.reduce_align = impl.options.reduce_struct->alignment();
   } else {
-    r.reduce_dtype = detail::compute_dtype(impl.options.reduce_type.value_or(r.out_dtype));
+    r.reduce_dtype = detail::codegen::compute_dtype(impl.options.reduce_type.value_or(r.out_dtype));
     r.reduce_size = itemsize(r.reduce_dtype);
     r.reduce_align = alignment_of(r.reduce_dtype);
   }
   const std::size_t ra = std::max<std::size_t>(8, r.reduce_align);
   r.record_size = round_up(16 + r.reduce_size, ra);
-  r.device = detail::common_device(queue, ops, all, launch_device, call, kname);
+  r.device = detail::codegen::common_device(queue, ops, all, launch_device, call, kname);
 
   std::vector<bool> take(inputs.size());
   bool any_raw = false, any_take = false;
@@ -171,21 +176,21 @@ Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
                      "kernel '{}': only raw arrays among the inputs, so the number of elements is unknown",
                      kname);
   }
-  r.shape = detail::broadcast_shapes(inputs, take, params, call, kname);
+  r.shape = detail::codegen::broadcast_shapes(inputs, take, params, call, kname);
   r.n = shape_size(r.shape);
   r.layout_index.assign(inputs.size(), npos);
-  std::vector<detail::ArrayShape> shapes;
+  std::vector<detail::codegen::ArrayShape> shapes;
   std::size_t min_isz = 16, sum_isz = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     r.is_array.push_back(inputs[k].is_array());
     if (!take[k]) continue;
     r.layout_index[k] = shapes.size();
-    shapes.push_back(detail::shape_of(inputs[k].array()));
+    shapes.push_back(detail::codegen::shape_of(inputs[k].array()));
     min_isz = std::min(min_isz, itemsize(r.dtypes[k]));
     sum_isz += itemsize(r.dtypes[k]);
   }
   r.layout_count = shapes.size();
-  r.layout = detail::make_layout(r.shape, shapes);
+  r.layout = detail::codegen::make_layout(r.shape, shapes);
   r.W = 16 / min_isz;
   r.U = std::clamp<std::size_t>(
       detail::floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))), 1, 4);
@@ -208,7 +213,7 @@ std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r, 
     // Partial values must come out the same wherever they are computed: no FMA contraction.
     src += "#ifdef OPENCL\n#pragma OPENCL FP_CONTRACT OFF\n#endif\n";
   }
-  for (const auto& [n, d] : r.bindings) src += fmt::format("typedef {} {};\n", detail::compute_ctype(d), n);
+  for (const auto& [n, d] : r.bindings) src += fmt::format("typedef {} {};\n", detail::codegen::compute_ctype(d), n);
   if (r.struct_reduce) {
     src += ctype_struct(*impl.options.reduce_struct, "reduce_t") + "\n";
   } else {
@@ -221,7 +226,7 @@ std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r, 
     if (p.raw) {
       decl.push_back(fmt::format("GLOBAL_MEM const {}* {}", ctype(r.dtypes[j]), p.name));
     } else {
-      decl.push_back(fmt::format("const {} {}", detail::compute_ctype(r.dtypes[j]), p.name));
+      decl.push_back(fmt::format("const {} {}", detail::codegen::compute_ctype(r.dtypes[j]), p.name));
     }
   }
   src += fmt::format(
@@ -240,13 +245,13 @@ std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r, 
   src += fmt::format(
       "WITHIN_KERNEL INLINE void {0}_post(const reduce_t a, {1}* _skein_out)\n{{\n    {1} {2};\n"
       "    /* post_map */\n    {3};\n    *_skein_out = {2};\n}}\n",
-      k, detail::compute_ctype(r.out_dtype), impl.out.name, post);
+      k, detail::codegen::compute_ctype(r.out_dtype), impl.out.name, post);
   // Stores the post-mapped value `v` at element `idx` of the output.
   src += fmt::format(
       "WITHIN_KERNEL INLINE void {0}_finish(const reduce_t v, GLOBAL_MEM char* yb, const uint64_t yo, "
       "const VSIZE_T idx)\n{{\n    {1} _skein_y;\n    {0}_post(v, &_skein_y);\n"
       "    ((GLOBAL_MEM {2}*)(yb + yo))[idx] = {3};\n}}\n",
-      k, detail::compute_ctype(r.out_dtype), ctype(r.out_dtype), detail::store_value(r.out_dtype, "_skein_y"));
+      k, detail::codegen::compute_ctype(r.out_dtype), ctype(r.out_dtype), detail::codegen::store_value(r.out_dtype, "_skein_y"));
   return src;
 }
 
@@ -258,13 +263,13 @@ std::string input_setup(const ReductionKernel::Impl& impl, const Resolved& r, bo
     const Dtype d = r.dtypes[k];
     if (r.is_array[k]) {
       if (!byte_pointers || p.raw) {
-        src += "    " + detail::array_pointer(p.name, ctype(d), true) + "\n";
+        src += "    " + detail::codegen::array_pointer(p.name, ctype(d), true) + "\n";
       } else {
         src += fmt::format("    GLOBAL_MEM const char* _skein_q_{0} = _skein_b_{0} + _skein_o_{0};\n", p.name);
       }
     } else if (d == Dtype::float16 || d == Dtype::bfloat16) {
       src += fmt::format("    {0} _skein_h_{1};\n    _skein_h_{1}.bits = _skein_a_{1};\n", ctype(d), p.name);
-      src += fmt::format("    const float _skein_v_{} = {};\n", p.name, detail::load_value(d, "_skein_h_" + p.name));
+      src += fmt::format("    const float _skein_v_{} = {};\n", p.name, detail::codegen::load_value(d, "_skein_h_" + p.name));
     } else {
       src += fmt::format("    const {0} _skein_v_{1} = _skein_a_{1};\n", ctype(d), p.name);
     }
@@ -276,9 +281,9 @@ std::vector<std::string> input_params(const ReductionKernel::Impl& impl, const R
   std::vector<std::string> out;
   for (std::size_t k = 0; k < impl.params.size(); ++k) {
     if (r.is_array[k]) {
-      out.push_back(detail::array_param(impl.params[k].name));
+      out.push_back(detail::codegen::array_param(impl.params[k].name));
     } else {
-      out.push_back(fmt::format("const {} _skein_a_{}", detail::scalar_param_ctype(r.dtypes[k]),
+      out.push_back(fmt::format("const {} _skein_a_{}", detail::codegen::scalar_param_ctype(r.dtypes[k]),
                                 impl.params[k].name));
     }
   }
@@ -294,7 +299,7 @@ std::string map_call(const ReductionKernel::Impl& impl, const Resolved& r, const
     if (p.raw) {
       a.push_back("_skein_p_" + p.name);
     } else if (r.is_array[k]) {
-      a.push_back(detail::load_value(r.dtypes[k], element(k)));
+      a.push_back(detail::codegen::load_value(r.dtypes[k], element(k)));
     } else {
       a.push_back("_skein_v_" + p.name);
     }
@@ -444,12 +449,12 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   } else {
     for (auto& p : strided_params(r)) params.push_back(p);
   }
-  params.push_back(detail::array_param("_part"));
+  params.push_back(detail::codegen::array_param("_part"));
   // _skein_finish: a P1Finish. The result goes post-mapped into _y; _cnt is the group counter of
-  // kLastGroup (detail::group_counter).
+  // kLastGroup (detail::codegen::group_counter).
   params.push_back("const int _skein_finish");
-  params.push_back(detail::array_param("_y"));
-  params.push_back(detail::array_param("_cnt"));
+  params.push_back(detail::codegen::array_param("_y"));
+  params.push_back(detail::codegen::array_param("_cnt"));
   src += fmt::format("KERNEL void {}_p1({})\n{{\n", k, fmt::join(params, ",\n    "));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
   if (one_launch) src += "    LOCAL_MEM int _skein_last;\n";
@@ -545,7 +550,7 @@ std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   // `finish`, post-mapped into the output.
   src += fmt::format(
       "KERNEL void {0}_p2({1}, const uint64_t _skein_count, const int _skein_finish, {2}, {3})\n{{\n",
-      k, detail::array_param("_in"), detail::array_param("_part"), detail::array_param("_y"));
+      k, detail::codegen::array_param("_in"), detail::codegen::array_param("_part"), detail::codegen::array_param("_y"));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
   src += "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
   src += "    const unsigned int _skein_lid = get_local_id(0);\n";
@@ -616,10 +621,10 @@ std::string det_tile_kernel(const std::string& k, const std::string& kernel_name
                         "const uint64_t _skein_tile0"}) {
     params.push_back(p);
   }
-  params.push_back(detail::array_param("_up"));
+  params.push_back(detail::codegen::array_param("_up"));
   params.push_back("const uint64_t _skein_up0");
   params.push_back("const uint32_t _skein_pass_up");
-  params.push_back(detail::array_param("_recs"));
+  params.push_back(detail::codegen::array_param("_recs"));
   params.push_back("const uint32_t _skein_lmax");
   params.push_back("const uint32_t _skein_lbase");
   std::string src = fmt::format("KERNEL void {}({})\n{{\n", kernel_name, fmt::join(params, ",\n    "));
@@ -823,7 +828,7 @@ std::string det_source(const ReductionKernel::Impl& impl, const Resolved& r, std
 
   // Later passes: the values a previous pass handed up, one per thread and sub-tile.
   {
-    std::vector<std::string> own_mid{detail::array_param("_in")};
+    std::vector<std::string> own_mid{detail::codegen::array_param("_in")};
     const std::string setup =
         "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
     src += det_tile_kernel(k, k + "_dmid", own_mid, setup, g.L, 1, g.Um, [&](std::size_t u, bool interior) {
@@ -879,7 +884,7 @@ std::string det_source(const ReductionKernel::Impl& impl, const Resolved& r, std
     {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, 0);
 }}
 )",
-                     k, detail::array_param("_recs"), detail::array_param("_y"), kStack);
+                     k, detail::codegen::array_param("_recs"), detail::codegen::array_param("_y"), kStack);
   return render(src, impl.options.globals, k);
 }
 
@@ -904,7 +909,7 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   // axis 1: a group per row.
   {
     auto params = base;
-    params.push_back(detail::array_param("_y"));
+    params.push_back(detail::codegen::array_param("_y"));
     src += fmt::format("KERNEL void {}_rows({})\n{{\n", k, fmt::join(params, ",\n    "));
     src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
     src += setup;
@@ -934,7 +939,7 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     auto params = base;
     params.push_back("const uint64_t _skein_rpc");
     params.push_back("const uint64_t _skein_ncb");
-    params.push_back(detail::array_param("_part"));
+    params.push_back(detail::codegen::array_param("_part"));
     src += fmt::format("KERNEL void {}_cols({})\n{{\n", k, fmt::join(params, ",\n    "));
     src += setup;
     src += "    const VSIZE_T _skein_g = get_group_id(0);\n";
@@ -957,7 +962,7 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
         "    reduce_t _skein_acc = {0}_identity();\n"
         "    for (VSIZE_T _skein_ch = 0; _skein_ch < _skein_chunks; ++_skein_ch) _skein_acc = {0}_reduce(_skein_acc, _skein_p[_skein_ch * _skein_C + _skein_col]);\n"
         "    {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, _skein_col);\n}}\n",
-        k, detail::array_param("_part"), detail::array_param("_y"));
+        k, detail::codegen::array_param("_part"), detail::codegen::array_param("_y"));
   }
   return render(src, impl.options.globals, k);
 }
@@ -974,7 +979,7 @@ std::optional<std::vector<std::string>> one_launch_options(const Context& contex
   if (context.api().id() == ApiId::cuda) return std::vector<std::string>{};
   std::optional<std::string> common;
   for (const auto& device : context.devices()) {
-    const auto version = detail::opencl_device_fence_std(device.params());
+    const auto version = detail::codegen::opencl_device_fence_std(device.params());
     if (!version || (common && *common != *version)) return std::nullopt;
     common = version;
   }
@@ -995,10 +1000,10 @@ void count_finish(std::size_t groups, bool one_launch) {
   finished_last_groups.store(groups, std::memory_order_relaxed);
 }
 
-std::shared_ptr<const detail::CompiledProgram> program_for(const ReductionKernel::Impl& impl,
+std::shared_ptr<const detail::codegen::CompiledProgram> program_for(const ReductionKernel::Impl& impl,
                                                            const Context& context, const Resolved& r,
                                                            Mode mode) {
-  const std::size_t L = detail::group_size_for(context);
+  const std::size_t L = detail::codegen::group_size_for(context);
   std::string sig;
   std::vector<std::string> kernels;
   const std::string& k = impl.name();
@@ -1028,7 +1033,7 @@ std::shared_ptr<const detail::CompiledProgram> program_for(const ReductionKernel
       build = [&] { return axis_source(impl, r, L); };
       break;
   }
-  return detail::cached_program(
+  return detail::codegen::cached_program(
       impl.owner, context, sig,
       [&] {
         impl.built += 1;
@@ -1037,7 +1042,7 @@ std::shared_ptr<const detail::CompiledProgram> program_for(const ReductionKernel
       kernels, options);
 }
 
-void pack_inputs(detail::ArgPack& pack, const ReductionKernel::Impl& impl, const Resolved& r) {
+void pack_inputs(detail::codegen::ArgPack& pack, const ReductionKernel::Impl& impl, const Resolved& r) {
   for (std::size_t k = 0; k < impl.params.size(); ++k) {
     if (r.is_array[k]) {
       pack.array(r.args[k].array());
@@ -1048,7 +1053,7 @@ void pack_inputs(detail::ArgPack& pack, const ReductionKernel::Impl& impl, const
   }
 }
 
-void pack_strides(detail::ArgPack& pack, const Resolved& r) {
+void pack_strides(detail::codegen::ArgPack& pack, const Resolved& r) {
   for (auto s : r.layout.shape) pack.value(s);
   for (const auto& strides : r.layout.strides) {
     for (auto s : strides) pack.value(s);
@@ -1114,7 +1119,7 @@ std::vector<std::uint64_t> p1_tail(const ReductionKernel::Impl& impl, const Queu
     const bool aligned_buffers = queue.context().device(d).params().base_address_align >= 16 ||
                                  queue.context().api().id() == ApiId::cuda;
     if (aligned_buffers && !arrays.empty()) {
-      if (auto h = detail::common_vector_start(arrays); h && *h < r.n) {
+      if (auto h = detail::codegen::common_vector_start(arrays); h && *h < r.n) {
         head = *h;
         nchunks = (r.n - head) / r.W;
       }
@@ -1135,10 +1140,10 @@ std::vector<std::uint64_t> p1_tail(const ReductionKernel::Impl& impl, const Queu
 // With `finish`, the result goes post-mapped into that array too: from the one group, or (with
 // `counter`, a program with the one-launch code) from the last of several.
 std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                       const Resolved& r, const detail::CompiledProgram& prog, const Buffer& part,
+                       const Resolved& r, const detail::codegen::CompiledProgram& prog, const Buffer& part,
                        std::size_t part_offset, std::size_t groups, const Array* finish = nullptr,
                        const Buffer* counter = nullptr) {
-  detail::ArgPack pack;
+  detail::codegen::ArgPack pack;
   pack_inputs(pack, impl, r);
   for (std::uint64_t v : p1_tail(impl, queue, d, r)) pack.value(v);
   pack.buffer(part, part_offset);
@@ -1158,22 +1163,22 @@ std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, st
   } else {
     pack.buffer(part, part_offset);
   }
-  detail::launch(prog.kernel(impl.name() + "_p1"), queue, d, groups, prog.local_size[d], pack);
+  detail::codegen::launch(prog.kernel(impl.name() + "_p1"), queue, d, groups, prog.local_size[d], pack);
   return groups;
 }
 
 std::size_t p1_groups(const ReductionKernel::Impl& impl, const Resolved& r,
-                      const detail::CompiledProgram& prog, std::size_t d) {
+                      const detail::codegen::CompiledProgram& prog, std::size_t d) {
   const std::size_t L = prog.local_size[d];
   const std::uint64_t work = r.layout.contiguous ? std::max<std::uint64_t>(ceil_div(r.n, r.W * r.U), 1) : r.n;
   return std::clamp<std::uint64_t>(ceil_div(work, L), 1, prog.resident(impl.name() + "_p1", d));
 }
 
 void enqueue_p2(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                const detail::CompiledProgram& prog, const Buffer& in, std::size_t in_offset,
+                const detail::codegen::CompiledProgram& prog, const Buffer& in, std::size_t in_offset,
                 std::uint64_t count, bool finish, const Buffer& part, std::size_t part_offset,
                 const Array* y) {
-  detail::ArgPack pack;
+  detail::codegen::ArgPack pack;
   pack.buffer(in, in_offset);
   pack.value(count);
   pack.value(std::int32_t{finish ? 1 : 0});
@@ -1183,12 +1188,12 @@ void enqueue_p2(const ReductionKernel::Impl& impl, const Queue& queue, std::size
   } else {
     pack.buffer(part, part_offset);
   }
-  detail::launch(prog.kernel(impl.name() + "_p2"), queue, d, 1, prog.local_size[d], pack);
+  detail::codegen::launch(prog.kernel(impl.name() + "_p2"), queue, d, 1, prog.local_size[d], pack);
 }
 
 // Deterministic records of one piece: passes over tiles, into `recs` (cleared first).
 void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                     const Resolved& r, const detail::CompiledProgram& prog, std::uint64_t offset,
+                     const Resolved& r, const detail::codegen::CompiledProgram& prog, std::uint64_t offset,
                      std::uint64_t total, const Buffer& recs, std::size_t recs_offset,
                      const Buffer& scratch, std::size_t up_a, std::size_t up_b) {
   const std::uint32_t lmax = max_level(total);
@@ -1210,7 +1215,7 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
     const bool pass_up = N > S;
     const std::uint64_t A = ceil_div(a, S);
     const std::uint64_t B = (b == N) ? ceil_div(N, S) : b / S;
-    detail::ArgPack pack;
+    detail::codegen::ArgPack pack;
     if (first) {
       pack_inputs(pack, impl, r);
       pack.value(n);
@@ -1224,7 +1229,7 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
           if (r.layout_index[k] == npos) continue;
           const Array& arr = r.args[k].array();
           const std::uint64_t isz = arr.itemsize();
-          if ((detail::address_in_allocation(arr) % 16 + 16 - (offset * isz) % 16) % 16 != 0) vec = 0;
+          if ((detail::codegen::address_in_allocation(arr) % 16 + 16 - (offset * isz) % 16) % 16 != 0) vec = 0;
         }
       }
       pack.value(vec);
@@ -1242,7 +1247,7 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
     pack.buffer(recs, recs_offset);
     pack.value(lmax);
     pack.value(lbase);
-    detail::launch(prog.kernel(impl.name() + (first ? "_dleaf" : "_dmid")), queue, d, tiles, L, pack);
+    detail::codegen::launch(prog.kernel(impl.name() + (first ? "_dleaf" : "_dmid")), queue, d, tiles, L, pack);
     if (!pass_up || A >= B) break;
     a = A;
     b = B;
@@ -1261,14 +1266,14 @@ std::size_t up_bytes(const Resolved& r, std::size_t L) {
 }
 
 void enqueue_combine(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                     const detail::CompiledProgram& prog, const Buffer& recs, std::size_t recs_offset,
+                     const detail::codegen::CompiledProgram& prog, const Buffer& recs, std::size_t recs_offset,
                      std::uint64_t count, std::uint64_t total, const Array& y) {
-  detail::ArgPack pack;
+  detail::codegen::ArgPack pack;
   pack.buffer(recs, recs_offset);
   pack.value(count);
   pack.value(total);
   pack.array(y);
-  detail::launch(prog.kernel(impl.name() + "_dcombine"), queue, d, 1, 1, pack);
+  detail::codegen::launch(prog.kernel(impl.name() + "_dcombine"), queue, d, 1, 1, pack);
 }
 
 // --- per-axes program (any number of dimensions): K_axg (a group per output), K_axt (a thread per
@@ -1360,7 +1365,7 @@ std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     for (std::size_t t = 0; t < nk; ++t) params.push_back(fmt::format("const uint64_t _skein_ks{}_{}", j, t));
     for (std::size_t t = 0; t < nr; ++t) params.push_back(fmt::format("const uint64_t _skein_rs{}_{}", j, t));
   }
-  params.push_back(detail::array_param("_y"));
+  params.push_back(detail::codegen::array_param("_y"));
   // Offsets of output _skein_o's first element: _skein_kb<j>.
   std::string kept = "        VSIZE_T _skein_ox = _skein_o;\n";
   for (std::size_t j = 0; j < layouts; ++j) kept += fmt::format("        uint64_t _skein_kb{} = 0;\n", j);
@@ -1466,18 +1471,18 @@ Array reduce_axes(const ReductionKernel::Impl& impl, const Queue& queue, const R
   Array y = output_for(args.out, queue, r.out_dtype, p.out_shape, d, call, impl.name());
   if (p.M == 0) return y;
   const std::size_t nk = p.kept.size(), nr = p.red.size();
-  const std::size_t L = detail::group_size_for(queue.context());
+  const std::size_t L = detail::codegen::group_size_for(queue.context());
   ProgramOptions options;
   options.name = impl.name();
   const std::string sig = fmt::format("red1|axes|k{}|r{}|L{}{}", nk, nr, L, r.types_sig);
-  auto prog = detail::cached_program(
+  auto prog = detail::codegen::cached_program(
       impl.owner, queue.context(), sig,
       [&] {
         impl.built += 1;
         return axes_source(impl, r, L, nk, nr);
       },
       {impl.name() + "_axg", impl.name() + "_axt"}, options);
-  detail::ArgPack pack;
+  detail::codegen::ArgPack pack;
   pack_inputs(pack, impl, r);
   pack.value(p.M);
   pack.value(p.N);
@@ -1494,10 +1499,10 @@ Array reduce_axes(const ReductionKernel::Impl& impl, const Queue& queue, const R
   if (p.N < Ld || p.M >= resident * Ld) {
     const std::uint64_t groups = std::clamp<std::uint64_t>(ceil_div(p.M, Ld), 1,
                                                            prog->resident(impl.name() + "_axt", d));
-    detail::launch(prog->kernel(impl.name() + "_axt"), queue, d, groups, Ld, pack);
+    detail::codegen::launch(prog->kernel(impl.name() + "_axt"), queue, d, groups, Ld, pack);
   } else {
     const std::uint64_t groups = std::clamp<std::uint64_t>(p.M, 1, resident);
-    detail::launch(prog->kernel(impl.name() + "_axg"), queue, d, groups, Ld, pack);
+    detail::codegen::launch(prog->kernel(impl.name() + "_axg"), queue, d, groups, Ld, pack);
   }
   return y;
 }
@@ -1510,10 +1515,10 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
                                  std::string map_expr, std::string reduce_expr, std::string identity,
                                  ReductionOptions options) {
   const std::string call = "ReductionKernel";
-  detail::check_kernel_name(options.name, call);
+  detail::codegen::check_kernel_name(options.name, call);
   auto impl = std::make_shared<Impl>();
-  impl->params = detail::parse_params(in_params, false, call, options.name);
-  auto outs = detail::parse_params(out_param, true, call, options.name);
+  impl->params = detail::codegen::parse_params(in_params, false, call, options.name);
+  auto outs = detail::codegen::parse_params(out_param, true, call, options.name);
   if (outs.size() != 1 || outs[0].raw) {
     detail::raise_in(SKEIN_HERE, call, "Declare exactly one output, e.g. \"T y\".",
                      "kernel '{}': {} output parameter(s) in \"{}\"{}", options.name, outs.size(),
@@ -1522,7 +1527,7 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
   impl->out = outs[0];
   auto all = impl->params;
   all.push_back(impl->out);
-  detail::check_reserved(all, kReserved, call, options.name);
+  detail::codegen::check_reserved(all, kReserved, call, options.name);
   if (options.reduce_type && options.reduce_struct) {
     detail::raise_in(SKEIN_HERE, call, "Set reduce_type or reduce_struct, not both.",
                      "kernel '{}': two reduce types given", options.name);
@@ -1557,20 +1562,20 @@ std::size_t ReductionKernel::record_capacity(std::uint64_t global_size) {
 
 Dtype ReductionKernel::out_dtype(std::span<const Operand> inputs) const {
   // The dtypes alone decide it; no queue is needed to bind them.
-  std::vector<detail::ParamDecl> all = impl_->params;
+  std::vector<detail::codegen::ParamDecl> all = impl_->params;
   all.push_back(impl_->out);
-  const auto b = detail::bind_types(all, inputs, "ReductionKernel::out_dtype", impl_->name());
-  return detail::param_dtype(impl_->out, b, "ReductionKernel::out_dtype", impl_->name());
+  const auto b = detail::codegen::bind_types(all, inputs, "ReductionKernel::out_dtype", impl_->name());
+  return detail::codegen::param_dtype(impl_->out, b, "ReductionKernel::out_dtype", impl_->name());
 }
 
 Dtype ReductionKernel::partial_dtype(std::span<const Operand> inputs) const {
   if (impl_->options.reduce_struct) return Dtype::uint8;
   // The dtypes alone decide it; no queue is needed to bind them.
-  std::vector<detail::ParamDecl> all = impl_->params;
+  std::vector<detail::codegen::ParamDecl> all = impl_->params;
   all.push_back(impl_->out);
-  const auto b = detail::bind_types(all, inputs, "ReductionKernel::partial_dtype", impl_->name());
-  const Dtype out = detail::param_dtype(impl_->out, b, "ReductionKernel::partial_dtype", impl_->name());
-  return detail::compute_dtype(impl_->options.reduce_type.value_or(out));
+  const auto b = detail::codegen::bind_types(all, inputs, "ReductionKernel::partial_dtype", impl_->name());
+  const Dtype out = detail::codegen::param_dtype(impl_->out, b, "ReductionKernel::partial_dtype", impl_->name());
+  return detail::codegen::compute_dtype(impl_->options.reduce_type.value_or(out));
 }
 
 std::size_t ReductionKernel::partial_size(std::span<const Operand> inputs) const {
@@ -1589,13 +1594,13 @@ namespace {
 
 // Runs `launch`, the one-launch K_p1 counting in `counter`. Should it fail, the queue's counter is
 // replaced by a fresh zeroed one for later calls: the error may come from an earlier kernel that
-// stopped between its groups' tickets and the last group's reset (see detail::group_counter).
+// stopped between its groups' tickets and the last group's reset (see detail::codegen::group_counter).
 template <class Launch>
 void with_counter(const Queue& queue, std::size_t device, const Buffer& counter, Launch&& launch) {
   try {
     launch();
   } catch (...) {
-    detail::drop_group_counter(queue, device, counter);
+    detail::codegen::drop_group_counter(queue, device, counter);
     throw;
   }
 }
@@ -1603,13 +1608,13 @@ void with_counter(const Queue& queue, std::size_t device, const Buffer& counter,
 // A whole-array reduction through a kept plan; nothing when none matches.
 std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& queue,
                                std::span<const Operand> inputs, const std::optional<Array>& out,
-                               const detail::ew::CallKey& key) {
-  const auto plan = detail::ew::find_plan(impl.fast_mutex, impl.fast_plans,
+                               const detail::codegen::CallKey& key) {
+  const auto plan = detail::codegen::find_plan(impl.fast_mutex, impl.fast_plans,
                                           detail::impl_of(queue.context()).get(), key);
   if (!plan) return std::nullopt;
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) return std::nullopt;
-  detail::ew::StackArgs pack;
+  detail::codegen::StackArgs pack;
   const std::size_t n_args = 2 * inputs.size() + plan->tail.size() + 8;
   if (!pack.fits(n_args, 2 * n_args + 2)) return std::nullopt;
   Array y = output_for(out, queue, plan->out_dtype, Shape{1}, plan->device, "ReductionKernel",
@@ -1629,20 +1634,20 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     pack.value_bytes(reinterpret_cast<const std::byte*>(&alone), 4);
     pack.array(y);
     pack.array(y);  // no counter
-    detail::launch_generated(*plan->p1, queue, plan->device, 1, plan->local,
+    detail::codegen::launch_generated(*plan->p1, queue, plan->device, 1, plan->local,
                              pack.view());
     count_finish(1, false);
     return y;
   }
-  detail::Scratch scratch(queue, plan->device, plan->groups * plan->reduce_size);
+  detail::codegen::Scratch scratch(queue, plan->device, plan->groups * plan->reduce_size);
   pack.buffer(scratch.buffer());
   if (plan->one_launch && !force_two_launches.load(std::memory_order_relaxed)) {
-    const Buffer counter = detail::group_counter(queue, plan->device);
+    const Buffer counter = detail::codegen::group_counter(queue, plan->device);
     pack.value_bytes(reinterpret_cast<const std::byte*>(&last_group), 4);
     pack.array(y);
     pack.buffer(counter);
     with_counter(queue, plan->device, counter, [&] {
-      detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
+      detail::codegen::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
                                pack.view());
     });
     count_finish(plan->groups, true);
@@ -1651,16 +1656,16 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
   pack.value_bytes(reinterpret_cast<const std::byte*>(&partial), 4);
   pack.buffer(scratch.buffer());
   pack.buffer(scratch.buffer());  // no counter
-  detail::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
+  detail::codegen::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
                            pack.view());
-  detail::ew::StackArgs pack2;
+  detail::codegen::StackArgs pack2;
   const std::uint64_t count = plan->groups;
   pack2.buffer(scratch.buffer());
   pack2.value_bytes(reinterpret_cast<const std::byte*>(&count), 8);
   pack2.value_bytes(reinterpret_cast<const std::byte*>(&finish), 4);
   pack2.buffer(scratch.buffer());
   pack2.array(y);
-  detail::launch_generated(*plan->p2, queue, plan->device, 1, plan->local,
+  detail::codegen::launch_generated(*plan->p2, queue, plan->device, 1, plan->local,
                            pack2.view());
   count_finish(plan->groups, false);
   return y;
@@ -1668,8 +1673,8 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
 
 // Keeps the plan of a whole-array reduction that went the full way.
 void keep_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
-               std::size_t d, const std::shared_ptr<const detail::CompiledProgram>& prog,
-               std::size_t groups, bool one_launch, const detail::ew::CallKey& key) {
+               std::size_t d, const std::shared_ptr<const detail::codegen::CompiledProgram>& prog,
+               std::size_t groups, bool one_launch, const detail::codegen::CallKey& key) {
   auto fast = std::make_shared<detail::red::FastPlan>();
   fast->key = key;
   fast->context = detail::impl_of(queue.context()).get();
@@ -1684,7 +1689,7 @@ void keep_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Reso
   fast->out_dtype = r.out_dtype;
   fast->dtypes = r.dtypes;
   fast->tail = p1_tail(impl, queue, d, r);
-  detail::ew::keep_plan<detail::red::FastPlan>(impl.fast_mutex, impl.fast_plans,
+  detail::codegen::keep_plan<detail::red::FastPlan>(impl.fast_mutex, impl.fast_plans,
                                                ReductionKernel::Impl::kFastPlans, std::move(fast));
 }
 
@@ -1695,11 +1700,11 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
   const auto& impl = *impl_;
   const char* call = "ReductionKernel";
   // Whole-array reductions with an array among the inputs go through the kept plans.
-  detail::ew::CallKey key;
+  detail::codegen::CallKey key;
   const bool keyed =
       !args.axis && args.axes.empty() && !args.deterministic &&
       std::any_of(inputs.begin(), inputs.end(), [](const Operand& o) { return o.is_array(); }) &&
-      detail::ew::make_key(inputs, key);
+      detail::codegen::make_key(inputs, key);
   if (keyed) {
     if (auto y = call_fast(impl, queue, inputs, args.out, key)) return *y;
   }
@@ -1720,7 +1725,7 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
     if (y.size() == 0) return y;
     auto prog = program_for(impl, queue.context(), r, Mode::axis);
     const std::size_t L = prog->local_size[d];
-    detail::ArgPack pack;
+    detail::codegen::ArgPack pack;
     pack_inputs(pack, impl, r);
     pack.value(R);
     pack.value(C);
@@ -1738,7 +1743,7 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
     if (axis == 1) {
       pack.array(y);
       const std::size_t groups = std::clamp<std::uint64_t>(R, 1, prog->resident(impl.name() + "_rows", d));
-      detail::launch(prog->kernel(impl.name() + "_rows"), queue, d, groups, L, pack);
+      detail::codegen::launch(prog->kernel(impl.name() + "_rows"), queue, d, groups, L, pack);
       return y;
     }
     const std::uint64_t ncb = ceil_div(C, L);
@@ -1748,15 +1753,15 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
     chunks = std::max<std::uint64_t>(ceil_div(R, rpc), 1);
     pack.value(rpc);
     pack.value(ncb);
-    detail::Scratch scratch(queue, d, chunks * C * r.reduce_size);
+    detail::codegen::Scratch scratch(queue, d, chunks * C * r.reduce_size);
     pack.buffer(scratch.buffer());
-    detail::launch(prog->kernel(impl.name() + "_cols"), queue, d, ncb * chunks, L, pack);
-    detail::ArgPack pack2;
+    detail::codegen::launch(prog->kernel(impl.name() + "_cols"), queue, d, ncb * chunks, L, pack);
+    detail::codegen::ArgPack pack2;
     pack2.buffer(scratch.buffer());
     pack2.value(C);
     pack2.value(chunks);
     pack2.array(y);
-    detail::launch(prog->kernel(impl.name() + "_cols2"), queue, d, ncb, L, pack2);
+    detail::codegen::launch(prog->kernel(impl.name() + "_cols2"), queue, d, ncb, L, pack2);
     return y;
   }
   Array y = output_for(args.out, queue, r.out_dtype, Shape{1}, d, call, impl.name());
@@ -1767,7 +1772,7 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
     const std::size_t recs_at = layout.add(record_capacity(r.n) * r.record_size);
     const std::size_t up_a = layout.add(up_bytes(r, L));
     const std::size_t up_b = layout.add(up_bytes(r, L));
-    detail::Scratch scratch(queue, d, layout.total);
+    detail::codegen::Scratch scratch(queue, d, layout.total);
     enqueue_records(impl, queue, d, r, *prog, 0, r.n, scratch.buffer(), recs_at, scratch.buffer(), up_a, up_b);
     enqueue_combine(impl, queue, d, *prog, scratch.buffer(), recs_at, record_capacity(r.n), r.n, y);
     return y;
@@ -1779,13 +1784,13 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
     enqueue_p1(impl, queue, d, r, *prog, y.data(), y.offset(), 1, &y);
     count_finish(1, false);
   } else if (one_launch && !force_two_launches.load(std::memory_order_relaxed)) {
-    detail::Scratch scratch(queue, d, groups * r.reduce_size);
-    const Buffer counter = detail::group_counter(queue, d);
+    detail::codegen::Scratch scratch(queue, d, groups * r.reduce_size);
+    const Buffer counter = detail::codegen::group_counter(queue, d);
     with_counter(queue, d, counter,
                  [&] { enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups, &y, &counter); });
     count_finish(groups, true);
   } else {
-    detail::Scratch scratch(queue, d, groups * r.reduce_size);
+    detail::codegen::Scratch scratch(queue, d, groups * r.reduce_size);
     enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
     enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, true, scratch.buffer(), 0, &y);
     count_finish(groups, false);
@@ -1804,7 +1809,7 @@ Array ReductionKernel::partial(const Queue& queue, std::span<const Operand> inpu
   Array y = output_for(out, queue, pd, Shape{r.struct_reduce ? r.reduce_size : 1}, d, call, impl.name());
   auto prog = program_for(impl, queue.context(), r, Mode::fast);
   const std::size_t groups = p1_groups(impl, r, *prog, d);
-  detail::Scratch scratch(queue, d, groups * r.reduce_size);
+  detail::codegen::Scratch scratch(queue, d, groups * r.reduce_size);
   enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
   enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, false, y.data(), y.offset(), nullptr);
   return y;
@@ -1859,7 +1864,7 @@ Array ReductionKernel::records(const Queue& queue, std::span<const Operand> inpu
   ScratchLayout layout;
   const std::size_t up_a = layout.add(up_bytes(r, L));
   const std::size_t up_b = layout.add(up_bytes(r, L));
-  detail::Scratch scratch(queue, d, layout.total);
+  detail::codegen::Scratch scratch(queue, d, layout.total);
   enqueue_records(impl, queue, d, r, *prog, global_offset, global_size, recs.data(), recs.offset(),
                   scratch.buffer(), up_a, up_b);
   return recs;
@@ -1917,7 +1922,7 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
   const std::size_t first = devs.front();
   Array y = output_for(args.out, queue, rs.front().out_dtype, Shape{1}, first, call, impl.name());
   const Mode mode = args.deterministic ? Mode::det : Mode::fast;
-  std::vector<std::shared_ptr<const detail::CompiledProgram>> progs;
+  std::vector<std::shared_ptr<const detail::codegen::CompiledProgram>> progs;
   for (const auto& r : rs) progs.push_back(program_for(impl, queue.context(), r, mode));
   const std::size_t per = args.deterministic ? record_capacity(total) * rs.front().record_size
                                              : rs.front().reduce_size;
@@ -1938,7 +1943,7 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
     }
     if (i == 0) gather_at = layouts[i].add(per * devs.size());
   }
-  std::vector<std::optional<detail::Scratch>> scratch(devs.size());
+  std::vector<std::optional<detail::codegen::Scratch>> scratch(devs.size());
   for (std::size_t i = 0; i < devs.size(); ++i) scratch[i].emplace(queue, devs[i], layouts[i].total);
 
   std::uint64_t offset = 0;
@@ -1971,7 +1976,7 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
 
 std::string ReductionKernel::source(const Queue& queue, std::span<const Operand> inputs) const {
   const Resolved r = resolve(*impl_, queue, inputs, std::nullopt, "ReductionKernel::source");
-  const std::size_t L = detail::group_size_for(queue.context());
+  const std::size_t L = detail::codegen::group_size_for(queue.context());
   const bool one_launch = one_launch_options(queue.context()).has_value();
   return fast_source(*impl_, r, L, one_launch) + "\n" + det_source(*impl_, r, L) + "\n" +
          axis_source(*impl_, r, L);
@@ -1992,14 +1997,14 @@ FinishCounts finish_counts() {
 bool one_launch_supported(const Queue& queue) { return one_launch_options(queue.context()).has_value(); }
 
 std::uintptr_t group_counter_id(const Queue& queue, std::size_t device_idx) {
-  return group_counter(queue, device_idx).adapter()->native();
+  return codegen::group_counter(queue, device_idx).adapter()->native();
 }
 
 std::string fast_source_for_tests(const ReductionKernel& kernel, const Queue& queue,
                                   std::span<const Operand> inputs, bool one_launch) {
   const auto& impl = *impl_of(kernel);
   const Resolved r = resolve(impl, queue, inputs, std::nullopt, "fast_source_for_tests");
-  return fast_source(impl, r, group_size_for(queue.context()), one_launch);
+  return fast_source(impl, r, codegen::group_size_for(queue.context()), one_launch);
 }
 
 }  // namespace detail::red
@@ -2038,8 +2043,8 @@ std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t s
 
 namespace {
 
-// Keyed by detail::builtin_key (the operation and its dtypes).
-using detail::builtin_key;
+// Keyed by detail::codegen::builtin_key (the operation and its dtypes).
+using detail::codegen::builtin_key;
 
 template <class Make>
 const ReductionKernel& builtin(std::uint64_t key, Make&& make) {
@@ -2125,7 +2130,7 @@ const ReductionKernel& min_kernel(Dtype x) {
   require_real(x, "skein::min");
   return builtin(builtin_key(2, x), [&] {
     const bool f = !is_integer(x);
-    const Dtype c = detail::compute_dtype(x);
+    const Dtype c = detail::codegen::compute_dtype(x);
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
                            f ? "(a != a || a <= b) ? a : b" : "a <= b ? a : b",
                            f ? infinity(c, false) : int_limit(x, true),
@@ -2137,7 +2142,7 @@ const ReductionKernel& max_kernel(Dtype x) {
   require_real(x, "skein::max");
   return builtin(builtin_key(3, x), [&] {
     const bool f = !is_integer(x);
-    const Dtype c = detail::compute_dtype(x);
+    const Dtype c = detail::codegen::compute_dtype(x);
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
                            f ? "(a != a || a >= b) ? a : b" : "a >= b ? a : b",
                            f ? infinity(c, true) : int_limit(x, false),
@@ -2148,7 +2153,7 @@ const ReductionKernel& max_kernel(Dtype x) {
 const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
   return builtin(builtin_key(4, x, y), [&] {
     const Dtype r = promote_types(x, y);
-    const std::string cx = detail::convert_value(x, r, "x"), cy = detail::convert_value(y, r, "y");
+    const std::string cx = detail::codegen::convert_value(x, r, "x"), cy = detail::codegen::convert_value(y, r, "y");
     std::string map, reduce = "a + b", identity = "0";
     if (is_complex(r)) {
       const std::string m = make_complex(r);
