@@ -15,10 +15,10 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
-#include "skein/elementwise.hpp"
 #include "codegen/launch.hpp"
 #include "codegen/programs.hpp"
 #include "codegen/types.hpp"
+#include "strided_copy.hpp"
 
 namespace skein {
 
@@ -297,7 +297,7 @@ void Array::get(std::span<std::byte> dest, Sync sync) const {
   // From the queue's temporaries: reused only by later work on this queue, so an asynchronous
   // read never sees its staging freed or reused under it.
   Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx, temporaries_pool(s_->queue).allocator());
-  copy(s_->queue, *this, staging);
+  detail::strided_copy(s_->queue, *this, staging);
   staging.get(dest, sync);
 }
 
@@ -323,7 +323,7 @@ void Array::set(std::span<const std::byte> src, Sync sync) const {
   // Not a rectangle: through a contiguous device temporary, scattered by the copy kernel.
   Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx, temporaries_pool(s_->queue).allocator());
   staging.set(src, sync);
-  copy(s_->queue, staging, *this);
+  detail::strided_copy(s_->queue, staging, *this);
   if (sync == Sync::blocking) s_->queue.device_queue(s_->device_idx).synchronize();
 }
 
@@ -522,13 +522,13 @@ void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync
   }
   // Not a rectangle: the copy kernel, on one device; between devices through contiguous copies.
   if (src.device_idx() == dst.device_idx()) {
-    copy(queue, src, dst);
+    detail::strided_copy(queue, src, dst);
   } else {
     Array there = src;
     if (!src.is_contiguous()) {
       there = Array::empty(queue, src.shape(), src.dtype(), src.device_idx(),
                            temporaries_pool(queue).allocator());
-      copy(queue, src, there);
+      detail::strided_copy(queue, src, there);
     }
     Array here = dst.is_contiguous()
                      ? dst
@@ -536,7 +536,7 @@ void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync
                                     temporaries_pool(queue).allocator());
     here.data().get_sub_region(here.offset(), nbytes)
         .set(queue, there.data().get_sub_region(there.offset(), nbytes));
-    if (!dst.is_contiguous()) copy(queue, here, dst);
+    if (!dst.is_contiguous()) detail::strided_copy(queue, here, dst);
   }
   finish();
 }

@@ -22,6 +22,7 @@
 #include "codegen/types.hpp"
 #include "kernel_operands.hpp"
 #include "promotion.hpp"
+#include "strided_copy.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/functions.hpp"
 
@@ -887,6 +888,8 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
     k(queue, {v, dst});
   }
 }
+
+void detail::strided_copy(const Queue& queue, const Array& src, const Array& dst) { copy(queue, src, dst); }
 
 Array astype(const Queue& queue, const Array& x, Dtype dtype) {
   if (is_complex(x.dtype()) && !is_complex(dtype)) {
