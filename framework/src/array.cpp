@@ -355,7 +355,7 @@ void Array::fill_zero() const {
     return;
   }
   // Zero bytes are the zero of every dtype.
-  fill(s_->queue, *this, 0);
+  detail::strided_fill_zero(s_->queue, *this);
 }
 
 Array Array::slice(std::size_t begin, std::size_t end) const {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The built-in elementwise operations (skein/elementwise.hpp): axpy, scale, fill, copy, astype,
 // binary, compare and unary, each an ElementwiseKernel per operation and dtypes, made on first use
-// and kept for the process; and detail::strided_copy, the hook through which Array copies between
-// layouts (strided_copy.hpp).
+// and kept for the process; and the hooks through which Array copies between layouts and zeroes
+// views with them (strided_copy.hpp).
 #include <fmt/format.h>
 
 #include <array>
@@ -232,6 +232,8 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
 }
 
 void detail::strided_copy(const Queue& queue, const Array& src, const Array& dst) { copy(queue, src, dst); }
+
+void detail::strided_fill_zero(const Queue& queue, const Array& dst) { fill(queue, dst, 0); }
 
 Array astype(const Queue& queue, const Array& x, Dtype dtype) {
   if (is_complex(x.dtype()) && !is_complex(dtype)) {
