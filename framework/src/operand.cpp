@@ -11,8 +11,9 @@
 #include <cstring>
 #include <limits>
 
-#include "skein/detail/errors.hpp"
 #include "promotion.hpp"
+#include "skein/detail/errors.hpp"
+#include "skein/functions.hpp"  // result_type over dtypes
 
 namespace skein {
 
