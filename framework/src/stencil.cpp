@@ -205,8 +205,8 @@ StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_pa
                              StencilOptions options) {
   auto impl = std::make_shared<Impl>();
   const std::string taken[] = {options.name, options.name + "_i64"};
-  impl->params = detail::codegen::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken, kCall,
-                                        "out = u(-1) + u(1) - 2 * u", impl->n_in);
+  impl->params = detail::codegen::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken,
+                                                 kCall, "out = u(-1) + u(1) - 2 * u", impl->n_in);
   if (options.reduction) {
     const StencilReduction& red = *options.reduction;
     if (red.dtype == Dtype::float16 || red.dtype == Dtype::bfloat16) {
