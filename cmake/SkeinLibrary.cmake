@@ -41,7 +41,8 @@ endfunction()
 # skein_precompile_headers(TARGET HEADERS...): the headers most of TARGET's sources include, parsed
 # once per target into a precompiled header (CMake's target_precompile_headers) instead of once
 # per source file. Parsing them was 40-55 % of each file's compile time (gcc -ftime-report on
-# framework/src/reduction.cpp, tests/framework/reduction_test.cpp); the CI machine has two cores.
+# framework/src/reduction.cpp, since split into reduction_*.cpp, and
+# tests/framework/reduction_test.cpp); the CI machine has two cores.
 # Only for targets with many sources; SKEIN_PRECOMPILE_HEADERS=OFF turns it off (then every
 # source must include what it uses: the tsan preset builds that way).
 option(SKEIN_PRECOMPILE_HEADERS "Precompile the headers shared by the larger targets' sources" ON)

@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "kernel_gen.hpp"
+#include "codegen/params.hpp"
+#include "codegen/types.hpp"
 #include "skein/detail/errors.hpp"
 
 namespace skein {
@@ -17,13 +18,13 @@ constexpr std::string_view kDst = "_skein_dst";
 
 // The C type of a parameter's value in generated code: a placeholder's typedef, else the compute
 // type of its dtype.
-std::string value_type(const detail::ParamDecl& p) {
-  return p.dtype ? detail::compute_ctype(*p.dtype) : p.type;
+std::string value_type(const detail::codegen::ParamDecl& p) {
+  return p.dtype ? detail::codegen::compute_ctype(*p.dtype) : p.type;
 }
 
-bool storable(Dtype d) { return detail::compute_dtype(d) == d; }
+bool storable(Dtype d) { return detail::codegen::compute_dtype(d) == d; }
 
-std::string decl_text(const std::vector<detail::ParamDecl>& params, bool raw) {
+std::string decl_text(const std::vector<detail::codegen::ParamDecl>& params, bool raw) {
   std::vector<std::string> parts;
   for (const auto& p : params) parts.push_back(fmt::format("{}{} {}", raw ? "raw " : "", p.type, p.name));
   return fmt::format("{}", fmt::join(parts, ", "));
@@ -31,8 +32,8 @@ std::string decl_text(const std::vector<detail::ParamDecl>& params, bool raw) {
 
 // The map function: the operation on local copies of the element's values, the new values stored,
 // then the reduced value.
-std::string update_function(const std::string& fn, const std::vector<detail::ParamDecl>& in,
-                            const std::vector<detail::ParamDecl>& upd, const std::string& operation,
+std::string update_function(const std::string& fn, const std::vector<detail::codegen::ParamDecl>& in,
+                            const std::vector<detail::codegen::ParamDecl>& upd, const std::string& operation,
                             const std::string& map_expr) {
   std::vector<std::string> decl{"const VSIZE_T i", "const VSIZE_T n"};
   for (const auto& p : in) decl.push_back(fmt::format("const {} {}", value_type(p), p.name));
@@ -58,11 +59,11 @@ void require_text(const std::string& text, const char* what, const std::string& 
 }  // namespace
 
 struct FusedKernel::Impl {
-  Impl(ReductionKernel r, std::size_t inputs, std::size_t updates, std::vector<detail::ParamDecl> params)
+  Impl(ReductionKernel r, std::size_t inputs, std::size_t updates, std::vector<detail::codegen::ParamDecl> params)
       : reduction(std::move(r)), inputs(inputs), updates(updates), params(std::move(params)) {}
   ReductionKernel reduction;
   std::size_t inputs = 0, updates = 0;
-  std::vector<detail::ParamDecl> params;  // in_params, then update_params
+  std::vector<detail::codegen::ParamDecl> params;  // in_params, then update_params
 };
 
 FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_params, std::string operation,
@@ -70,14 +71,14 @@ FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_par
                          std::string identity, FusedOptions options) {
   const std::string call = "FusedKernel";
   const std::string& k = options.name;
-  detail::check_kernel_name(k, call);
-  auto in = detail::parse_params(in_params, false, call, k);
-  auto upd = detail::parse_params(update_params, false, call, k);
+  detail::codegen::check_kernel_name(k, call);
+  auto in = detail::codegen::parse_params(in_params, false, call, k);
+  auto upd = detail::codegen::parse_params(update_params, false, call, k);
   if (upd.empty()) {
     detail::raise_in(SKEIN_HERE, call, "Declare the arrays the operation updates, e.g. \"T x, T r\".",
                      "kernel '{}': no updated arrays (a plain ReductionKernel does without)", k);
   }
-  std::vector<detail::ParamDecl> all = in;
+  std::vector<detail::codegen::ParamDecl> all = in;
   all.insert(all.end(), upd.begin(), upd.end());
   for (const auto& p : all) {
     if (p.raw) {
@@ -109,7 +110,7 @@ FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_par
   ro.globals = std::move(options.globals);
   ro.name = k;
   // The reduction checks the rest (names, output, expressions) with its own messages.
-  std::vector<detail::ParamDecl> dst = upd;
+  std::vector<detail::codegen::ParamDecl> dst = upd;
   for (auto& p : dst) p.name += kDst;
   const std::string params = decl_text(all, false) + ", " + decl_text(dst, true);
   ReductionKernel reduction(params, out_param, fmt::format("{}({})", fn, fmt::join(args, ", ")),

@@ -18,7 +18,7 @@ namespace skein {
 
 namespace {
 
-detail::ContextAdapter& adapter_of(const Context& context) {
+detail::ContextAdapter& context_adapter(const Context& context) {
   return *detail::impl_of(context)->adapter;
 }
 
@@ -38,7 +38,7 @@ void check_location(const Buffer& buffer, MemoryLocation location, const char* c
 Buffer allocate_managed(const Context& context, std::size_t device_idx, std::size_t size,
                         ManagedAttach attach) {
   detail::check_device_idx(context, device_idx, "allocate_managed");
-  auto adapter = adapter_of(context).allocate_managed(device_idx, size, attach);
+  auto adapter = context_adapter(context).allocate_managed(device_idx, size, attach);
   return Buffer(context, std::move(adapter), device_idx, 0, size);
 }
 
@@ -64,7 +64,7 @@ void prefetch(const Queue& queue, const Buffer& managed, MemoryLocation to) {
                      managed.device_idx());
   }
   if (managed.empty()) return;
-  adapter_of(managed.context())
+  context_adapter(managed.context())
       .prefetch_managed(queue.device_queue(managed.device_idx()), *managed.adapter(),
                         managed.offset(), managed.size(), to);
 }
@@ -74,7 +74,7 @@ void advise(const Buffer& managed, MemoryAdvice advice, MemoryLocation location)
   check_managed(managed, call);
   check_location(managed, location, call);
   if (managed.empty()) return;
-  adapter_of(managed.context())
+  context_adapter(managed.context())
       .advise_managed(*managed.adapter(), managed.offset(), managed.size(), advice, location);
 }
 
@@ -85,7 +85,7 @@ IpcMemoryHandle export_ipc_memory(const Buffer& buffer) {
                      "the buffer is empty");
   }
   // The backend refuses an empty buffer (after its own refusal on OpenCL).
-  IpcMemoryHandle handle = adapter_of(buffer.context())
+  IpcMemoryHandle handle = context_adapter(buffer.context())
                                .export_ipc_memory(*buffer.adapter(), buffer.offset(), buffer.size());
   // Another process may map it now: a pool never hands the block out again.
   buffer.adapter()->mark_exported();
@@ -95,7 +95,7 @@ IpcMemoryHandle export_ipc_memory(const Buffer& buffer) {
 Buffer open_ipc_memory(const Context& context, std::size_t device_idx,
                        const IpcMemoryHandle& handle) {
   detail::check_device_idx(context, device_idx, "open_ipc_memory");
-  auto adapter = adapter_of(context).open_ipc_memory(device_idx, handle);
+  auto adapter = context_adapter(context).open_ipc_memory(device_idx, handle);
   const std::size_t size = adapter->size();
   return Buffer(context, std::move(adapter), device_idx, 0, size);
 }
@@ -103,7 +103,7 @@ Buffer open_ipc_memory(const Context& context, std::size_t device_idx,
 IpcEvent IpcEvent::create(const Context& context, std::size_t device_idx) {
   detail::check_device_idx(context, device_idx, "IpcEvent::create");
   IpcEvent result;
-  result.event_ = Event(adapter_of(context).create_ipc_event(device_idx, result.handle_));
+  result.event_ = Event(context_adapter(context).create_ipc_event(device_idx, result.handle_));
   result.device_idx_ = device_idx;
   result.context_id_ = detail::impl_of(context).get();
   return result;
@@ -113,7 +113,7 @@ IpcEvent IpcEvent::open(const Context& context, std::size_t device_idx,
                         const IpcEventHandle& handle) {
   detail::check_device_idx(context, device_idx, "IpcEvent::open");
   IpcEvent result;
-  result.event_ = Event(adapter_of(context).open_ipc_event(device_idx, handle));
+  result.event_ = Event(context_adapter(context).open_ipc_event(device_idx, handle));
   result.handle_ = handle;
   result.device_idx_ = device_idx;
   result.context_id_ = detail::impl_of(context).get();
@@ -134,7 +134,7 @@ void IpcEvent::record(const Queue& queue) const {
     detail::raise_in(SKEIN_HERE, call, "Use a queue that includes the event's device.",
                      "the event is on device {}, which is not in the queue", device_idx_);
   }
-  adapter_of(queue.context()).record_ipc_event(queue.device_queue(device_idx_), *event_.adapter());
+  context_adapter(queue.context()).record_ipc_event(queue.device_queue(device_idx_), *event_.adapter());
 }
 
 namespace detail {

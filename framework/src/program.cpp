@@ -18,7 +18,7 @@
 #include "skein/detail/sha256.hpp"
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
-#include "kernel_gen.hpp"
+#include "codegen/launch.hpp"
 
 namespace skein {
 
@@ -639,7 +639,7 @@ void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::Kern
   }
 }
 
-namespace detail {
+namespace detail::codegen {
 
 void launch_generated(const Kernel& kernel, const Queue& queue, std::size_t device_idx,
                       std::size_t groups, std::size_t local, std::span<const KernelArg> args) {
@@ -701,6 +701,6 @@ void launch_planned(const Kernel& kernel, const Queue& queue, std::size_t device
   adapter.launch(queue.device_queue(device_idx), dims, args, nullptr);
 }
 
-}  // namespace detail
+}  // namespace detail::codegen
 
 }  // namespace skein

@@ -8,7 +8,11 @@
 #include <algorithm>
 #include <atomic>
 
-#include "kernel_gen.hpp"
+#include "arithmetic.hpp"
+#include "codegen/launch.hpp"
+#include "codegen/params.hpp"
+#include "codegen/programs.hpp"
+#include "kernel_operands.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/detail/errors.hpp"
 #include "stencil_source.hpp"
@@ -16,15 +20,15 @@
 namespace skein {
 
 struct StencilKernel::Impl {
-  std::vector<detail::ParamDecl> params;  // inputs, then outputs
+  std::vector<detail::codegen::ParamDecl> params;  // inputs, then outputs
   std::size_t n_in = 0;
   std::string operation;
   StencilOptions options;
-  std::uint64_t owner = detail::new_cache_owner();
+  std::uint64_t owner = detail::codegen::new_cache_owner();
   mutable std::atomic<std::size_t> built{0};
   std::vector<std::string> what;  // per parameter: "argument 'a' of kernel 'k'"
 
-  ~Impl() { detail::drop_cache_owner(owner); }
+  ~Impl() { detail::codegen::drop_cache_owner(owner); }
 };
 
 namespace {
@@ -39,7 +43,7 @@ const std::string kCall = "StencilKernel";
 
 // The bytes an array's elements span in its allocation: [first, last) from the buffer's start.
 std::pair<std::uint64_t, std::uint64_t> byte_span(const Array& a) {
-  const std::uint64_t first = detail::address_in_allocation(a);
+  const std::uint64_t first = detail::codegen::address_in_allocation(a);
   std::uint64_t last = first + a.itemsize();
   for (std::size_t d = 0; d < a.ndim(); ++d) {
     if (a.shape()[d] == 0) return {first, first};
@@ -83,18 +87,18 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     detail::raise_in(SKEIN_HERE, kCall, "Give the domain's global shape of 1, 2 or 3 axes.",
                      "kernel '{}': the geometry's domain has {} axes", kname, c.D);
   }
-  const auto device = detail::common_device(queue, args, params, std::nullopt, kCall, kname);
+  const auto device = detail::codegen::common_device(queue, args, params, std::nullopt, kCall, kname);
   if (!device) {
     detail::raise_in(SKEIN_HERE, kCall, "Pass the block's fields as Arrays.",
                      "kernel '{}': no argument is an array", kname);
   }
   c.device = *device;
-  c.bindings = detail::bind_types(params, args, kCall, kname);
+  c.bindings = detail::codegen::bind_types(params, args, kCall, kname);
   const Array* first_field = nullptr;
   for (std::size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
     const Operand& a = args[k];
-    c.dtypes.push_back(detail::param_dtype(p, c.bindings, kCall, kname));
+    c.dtypes.push_back(detail::codegen::param_dtype(p, c.bindings, kCall, kname));
     c.components.push_back(0);
     if (!a.is_array()) {
       if (p.output || p.raw) {
@@ -106,7 +110,7 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     }
     const Array& x = a.array();
     const std::size_t isz = x.itemsize();
-    bool aligned = detail::address_in_allocation(x) % isz == 0;
+    bool aligned = detail::codegen::address_in_allocation(x) % isz == 0;
     for (std::size_t d = 0; d < x.ndim(); ++d) aligned = aligned && x.strides()[d] % isz == 0;
     if (!aligned) {
       detail::raise_in(SKEIN_HERE, kCall, "Use views whose offset and strides are multiples of the itemsize.",
@@ -161,7 +165,7 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
                        kname, a, c.offset[a], c.offset[a] + c.points[a], c.domain[a]);
     }
   }
-  if (impl.options.reduction) c.group = detail::group_size_for(queue.context());
+  if (impl.options.reduction) c.group = detail::codegen::group_size_for(queue.context());
   c.signature = detail::stencil::signature(impl.params, c);
   return c;
 }
@@ -201,8 +205,8 @@ StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_pa
                              StencilOptions options) {
   auto impl = std::make_shared<Impl>();
   const std::string taken[] = {options.name, options.name + "_i64"};
-  impl->params = detail::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken, kCall,
-                                        "out = u(-1) + u(1) - 2 * u", impl->n_in);
+  impl->params = detail::codegen::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken,
+                                                 kCall, "out = u(-1) + u(1) - 2 * u", impl->n_in);
   if (options.reduction) {
     const StencilReduction& red = *options.reduction;
     if (red.dtype == Dtype::float16 || red.dtype == Dtype::bfloat16) {
@@ -219,7 +223,7 @@ StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_pa
       }
     }
   }
-  impl->what = detail::describe_arguments(impl->params, options.name);
+  impl->what = detail::codegen::describe_arguments(impl->params, options.name);
   impl->operation = std::move(operation);
   impl->options = std::move(options);
   impl_ = std::move(impl);
@@ -286,7 +290,7 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
   if (impl.options.reduction) {
     for (const char* suffix : {"_r", "_r_i64", "_fin"}) names.push_back(base + suffix);
   }
-  const auto program = detail::cached_program(
+  const auto program = detail::codegen::cached_program(
       impl.owner, queue.context(), c.signature,
       [&] {
         impl.built += 1;
@@ -296,10 +300,10 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
   const std::size_t local = program->local_size[c.device];
   const bool reducing = target.out != nullptr;
   const std::size_t item = reducing ? itemsize(impl.options.reduction->dtype) : 0;
-  std::optional<detail::Scratch> partials;
+  std::optional<detail::codegen::Scratch> partials;
   std::size_t groups = 0;
 
-  detail::ArgPack pack;
+  detail::codegen::ArgPack pack;
   for (std::size_t k = 0; k < impl.params.size(); ++k) {
     const Operand& a = args[k];
     if (!a.is_array()) {
@@ -353,17 +357,17 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
       partials.emplace(queue, c.device, groups * item);
       pack.buffer(partials->buffer());
     }
-    detail::launch(program->kernel(kernel), queue, c.device, groups, local, pack);
+    detail::codegen::launch(program->kernel(kernel), queue, c.device, groups, local, pack);
   }
   if (reducing) {
     // One group reduces the partial values (none for an empty region: the identity).
     if (!partials) partials.emplace(queue, c.device, item);
-    detail::ArgPack fin;
+    detail::codegen::ArgPack fin;
     fin.buffer(partials->buffer());
     fin.value(static_cast<std::uint64_t>(groups));
     fin.array(target.out->view(target.index, {1}));
     fin.value(static_cast<int>(target.accumulate ? 1 : 0));
-    detail::launch(program->kernel(base + "_fin"), queue, c.device, 1, local, fin);
+    detail::codegen::launch(program->kernel(base + "_fin"), queue, c.device, 1, local, fin);
   }
 }
 

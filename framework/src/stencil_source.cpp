@@ -10,6 +10,7 @@
 
 #include <string_view>
 
+#include "codegen/types.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/template.hpp"
 
@@ -17,15 +18,15 @@ namespace skein::detail::stencil {
 
 namespace {
 
-std::string kernel_params(const std::vector<ParamDecl>& params, const Call& c) {
+std::string kernel_params(const std::vector<codegen::ParamDecl>& params, const Call& c) {
   std::vector<std::string> kp;
   for (std::size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
     if (c.kinds[k] == ParamKind::scalar) {
-      kp.push_back(fmt::format("const {} _skein_a_{}", scalar_param_ctype(c.dtypes[k]), p.name));
+      kp.push_back(fmt::format("const {} _skein_a_{}", codegen::scalar_param_ctype(c.dtypes[k]), p.name));
       continue;
     }
-    kp.push_back(array_param(p.name));
+    kp.push_back(codegen::array_param(p.name));
     if (c.kinds[k] == ParamKind::field) {
       for (int s = 0; s < 4; ++s) kp.push_back(fmt::format("const int64_t _skein_s_{}_{}", p.name, s));
     }
@@ -43,25 +44,25 @@ std::string kernel_params(const std::vector<ParamDecl>& params, const Call& c) {
 }
 
 // Pointers to element 0 of every array, and the scalars' values under their names.
-std::string setup(const std::vector<ParamDecl>& params, const Call& c) {
+std::string setup(const std::vector<codegen::ParamDecl>& params, const Call& c) {
   std::string s;
   for (std::size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
     const Dtype d = c.dtypes[k];
     switch (c.kinds[k]) {
       case ParamKind::raw:
-        s += "    " + array_pointer(p.name, ctype(d), !p.output) + "\n";
+        s += "    " + codegen::array_pointer(p.name, ctype(d), !p.output) + "\n";
         s += fmt::format("    GLOBAL_MEM {}{}* const {} = _skein_p_{};\n", p.output ? "" : "const ", ctype(d),
                          p.name, p.name);
         break;
       case ParamKind::field:
-        s += "    " + array_pointer(p.name, ctype(d), !p.output) + "\n";
+        s += "    " + codegen::array_pointer(p.name, ctype(d), !p.output) + "\n";
         break;
       case ParamKind::scalar:
         if (d == Dtype::float16 || d == Dtype::bfloat16) {
           s += fmt::format("    {} _skein_h_{};\n    _skein_h_{}.bits = _skein_a_{};\n", ctype(d), p.name, p.name,
                            p.name);
-          s += fmt::format("    const float {} = {};\n", p.name, load_value(d, "_skein_h_" + p.name));
+          s += fmt::format("    const float {} = {};\n", p.name, codegen::load_value(d, "_skein_h_" + p.name));
         } else {
           s += fmt::format("    const {} {} = _skein_a_{};\n", ctype(d), p.name, p.name);
         }
@@ -75,7 +76,7 @@ std::string setup(const std::vector<ParamDecl>& params, const Call& c) {
 // the slots the domain uses are computed (a 2-D box needs one division, a 1-D none), and element
 // offsets are _skein_off_t: int in the 32-bit kernel (the launch checks that every field's
 // allocation has fewer than 2^31 elements), int64_t in the other.
-std::string locate(const std::vector<ParamDecl>& params, const Call& c, const char* idx) {
+std::string locate(const std::vector<codegen::ParamDecl>& params, const Call& c, const char* idx) {
   const bool narrow = std::string_view(idx) == "uint32_t";
   std::string s = fmt::format("        typedef {} _skein_off_t;\n", narrow ? "int" : "int64_t");
   s += fmt::format("        {0} _skein_q = _skein_t;\n        _skein_off_t _skein_l0, _skein_l1, _skein_l2;\n"
@@ -130,7 +131,7 @@ std::string locate(const std::vector<ParamDecl>& params, const Call& c, const ch
 
 // The operation with an input field's neighbours as macros, and its outputs as private variables
 // stored at the point after it.
-std::string operation_block(const std::vector<ParamDecl>& params, const std::string& operation, const Call& c,
+std::string operation_block(const std::vector<codegen::ParamDecl>& params, const std::string& operation, const Call& c,
                             const std::string& accumulate) {
   std::string defs, undefs, decls, stores;
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -148,25 +149,25 @@ std::string operation_block(const std::vector<ParamDecl>& params, const std::str
         terms.push_back(fmt::format("(_skein_off_t)(_oc) * (_skein_off_t)_skein_s_{}_3", p.name));
       }
       defs += fmt::format("#define {}({}) ({})\n", p.name, fmt::join(args, ", "),
-                          load_value(d, fmt::format("_skein_c_{}[{}]", p.name, fmt::join(terms, " + "))));
+                          codegen::load_value(d, fmt::format("_skein_c_{}[{}]", p.name, fmt::join(terms, " + "))));
       undefs += fmt::format("#undef {}\n", p.name);
       if (c.components[k] == 0) {
         // The plain name is the value at the point (a variable: the macro needs parentheses).
-        decls += fmt::format("            const {} {} = {};\n", compute_ctype(d), p.name,
-                             load_value(d, fmt::format("_skein_c_{}[0]", p.name)));
+        decls += fmt::format("            const {} {} = {};\n", codegen::compute_ctype(d), p.name,
+                             codegen::load_value(d, fmt::format("_skein_c_{}[0]", p.name)));
       }
     } else if (c.components[k] > 0) {
-      decls += fmt::format("            {} {}[{}];\n", compute_ctype(d), p.name, c.components[k]);
+      decls += fmt::format("            {} {}[{}];\n", codegen::compute_ctype(d), p.name, c.components[k]);
       stores += fmt::format(
           "            for (int _skein_k = 0; _skein_k < {}; ++_skein_k) _skein_c_{}[(_skein_off_t)_skein_k * (_skein_off_t)_skein_s_{}_3] = {};\n",
-          c.components[k], p.name, p.name, store_value(d, fmt::format("{}[_skein_k]", p.name)));
+          c.components[k], p.name, p.name, codegen::store_value(d, fmt::format("{}[_skein_k]", p.name)));
     } else {
-      decls += fmt::format("            {} {};\n", compute_ctype(d), p.name);
-      stores += fmt::format("            _skein_c_{}[0] = {};\n", p.name, store_value(d, p.name));
+      decls += fmt::format("            {} {};\n", codegen::compute_ctype(d), p.name);
+      stores += fmt::format("            _skein_c_{}[0] = {};\n", p.name, codegen::store_value(d, p.name));
     }
   }
   std::string s = "        {\n";
-  s += placeholder_typedefs(c.bindings);
+  s += codegen::placeholder_typedefs(c.bindings);
   s += decls;
   s += defs;
   s += "            /* operation */\n            {\n" + operation + ";\n            }\n";
@@ -179,7 +180,7 @@ std::string operation_block(const std::vector<ParamDecl>& params, const std::str
 
 }  // namespace
 
-std::string signature(const std::vector<ParamDecl>& params, const Call& c) {
+std::string signature(const std::vector<codegen::ParamDecl>& params, const Call& c) {
   std::string s = fmt::format("stencil D{} L{}", c.D, c.group);
   for (std::size_t k = 0; k < params.size(); ++k) {
     s += fmt::format(" {}:{}:{}", static_cast<int>(c.kinds[k]), name(c.dtypes[k]),
@@ -213,7 +214,7 @@ std::string reduction_support(const StencilReduction& red, const std::string& na
       "    GLOBAL_MEM const _skein_red_t* const _skein_in = (GLOBAL_MEM const _skein_red_t*)(_skein_b__part + _skein_o__part);\n"
       "    _skein_red_t _skein_acc = {0}_identity();\n"
       "    for (uint64_t _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {3}u) _skein_acc = {0}_reduce(_skein_acc, _skein_in[_skein_t]);\n",
-      name, array_param("_part"), array_param("_out"), group);
+      name, codegen::array_param("_part"), codegen::array_param("_out"), group);
   s += group_tree(name + "_reduce", group);
   s += "    if (_skein_lid == 0) {\n"
        "        GLOBAL_MEM _skein_red_t* const _skein_y = (GLOBAL_MEM _skein_red_t*)(_skein_b__out + _skein_o__out);\n";
@@ -222,7 +223,7 @@ std::string reduction_support(const StencilReduction& red, const std::string& na
   return s;
 }
 
-std::string generate(const std::vector<ParamDecl>& params, const std::string& operation,
+std::string generate(const std::vector<codegen::ParamDecl>& params, const std::string& operation,
                      const StencilOptions& options, const Call& c) {
   std::string src = "/* Generated by skein::StencilKernel */\n";
   if (!options.fp_contract) src += "#ifdef OPENCL\n#pragma OPENCL FP_CONTRACT OFF\n#endif\n";
@@ -250,7 +251,7 @@ std::string generate(const std::vector<ParamDecl>& params, const std::string& op
   }
   for (const Variant& v : variants) {
     src += fmt::format("KERNEL void {}(\n    {}{})\n{{\n", v.name, kparams,
-                       v.reduce ? ",\n    " + array_param("_part") : "");
+                       v.reduce ? ",\n    " + codegen::array_param("_part") : "");
     src += body_setup;
     if (v.reduce) {
       src += fmt::format("    LOCAL_MEM _skein_red_t _skein_sd[{}];\n", c.group);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel_gen.hpp"
+#include "codegen/params.hpp"
 #include "skein/stencil.hpp"
 
 namespace skein::detail::stencil {
@@ -29,7 +29,7 @@ inline constexpr std::size_t kMaxBoxes = 6;
 struct Call {
   std::size_t D = 0;  // axes of the domain
   std::size_t device = 0;
-  Bindings bindings;
+  codegen::Bindings bindings;
   std::vector<Dtype> dtypes;             // per parameter
   std::vector<ParamKind> kinds;          // per parameter
   std::vector<std::size_t> components;   // per parameter: 0, or the components of a field
@@ -39,7 +39,7 @@ struct Call {
 };
 
 // What the program depends on: D, and per parameter its kind, dtype and (outputs) components.
-std::string signature(const std::vector<ParamDecl>& params, const Call& c);
+std::string signature(const std::vector<codegen::ParamDecl>& params, const Call& c);
 
 // The program: the kernel `name` with 32-bit indices and `name`_i64 with 64-bit ones. Kernel
 // parameters, in order: per parameter its array (allocation and byte offset), then for a field its
@@ -51,7 +51,7 @@ std::string signature(const std::vector<ParamDecl>& params, const Call& c);
 // values' array (allocation, offset) last, each group writing its value at its group id; and
 // `name`_fin, one group of c.group that reduces (partials, offset, count) into (out, offset),
 // combined with the value there when its last argument (int) is 1.
-std::string generate(const std::vector<ParamDecl>& params, const std::string& operation,
+std::string generate(const std::vector<codegen::ParamDecl>& params, const std::string& operation,
                      const StencilOptions& options, const Call& c);
 
 }  // namespace skein::detail::stencil

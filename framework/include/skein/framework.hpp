@@ -26,6 +26,7 @@
 #include "skein/memory_pool.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/occupancy.hpp"
+#include "skein/operand.hpp"
 #include "skein/platform.hpp"
 #include "skein/program.hpp"
 #include "skein/queue.hpp"

@@ -75,8 +75,9 @@ struct Queue::Impl {
   std::mutex temporaries_mutex;
   std::optional<DeviceMemoryPool> temporaries;
   // Per device (indexed by device index; empty until first use): the word that the groups of a
-  // one-launch whole-array reduction count themselves in (detail::group_counter, reduction.cpp).
-  // Only this queue's work uses it, and that work runs in order, so no two calls share it at once.
+  // one-launch whole-array reduction count themselves in (detail::codegen::group_counter,
+  // codegen/group_counter.cpp). Only this queue's work uses it, and that work runs in order, so no
+  // two calls share it at once.
   std::mutex group_counters_mutex;
   std::vector<Buffer> group_counters;
   // Page-locked memory for values the host reads (detail::HostValues, host_values.cpp): slot sets

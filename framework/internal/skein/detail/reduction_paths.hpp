@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal interface for the tests: how a whole-array reduction in fast mode finishes when its
-// first pass runs more than one group, and which way the calls went (reduction.cpp).
+// first pass runs more than one group, and which way the calls went (reduction_kernel.cpp).
 //
 // One launch: each group writes its partial value, counts itself in a word of the queue
-// (detail::group_counter), and the last group to count reduces the partial values in K_p2's order
-// and writes the result. Two launches: K_p1 writes the partial values, K_p2 reduces them. One
-// launch is taken where the context's devices guarantee the fences it needs (every CUDA device;
-// OpenCL devices with OpenCL C 2.0, or 3.0 with device-scope acquire/release), two otherwise.
+// (detail::codegen::group_counter), and the last group to count reduces the partial values in
+// K_p2's order and writes the result. Two launches: K_p1 writes the partial values, K_p2 reduces
+// them. One launch is taken where the context's devices guarantee the fences it needs (every CUDA
+// device; OpenCL devices with OpenCL C 2.0, or 3.0 with device-scope acquire/release), two
+// otherwise.
 #pragma once
 
 #include <cstddef>
@@ -43,7 +44,7 @@ SKEIN_EXPORT FinishCounts finish_counts();
 SKEIN_EXPORT bool one_launch_supported(const Queue& queue);
 
 // Identifies the word the one-launch path of calls on `device_idx` of `queue` counts groups in
-// (detail::group_counter; made if needed): its device address or cl_mem.
+// (detail::codegen::group_counter; made if needed): its device address or cl_mem.
 SKEIN_EXPORT std::uintptr_t group_counter_id(const Queue& queue, std::size_t device_idx);
 
 // The fast program's source for these inputs, with or without the one-launch code, whatever the
