@@ -152,156 +152,202 @@ void check_result(const char* what, double got, double expected) {
   }
 }
 
+// What every measurement of one size works with.
+struct Bench {
+  const Options& o;
+  const skein::Runtime& runtime;
+  skein::Communicator& comm;
+  const skein::Queue& queue;
+  Dtype dtype;
+  std::size_t size;
+
+  double item() const { return static_cast<double>(skein::itemsize(dtype)); }
+  // The median of f's time, timed as time_median() says.
+  double time(const std::function<void()>& f) const { return time_median(runtime, queue, o, f); }
+};
+
+// The vectors of axpy and sum: x = 1, y = 2, and z for the result.
+struct Vectors {
+  DistArray x, y, z;
+};
+
+Vectors make_vectors(const Bench& b) {
+  DistArray x(b.comm, b.queue, skein::BlockLayout::over(b.comm, {b.size}), b.dtype);
+  DistArray y(b.comm, b.queue, x.layout(), b.dtype);
+  DistArray z(b.comm, b.queue, x.layout(), b.dtype);
+  skein::dist::fill(x, skein::Operand::typed(b.dtype, 1.0));
+  skein::dist::fill(y, skein::Operand::typed(b.dtype, 2.0));
+  return {std::move(x), std::move(y), std::move(z)};
+}
+
+void measure_axpy(const Bench& b, const Vectors& v, double copy, std::vector<Row>& rows) {
+  const double n = static_cast<double>(b.size);
+  const auto a = skein::Operand::typed(b.dtype, 0.5);
+  const double t = b.time([&] { skein::dist::axpy(a, v.x, v.y, v.z); });
+  rows.push_back({"axpy z = a*x + y", "GB/s", "device-to-device copy", 3 * n * b.item() / t / 1e9,
+                  2 * n * b.item() / copy / 1e9, t, copy});
+  // Every element is 0.5 * 1 + 2.
+  check_result("axpy", skein::dist::sum(v.z), 2.5 * n);
+}
+
+// The device's part of a sum alone, on this rank's first device, timed between events on the
+// device as CuPy's figures are: the reduction kernels without the all_reduce and the host read.
+void measure_sum_on_one_device(const Bench& b, const DistArray& x, double copy_gbps, std::vector<Row>& rows) {
+  const Array block = x.local(0);
+  const std::size_t dev = x.block(0).device_idx;
+  Array result = skein::sum(b.queue, block);
+  std::vector<double> ms;
+  for (int i = 0; i < b.o.warmup + b.o.repeat; ++i) {
+    const skein::Event start = b.queue.record_event(dev);
+    skein::ReductionArgs args;
+    args.out = result;
+    skein::sum(b.queue, block, args);
+    const skein::Event stop = b.queue.record_event(dev);
+    stop.wait();
+    if (i >= b.o.warmup) ms.push_back(stop.time_since(start));
+  }
+  std::sort(ms.begin(), ms.end());
+  const double kernel_gbps = static_cast<double>(block.nbytes()) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  rows.push_back({"sum, one device", "GB/s", "device-to-device copy", kernel_gbps,
+                  copy_gbps / static_cast<double>(b.comm.size()), ms[ms.size() / 2] * 1e-3, 0});
+}
+
+// Where a distributed sum's time goes, each part timed as the whole call is (from a barrier to the
+// end of this rank's work, the slowest rank's time): the per-device reductions into values kept on
+// the devices; those into the values of the host's way (detail::HostValues: on CUDA page-locked
+// host memory the kernels write) and their read; those and the MPI exchange (the host's way step
+// by step, with the exchange's own part); the values read from the devices by Array::get instead;
+// the MPI exchange alone; and the all_reduce of the values on the devices, then a read of the
+// result, or with the result written by the all_reduce into the host values (page-locked host
+// memory on CUDA). dist::sum takes the all_reduce over several ranks with NCCL (into the host
+// values where they are mapped), the host's way otherwise (dist_ops.cpp, combine_on_devices).
+// `t` is the whole dist::sum's time.
+void measure_sum_parts(const Bench& b, const DistArray& x, double t, std::vector<Row>& rows) {
+  const skein::Queue& queue = b.queue;
+  std::vector<Array> values;
+  for (std::size_t i = 0; i < x.local_size(); ++i) values.push_back(skein::sum(queue, x.local(i)));
+  std::vector<std::size_t> devices;
+  for (std::size_t i = 0; i < x.local_size(); ++i) devices.push_back(x.block(i).device_idx);
+  auto reduce_into = [&](const std::vector<Array>& into) {
+    for (std::size_t i = 0; i < x.local_size(); ++i) {
+      skein::ReductionArgs args;
+      args.out = into[i];
+      skein::sum(queue, x.local(i), args);
+    }
+  };
+  const std::size_t item_bytes = values.empty() ? 0 : values[0].nbytes();
+  std::vector<std::byte> bytes(item_bytes), all_bytes(item_bytes * values.size());
+  const double t_local = b.time([&] { reduce_into(values); });
+  const double t_host = b.time([&] {
+    skein::detail::HostValues host(queue, devices, values[0].dtype());
+    reduce_into(host.arrays());
+    host.read(all_bytes);
+  });
+  std::vector<double> exchange_part;  // this rank's time in the exchange of each call
+  const double t_host_exchange = b.time([&] {
+    skein::detail::HostValues host(queue, devices, values[0].dtype());
+    reduce_into(host.arrays());
+    host.read(all_bytes);
+    const auto t0 = std::chrono::steady_clock::now();
+    skein::detail::all_reduce_host(b.comm, all_bytes, 1, values[0].dtype(), skein::ReduceOp::sum,
+                                   "skein-bench sum");
+    exchange_part.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  });
+  // The median over the timed calls (the first `warmup` were not), of the slowest rank's.
+  exchange_part.erase(exchange_part.begin(), exchange_part.begin() + b.o.warmup);
+  for (double& v : exchange_part) {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, b.runtime.comm());
+  }
+  std::sort(exchange_part.begin(), exchange_part.end());
+  const double t_exchange_part = exchange_part[exchange_part.size() / 2];
+  const double t_reads = b.time([&] {
+    reduce_into(values);
+    for (const auto& v : values) v.get(std::span<std::byte>(bytes));
+  });
+  const double t_exchange = b.time([&] {
+    double v = 1.0;
+    skein::detail::all_reduce_host(b.comm, std::as_writable_bytes(std::span<double>(&v, 1)), 1,
+                                   Dtype::float64, skein::ReduceOp::sum, "skein-bench sum");
+  });
+  const double t_former = b.time([&] {
+    reduce_into(values);
+    b.comm.all_reduce(queue, values, values, skein::ReduceOp::sum);
+    values[0].get(std::span<std::byte>(bytes));
+  });
+  const double t_former_host = b.time([&] {
+    reduce_into(values);
+    skein::detail::HostValues host(queue, devices, values[0].dtype());
+    b.comm.all_reduce(queue, values, host.arrays(), skein::ReduceOp::sum);
+    host.read(all_bytes);
+  });
+  for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
+                                std::pair{"sum: into host values, read", t_host},
+                                std::pair{"sum: those, then the MPI exchange", t_host_exchange},
+                                std::pair{"sum: ... of which the exchange", t_exchange_part},
+                                std::pair{"sum: into device values, Array::get", t_reads},
+                                std::pair{"sum: the MPI exchange alone", t_exchange},
+                                std::pair{"sum: all_reduce on devices, read", t_former},
+                                std::pair{"sum: all_reduce into host values, read", t_former_host}}) {
+    rows.push_back({what, "us", "the whole dist::sum", s * 1e6, t * 1e6, s, t});
+  }
+}
+
+void measure_sum(const Bench& b, const Vectors& v, double copy, std::vector<Row>& rows) {
+  const double n = static_cast<double>(b.size);
+  const double copy_gbps = 2 * n * b.item() / copy / 1e9;
+  double total = 0;
+  const double t = b.time([&] { total = skein::dist::sum(v.x); });
+  rows.push_back({"sum of x", "GB/s", "device-to-device copy", n * b.item() / t / 1e9, copy_gbps, t, copy});
+  measure_sum_on_one_device(b, v.x, copy_gbps, rows);
+  check_result("sum", total, n);
+  measure_sum_parts(b, v.x, t, rows);
+}
+
+// C = A @ B for size x size matrices, A split by rows and B on every device, against the vendor's
+// gemm called directly on every block.
+void measure_gemm(const Bench& b, std::vector<Row>& rows) {
+  const std::size_t m = b.size;
+  const double n = static_cast<double>(b.size);
+  DistArray a(b.comm, b.queue, skein::BlockLayout::over(b.comm, {m, m}), b.dtype);
+  DistArray c(b.comm, b.queue, a.layout(), b.dtype);
+  skein::ReplicatedArray rb(b.comm, b.queue, {m, m}, b.dtype);
+  skein::dist::fill(a, skein::Operand::typed(b.dtype, 1.0));
+  for (std::size_t i = 0; i < rb.local_size(); ++i) skein::fill(b.queue, rb.local(i), skein::Operand::typed(b.dtype, 0.5));
+  std::vector<std::unique_ptr<VendorGemm>> vendor;
+  for (std::size_t i = 0; i < a.local_size(); ++i) {
+    vendor.push_back(std::make_unique<VendorGemm>(b.queue, a.block(i).device_idx));
+  }
+  const double flops = 2 * n * n * n;
+  const double ref = b.time([&] {
+    for (std::size_t i = 0; i < a.local_size(); ++i) vendor[i]->gemm(a.local(i), rb.local(i), c.local(i));
+  });
+  const double t = b.time([&] { skein::dist::gemm(1.0, a, rb, 0.0, c); });
+  rows.push_back({"gemm C = A @ B", "TFLOP/s", vendor.front()->name(), flops / t / 1e12, flops / ref / 1e12, t, ref});
+  // Every element of C is 0.5 * m.
+  check_result("gemm", skein::dist::sum(c), 0.5 * n * n * n);
+}
+
 }  // namespace
 
 Measurement measure(const Options& o, std::size_t size, const skein::Runtime& runtime) {
   skein::Communicator comm(runtime);
   const skein::Queue queue(runtime.context());
   const Dtype dtype = o.dtype == "float64" ? Dtype::float64 : Dtype::float32;
-  const double item = static_cast<double>(skein::itemsize(dtype));
+  const Bench bench{o, runtime, comm, queue, dtype, size};
   std::vector<Row> rows;
-
-  const double n = static_cast<double>(size);
   if (o.what == "axpy" || o.what == "sum") {
-    DistArray x(comm, queue, skein::BlockLayout::over(comm, {size}), dtype);
-    DistArray y(comm, queue, x.layout(), dtype);
-    DistArray z(comm, queue, x.layout(), dtype);
-    skein::dist::fill(x, skein::Operand::typed(dtype, 1.0));
-    skein::dist::fill(y, skein::Operand::typed(dtype, 2.0));
-    const double copy = time_median(runtime, queue, o, [&] {
-      for (std::size_t i = 0; i < x.local_size(); ++i) z.local(i).set(x.local(i));
+    const Vectors v = make_vectors(bench);
+    // The reference: a device-to-device copy of x, block by block.
+    const double copy = bench.time([&] {
+      for (std::size_t i = 0; i < v.x.local_size(); ++i) v.z.local(i).set(v.x.local(i));
     });
-    const double copy_gbps = 2 * n * item / copy / 1e9;
     if (o.what == "axpy") {
-      const auto a = skein::Operand::typed(dtype, 0.5);
-      const double t = time_median(runtime, queue, o, [&] { skein::dist::axpy(a, x, y, z); });
-      rows.push_back({"axpy z = a*x + y", "GB/s", "device-to-device copy", 3 * n * item / t / 1e9,
-                      copy_gbps, t, copy});
-      // Every element is 0.5 * 1 + 2.
-      check_result("axpy", skein::dist::sum(z), 2.5 * n);
+      measure_axpy(bench, v, copy, rows);
     } else {
-      double total = 0;
-      const double t = time_median(runtime, queue, o, [&] { total = skein::dist::sum(x); });
-      rows.push_back({"sum of x", "GB/s", "device-to-device copy", n * item / t / 1e9, copy_gbps,
-                      t, copy});
-      // The device's part alone, on this rank's first device, timed between events on the device
-      // as CuPy's figures are: the reduction kernels without the all_reduce and the host read.
-      const Array block = x.local(0);
-      const std::size_t dev = x.block(0).device_idx;
-      Array result = skein::sum(queue, block);
-      std::vector<double> ms;
-      for (int i = 0; i < o.warmup + o.repeat; ++i) {
-        const skein::Event start = queue.record_event(dev);
-        skein::ReductionArgs args;
-        args.out = result;
-        skein::sum(queue, block, args);
-        const skein::Event stop = queue.record_event(dev);
-        stop.wait();
-        if (i >= o.warmup) ms.push_back(stop.time_since(start));
-      }
-      std::sort(ms.begin(), ms.end());
-      const double kernel_gbps = static_cast<double>(block.nbytes()) / (ms[ms.size() / 2] * 1e-3) / 1e9;
-      rows.push_back({"sum, one device", "GB/s", "device-to-device copy", kernel_gbps,
-                      copy_gbps / static_cast<double>(comm.size()), ms[ms.size() / 2] * 1e-3, 0});
-      check_result("sum", total, n);
-      // Where a distributed sum's time goes, each part timed as the whole call is (from a barrier
-      // to the end of this rank's work, the slowest rank's time): the per-device reductions into
-      // values kept on the devices; those into the values of the host's way (detail::HostValues:
-      // on CUDA page-locked host memory the kernels write) and their read; those and the MPI
-      // exchange (the host's way step by step, with the exchange's own part); the values read from
-      // the devices by Array::get instead; the MPI exchange alone; and the all_reduce of the values
-      // on the devices, then a read of the result, or with the result written by the all_reduce
-      // into the host values (page-locked host memory on CUDA). dist::sum takes the all_reduce
-      // over several ranks with NCCL (into the host values where they are mapped), the host's way
-      // otherwise (dist_ops.cpp, combine_on_devices).
-      std::vector<Array> values;
-      for (std::size_t i = 0; i < x.local_size(); ++i) values.push_back(skein::sum(queue, x.local(i)));
-      std::vector<std::size_t> devices;
-      for (std::size_t i = 0; i < x.local_size(); ++i) devices.push_back(x.block(i).device_idx);
-      auto reduce_into = [&](const std::vector<Array>& into) {
-        for (std::size_t i = 0; i < x.local_size(); ++i) {
-          skein::ReductionArgs args;
-          args.out = into[i];
-          skein::sum(queue, x.local(i), args);
-        }
-      };
-      const std::size_t item_bytes = values.empty() ? 0 : values[0].nbytes();
-      std::vector<std::byte> bytes(item_bytes), all_bytes(item_bytes * values.size());
-      const double t_local = time_median(runtime, queue, o, [&] { reduce_into(values); });
-      const double t_host = time_median(runtime, queue, o, [&] {
-        skein::detail::HostValues host(queue, devices, values[0].dtype());
-        reduce_into(host.arrays());
-        host.read(all_bytes);
-      });
-      std::vector<double> exchange_part;  // this rank's time in the exchange of each call
-      const double t_host_exchange = time_median(runtime, queue, o, [&] {
-        skein::detail::HostValues host(queue, devices, values[0].dtype());
-        reduce_into(host.arrays());
-        host.read(all_bytes);
-        const auto t0 = std::chrono::steady_clock::now();
-        skein::detail::all_reduce_host(comm, all_bytes, 1, values[0].dtype(), skein::ReduceOp::sum,
-                                       "skein-bench sum");
-        exchange_part.push_back(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      });
-      // The median over the timed calls (the first `warmup` were not), of the slowest rank's.
-      exchange_part.erase(exchange_part.begin(), exchange_part.begin() + o.warmup);
-      for (double& v : exchange_part) {
-        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, runtime.comm());
-      }
-      std::sort(exchange_part.begin(), exchange_part.end());
-      const double t_exchange_part = exchange_part[exchange_part.size() / 2];
-      const double t_reads = time_median(runtime, queue, o, [&] {
-        reduce_into(values);
-        for (const auto& v : values) v.get(std::span<std::byte>(bytes));
-      });
-      const double t_exchange = time_median(runtime, queue, o, [&] {
-        double v = 1.0;
-        skein::detail::all_reduce_host(comm, std::as_writable_bytes(std::span<double>(&v, 1)), 1,
-                                       Dtype::float64, skein::ReduceOp::sum, "skein-bench sum");
-      });
-      const double t_former = time_median(runtime, queue, o, [&] {
-        reduce_into(values);
-        comm.all_reduce(queue, values, values, skein::ReduceOp::sum);
-        values[0].get(std::span<std::byte>(bytes));
-      });
-      const double t_former_host = time_median(runtime, queue, o, [&] {
-        reduce_into(values);
-        skein::detail::HostValues host(queue, devices, values[0].dtype());
-        comm.all_reduce(queue, values, host.arrays(), skein::ReduceOp::sum);
-        host.read(all_bytes);
-      });
-      for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
-                                    std::pair{"sum: into host values, read", t_host},
-                                    std::pair{"sum: those, then the MPI exchange", t_host_exchange},
-                                    std::pair{"sum: ... of which the exchange", t_exchange_part},
-                                    std::pair{"sum: into device values, Array::get", t_reads},
-                                    std::pair{"sum: the MPI exchange alone", t_exchange},
-                                    std::pair{"sum: all_reduce on devices, read", t_former},
-                                    std::pair{"sum: all_reduce into host values, read", t_former_host}}) {
-        rows.push_back({what, "us", "the whole dist::sum", s * 1e6, t * 1e6, s, t});
-      }
+      measure_sum(bench, v, copy, rows);
     }
   } else {
-    const std::size_t m = size;
-    DistArray a(comm, queue, skein::BlockLayout::over(comm, {m, m}), dtype);
-    DistArray c(comm, queue, a.layout(), dtype);
-    skein::ReplicatedArray b(comm, queue, {m, m}, dtype);
-    skein::dist::fill(a, skein::Operand::typed(dtype, 1.0));
-    for (std::size_t i = 0; i < b.local_size(); ++i) skein::fill(queue, b.local(i), skein::Operand::typed(dtype, 0.5));
-    std::vector<std::unique_ptr<VendorGemm>> vendor;
-    for (std::size_t i = 0; i < a.local_size(); ++i) {
-      vendor.push_back(std::make_unique<VendorGemm>(queue, a.block(i).device_idx));
-    }
-    const double flops = 2 * n * n * n;
-    const double ref = time_median(runtime, queue, o, [&] {
-      for (std::size_t i = 0; i < a.local_size(); ++i) vendor[i]->gemm(a.local(i), b.local(i), c.local(i));
-    });
-    const double t = time_median(runtime, queue, o, [&] { skein::dist::gemm(1.0, a, b, 0.0, c); });
-    rows.push_back({"gemm C = A @ B", "TFLOP/s", vendor.front()->name(), flops / t / 1e12,
-                    flops / ref / 1e12, t, ref});
-    // Every element of C is 0.5 * m.
-    check_result("gemm", skein::dist::sum(c), 0.5 * n * n * n);
+    measure_gemm(bench, rows);
   }
   return {std::move(rows), std::string(runtime.context().api().name()), comm.backend_description(),
           runtime.context().device(0).description()};

@@ -271,31 +271,35 @@ void on_root(const skein::Runtime& runtime, F&& f) {
   }
 }
 
-int simulate(const Options& o, const skein::Runtime& runtime) {
-  const bool root = runtime.rank() == 0;
-  skein::Communicator comm(runtime);
-  const skein::Queue queue(comm.context());
-  const std::size_t devices = comm.size();
+// --- the 2-D row split, step by step (simulate() at the end calls them in order) ---
 
-  // --- options that need the runtime (or that every rank checks alike) ---
-  const Dtype dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
-  const std::size_t ny = o.weak ? o.ny * devices : o.ny;
-  if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
+// The settings of the run that need the runtime (the global rows with --weak) or that every rank
+// checks alike (UsageError on every rank).
+struct RowSetup {
+  Dtype dtype = Dtype::float64;
+  std::size_t ny = 0;  // global rows: --ny, times the devices with --weak
   skein::heat::Problem problem;
+  skein::heat::StencilConfig stencil;  // without the edges' queue, which the field's set-up adds
+};
+
+RowSetup check_row_options(const Options& o, std::size_t devices) {
+  RowSetup s;
+  s.dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
+  s.ny = o.weak ? o.ny * devices : o.ny;
+  if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
   try {
-    problem = skein::heat::Problem::make(o.nx, ny, o.modes[0], o.modes[1], o.alpha, o.dt_factor, dtype);
+    s.problem = skein::heat::Problem::make(o.nx, s.ny, o.modes[0], o.modes[1], o.alpha, o.dt_factor, s.dtype);
   } catch (const skein::LogicError& e) {
     throw UsageError(e.info().what, e.info().hint);
   }
-  skein::heat::StencilConfig stencil_config;
-  stencil_config.variant = skein::heat::parse_stencil_variant(o.stencil_variant);
+  s.stencil.variant = skein::heat::parse_stencil_variant(o.stencil_variant);
   if (!o.stencil_shape.empty()) {
-    stencil_config.rows_per_item = static_cast<unsigned>(o.stencil_shape[0]);
-    stencil_config.local_x = o.stencil_shape[1];
-    stencil_config.local_y = o.stencil_shape[2];
+    s.stencil.rows_per_item = static_cast<unsigned>(o.stencil_shape[0]);
+    s.stencil.local_x = o.stencil_shape[1];
+    s.stencil.local_y = o.stencil_shape[2];
   }
   try {
-    (void)skein::heat::stencil_shape(stencil_config, o.nx, dtype);
+    (void)skein::heat::stencil_shape(s.stencil, o.nx, s.dtype);
   } catch (const skein::LogicError& e) {
     throw UsageError(fmt::format("--stencil-shape: {}", e.info().what), e.info().hint);
   }
@@ -312,130 +316,150 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
                      "install libpng-dev (tools/install-deps.sh) and rebuild, or leave out --png");
   }
   if (o.restart && o.overwrite) throw UsageError("--restart and --overwrite exclude each other");
+  return s;
+}
 
-  // --- the field: two arrays with one halo row, stepped from one into the other ---
-  const skein::BlockLayout layout =
-      skein::BlockLayout::over(comm, {ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
-  DistArray u(comm, queue, layout, dtype);
-  DistArray v(comm, queue, layout, dtype);
-  // The overlapped step's second queue (with one member there are no halos to move: the plain
-  // step). High priority by default: on CUDA its copies' and edge kernel's blocks are scheduled
-  // ahead of the interior's waiting ones (of this rank, and of every rank under MPS).
+// The overlapped step's second queue (with one member there are no halos to move: the plain
+// step, and no queue). High priority by default: on CUDA its copies' and edge kernel's blocks are
+// scheduled ahead of the interior's waiting ones (of this rank, and of every rank under MPS).
+std::optional<skein::Queue> make_halo_queue(const Options& o, const skein::Communicator& comm,
+                                            const skein::Queue& queue) {
   std::optional<skein::Queue> halo_queue;
   if (o.halo_exchange == "overlapped" && comm.size() > 1) {
     halo_queue.emplace(queue.context(), queue.device_idxs(),
                        o.halo_priority == "high" ? skein::QueuePriority::high() : skein::QueuePriority::low());
-    stencil_config.edges_queue = halo_queue;
   }
-  const skein::heat::Stencil stencil(u, problem, stencil_config);
-  const Stepper stepper(u, stencil, halo_queue);
+  return halo_queue;
+}
 
-  if (root) {
-    fmt::print("skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, {})\n",
-               o.nx, ny, o.nx, ny, o.weak ? fmt::format(", {} per device", o.ny) : "", o.dtype, devices,
-               runtime.size(), comm.context().api().name(), comm.backend_description());
-    fmt::print("  layout: {}\n", layout.describe());
-    fmt::print("  stencil: {}{}\n", stencil.shape().describe(),
-               stencil_config.variant == skein::heat::StencilVariant::automatic ? " (--stencil-variant auto)" : "");
-    fmt::print("  alpha {}, dt {:.6g} (factor {}), mode ({}, {}), lambda {:.17g}\n", o.alpha, problem.dt,
-               o.dt_factor, o.modes[0], o.modes[1], problem.lambda());
-    std::fflush(stdout);
-  }
+void print_row_header(const Options& o, const skein::Runtime& runtime, const skein::Communicator& comm,
+                      const RowSetup& s, const skein::BlockLayout& layout, const skein::heat::Stencil& stencil) {
+  fmt::print("skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, {})\n",
+             o.nx, s.ny, o.nx, s.ny, o.weak ? fmt::format(", {} per device", o.ny) : "", o.dtype, comm.size(),
+             runtime.size(), comm.context().api().name(), comm.backend_description());
+  fmt::print("  layout: {}\n", layout.describe());
+  fmt::print("  stencil: {}{}\n", stencil.shape().describe(),
+             s.stencil.variant == skein::heat::StencilVariant::automatic ? " (--stencil-variant auto)" : "");
+  fmt::print("  alpha {}, dt {:.6g} (factor {}), mode ({}, {}), lambda {:.17g}\n", o.alpha, s.problem.dt,
+             o.dt_factor, o.modes[0], o.modes[1], s.problem.lambda());
+  std::fflush(stdout);
+}
 
-  // --- output directory and checkpoints ---
-  const fs::path out_dir = o.out;
+// The problem's parameters, stored on the checkpoints and heat.h5 (and compared on --restart).
+skein::hdf5::Attributes row_attributes(const Options& o, const RowSetup& s) {
+  return {{"nx", static_cast<std::int64_t>(o.nx)},       {"ny", static_cast<std::int64_t>(s.ny)},
+          {"kx", static_cast<std::int64_t>(o.modes[0])}, {"ky", static_cast<std::int64_t>(o.modes[1])},
+          {"alpha", o.alpha},                            {"dt", s.problem.dt},
+          {"dtype", o.dtype},                            {"program", std::string("skein-heat")}};
+}
+
+// With --out: makes the directory (rank 0) and opens its checkpoints/; without, none.
+std::optional<skein::CheckpointManager> open_checkpoints(const Options& o, const skein::Runtime& runtime,
+                                                         skein::Communicator& comm) {
   std::optional<skein::CheckpointManager> checkpoints;
-  const skein::hdf5::Attributes attributes = {
-      {"nx", static_cast<std::int64_t>(o.nx)},     {"ny", static_cast<std::int64_t>(ny)},
-      {"kx", static_cast<std::int64_t>(o.modes[0])}, {"ky", static_cast<std::int64_t>(o.modes[1])},
-      {"alpha", o.alpha},                            {"dt", problem.dt},
-      {"dtype", o.dtype},                            {"program", std::string("skein-heat")}};
   if (!o.out.empty()) {
+    const fs::path out_dir = o.out;
     on_root(runtime, [&] { fs::create_directories(out_dir); });
     skein::CheckpointOptions options;
     options.keep = o.keep;
     checkpoints.emplace(comm, out_dir / "checkpoints", options);
   }
+  return checkpoints;
+}
 
-  std::int64_t start = 0;
-  if (o.restart) {
-    std::optional<skein::CheckpointInfo> latest;
-    try {
-      latest = checkpoints->latest_complete();
-    } catch (const skein::CheckpointError& e) {
-      // Rank 0 checked the file and every rank raises: refuse on every rank, with what to do here.
-      throw AgreedError(fmt::format("--restart: the newest checkpoint cannot be used: {}", e.info().what),
-                        fmt::format("move the damaged checkpoint (its .h5 and .done files) out of {} to restart from "
-                                    "the one before, or start again with --overwrite",
-                                    (out_dir / "checkpoints").string()),
-                        2);
-    }
-    if (!latest) {
-      throw UsageError(fmt::format("--restart: there is no complete checkpoint in {}", (out_dir / "checkpoints").string()),
-                       "run without --restart first (with --checkpoint-every N), or give the --out of that run");
-    }
-    const auto entry = latest->arrays.find("u");
-    if (entry == latest->arrays.end()) {
-      throw UsageError(fmt::format("--restart: the checkpoint {} has no array 'u': it is not skein-heat's",
-                                   latest->file.string()));
-    }
-    if (entry->second.shape != skein::Shape{ny, o.nx} || entry->second.dtype != dtype) {
-      throw UsageError(
-          fmt::format("--restart: the checkpoint {} holds a {} grid of {} (rows x columns), but the options "
-                      "ask for {} of {}",
-                      latest->file.string(), skein::to_string(entry->second.shape), skein::name(entry->second.dtype),
-                      skein::to_string(skein::Shape{ny, o.nx}), o.dtype),
-          "give the same --nx, --ny (and --weak with as many devices) and --dtype as the run that wrote it");
-    }
-    const skein::CheckpointInfo restored = checkpoints->restore(*latest, {{"u", u}});
-    // The same grid with other parameters would continue another problem: refuse that too.
-    for (const char* key : {"kx", "ky", "alpha", "dt"}) {
-      const auto it = restored.attributes.find(key);
-      const auto want = attributes.at(key);
-      if (it == restored.attributes.end() || it->second != want) {
-        throw UsageError(fmt::format("--restart: the checkpoint {} has {} = {}, the options give {}",
-                                     latest->file.string(), key,
-                                     it == restored.attributes.end() ? "(none)" : skein::hdf5::to_string(it->second),
-                                     skein::hdf5::to_string(want)),
-                         "give the same --modes, --alpha, --dt-factor and grid as the run that wrote it");
-      }
-    }
-    start = restored.step;
-    if (start > o.steps) {
-      throw UsageError(fmt::format("--restart: the newest checkpoint is at step {}, past --steps {}", start, o.steps),
-                       "give --steps of at least the checkpoint's step");
-    }
-    if (root) fmt::print("  restarted from {} (step {}, written by {} rank(s))\n", latest->file.string(), start, latest->ranks);
-  } else {
-    if (checkpoints) {
-      const auto old = checkpoints->list();
-      if (!old.empty()) {
-        if (!o.overwrite) {
-          throw UsageError(fmt::format("{} holds checkpoints of an earlier run (newest: step {})",
-                                       (out_dir / "checkpoints").string(), old.back().step),
-                           "pass --restart to continue from it, --overwrite to start again (deletes them), or "
-                           "another --out");
-        }
-        on_root(runtime, [&] {
-          for (const auto& c : old) {
-            fs::remove(c.marker);  // the marker first: a checkpoint without one is incomplete
-            fs::remove(c.file);
-          }
-        });
-      }
-    }
-    skein::heat::set_initial(u, problem);
+// --restart: reads the newest complete checkpoint into u and returns its step; refused on every
+// rank (UsageError; AgreedError with status 2 for a damaged one) when there is none, or when its
+// grid, dtype or parameters are not the options'.
+std::int64_t restore_checkpoint(const Options& o, const RowSetup& s, skein::CheckpointManager& checkpoints,
+                                const skein::hdf5::Attributes& attributes, const DistArray& u, bool root) {
+  const fs::path dir = fs::path(o.out) / "checkpoints";
+  std::optional<skein::CheckpointInfo> latest;
+  try {
+    latest = checkpoints.latest_complete();
+  } catch (const skein::CheckpointError& e) {
+    // Rank 0 checked the file and every rank raises: refuse on every rank, with what to do here.
+    throw AgreedError(fmt::format("--restart: the newest checkpoint cannot be used: {}", e.info().what),
+                      fmt::format("move the damaged checkpoint (its .h5 and .done files) out of {} to restart from "
+                                  "the one before, or start again with --overwrite",
+                                  dir.string()),
+                      2);
   }
+  if (!latest) {
+    throw UsageError(fmt::format("--restart: there is no complete checkpoint in {}", dir.string()),
+                     "run without --restart first (with --checkpoint-every N), or give the --out of that run");
+  }
+  const auto entry = latest->arrays.find("u");
+  if (entry == latest->arrays.end()) {
+    throw UsageError(fmt::format("--restart: the checkpoint {} has no array 'u': it is not skein-heat's",
+                                 latest->file.string()));
+  }
+  if (entry->second.shape != skein::Shape{s.ny, o.nx} || entry->second.dtype != s.dtype) {
+    throw UsageError(
+        fmt::format("--restart: the checkpoint {} holds a {} grid of {} (rows x columns), but the options "
+                    "ask for {} of {}",
+                    latest->file.string(), skein::to_string(entry->second.shape), skein::name(entry->second.dtype),
+                    skein::to_string(skein::Shape{s.ny, o.nx}), o.dtype),
+        "give the same --nx, --ny (and --weak with as many devices) and --dtype as the run that wrote it");
+  }
+  const skein::CheckpointInfo restored = checkpoints.restore(*latest, {{"u", u}});
+  // The same grid with other parameters would continue another problem: refuse that too.
+  for (const char* key : {"kx", "ky", "alpha", "dt"}) {
+    const auto it = restored.attributes.find(key);
+    const auto want = attributes.at(key);
+    if (it == restored.attributes.end() || it->second != want) {
+      throw UsageError(fmt::format("--restart: the checkpoint {} has {} = {}, the options give {}",
+                                   latest->file.string(), key,
+                                   it == restored.attributes.end() ? "(none)" : skein::hdf5::to_string(it->second),
+                                   skein::hdf5::to_string(want)),
+                       "give the same --modes, --alpha, --dt-factor and grid as the run that wrote it");
+    }
+  }
+  const std::int64_t start = restored.step;
+  if (start > o.steps) {
+    throw UsageError(fmt::format("--restart: the newest checkpoint is at step {}, past --steps {}", start, o.steps),
+                     "give --steps of at least the checkpoint's step");
+  }
+  if (root) fmt::print("  restarted from {} (step {}, written by {} rank(s))\n", latest->file.string(), start, latest->ranks);
+  return start;
+}
 
-  // --- the time loop ---
-  const auto run_start = Clock::now();
+// A fresh start over the checkpoints of an earlier run: refused (UsageError), unless --overwrite,
+// which deletes them (rank 0).
+void clear_old_checkpoints(const Options& o, const skein::Runtime& runtime, skein::CheckpointManager& checkpoints) {
+  const auto old = checkpoints.list();
+  if (old.empty()) return;
+  if (!o.overwrite) {
+    throw UsageError(fmt::format("{} holds checkpoints of an earlier run (newest: step {})",
+                                 (fs::path(o.out) / "checkpoints").string(), old.back().step),
+                     "pass --restart to continue from it, --overwrite to start again (deletes them), or "
+                     "another --out");
+  }
+  on_root(runtime, [&] {
+    for (const auto& c : old) {
+      fs::remove(c.marker);  // the marker first: a checkpoint without one is incomplete
+      fs::remove(c.file);
+    }
+  });
+}
+
+// What the time loop did.
+struct RowLoop {
   std::vector<double> interval_times;  // seconds per step of each report interval, this rank
-  double loop_time = 0;
-  double residual = NAN;
+  double loop_time = 0;                // the steps' wall time (reports and checkpoints excluded)
+  double residual = NAN;               // of the last step, when a report came after it
   std::size_t checkpoints_written = 0;
+};
+
+// Steps u from `start` to --steps (u and v swap every step), in intervals that end at every
+// --report-every step (a residual and a progress line, its time since `run_start`) and
+// --checkpoint-every step (a checkpoint); each interval's steps are timed alone. One warm-up step
+// into v first (which the first real step overwrites): first launches, MPI's first messages and
+// staging buffers are not timed.
+RowLoop advance(const Options& o, const skein::heat::Problem& problem, const Stepper& stepper, DistArray& u,
+                DistArray& v, std::optional<skein::CheckpointManager>& checkpoints,
+                const skein::hdf5::Attributes& attributes, std::int64_t start, Clock::time_point run_start, bool root) {
+  RowLoop loop;
   if (start < o.steps) {
-    // One warm-up step into v (which the first real step overwrites): first launches, MPI's
-    // first messages and staging buffers are not timed.
     stepper(u, v);
     stepper.synchronize();
   }
@@ -453,39 +477,42 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
     }
     stepper.synchronize();
     const double t = seconds(interval_start);
-    loop_time += t;
-    interval_times.push_back(t / static_cast<double>(n));
+    loop.loop_time += t;
+    loop.interval_times.push_back(t / static_cast<double>(n));
 
     if (step == o.steps || (o.report_every > 0 && step % o.report_every == 0)) {
-      residual = skein::heat::max_difference(u, v);
+      loop.residual = skein::heat::max_difference(u, v);
       if (root) {
         fmt::print("step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n", step,
-                   o.steps, static_cast<double>(step) * problem.dt, residual, static_cast<double>(n) / t,
+                   o.steps, static_cast<double>(step) * problem.dt, loop.residual, static_cast<double>(n) / t,
                    seconds(run_start));
         std::fflush(stdout);
       }
     }
     if (checkpoints && o.checkpoint_every > 0 && step % o.checkpoint_every == 0) {
       const auto info = checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
-      ++checkpoints_written;
+      ++loop.checkpoints_written;
       if (root) {
         fmt::print("  checkpoint {} ({})\n", info.file.string(), skein::format_bytes(info.bytes));
         std::fflush(stdout);
       }
     }
   }
-  const double run_time = seconds(run_start);
+  return loop;
+}
 
-  // --- the check against the exact solution ---
-  const skein::heat::CheckResult check = skein::heat::check(u, problem, o.steps);
-  std::optional<Performance> perf;
-  if (!interval_times.empty()) perf = measure(u, v, stencil, stepper, interval_times, loop_time, o.steps - start);
+// The files of the end of the run: DIR/heat.h5 (collective) with --out, the image with --png.
+struct RowFiles {
+  std::vector<std::string> paths;
+  std::optional<skein::heat::ImageInfo> image;
+};
 
-  // --- files ---
-  std::vector<std::string> files;
+RowFiles write_files(const Options& o, skein::Communicator& comm, const skein::heat::Problem& problem,
+                     const skein::hdf5::Attributes& attributes, const DistArray& u) {
+  RowFiles files;
   const double time = static_cast<double>(o.steps) * problem.dt;
   if (!o.out.empty()) {
-    const std::string path = (out_dir / "heat.h5").string();
+    const std::string path = (fs::path(o.out) / "heat.h5").string();
     auto file = skein::hdf5::File::create(comm, path);
     skein::hdf5::WriteOptions write;
     write.step = o.steps;
@@ -495,119 +522,200 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
     write.attributes["time"] = time;
     file.write("u", u, write);
     file.close();
-    files.push_back(path);
+    files.paths.push_back(path);
   }
-  std::optional<skein::heat::ImageInfo> image;
   if (!o.png.empty()) {
-    image = skein::heat::write_png(u, o.png, o.png_max_side);
-    files.push_back(o.png);
+    files.image = skein::heat::write_png(u, o.png, o.png_max_side);
+    files.paths.push_back(o.png);
   }
-  std::vector<skein::CheckpointInfo> kept;
-  if (checkpoints) kept = checkpoints->list();
+  return files;
+}
 
-  // --- summary ---
+// Everything the summary and --json say (rank 0).
+struct RowReport {
+  const Options& o;
+  const RowSetup& setup;
+  const skein::heat::StencilShape& shape;
+  std::size_t devices = 0;
+  int ranks = 0;
+  std::string api;
+  std::int64_t start = 0;
+  RowLoop loop;
+  double run_time = 0;
+  skein::heat::CheckResult check;
+  std::optional<Performance> perf;  // when steps ran
+  RowFiles files;
+  std::vector<skein::CheckpointInfo> kept;
+};
+
+void print_performance(const RowReport& r) {
+  const Performance& perf = *r.perf;
+  fmt::print("  step time   {} (median of {} interval(s); mean {}), {:.3g} Gpoints/s\n", format_time(perf.t_step),
+             perf.intervals, format_time(perf.t_step_mean), static_cast<double>(r.o.nx * r.setup.ny) / perf.t_step / 1e9);
+  fmt::print("  floor       {} per step: {} read + written per device at {:.1f} GB/s (device copy, measured); "
+             "floor / step = {:.3f}\n",
+             format_time(perf.floor), skein::format_bytes(perf.bytes_per_step), perf.copy_gbps,
+             perf.floor / perf.t_step);
+  fmt::print("  kernel      {} per step (device time), floor / kernel = {:.3f}; halo exchange {} = {:.1f} % of a "
+             "step\n",
+             format_time(perf.t_kernel), perf.floor / perf.t_kernel, format_time(perf.t_halo),
+             100 * perf.t_halo / perf.t_step);
+  fmt::print("  stencil     {}\n", r.shape.describe());
+  const double exposed = std::max(0.0, perf.t_step - perf.t_compute);
+  fmt::print("  halo        {}: the step's kernels alone take {} per step; exposed halo time "
+             "(step - kernels) {} = {:.1f} % of a step\n",
+             perf.overlapped ? "overlapped with the interior" : "exchanged before the kernel",
+             format_time(perf.t_compute), format_time(exposed), 100 * exposed / perf.t_step);
+}
+
+void print_row_summary(const RowReport& r) {
+  const Options& o = r.o;
+  const std::size_t ny = r.setup.ny;
+  const double time = static_cast<double>(o.steps) * r.setup.problem.dt;
+  const fs::path out_dir = o.out;
+  fmt::print("skein-heat summary\n");
+  fmt::print("  grid        {} x {} ({} points), {}, {} device(s) on {} rank(s)\n", o.nx, ny, o.nx * ny, o.dtype,
+             r.devices, r.ranks);
+  fmt::print("  steps       {} (this run: {}{}), t = {:.6g}, {:.3f} s in all\n", o.steps, o.steps - r.start,
+             r.start > 0 ? fmt::format(", restarted at step {}", r.start) : "", time, r.run_time);
+  if (!std::isnan(r.loop.residual)) {
+    fmt::print("  residual    {:.3e} (max |u_new - u_old| of the last step)\n", r.loop.residual);
+  }
+  fmt::print("  check       max |u - lambda^n u0| = {:.3e}, tolerance {:.3e}: {}\n", r.check.max_error,
+             r.check.tolerance, r.check.passed() ? "passed" : "FAILED");
+  fmt::print("              max |u - exp(-(kx^2+ky^2) pi^2 alpha t) u0| = {:.3e} (truncation error, for information)\n",
+             r.check.max_error_continuous);
+  if (r.perf) print_performance(r);
+  if (const auto& image = r.files.image) {
+    fmt::print("  image       {}: {} x {} pixels{}, colours from {:.3g} to {:.3g}\n", o.png, image->width, image->height,
+               image->downsampled ? fmt::format(" (the {} x {} grid sampled: --png-size {})", o.nx, ny,
+                                                o.png_max_side)
+                                  : "",
+               image->min, image->max);
+  }
+  if (!o.out.empty()) {
+    fmt::print("  files       {}\n", (out_dir / "heat.h5").string());
+    if (r.loop.checkpoints_written > 0 || !r.kept.empty()) {
+      fmt::print("  checkpoints {} written, {} kept in {}{}\n", r.loop.checkpoints_written, r.kept.size(),
+                 (out_dir / "checkpoints").string(),
+                 r.kept.empty() ? "" : fmt::format(" (newest: step {})", r.kept.back().step));
+    }
+  }
+  if (!r.check.passed()) {
+    fmt::print(stderr,
+               "skein-heat: CHECK FAILED: the final field differs from the discrete analytic solution by {:.3e}, "
+               "{:.3g} times the tolerance {:.3e}\n",
+               r.check.max_error, r.check.max_error / r.check.tolerance, r.check.tolerance);
+  }
+}
+
+void add_performance(nlohmann::json& j, const RowReport& r) {
+  const Performance& perf = *r.perf;
+  j["t_step_s"] = perf.t_step;
+  j["t_step_mean_s"] = perf.t_step_mean;
+  j["t_kernel_s"] = perf.t_kernel;
+  j["t_halo_s"] = perf.t_halo;
+  j["halo_share"] = perf.t_halo / perf.t_step;
+  j["halo_exchange"] = perf.overlapped ? "overlapped" : "serial";
+  if (perf.overlapped) j["halo_priority"] = r.o.halo_priority;
+  j["t_compute_s"] = perf.t_compute;
+  j["halo_exposed_s"] = std::max(0.0, perf.t_step - perf.t_compute);
+  j["halo_exposed_share"] = std::max(0.0, perf.t_step - perf.t_compute) / perf.t_step;
+  j["floor_s"] = perf.floor;
+  j["floor_ratio"] = perf.floor / perf.t_step;
+  j["kernel_floor_ratio"] = perf.floor / perf.t_kernel;
+  j["copy_GBps"] = perf.copy_gbps;
+  j["bytes_per_step_per_device"] = perf.bytes_per_step;
+  j["bandwidth_GBps"] = static_cast<double>(perf.bytes_per_step) / perf.t_step / 1e9;
+  j["points_per_s"] = static_cast<double>(r.o.nx * r.setup.ny) / perf.t_step;
+  j["intervals"] = perf.intervals;
+}
+
+void write_row_json(const RowReport& r) {
+  const Options& o = r.o;
+  const double residual = r.loop.residual;
+  nlohmann::json j = {{"tool", "skein-heat"},
+                      {"api", r.api},
+                      {"devices", r.devices},
+                      {"ranks", r.ranks},
+                      {"nx", o.nx},
+                      {"ny", r.setup.ny},
+                      {"ny_per_device", o.weak ? nlohmann::json(o.ny) : nlohmann::json(nullptr)},
+                      {"weak", o.weak},
+                      {"dtype", o.dtype},
+                      {"steps", o.steps},
+                      {"start_step", r.start},
+                      {"time", static_cast<double>(o.steps) * r.setup.problem.dt},
+                      {"dt", r.setup.problem.dt},
+                      {"run_s", r.run_time},
+                      {"residual", std::isnan(residual) ? nlohmann::json(nullptr) : nlohmann::json(residual)},
+                      {"check",
+                       {{"passed", r.check.passed()},
+                        {"max_error", r.check.max_error},
+                        {"tolerance", r.check.tolerance},
+                        {"max_error_continuous", r.check.max_error_continuous}}},
+                      {"stencil_variant", skein::heat::name(r.shape.variant)},
+                      {"stencil_shape",
+                       {{"elements_per_item", r.shape.w},
+                        {"rows_per_item", r.shape.r},
+                        {"local", {r.shape.local_x, r.shape.local_y}}}},
+                      {"files", r.files.paths}};
+  if (r.perf) add_performance(j, r);
+  std::ofstream(o.json_file) << j.dump(2) << "\n";
+}
+
+// The 2-D run: a field of ny rows x nx columns split by rows over every device of every rank,
+// stepped from u into v and back; checked against the exact solution at the end.
+int simulate(const Options& o, const skein::Runtime& runtime) {
+  const bool root = runtime.rank() == 0;
+  skein::Communicator comm(runtime);
+  const skein::Queue queue(comm.context());
+  const RowSetup setup = check_row_options(o, comm.size());
+  const skein::heat::Problem& problem = setup.problem;
+
+  // The field: two arrays with one halo row, stepped from one into the other.
+  const skein::BlockLayout layout =
+      skein::BlockLayout::over(comm, {setup.ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
+  DistArray u(comm, queue, layout, setup.dtype);
+  DistArray v(comm, queue, layout, setup.dtype);
+  const std::optional<skein::Queue> halo_queue = make_halo_queue(o, comm, queue);
+  skein::heat::StencilConfig stencil_config = setup.stencil;
+  stencil_config.edges_queue = halo_queue;
+  const skein::heat::Stencil stencil(u, problem, stencil_config);
+  const Stepper stepper(u, stencil, halo_queue);
+  if (root) print_row_header(o, runtime, comm, setup, layout, stencil);
+
+  // Where the run starts: a checkpoint with --restart, else the initial condition.
+  const skein::hdf5::Attributes attributes = row_attributes(o, setup);
+  std::optional<skein::CheckpointManager> checkpoints = open_checkpoints(o, runtime, comm);
+  std::int64_t start = 0;
+  if (o.restart) {
+    start = restore_checkpoint(o, setup, *checkpoints, attributes, u, root);
+  } else {
+    if (checkpoints) clear_old_checkpoints(o, runtime, *checkpoints);
+    skein::heat::set_initial(u, problem);
+  }
+
+  const auto run_start = Clock::now();
+  RowReport report{.o = o, .setup = setup, .shape = stencil.shape()};
+  report.loop = advance(o, problem, stepper, u, v, checkpoints, attributes, start, run_start, root);
+  report.run_time = seconds(run_start);
+  report.check = skein::heat::check(u, problem, o.steps);
+  if (!report.loop.interval_times.empty()) {
+    report.perf = measure(u, v, stencil, stepper, report.loop.interval_times, report.loop.loop_time, o.steps - start);
+  }
+  report.files = write_files(o, comm, problem, attributes, u);
+  if (checkpoints) report.kept = checkpoints->list();
+  report.devices = comm.size();
+  report.ranks = runtime.size();
+  report.api = std::string(comm.context().api().name());
+  report.start = start;
   if (root) {
-    fmt::print("skein-heat summary\n");
-    fmt::print("  grid        {} x {} ({} points), {}, {} device(s) on {} rank(s)\n", o.nx, ny, o.nx * ny, o.dtype,
-               devices, runtime.size());
-    fmt::print("  steps       {} (this run: {}{}), t = {:.6g}, {:.3f} s in all\n", o.steps, o.steps - start,
-               start > 0 ? fmt::format(", restarted at step {}", start) : "", time, run_time);
-    if (!std::isnan(residual)) fmt::print("  residual    {:.3e} (max |u_new - u_old| of the last step)\n", residual);
-    fmt::print("  check       max |u - lambda^n u0| = {:.3e}, tolerance {:.3e}: {}\n", check.max_error, check.tolerance,
-               check.passed() ? "passed" : "FAILED");
-    fmt::print("              max |u - exp(-(kx^2+ky^2) pi^2 alpha t) u0| = {:.3e} (truncation error, for information)\n",
-               check.max_error_continuous);
-    if (perf) {
-      fmt::print("  step time   {} (median of {} interval(s); mean {}), {:.3g} Gpoints/s\n", format_time(perf->t_step),
-                 perf->intervals, format_time(perf->t_step_mean), static_cast<double>(o.nx * ny) / perf->t_step / 1e9);
-      fmt::print("  floor       {} per step: {} read + written per device at {:.1f} GB/s (device copy, measured); "
-                 "floor / step = {:.3f}\n",
-                 format_time(perf->floor), skein::format_bytes(perf->bytes_per_step), perf->copy_gbps,
-                 perf->floor / perf->t_step);
-      fmt::print("  kernel      {} per step (device time), floor / kernel = {:.3f}; halo exchange {} = {:.1f} % of a "
-                 "step\n",
-                 format_time(perf->t_kernel), perf->floor / perf->t_kernel, format_time(perf->t_halo),
-                 100 * perf->t_halo / perf->t_step);
-      fmt::print("  stencil     {}\n", stencil.shape().describe());
-      const double exposed = std::max(0.0, perf->t_step - perf->t_compute);
-      fmt::print("  halo        {}: the step's kernels alone take {} per step; exposed halo time "
-                 "(step - kernels) {} = {:.1f} % of a step\n",
-                 perf->overlapped ? "overlapped with the interior" : "exchanged before the kernel",
-                 format_time(perf->t_compute), format_time(exposed), 100 * exposed / perf->t_step);
-    }
-    if (image) {
-      fmt::print("  image       {}: {} x {} pixels{}, colours from {:.3g} to {:.3g}\n", o.png, image->width, image->height,
-                 image->downsampled ? fmt::format(" (the {} x {} grid sampled: --png-size {})", o.nx, ny,
-                                                  o.png_max_side)
-                                    : "",
-                 image->min, image->max);
-    }
-    if (!o.out.empty()) {
-      fmt::print("  files       {}\n", (out_dir / "heat.h5").string());
-      if (checkpoints_written > 0 || !kept.empty()) {
-        fmt::print("  checkpoints {} written, {} kept in {}{}\n", checkpoints_written, kept.size(),
-                   (out_dir / "checkpoints").string(),
-                   kept.empty() ? "" : fmt::format(" (newest: step {})", kept.back().step));
-      }
-    }
-    if (!check.passed()) {
-      fmt::print(stderr,
-                 "skein-heat: CHECK FAILED: the final field differs from the discrete analytic solution by {:.3e}, "
-                 "{:.3g} times the tolerance {:.3e}\n",
-                 check.max_error, check.max_error / check.tolerance, check.tolerance);
-    }
-    if (!o.json_file.empty()) {
-      nlohmann::json j = {{"tool", "skein-heat"},
-                          {"api", std::string(comm.context().api().name())},
-                          {"devices", devices},
-                          {"ranks", runtime.size()},
-                          {"nx", o.nx},
-                          {"ny", ny},
-                          {"ny_per_device", o.weak ? nlohmann::json(o.ny) : nlohmann::json(nullptr)},
-                          {"weak", o.weak},
-                          {"dtype", o.dtype},
-                          {"steps", o.steps},
-                          {"start_step", start},
-                          {"time", time},
-                          {"dt", problem.dt},
-                          {"run_s", run_time},
-                          {"residual", std::isnan(residual) ? nlohmann::json(nullptr) : nlohmann::json(residual)},
-                          {"check",
-                           {{"passed", check.passed()},
-                            {"max_error", check.max_error},
-                            {"tolerance", check.tolerance},
-                            {"max_error_continuous", check.max_error_continuous}}},
-                          {"stencil_variant", skein::heat::name(stencil.shape().variant)},
-                          {"stencil_shape",
-                           {{"elements_per_item", stencil.shape().w},
-                            {"rows_per_item", stencil.shape().r},
-                            {"local", {stencil.shape().local_x, stencil.shape().local_y}}}},
-                          {"files", files}};
-      if (perf) {
-        j["t_step_s"] = perf->t_step;
-        j["t_step_mean_s"] = perf->t_step_mean;
-        j["t_kernel_s"] = perf->t_kernel;
-        j["t_halo_s"] = perf->t_halo;
-        j["halo_share"] = perf->t_halo / perf->t_step;
-        j["halo_exchange"] = perf->overlapped ? "overlapped" : "serial";
-        if (perf->overlapped) j["halo_priority"] = o.halo_priority;
-        j["t_compute_s"] = perf->t_compute;
-        j["halo_exposed_s"] = std::max(0.0, perf->t_step - perf->t_compute);
-        j["halo_exposed_share"] = std::max(0.0, perf->t_step - perf->t_compute) / perf->t_step;
-        j["floor_s"] = perf->floor;
-        j["floor_ratio"] = perf->floor / perf->t_step;
-        j["kernel_floor_ratio"] = perf->floor / perf->t_kernel;
-        j["copy_GBps"] = perf->copy_gbps;
-        j["bytes_per_step_per_device"] = perf->bytes_per_step;
-        j["bandwidth_GBps"] = static_cast<double>(perf->bytes_per_step) / perf->t_step / 1e9;
-        j["points_per_s"] = static_cast<double>(o.nx * ny) / perf->t_step;
-        j["intervals"] = perf->intervals;
-      }
-      std::ofstream(o.json_file) << j.dump(2) << "\n";
-    }
+    print_row_summary(report);
+    if (!o.json_file.empty()) write_row_json(report);
     std::fflush(stdout);
   }
-  return check.passed() ? 0 : 3;
+  return report.check.passed() ? 0 : 3;
 }
 
 }  // namespace

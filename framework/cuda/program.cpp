@@ -278,13 +278,44 @@ class CudaKernelAdapter final : public KernelAdapter {
   std::uint64_t graph_clock_ = 0;
 };
 
+// Whether the driver refused a module's bytes as such (not a CUBIN, fatbin or PTX it can load on
+// this device), rather than failing for a reason of its own.
+bool refused_image(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_INVALID_SOURCE:
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+      return true;
+    default:
+      return false;
+  }
+}
+
 class CudaProgramAdapter final : public ProgramAdapter {
  public:
   CudaProgramAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
                      std::span<const std::byte> binary)
       : context_(std::move(context)), device_idx_(device_idx) {
     CudaContextScope scope(context_->context(device_idx_), where());
-    SKEIN_CU_CHECK(cuModuleLoadData, (&module_, binary.data()), where());
+    const CUresult result = cu().cuModuleLoadData(&module_, binary.data());
+    if (refused_image(result)) {
+      throw LogicError(ErrorInfo{
+          .what = fmt::format("the bytes are not a valid module image for this device ({})",
+                              cuda_error_description(result)),
+          .call = "cuModuleLoadData",
+          .code_name = cuda_error_name(result),
+          .code = static_cast<long long>(result),
+          .has_code = true,
+          .device = where(),
+          .hint = "Build it for this device's architecture (nvcc -gencode "
+                  "arch=compute_XY,code=sm_XY, or PTX the driver can compile), or build the "
+                  "program from source for this device (skein::Program). A module of Skein's "
+                  "compile cache refused so is stale: delete the cache directory "
+                  "(SKEIN_CACHE_DIR) and it is built again.",
+          .location = SKEIN_HERE});
+    }
+    if (result != CUDA_SUCCESS) throw_cuda_error(result, "cuModuleLoadData", where(), SKEIN_HERE);
   }
 
   ~CudaProgramAdapter() override {

@@ -31,7 +31,7 @@ cl_command_queue OclContext::internal_queue() {
   if (!internal_queue_) {
     cl_int err = CL_SUCCESS;
     internal_queue_ = clCreateCommandQueue(context_, device_id(0), 0, &err);
-    SKEIN_CL_CHECK(err, describe_device(0));
+    SKEIN_CL_CHECK_RESULT(err, "clCreateCommandQueue", describe_device(0));
   }
   return internal_queue_;
 }
@@ -184,7 +184,7 @@ std::shared_ptr<BufferAdapter> OclContext::allocate(std::size_t device_idx, std:
                   .location = SKEIN_HERE},
         size, params.global_mem_size);
   }
-  SKEIN_CL_CHECK(err, describe_device(device_idx));
+  SKEIN_CL_CHECK_RESULT(err, "clCreateBuffer", describe_device(device_idx));
   // Counted for memory_info() until the buffer is released.
   allocated_[device_idx] += size;
   try {
@@ -240,12 +240,12 @@ OclHostBuffer::OclHostBuffer(std::shared_ptr<OclContext> context, std::size_t si
   // is mapped). Mapped once, the memory stays mapped for the buffer's life.
   const cl_mem_flags where = host ? CL_MEM_USE_HOST_PTR : CL_MEM_ALLOC_HOST_PTR;
   mem_ = clCreateBuffer(context_->get(), CL_MEM_READ_WRITE | where, size, host, &err);
-  SKEIN_CL_CHECK(err, context_->describe_device(0));
+  SKEIN_CL_CHECK_RESULT(err, "clCreateBuffer", context_->describe_device(0));
   void* ptr = clEnqueueMapBuffer(context_->internal_queue(), mem_, CL_TRUE,
                                  CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, nullptr, nullptr, &err);
   if (err != CL_SUCCESS) {
     clReleaseMemObject(mem_);
-    SKEIN_CL_CHECK(err, context_->describe_device(0));
+    SKEIN_CL_CHECK_RESULT(err, "clEnqueueMapBuffer", context_->describe_device(0));
   }
   if (host != nullptr && ptr != host) {
     // OpenCL 1.2 says the mapping of a USE_HOST_PTR buffer is derived from the host pointer; a
@@ -295,7 +295,7 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
   opencl::IcdEnvironmentGuard keep_environment;
   cl_context context = clCreateContext(props, static_cast<cl_uint>(ids.size()), ids.data(),
                                        nullptr, nullptr, &err);
-  SKEIN_CL_CHECK(err, describe(*devices.front()));
+  SKEIN_CL_CHECK_RESULT(err, "clCreateContext", describe(*devices.front()));
   return std::make_shared<opencl::OclContext>(context, devices);
 }
 

@@ -18,7 +18,7 @@ const std::vector<std::shared_ptr<DeviceAdapter>>& OclPlatform::devices() {
     cl_uint count = 0;
     const cl_int err = clGetDeviceIDs(id_, CL_DEVICE_TYPE_ALL, 0, nullptr, &count);
     if (err == CL_DEVICE_NOT_FOUND || count == 0) return;
-    SKEIN_CL_CHECK(err, "OpenCL platform " + name_);
+    SKEIN_CL_CHECK_RESULT(err, "clGetDeviceIDs", "OpenCL platform " + name_);
     std::vector<cl_device_id> ids(count);
     SKEIN_CL_CHECK(clGetDeviceIDs(id_, CL_DEVICE_TYPE_ALL, count, ids.data(), nullptr),
                    "OpenCL platform " + name_);

@@ -265,7 +265,7 @@ class OclProgram final : public ProgramAdapter {
                                  .hint = fmt::format("Its kernels are: {}.", names),
                                  .location = SKEIN_HERE});
     }
-    SKEIN_CL_CHECK(err, context_->describe_device(device_idx_));
+    SKEIN_CL_CHECK_RESULT(err, "clCreateKernel", context_->describe_device(device_idx_));
     return std::make_shared<OclKernel>(context_, device_idx_, kernel, name, roles);
   }
 
@@ -320,7 +320,7 @@ ProgramHandle build_from_source(cl_context context, cl_device_id dev, const std:
   const std::size_t length = source.size();
   cl_int err = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &err);
-  SKEIN_CL_CHECK(err, where);
+  SKEIN_CL_CHECK_RESULT(err, "clCreateProgramWithSource", where);
   ProgramHandle guard(program, &clReleaseProgram);
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
@@ -329,7 +329,7 @@ ProgramHandle build_from_source(cl_context context, cl_device_id dev, const std:
       err == CL_COMPILE_PROGRAM_FAILURE) {
     raise_compile_error("clBuildProgram", where, name, log, source, options);
   }
-  SKEIN_CL_CHECK(err, where);
+  SKEIN_CL_CHECK_RESULT(err, "clBuildProgram", where);
   return guard;
 }
 
@@ -407,6 +407,31 @@ std::shared_ptr<ProgramAdapter> OclContext::build(std::size_t device_idx,
   return std::make_shared<OclProgram>(shared_from_this(), device_idx, program.release());
 }
 
+namespace {
+
+// Bytes the driver refuses as a program for the device: clCreateProgramWithBinary's per-device
+// status (CL_INVALID_BINARY), or a build of the binary that fails. The caller's bytes do not fit
+// this device (another platform, device or driver version, or not a binary at all).
+[[noreturn]] void raise_invalid_binary(const char* call, cl_int code, const std::string& where,
+                                       const std::string& log) {
+  throw LogicError(ErrorInfo{
+      .what = fmt::format("the bytes are not a valid program binary for this device{}",
+                          log.empty() ? "" : fmt::format(" (the driver's build log: {})", log)),
+      .call = call,
+      .code_name = error_name(code),
+      .code = code,
+      .has_code = true,
+      .device = where,
+      .hint = "A program binary runs only on the platform, device and driver version that built "
+              "it: build the program from source for this device (skein::Program), or pass the "
+              "bytes that clGetProgramInfo(CL_PROGRAM_BINARIES) gave for this device. A binary of "
+              "Skein's compile cache refused so is stale: delete the cache directory "
+              "(SKEIN_CACHE_DIR) and it is built again.",
+      .location = SKEIN_HERE});
+}
+
+}  // namespace
+
 std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
                                                  std::span<const std::byte> binary,
                                                  const std::vector<std::string>& options) {
@@ -417,13 +442,21 @@ std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program program =
       clCreateProgramWithBinary(context_, 1, &dev, &size, &data, &status, &err);
-  SKEIN_CL_CHECK(err, where);
+  // The binary's own verdict is the per-device status; err is CL_INVALID_BINARY with it.
+  if (status == CL_INVALID_BINARY || err == CL_INVALID_BINARY) {
+    if (program) clReleaseProgram(program);
+    raise_invalid_binary("clCreateProgramWithBinary", CL_INVALID_BINARY, where, "");
+  }
+  SKEIN_CL_CHECK_RESULT(err, "clCreateProgramWithBinary", where);
   ProgramHandle guard(program, &clReleaseProgram);
-  SKEIN_CL_CHECK(status, where);
+  SKEIN_CL_CHECK_RESULT(status, "clCreateProgramWithBinary (the binary's status)", where);
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
+  if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BINARY) {
+    raise_invalid_binary("clBuildProgram (of a program binary)", err, where, build_log(program, dev));
+  }
   if (err != CL_SUCCESS) {
-    raise_error(err, "clBuildProgram (from a cached binary)", where + ": " + build_log(program, dev),
+    raise_error(err, "clBuildProgram (of a program binary)", where + ": " + build_log(program, dev),
                 SKEIN_HERE);
   }
   return std::make_shared<OclProgram>(shared_from_this(), device_idx, guard.release());

@@ -59,7 +59,7 @@ OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx)
   // Profiling is on so that events can time work (Event::time_since).
   queue_ = clCreateCommandQueue(context_->get(), context_->device_id(device_idx),
                                 CL_QUEUE_PROFILING_ENABLE, &err);
-  SKEIN_CL_CHECK(err, device_);
+  SKEIN_CL_CHECK_RESULT(err, "clCreateCommandQueue", device_);
 }
 
 OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx,
@@ -168,7 +168,7 @@ void OclQueue::wait_for_queue(QueueAdapter& other) {
                  static_cast<OclQueue&>(other).device_);
   const cl_int err = clEnqueueBarrierWithWaitList(queue_, 1, &marker, nullptr);
   clReleaseEvent(marker);
-  SKEIN_CL_CHECK(err, device_);
+  SKEIN_CL_CHECK_RESULT(err, "clEnqueueBarrierWithWaitList", device_);
 }
 
 }  // namespace skein::detail::opencl

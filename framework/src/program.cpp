@@ -253,12 +253,23 @@ Program Program::from_binary(const Context& context, std::span<const std::byte> 
     } catch (const MemoryError&) {
       throw;
     } catch (const Error& e) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Build the binary for this device: on CUDA a fatbin with its architecture "
-                       "(nvcc -gencode arch=compute_XY,code=sm_XY) or PTX the driver can compile; on "
-                       "OpenCL a binary of this platform and device.",
-                       "'{}' cannot run on {}: {}", opts.name, context.device(d).description(),
-                       e.what());
+      // The backend's call and verdict (its code; what the bytes are not), said once, with the
+      // device and what to do.
+      const ErrorInfo& backend = e.info();
+      throw LogicError(ErrorInfo{
+          .what = fmt::format("'{}' cannot run on this device: {}", opts.name,
+                              backend.what.empty() ? "the backend refused it" : backend.what),
+          .call = backend.call.empty() ? std::string(call)
+                                       : fmt::format("{} ({})", call, backend.call),
+          .code_name = backend.code_name,
+          .code = backend.code,
+          .has_code = backend.has_code,
+          .device = context.device(d).description(),
+          .hint = "Build the binary for this device: on CUDA a fatbin with its architecture "
+                  "(nvcc -gencode arch=compute_XY,code=sm_XY) or PTX the driver can compile; on "
+                  "OpenCL a binary of this platform, device and driver. Or build the program "
+                  "from source for this device (skein::Program).",
+          .location = SKEIN_HERE});
     }
   }
   return Program(std::move(impl));

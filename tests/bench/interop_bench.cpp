@@ -80,6 +80,115 @@ KERNEL void transpose(GLOBAL_MEM float* out, GLOBAL_MEM const float* in, int n
                      tile);
 }
 
+// What the three measurements share: the devices, the sizes, and the lines and JSON they report.
+struct Bench {
+  skein::Communicator& comm;
+  const skein::Context& ctx;
+  const skein::Queue& queue;
+  std::size_t d0;  // this rank's first device
+  std::size_t n;   // elements of (a) and (b)
+  int rounds;
+  std::vector<std::string> lines;
+  std::string json_text = "{";
+
+  // The application's memory: cudaMalloc on a local device, handed over with a deleter.
+  skein::Array foreign(std::size_t d, std::size_t bytes) const {
+    cudaSetDevice(static_cast<int>(skein::cuda::native_device(ctx.device(d))));
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
+    return skein::Array(queue,
+                        skein::cuda::buffer_from_native(ctx, d, reinterpret_cast<CUdeviceptr>(p), bytes,
+                                                        [p] { cudaFree(p); }),
+                        {bytes / 4}, skein::Dtype::float32);
+  }
+
+  // One line of the table and one JSON entry: Skein's and the reference's GB/s, and their ratio.
+  void report(const std::string& key, const std::string& what, double skein_s, double peer_s, double bytes) {
+    const double ratio = peer_s / skein_s;
+    lines.push_back(fmt::format("{:<58} {:9.1f} GB/s  {:9.1f} GB/s  ratio {:.3f}", what, bytes / skein_s / 1e9,
+                                bytes / peer_s / 1e9, ratio));
+    json_text += fmt::format("{}\"{}\": {{\"seconds\": {}, \"reference_seconds\": {}, \"ratio\": {}}}",
+                             json_text.size() > 1 ? ", " : "", key, skein_s, peer_s, ratio);
+  }
+};
+
+// (a) axpy on foreign memory against the same on Skein's.
+void measure_axpy(Bench& b) {
+  const skein::Queue& queue = b.queue;
+  auto xo = skein::Array::empty(queue, {b.n}, skein::Dtype::float32, b.d0);
+  auto yo = skein::Array::empty(queue, {b.n}, skein::Dtype::float32, b.d0);
+  auto xf = b.foreign(b.d0, b.n * 4), yf = b.foreign(b.d0, b.n * 4);
+  for (auto* a : {&xo, &yo, &xf, &yf}) skein::fill(queue, *a, 1.0f);
+  const auto [own, theirs] = compare(
+      queue, b.rounds, 20, [&] { skein::axpy(queue, 0.5f, xo, yo, yo); },
+      [&] { skein::axpy(queue, 0.5f, xf, yf, yf); });
+  b.report("axpy", fmt::format("axpy float32, {} elements: foreign / own memory", b.n), theirs, own, 12.0 * b.n);
+  // Correct on the foreign memory: 1 + 0.5 x (2 + 20 x rounds) calls... checked on a few values.
+  const auto head = yf.slice(0, 4).get<float>();
+  const float want = 1.0f + 0.5f * static_cast<float>(2 + 20 * b.rounds);
+  if (head[0] != want) throw std::runtime_error(fmt::format("axpy on foreign memory: {} != {}", head[0], want));
+}
+
+// (b) an all_reduce over this rank's devices, on foreign memory against Skein's.
+void measure_all_reduce(Bench& b) {
+  const skein::Queue& queue = b.queue;
+  // Out of place: on one member NCCL's all_reduce is then a device copy (in place, nothing).
+  std::vector<skein::Array> own_in, own_out, their_in, their_out;
+  for (std::size_t l = 0; l < b.comm.local_size(); ++l) {
+    const std::size_t d = b.comm.device_idx(l);
+    own_in.push_back(skein::Array::empty(queue, {b.n}, skein::Dtype::float32, d));
+    own_out.push_back(skein::Array::empty(queue, {b.n}, skein::Dtype::float32, d));
+    their_in.push_back(b.foreign(d, b.n * 4));
+    their_out.push_back(b.foreign(d, b.n * 4));
+    for (auto* a : {&own_in.back(), &their_in.back()}) skein::fill(queue, *a, 1.0f);
+  }
+  const auto [o, t] = compare(
+      queue, b.rounds, 10, [&] { b.comm.all_reduce(queue, own_in, own_out, skein::ReduceOp::sum); },
+      [&] { b.comm.all_reduce(queue, their_in, their_out, skein::ReduceOp::sum); });
+  const float want = static_cast<float>(b.comm.size());
+  if (their_out.front().slice(0, 1).get<float>().front() != want) {
+    throw std::runtime_error("all_reduce on foreign memory gave a wrong sum");
+  }
+  b.report("all_reduce",
+           fmt::format("all_reduce sum float32 out of place, {} elements x {} member(s): foreign / own", b.n,
+                       b.comm.size()),
+           t, o, 8.0 * b.n);
+}
+
+// (c) transposes through dynamic shared memory against the device copy, on a side x side matrix
+// (16384 x 16384, 1 GiB, by default: long enough that launch gaps do not count).
+void measure_transposes(Bench& b, std::size_t side) {
+  const std::size_t count = side * side;
+  std::vector<float> host(count);
+  for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 65521);
+  const skein::Queue one(b.ctx, {b.d0});
+  auto in1 = skein::Array::from_host(one, host, {}, b.d0);
+  auto out1 = skein::Array::empty(one, {count}, skein::Dtype::float32, b.d0);
+  auto copy1 = skein::Array::empty(one, {count}, skein::Dtype::float32, b.d0);
+  for (int tile : {32, 64}) {
+    const skein::Program program(b.ctx, transpose_source(tile), {.device_idxs = std::vector<std::size_t>{b.d0}});
+    const auto t_size = static_cast<std::size_t>(tile);
+    const auto transpose = program.kernel("transpose").prepare(
+        one, skein::LaunchSizes{side, side / t_size * 8}, skein::LaunchSizes{t_size, 8},
+        skein::LocalMem{t_size * (t_size + 1) * sizeof(float)});
+    fill(one, out1, 0.0f);
+    const auto [t, c] = compare(
+        one, b.rounds, 10, [&] { transpose(out1, in1, static_cast<std::int32_t>(side)); },
+        [&] { copy1.data().set(one, in1.data()); });
+    const auto result = out1.get<float>();
+    for (std::size_t r = 0; r < side; r += 97) {
+      for (std::size_t col = 0; col < side; col += 89) {
+        if (result[r * side + col] != host[col * side + r]) {
+          throw std::runtime_error(fmt::format("transpose ({} tiles) wrong at ({}, {})", tile, r, col));
+        }
+      }
+    }
+    b.report(fmt::format("transpose{}", tile),
+             fmt::format("transpose {0} x {0} float32, {1} x {1} dynamic shared tile / device copy", side, tile), t,
+             c, 8.0 * count);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -101,105 +210,17 @@ int main(int argc, char** argv) try {
     return 2;
   }
   const skein::Queue queue(ctx);
-  std::vector<std::string> lines;
-  std::string json_text = "{";
-
-  // The application's memory: cudaMalloc on each local device, handed over with a deleter.
-  const auto foreign = [&](std::size_t d, std::size_t bytes) {
-    cudaSetDevice(static_cast<int>(skein::cuda::native_device(ctx.device(d))));
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
-    return skein::Array(queue,
-                        skein::cuda::buffer_from_native(ctx, d, reinterpret_cast<CUdeviceptr>(p), bytes,
-                                                        [p] { cudaFree(p); }),
-                        {bytes / 4}, skein::Dtype::float32);
-  };
-  const std::size_t d0 = comm.device_idx(0);
-  const auto report = [&](const std::string& key, const std::string& what, double skein_s, double peer_s,
-                          double bytes) {
-    const double ratio = peer_s / skein_s;
-    lines.push_back(fmt::format("{:<58} {:9.1f} GB/s  {:9.1f} GB/s  ratio {:.3f}", what, bytes / skein_s / 1e9,
-                                bytes / peer_s / 1e9, ratio));
-    json_text += fmt::format("{}\"{}\": {{\"seconds\": {}, \"reference_seconds\": {}, \"ratio\": {}}}",
-                             json_text.size() > 1 ? ", " : "", key, skein_s, peer_s, ratio);
-  };
-
-  {  // (a) axpy
-    auto xo = skein::Array::empty(queue, {n}, skein::Dtype::float32, d0);
-    auto yo = skein::Array::empty(queue, {n}, skein::Dtype::float32, d0);
-    auto xf = foreign(d0, n * 4), yf = foreign(d0, n * 4);
-    for (auto* a : {&xo, &yo, &xf, &yf}) skein::fill(queue, *a, 1.0f);
-    const auto [own, theirs] = compare(
-        queue, rounds, 20, [&] { skein::axpy(queue, 0.5f, xo, yo, yo); },
-        [&] { skein::axpy(queue, 0.5f, xf, yf, yf); });
-    report("axpy", fmt::format("axpy float32, {} elements: foreign / own memory", n), theirs, own, 12.0 * n);
-    // Correct on the foreign memory: 1 + 0.5 x (2 + 20 x rounds) calls... checked on a few values.
-    const auto head = yf.slice(0, 4).get<float>();
-    const float want = 1.0f + 0.5f * static_cast<float>(2 + 20 * rounds);
-    if (head[0] != want) throw std::runtime_error(fmt::format("axpy on foreign memory: {} != {}", head[0], want));
-  }
-  {  // (b) all_reduce over this rank's devices
-    // Out of place: on one member NCCL's all_reduce is then a device copy (in place, nothing).
-    std::vector<skein::Array> own_in, own_out, their_in, their_out;
-    for (std::size_t l = 0; l < comm.local_size(); ++l) {
-      const std::size_t d = comm.device_idx(l);
-      own_in.push_back(skein::Array::empty(queue, {n}, skein::Dtype::float32, d));
-      own_out.push_back(skein::Array::empty(queue, {n}, skein::Dtype::float32, d));
-      their_in.push_back(foreign(d, n * 4));
-      their_out.push_back(foreign(d, n * 4));
-      for (auto* a : {&own_in.back(), &their_in.back()}) skein::fill(queue, *a, 1.0f);
-    }
-    const auto [o, t] = compare(
-        queue, rounds, 10, [&] { comm.all_reduce(queue, own_in, own_out, skein::ReduceOp::sum); },
-        [&] { comm.all_reduce(queue, their_in, their_out, skein::ReduceOp::sum); });
-    const float want = static_cast<float>(comm.size());
-    if (their_out.front().slice(0, 1).get<float>().front() != want) {
-      throw std::runtime_error("all_reduce on foreign memory gave a wrong sum");
-    }
-    report("all_reduce", fmt::format("all_reduce sum float32 out of place, {} elements x {} member(s): foreign / own",
-                                     n, comm.size()),
-           t, o, 8.0 * n);
-  }
-  {  // (c) transpose through dynamic shared memory against the device copy
-    // 16384 x 16384 (1 GiB) by default: long enough that launch gaps do not count.
-    std::size_t side = transpose_side;
-    const std::size_t count = side * side;
-    std::vector<float> host(count);
-    for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 65521);
-    const skein::Queue one(ctx, {d0});
-    auto in1 = skein::Array::from_host(one, host, {}, d0);
-    auto out1 = skein::Array::empty(one, {count}, skein::Dtype::float32, d0);
-    auto copy1 = skein::Array::empty(one, {count}, skein::Dtype::float32, d0);
-    for (int tile : {32, 64}) {
-      const skein::Program program(ctx, transpose_source(tile), {.device_idxs = std::vector<std::size_t>{d0}});
-      const auto t_size = static_cast<std::size_t>(tile);
-      const auto transpose = program.kernel("transpose").prepare(
-          one, skein::LaunchSizes{side, side / t_size * 8}, skein::LaunchSizes{t_size, 8},
-          skein::LocalMem{t_size * (t_size + 1) * sizeof(float)});
-      fill(one, out1, 0.0f);
-      const auto [t, c] = compare(
-          one, rounds, 10, [&] { transpose(out1, in1, static_cast<std::int32_t>(side)); },
-          [&] { copy1.data().set(one, in1.data()); });
-      const auto result = out1.get<float>();
-      for (std::size_t r = 0; r < side; r += 97) {
-        for (std::size_t col = 0; col < side; col += 89) {
-          if (result[r * side + col] != host[col * side + r]) {
-            throw std::runtime_error(fmt::format("transpose ({} tiles) wrong at ({}, {})", tile, r, col));
-          }
-        }
-      }
-      report(fmt::format("transpose{}", tile),
-             fmt::format("transpose {0} x {0} float32, {1} x {1} dynamic shared tile / device copy", side, tile), t,
-             c, 8.0 * count);
-    }
-  }
-  json_text += "}";
+  Bench bench{.comm = comm, .ctx = ctx, .queue = queue, .d0 = comm.device_idx(0), .n = n, .rounds = rounds};
+  measure_axpy(bench);
+  measure_all_reduce(bench);
+  measure_transposes(bench, transpose_side);
+  bench.json_text += "}";
   if (runtime.rank() == 0) {
     fmt::print("skein-bench-interop on {} ({}), GPU time per call, medians of {} rounds\n",
-               ctx.device(d0).description(), comm.backend_description(), rounds);
+               ctx.device(bench.d0).description(), comm.backend_description(), rounds);
     fmt::print("{:<58} {:>14}  {:>14}\n", "", "Skein", "reference");
-    for (const auto& l : lines) fmt::print("{}\n", l);
-    if (!json.empty()) std::ofstream(json) << json_text << "\n";
+    for (const auto& l : bench.lines) fmt::print("{}\n", l);
+    if (!json.empty()) std::ofstream(json) << bench.json_text << "\n";
   }
   return 0;
 } catch (const std::exception& e) {

@@ -63,15 +63,207 @@ KERNEL void k{0}(GLOBAL_MEM float* y, GLOBAL_MEM const float* x, int n)
   return src;
 }
 
+// The command line.
+struct BenchOptions {
+  int rounds = 40, batch = 200;
+  std::string json_path;
+};
+
+using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
+
+// (a)'s medians, microseconds per launch.
+struct LaunchTimes {
+  double raw = 0, skein = 0, events = 0, graph = 0;
+  double packed = 0;  // 0 where the driver lacks cuFuncGetParamInfo
+  bool has_packed = false;
+};
+
+// (a): the noop kernel launched by Skein (a PreparedKernel: called, and enqueue() with events) and
+// by the driver's own calls on the same stream (cuLaunchKernel with a pointer per argument, with
+// the arguments in one buffer, and cuGraphLaunch of a one-kernel graph of it). Kept for the whole
+// run: its context holds the device's primary context, which (b)'s fresh contexts share.
+class Launches {
+ public:
+  explicit Launches(const skein::Device& device)
+      : ctx_(skein::Context::from_devices(device)),
+        queue_(ctx_),
+        program_(ctx_, kNoop),
+        kernel_(program_.kernel("noop")),
+        prepared_(kernel_.prepare(queue_, 256, 256)),
+        x_(skein::Array::zeros(queue_, {256}, skein::Dtype::float32)) {}
+  Launches(const Launches&) = delete;
+  Launches& operator=(const Launches&) = delete;
+
+  // Resolves the driver's calls and makes the graph; an error message where one is missing or
+  // fails, else empty.
+  std::string resolve_raw() {
+    void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    raw_launch_ = reinterpret_cast<LaunchFn>(dlsym(libcuda, "cuLaunchKernel"));
+    if (!raw_launch_) return "cuLaunchKernel not found";
+    function_ = reinterpret_cast<CUfunction>(kernel_.native(0));
+    stream_ = skein::cuda::native_stream(queue_, 0);
+    ptr_ = skein::cuda::native_pointer(x_.data());
+    pack_arguments(libcuda);
+    // A one-kernel graph of the same launch, made once, launched as it is.
+    try {
+      graph_.emplace(libcuda, skein::cuda::native_context(ctx_, 0), function_, 1, 256, params_);
+    } catch (const std::exception& e) {
+      return fmt::format("skein-bench-kernels: {}", e.what());
+    }
+    return {};
+  }
+
+  // Three warm-up batches of every variant, then `rounds` rounds of `batch` launches each, the
+  // variants alternating.
+  LaunchTimes measure(int rounds, int batch) {
+    const auto skein_call = [this] { prepared_(x_, a_, std::int32_t{n_}); };
+    const auto skein_events = [this] { (void)prepared_.enqueue(x_, a_, std::int32_t{n_}); };
+    const auto raw_call = [this] { raw(params_, nullptr); };
+    const auto raw_packed = [this] { raw(nullptr, extra_); };
+    const auto raw_graph = [this] { graph_->launch(stream_); };
+    for (int w = 0; w < 3; ++w) {
+      time_batch(skein_call, batch);
+      time_batch(raw_call, batch);
+      time_batch(skein_events, batch);
+      if (packed_size_) time_batch(raw_packed, batch);
+      time_batch(raw_graph, batch);
+    }
+    std::vector<double> t_skein, t_raw, t_events, t_packed, t_graph;
+    for (int r = 0; r < rounds; ++r) {
+      t_raw.push_back(time_batch(raw_call, batch));
+      t_skein.push_back(time_batch(skein_call, batch));
+      t_events.push_back(time_batch(skein_events, batch));
+      if (packed_size_) t_packed.push_back(time_batch(raw_packed, batch));
+      t_graph.push_back(time_batch(raw_graph, batch));
+    }
+    LaunchTimes t;
+    t.raw = median(t_raw);
+    t.skein = median(t_skein);
+    t.events = median(t_events);
+    t.has_packed = packed_size_ != 0;
+    t.packed = t.has_packed ? median(t_packed) : 0;
+    t.graph = median(t_graph);
+    return t;
+  }
+
+ private:
+  // The same launch with its arguments packed in one buffer at the offsets the driver gives
+  // (cuLaunchKernel's `extra`, CU_LAUNCH_PARAM_BUFFER_POINTER), instead of one pointer each.
+  void pack_arguments(void* libcuda) {
+    using ParamInfoFn = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
+    auto param_info = reinterpret_cast<ParamInfoFn>(dlsym(libcuda, "cuFuncGetParamInfo"));
+    if (!param_info) return;
+    const void* values[] = {&ptr_, &a_, &n_};
+    for (std::size_t i = 0; i < 3; ++i) {
+      std::size_t offset = 0, size = 0;
+      if (param_info(function_, i, &offset, &size) != CUDA_SUCCESS) std::abort();
+      std::memcpy(packed_ + offset, values[i], size);
+      packed_size_ = std::max(packed_size_, offset + size);
+    }
+  }
+  void raw(void** params, void** extra) const {
+    if (raw_launch_(function_, 1, 1, 1, 256, 1, 1, 0, stream_, params, extra) != CUDA_SUCCESS) std::abort();
+  }
+  // Host microseconds per launch of a batch (the launches alone: the wait after them is not timed).
+  template <class F>
+  double time_batch(F&& launch_once, int batch) const {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < batch; ++i) launch_once();
+    const auto t1 = Clock::now();
+    queue_.synchronize();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count() / batch;
+  }
+
+  skein::Context ctx_;
+  skein::Queue queue_;
+  skein::Program program_;
+  skein::Kernel kernel_;
+  skein::PreparedKernel prepared_;
+  skein::Array x_;
+  LaunchFn raw_launch_ = nullptr;
+  CUfunction function_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+  float a_ = 2.0f;
+  int n_ = 256;
+  void* params_[3] = {&ptr_, &a_, &n_};
+  alignas(16) unsigned char packed_[64] = {};
+  std::size_t packed_size_ = 0;
+  void* extra_[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed_, CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_size_,
+                     CU_LAUNCH_PARAM_END};
+  std::optional<skein::bench::RawGraph> graph_;
+};
+
+// (b)'s times, milliseconds.
+struct CompileTimes {
+  std::size_t source_bytes = 0;
+  double cold = 0, cached = 0;  // cached: the median
+  std::vector<double> cached_all;
+};
+
+// (b): a program of medium size built from a fresh context (its own in-memory program cache) once
+// cold, then 10 times from the disk cache; exits with 1 where the cache did not do what it should.
+CompileTimes measure_compiles(const skein::Device& device) {
+  const std::string src = medium_source(fmt::format("bench {}", getpid()));
+  auto build = [&](bool expect_cache) {
+    auto fresh = skein::Context::from_devices(device);  // its own in-memory program cache
+    const auto t0 = Clock::now();
+    skein::Program p(fresh, src);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (p.from_cache(0) != expect_cache) {
+      fmt::print(stderr, "unexpected cache state (expected from_cache={})\n", expect_cache);
+      std::exit(1);
+    }
+    return ms;
+  };
+  CompileTimes t;
+  t.source_bytes = src.size();
+  t.cold = build(false);
+  for (int i = 0; i < 10; ++i) t.cached_all.push_back(build(true));
+  t.cached = median(t.cached_all);
+  return t;
+}
+
+void print_results(const BenchOptions& o, const LaunchTimes& l, const CompileTimes& c) {
+  fmt::print("\n(a) host time per launch, median of {} rounds of {} launches\n", o.rounds, o.batch);
+  fmt::print("{:<34}{:>10}\n", "raw cuLaunchKernel", fmt::format("{:.3f} us", l.raw));
+  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel()", fmt::format("{:.3f} us", l.skein),
+             l.skein - l.raw);
+  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel::enqueue()",
+             fmt::format("{:.3f} us", l.events), l.events - l.raw);
+  if (l.has_packed) {
+    fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw, arguments in one buffer",
+               fmt::format("{:.3f} us", l.packed), l.packed - l.raw);
+  }
+  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw cuGraphLaunch, one-kernel graph",
+             fmt::format("{:.3f} us", l.graph), l.graph - l.raw);
+  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein PreparedKernel() vs graph", "", l.skein - l.graph);
+  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein enqueue() vs graph", "", l.events - l.graph);
+  fmt::print("\n(b) building the program ({} bytes of source)\n", c.source_bytes);
+  fmt::print("{:<34}{:>10}\n", "cold NVRTC compile + load", fmt::format("{:.2f} ms", c.cold));
+  fmt::print("{:<34}{:>10}   ({:.0f}x faster)\n", "from the disk cache (median of 10)",
+             fmt::format("{:.2f} ms", c.cached), c.cold / c.cached);
+}
+
+void write_json(const std::string& path, const skein::Device& device, const LaunchTimes& l, const CompileTimes& c) {
+  nlohmann::json j{{"device", device.name()},
+                   {"launch_us", {{"raw", l.raw}, {"skein", l.skein}, {"skein_enqueue", l.events},
+                                  {"raw_packed", l.has_packed ? nlohmann::json(l.packed) : nlohmann::json()},
+                                  {"raw_graph", l.graph}}},
+                   {"launch_overhead_us", l.skein - l.raw},
+                   {"compile_ms", {{"cold", c.cold}, {"cached_median", c.cached}, {"cached_all", c.cached_all}}}};
+  std::ofstream(path) << j.dump(2) << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   skein::cli::Parser app{"Skein's kernel launch and program cache against raw CUDA"};
-  int rounds = 40, batch = 200;
-  std::string json_path;
-  app.add_option("--rounds", rounds, "Timed rounds per variant");
-  app.add_option("--batch", batch, "Launches per round");
-  app.add_option("--json", json_path, "Write the results to this file");
+  BenchOptions o;
+  app.add_option("--rounds", o.rounds, "Timed rounds per variant");
+  app.add_option("--batch", o.batch, "Launches per round");
+  app.add_option("--json", o.json_path, "Write the results to this file");
   if (auto status = app.parse(argc, argv)) return *status;
 
   // A cache of our own, empty, so the first build is really cold.
@@ -89,140 +281,15 @@ int main(int argc, char** argv) {
   auto device = skein::Platform::from_index(api, 0).devices().front();
   fmt::print("device: {}\n", device.description());
 
-  // (a) launch overhead.
-  auto ctx = skein::Context::from_devices(device);
-  skein::Queue queue(ctx);
-  skein::Program program(ctx, kNoop);
-  auto kernel = program.kernel("noop");
-  auto prepared = kernel.prepare(queue, 256, 256);
-  auto x = skein::Array::zeros(queue, {256}, skein::Dtype::float32);
-
-  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                unsigned, unsigned, CUstream, void**, void**);
-  auto raw_launch = reinterpret_cast<LaunchFn>(dlsym(libcuda, "cuLaunchKernel"));
-  if (!raw_launch) {
-    fmt::print(stderr, "cuLaunchKernel not found\n");
+  Launches launches(device);
+  if (const std::string missing = launches.resolve_raw(); !missing.empty()) {
+    fmt::print(stderr, "{}\n", missing);
     return 1;
   }
-  const auto function = reinterpret_cast<CUfunction>(kernel.native(0));
-  const auto stream = skein::cuda::native_stream(queue, 0);
-  CUdeviceptr ptr = skein::cuda::native_pointer(x.data());
-  float a = 2.0f;
-  int n = 256;
-  void* params[] = {&ptr, &a, &n};
-
-  auto time_batch = [&](auto&& launch_once) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < batch; ++i) launch_once();
-    const auto t1 = Clock::now();
-    queue.synchronize();
-    return std::chrono::duration<double, std::micro>(t1 - t0).count() / batch;
-  };
-  // The same launch with its arguments packed in one buffer at the offsets the driver gives
-  // (cuLaunchKernel's `extra`, CU_LAUNCH_PARAM_BUFFER_POINTER), instead of one pointer each.
-  using ParamInfoFn = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
-  auto param_info = reinterpret_cast<ParamInfoFn>(dlsym(libcuda, "cuFuncGetParamInfo"));
-  alignas(16) unsigned char packed[64] = {};
-  std::size_t packed_size = 0;
-  if (param_info) {
-    const void* values[] = {&ptr, &a, &n};
-    for (std::size_t i = 0; i < 3; ++i) {
-      std::size_t offset = 0, size = 0;
-      if (param_info(function, i, &offset, &size) != CUDA_SUCCESS) std::abort();
-      std::memcpy(packed + offset, values[i], size);
-      packed_size = std::max(packed_size, offset + size);
-    }
-  }
-  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
-                   &packed_size, CU_LAUNCH_PARAM_END};
-  auto raw_packed = [&] {
-    if (raw_launch(function, 1, 1, 1, 256, 1, 1, 0, stream, nullptr, extra) != CUDA_SUCCESS) {
-      std::abort();
-    }
-  };
-  // A one-kernel graph of the same launch, made once, launched as it is.
-  std::optional<skein::bench::RawGraph> graph;
-  try {
-    graph.emplace(libcuda, skein::cuda::native_context(ctx, 0), function, 1, 256, params);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "skein-bench-kernels: {}\n", e.what());
-    return 1;
-  }
-  auto raw_graph = [&] { graph->launch(stream); };
-  auto skein_call = [&] { prepared(x, a, std::int32_t{n}); };
-  auto skein_events = [&] { (void)prepared.enqueue(x, a, std::int32_t{n}); };
-  auto raw_call = [&] {
-    if (raw_launch(function, 1, 1, 1, 256, 1, 1, 0, stream, params, nullptr) != CUDA_SUCCESS) {
-      std::abort();
-    }
-  };
-  for (int w = 0; w < 3; ++w) {
-    time_batch(skein_call);
-    time_batch(raw_call);
-    time_batch(skein_events);
-    if (packed_size) time_batch(raw_packed);
-    time_batch(raw_graph);
-  }
-  std::vector<double> t_skein, t_raw, t_events, t_packed, t_graph;
-  for (int r = 0; r < rounds; ++r) {
-    t_raw.push_back(time_batch(raw_call));
-    t_skein.push_back(time_batch(skein_call));
-    t_events.push_back(time_batch(skein_events));
-    if (packed_size) t_packed.push_back(time_batch(raw_packed));
-    t_graph.push_back(time_batch(raw_graph));
-  }
-  const double raw_us = median(t_raw), skein_us = median(t_skein), events_us = median(t_events);
-  const double packed_us = packed_size ? median(t_packed) : 0;
-  const double graph_us = median(t_graph);
-
-  // (b) cold compile against the disk cache.
-  const std::string src = medium_source(fmt::format("bench {}", getpid()));
-  auto build = [&](bool expect_cache) {
-    auto fresh = skein::Context::from_devices(device);  // its own in-memory program cache
-    const auto t0 = Clock::now();
-    skein::Program p(fresh, src);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (p.from_cache(0) != expect_cache) {
-      fmt::print(stderr, "unexpected cache state (expected from_cache={})\n", expect_cache);
-      std::exit(1);
-    }
-    return ms;
-  };
-  const double cold_ms = build(false);
-  std::vector<double> cached;
-  for (int i = 0; i < 10; ++i) cached.push_back(build(true));
-  const double cached_ms = median(cached);
-
-  fmt::print("\n(a) host time per launch, median of {} rounds of {} launches\n", rounds, batch);
-  fmt::print("{:<34}{:>10}\n", "raw cuLaunchKernel", fmt::format("{:.3f} us", raw_us));
-  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel()", fmt::format("{:.3f} us", skein_us),
-             skein_us - raw_us);
-  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel::enqueue()",
-             fmt::format("{:.3f} us", events_us), events_us - raw_us);
-  if (packed_size) {
-    fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw, arguments in one buffer",
-               fmt::format("{:.3f} us", packed_us), packed_us - raw_us);
-  }
-  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw cuGraphLaunch, one-kernel graph",
-             fmt::format("{:.3f} us", graph_us), graph_us - raw_us);
-  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein PreparedKernel() vs graph", "",
-             skein_us - graph_us);
-  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein enqueue() vs graph", "", events_us - graph_us);
-  fmt::print("\n(b) building the program ({} bytes of source)\n", src.size());
-  fmt::print("{:<34}{:>10}\n", "cold NVRTC compile + load", fmt::format("{:.2f} ms", cold_ms));
-  fmt::print("{:<34}{:>10}   ({:.0f}x faster)\n", "from the disk cache (median of 10)",
-             fmt::format("{:.2f} ms", cached_ms), cold_ms / cached_ms);
-
-  if (!json_path.empty()) {
-    nlohmann::json j{{"device", device.name()},
-                     {"launch_us", {{"raw", raw_us}, {"skein", skein_us}, {"skein_enqueue", events_us},
-                                    {"raw_packed", packed_size ? nlohmann::json(packed_us) : nlohmann::json()},
-                                    {"raw_graph", graph_us}}},
-                     {"launch_overhead_us", skein_us - raw_us},
-                     {"compile_ms", {{"cold", cold_ms}, {"cached_median", cached_ms}, {"cached_all", cached}}}};
-    std::ofstream(json_path) << j.dump(2) << "\n";
-  }
+  const LaunchTimes launch_times = launches.measure(o.rounds, o.batch);
+  const CompileTimes compile_times = measure_compiles(device);
+  print_results(o, launch_times, compile_times);
+  if (!o.json_path.empty()) write_json(o.json_path, device, launch_times, compile_times);
   std::filesystem::remove_all(dir);
   return 0;
 }

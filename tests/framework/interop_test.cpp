@@ -23,6 +23,7 @@
 #endif
 #if SKEIN_HAS_CUDA
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <skein/cuda.hpp>
 #endif
@@ -113,6 +114,162 @@ void cuda_interop(const std::vector<Device>& devices) {
   auto sub = buf.get_sub_region(100, 10);
   EXPECT_EQ(cuda::native_pointer(sub), cuda::native_pointer(buf) + 100);
   EXPECT_NE(cuda::native_context(ctx, 0), nullptr);
+}
+#endif
+
+#if SKEIN_HAS_CUDA
+#define SKEIN_INTEROP_SYMBOL_(x) #x
+// The driver's exported name: cuda.h maps most names to versioned ones (cuCtxDestroy_v2).
+#define SKEIN_INTEROP_SYMBOL(x) SKEIN_INTEROP_SYMBOL_(x)
+
+// The driver's context calls, looked up in libcuda directly: the tests link no driver (so that
+// they start on machines without one), and the application's contexts must not come from Skein.
+struct ContextCalls {
+  // cuCtxCreate_v2 (flags, device): every driver keeps it, whatever cuda.h maps cuCtxCreate to.
+  using CreateFn = CUresult (*)(CUcontext*, unsigned int, CUdevice);
+  CreateFn create = nullptr;
+  decltype(&::cuCtxDestroy) destroy = nullptr;
+  decltype(&::cuCtxPushCurrent) push = nullptr;
+  decltype(&::cuCtxPopCurrent) pop = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) retain_primary = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) release_primary = nullptr;
+  decltype(&::cuMemAlloc) alloc = nullptr;
+  decltype(&::cuMemFree) free = nullptr;
+  decltype(&::cuMemcpyHtoD) to_device = nullptr;
+  decltype(&::cuMemcpyDtoH) to_host = nullptr;
+
+  bool found() const {
+    return create && destroy && push && pop && retain_primary && release_primary && alloc && free &&
+           to_device && to_host;
+  }
+};
+
+ContextCalls load_context_calls() {
+  ContextCalls f;
+  // Already loaded by Skein; this takes another reference, kept for the process's life.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return f;
+  f.create = reinterpret_cast<ContextCalls::CreateFn>(dlsym(lib, "cuCtxCreate_v2"));
+#define SKEIN_INTEROP_RESOLVE(member, name) \
+  f.member = reinterpret_cast<decltype(f.member)>(dlsym(lib, SKEIN_INTEROP_SYMBOL(name)))
+  SKEIN_INTEROP_RESOLVE(destroy, cuCtxDestroy);
+  SKEIN_INTEROP_RESOLVE(push, cuCtxPushCurrent);
+  SKEIN_INTEROP_RESOLVE(pop, cuCtxPopCurrent);
+  SKEIN_INTEROP_RESOLVE(retain_primary, cuDevicePrimaryCtxRetain);
+  SKEIN_INTEROP_RESOLVE(release_primary, cuDevicePrimaryCtxRelease);
+  SKEIN_INTEROP_RESOLVE(alloc, cuMemAlloc);
+  SKEIN_INTEROP_RESOLVE(free, cuMemFree);
+  SKEIN_INTEROP_RESOLVE(to_device, cuMemcpyHtoD);
+  SKEIN_INTEROP_RESOLVE(to_host, cuMemcpyDtoH);
+#undef SKEIN_INTEROP_RESOLVE
+  return f;
+}
+#undef SKEIN_INTEROP_SYMBOL
+#undef SKEIN_INTEROP_SYMBOL_
+
+// A context of the application's own on each device (cuCtxCreate), none left current on this
+// thread.
+std::vector<CUcontext> create_contexts(const ContextCalls& f, const std::vector<Device>& devices) {
+  std::vector<CUcontext> contexts;
+  for (const Device& d : devices) {
+    CUcontext created = nullptr, popped = nullptr;
+    EXPECT_EQ(f.create(&created, 0, cuda::native_device(d)), CUDA_SUCCESS);
+    EXPECT_EQ(f.pop(&popped), CUDA_SUCCESS);  // cuCtxCreate made it current
+    EXPECT_EQ(popped, created);
+    contexts.push_back(created);
+  }
+  return contexts;
+}
+
+// The application's own use of its context, by the driver alone: memory allocated, written, read
+// back and freed.
+void expect_usable(const ContextCalls& f, CUcontext context) {
+  ASSERT_EQ(f.push(context), CUDA_SUCCESS);
+  const std::vector<int> host = {1, 2, 3, 5, 8, 13};
+  std::vector<int> back(host.size());
+  CUdeviceptr p = 0;
+  EXPECT_EQ(f.alloc(&p, host.size() * sizeof(int)), CUDA_SUCCESS);
+  EXPECT_EQ(f.to_device(p, host.data(), host.size() * sizeof(int)), CUDA_SUCCESS);
+  EXPECT_EQ(f.to_host(back.data(), p, host.size() * sizeof(int)), CUDA_SUCCESS);
+  EXPECT_EQ(f.free(p), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  EXPECT_EQ(f.pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(back, host);
+}
+
+// Skein's work on a context over the application's: on every device a kernel (y = 2 x + 1, exact
+// in float) and a device copy of its result, against the host.
+void expect_skein_works(const Context& ctx) {
+  const Program program(ctx, R"(
+KERNEL void affine(GLOBAL_MEM float* y, GLOBAL_MEM const float* x, int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = 2.0f * x[i] + 1.0f;
+}
+)");
+  for (std::size_t d = 0; d < ctx.num_devices(); ++d) {
+    SCOPED_TRACE(fmt::format("device {}", d));
+    const Queue queue(ctx, {d});
+    const std::size_t n = 4099;
+    const auto x = random_reals<float>(n, 61 + static_cast<std::uint32_t>(d));
+    const auto dx = Array::from_host(queue, x, {}, d);
+    const auto dy = Array::empty(queue, {n}, Dtype::float32, d);
+    program.kernel("affine")(queue, n, std::nullopt, dy, dx, static_cast<std::int32_t>(n));
+    const auto copy = Array::empty(queue, {n}, Dtype::float32, d);
+    copy.set(dy);
+    const auto y = copy.get<float>();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 2.0f * x[i] + 1.0f) << i;
+  }
+}
+
+// cuda::context_from_backend_contexts over the application's contexts (at most two devices): the
+// Skein context has their devices in their order and their contexts; Skein's kernels and copies
+// run on it. Without ownership the contexts stay the application's, usable after the Skein
+// context is gone (created ones and the devices' primary contexts alike); with ownership Skein
+// destroys them. Bad input raises LogicError: no contexts, a null one (and then, with ownership
+// asked, the application keeps its contexts).
+void cuda_application_contexts(const std::vector<Device>& all) {
+  const ContextCalls f = load_context_calls();
+  ASSERT_TRUE(f.found()) << "the driver lacks a context call";
+  const std::vector<Device> devices(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(all.size(), 2)));
+  for (const bool take_ownership : {false, true}) {
+    SCOPED_TRACE(take_ownership ? "take_ownership" : "without ownership");
+    const std::vector<CUcontext> raw = create_contexts(f, devices);
+    {
+      const Context ctx = cuda::context_from_backend_contexts(raw, take_ownership);
+      EXPECT_EQ(ctx.devices(), devices);
+      for (std::size_t d = 0; d < raw.size(); ++d) EXPECT_EQ(cuda::native_context(ctx, d), raw[d]);
+      expect_skein_works(ctx);
+    }
+    if (!take_ownership) {
+      for (CUcontext c : raw) {
+        expect_usable(f, c);
+        EXPECT_EQ(f.destroy(c), CUDA_SUCCESS);
+      }
+    }
+  }
+  // The devices' primary contexts (those of the CUDA runtime), retained by the application.
+  std::vector<CUcontext> primary;
+  for (const Device& d : devices) {
+    CUcontext c = nullptr;
+    ASSERT_EQ(f.retain_primary(&c, cuda::native_device(d)), CUDA_SUCCESS);
+    primary.push_back(c);
+  }
+  expect_skein_works(cuda::context_from_backend_contexts(primary, false));
+  for (std::size_t i = 0; i < primary.size(); ++i) {
+    expect_usable(f, primary[i]);
+    EXPECT_EQ(f.release_primary(cuda::native_device(devices[i])), CUDA_SUCCESS);
+  }
+  // Bad input, before anything is taken over.
+  expect_logic_error([] { (void)cuda::context_from_backend_contexts({}); }, {"no contexts given"});
+  const std::vector<CUcontext> null_only = {nullptr};
+  expect_logic_error([&] { (void)cuda::context_from_backend_contexts(null_only); }, {"CUDA context 0 of 1 is null"});
+  std::vector<CUcontext> with_null = create_contexts(f, {devices.front()});
+  with_null.push_back(nullptr);
+  expect_logic_error([&] { (void)cuda::context_from_backend_contexts(with_null, true); },
+                     {"CUDA context 1 of 2 is null"});
+  expect_usable(f, with_null.front());  // still the application's
+  EXPECT_EQ(f.destroy(with_null.front()), CUDA_SUCCESS);
 }
 #endif
 
@@ -565,6 +722,13 @@ TEST_P(Interop, ContextsFromBackendObjects) {
 #endif
 #if SKEIN_HAS_CUDA
   if (GetParam().api == ApiId::cuda) cuda_interop(devs);
+#endif
+}
+
+TEST_P(Interop, ContextsOverTheApplicationsCudaContexts) {
+  if (GetParam().api != ApiId::cuda) GTEST_SKIP() << "CUDA contexts (cuda::context_from_backend_contexts)";
+#if SKEIN_HAS_CUDA
+  cuda_application_contexts(devices());
 #endif
 }
 

@@ -25,7 +25,7 @@ namespace skein::cuda {
 // A context over existing CUDA contexts, one per device (the devices are the contexts' devices,
 // in this order). With take_ownership, Skein destroys them (cuCtxDestroy) when the last Skein
 // object using them is gone; otherwise the application must keep them alive that long. If the
-// call throws, the application keeps ownership.
+// call throws, the application keeps ownership. LogicError for no contexts or a null one.
 SKEIN_EXPORT Context context_from_backend_contexts(std::span<const CUcontext> contexts,
                                                    bool take_ownership = false);
 

@@ -148,7 +148,9 @@ class SKEIN_EXPORT Program {
   // SPIR-V is not taken. The kernels launch like any other (Kernel, PreparedKernel, MultiDevice).
   // Of the options only device_idxs, compiler_options (OpenCL's clBuildProgram), constant_arrays
   // (CUDA: the module's __constant__ arrays, for set_constant_array) and name apply. LogicError
-  // naming the device when a device cannot run the binary (another architecture or platform).
+  // when a device cannot run the bytes (built for another architecture, platform or driver, or no
+  // program binary at all), naming the backend's call that refused them (cuModuleLoadData;
+  // clCreateProgramWithBinary or clBuildProgram), its code and the device.
   static Program from_binary(const Context& context, std::span<const std::byte> binary,
                              ProgramOptions options = {});
   // The same from a file (PyCUDA's module_from_file).
