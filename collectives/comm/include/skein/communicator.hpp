@@ -132,13 +132,12 @@ class SKEIN_EXPORT Communicator {
   struct Impl;
 
  private:
-  friend class DistArray;
-  friend class ReplicatedArray;
-  friend class GridArray;
+  // The layers above reach the state and share() through detail::CommunicatorAccess (comm's
+  // internal interface), not as friends of their own.
   friend struct detail::CommunicatorAccess;
   explicit Communicator(std::shared_ptr<Impl> impl);
-  // Another handle to the same communicator: DistArray, ReplicatedArray and GridArray keep one, so that
-  // moving or destroying the caller's Communicator never leaves them with a dangling reference.
+  // Another handle to the same communicator: the distributed arrays keep one, so that moving or
+  // destroying the caller's Communicator never leaves them with a dangling reference.
   Communicator share() const { return Communicator(impl_); }
   // Shared by this handle and the arrays made over it; the last owner ends the communicator.
   std::shared_ptr<Impl> impl_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "skein/communicator.hpp"
+#include "skein/detail/communicator_access.hpp"
 #include "skein/dtype.hpp"
 #include "skein/export.hpp"
 
@@ -140,11 +141,6 @@ class CollectiveBackendAdapter {
 // after construction. by_watchdog=false: the calling thread compares them at the next call, as
 // below MPI_THREAD_MULTIPLE.
 SKEIN_EXPORT void compare_alongside_for_testing(Communicator& comm, bool by_watchdog = true);
-
-// The collectives layer's access to a Communicator's state (Communicator::Impl is not public).
-struct CommunicatorAccess {
-  static Communicator::Impl& impl(Communicator& comm) { return *comm.impl_; }
-};
 
 #if SKEIN_HAS_MPI
 // The backends' factories. `comm` is the communicator's own duplicate of the user's communicator
