@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Creating a Communicator: its environment, the members, the choice of backend, its own MPI
-// communicators, each step under the creation's deadline.
+// Creating a Communicator: its settings (the code's, overridden by the environment), the members,
+// the choice of backend, its own MPI communicators, each step under the creation's deadline.
 #include "communicator_impl.hpp"
+
+#include <cmath>
 
 #include "skein/detail/env.hpp"
 #include "skein/detail/front.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/detail/placement.hpp"
 #include "skein/device.hpp"
 
@@ -12,14 +15,12 @@ namespace skein {
 
 namespace {
 
-// The Communicator's variables (detail::env_*: unset or empty means the default).
-bool agreement_check_from_environment() {
-  return detail::env_flag("SKEIN_CHECK_COLLECTIVES", true, "Communicator",
-                          "check that the ranks make the same collective calls; the default");
+// The Communicator's variables (detail::env_*: unset or empty is nullopt).
+std::optional<bool> agreement_check_from_environment() {
+  return detail::parse_env_flag("SKEIN_CHECK_COLLECTIVES", detail::env_value("SKEIN_CHECK_COLLECTIVES"),
+                                "Communicator", "check that the ranks make the same collective calls; the default");
 }
 
-// SKEIN_BACKEND replaces a request for CollectiveBackend::automatic (an explicit choice in the
-// code wins).
 std::optional<CollectiveBackend> backend_from_environment() {
   return detail::env_choice<CollectiveBackend>(
       "SKEIN_BACKEND", "Communicator",
@@ -28,8 +29,54 @@ std::optional<CollectiveBackend> backend_from_environment() {
        {"mpi", CollectiveBackend::mpi, "MPI, staged through host memory"}});
 }
 
-// SKEIN_COLLECTIVE_TIMEOUT: seconds, default 300; 0 waits forever.
-double timeout_from_environment() { return detail::collective_timeout("Communicator"); }
+// SKEIN_COLLECTIVE_TIMEOUT: seconds; 0 waits forever.
+std::optional<double> timeout_from_environment() {
+  return detail::parse_env_seconds("SKEIN_COLLECTIVE_TIMEOUT", detail::env_value("SKEIN_COLLECTIVE_TIMEOUT"),
+                                   "Communicator", "waits forever");
+}
+
+// The settings in effect: each variable that is set overrides the code's value, which overrides the
+// default; a backend the request pins wins over SKEIN_BACKEND. Every variable is read (and a bad
+// value refused) whatever the code sets, so that a wrong one fails here on every rank alike.
+struct CommunicatorSettings {
+  CommunicatorOptions options;         // every field set; backend as requested (maybe automatic)
+  bool backend_by_environment = false;  // SKEIN_BACKEND chose nccl or mpi (for the hints)
+};
+
+CommunicatorSettings resolve_settings(const detail::CommunicatorRequest& request) {
+  const CommunicatorOptions& code = request.options;
+  if (code.timeout_seconds && !(std::isfinite(*code.timeout_seconds) && *code.timeout_seconds >= 0)) {
+    detail::raise_in(SKEIN_HERE, "Communicator", "Pass a number of seconds >= 0 (0: no limit), or leave it empty.",
+                     "CommunicatorOptions::timeout_seconds is {}", *code.timeout_seconds);
+  }
+  (void)detail::call_profile();
+  const auto check = agreement_check_from_environment();
+  const auto timeout = timeout_from_environment();
+  const auto blocking = detail::nccl_blocking_from_environment();
+  const auto backend = backend_from_environment();
+  CommunicatorSettings s;
+  s.options.check_agreement = check.value_or(code.check_agreement.value_or(true));
+  s.options.timeout_seconds = timeout.value_or(code.timeout_seconds.value_or(detail::kDefaultCollectiveTimeout));
+  s.options.nccl_blocking = blocking.value_or(code.nccl_blocking.value_or(true));
+  const CollectiveBackend coded = code.backend.value_or(CollectiveBackend::automatic);
+  if (backend && !(request.backend_pinned && coded != CollectiveBackend::automatic)) {
+    s.options.backend = *backend;
+    s.backend_by_environment = *backend != CollectiveBackend::automatic;
+  } else {
+    s.options.backend = coded;
+  }
+  return s;
+}
+
+// A Communicator made without a Runtime: the log learns the rank from MPI_COMM_WORLD, so that its
+// lines carry it and LogScope::collective prints once (a Runtime sets it before, and wins).
+void learn_log_rank() {
+  if (detail::log_rank().rank) return;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  detail::set_log_rank({.rank = rank, .prefix = size > 1 ? fmt::format("rank {}: ", rank) : std::string()});
+}
 
 }  // namespace
 
@@ -61,20 +108,16 @@ MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double
 namespace detail {
 std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
                                               std::vector<std::size_t> device_idxs,
-                                              CollectiveBackend requested) {
+                                              const CommunicatorRequest& asked) {
   // Everything that can fail locally fails before the first collective, identically on every
-  // rank that has the same environment. Every variable a Communicator reads is read here, before
-  // anything is made, whichever backend it gets: a bad value raises LogicError from the
+  // rank that has the same environment and code. Every variable a Communicator reads is read here,
+  // before anything is made, whichever backend it gets: a bad value raises LogicError from the
   // constructor, never later from a call, a thread or a destructor.
-  (void)detail::call_profile();
-  (void)detail::nccl_blocking_from_environment();
-  const bool check_agreement = agreement_check_from_environment();
-  const double timeout_s = timeout_from_environment();
-  // SKEIN_BACKEND answers a request for the automatic choice; an explicit one in the code wins.
-  const auto from_environment = backend_from_environment();
-  if (requested == CollectiveBackend::automatic && from_environment) requested = *from_environment;
-  const bool requested_by_environment =
-      from_environment && *from_environment != CollectiveBackend::automatic && requested == *from_environment;
+  const CommunicatorSettings settings = resolve_settings(asked);
+  const bool check_agreement = *settings.options.check_agreement;
+  const double timeout_s = *settings.options.timeout_seconds;
+  CollectiveBackend requested = *settings.options.backend;
+  const bool requested_by_environment = settings.backend_by_environment;
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -103,13 +146,16 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
     detail::raise_in(SKEIN_HERE, "Communicator",
                      requested_by_environment
                          ? "Set SKEIN_BACKEND=mpi or auto, or build Skein with NCCL."
-                         : "Use CollectiveBackend::mpi or automatic, or build Skein with NCCL.",
+                         : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend), or "
+                           "build Skein with NCCL.",
                      "this build of Skein has no NCCL backend{}",
                      requested_by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
   }
 #endif
 
+  learn_log_rank();
   auto impl = std::make_unique<Communicator::Impl>(context);
+  impl->options = settings.options;
   impl->check_agreement = check_agreement;
   impl->timeout_s = timeout_s;
   impl->device_idxs = device_idxs;
@@ -150,8 +196,8 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
   // Which physical device each member is (its host and PCI bus id, where the driver gives one):
   // ranks that share a device cannot use NCCL, which allows one rank per GPU.
   auto keys = std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown-host");
+  char host_name[256] = {};
+  const std::string host = gethostname(host_name, sizeof(host_name) - 1) == 0 ? host_name : "unknown-host";
   for (std::size_t i = 0; i < device_idxs.size(); ++i) {
     const Device& d = context.device(device_idxs[i]);
     (*keys)[i] = detail::agreement_hash(fmt::format("{}|{}", host,
@@ -199,17 +245,14 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
       chosen = CollectiveBackend::mpi;
     } else if (!shared.empty()) {
       chosen = CollectiveBackend::mpi;
-      // Said once per process, by the communicator's first rank.
+      // Said once per process, and the same on every rank (from what they gathered): rank 0 says it.
       static std::once_flag said;
-      if (impl->mpi_rank == 0) {
-        std::call_once(said, [&] {
-          std::fprintf(stderr,
-                       "skein: Communicator: %s; NCCL allows one rank per GPU, so the collectives "
-                       "use the MPI backend (staged through host memory). SKEIN_BACKEND=mpi "
-                       "chooses it without this note.\n",
-                       shared_text.c_str());
-        });
-      }
+      std::call_once(said, [&] {
+        detail::log(LogLevel::warning, LogScope::collective,
+                    "Communicator: {}; NCCL allows one rank per GPU, so the collectives use the MPI "
+                    "backend (staged through host memory). SKEIN_BACKEND=mpi chooses it without this note.",
+                    shared_text);
+      });
     } else {
       chosen = CollectiveBackend::nccl;
     }
@@ -223,8 +266,8 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
                      requested_by_environment
                          ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
                            "every rank CUDA devices."
-                         : "Use CollectiveBackend::mpi or automatic (MPI works with any device), or "
-                           "give every rank CUDA devices.",
+                         : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend; MPI "
+                           "works with any device), or give every rank CUDA devices.",
                      "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
                      requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "",
                      ranks_list(non_cuda_ranks), non_cuda_ranks.size() == 1 ? "has" : "have",
@@ -255,12 +298,19 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
   const int first = static_cast<int>(impl->first_member);
 #if SKEIN_HAS_NCCL
   if (chosen == CollectiveBackend::nccl) {
-    impl->backend = detail::make_nccl_backend(impl->comm, map, first, context, device_idxs, timeout_s);
+    impl->backend = detail::make_nccl_backend(impl->comm, map, first, context, device_idxs, timeout_s,
+                                              *settings.options.nccl_blocking);
   }
 #endif
   if (chosen == CollectiveBackend::mpi) {
     impl->backend = detail::make_mpi_backend(impl->comm, map, first, context, device_idxs, timeout_s);
   }
+  impl->options.backend = chosen;
+  detail::log(LogLevel::info, LogScope::collective,
+              "Communicator: {} over {} member(s) on {} rank(s); collective timeout {}, agreement check {}",
+              impl->backend->description(), map.member_rank.size(), impl->mpi_size,
+              timeout_s > 0 ? fmt::format("{} s", timeout_s) : std::string("none"),
+              impl->checks() ? "on" : (check_agreement ? "on (nothing to compare on one rank)" : "off"));
   impl->async_agreement = impl->asynchronous();
   if (impl->asynchronous()) impl->start_watchdog();
   std::shared_ptr<Communicator::Impl> made = std::move(impl);
