@@ -69,7 +69,8 @@ std::optional<KillRequest> parse_kill(const std::string& whole) {
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
   if (n == 0 || end != v.c_str() + colon) return std::nullopt;
   k.write = n;
-  for (auto s : {CheckpointStage::created, CheckpointStage::written, CheckpointStage::renamed, CheckpointStage::marked}) {
+  using S = CheckpointStage;
+  for (auto s : {S::created, S::written, S::renamed, S::marked}) {
     if (v.substr(colon + 1) == name(s)) {
       k.stage = s;
       return k;
@@ -85,7 +86,8 @@ void install_kill(const KillRequest& kill) {
   detail::set_checkpoint_stage_observer([kill, writes](const detail::CheckpointStageEvent& e) {
     if (e.stage == CheckpointStage::created) ++*writes;
     if (e.rank != kill.rank || *writes != kill.write || e.stage != kill.stage) return;
-    std::fprintf(stderr, "checkpoint-loop: killing rank %d after stage '%s' of checkpoint write %llu (step %lld) in '%s'\n",
+    std::fprintf(stderr,
+                 "checkpoint-loop: killing rank %d after stage '%s' of checkpoint write %llu (step %lld) in '%s'\n",
                  e.rank, std::string(name(e.stage)).c_str(), static_cast<unsigned long long>(*writes),
                  static_cast<long long>(e.step), e.directory.c_str());
     std::fflush(stdout);

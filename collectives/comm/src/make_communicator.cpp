@@ -68,6 +68,11 @@ CommunicatorSettings resolve_settings(const detail::CommunicatorRequest& request
   return s;
 }
 
+}  // namespace
+
+#if SKEIN_HAS_MPI
+namespace {
+
 // A Communicator made without a Runtime: the log learns the rank from MPI_COMM_WORLD, so that its
 // lines carry it and LogScope::collective prints once (a Runtime sets it before, and wins).
 void learn_log_rank() {
@@ -77,11 +82,6 @@ void learn_log_rank() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   detail::set_log_rank({.rank = rank, .prefix = size > 1 ? fmt::format("rank {}: ", rank) : std::string()});
 }
-
-}  // namespace
-
-#if SKEIN_HAS_MPI
-namespace {
 
 constexpr const char* kCreationHint =
     "Every rank of the MPI communicator must create the Communicator; another rank is late, failed, "
@@ -103,21 +103,12 @@ MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double
                                 fmt::format("creating a Communicator: {}", step), kCreationHint);
 }
 
-}  // namespace
-
-namespace detail {
-std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
-                                              std::vector<std::size_t> device_idxs,
-                                              const CommunicatorRequest& asked) {
-  // Everything that can fail locally fails before the first collective, identically on every
-  // rank that has the same environment and code. Every variable a Communicator reads is read here,
-  // before anything is made, whichever backend it gets: a bad value raises LogicError from the
-  // constructor, never later from a call, a thread or a destructor.
-  const CommunicatorSettings settings = resolve_settings(asked);
-  const bool check_agreement = *settings.options.check_agreement;
-  const double timeout_s = *settings.options.timeout_seconds;
-  CollectiveBackend requested = *settings.options.backend;
-  const bool requested_by_environment = settings.backend_by_environment;
+// What can be checked before any collective, the same on every rank: MPI is up, the communicator
+// is one, each device is listed once (every device of the context when none is), and this build
+// has the backend asked for. Returns the devices.
+std::vector<std::size_t> check_request(MPI_Comm user_comm, const Context& context,
+                                       std::vector<std::size_t> device_idxs, CollectiveBackend requested,
+                                       bool by_environment) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -144,19 +135,163 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
 #if !SKEIN_HAS_NCCL
   if (requested == CollectiveBackend::nccl) {
     detail::raise_in(SKEIN_HERE, "Communicator",
-                     requested_by_environment
+                     by_environment
                          ? "Set SKEIN_BACKEND=mpi or auto, or build Skein with NCCL."
                          : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend), or "
                            "build Skein with NCCL.",
                      "this build of Skein has no NCCL backend{}",
-                     requested_by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
+                     by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
   }
+#else
+  (void)requested, (void)by_environment;
 #endif
+  return device_idxs;
+}
+
+// Every rank's members (impl.map, impl.first_member), from each rank's count; returns the ranks
+// whose devices are not CUDA devices.
+std::vector<int> gather_members(Communicator::Impl& impl, CollectiveClock::time_point deadline) {
+  const bool cuda = impl.context.api().id() == ApiId::cuda;
+  MPI_Request request = MPI_REQUEST_NULL;
+  // On the heap: after a timeout MPI may still use the buffers, which are then kept until exit.
+  auto exchange = std::make_shared<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl.mpi_size));
+  int* mine = exchange->data();
+  mine[0] = static_cast<int>(impl.device_idxs.size());
+  mine[1] = cuda ? 1 : 0;
+  SKEIN_MPI_CHECK(MPI_Iallgather, (mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl.comm, &request));
+  wait_creation_step(request, deadline, impl.timeout_s, "MPI_Iallgather of the members", exchange);
+  const int* all = mine + 2;
+  auto& map = impl.map;
+  std::vector<int> non_cuda_ranks;
+  for (int r = 0; r < impl.mpi_size; ++r) {
+    const auto count = static_cast<std::size_t>(all[2 * r]);
+    map.first_member_of_rank.push_back(map.member_rank.size());
+    map.members_of_rank.push_back(count);
+    for (std::size_t i = 0; i < count; ++i) map.member_rank.push_back(r);
+    if (!all[2 * r + 1]) non_cuda_ranks.push_back(r);
+  }
+  impl.first_member = map.first_member_of_rank[static_cast<std::size_t>(impl.mpi_rank)];
+  return non_cuda_ranks;
+}
+
+// Ranks that share a physical device (its host and PCI bus id, where the driver gives one), which
+// NCCL refuses (one rank per GPU).
+struct SharedDevices {
+  std::vector<std::string> pairs;  // "ranks a and b", the same on every rank
+  std::string text;                // in words, with this rank's shared devices
+};
+
+SharedDevices find_shared_devices(const Communicator::Impl& impl, CollectiveClock::time_point deadline) {
+  const auto& map = impl.map;
+  const auto& device_idxs = impl.device_idxs;
+  const Context& context = impl.context;
+  auto keys = std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
+  char host_name[256] = {};
+  const std::string host = gethostname(host_name, sizeof(host_name) - 1) == 0 ? host_name : "unknown-host";
+  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
+    const Device& d = context.device(device_idxs[i]);
+    (*keys)[i] = detail::agreement_hash(fmt::format("{}|{}", host,
+                                   detail::device_key(host, d.params().pci_bus_id, context.api().id(),
+                                                      d.platform().index(), d.index())));
+  }
+  std::vector<int> counts, displs;
+  for (int r = 0; r < impl.mpi_size; ++r) {
+    counts.push_back(static_cast<int>(map.members_of_rank[static_cast<std::size_t>(r)]));
+    displs.push_back(static_cast<int>(map.first_member_of_rank[static_cast<std::size_t>(r)]));
+  }
+  std::uint64_t* base = keys->data();
+  MPI_Request request = MPI_REQUEST_NULL;
+  SKEIN_MPI_CHECK(MPI_Iallgatherv, (base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
+                                    base + device_idxs.size(), counts.data(), displs.data(),
+                                    MPI_UINT64_T, impl.comm, &request));
+  wait_creation_step(request, deadline, impl.timeout_s, "MPI_Iallgatherv of the devices", keys);
+  const std::uint64_t* all_keys = keys->data() + device_idxs.size();
+  SharedDevices out;
+  std::vector<std::string> mine_shared;
+  for (std::size_t a = 0; a < map.member_rank.size(); ++a) {
+    for (std::size_t b = a + 1; b < map.member_rank.size(); ++b) {
+      if (all_keys[a] != all_keys[b] || map.member_rank[a] == map.member_rank[b]) continue;
+      out.pairs.push_back(fmt::format("ranks {} and {}", map.member_rank[a], map.member_rank[b]));
+      for (std::size_t m : {a, b}) {
+        if (map.member_rank[m] == impl.mpi_rank) {
+          mine_shared.push_back(context.device(device_idxs[m - impl.first_member]).description());
+        }
+      }
+    }
+  }
+  std::sort(mine_shared.begin(), mine_shared.end());
+  mine_shared.erase(std::unique(mine_shared.begin(), mine_shared.end()), mine_shared.end());
+  if (!out.pairs.empty()) {
+    out.text = fmt::format("{} share a device{}", fmt::join(out.pairs, ", "),
+                           mine_shared.empty() ? std::string()
+                                               : fmt::format(" (this rank's: {})", fmt::join(mine_shared, ", ")));
+  }
+  return out;
+}
+
+// The backend, from what was asked for and what the ranks gathered; NCCL where it cannot run is
+// refused on every rank alike (the facts were gathered), so that no rank waits in NCCL's set-up.
+CollectiveBackend choose_backend(const Communicator::Impl& impl, CollectiveBackend requested, bool by_environment,
+                                 const std::vector<int>& non_cuda_ranks, const SharedDevices& shared) {
+  if (requested == CollectiveBackend::automatic) {
+    if (!SKEIN_HAS_NCCL || !non_cuda_ranks.empty()) return CollectiveBackend::mpi;
+    if (shared.pairs.empty()) return CollectiveBackend::nccl;
+    // Said once per process, and the same on every rank (from what they gathered): rank 0 says it.
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      detail::log(LogLevel::warning, LogScope::collective,
+                  "Communicator: {}; NCCL allows one rank per GPU, so the collectives use the MPI "
+                  "backend (staged through host memory). SKEIN_BACKEND=mpi chooses it without this note.",
+                  shared.text);
+    });
+    return CollectiveBackend::mpi;
+  }
+  if (requested == CollectiveBackend::nccl && !non_cuda_ranks.empty()) {
+    std::vector<std::string> mine_described;
+    for (auto idx : impl.device_idxs) mine_described.push_back(impl.context.device(idx).description());
+    const bool me = std::find(non_cuda_ranks.begin(), non_cuda_ranks.end(), impl.mpi_rank) != non_cuda_ranks.end();
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     by_environment
+                         ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
+                           "every rank CUDA devices."
+                         : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend; MPI "
+                           "works with any device), or give every rank CUDA devices.",
+                     "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
+                     by_environment ? " (SKEIN_BACKEND=nccl)" : "", ranks_list(non_cuda_ranks),
+                     non_cuda_ranks.size() == 1 ? "has" : "have",
+                     me ? fmt::format(" (this rank's: {})", fmt::join(mine_described, ", ")) : "");
+  }
+  if (requested == CollectiveBackend::nccl && !shared.pairs.empty()) {
+    // Before NCCL would refuse it ("Duplicate GPU detected").
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     "Use the MPI backend (SKEIN_BACKEND=mpi, or CollectiveBackend::mpi or "
+                     "automatic in the code), or give each rank a GPU of its own.",
+                     "the NCCL backend{} cannot run on ranks that share a GPU: {}; NCCL allows one "
+                     "rank per GPU",
+                     by_environment ? " (SKEIN_BACKEND=nccl)" : "", shared.text);
+  }
+  return requested;
+}
+
+}  // namespace
+
+namespace detail {
+std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
+                                                           std::vector<std::size_t> device_idxs,
+                                                           const CommunicatorRequest& asked) {
+  // Everything that can fail locally fails before the first collective, identically on every
+  // rank that has the same environment and code. Every variable a Communicator reads is read here,
+  // before anything is made, whichever backend it gets: a bad value raises LogicError from the
+  // constructor, never later from a call, a thread or a destructor.
+  const CommunicatorSettings settings = resolve_settings(asked);
+  const double timeout_s = *settings.options.timeout_seconds;
+  const CollectiveBackend requested = *settings.options.backend;
+  device_idxs = check_request(user_comm, context, std::move(device_idxs), requested, settings.backend_by_environment);
 
   learn_log_rank();
   auto impl = std::make_unique<Communicator::Impl>(context);
   impl->options = settings.options;
-  impl->check_agreement = check_agreement;
+  impl->check_agreement = *settings.options.check_agreement;
   impl->timeout_s = timeout_s;
   impl->device_idxs = device_idxs;
   int thread_level = MPI_THREAD_SINGLE;
@@ -171,116 +306,10 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
   SKEIN_MPI_CHECK(MPI_Comm_rank, (impl->comm, &impl->mpi_rank));
   SKEIN_MPI_CHECK(MPI_Comm_size, (impl->comm, &impl->mpi_size));
 
-  // Members: each rank's count, and whether its devices are all CUDA.
-  const bool cuda = context.api().id() == ApiId::cuda;
-  MPI_Request request = MPI_REQUEST_NULL;
-  // On the heap: after a timeout MPI may still use the buffers, which are then kept until exit.
-  auto exchange = std::make_shared<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl->mpi_size));
-  int* mine = exchange->data();
-  mine[0] = static_cast<int>(device_idxs.size());
-  mine[1] = cuda ? 1 : 0;
-  SKEIN_MPI_CHECK(MPI_Iallgather, (mine, 2, MPI_INT, mine + 2, 2, MPI_INT, impl->comm, &request));
-  wait_creation_step(request, deadline, timeout_s, "MPI_Iallgather of the members", exchange);
-  const int* all = mine + 2;
-  auto& map = impl->map;
-  std::vector<int> non_cuda_ranks;
-  for (int r = 0; r < impl->mpi_size; ++r) {
-    const auto count = static_cast<std::size_t>(all[2 * r]);
-    map.first_member_of_rank.push_back(map.member_rank.size());
-    map.members_of_rank.push_back(count);
-    for (std::size_t i = 0; i < count; ++i) map.member_rank.push_back(r);
-    if (!all[2 * r + 1]) non_cuda_ranks.push_back(r);
-  }
-  impl->first_member = map.first_member_of_rank[static_cast<std::size_t>(impl->mpi_rank)];
-
-  // Which physical device each member is (its host and PCI bus id, where the driver gives one):
-  // ranks that share a device cannot use NCCL, which allows one rank per GPU.
-  auto keys = std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
-  char host_name[256] = {};
-  const std::string host = gethostname(host_name, sizeof(host_name) - 1) == 0 ? host_name : "unknown-host";
-  for (std::size_t i = 0; i < device_idxs.size(); ++i) {
-    const Device& d = context.device(device_idxs[i]);
-    (*keys)[i] = detail::agreement_hash(fmt::format("{}|{}", host,
-                                   detail::device_key(host, d.params().pci_bus_id, context.api().id(),
-                                                      d.platform().index(), d.index())));
-  }
-  {
-    std::vector<int> counts, displs;
-    for (int r = 0; r < impl->mpi_size; ++r) {
-      counts.push_back(static_cast<int>(map.members_of_rank[static_cast<std::size_t>(r)]));
-      displs.push_back(static_cast<int>(map.first_member_of_rank[static_cast<std::size_t>(r)]));
-    }
-    std::uint64_t* base = keys->data();
-    SKEIN_MPI_CHECK(MPI_Iallgatherv, (base, static_cast<int>(device_idxs.size()), MPI_UINT64_T,
-                                      base + device_idxs.size(), counts.data(), displs.data(),
-                                      MPI_UINT64_T, impl->comm, &request));
-    wait_creation_step(request, deadline, timeout_s, "MPI_Iallgatherv of the devices", keys);
-  }
-  const std::uint64_t* all_keys = keys->data() + device_idxs.size();
-  // Pairs of ranks that share a device, and this rank's shared devices.
-  std::vector<std::string> shared;
-  std::vector<std::string> mine_shared;
-  for (std::size_t a = 0; a < map.member_rank.size(); ++a) {
-    for (std::size_t b = a + 1; b < map.member_rank.size(); ++b) {
-      if (all_keys[a] != all_keys[b] || map.member_rank[a] == map.member_rank[b]) continue;
-      shared.push_back(fmt::format("ranks {} and {}", map.member_rank[a], map.member_rank[b]));
-      for (std::size_t m : {a, b}) {
-        if (map.member_rank[m] == impl->mpi_rank) {
-          mine_shared.push_back(context.device(device_idxs[m - impl->first_member]).description());
-        }
-      }
-    }
-  }
-  std::sort(mine_shared.begin(), mine_shared.end());
-  mine_shared.erase(std::unique(mine_shared.begin(), mine_shared.end()), mine_shared.end());
-  const std::string shared_text =
-      shared.empty() ? std::string()
-                     : fmt::format("{} share a device{}", fmt::join(shared, ", "),
-                                   mine_shared.empty() ? std::string()
-                                                       : fmt::format(" (this rank's: {})", fmt::join(mine_shared, ", ")));
-
-  CollectiveBackend chosen = requested;
-  if (requested == CollectiveBackend::automatic) {
-    if (!SKEIN_HAS_NCCL || !non_cuda_ranks.empty()) {
-      chosen = CollectiveBackend::mpi;
-    } else if (!shared.empty()) {
-      chosen = CollectiveBackend::mpi;
-      // Said once per process, and the same on every rank (from what they gathered): rank 0 says it.
-      static std::once_flag said;
-      std::call_once(said, [&] {
-        detail::log(LogLevel::warning, LogScope::collective,
-                    "Communicator: {}; NCCL allows one rank per GPU, so the collectives use the MPI "
-                    "backend (staged through host memory). SKEIN_BACKEND=mpi chooses it without this note.",
-                    shared_text);
-      });
-    } else {
-      chosen = CollectiveBackend::nccl;
-    }
-  } else if (requested == CollectiveBackend::nccl && !non_cuda_ranks.empty()) {
-    // Raised on every rank (the flags were gathered), so that no rank waits in NCCL's set-up.
-    std::vector<std::string> mine_described;
-    for (auto idx : device_idxs) mine_described.push_back(context.device(idx).description());
-    const bool me = std::find(non_cuda_ranks.begin(), non_cuda_ranks.end(), impl->mpi_rank) !=
-                    non_cuda_ranks.end();
-    detail::raise_in(SKEIN_HERE, "Communicator",
-                     requested_by_environment
-                         ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
-                           "every rank CUDA devices."
-                         : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend; MPI "
-                           "works with any device), or give every rank CUDA devices.",
-                     "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
-                     requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "",
-                     ranks_list(non_cuda_ranks), non_cuda_ranks.size() == 1 ? "has" : "have",
-                     me ? fmt::format(" (this rank's: {})", fmt::join(mine_described, ", ")) : "");
-  } else if (requested == CollectiveBackend::nccl && !shared.empty()) {
-    // Likewise on every rank, before NCCL would refuse it ("Duplicate GPU detected").
-    detail::raise_in(SKEIN_HERE, "Communicator",
-                     "Use the MPI backend (SKEIN_BACKEND=mpi, or CollectiveBackend::mpi or "
-                     "automatic in the code), or give each rank a GPU of its own.",
-                     "the NCCL backend{} cannot run on ranks that share a GPU: {}; NCCL allows one "
-                     "rank per GPU",
-                     requested_by_environment ? " (SKEIN_BACKEND=nccl)" : "", shared_text);
-  }
+  const std::vector<int> non_cuda_ranks = gather_members(*impl, deadline);
+  const SharedDevices shared = find_shared_devices(*impl, deadline);
+  const CollectiveBackend chosen =
+      choose_backend(*impl, requested, settings.backend_by_environment, non_cuda_ranks, shared);
 
   // The agreement check's communicators: the digests (posted by the watchdog of an asynchronous
   // backend) and the fingerprints after a mismatch, each apart from the data's traffic.
@@ -298,19 +327,19 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
   const int first = static_cast<int>(impl->first_member);
 #if SKEIN_HAS_NCCL
   if (chosen == CollectiveBackend::nccl) {
-    impl->backend = detail::make_nccl_backend(impl->comm, map, first, context, device_idxs, timeout_s,
+    impl->backend = detail::make_nccl_backend(impl->comm, impl->map, first, context, device_idxs, timeout_s,
                                               *settings.options.nccl_blocking);
   }
 #endif
   if (chosen == CollectiveBackend::mpi) {
-    impl->backend = detail::make_mpi_backend(impl->comm, map, first, context, device_idxs, timeout_s);
+    impl->backend = detail::make_mpi_backend(impl->comm, impl->map, first, context, device_idxs, timeout_s);
   }
   impl->options.backend = chosen;
   detail::log(LogLevel::info, LogScope::collective,
               "Communicator: {} over {} member(s) on {} rank(s); collective timeout {}, agreement check {}",
-              impl->backend->description(), map.member_rank.size(), impl->mpi_size,
+              impl->backend->description(), impl->map.member_rank.size(), impl->mpi_size,
               timeout_s > 0 ? fmt::format("{} s", timeout_s) : std::string("none"),
-              impl->checks() ? "on" : (check_agreement ? "on (nothing to compare on one rank)" : "off"));
+              impl->checks() ? "on" : (impl->check_agreement ? "on (nothing to compare on one rank)" : "off"));
   impl->async_agreement = impl->asynchronous();
   if (impl->asynchronous()) impl->start_watchdog();
   std::shared_ptr<Communicator::Impl> made = std::move(impl);
