@@ -14,8 +14,8 @@
 // arguments must end with a FILE bit-identical to an uninterrupted run's, also on another number
 // of ranks. --kill makes rank RANK (0 by default) SIGKILL itself after stage STAGE (created,
 // written, renamed, marked: see CheckpointStage; the last two happen on rank 0 alone) of its W-th
-// checkpoint write, through the library's observer of the stages (skein/detail/
-// checkpoint_stages.hpp): a job killed in the middle of a checkpoint, on demand.
+// checkpoint write (tests/support/checkpoint_kill.hpp): a job killed in the middle of a
+// checkpoint, on demand.
 //
 // The update is a heat-like stencil with a nonlinear term on a periodic grid: each element needs
 // its four neighbours (rows from the halo exchange, columns within the row), so a lost, repeated
@@ -23,12 +23,9 @@
 // host from the blocks' bytes, so its results do not depend on the devices or the layout.
 // Exit status: 0 done, 2 a Skein error (printed), 1 bad arguments.
 #include <mpi.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -40,61 +37,11 @@
 #include <string>
 #include <vector>
 
-#include "skein/detail/checkpoint_stages.hpp"
+#include "checkpoint_kill.hpp"
 
 namespace {
 
 using namespace skein;
-
-// --kill [RANK@]W:STAGE: which rank dies after which stage of its W-th checkpoint write.
-struct KillRequest {
-  int rank = 0;
-  std::uint64_t write = 0;
-  CheckpointStage stage = CheckpointStage::created;
-};
-
-std::optional<KillRequest> parse_kill(const std::string& whole) {
-  KillRequest k;
-  std::string v = whole;
-  if (const auto at = whole.find('@'); at != std::string::npos) {
-    char* end = nullptr;
-    const long r = std::strtol(whole.c_str(), &end, 10);
-    if (at == 0 || end != whole.c_str() + at || r < 0 || r >= INT_MAX) return std::nullopt;
-    k.rank = static_cast<int>(r);
-    v = whole.substr(at + 1);
-  }
-  const auto colon = v.find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  if (n == 0 || end != v.c_str() + colon) return std::nullopt;
-  k.write = n;
-  using S = CheckpointStage;
-  for (auto s : {S::created, S::written, S::renamed, S::marked}) {
-    if (v.substr(colon + 1) == name(s)) {
-      k.stage = s;
-      return k;
-    }
-  }
-  return std::nullopt;
-}
-
-// The kill as an observer of every rank's stages: the W-th write is the W-th `created` this rank
-// sees (every rank takes part in that stage of every write).
-void install_kill(const KillRequest& kill) {
-  auto writes = std::make_shared<std::uint64_t>(0);
-  detail::set_checkpoint_stage_observer([kill, writes](const detail::CheckpointStageEvent& e) {
-    if (e.stage == CheckpointStage::created) ++*writes;
-    if (e.rank != kill.rank || *writes != kill.write || e.stage != kill.stage) return;
-    std::fprintf(stderr,
-                 "checkpoint-loop: killing rank %d after stage '%s' of checkpoint write %llu (step %lld) in '%s'\n",
-                 e.rank, std::string(name(e.stage)).c_str(), static_cast<unsigned long long>(*writes),
-                 static_cast<long long>(e.step), e.directory.c_str());
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::kill(::getpid(), SIGKILL);
-  });
-}
 
 struct Args {
   std::string dir;
@@ -106,7 +53,7 @@ struct Args {
   int compress = 0;
   bool serial = false;
   bool fall_back = false;
-  std::optional<KillRequest> kill;
+  std::optional<test::CheckpointKill> kill;
 };
 
 bool parse(int argc, char** argv, Args& a) {
@@ -123,7 +70,7 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--serial") a.serial = true;
     else if (k == "--fall-back") a.fall_back = true;
     else if (k == "--kill") {
-      a.kill = parse_kill(value());
+      a.kill = test::parse_checkpoint_kill(value());
       if (!a.kill) return false;
     } else return false;
   }
@@ -174,7 +121,7 @@ int main(int argc, char** argv) {
   }
   Runtime runtime(&argc, &argv);
   const bool root = runtime.rank() == 0;
-  if (args.kill) install_kill(*args.kill);
+  if (args.kill) test::install_checkpoint_kill(*args.kill, "checkpoint-loop");
   try {
     Communicator comm(runtime);
     DistArray u(comm, Shape{args.rows, args.cols}, Dtype::float64, RowSplit::even(), Halo{1, true});
