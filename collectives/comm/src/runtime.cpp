@@ -98,6 +98,16 @@ std::string quoted(const std::string& what) {
 }  // namespace
 
 struct Runtime::Impl {
+  // Puts back the log's rank as it was before the Runtime (set_prefix()). The first member, so
+  // that it runs after the destructor's last line, whichever way that leaves: the lines logged
+  // while the Runtime ends still carry the rank.
+  struct LogRankRestore {
+    detail::LogRank previous;
+    bool set = false;
+    ~LogRankRestore() {
+      if (set) detail::set_log_rank(std::move(previous));
+    }
+  } log_rank_restore;
   bool uses_mpi = false;
   bool initialised_mpi = false;
 #if SKEIN_HAS_MPI
@@ -114,8 +124,6 @@ struct Runtime::Impl {
   RuntimeOptions effective;  // the settings in effect (options())
   std::string previous_error_prefix;
   bool prefix_set = false;
-  detail::LogRank previous_log_rank;
-  bool log_rank_set = false;
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -147,8 +155,6 @@ struct Runtime::Impl {
       MPI_Finalize();
     }
 #endif
-    // Last, so that the lines above still carry the rank.
-    if (log_rank_set) detail::set_log_rank(std::move(previous_log_rank));
   }
 
   // Every rank's strings, in rank order (each rank gives one).
@@ -211,8 +217,8 @@ struct Runtime::Impl {
   // The rank in Skein's error messages and log lines (none on a single rank), and the rank the
   // log prints LogScope::collective messages on.
   void set_prefix() {
-    previous_log_rank = detail::log_rank();
-    log_rank_set = true;
+    log_rank_restore.previous = detail::log_rank();
+    log_rank_restore.set = true;
     detail::set_log_rank({.rank = rank, .prefix = {}});
     if (size <= 1) return;
     previous_error_prefix = detail::error_prefix();
