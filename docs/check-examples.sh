@@ -5,8 +5,9 @@
 #   - with an environment value Skein rejects, each must print Skein's error (naming the value) on
 #     stderr and end with a non-zero status of its own: not in std::terminate ("terminate
 #     called", SIGABRT, status 134), not killed by any other signal, no core dump.
-# distributed, domains, stencils, cg and interop run under mpirun with 2 ranks (domains, stencils and cg also with 1); distributed's bad SKEIN_API is refused by
-# the Runtime's constructor, its bad SKEIN_DISABLE_CACHE later (when it compiles its kernel).
+# distributed, domains, stencils, cg, interop and settings run under mpirun with 2 ranks (domains, stencils and cg also with 1); distributed's bad SKEIN_API is refused by
+# the Runtime's constructor, its bad SKEIN_DISABLE_CACHE later (when it compiles its kernel);
+# settings' bad SKEIN_LOG_LEVEL by the Runtime's constructor.
 #
 #   bash docs/check-examples.sh EXAMPLES_DIR [MPIEXEC]    (ctest docs.examples runs it)
 # Exit 0: all good; 1: a failure (each one printed with the program's output).
@@ -91,6 +92,14 @@ if [[ -n $mpiexec ]]; then
       run "cg on 1 rank" ok "" "$four" -- "$mpiexec" -n 1 --oversubscribe "$dir/cg"
     else
       echo "FAIL cg: $dir/cg is missing (build target docs-examples)"
+      failures=$((failures + 1))
+    fi
+    if [[ -x $dir/settings ]]; then
+      run "settings on 2 ranks" ok "" "$four" -- "$mpiexec" -n 2 --oversubscribe "$dir/settings"
+      run "settings on 2 ranks, SKEIN_LOG_LEVEL=nonsense" error "SKEIN_LOG_LEVEL='nonsense' is not valid" "$four" \
+        "SKEIN_LOG_LEVEL=nonsense" -- "$mpiexec" -n 2 --oversubscribe "$dir/settings"
+    else
+      echo "FAIL settings: $dir/settings is missing (build target docs-examples)"
       failures=$((failures + 1))
     fi
     # interop writes interop.h5 where it runs: in the scratch directory.

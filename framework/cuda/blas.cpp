@@ -15,13 +15,13 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <mutex>
 #include <type_traits>
 
 #include "adapters.hpp"
 #include "blas_adapter.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/detail/log.hpp"
 
 // Two levels, so that the argument is macro-expanded first: "cublasSgemm_v2", not "cublasSgemm".
 #define SKEIN_CUBLAS_STR2(x) #x
@@ -213,9 +213,8 @@ class CudaBlas final : public BlasAdapter {
       if (!scope.entered()) continue;
       const cublasStatus_t status = cublas().cublasDestroy(handles_[d]->handle);
       if (status != CUBLAS_STATUS_SUCCESS) {
-        std::fprintf(stderr, "skein: %scublasDestroy failed while releasing resources of %s: %s\n",
-                     error_prefix().c_str(), context_->description(d).c_str(),
-                     status_name(status).c_str());
+        detail::log(LogLevel::error, LogScope::rank, "cublasDestroy failed while releasing resources of {}: {}",
+                    context_->description(d), status_name(status));
       }
     }
   }

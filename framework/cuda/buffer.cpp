@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include <cstdio>
 #include <exception>
 #include <functional>
 
 #include "adapters.hpp"
+#include "skein/detail/log.hpp"
 
 namespace skein::detail {
 
@@ -34,11 +34,11 @@ class CudaBufferAdapter final : public BufferAdapter {
     try {
       deleter_();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "skein: the deleter of a foreign buffer on %s threw: %s\n",
-                   context_->description(device_idx_).c_str(), e.what());
+      detail::log(LogLevel::error, LogScope::rank, "the deleter of a foreign buffer on {} threw: {}",
+                  context_->description(device_idx_), e.what());
     } catch (...) {
-      std::fprintf(stderr, "skein: the deleter of a foreign buffer on %s threw\n",
-                   context_->description(device_idx_).c_str());
+      detail::log(LogLevel::error, LogScope::rank, "the deleter of a foreign buffer on {} threw",
+                  context_->description(device_idx_));
     }
   }
 

@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "adapters.hpp"
 #include "skein/detail/env.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/cuda.hpp"
@@ -47,8 +47,8 @@ CudaContextScope::~CudaContextScope() {
 
 void report_cuda_cleanup_failure(CUresult result, const char* call, const std::string& device) {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_DEINITIALIZED) return;
-  std::fprintf(stderr, "skein: %s%s failed while releasing resources of %s: %s\n",
-               error_prefix().c_str(), call, device.c_str(), cuda_error_name(result).c_str());
+  detail::log(LogLevel::error, LogScope::rank, "{} failed while releasing resources of {}: {}", call, device,
+      cuda_error_name(result));
 }
 
 // --- CudaContextAdapter ---------------------------------------------------------------------

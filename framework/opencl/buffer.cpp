@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <fmt/format.h>
 
-#include <cstdio>
-
 #include "adapters.hpp"
 #include "check.hpp"
+#include "skein/log.hpp"
 
 namespace skein::detail::opencl {
 
@@ -15,7 +14,7 @@ OclBuffer::~OclBuffer() {
     try {
       on_release_();
     } catch (...) {
-      std::fprintf(stderr, "skein: the deleter of a foreign OpenCL buffer threw\n");
+      log_message(LogLevel::error, "the deleter of a foreign OpenCL buffer threw");
     }
   }
 }

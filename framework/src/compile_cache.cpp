@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -20,6 +19,7 @@
 #include <utility>
 
 #include "skein/detail/errors.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/detail/env.hpp"
 #include "skein/detail/sha256.hpp"
 
@@ -128,12 +128,9 @@ Digest key_digest(std::span<const std::string> key_parts) {
   return hash.finish();
 }
 
-// One write of a whole line, so that the lines of ranks sharing a terminal do not interleave.
-void print_line(const std::string& line) {
-  std::string text = "skein: " + error_prefix() + line + "\n";
-  std::fwrite(text.data(), 1, text.size(), stderr);
-  std::fflush(stderr);
-}
+// The cache's notes are warnings of this rank's own: the directory is the node's, and another
+// node's may be fine.
+void print_line(const std::string& line) { log_message(LogLevel::warning, line); }
 
 // An opened cache directory, or why it was refused (then fd is closed).
 struct OpenedDirectory {

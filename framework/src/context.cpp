@@ -7,6 +7,7 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/log.hpp"
 
 namespace skein {
 
@@ -68,6 +69,8 @@ Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
       env_flag("SKEIN_ARRAY_POOL", true, "Context",
                "arrays made without an allocator come from their queue's pool (0: plain "
                "allocations)");
+  // The log's level too: a program of the framework alone has no Runtime to read it.
+  (void)read_log_level_from_environment("Context");
   auto impl = std::make_shared<Context::Impl>();
   impl->array_pool.store(array_pool, std::memory_order_relaxed);
   for (const auto& d : adapter->devices()) impl->devices.emplace_back(d);

@@ -15,6 +15,7 @@
 #include "skein/detail/errors.hpp"
 #include "skein/detail/front.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/detail/sha256.hpp"
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
@@ -207,8 +208,8 @@ Program::Program(const Context& context, std::string source, ProgramOptions opti
     }
   }
   if (impl->kept) {
-    std::fprintf(stderr, "skein: kept the sources and binaries of '%s' in %s\n",
-                 impl->options.name.c_str(), impl->kept->c_str());
+    detail::log(LogLevel::warning, LogScope::rank, "kept the sources and binaries of '{}' in {}",
+                impl->options.name, impl->kept->string());
   }
   impl_ = std::move(impl);
 }

@@ -139,8 +139,21 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       endif()
     endif()
   endforeach()
+  # skein-heat-killable: skein-heat's own object files (not compiled again) and
+  # heat_checkpoint_kill.cpp, which before main installs the kill SKEIN_TEST_CHECKPOINT_KILL asks
+  # for, so that grid.restart kills the app in the middle of a checkpoint with the hook in the
+  # tests, not in Skein or the app. It links what skein-heat links, whose imported targets are
+  # found again here (they are the apps' directory's).
+  find_package(nlohmann_json CONFIG REQUIRED)
+  find_package(PNG QUIET)
+  add_executable(skein-heat-killable $<TARGET_OBJECTS:skein-heat>
+                                     ${CMAKE_CURRENT_SOURCE_DIR}/heat_checkpoint_kill.cpp)
+  target_include_directories(skein-heat-killable PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+  target_link_libraries(skein-heat-killable PRIVATE $<TARGET_PROPERTY:skein-heat,LINK_LIBRARIES> skein_io_internal)
+  skein_test_program(skein-heat-killable)
   set(_grid_script ${CMAKE_CURRENT_SOURCE_DIR}/heat_grid_check.cmake)
   set(_grid_args -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DHEAT=$<TARGET_FILE:skein-heat>
+      -DHEAT_KILLABLE=$<TARGET_FILE:skein-heat-killable>
       -DH5DUMP=${SKEIN_H5DUMP} -DPYTHON=${_grid_python}
       -DREFERENCE=${CMAKE_CURRENT_SOURCE_DIR}/heat_grid_reference.py -DLIMIT=240)
   foreach(case

@@ -19,13 +19,15 @@
 #   restart  the issue's 40 x 36 x 30 run: uninterrupted to step 40 on 4 ranks (--grid 2x2x1) is
 #        the reference; the same on 1 rank with 1 device (one block: no halos between members)
 #        must give the same bytes (the arithmetic does not depend on the decomposition);
-#        `--steps 40 --checkpoint-every 20` on 4 ranks killed (SIGKILL, SKEIN_TEST_CHECKPOINT_KILL)
-#        in the middle of its second checkpoint, then --restart on 3 ranks (--grid 3x1x1) to step
-#        40, must end with a field byte-identical to the reference (the "u" datasets dumped raw by
-#        h5dump); a restart whose --nz or --boundary do not fit the checkpoint, a fresh start over
-#        old checkpoints and a restart from a checkpoint with a flipped bit are refused; the
-#        restart's --json file holds its start step, rank count and check
-#   cmake -DMODE=... -DMPIEXEC=... -DHEAT=... -DDIR=... -DH5DUMP=... -DPYTHON=... -DREFERENCE=...
+#        `--steps 40 --checkpoint-every 20` on 4 ranks killed in the middle of its second
+#        checkpoint (SIGKILL: skein-heat-killable, with SKEIN_TEST_CHECKPOINT_KILL), then --restart
+#        on 3 ranks (--grid 3x1x1) to step 40, must end with a field byte-identical to the
+#        reference (the "u" datasets dumped raw by h5dump); a restart whose --nz or --boundary do
+#        not fit the checkpoint, a fresh start over old checkpoints and a restart from a
+#        checkpoint with a flipped bit are refused; the restart's --json file holds its start
+#        step, rank count and check
+#   cmake -DMODE=... -DMPIEXEC=... -DHEAT=... -DHEAT_KILLABLE=... -DDIR=... -DH5DUMP=... -DPYTHON=...
+#         -DREFERENCE=...
 #         [-DNP=n -DARGS=... -DEXPECT=...] -DLIMIT=seconds -P heat_grid_check.cmake
 # Exits 77 (skipped) when h5dump or python3 (run, overlap, restart) is missing.
 file(REMOVE_RECURSE "${DIR}")
@@ -182,12 +184,17 @@ elseif(MODE STREQUAL "restart")
   same_bytes(one-block "${DIR}/one.bin" "${DIR}/reference.bin")
 
   # Killed while writing the checkpoint of step 40 (its second): step 20's is the newest complete.
+  # The same app with the tests' killer linked in (tests/apps/heat_checkpoint_kill.cpp).
+  set(plain_heat "${HEAT}")
+  set(HEAT "${HEAT_KILLABLE}")
   set(ENV{SKEIN_TEST_CHECKPOINT_KILL} "2:written")
   heat(killed 4 ${GRID} --grid 2x2x1 --steps 40 --checkpoint-every 20 --out "${DIR}/run")
   unset(ENV{SKEIN_TEST_CHECKPOINT_KILL})
+  set(HEAT "${plain_heat}")
   if(rc EQUAL 0)
     message(FATAL_ERROR "killed: skein-heat exited 0, but rank 0 was to kill itself in its second checkpoint")
   endif()
+  expect_text(killed "skein-heat-killable: killing rank 0 after stage 'written' of checkpoint write 2 (step 40)")
   foreach(f checkpoint-0000000020.h5 checkpoint-0000000020.done .checkpoint-0000000040.h5.tmp)
     if(NOT EXISTS "${DIR}/run/checkpoints/${f}")
       message(FATAL_ERROR "killed: ${DIR}/run/checkpoints/${f} is missing")

@@ -3,7 +3,7 @@
 # checkpoints a distributed array after every step:
 #   1. an uninterrupted run on 4 ranks gives the reference result;
 #   2. for each stage of a checkpoint write, a run whose rank 0 SIGKILLs itself at that stage of
-#      its second checkpoint (SKEIN_TEST_CHECKPOINT_KILL) must die without a result and leave
+#      its second checkpoint (the program's --kill) must die without a result and leave
 #      checkpoint 1 complete (and 2 incomplete, unless killed after the marker); the same command
 #      run again, also on 3 or 2 ranks, must resume from checkpoint 1 (2 after the marker) and
 #      end with a result bit-identical to the reference; the same for rank 1 killed after the
@@ -16,20 +16,17 @@ file(MAKE_DIRECTORY "${DIR}")
 set(ARGS --steps 6 --rows 53 --cols 17 --keep 2)
 
 # run(NAME NP KILL [extra args]): runs the program on NP ranks with checkpoints in DIR/NAME and
-# the result in DIR/NAME.bin; KILL is SKEIN_TEST_CHECKPOINT_KILL ("" for none). Sets run_rc and
-# run_out.
+# the result in DIR/NAME.bin; KILL is the program's --kill ("" for none). Sets run_rc and run_out.
 function(run name np kill)
+  set(kill_args "")
   if(kill)
-    set(ENV{SKEIN_TEST_CHECKPOINT_KILL} "${kill}")
-  else()
-    unset(ENV{SKEIN_TEST_CHECKPOINT_KILL})
+    set(kill_args --kill "${kill}")
   endif()
   execute_process(
     COMMAND ${MPIEXEC} -np ${np} --oversubscribe ${PROGRAM} --dir "${DIR}/${name}" --out "${DIR}/${name}.bin"
-            ${ARGS} ${ARGN}
+            ${ARGS} ${kill_args} ${ARGN}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out TIMEOUT ${LIMIT})
-  unset(ENV{SKEIN_TEST_CHECKPOINT_KILL})
-  message(STATUS "---- ${name}: ${np} rank(s), SKEIN_TEST_CHECKPOINT_KILL='${kill}' ${ARGN}: exit ${rc}\n${out}")
+  message(STATUS "---- ${name}: ${np} rank(s), --kill '${kill}' ${ARGN}: exit ${rc}\n${out}")
   if(NOT rc MATCHES "^[0-9]+$")
     message(FATAL_ERROR "${name}: the job did not end within ${LIMIT} s (${rc})")
   endif()

@@ -5,13 +5,17 @@
 //
 //   mpirun -np 4 skein-checkpoint-loop --dir DIR --steps N --out FILE
 //          [--rows R] [--cols C] [--keep K] [--compress LEVEL] [--serial] [--fall-back]
+//          [--kill [RANK@]W:STAGE]
 //
 // It resumes from the newest complete checkpoint in DIR when there is one (printing "resumed
 // from step S"), else starts from the initial state ("fresh start"); then runs the steps up to N,
 // writing checkpoint s after step s; then rank 0 writes the final arrays' bytes (u as float64,
 // then n as int64, row-major) to FILE. So a run killed at any point and run again with the same
 // arguments must end with a FILE bit-identical to an uninterrupted run's, also on another number
-// of ranks. SKEIN_TEST_CHECKPOINT_KILL (see <skein/checkpoint.hpp>) kills it mid-checkpoint.
+// of ranks. --kill makes rank RANK (0 by default) SIGKILL itself after stage STAGE (created,
+// written, renamed, marked: see CheckpointStage; the last two happen on rank 0 alone) of its W-th
+// checkpoint write (tests/support/checkpoint_kill.hpp): a job killed in the middle of a
+// checkpoint, on demand.
 //
 // The update is a heat-like stencil with a nonlinear term on a periodic grid: each element needs
 // its four neighbours (rows from the halo exchange, columns within the row), so a lost, repeated
@@ -27,10 +31,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <skein/checkpoint.hpp>
 #include <skein/skein.hpp>
 #include <string>
 #include <vector>
+
+#include "checkpoint_kill.hpp"
 
 namespace {
 
@@ -46,6 +53,7 @@ struct Args {
   int compress = 0;
   bool serial = false;
   bool fall_back = false;
+  std::optional<test::CheckpointKill> kill;
 };
 
 bool parse(int argc, char** argv, Args& a) {
@@ -61,7 +69,10 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--compress") a.compress = std::atoi(value().c_str());
     else if (k == "--serial") a.serial = true;
     else if (k == "--fall-back") a.fall_back = true;
-    else return false;
+    else if (k == "--kill") {
+      a.kill = test::parse_checkpoint_kill(value());
+      if (!a.kill) return false;
+    } else return false;
   }
   return !a.dir.empty() && !a.out.empty() && a.steps >= 0 && a.rows > 0 && a.cols > 0;
 }
@@ -105,11 +116,12 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: skein-checkpoint-loop --dir DIR --steps N --out FILE [--rows R] [--cols C] "
-                 "[--keep K] [--compress LEVEL] [--serial] [--fall-back]\n");
+                 "[--keep K] [--compress LEVEL] [--serial] [--fall-back] [--kill [RANK@]W:STAGE]\n");
     return 1;
   }
   Runtime runtime(&argc, &argv);
   const bool root = runtime.rank() == 0;
+  if (args.kill) test::install_checkpoint_kill(*args.kill, "checkpoint-loop");
   try {
     Communicator comm(runtime);
     DistArray u(comm, Shape{args.rows, args.cols}, Dtype::float64, RowSplit::even(), Halo{1, true});

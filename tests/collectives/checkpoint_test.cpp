@@ -32,6 +32,7 @@
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
+#include "skein/detail/checkpoint_stages.hpp"
 
 namespace {
 namespace checkpoint_test {
@@ -362,6 +363,54 @@ TEST_P(Checkpoints, AbandonedWritesLeaveThePreviousCheckpoint) {
   }
 }
 
+// The observer of the stages that the kill-and-restart tests use (checkpoint_main.cpp --kill):
+// every rank sees the stages it takes part in, with its rank, the step and the directory, and an
+// observer that throws on one rank (here the last) abandons the write on every rank.
+TEST_P(Checkpoints, StageObserverSeesEveryRanksStages) {
+  struct Seen {
+    std::string stage;
+    std::int64_t step;
+    int rank;
+    std::string directory;
+    bool operator==(const Seen&) const = default;
+  };
+  std::vector<Seen> seen;
+  const int thrower = world_size() - 1;
+  struct Uninstall {
+    ~Uninstall() { detail::set_checkpoint_stage_observer({}); }
+  } uninstall;
+  const auto previous = detail::set_checkpoint_stage_observer([&](const detail::CheckpointStageEvent& e) {
+    seen.push_back({std::string(name(e.stage)), e.step, e.rank, e.directory});
+    if (e.step == 2 && e.stage == CheckpointStage::created && e.rank == thrower) {
+      throw std::runtime_error("simulated crash of the last rank");
+    }
+  });
+  EXPECT_FALSE(static_cast<bool>(previous)) << "an observer was left installed";
+  const fs::path dir = dir_.sub("observed");
+  CheckpointManager m(*s_.comm, dir, options(2));
+  DistArray u(*s_.comm, kShape, Dtype::float64);
+  ReplicatedArray table(*s_.comm, kTableShape, Dtype::complex64);
+  fill(u, table, 1);
+  m.write(1, 0.5, {{"u", u}, {"table", table}});
+  const int me = world_rank();
+  std::vector<Seen> want{{"created", 1, me, dir.string()}, {"written", 1, me, dir.string()}};
+  if (me == 0) {
+    want.push_back({"renamed", 1, 0, dir.string()});
+    want.push_back({"marked", 1, 0, dir.string()});
+  }
+  EXPECT_TRUE(seen == want) << "rank " << me << " saw " << seen.size() << " stage(s), expected " << want.size();
+  seen.clear();
+  if (me == thrower) {
+    expect_error<std::runtime_error>([&] { m.write(2, 1.0, {{"u", u}}); }, {"simulated crash"}, "the thrower");
+  } else {
+    expect_error<RuntimeError>([&] { m.write(2, 1.0, {{"u", u}}); },
+                               {"simulated crash", fmt::format("rank {}", thrower)}, "the other ranks");
+  }
+  EXPECT_EQ(seen.size(), 1u) << "stages after the abandoned one";
+  detail::set_checkpoint_stage_observer({});
+  EXPECT_EQ(m.latest_complete()->step, 1);
+}
+
 TEST_P(Checkpoints, BadCallsRaiseTypedErrors) {
   const fs::path dir = dir_.sub("bad");
   CheckpointManager m(*s_.comm, dir, options(2));
@@ -378,12 +427,6 @@ TEST_P(Checkpoints, BadCallsRaiseTypedErrors) {
                            "reserved attribute");
   expect_error<LogicError>([&] { m.write(2, 0, {{"/u", u}}); }, {"'/u'"}, "name with a leading slash");
   expect_error<CheckpointError>([&] { (void)m.verify(99); }, {"step 99", "no completion marker"}, "verify a missing step");
-  {
-    // Read, and refused, when the manager is made.
-    test::ScopedEnv env("SKEIN_TEST_CHECKPOINT_KILL", "soon");
-    expect_error<LogicError>([&] { (void)CheckpointManager(*s_.comm, dir_.sub("killed"), options(1)); },
-                             {"SKEIN_TEST_CHECKPOINT_KILL='soon'", "CheckpointManager"}, "bad kill variable");
-  }
   if (world_size() > 1) {
     expect_error<LogicError>([&] { m.write(world_rank() == 1 ? 3 : 2, 0, {{"u", u}}); }, {"different calls"},
                              "ranks disagree on the step");

@@ -20,6 +20,10 @@
 //             call, reads its own array unchanged
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
+//   skip_code:SECONDS
+//             `skip` with the timeout given in code (CommunicatorOptions::timeout_seconds): the others
+//             raise TimeoutError within SKEIN_COLLECTIVE_TIMEOUT plus a margin when the variable is
+//             set (it overrides the code), else within SECONDS plus a margin
 //   skip_sum  the same for a dist::sum, which must raise itself rather than return a value (with
 //             the MPI backend its ranks' values meet in one MPI exchange on the host; over NCCL
 //             ranks it is an all_reduce, as `skip`, whose result the host reads after waiting)
@@ -52,6 +56,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <skein/checkpoint.hpp>
 #include <skein/communicator.hpp>
 #include <skein/hdf5.hpp>
@@ -77,9 +82,12 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-double timeout_seconds() {
+// The timeout the scenario's calls have: SKEIN_COLLECTIVE_TIMEOUT when set (it overrides the
+// code), else the one given in code, else the default.
+double timeout_seconds(std::optional<double> in_code = std::nullopt) {
   const char* text = std::getenv("SKEIN_COLLECTIVE_TIMEOUT");
-  return text ? std::atof(text) : 300.0;
+  if (text != nullptr && *text != '\0') return std::atof(text);
+  return in_code.value_or(300.0);
 }
 
 std::vector<float> ramp(std::size_t n, int rank) {
@@ -227,9 +235,14 @@ int read_after(const Runtime& runtime, const std::string& field) {
   }
 }
 
-// `sum`: the call skipped is a dist::sum, else an all_reduce.
-int skip(const Runtime& runtime, bool sum) {
-  Communicator comm(runtime);
+// `sum`: the call skipped is a dist::sum, else an all_reduce. `in_code`: the timeout given in code.
+int skip(const Runtime& runtime, bool sum, std::optional<double> in_code = std::nullopt) {
+  Communicator comm(runtime, CommunicatorOptions{.timeout_seconds = in_code});
+  const double limit = timeout_seconds(in_code);
+  if (comm.options().timeout_seconds != limit) {
+    return report(false, "the Communicator's timeout in effect is " + std::to_string(*comm.options().timeout_seconds) +
+                             " s, not " + std::to_string(limit) + " s");
+  }
   Queue queue(comm.context());
   Array a = Array::zeros(queue, {1000}, Dtype::float32);
   DistArray d(comm, {1000}, Dtype::float32);
@@ -249,7 +262,6 @@ int skip(const Runtime& runtime, bool sum) {
   } catch (const TimeoutError& e) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
-    const double limit = timeout_seconds();
     bool ok = contains(what, "SKEIN_COLLECTIVE_TIMEOUT") && waited >= 0.9 * limit && waited < limit + 10;
     // The communicator is unusable afterwards, and says so.
     try {
@@ -438,6 +450,7 @@ int run(const std::string& mode, const Runtime& runtime) {
     return mismatch(runtime, mode);
   }
   if (mode == "skip" || mode == "skip_sum") return skip(runtime, mode == "skip_sum");
+  if (mode.rfind("skip_code:", 0) == 0) return skip(runtime, false, std::atof(mode.substr(10).c_str()));
   if (mode.rfind("read_", 0) == 0) return read_after(runtime, mode.substr(5));
   if (mode == "late") return late(runtime);
   if (mode == "tiny") return tiny(runtime);

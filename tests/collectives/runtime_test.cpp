@@ -15,11 +15,13 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <mutex>
 #include <skein/runtime.hpp>
 #include <skein/skein.hpp>
 #include <string>
 #include <vector>
 
+#include "skein/detail/log.hpp"
 #include "skein/detail/placement.hpp"
 
 namespace {
@@ -265,6 +267,74 @@ TEST(Runtime, BadEnvironmentRaisesOnEveryRank) {
     EXPECT_NE(std::string(e.what()).find("SKEIN_DEVICES_PER_RANK='two'"), std::string::npos)
         << e.what();
   }
+}
+
+// --- RuntimeOptions: the log level in code, SKEIN_LOG_LEVEL over it, the log's rank -----------
+
+// The lines a rank's log printed while `f` ran, at the level each was logged.
+template <class F>
+std::vector<std::pair<skein::LogLevel, std::string>> logged(F&& f) {
+  std::mutex mutex;
+  std::vector<std::pair<skein::LogLevel, std::string>> lines;
+  skein::LogSink previous = skein::set_log_sink([&](skein::LogLevel l, std::string_view line) {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(l, std::string(line));
+  });
+  f();
+  skein::set_log_sink(std::move(previous));
+  return lines;
+}
+
+TEST(RuntimeOptions, LogLevelInCodeAndTheVariableOverIt) {
+  using skein::LogLevel;
+  CleanPlacementEnv env;
+  ScopedEnv level("SKEIN_LOG_LEVEL", std::nullopt);
+  PlacementOptions placement;
+  placement.share_devices = !enough_devices_for_every_rank();
+  const auto rank_before = skein::detail::log_rank();
+  {
+    Runtime rt(nullptr, nullptr, skein::RuntimeOptions{.placement = placement, .log_level = LogLevel::info});
+    EXPECT_EQ(skein::log_level(), LogLevel::info);
+    EXPECT_EQ(rt.options().log_level, std::optional(LogLevel::info));
+    EXPECT_EQ(rt.options().placement.share_devices, placement.share_devices);
+    // The log knows the rank: its lines carry it, and a collective message comes from rank 0 alone.
+    const std::string prefix = rt.size() > 1 ? fmt::format("skein: rank {}: ", rt.rank()) : "skein: ";
+    const auto lines = logged([] {
+      skein::log_message(LogLevel::info, "mine");
+      skein::log_message(LogLevel::debug, "not at info");
+      skein::log_message(LogLevel::warning, "everyone's", skein::LogScope::collective);
+    });
+    std::vector<std::pair<LogLevel, std::string>> want{{LogLevel::info, prefix + "mine"}};
+    if (rt.rank() == 0) want.emplace_back(LogLevel::warning, prefix + "everyone's");
+    EXPECT_EQ(lines, want);
+    int printed = rt.rank() == 0 ? 0 : static_cast<int>(lines.size()) - 1, total = 0;
+    MPI_Allreduce(&printed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_EQ(total, 0) << "a rank other than 0 printed the collective message";
+  }
+  EXPECT_EQ(skein::detail::log_rank().rank, rank_before.rank) << "the log's rank is restored with the runtime";
+  {
+    // The variable overrides the code.
+    ScopedEnv quiet("SKEIN_LOG_LEVEL", "error");
+    Runtime rt(nullptr, nullptr, skein::RuntimeOptions{.placement = placement, .log_level = LogLevel::debug});
+    EXPECT_EQ(skein::log_level(), LogLevel::error);
+    EXPECT_EQ(rt.options().log_level, std::optional(LogLevel::error));
+    EXPECT_TRUE(logged([] { skein::log_message(LogLevel::warning, "hidden"); }).empty());
+  }
+  {
+    // A bad value: LogicError on every rank, from the Runtime.
+    ScopedEnv bad("SKEIN_LOG_LEVEL", "loud");
+    try {
+      Runtime rt(nullptr, nullptr, placement);
+      ADD_FAILURE() << "SKEIN_LOG_LEVEL=loud must raise";
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find("SKEIN_LOG_LEVEL='loud'"), std::string::npos) << e.what();
+    }
+  }
+  (void)skein::detail::read_log_level_from_environment("test");  // unset again
+  skein::set_log_level(LogLevel::warning);
+  // PlacementOptions' fields in braces still choose the PlacementOptions constructor.
+  Runtime braces(nullptr, nullptr, {.share_devices = placement.share_devices});
+  EXPECT_EQ(braces.options().log_level, std::optional(LogLevel::warning));
 }
 
 // --- Adopting the application's communicator --------------------------------------------------

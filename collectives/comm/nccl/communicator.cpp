@@ -2,7 +2,8 @@
 // The NCCL backend of the Communicator: one ncclComm_t per local member (device), all of one
 // communicator clique whose ranks are the Communicator's member indices.
 //
-// Communicators are blocking by default (SKEIN_NCCL_BLOCKING=1). NCCL's non-blocking mode
+// Communicators are blocking by default (CommunicatorOptions::nccl_blocking, SKEIN_NCCL_BLOCKING).
+// NCCL's non-blocking mode
 // (config.blocking = 0) hands every group launch to a new helper thread and returns
 // ncclInProgress, which costs several microseconds per collective: too much for small messages.
 // A blocking communicator can still block the host inside a call (connection set-up with a peer
@@ -11,8 +12,8 @@
 // allows from another thread to end a stuck call) once the collective timeout has passed; the
 // stuck call then returns with an error and every surviving rank raises. Kernels that never
 // finish (a peer that skipped the collective) are found by the same watchdog through the call's
-// events. SKEIN_NCCL_BLOCKING=0 selects non-blocking communicators: nothing then blocks the host,
-// at that cost per call.
+// events. Non-blocking communicators (nccl_blocking false, SKEIN_NCCL_BLOCKING=0): nothing then
+// blocks the host, at that cost per call.
 #include <mpi.h>
 #include <nccl.h>
 
@@ -103,7 +104,7 @@ class Backoff {
 class NcclBackend final : public CollectiveBackendAdapter {
  public:
   NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member, const Context& context,
-              const std::vector<std::size_t>& device_idxs, double timeout_s);
+              const std::vector<std::size_t>& device_idxs, double timeout_s, bool blocking);
   ~NcclBackend() override;
   NcclBackend(const NcclBackend&) = delete;
   NcclBackend& operator=(const NcclBackend&) = delete;
@@ -176,10 +177,10 @@ class NcclBackend final : public CollectiveBackendAdapter {
 
 NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
                          const Context& context, const std::vector<std::size_t>& device_idxs,
-                         double timeout_s)
+                         double timeout_s, bool blocking)
     : cuda_(cuda_context_adapter(context)),
       timeout_s_(timeout_s),
-      blocking_(nccl_blocking_from_environment()) {
+      blocking_(blocking) {
   if (!cuda_) {
     raise_in(SKEIN_HERE, "Communicator", "Use the MPI backend for OpenCL devices.",
              "the NCCL backend needs a CUDA context, and this context is not one");
@@ -234,7 +235,8 @@ NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
       SKEIN_NCCL_CHECK(ncclGetUniqueId, (&packet.id), std::string());
     } catch (const std::exception& e) {
       packet.ok = 0;
-      std::snprintf(packet.message, sizeof packet.message, "%s", e.what());
+      // Cut to the packet's size, and ended by the zeros it was made with.
+      fmt::format_to_n(packet.message, sizeof packet.message - 1, "{}", e.what());
     }
   }
   const int bcast = MPI_Bcast(&packet, sizeof packet, MPI_BYTE, root, comm);
@@ -689,9 +691,9 @@ void NcclBackend::release_finished_staging() noexcept {
 
 std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
     MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
-    const std::vector<std::size_t>& device_idxs, double timeout_s) {
+    const std::vector<std::size_t>& device_idxs, double timeout_s, bool blocking) {
   return std::make_unique<NcclBackend>(comm, members, first_member, context, device_idxs,
-                                       timeout_s);
+                                       timeout_s, blocking);
 }
 
 }  // namespace skein::detail

@@ -28,7 +28,7 @@ std::uint64_t agreement_hash(std::string_view text) {
 }
 
 double collective_timeout(const char* call) {
-  return env_seconds("SKEIN_COLLECTIVE_TIMEOUT", 300.0, call, "waits forever");
+  return env_seconds("SKEIN_COLLECTIVE_TIMEOUT", kDefaultCollectiveTimeout, call, "waits forever");
 }
 
 }  // namespace skein::detail

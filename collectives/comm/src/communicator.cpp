@@ -30,7 +30,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -58,6 +57,7 @@
 #include "skein/detail/front.hpp"
 #include "skein/detail/host_collectives.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/detail/deferred_marker.hpp"
 #include "skein/detail/watch_order.hpp"
 #include "call_ledger.hpp"
@@ -117,10 +117,10 @@ CallProfile& call_profile() {
   return profile;
 }
 CallProfile* call_profile_if_read() noexcept { return g_profile.load(std::memory_order_acquire); }
-bool nccl_blocking_from_environment() {
-  return env_flag("SKEIN_NCCL_BLOCKING", true, "Communicator",
-                  "blocking NCCL communicators, the default; 0: non-blocking, no NCCL call ever "
-                  "blocks the host, at several microseconds more per collective");
+std::optional<bool> nccl_blocking_from_environment() {
+  return parse_env_flag("SKEIN_NCCL_BLOCKING", env_value("SKEIN_NCCL_BLOCKING"), "Communicator",
+                        "blocking NCCL communicators, the default; 0: non-blocking, no NCCL call "
+                        "ever blocks the host, at several microseconds more per collective");
 }
 long long& call_launch_ns() {
   thread_local long long ns = 0;
@@ -134,12 +134,13 @@ Communicator::Impl::~Impl() {
   if (const auto* read = detail::call_profile_if_read(); read && read->on && read->calls > 0) {
     const auto& p = *read;
     const double n = static_cast<double>(p.calls) * 1e3;
-    std::fprintf(stderr,
-                 "[skein rank %d] %lld collective calls, host us per call: checks %.2f, backend "
-                 "%.2f (NCCL group %.2f), events %.2f, watchdog %.2f\n",
-                 mpi_rank, p.calls.load(), static_cast<double>(p.checks_ns) / n,
-                 static_cast<double>(p.backend_ns) / n, static_cast<double>(p.launch_ns) / n,
-                 static_cast<double>(p.events_ns) / n, static_cast<double>(p.watch_ns) / n);
+    // A report asked for (SKEIN_PROFILE_COLLECTIVES=1): at warning, so that it shows by default.
+    detail::log(LogLevel::warning, LogScope::rank,
+                "{} collective calls, host us per call: checks {:.2f}, backend {:.2f} (NCCL group "
+                "{:.2f}), events {:.2f}, watchdog {:.2f}",
+                p.calls.load(), static_cast<double>(p.checks_ns) / n, static_cast<double>(p.backend_ns) / n,
+                static_cast<double>(p.launch_ns) / n, static_cast<double>(p.events_ns) / n,
+                static_cast<double>(p.watch_ns) / n);
   }
 #if SKEIN_HAS_MPI
   int finalized = 0;
@@ -149,20 +150,18 @@ Communicator::Impl::~Impl() {
   if (!finalized && broken.empty() && async_agreement && checks()) {
     try {
       if (!settle_exchanges(deadline_in(timeout_s > 0 ? std::min(timeout_s, 10.0) : 10.0))) {
-        std::fprintf(stderr,
-                     "skein: rank %d: a Communicator was destroyed before the other ranks "
-                     "confirmed its last collective calls (the agreement check; "
-                     "SKEIN_COLLECTIVE_TIMEOUT=%g s)\n",
-                     mpi_rank, timeout_s);
+        detail::log(LogLevel::warning, LogScope::rank,
+                    "a Communicator was destroyed before the other ranks confirmed its last "
+                    "collective calls (the agreement check; SKEIN_COLLECTIVE_TIMEOUT={} s)",
+                    timeout_s);
       }
       std::lock_guard lock(mutex);
       if (watchdog_failure && broken.empty() && !results->reported.load(std::memory_order_relaxed)) {
-        std::fprintf(stderr, "skein: rank %d: %s (found when the Communicator was destroyed)\n",
-                     mpi_rank, watchdog_failure->message.c_str());
+        detail::log(LogLevel::error, LogScope::rank, "{} (found when the Communicator was destroyed)",
+                    watchdog_failure->message);
       }
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "skein: rank %d: %s (when the Communicator was destroyed)\n", mpi_rank,
-                   e.what());
+      detail::log(LogLevel::error, LogScope::rank, "{} (when the Communicator was destroyed)", e.what());
     }
   }
 #endif
@@ -379,25 +378,48 @@ class CallBuilder {
 
 #if SKEIN_HAS_MPI
 
-Communicator::Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs,
-                           CollectiveBackend backend)
-    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs), backend)) {}
+namespace {
 
-Communicator::Communicator(const Runtime& runtime, CollectiveBackend backend) {
+// The older constructors' request: an explicit backend wins over SKEIN_BACKEND, which replaces
+// only `automatic`.
+detail::CommunicatorRequest request_of(CollectiveBackend backend) {
+  if (backend == CollectiveBackend::automatic) return {};
+  return {.options = {.backend = backend}, .backend_pinned = true};
+}
+
+std::shared_ptr<Communicator::Impl> over_runtime(const Runtime& runtime, const detail::CommunicatorRequest& request) {
   if (!runtime.uses_mpi()) {
     detail::raise_in(SKEIN_HERE, "Communicator",
                      "Create the Runtime with Runtime(&argc, &argv) or Runtime(comm).",
                      "the runtime does not use MPI; a Communicator needs MPI");
   }
-  impl_ = detail::make_communicator_impl(runtime.comm(), runtime.context(), {}, backend);
+  return detail::make_communicator_impl(runtime.comm(), runtime.context(), {}, request);
 }
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs,
+                           const CommunicatorOptions& options)
+    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs), {.options = options})) {}
+
+Communicator::Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs,
+                           CollectiveBackend backend)
+    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs), request_of(backend))) {}
+
+Communicator::Communicator(const Runtime& runtime, CollectiveBackend backend)
+    : impl_(over_runtime(runtime, request_of(backend))) {}
+
+Communicator::Communicator(const Runtime& runtime, const CommunicatorOptions& options)
+    : impl_(over_runtime(runtime, {.options = options})) {}
 
 #else
 
-Communicator::Communicator(const Runtime&, CollectiveBackend) {
+Communicator::Communicator(const Runtime&, const CommunicatorOptions&) {
   detail::raise_in(SKEIN_HERE, "Communicator", "Build Skein with MPI (SKEIN_WITH_MPI=ON).",
                    "this build of Skein has no MPI; a Communicator needs MPI");
 }
+
+Communicator::Communicator(const Runtime& runtime, CollectiveBackend) : Communicator(runtime, CommunicatorOptions{}) {}
 
 #endif
 
@@ -430,6 +452,7 @@ std::size_t Communicator::device_idx(std::size_t local_device) const {
 const Context& Communicator::context() const { return impl_->context; }
 CollectiveBackend Communicator::backend() const { return impl_->backend->kind(); }
 std::string Communicator::backend_description() const { return impl_->backend->description(); }
+const CommunicatorOptions& Communicator::options() const { return impl_->options; }
 #if SKEIN_HAS_MPI
 MPI_Comm Communicator::mpi_comm() const { return impl_->comm; }
 #endif
@@ -444,7 +467,9 @@ Communicator Communicator::split(int color, int key) const {
   MPI_Comm part = MPI_COMM_NULL;
   SKEIN_MPI_CHECK(MPI_Comm_split, (impl_->comm, color, key, &part));
   try {
-    Communicator result(part, impl_->context, impl_->device_idxs, backend());
+    // The parent's settings in effect, its backend included whatever SKEIN_BACKEND says now.
+    Communicator result(detail::make_communicator_impl(
+        part, impl_->context, impl_->device_idxs, {.options = impl_->options, .backend_pinned = true}));
     MPI_Comm_free(&part);
     return result;
   } catch (...) {

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -99,6 +98,9 @@ struct Communicator::Impl {
   detail::MemberMap map;
   std::size_t first_member = 0;
   std::unique_ptr<detail::CollectiveBackendAdapter> backend;
+  // The settings in effect (Communicator::options()); timeout_s and check_agreement below are
+  // their copies that the calls read.
+  CommunicatorOptions options;
   bool check_agreement = false;
   // MPI_THREAD_MULTIPLE: the watchdog posts and tests an asynchronous backend's agreement
   // exchanges; below it, the calling thread does, at the next call.
@@ -374,11 +376,18 @@ void Communicator::Impl::guarded(const CallLabel& label, const std::string& call
 
 
 namespace detail {
+// What a constructor asks for: the settings given in code (the environment overrides them), and
+// whether an explicit backend among them wins over SKEIN_BACKEND instead (the constructors that
+// take a CollectiveBackend, and split(), which keeps its parent's).
+struct CommunicatorRequest {
+  CommunicatorOptions options{};
+  bool backend_pinned = false;
+};
 // Creates a Communicator's state over `user_comm` (make_communicator.cpp).
 #if SKEIN_HAS_MPI
 std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
                                                            std::vector<std::size_t> device_idxs,
-                                                           CollectiveBackend requested);
+                                                           const CommunicatorRequest& request);
 #endif
 }  // namespace detail
 

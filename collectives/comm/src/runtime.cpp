@@ -9,10 +9,9 @@
 #include <climits>
 #include <exception>
 
-#include <cstdio>
-
 #include "skein/detail/errors.hpp"
 #include "skein/detail/leak_check.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/detail/placement.hpp"
 #if SKEIN_HAS_MPI
 #include "skein/detail/mpi_util.hpp"
@@ -99,6 +98,16 @@ std::string quoted(const std::string& what) {
 }  // namespace
 
 struct Runtime::Impl {
+  // Puts back the log's rank as it was before the Runtime (set_prefix()). The first member, so
+  // that it runs after the destructor's last line, whichever way that leaves: the lines logged
+  // while the Runtime ends still carry the rank.
+  struct LogRankRestore {
+    detail::LogRank previous;
+    bool set = false;
+    ~LogRankRestore() {
+      if (set) detail::set_log_rank(std::move(previous));
+    }
+  } log_rank_restore;
   bool uses_mpi = false;
   bool initialised_mpi = false;
 #if SKEIN_HAS_MPI
@@ -112,6 +121,7 @@ struct Runtime::Impl {
   std::string host;
   std::optional<Context> context;
   std::vector<RankPlacement> placement;
+  RuntimeOptions effective;  // the settings in effect (options())
   std::string previous_error_prefix;
   bool prefix_set = false;
 
@@ -135,10 +145,10 @@ struct Runtime::Impl {
     if (left.empty()) {
       if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     } else {
-      std::fprintf(stderr,
-                   "skein: rank %d: %zu MPI operation(s) that Skein gave up on after an error are "
-                   "still outstanding ([%s]); their communicators are left to MPI_Finalize\n",
-                   rank, left.size(), fmt::format("{}", fmt::join(left, "; ")).c_str());
+      detail::log(LogLevel::warning, LogScope::rank,
+                  "{} MPI operation(s) that Skein gave up on after an error are still outstanding "
+                  "([{}]); their communicators are left to MPI_Finalize",
+                  left.size(), fmt::join(left, "; "));
     }
     if (initialised_mpi) {
       detail::LeakCheckPause pause;  // what Open MPI keeps until exit (skein/detail/leak_check.hpp)
@@ -204,7 +214,12 @@ struct Runtime::Impl {
     throw RuntimeError(info);
   }
 
+  // The rank in Skein's error messages and log lines (none on a single rank), and the rank the
+  // log prints LogScope::collective messages on.
   void set_prefix() {
+    log_rank_restore.previous = detail::log_rank();
+    log_rank_restore.set = true;
+    detail::set_log_rank({.rank = rank, .prefix = {}});
     if (size <= 1) return;
     previous_error_prefix = detail::error_prefix();
     prefix_set = true;
@@ -220,6 +235,7 @@ struct Runtime::Impl {
     }
 #endif
     detail::set_error_prefix(prefix);
+    detail::set_log_rank({.rank = rank, .prefix = prefix});
   }
 
 #if SKEIN_HAS_MPI
@@ -248,14 +264,20 @@ struct Runtime::Impl {
   }
 #endif
 
-  // This rank's devices, the check that no two ranks share one, and the context.
-  void place(PlacementOptions given) {
+  // The settings (the log level first, so that what follows logs at it), this rank's devices,
+  // the check that no two ranks share one, and the context.
+  void place(const RuntimeOptions& given) {
     RankPlacement own{.rank = rank, .host = host, .local_rank = local_rank,
                       .local_size = local_size};
-    PlacementOptions options;
+    collectively("reading the log level", [&] {
+      if (given.log_level) set_log_level(*given.log_level);
+      (void)detail::read_log_level_from_environment("Runtime");
+    });
+    effective.log_level = log_level();
+    PlacementOptions& options = effective.placement;
     std::vector<Device> devices;
     collectively("reading the placement options", [&] {
-      options = PlacementOptions::from_environment(std::move(given));
+      options = PlacementOptions::from_environment(given.placement);
     });
     collectively("choosing devices", [&] {
       const ApiId api_id = options.api ? *options.api : default_api();
@@ -307,13 +329,22 @@ struct Runtime::Impl {
   }
 };
 
-Runtime::Runtime(PlacementOptions options) : impl_(std::make_unique<Impl>()) {
+Runtime::Runtime(PlacementOptions options) : Runtime(WithOptions{}, RuntimeOptions{.placement = std::move(options)}) {}
+
+Runtime::Runtime(WithOptions, const RuntimeOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->host = this_host();
-  impl_->place(std::move(options));
+  impl_->set_prefix();
+  impl_->place(options);
 }
 
 #if SKEIN_HAS_MPI
 Runtime::Runtime(int* argc, char*** argv, PlacementOptions options)
+    : Runtime(WithOptions{}, argc, argv, RuntimeOptions{.placement = std::move(options)}) {}
+
+Runtime::Runtime(MPI_Comm comm, PlacementOptions options)
+    : Runtime(WithOptions{}, comm, RuntimeOptions{.placement = std::move(options)}) {}
+
+Runtime::Runtime(WithOptions, int* argc, char*** argv, const RuntimeOptions& options)
     : impl_(std::make_unique<Impl>()) {
   int initialised = 0, finalised = 0;
   SKEIN_MPI_CHECK(MPI_Initialized, (&initialised));
@@ -336,10 +367,10 @@ Runtime::Runtime(int* argc, char*** argv, PlacementOptions options)
   impl_->uses_mpi = true;
   impl_->adopt(MPI_COMM_WORLD);
   impl_->locate();
-  impl_->place(std::move(options));
+  impl_->place(options);
 }
 
-Runtime::Runtime(MPI_Comm comm, PlacementOptions options) : impl_(std::make_unique<Impl>()) {
+Runtime::Runtime(WithOptions, MPI_Comm comm, const RuntimeOptions& options) : impl_(std::make_unique<Impl>()) {
   int initialised = 0, finalised = 0;
   SKEIN_MPI_CHECK(MPI_Initialized, (&initialised));
   SKEIN_MPI_CHECK(MPI_Finalized, (&finalised));
@@ -359,7 +390,7 @@ Runtime::Runtime(MPI_Comm comm, PlacementOptions options) : impl_(std::make_uniq
   impl_->uses_mpi = true;
   impl_->adopt(comm);
   impl_->locate();
-  impl_->place(std::move(options));
+  impl_->place(options);
 }
 
 MPI_Comm Runtime::comm() const { return impl_->uses_mpi ? impl_->comm : MPI_COMM_SELF; }
@@ -377,6 +408,7 @@ bool Runtime::uses_mpi() const { return impl_->uses_mpi; }
 bool Runtime::initialised_mpi() const { return impl_->initialised_mpi; }
 const Context& Runtime::context() const { return *impl_->context; }
 const std::vector<RankPlacement>& Runtime::placement() const { return impl_->placement; }
+const RuntimeOptions& Runtime::options() const { return impl_->effective; }
 
 std::string Runtime::placement_table() const {
   const std::vector<std::string> header{"rank", "host", "local rank", "devices"};

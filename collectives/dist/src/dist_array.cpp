@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "skein/detail/agreement.hpp"
+#include "skein/detail/communicator_access.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/host_collectives.hpp"
 #include "dist_transport.hpp"
@@ -304,7 +305,8 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
 
 DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
                      std::vector<Buffer> foreign, bool use_foreign)
-    : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
+    : comm_(std::make_shared<Communicator>(detail::CommunicatorAccess::share(comm))),
+      queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
   const std::string call = "DistArray";
   // What this rank alone can see is wrong: (what, hint), raised once every rank knows.
   std::optional<std::pair<std::string, std::string>> problem;
@@ -699,7 +701,8 @@ ReplicatedArray::ReplicatedArray(Communicator& comm, Shape shape, Dtype dtype)
     : ReplicatedArray(comm, Queue(comm.context()), std::move(shape), dtype) {}
 
 ReplicatedArray::ReplicatedArray(Communicator& comm, const Queue& queue, Shape shape, Dtype dtype)
-    : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), shape_(std::move(shape)), dtype_(dtype) {
+    : comm_(std::make_shared<Communicator>(detail::CommunicatorAccess::share(comm))),
+      queue_(queue), shape_(std::move(shape)), dtype_(dtype) {
   const std::string call = "ReplicatedArray";
   std::optional<std::pair<std::string, std::string>> problem;
   if (auto q = queue_problem(comm, queue); !q.empty()) problem = {q, kQueueHint};

@@ -19,6 +19,7 @@
 #include "dist_transport.hpp"
 #include "grid_copy.hpp"
 #include "grid_halo_cache.hpp"
+#include "skein/detail/communicator_access.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/host_collectives.hpp"
 #include "skein/error.hpp"
@@ -127,7 +128,8 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
 
 GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype,
                      std::vector<Buffer> foreign, bool use_foreign)
-    : comm_(std::make_shared<Communicator>(comm.share())), queue_(queue), layout_(std::move(layout)), dtype_(dtype),
+    : comm_(std::make_shared<Communicator>(detail::CommunicatorAccess::share(comm))),
+      queue_(queue), layout_(std::move(layout)), dtype_(dtype),
       halo_cache_(std::make_shared<detail::grid::HaloCache>()) {
   const std::string call = "GridArray";
   std::optional<std::pair<std::string, std::string>> problem;

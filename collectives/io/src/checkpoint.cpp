@@ -19,7 +19,6 @@
 #include "checkpoint_arrays.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,19 +26,19 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <atomic>
+#include <mutex>
 #include <bit>
 #include <cerrno>
-#include <climits>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
 #include <set>
 
+#include "skein/detail/checkpoint_stages.hpp"
 #include "skein/detail/errors.hpp"
+#include "skein/detail/log.hpp"
 #include "skein/detail/trace.hpp"
 #include "skein/detail/sha256.hpp"
 #include "skein/communicator.hpp"
@@ -48,7 +47,6 @@
 #include <nlohmann/json.hpp>
 
 #include "skein/detail/agreement.hpp"
-#include "skein/detail/env.hpp"
 #include "skein/detail/mpi_util.hpp"
 #endif
 
@@ -63,6 +61,26 @@ std::string_view name(CheckpointStage stage) {
   }
   return "?";
 }
+
+namespace detail {
+namespace {
+struct StageObserver {
+  std::mutex mutex;
+  CheckpointStageObserver observer;
+};
+StageObserver& stage_observer() {
+  static StageObserver s;
+  return s;
+}
+}  // namespace
+
+CheckpointStageObserver set_checkpoint_stage_observer(CheckpointStageObserver observer) {
+  auto& s = stage_observer();
+  std::lock_guard lock(s.mutex);
+  std::swap(s.observer, observer);
+  return observer;
+}
+}  // namespace detail
 
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 
@@ -309,53 +327,6 @@ Scan scan(const fs::path& dir) {
   return s;
 }
 
-void print_line(const std::string& line) {
-  const std::string text = "skein: " + detail::error_prefix() + line + "\n";
-  std::fwrite(text.data(), 1, text.size(), stderr);
-  std::fflush(stderr);
-}
-
-// What SKEIN_TEST_CHECKPOINT_KILL asks for: which rank dies after which stage of which write.
-struct KillRequest {
-  int rank = 0;
-  std::uint64_t write = 0;
-  CheckpointStage stage = CheckpointStage::created;
-};
-
-// SKEIN_TEST_CHECKPOINT_KILL="[<rank>@]<n>:<stage>" (rank 0 by default), or nullopt.
-std::optional<KillRequest> kill_from_environment() {
-  const auto value = detail::env_value("SKEIN_TEST_CHECKPOINT_KILL");
-  if (!value) return std::nullopt;
-  const std::string& whole = *value;
-  const auto at = whole.find('@');
-  KillRequest k;
-  bool ok = true;
-  std::string v = whole;
-  if (at != std::string::npos) {
-    char* end = nullptr;
-    const long r = std::strtol(whole.c_str(), &end, 10);
-    ok = at > 0 && end == whole.c_str() + at && r >= 0 && r < INT_MAX;
-    k.rank = static_cast<int>(r);
-    v = whole.substr(at + 1);
-  }
-  const auto colon = v.find(':');
-  char* end = nullptr;
-  const unsigned long long n = colon == std::string::npos ? 0 : std::strtoull(v.c_str(), &end, 10);
-  const std::string stage = colon == std::string::npos ? "" : v.substr(colon + 1);
-  for (auto s : {CheckpointStage::created, CheckpointStage::written, CheckpointStage::renamed, CheckpointStage::marked}) {
-    if (ok && n > 0 && end == v.c_str() + colon && stage == name(s)) {
-      k.write = n;
-      k.stage = s;
-      return k;
-    }
-  }
-  detail::bad_env("SKEIN_TEST_CHECKPOINT_KILL", whole,
-                  "[<rank>@]<n>:<stage> with n >= 1 and a stage of created, written, renamed or marked "
-                  "(e.g. 2:written, or 1@2:written for rank 1; renamed and marked happen on rank 0)",
-                  "CheckpointManager");
-}
-
-std::atomic<std::uint64_t> g_writes{0};  // checkpoint writes of this process, for the kill hook
 
 }  // namespace
 
@@ -367,8 +338,6 @@ struct CheckpointManager::Impl {
   int size = 1;
   fs::path dir;
   CheckpointOptions options;
-  // SKEIN_TEST_CHECKPOINT_KILL, read (and a bad value refused) when the manager is made.
-  std::optional<KillRequest> kill;
 
   std::string broadcast_string(const std::string& call, const std::string& text, int root) {
     return agreement.broadcast_string(call, text, root);
@@ -411,17 +380,16 @@ struct CheckpointManager::Impl {
     agreement.agree_on_call(call, description);
   }
 
-  // A stage boundary: the kill of SKEIN_TEST_CHECKPOINT_KILL (on the rank it names), and rank 0's
-  // hook.
-  void stage_done(CheckpointStage stage, std::int64_t step, std::uint64_t write_number,
-                  const std::optional<KillRequest>& kill) {
-    if (kill && kill->rank == rank && kill->write == write_number && kill->stage == stage) {
-      print_line(fmt::format("SKEIN_TEST_CHECKPOINT_KILL: killing rank {} after stage '{}' of "
-                             "checkpoint write {} (step {}) in '{}'",
-                             rank, name(stage), write_number, step, dir.string()));
-      std::fflush(stdout);
-      ::kill(::getpid(), SIGKILL);
+  // A stage boundary: the tests' observer (skein/detail/checkpoint_stages.hpp) on every rank, and
+  // rank 0's hook.
+  void stage_done(CheckpointStage stage, std::int64_t step) {
+    detail::CheckpointStageObserver observer;
+    {
+      auto& s = detail::stage_observer();
+      std::lock_guard lock(s.mutex);
+      observer = s.observer;
     }
+    if (observer) observer({.stage = stage, .step = step, .rank = rank, .directory = dir.string()});
     if (rank != 0) return;
     if (options.after_stage) options.after_stage(stage, step);
   }
@@ -435,18 +403,19 @@ struct CheckpointManager::Impl {
         chosen = check_checkpoint(dir / marker_name(*it));
       } catch (const CheckpointError& e) {
         if (options.on_corrupt == OnCorrupt::refuse) throw;
-        print_line(fmt::format("checkpoint of step {} is not used: {}; falling back to an older one "
-                               "(OnCorrupt::fall_back)",
-                               *it, e.info().what));
+        detail::log(LogLevel::warning, LogScope::rank,
+                    "checkpoint of step {} is not used: {}; falling back to an older one "
+                    "(OnCorrupt::fall_back)",
+                    *it, e.info().what);
       }
     }
     // Incomplete ones newer than the choice: a job killed while writing them. Said, not used.
     const std::int64_t newest = chosen ? chosen->step : -1;
     for (std::int64_t step : s.data) {
       if (step > newest && !s.markers.count(step)) {
-        print_line(fmt::format("checkpoint file '{}' has no completion marker (its write did not "
-                               "finish): not used",
-                               (dir / data_name(step)).string()));
+        detail::log(LogLevel::warning, LogScope::rank,
+                    "checkpoint file '{}' has no completion marker (its write did not finish): not used",
+                    (dir / data_name(step)).string());
       }
     }
     return chosen;
@@ -521,8 +490,6 @@ CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path direct
   m.options = std::move(options);
   m.agree_on_call(call, fmt::format("CheckpointManager '{}' keep {} on_corrupt {}", m.dir.string(), m.options.keep,
                                     static_cast<int>(m.options.on_corrupt)));
-  // Every rank alike: a bad SKEIN_TEST_CHECKPOINT_KILL raises LogicError on every rank, here.
-  m.everywhere(call, [&] { m.kill = kill_from_environment(); });
   m.on_rank0(call, [&] {
     if (m.dir.empty()) {
       detail::raise_in(SKEIN_HERE, call, "Pass the directory to keep checkpoints in.", "the directory is empty");
@@ -555,7 +522,6 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("write step {} time {} arrays {{{}}} attributes {{{}}}", step, time_bits(time),
                                     describe_arrays(arrays), describe_attributes(attributes)));
-  const std::optional<KillRequest>& kill = m.kill;
   m.everywhere(call, [&] {
     if (step < 0) {
       detail::raise_in(SKEIN_HERE, call, "Pass a step number of 0 or more.", "step {} is negative", step);
@@ -574,7 +540,6 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
       }
     }
   });
-  const std::uint64_t write_number = ++g_writes;
   const fs::path temp = m.dir / temp_name(step);
   const fs::path final = m.dir / data_name(step);
   const fs::path marker = m.dir / marker_name(step);
@@ -604,7 +569,7 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
     file.set_attribute("/", "skein_checkpoint_step", std::int64_t{step});
     file.set_attribute("/", "skein_checkpoint_time", time);
     for (const auto& [k, v] : attributes) file.set_attribute("/", k, v);
-    m.everywhere(call, [&] { m.stage_done(CheckpointStage::created, step, write_number, kill); });
+    m.everywhere(call, [&] { m.stage_done(CheckpointStage::created, step); });
     hdf5::WriteOptions wo = m.options.write;
     wo.step = step;
     wo.time = time;
@@ -613,7 +578,7 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
     for (const auto& [n, a] : arrays) {
       std::visit([&](const auto& x) { file.write(n, x, wo); }, a);
     }
-    m.everywhere(call, [&] { m.stage_done(CheckpointStage::written, step, write_number, kill); });
+    m.everywhere(call, [&] { m.stage_done(CheckpointStage::written, step); });
     file.flush();
     file.close();
   }
@@ -625,9 +590,9 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
     info.sha256 = d.sha256;
     rename_path(temp, final);
     sync_path(m.dir, true);
-    m.stage_done(CheckpointStage::renamed, step, write_number, kill);
+    m.stage_done(CheckpointStage::renamed, step);
     write_durably(m.dir / marker_temp_name(step), marker, info_to_json(info).dump(2) + "\n");
-    m.stage_done(CheckpointStage::marked, step, write_number, kill);
+    m.stage_done(CheckpointStage::marked, step);
     m.prune();
     return info_to_json(info).dump();
   });

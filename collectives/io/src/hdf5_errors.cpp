@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// HDF5's error stack as the text of Skein's exceptions (SKEIN_H5_CHECK, hdf5_support.hpp), and the
-// one-line notes HDF5 files print on stderr.
+// HDF5's error stack as the text of Skein's exceptions (SKEIN_H5_CHECK, hdf5_support.hpp).
 #include "hdf5_support.hpp"
-
-#include <cstdio>
 
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 
@@ -48,12 +45,6 @@ std::string hdf5_error_stack() { return hdf5_error_stack(hdf5_error_lines()); }
               "written, a full disk, a file that is not HDF5 or is damaged, or a file system "
               "without file locks (then set HDF5_USE_FILE_LOCKING=FALSE).",
       .location = detail::source_location(file, line)});
-}
-
-void print_line(const std::string& line) {
-  const std::string text = "skein: " + detail::error_prefix() + line + "\n";
-  std::fwrite(text.data(), 1, text.size(), stderr);
-  std::fflush(stderr);
 }
 
 }  // namespace internal

@@ -31,6 +31,7 @@
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 #include "hdf5_impl.hpp"
 #include "skein/detail/env.hpp"
+#include "skein/detail/log.hpp"
 
 namespace skein::hdf5 {
 
@@ -96,7 +97,9 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   impl->agree_on_call(call, fmt::format("{} '{}' through {} in pieces of {} bytes", call, path,
                                         parallel ? "MPI-IO" : kRankZeroTag,
                                         impl->options.max_bytes_per_call));
-  if (!parallel && impl->rank == 0) {
+  if (!parallel) {
+    // Once per process, and the same on every rank (the options and the environment are agreed
+    // on): rank 0 says it.
     static std::once_flag once;
     std::call_once(once, [&] {
 #ifdef H5_HAVE_PARALLEL
@@ -104,9 +107,10 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
 #else
       const char* why = "this HDF5 library has no parallel (MPI-IO) support";
 #endif
-      print_line(fmt::format("HDF5 files are read and written through rank 0 ({}); this is "
-                             "correct but slower than MPI-IO",
-                             why));
+      detail::log(LogLevel::warning, LogScope::collective,
+                  "HDF5 files are read and written through rank 0 ({}); this is correct but slower "
+                  "than MPI-IO",
+                  why);
     });
   }
   return impl;
@@ -148,7 +152,7 @@ File& File::operator=(File&& other) noexcept {
     try {
       if (impl_ && impl_->comm != MPI_COMM_NULL) close();
     } catch (const std::exception& e) {
-      print_line(fmt::format("closing HDF5 file failed: {}", e.what()));
+      detail::log(LogLevel::error, LogScope::rank, "closing HDF5 file failed: {}", e.what());
     }
     impl_ = std::move(other.impl_);
   }
@@ -160,7 +164,7 @@ File::~File() {
   try {
     close();
   } catch (const std::exception& e) {
-    print_line(fmt::format("closing HDF5 file '{}' failed: {}", impl_->path, e.what()));
+    detail::log(LogLevel::error, LogScope::rank, "closing HDF5 file '{}' failed: {}", impl_->path, e.what());
   }
 }
 

@@ -164,10 +164,7 @@ void check_name(const std::string& name, const std::string& call);
 void check_write_options(const WriteOptions& o, const std::string& call);
 std::string describe_options(const WriteOptions& o);
 
-// ---- messages and traces --------------------------------------------------------------------
-
-// "skein: [rank r] line" on stderr (hdf5_errors.cpp).
-void print_line(const std::string& line);
+// ---- traces ----------------------------------------------------------------------------------
 
 // NVTX ranges of the writes and reads (skein/detail/trace.hpp): registered once.
 inline skein::detail::TraceName trace_write() {

@@ -23,6 +23,7 @@
 #include "skein/memory.hpp"
 #include "skein/functions.hpp"
 #include "skein/fused.hpp"
+#include "skein/log.hpp"
 #include "skein/memory_pool.hpp"
 #include "skein/multi_device.hpp"
 #include "skein/occupancy.hpp"

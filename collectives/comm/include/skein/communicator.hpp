@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,31 @@ SKEIN_EXPORT std::string_view name(ReduceOp op);
 enum class CollectiveBackend { automatic, nccl, mpi };
 SKEIN_EXPORT std::string_view name(CollectiveBackend backend);
 
+// A Communicator's settings in code, for designated initializers:
+//   skein::Communicator comm(runtime, {.timeout_seconds = 60, .check_agreement = false});
+// Each field has a variable, which overrides the field when it is set (so that a job script can
+// change a setting without a rebuild); a field left empty, with its variable unset, takes the
+// default:
+//   backend          SKEIN_BACKEND             automatic (the default: NCCL when every rank has
+//                                              CUDA devices of its own, else MPI), nccl or mpi
+//   timeout_seconds  SKEIN_COLLECTIVE_TIMEOUT  how long a collective, or the Communicator's
+//                                              creation, may take before it raises TimeoutError on
+//                                              every surviving rank (default 300; 0: no limit)
+//   check_agreement  SKEIN_CHECK_COLLECTIVES   whether the ranks compare each collective call and
+//                                              all raise LogicError on a mismatch (default true)
+//   nccl_blocking    SKEIN_NCCL_BLOCKING       blocking NCCL communicators (default true; false:
+//                                              non-blocking ones; used by the NCCL backend only)
+// Every rank must pass the same settings (the check compares calls, not settings). The values are
+// read, and a bad one refused with LogicError on every rank, when the Communicator is made.
+// Communicator::options() gives the settings in effect. SKEIN_PROFILE_COLLECTIVES stays a
+// variable only: a diagnostic switch of the whole process.
+struct CommunicatorOptions {
+  std::optional<CollectiveBackend> backend{};
+  std::optional<double> timeout_seconds{};
+  std::optional<bool> check_agreement{};
+  std::optional<bool> nccl_blocking{};
+};
+
 enum class CollectiveOp {
   all_reduce, all_gather, broadcast, reduce, reduce_scatter, send, recv, barrier, all_to_all
 };
@@ -49,10 +75,17 @@ SKEIN_EXPORT std::string_view name(CollectiveOp op);
 class SKEIN_EXPORT Communicator {
  public:
   // Over all ranks of the runtime and each rank's devices (of runtime.context()).
+  Communicator(const Runtime& runtime, const CommunicatorOptions& options);
+  // The same with the backend alone (CommunicatorOptions' defaults otherwise). An explicit nccl
+  // or mpi here wins over SKEIN_BACKEND, which replaces only `automatic` (as it did before
+  // CommunicatorOptions, whose backend the variable overrides).
   explicit Communicator(const Runtime& runtime,
                         CollectiveBackend backend = CollectiveBackend::automatic);
 #if SKEIN_HAS_MPI
-  // Over the ranks of `comm` and the given devices of `context` (all of them by default).
+  // Over the ranks of `comm` and the given devices of `context` (all of them when empty).
+  Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs,
+               const CommunicatorOptions& options);
+  // The same with the backend alone, as above.
   Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs = {},
                CollectiveBackend backend = CollectiveBackend::automatic);
 #endif
@@ -70,9 +103,12 @@ class SKEIN_EXPORT Communicator {
   std::size_t device_idx(std::size_t local_device) const;
   const Context& context() const;
   CollectiveBackend backend() const;
-  // "NCCL 2.28.3", "MPI (staged through host memory)", or "MPI (staged through host memory; the
-  // MPI library is CUDA-aware)".
+  // "NCCL 2.28.3 (blocking communicators)", "MPI (staged through host memory)", or "MPI (staged
+  // through host memory; the MPI library is CUDA-aware)".
   std::string backend_description() const;
+  // The settings in effect: every field set, the backend the one chosen (nccl or mpi). Those of a
+  // communicator made by split() are its parent's.
+  const CommunicatorOptions& options() const;
 #if SKEIN_HAS_MPI
   // The MPI communicator over this communicator's ranks (Skein's own duplicate, with
   // MPI_ERRORS_RETURN), for layers above that make MPI calls of their own over the same ranks
@@ -132,13 +168,12 @@ class SKEIN_EXPORT Communicator {
   struct Impl;
 
  private:
-  friend class DistArray;
-  friend class ReplicatedArray;
-  friend class GridArray;
+  // The layers above reach the state and share() through detail::CommunicatorAccess (comm's
+  // internal interface), not as friends of their own.
   friend struct detail::CommunicatorAccess;
   explicit Communicator(std::shared_ptr<Impl> impl);
-  // Another handle to the same communicator: DistArray, ReplicatedArray and GridArray keep one, so that
-  // moving or destroying the caller's Communicator never leaves them with a dangling reference.
+  // Another handle to the same communicator: the distributed arrays keep one, so that moving or
+  // destroying the caller's Communicator never leaves them with a dangling reference.
   Communicator share() const { return Communicator(impl_); }
   // Shared by this handle and the arrays made over it; the last owner ends the communicator.
   std::shared_ptr<Impl> impl_;

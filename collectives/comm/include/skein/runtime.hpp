@@ -3,6 +3,7 @@
 // rank's place on its node, and the devices that belong to this rank.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "skein/config.hpp"
 #include "skein/context.hpp"
 #include "skein/export.hpp"
+#include "skein/log.hpp"
 
 #if SKEIN_HAS_MPI
 #include <mpi.h>
@@ -20,7 +22,9 @@
 
 namespace skein {
 
-// How a rank chooses its devices. Each field left empty is taken from the environment:
+// How a rank chooses its devices. Each field left empty is taken from the environment (a field
+// given in code wins over its variable, unlike CommunicatorOptions and RuntimeOptions::log_level,
+// whose variables override the code: placement kept the rule it had before those existed):
 //   SKEIN_API               cuda | opencl (default: CUDA when available, else OpenCL)
 //   SKEIN_DEVICES           comma-separated regular expressions on device names
 //   SKEIN_DEVICES_PER_RANK  devices per rank (default: the node's devices shared out evenly)
@@ -47,6 +51,19 @@ inline PlacementOptions PlacementOptions::from_environment() {
   return from_environment(PlacementOptions{});
 }
 
+// The Runtime's settings in code, for the designated initializers of its constructors:
+//   skein::Runtime runtime(&argc, &argv, {.placement = {.devices_per_rank = 1},
+//                                         .log_level = skein::LogLevel::info});
+//   placement  how the rank chooses its devices (PlacementOptions: a field left empty is taken from
+//              its variable, a field given here wins over it)
+//   log_level  Skein's log level (<skein/log.hpp>), set when the Runtime is made; empty leaves the
+//              level as it is. SKEIN_LOG_LEVEL, when set, overrides it.
+// Runtime::options() gives the settings in effect.
+struct RuntimeOptions {
+  PlacementOptions placement{};
+  std::optional<LogLevel> log_level{};
+};
+
 // Where one rank runs and what it uses.
 struct RankPlacement {
   int rank = 0;
@@ -64,14 +81,25 @@ struct RankPlacement {
 // initialised it): construct and destroy it on one thread, the one that initialises MPI.
 class SKEIN_EXPORT Runtime {
  public:
+  // Each constructor takes PlacementOptions (as before RuntimeOptions existed) or RuntimeOptions.
+  // The RuntimeOptions ones are templates only so that a call with `{}`, or with PlacementOptions'
+  // fields in braces, still chooses the PlacementOptions one (a non-template wins a tie) instead of
+  // being ambiguous; they take nothing but a RuntimeOptions.
+
   // Single-rank runtime without MPI (also what a build without MPI offers).
   explicit Runtime(PlacementOptions options = {});
+  template <std::same_as<RuntimeOptions> Options = RuntimeOptions>
+  explicit Runtime(const Options& options) : Runtime(WithOptions{}, options) {}
 #if SKEIN_HAS_MPI
   // Initialises MPI unless it is already initialised; then works on MPI_COMM_WORLD.
   Runtime(int* argc, char*** argv, PlacementOptions options = {});
+  template <std::same_as<RuntimeOptions> Options = RuntimeOptions>
+  Runtime(int* argc, char*** argv, const Options& options) : Runtime(WithOptions{}, argc, argv, options) {}
   // Adopts the simulation code's MPI and works on `comm` (e.g. a sub-communicator). MPI must be
   // initialised; Skein will not finalise it.
   explicit Runtime(MPI_Comm comm, PlacementOptions options = {});
+  template <std::same_as<RuntimeOptions> Options = RuntimeOptions>
+  Runtime(MPI_Comm comm, const Options& options) : Runtime(WithOptions{}, comm, options) {}
   // Skein's own duplicate of the communicator (MPI_COMM_SELF when the runtime does not use MPI):
   // Skein's messages never mix with the application's.
   MPI_Comm comm() const;
@@ -99,9 +127,17 @@ class SKEIN_EXPORT Runtime {
   const std::vector<RankPlacement>& placement() const;
   // The rank -> host -> devices map as a table, for logs and skein-info --ranks.
   std::string placement_table() const;
-
+  // The settings in effect: the placement options with the environment's values filled in, and
+  // the log level in effect when the Runtime was made.
+  const RuntimeOptions& options() const;
 
  private:
+  struct WithOptions {};
+  Runtime(WithOptions, const RuntimeOptions& options);
+#if SKEIN_HAS_MPI
+  Runtime(WithOptions, int* argc, char*** argv, const RuntimeOptions& options);
+  Runtime(WithOptions, MPI_Comm comm, const RuntimeOptions& options);
+#endif
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -28,8 +28,8 @@
 // Restart: latest_complete() takes the newest checkpoint that has a marker and checks its file
 // against it (size and SHA-256, which reads the whole file on rank 0). A file that does not match
 // (truncated, changed, damaged) is refused with a CheckpointError naming the file and what did not
-// match; with OnCorrupt::fall_back the manager says so on stderr and takes the next older one
-// instead. Restarting is the application's choice, so refusing is the default: a silent step back
+// match; with OnCorrupt::fall_back the manager says so in the log (a warning of rank 0, see
+// <skein/log.hpp>) and takes the next older one instead. Restarting is the application's choice, so refusing is the default: a silent step back
 // could hide lost work. Rank 0 decides and broadcasts, so every rank restarts from the same one.
 //
 // Arrays are restored into arrays of any layout (another number of ranks or devices than wrote
@@ -46,10 +46,9 @@
 // parallel HDF5 path; through rank 0 only rank 0 touches it. One job writes to a directory at a
 // time. Every call is collective over the manager's communicator.
 //
-// For tests of the above, SKEIN_TEST_CHECKPOINT_KILL="[<rank>@]<n>:<stage>" makes that rank (0
-// by default) SIGKILL itself after stage <stage> (created, written, renamed, marked; see
-// CheckpointStage) of this process's n-th checkpoint write: a job killed in the middle of a
-// checkpoint, on demand. Stages renamed and marked happen on rank 0 alone.
+// The tests of the above kill a rank after each stage of a write (tests/collectives/
+// checkpoint_main.cpp, through an observer of the stages that is not part of the public
+// interface); CheckpointOptions::after_stage is the public hook, on rank 0.
 #pragma once
 
 #include <cstddef>
@@ -112,8 +111,7 @@ struct CheckpointInfo {
   hdf5::Attributes attributes{};
 };
 
-// The stages of a checkpoint write (see the top of this file), for the after_stage hook and
-// SKEIN_TEST_CHECKPOINT_KILL.
+// The stages of a checkpoint write (see the top of this file), for the after_stage hook.
 enum class CheckpointStage {
   created,  // the temporary file exists (collectively created), no array written yet
   written,  // every array is in the temporary file, which is not yet closed or synced
@@ -124,7 +122,7 @@ SKEIN_EXPORT std::string_view name(CheckpointStage stage);
 
 enum class OnCorrupt {
   refuse,     // latest_complete() raises CheckpointError
-  fall_back,  // says so on stderr (rank 0) and takes the next older complete checkpoint
+  fall_back,  // says so in the log (rank 0) and takes the next older complete checkpoint
 };
 
 struct CheckpointOptions {

@@ -20,7 +20,7 @@
 //   - through rank 0: HDF5 without MPI-IO (as on machines with the serial libhdf5), or asked for
 //     with FileOptions::serial / SKEIN_HDF5_SERIAL=1. Only rank 0 opens the file; the other ranks
 //     send it their rows (and receive theirs) piece by piece, so rank 0 never holds more than
-//     FileOptions::max_bytes_per_call of them. Correct but slower; rank 0 says so once on stderr.
+//     FileOptions::max_bytes_per_call of them. Correct but slower; rank 0 says so once in the log.
 // Both write the same file.
 //
 // Types (HDF5's native little-endian types, as h5py writes them):
@@ -190,7 +190,7 @@ class SKEIN_EXPORT File {
 
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;
-  // Closes the file if it is open (collective then). Never throws: errors go to stderr; call
+  // Closes the file if it is open (collective then). Never throws: errors go to the log; call
   // close() to see them as exceptions.
   ~File();
 

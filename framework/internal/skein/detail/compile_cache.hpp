@@ -42,7 +42,7 @@ class SKEIN_EXPORT CompileCache {
 
   // A cache on `directory` (created with mode 0700 when missing), or a disabled one for
   // std::nullopt. A directory that is a symbolic link, group- or world-writable, or owned by
-  // another user is refused: the cache is then off and one line on stderr says why.
+  // another user is refused: the cache is then off and one warning in the log says why.
   explicit CompileCache(std::optional<std::filesystem::path> directory);
   ~CompileCache();
   CompileCache(CompileCache&&) noexcept;
@@ -55,7 +55,7 @@ class SKEIN_EXPORT CompileCache {
 
   // The entry for the key, or what build() returns, stored under the key. Exceptions from build()
   // propagate and store nothing. Failing to store (disk full, permissions) is not an error: the
-  // built binary is returned and one warning goes to stderr. Threads asking for the same key
+  // built binary is returned and one warning goes to the log. Threads asking for the same key
   // build it once; processes racing on the same key may each build, and both succeed.
   Result get_or_build(std::span<const std::string> key_parts,
                       const std::function<std::vector<std::byte>()>& build);

@@ -40,8 +40,11 @@ inline constexpr std::uint64_t kHashSeed = 0x5ce1'a5ce'1a5c'e1a5ULL;
 // The agreement hash of a text: its bytes eight at a time through hash_mix, then its length.
 SKEIN_EXPORT std::uint64_t agreement_hash(std::string_view text);
 
-// SKEIN_COLLECTIVE_TIMEOUT in seconds (default 300; 0: wait forever), read through the one
-// environment reader; a bad value raises LogicError naming `call`.
+// The collective timeout when neither SKEIN_COLLECTIVE_TIMEOUT nor the code sets one, in seconds.
+inline constexpr double kDefaultCollectiveTimeout = 300.0;
+
+// SKEIN_COLLECTIVE_TIMEOUT in seconds (default kDefaultCollectiveTimeout; 0: wait forever), read
+// through the one environment reader; a bad value raises LogicError naming `call`.
 SKEIN_EXPORT double collective_timeout(const char* call);
 
 }  // namespace skein::detail

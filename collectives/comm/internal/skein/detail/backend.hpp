@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "skein/communicator.hpp"
+#include "skein/detail/communicator_access.hpp"
 #include "skein/dtype.hpp"
 #include "skein/export.hpp"
 
@@ -55,10 +57,10 @@ struct CallProfile {
 // made; call_profile_if_read() never throws (null while unread), for destructors.
 CallProfile& call_profile();
 CallProfile* call_profile_if_read() noexcept;
-// SKEIN_NCCL_BLOCKING: blocking NCCL communicators (the default) or non-blocking ones. Read by every
-// Communicator's creation (a bad value is refused there whatever the backend) and by the NCCL
-// backend's.
-bool nccl_blocking_from_environment();
+// SKEIN_NCCL_BLOCKING: blocking NCCL communicators (the default) or non-blocking ones; nullopt when
+// unset. Read by every Communicator's creation (a bad value is refused there whatever the backend),
+// where it overrides CommunicatorOptions::nccl_blocking.
+std::optional<bool> nccl_blocking_from_environment();
 // The NCCL launch time of the call this thread is making (the backend adds to it; the front-end
 // moves it into the totals with the call's other phases).
 long long& call_launch_ns();
@@ -141,24 +143,20 @@ class CollectiveBackendAdapter {
 // below MPI_THREAD_MULTIPLE.
 SKEIN_EXPORT void compare_alongside_for_testing(Communicator& comm, bool by_watchdog = true);
 
-// The collectives layer's access to a Communicator's state (Communicator::Impl is not public).
-struct CommunicatorAccess {
-  static Communicator::Impl& impl(Communicator& comm) { return *comm.impl_; }
-};
-
 #if SKEIN_HAS_MPI
 // The backends' factories. `comm` is the communicator's own duplicate of the user's communicator
 // (a backend may use it or duplicate it again); `first_member` is this rank's first member;
 // `device_idxs` are this rank's members' devices in `context`, in member order. `timeout_s`
-// (SKEIN_COLLECTIVE_TIMEOUT, parsed by the front-end; <= 0: none) limits what the backend waits
-// for outside run() (which has CollectiveCall::deadline): set-up, group_end(), finalisation.
+// (the Communicator's timeout in effect; <= 0: none) limits what the backend waits for outside
+// run() (which has CollectiveCall::deadline): set-up, group_end(), finalisation. `blocking`: the
+// NCCL communicators' mode in effect (CommunicatorOptions::nccl_blocking).
 std::unique_ptr<CollectiveBackendAdapter> make_mpi_backend(
     MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
     const std::vector<std::size_t>& device_idxs, double timeout_s);
 #if SKEIN_HAS_NCCL
 std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
     MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
-    const std::vector<std::size_t>& device_idxs, double timeout_s);
+    const std::vector<std::size_t>& device_idxs, double timeout_s, bool blocking);
 #endif
 #endif
 
