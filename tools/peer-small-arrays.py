@@ -99,6 +99,12 @@ def main():
         sizes.append(b)
         b *= 4
     skeins = [Skein(c) for c in args.skein]
+    # Two command lines of one kind (two builds compared, e.g. before and after a change) would
+    # share a label and so one another's rows: such labels carry the command line.
+    labels = [s.label for s in skeins]
+    for s in skeins:
+        if labels.count(s.label) > 1:
+            s.label = f"{s.label} ({s.command})"
     axpy = cp.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y",
                                 "peer_axpy")
     rows = []

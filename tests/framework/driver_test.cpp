@@ -155,7 +155,7 @@ TEST_P(Driver, RegisteredHostMemoryCarriesAsyncTransfersBothWays) {
     EXPECT_EQ(storage[n + 3], std::byte{0});
     if (cuda()) {
       // Registered once: a second registration of the range is refused while the first lives.
-      const std::string msg = message_of([&] { HostBuffer::register_memory(ctx, mine, n); });
+      const std::string msg = message_of([&] { (void)HostBuffer::register_memory(ctx, mine, n); });
       EXPECT_TRUE(contains(msg, "already page-locked")) << msg;
     }
   }
@@ -167,13 +167,13 @@ TEST_P(Driver, RegisteredHostMemoryCarriesAsyncTransfersBothWays) {
 TEST_P(Driver, RegistrationRefusesBadInput) {
   auto ctx = context();
   std::vector<int> data(100);
-  std::string msg = message_of([&] { HostBuffer::register_memory(ctx, nullptr, 64); });
+  std::string msg = message_of([&] { (void)HostBuffer::register_memory(ctx, nullptr, 64); });
   EXPECT_TRUE(contains(msg, "pointer is null")) << msg;
   EXPECT_TRUE(contains(msg, "HostBuffer::register_memory")) << msg;
-  msg = message_of([&] { HostBuffer::register_memory(ctx, data.data(), 0); });
+  msg = message_of([&] { (void)HostBuffer::register_memory(ctx, data.data(), 0); });
   EXPECT_TRUE(contains(msg, "size is 0")) << msg;
   msg = message_of([&] {
-    HostBuffer::register_memory(ctx, data.data(), 400, HostMemoryFlags{.write_combined = true});
+    (void)HostBuffer::register_memory(ctx, data.data(), 400, HostMemoryFlags{.write_combined = true});
   });
   EXPECT_TRUE(contains(msg, "write-combined")) << msg;
   EXPECT_THROW(HostBuffer::register_memory(ctx, nullptr, 64), LogicError);
@@ -206,11 +206,11 @@ TEST_P(Driver, MappedMemoryIsWrittenByKernelsThroughItsDeviceAddress) {
   const std::size_t bytes = n * sizeof(int);
   if (!cuda()) {
     std::string msg = message_of(
-        [&] { HostBuffer::allocate(ctx, bytes, HostMemoryFlags{.device_mapped = true}); });
+        [&] { (void)HostBuffer::allocate(ctx, bytes, HostMemoryFlags{.device_mapped = true}); });
     EXPECT_TRUE(contains(msg, "not supported on OpenCL")) << msg;
     std::vector<int> data(n);
     msg = message_of([&] {
-      HostBuffer::register_memory(ctx, data.data(), bytes, HostMemoryFlags{.device_mapped = true});
+      (void)HostBuffer::register_memory(ctx, data.data(), bytes, HostMemoryFlags{.device_mapped = true});
     });
     EXPECT_TRUE(contains(msg, "not supported on OpenCL")) << msg;
     return;

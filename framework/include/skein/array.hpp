@@ -60,22 +60,22 @@ class SKEIN_EXPORT Array {
   // skein/memory_pool.hpp: reused by the queue's later work once the array's last handle goes),
   // or, with the context's array pool off (Context::set_array_pool, SKEIN_ARRAY_POOL=0), from
   // Buffer::allocate; every call of Skein's that returns a new array makes it this way.
-  static Array empty(const Queue& queue, Shape shape, Dtype dtype,
+  [[nodiscard]] static Array empty(const Queue& queue, Shape shape, Dtype dtype,
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
-  static Array zeros(const Queue& queue, Shape shape, Dtype dtype,
+  [[nodiscard]] static Array zeros(const Queue& queue, Shape shape, Dtype dtype,
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
   // The same in the given memory order (pygpu's empty(..., order='F')).
-  static Array empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
+  [[nodiscard]] static Array empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
-  static Array zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
+  [[nodiscard]] static Array zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
                      std::optional<std::size_t> device_idx = std::nullopt,
                      const Allocator& allocator = {});
   // A new array holding a copy of host data; the shape defaults to 1-D.
   template <class T>
-  static Array from_host(const Queue& queue, std::span<const T> host, Shape shape = {},
+  [[nodiscard]] static Array from_host(const Queue& queue, std::span<const T> host, Shape shape = {},
                          std::optional<std::size_t> device_idx = std::nullopt) {
     if (shape.empty()) shape = {host.size()};
     Array a = empty(queue, std::move(shape), dtype_of<T>, device_idx);
@@ -83,7 +83,7 @@ class SKEIN_EXPORT Array {
     return a;
   }
   template <class T>
-  static Array from_host(const Queue& queue, const std::vector<T>& host, Shape shape = {},
+  [[nodiscard]] static Array from_host(const Queue& queue, const std::vector<T>& host, Shape shape = {},
                          std::optional<std::size_t> device_idx = std::nullopt) {
     return from_host(queue, std::span<const T>(host), std::move(shape), device_idx);
   }
@@ -117,7 +117,7 @@ class SKEIN_EXPORT Array {
   // outer strides follow from it (PyCUDA's mem_alloc_pitch). CUDA: cuMemAllocPitch; OpenCL: rows
   // padded to the device's base address alignment. Copies between such arrays and dense ones go
   // through cuMemcpy2D/3D and clEnqueue*BufferRect (set, get, copy_rect).
-  static Array empty_pitched(const Queue& queue, Shape shape, Dtype dtype,
+  [[nodiscard]] static Array empty_pitched(const Queue& queue, Shape shape, Dtype dtype,
                              std::optional<std::size_t> device_idx = std::nullopt);
 
   // Device -> host into `dest` (dest.size() == size(), C order); works for strided views too: one
@@ -131,7 +131,7 @@ class SKEIN_EXPORT Array {
     get(std::as_writable_bytes(dest), sync);
   }
   template <class T>
-  std::vector<T> get() const {
+  [[nodiscard]] std::vector<T> get() const {
     std::vector<T> out(size());
     get(std::span<T>(out));
     return out;
@@ -159,17 +159,17 @@ class SKEIN_EXPORT Array {
   void fill_zero() const;
 
   // Rows [begin, end) along axis 0: a view sharing the buffer.
-  Array slice(std::size_t begin, std::size_t end) const;
+  [[nodiscard]] Array slice(std::size_t begin, std::size_t end) const;
   // A view with an explicit element offset, shape and strides (bytes); checked against the buffer.
-  Array view(std::size_t element_offset, Shape shape, Strides strides = {}) const;
+  [[nodiscard]] Array view(std::size_t element_offset, Shape shape, Strides strides = {}) const;
   // The same data seen as another shape with the same number of elements (contiguous only).
-  Array reshape(Shape shape) const;
+  [[nodiscard]] Array reshape(Shape shape) const;
   // Views with the axes permuted (NumPy's and pygpu's transpose, T): transpose() reverses them,
   // transpose(axes) puts the input's axis axes[k] at position k (a permutation of 0 .. ndim-1).
   // No copy: the result shares the buffer (copy() or ascontiguousarray() in
   // skein/array_ops.hpp make a C-ordered copy).
-  Array transpose() const;
-  Array transpose(const std::vector<std::size_t>& axes) const;
+  [[nodiscard]] Array transpose() const;
+  [[nodiscard]] Array transpose(const std::vector<std::size_t>& axes) const;
   // The same memory used from another device of the queue (peer access on CUDA; OpenCL buffers
   // belong to the whole context).
   Array single_device_view(std::size_t device_idx) const;
