@@ -369,6 +369,43 @@ class MpiBackend final : public CollectiveBackendAdapter {
     }
   }
 
+  // all_to_all's rank-level exchange: the segment for rank q holds, for each local member l and
+  // each member j of q, block j of l's input, ordered (l, j). The segment from rank r arrives
+  // ordered (member of r, local member).
+  std::byte* pack_all_to_all(const Plan& p, std::size_t& next_slot) {
+    const CollectiveCall& c = *p.call;
+    const std::size_t es = itemsize(c.dtype);
+    const std::size_t n = c.count;
+    const std::size_t L = c.members.size();
+    std::byte* packed = slot(next_slot++, L * size_ * n * es);
+    for (int q = 0; q < ranks_; ++q) {
+      const std::size_t first_q = map_.first_member_of_rank[q];
+      const std::size_t members_q = map_.members_of_rank[q];
+      const std::size_t base = L * first_q * n;
+      for (std::size_t l = 0; l < L; ++l) {
+        for (std::size_t j = 0; j < members_q; ++j) {
+          std::memcpy(packed + (base + (l * members_q + j) * n) * es,
+                      p.in[l] + (first_q + j) * n * es, n * es);
+        }
+      }
+    }
+    return packed;
+  }
+
+  // all_to_all's segments per rank: sent (counts, displs) and received (counts2, displs2).
+  void all_to_all_counts(Plan& p) const {
+    const std::size_t n = p.call->count;
+    const std::size_t L = p.call->members.size();
+    for (int r = 0; r < ranks_; ++r) {
+      const std::size_t members_r = map_.members_of_rank[r];
+      const std::size_t first_r = map_.first_member_of_rank[r];
+      p.counts.push_back(checked_int(L * members_r * n, "all_to_all's segment"));
+      p.displs.push_back(checked_int(L * first_r * n, "all_to_all's input"));
+      p.counts2.push_back(checked_int(members_r * L * n, "all_to_all's segment"));
+      p.displs2.push_back(checked_int(first_r * L * n, "all_to_all's output"));
+    }
+  }
+
   // Phase 2: combine the local members on the host and post the MPI operations.
   void start(Plan& p, std::size_t& next_slot, std::vector<MPI_Request>& requests) {
     const CollectiveCall& c = *p.call;
@@ -463,33 +500,12 @@ class MpiBackend final : public CollectiveBackendAdapter {
         break;
       }
       case CollectiveOp::all_to_all: {
-        // Rank-level exchange: the segment for rank q holds, for each local member l and each
-        // member j of q, block j of l's input, ordered (l, j). The segment from rank r arrives
-        // ordered (member of r, local member).
-        std::byte* packed = slot(next_slot++, L * size_ * n * es);
-        for (int q = 0; q < ranks_; ++q) {
-          const std::size_t first_q = map_.first_member_of_rank[q];
-          const std::size_t members_q = map_.members_of_rank[q];
-          const std::size_t base = L * first_q * n;
-          for (std::size_t l = 0; l < L; ++l) {
-            for (std::size_t j = 0; j < members_q; ++j) {
-              std::memcpy(packed + (base + (l * members_q + j) * n) * es,
-                          p.in[l] + (first_q + j) * n * es, n * es);
-            }
-          }
-        }
+        std::byte* packed = pack_all_to_all(p, next_slot);
         p.work = packed;
         p.out = packed;
         if (!across) break;
         p.out = slot(next_slot++, L * size_ * n * es);
-        for (int r = 0; r < ranks_; ++r) {
-          const std::size_t members_r = map_.members_of_rank[r];
-          const std::size_t first_r = map_.first_member_of_rank[r];
-          p.counts.push_back(checked_int(L * members_r * n, "all_to_all's segment"));
-          p.displs.push_back(checked_int(L * first_r * n, "all_to_all's input"));
-          p.counts2.push_back(checked_int(members_r * L * n, "all_to_all's segment"));
-          p.displs2.push_back(checked_int(first_r * L * n, "all_to_all's output"));
-        }
+        all_to_all_counts(p);
         post([&](MPI_Request* r) {
           return MPI_Ialltoallv(p.work, p.counts.data(), p.displs.data(), type, p.out,
                                 p.counts2.data(), p.displs2.data(), type, comm_, r);

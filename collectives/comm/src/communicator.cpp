@@ -501,13 +501,78 @@ detail::TraceName trace_of(CollectiveOp op) {
   return i < kOps ? names[i] : nullptr;
 }
 
+// The call's digest for the agreement check.
+Fingerprint fingerprint_of(const detail::CollectiveCall& call) {
+  Fingerprint f;
+  f.sequence = call.sequence;
+  f.count = call.count;
+  f.op = static_cast<std::int32_t>(call.op);
+  if (call.op != CollectiveOp::barrier) f.dtype = static_cast<std::int32_t>(call.dtype);
+  if (has_root(call.op)) f.root = call.root;
+  if (is_reduction(call.op)) f.reduction = static_cast<std::int32_t>(call.reduce_op);
+  return f;
+}
+
+// The watchdog's work: the call's events. Calls on the same streams within a millisecond of the
+// first of a watch not yet taken by the watchdog join that watch: it keeps the first call's start
+// and deadline and the newest call's events (which complete last: the streams run in order). So
+// the watchdog holds about one event per stream and millisecond, not one per call: with the
+// devices a thousand calls behind the host, holding every call's event kept a thousand alive,
+// more than the context's event pool keeps, and each call then created and destroyed a CUDA
+// event (2.4 us per call of 8-byte all_reduces on 4 x H200, 10000-call loops).
+void watch_call(Communicator::Impl& impl, const Queue& queue, const detail::CollectiveCall& call,
+                const CallLabel& label, CollectiveClock::time_point start,
+                const std::vector<Event>& events) {
+  const auto& queue_impl = detail::impl_of(queue);
+  std::uint64_t devices = 0;
+  for (const auto& m : call.members) {
+    devices = m.device_idx < 64 && devices != ~std::uint64_t{0} ? devices | (std::uint64_t{1} << m.device_idx)
+                                                                : ~std::uint64_t{0};
+  }
+  constexpr auto kJoin = std::chrono::milliseconds(1);
+  const auto same_adapters = [](const std::vector<Event>& a, const std::vector<Event>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Event& x, const Event& y) { return x.adapter() == y.adapter(); });
+  };
+  std::lock_guard lock(impl.mutex);
+  if (!impl.watches.empty() && impl.watches.back().on_streams(queue_impl.get(), devices) &&
+      start - impl.watches.back().start < kJoin) {
+    // Calls in a row share their events (deferred markers) until one is recorded.
+    if (!same_adapters(impl.watches.back().events, events)) impl.watches.back().events = events;
+  } else {
+    Communicator::Impl::Watch w;
+    w.start = start;
+    w.deadline = call.deadline;
+    w.label = label;
+    w.queue = std::static_pointer_cast<const void>(queue_impl);
+    w.queue_address = queue_impl.get();
+    w.has_queue = true;
+    w.devices = devices;
+    w.events = events;
+    impl.watches.push_back(std::move(w));
+  }
+}
+
+// Adds one call's phases to SKEIN_PROFILE_COLLECTIVES's sums; calls slower than 200 us in all
+// (connection set-up on first use of a peer or algorithm, a full queue) are left out.
+void add_to_profile(detail::CallProfile& profile, long long checks, long long backend,
+                    long long events_ns, long long watch_ns) {
+  if (checks + backend + events_ns + watch_ns >= 200000) return;
+  constexpr auto relaxed = std::memory_order_relaxed;
+  profile.calls.fetch_add(1, relaxed);
+  profile.checks_ns.fetch_add(checks, relaxed);
+  profile.backend_ns.fetch_add(backend, relaxed);
+  profile.launch_ns.fetch_add(detail::call_launch_ns(), relaxed);
+  profile.events_ns.fetch_add(events_ns, relaxed);
+  profile.watch_ns.fetch_add(watch_ns, relaxed);
+}
+
 // Runs a checked call: the agreement check (collectives), the backend, and the events.
 std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue& queue) {
   detail::CollectiveCall& call = b.call();
   detail::TraceRange trace(trace_of(call.op));
   auto& profile = detail::call_profile();
-  // This call's phases; calls slower than 200 us in all (connection set-up on first use of a
-  // peer or algorithm, a full queue) are left out of the averages.
+  // This call's phases (add_to_profile).
   long long checks = 0, backend = 0, events_ns = 0;
   if (profile.on) {
     checks = ns_since(b.created());
@@ -528,15 +593,7 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   // communicator on a mismatch: the launch pays for a hash and a push, nothing more.
   const bool checked = collective && impl.checks();
   const bool alongside = checked && impl.async_agreement;
-  Fingerprint f;
-  if (checked) {
-    f.sequence = call.sequence;
-    f.count = call.count;
-    f.op = static_cast<std::int32_t>(call.op);
-    if (call.op != CollectiveOp::barrier) f.dtype = static_cast<std::int32_t>(call.dtype);
-    if (has_root(call.op)) f.root = call.root;
-    if (is_reduction(call.op)) f.reduction = static_cast<std::int32_t>(call.reduce_op);
-  }
+  const Fingerprint f = checked ? fingerprint_of(call) : Fingerprint{};
   std::shared_ptr<Communicator::Impl::Exchange> exchange;
   if (checked && !alongside) {
     exchange = std::make_shared<Communicator::Impl::Exchange>();
@@ -613,55 +670,9 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     events_ns = ns_since(phase);
     phase = CollectiveClock::now();
   }
-  // The watchdog's work: the call's events. Calls on the same streams within a millisecond of the
-  // first of a watch not yet taken by the watchdog join that watch: it keeps the first call's start
-  // and deadline and the newest call's events (which complete last: the streams run in order). So
-  // the watchdog holds about one event per stream and millisecond, not one per call: with the
-  // devices a thousand calls behind the host, holding every call's event kept a thousand alive,
-  // more than the context's event pool keeps, and each call then created and destroyed a CUDA
-  // event (2.4 us per call of 8-byte all_reduces on 4 x H200, 10000-call loops).
-  if (impl.asynchronous() && impl.timeout_s > 0) {
-    const auto& queue_impl = detail::impl_of(queue);
-    std::uint64_t devices = 0;
-    for (const auto& m : call.members) {
-      devices = m.device_idx < 64 && devices != ~std::uint64_t{0} ? devices | (std::uint64_t{1} << m.device_idx)
-                                                                  : ~std::uint64_t{0};
-    }
-    constexpr auto kJoin = std::chrono::milliseconds(1);
-    const auto same_adapters = [](const std::vector<Event>& a, const std::vector<Event>& b) {
-      return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                        [](const Event& x, const Event& y) { return x.adapter() == y.adapter(); });
-    };
-    std::lock_guard lock(impl.mutex);
-    if (!impl.watches.empty() && impl.watches.back().on_streams(queue_impl.get(), devices) &&
-        start - impl.watches.back().start < kJoin) {
-      // Calls in a row share their events (deferred markers) until one is recorded.
-      if (!same_adapters(impl.watches.back().events, events)) impl.watches.back().events = events;
-    } else {
-      Communicator::Impl::Watch w;
-      w.start = start;
-      w.deadline = call.deadline;
-      w.label = label;
-      w.queue = std::static_pointer_cast<const void>(queue_impl);
-      w.queue_address = queue_impl.get();
-      w.has_queue = true;
-      w.devices = devices;
-      w.events = events;
-      impl.watches.push_back(std::move(w));
-    }
-  }
-  if (profile.on) {
-    const long long watch_ns = ns_since(phase);
-    if (checks + backend + events_ns + watch_ns < 200000) {
-      constexpr auto relaxed = std::memory_order_relaxed;
-      profile.calls.fetch_add(1, relaxed);
-      profile.checks_ns.fetch_add(checks, relaxed);
-      profile.backend_ns.fetch_add(backend, relaxed);
-      profile.launch_ns.fetch_add(detail::call_launch_ns(), relaxed);
-      profile.events_ns.fetch_add(events_ns, relaxed);
-      profile.watch_ns.fetch_add(watch_ns, relaxed);
-    }
-  }
+  // The watchdog's work (watch_call: one watch per stream and millisecond, not per call).
+  if (impl.asynchronous() && impl.timeout_s > 0) watch_call(impl, queue, call, label, start, events);
+  if (profile.on) add_to_profile(profile, checks, backend, events_ns, ns_since(phase));
   return events;
 }
 
