@@ -176,6 +176,9 @@ struct Communicator::Impl {
   // same devices complete in order (one stream per device), so the watchdog asks only the last of
   // such a run, and halves the run when that one is still running.
   struct Watch {
+    // Declared, so that std::optional<Watch> (in_call) sees a default-constructible type while this
+    // class is still being defined (Clang evaluates that before the members' initialisers).
+    Watch() noexcept {}
     std::vector<Event> events;
     CollectiveClock::time_point start;
     CollectiveClock::time_point deadline;
