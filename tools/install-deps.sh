@@ -28,9 +28,6 @@ PACKAGES=(
   python3 python3-numpy python3-h5py
   # PNG output of the apps
   libpng-dev
-  # the static checks (tools/lint.sh; CI's tests lint.format and lint.tidy): LLVM 16's, which reads
-  # libstdc++ 12's <source_location> (LLVM 14, Debian 12's default, does not)
-  clang-format-16 clang-tidy-16
   # the API reference (target docs, test docs.doxygen); no graphviz: the reference draws no graphs
   doxygen
   # Slurm and munge for the batch scripts' test on a one-node cluster (tests/slurm); srun's pmix

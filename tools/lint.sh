@@ -9,8 +9,10 @@
 #                                         them (its compile_commands.json; build/ by default)
 #
 # Both exit non-zero on any finding. One version of each tool, so that every machine formats and
-# checks alike: LLVM 16 (Debian 12's clang-format-16 and clang-tidy-16; tools/install-deps.sh
-# installs them). LLVM 14, Debian 12's default, cannot read libstdc++ 12's <source_location>.
+# checks alike: LLVM 16 (Debian 12's clang-format-16 and clang-tidy-16: `apt-get install
+# clang-format-16 clang-tidy-16`; tools/install-deps.sh will install them once CI runs these checks,
+# not before, to keep CI's time). LLVM 14, Debian 12's default, cannot read libstdc++ 12's
+# <source_location>.
 # CLANG_FORMAT and CLANG_TIDY name other binaries; JOBS sets clang-tidy's parallel runs (one per
 # core by default).
 #
@@ -25,8 +27,8 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 need() {
   if ! command -v "$1" >/dev/null 2>&1; then
-    echo "lint: '$1' is not installed; tools/install-deps.sh installs it (or set $2 to another" \
-         "binary of LLVM 16)." >&2
+    echo "lint: '$1' is not installed: apt-get install clang-format-16 clang-tidy-16 (or set $2 to" \
+         "another binary of LLVM 16)." >&2
     exit 2
   fi
 }
