@@ -68,26 +68,7 @@ std::string_view name(UnaryOp op) {
 namespace {
 
 using detail::codegen::builtin_key;
-
-// The built-in kernels, one per operation and dtypes (keyed by builtin_key), made on first use
-// and kept.
-// By value: GCC 13 takes a reference parameter bound to a temporary for a dangling return (-Wdangling-reference).
-template <class Make>
-const ElementwiseKernel& elementwise_builtin(std::uint64_t key, Make&& make) {
-  static std::mutex mutex;
-  static auto* kernels = new std::unordered_map<std::uint64_t, std::unique_ptr<ElementwiseKernel>>;
-  // The kernels are never destroyed, so each thread may remember its last one: a loop calling one
-  // built-in skips the lock and the lookup.
-  thread_local const ElementwiseKernel* last = nullptr;
-  thread_local std::uint64_t last_key = 0;
-  if (last != nullptr && last_key == key) return *last;
-  std::lock_guard lock(mutex);
-  auto& slot = (*kernels)[key];
-  if (!slot) slot = std::make_unique<ElementwiseKernel>(make());
-  last = slot.get();
-  last_key = key;
-  return *slot;
-}
+using detail::codegen::builtin_kernel;
 
 // The dtype a parameter is declared with: an array's own, or the loop dtype for a scalar.
 Dtype declared(const Operand& o, Dtype loop) { return o.is_array() ? o.dtype() : loop; }
@@ -185,7 +166,7 @@ Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand
   const Dtype r = detail::result_type_of(ops);
   check_out(out, r, "skein::axpy");
   const Dtype da = declared(a, r), dx = declared(x, r), dy = declared(y, r);
-  const auto& k = elementwise_builtin(builtin_key(1, da, dx, dy, r), [&] {
+  const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(1, da, dx, dy, r), [&] {
     const std::string ca = detail::codegen::convert_value(da, r, "a"), cx = detail::codegen::convert_value(dx, r, "x"),
                       cy = detail::codegen::convert_value(dy, r, "y");
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}, {dy, "y"}}), param_list({{r, "z"}}),
@@ -200,7 +181,7 @@ Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::o
   const Dtype r = detail::result_type_of(ops);
   check_out(out, r, "skein::scale");
   const Dtype da = declared(a, r), dx = declared(x, r);
-  const auto& k = elementwise_builtin(builtin_key(2, da, dx, r), [&] {
+  const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(2, da, dx, r), [&] {
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}}), param_list({{r, "z"}}),
                              "z = " + arith(r, detail::codegen::convert_value(da, r, "a"), '*',
                                             detail::codegen::convert_value(dx, r, "x")),
@@ -219,7 +200,7 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
                      "Take the real part explicitly (an ElementwiseKernel with z = x.re).",
                      "copying {} into {} would drop the imaginary part", name(s), name(d));
   }
-  const auto& k = elementwise_builtin(builtin_key(3, s, d), [&] {
+  const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(3, s, d), [&] {
     return ElementwiseKernel(param_list({{s, "x"}}), param_list({{d, "z"}}),
                              "z = " + detail::codegen::convert_value(s, d, "x"), {.name = "skein_copy"});
   });
@@ -257,7 +238,7 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
   }
   check_out(out, c, "skein::binary");
   const Dtype da = declared(a, r), db = declared(b, r);
-  const auto& k = elementwise_builtin(builtin_key(4, op, da, db, c), [&] {
+  const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(4, op, da, db, c), [&] {
     const std::string x = detail::codegen::convert_value(da, c, "a"), y = detail::codegen::convert_value(db, c, "b");
     std::string expr;
     RenderGlobals globals;
@@ -311,7 +292,7 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
   }
   check_out(out, Dtype::uint8, "skein::compare");
   const Dtype da = declared(a, r), db = declared(b, r);
-  const auto& k = elementwise_builtin(builtin_key(5, op, da, db, r), [&] {
+  const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(5, op, da, db, r), [&] {
     const std::string x = detail::codegen::convert_value(da, r, "a"), y = detail::codegen::convert_value(db, r, "b");
     static const char* ops_c[] = {"==", "!=", "<", "<=", ">", ">="};
     const char* o = ops_c[static_cast<int>(op)];
@@ -341,7 +322,7 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
   Dtype r = float_fn ? float_for(d) : d;
   if (op == UnaryOp::absolute && is_complex(d)) r = d == Dtype::complex64 ? Dtype::float32 : Dtype::float64;
   check_out(out, r, "skein::unary");
-  const auto& k = elementwise_builtin(builtin_key(6, op, d, r), [&] {
+  const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(6, op, d, r), [&] {
     const Dtype c = detail::codegen::compute_dtype(r);
     const std::string v = detail::codegen::convert_value(d, float_fn ? r : d, "x");
     const std::string CT = detail::codegen::compute_ctype(d);

@@ -19,18 +19,9 @@ namespace skein {
 
 namespace {
 
-// Keyed by detail::codegen::builtin_key (the operation and its dtypes).
+// The built-in kernels, keyed by detail::codegen::builtin_key (the operation and its dtypes).
 using detail::codegen::builtin_key;
-
-template <class Make>
-const ReductionKernel& reduction_builtin(std::uint64_t key, Make&& make) {
-  static std::mutex mutex;
-  static auto* kernels = new std::unordered_map<std::uint64_t, std::unique_ptr<ReductionKernel>>;
-  std::lock_guard lock(mutex);
-  auto& slot = (*kernels)[key];
-  if (!slot) slot = std::make_unique<ReductionKernel>(make());
-  return *slot;
-}
+using detail::codegen::builtin_kernel;
 
 // Infinities on both backends (NVRTC has no INFINITY without headers).
 const char* kInfinityPreamble = R"(#ifdef CUDA
@@ -87,7 +78,7 @@ Dtype nrm2_dtype(Dtype x) {
 }
 
 const ReductionKernel& sum_kernel(Dtype x) {
-  return reduction_builtin(builtin_key(1, x), [&] {
+  return builtin_kernel<ReductionKernel>(builtin_key(1, x), [&] {
     const Dtype o = sum_dtype(x);
     ReductionOptions opt{.name = "skein_sum"};
     std::string reduce = "a + b", identity = "0";
@@ -102,7 +93,7 @@ const ReductionKernel& sum_kernel(Dtype x) {
 
 const ReductionKernel& min_kernel(Dtype x) {
   require_real(x, "skein::min");
-  return reduction_builtin(builtin_key(2, x), [&] {
+  return builtin_kernel<ReductionKernel>(builtin_key(2, x), [&] {
     const bool f = !is_integer(x);
     const Dtype c = detail::codegen::compute_dtype(x);
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
@@ -114,7 +105,7 @@ const ReductionKernel& min_kernel(Dtype x) {
 
 const ReductionKernel& max_kernel(Dtype x) {
   require_real(x, "skein::max");
-  return reduction_builtin(builtin_key(3, x), [&] {
+  return builtin_kernel<ReductionKernel>(builtin_key(3, x), [&] {
     const bool f = !is_integer(x);
     const Dtype c = detail::codegen::compute_dtype(x);
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(x)), "x",
@@ -125,7 +116,7 @@ const ReductionKernel& max_kernel(Dtype x) {
 }
 
 const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
-  return reduction_builtin(builtin_key(4, x, y), [&] {
+  return builtin_kernel<ReductionKernel>(builtin_key(4, x, y), [&] {
     const Dtype r = promote_types(x, y);
     const std::string cx = detail::codegen::convert_value(x, r, "x"), cy = detail::codegen::convert_value(y, r, "y");
     std::string map, reduce = "a + b", identity = "0";
@@ -147,7 +138,7 @@ const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
 }
 
 const ReductionKernel& nrm2_kernel(Dtype x) {
-  return reduction_builtin(builtin_key(5, x), [&] {
+  return builtin_kernel<ReductionKernel>(builtin_key(5, x), [&] {
     const Dtype o = nrm2_dtype(x);
     const bool wide = x == Dtype::float16 || x == Dtype::bfloat16 || x == Dtype::float32 ||
                       x == Dtype::complex64;

@@ -8,8 +8,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "skein/context.hpp"
@@ -54,6 +56,24 @@ std::uint64_t builtin_key(std::uint64_t tag, E... parts) {
   unsigned shift = 8;
   ((key |= (static_cast<std::uint64_t>(parts) + 1) << shift, shift += 8), ...);
   return key;
+}
+
+// A built-in kernel (an ElementwiseKernel or a ReductionKernel) by its builtin_key, made by
+// `make` on first use and kept for the program's life. The kernels are never destroyed, so each
+// thread remembers its last one: a loop calling one built-in skips the lock and the lookup.
+template <class Kernel, class Make>
+const Kernel& builtin_kernel(std::uint64_t key, Make&& make) {
+  static std::mutex mutex;
+  static auto* kernels = new std::unordered_map<std::uint64_t, std::unique_ptr<Kernel>>;
+  thread_local const Kernel* last = nullptr;
+  thread_local std::uint64_t last_key = 0;
+  if (last != nullptr && last_key == key) return *last;
+  std::lock_guard lock(mutex);
+  auto& slot = (*kernels)[key];
+  if (!slot) slot = std::make_unique<Kernel>(make());
+  last = slot.get();
+  last_key = key;
+  return *slot;
 }
 
 }  // namespace skein::detail::codegen
