@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   CHECK(cuDevicePrimaryCtxRetain(&context, device));
   CHECK(cuCtxSetCurrent(context));
   nvrtcProgram program;
-  if (nvrtcCreateProgram(&program, kSource, "affine.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return 3;
+  if (nvrtcCreateProgram(&program, kSource, "affine.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return 3;
   const std::string arch = "--gpu-architecture=sm_" + std::to_string(major * 10 + minor);
   const char* options[] = {arch.c_str()};
   if (nvrtcCompileProgram(program, 1, options) != NVRTC_SUCCESS) return 3;
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
   int wrong = 0;
   for (int i = 0; i < n; ++i) wrong += hy[i] != 3 * i + 1;
   std::printf("y attached with %u (%s): %d of %d values wrong\n", attach,
-              attach == CU_MEM_ATTACH_HOST ? "CU_MEM_ATTACH_HOST" : "CU_MEM_ATTACH_GLOBAL", wrong, n);
+              attach == CU_MEM_ATTACH_HOST ? "CU_MEM_ATTACH_HOST" : "CU_MEM_ATTACH_GLOBAL", wrong,
+              n);
   CHECK(cuStreamDestroy(stream));
   CHECK(cuMemFree(x));
   CHECK(cuMemFree(y));

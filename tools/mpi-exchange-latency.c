@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
         if (slowest < best) best = slowest;
       }
       if (rank == 0) {
-        printf("%-26s %-13s mean %6.2f us, best %6.2f us (%d ranks)\n", means[mean], settings[setting],
-               total / kCalls, best, size);
+        printf("%-26s %-13s mean %6.2f us, best %6.2f us (%d ranks)\n", means[mean],
+               settings[setting], total / kCalls, best, size);
       }
     }
     if (setting == 1) {

@@ -62,9 +62,9 @@ const CollInfo kColls[] = {
 
 // nccl-tests' type names, and Skein's for convenience.
 const std::map<std::string, Dtype> kTypes = {
-    {"int8", Dtype::int8},       {"uint8", Dtype::uint8},       {"int32", Dtype::int32},
-    {"uint32", Dtype::uint32},   {"int64", Dtype::int64},       {"uint64", Dtype::uint64},
-    {"half", Dtype::float16},    {"float", Dtype::float32},     {"double", Dtype::float64},
+    {"int8", Dtype::int8},         {"uint8", Dtype::uint8},     {"int32", Dtype::int32},
+    {"uint32", Dtype::uint32},     {"int64", Dtype::int64},     {"uint64", Dtype::uint64},
+    {"half", Dtype::float16},      {"float", Dtype::float32},   {"double", Dtype::float64},
     {"bfloat16", Dtype::bfloat16}, {"float16", Dtype::float16}, {"float32", Dtype::float32},
     {"float64", Dtype::float64}};
 
@@ -95,9 +95,12 @@ std::size_t parse_size(const std::string& text) {
   std::size_t scale = 1;
   if (pos < text.size()) {
     switch (text[pos]) {
-      case 'k': case 'K': scale = std::size_t(1) << 10; break;
-      case 'm': case 'M': scale = std::size_t(1) << 20; break;
-      case 'g': case 'G': scale = std::size_t(1) << 30; break;
+      case 'k':
+      case 'K': scale = std::size_t(1) << 10; break;
+      case 'm':
+      case 'M': scale = std::size_t(1) << 20; break;
+      case 'g':
+      case 'G': scale = std::size_t(1) << 30; break;
       default: throw std::invalid_argument("size: bad size '" + text + "' (e.g. 8, 64K, 1M, 1G)");
     }
   }
@@ -236,8 +239,12 @@ struct Measurement {
 class Bench {
  public:
   Bench(const Options& o, const skein::Runtime& runtime, skein::Communicator& comm)
-      : o_(o), runtime_(runtime), comm_(comm), queue_(runtime.context()),
-        n_(comm.size()), local_(comm.local_size()) {}
+      : o_(o),
+        runtime_(runtime),
+        comm_(comm),
+        queue_(runtime.context()),
+        n_(comm.size()),
+        local_(comm.local_size()) {}
 
   // One size, out of place or in place.
   Measurement measure(std::size_t count, bool in_place) {
@@ -423,8 +430,7 @@ std::string format_time(double us) {
 
 std::string format_column(const Measurement& m) {
   const std::string wrong = m.wrong < 0 ? "  N/A" : fmt::format("{:5d}", m.wrong);
-  return fmt::format("  {}  {:6.2f}  {:6.2f}  {}", format_time(m.time_us), m.algbw, m.busbw,
-                     wrong);
+  return fmt::format("  {}  {:6.2f}  {:6.2f}  {}", format_time(m.time_us), m.algbw, m.busbw, wrong);
 }
 
 nlohmann::json measurement_json(const Measurement& m) {
@@ -456,7 +462,9 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
   const bool printer = runtime.rank() == 0;
   const std::size_t n = comm.size();
   if (o.root < 0 || static_cast<std::size_t>(o.root) >= n) {
-    if (printer) std::fprintf(stderr, "skein-bench-collectives: root %d is not a member (0..%zu)\n", o.root, n - 1);
+    if (printer)
+      std::fprintf(stderr, "skein-bench-collectives: root %d is not a member (0..%zu)\n", o.root,
+                   n - 1);
     return 2;
   }
   if (o.floor && (o.coll->coll != Coll::all_reduce || comm.local_size() != 1 ||
@@ -473,10 +481,10 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
     std::printf("# skein-bench-collectives (Skein %s): %s over %s, %zu member(s) on %d rank(s)\n",
                 SKEIN_VERSION_STRING, o.coll->name, comm.backend_description().c_str(), n,
                 runtime.size());
-    std::printf("# nThread 1 nGpus %zu minBytes %zu maxBytes %zu step: %g(factor) warmup iters: "
-                "%d iters: %d agg iters: 1 validation: %d graph: 0\n",
-                comm.local_size(), o.min_bytes, o.max_bytes, o.step_factor, o.warmup, o.iters,
-                o.check);
+    std::printf(
+        "# nThread 1 nGpus %zu minBytes %zu maxBytes %zu step: %g(factor) warmup iters: "
+        "%d iters: %d agg iters: 1 validation: %d graph: 0\n",
+        comm.local_size(), o.min_bytes, o.max_bytes, o.step_factor, o.warmup, o.iters, o.check);
     if (o.coll->coll == Coll::broadcast) {
       std::printf("# broadcast takes one array: both columns run in place\n");
     }
@@ -484,8 +492,10 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
   print_devices(runtime);
   if (printer) {
     std::printf("#\n");
-    std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
-                "", "", "", "", "");
+    std::printf(
+        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place         "
+        " \n",
+        "", "", "", "", "");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
                 "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
                 "algbw", "busbw", "#wrong");
@@ -543,8 +553,9 @@ int bench_all_sizes(const Options& o, const skein::Runtime& runtime) {
     std::printf("# Out of bounds values : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g\n#\n", avg_busbw);
     if (o.floor) {
-      std::printf("# Staging floor of the same run: device->host copy + host MPI_Allreduce + "
-                  "host->device copy\n");
+      std::printf(
+          "# Staging floor of the same run: device->host copy + host MPI_Allreduce + "
+          "host->device copy\n");
       std::printf("# %10s  %12s  %12s  %11s\n", "size (B)", "skein (us)", "floor (us)",
                   "skein/floor");
       for (const auto& r : floor_rows) {
@@ -587,11 +598,12 @@ int bench_agreement_cost(const Options& o, const skein::Runtime& runtime) {
   const std::size_t count = std::max<std::size_t>(bench_on.count_for(o.min_bytes), 1);
   const bool printer = runtime.rank() == 0;
   if (printer) {
-    std::printf("# skein-bench-collectives --agreement-cost: %s of %zu B over %s, %zu member(s) on "
-                "%d rank(s), %d rounds of %d calls (after %d warm-up calls), check on and off "
-                "alternating\n",
-                o.coll->name, bench_on.size_bytes(count), on.backend_description().c_str(),
-                on.size(), runtime.size(), o.agreement_rounds, o.iters, o.warmup);
+    std::printf(
+        "# skein-bench-collectives --agreement-cost: %s of %zu B over %s, %zu member(s) on "
+        "%d rank(s), %d rounds of %d calls (after %d warm-up calls), check on and off "
+        "alternating\n",
+        o.coll->name, bench_on.size_bytes(count), on.backend_description().c_str(), on.size(),
+        runtime.size(), o.agreement_rounds, o.iters, o.warmup);
     std::printf("# %5s  %12s  %12s  %12s\n", "round", "on (us)", "off (us)", "on - off (us)");
   }
   std::vector<double> t_on, t_off;
@@ -610,7 +622,8 @@ int bench_agreement_cost(const Options& o, const skein::Runtime& runtime) {
     t_on.push_back(a.time_us);
     t_off.push_back(b.time_us);
     if (printer) {
-      std::printf("  %5d  %12.3f  %12.3f  %12.3f\n", r, a.time_us, b.time_us, a.time_us - b.time_us);
+      std::printf("  %5d  %12.3f  %12.3f  %12.3f\n", r, a.time_us, b.time_us,
+                  a.time_us - b.time_us);
     }
   }
   auto median = [](std::vector<double> v) {
@@ -619,9 +632,10 @@ int bench_agreement_cost(const Options& o, const skein::Runtime& runtime) {
   };
   const double m_on = median(t_on), m_off = median(t_off);
   if (printer) {
-    std::printf("# median: check on %.3f us, off %.3f us per call: the check costs %.3f us "
-                "(#wrong %lld)\n",
-                m_on, m_off, m_on - m_off, wrong);
+    std::printf(
+        "# median: check on %.3f us, off %.3f us per call: the check costs %.3f us "
+        "(#wrong %lld)\n",
+        m_on, m_off, m_on - m_off, wrong);
     if (!o.json_file.empty()) {
       nlohmann::json out{{"benchmark", "agreement-cost"},
                          {"collective", o.coll->name},
@@ -665,8 +679,8 @@ int main(int argc, char** argv) {
       "nccl-tests' performance tests over Skein's Communicator: run under mpirun; rank 0 prints "
       "nccl-tests' table. The collective is --coll; -o/--op is the reduction, as in nccl-tests."};
   Options o;
-  std::string coll = "all_reduce", min_bytes = "32M", max_bytes = "32M", type = "float",
-              op = "sum", backend = "automatic";
+  std::string coll = "all_reduce", min_bytes = "32M", max_bytes = "32M", type = "float", op = "sum",
+              backend = "automatic";
   std::size_t devices_per_rank = 0;
   std::vector<std::string> coll_names;
   for (const auto& c : kColls) coll_names.push_back(c.name);
@@ -681,14 +695,12 @@ int main(int argc, char** argv) {
   app.add_option("-f,--stepfactor", o.step_factor, "Size multiplier between rows")
       .range(1.0001, 1e9);
   app.add_option("-n,--iters", o.iters, "Timed iterations per size").range(1, 1 << 30);
-  app.add_option("-w,--warmup_iters", o.warmup, "Untimed iterations first")
-      .range(0, 1 << 30);
+  app.add_option("-w,--warmup_iters", o.warmup, "Untimed iterations first").range(0, 1 << 30);
   app.add_option("-c,--check", o.check, "Check results (0 or 1)").range(0, 1);
   app.add_option("-d,--datatype", type, "Element type").one_of(keys(kTypes));
   app.add_option("-o,--op", op, "Reduction").one_of(keys(kOps));
   app.add_option("-r,--root", o.root, "Root member (broadcast, reduce)");
-  app.add_option("--backend", backend, "Communicator backend")
-      .one_of(keys(kBackends));
+  app.add_option("--backend", backend, "Communicator backend").one_of(keys(kBackends));
   app.add_option("--devices-per-rank", devices_per_rank,
                  "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK, else an even share)");
   app.add_option("--json", o.json_file, "Also write every row to this JSON file (rank 0)");

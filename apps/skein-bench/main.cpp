@@ -52,8 +52,12 @@ int bench(const Options& o, const skein::Runtime& runtime) {
   for (const auto& r : m.rows) {
     fmt::print("  {:<20} {:>12.1f} {:>12.1f} {:>8.3f}  {} ({})\n", r.what, r.skein, r.peer,
                r.skein / r.peer, r.reference, r.unit);
-    out.push_back({{"what", r.what}, {"unit", r.unit}, {"skein", r.skein}, {"reference", r.peer},
-                   {"ratio", r.skein / r.peer}, {"reference_is", r.reference}});
+    out.push_back({{"what", r.what},
+                   {"unit", r.unit},
+                   {"skein", r.skein},
+                   {"reference", r.peer},
+                   {"ratio", r.skein / r.peer},
+                   {"reference_is", r.reference}});
   }
   if (!o.json_file.empty()) {
     std::ofstream(o.json_file) << nlohmann::json{{"tool", "skein-bench"},
@@ -110,8 +114,7 @@ int run_scaling(const Options& o, int* argc, char*** argv) {
 
 void add_common(skein::cli::Command& sub, Options& o) {
   sub.add_option("--dtype", o.dtype).one_of({"float32", "float64"});
-  sub.add_option("--repeat", o.repeat, "Timed runs (the median is reported)")
-      .range(1, 100000);
+  sub.add_option("--repeat", o.repeat, "Timed runs (the median is reported)").range(1, 100000);
   sub.add_option("--warmup", o.warmup).range(0, 100000);
   sub.add_option("--json", o.json_file, "Also write the table to this JSON file (rank 0)");
 }
@@ -119,38 +122,40 @@ void add_common(skein::cli::Command& sub, Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  skein::cli::Parser app{"Skein's array kernels on distributed arrays against their reference in the same "
-               "run (run under mpirun)"};
+  skein::cli::Parser app{
+      "Skein's array kernels on distributed arrays against their reference in the same "
+      "run (run under mpirun)"};
   Options o;
   app.require_subcommand();
   for (const char* name : {"axpy", "sum", "gemm"}) {
     auto sub = app.add_subcommand(name, std::string(name) == "gemm"
-                                             ? "C = A @ B against cuBLAS / CLBlast called directly"
-                                             : std::string(name) + " against a device copy");
+                                            ? "C = A @ B against cuBLAS / CLBlast called directly"
+                                            : std::string(name) + " against a device copy");
     sub.add_option("--size", o.size, std::string(name) == "gemm" ? "Matrix side" : "Elements")
         .required()
         .range(std::size_t{1}, std::size_t{1} << 40);
     sub.add_option("--devices-per-rank", o.devices_per_rank,
-                    "Devices each rank drives (default: an even share)");
+                   "Devices each rank drives (default: an even share)");
     add_common(sub, o);
   }
   auto scaling = app.add_subcommand(
-      "scaling", "One operation on 1 rank x 1..K devices, then 2..R ranks x K devices (R: the "
-                 "mpirun's ranks), as a table, JSON and an SVG plot");
+      "scaling",
+      "One operation on 1 rank x 1..K devices, then 2..R ranks x K devices (R: the "
+      "mpirun's ranks), as a table, JSON and an SVG plot");
   scaling.add_option("--op", o.what, "The operation measured")
       .required()
       .one_of({"axpy", "sum", "gemm"});
   scaling
       .add_option("--size", o.size,
-                   "Elements (gemm: matrix side) of every configuration; with --weak, per device "
-                   "(gemm: the side at 1 device, growing with the cube root of the devices)")
+                  "Elements (gemm: matrix side) of every configuration; with --weak, per device "
+                  "(gemm: the side at 1 device, growing with the cube root of the devices)")
       .required()
       .range(std::size_t{1}, std::size_t{1} << 40);
   scaling.add_flag("--weak", o.weak, "Weak scaling: the same work per device (default: strong)");
   scaling
       .add_option("--max-devices-per-rank", o.max_devices_per_rank,
-                   "K: the most devices a rank drives (default: each rank's even share of its "
-                   "node's devices)")
+                  "K: the most devices a rank drives (default: each rank's even share of its "
+                  "node's devices)")
       .range(std::size_t{1}, std::size_t{1} << 16);
   scaling.add_option("--svg", o.svg_file, "Draw the speed-ups to this SVG file (rank 0)");
   add_common(scaling, o);

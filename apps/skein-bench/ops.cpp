@@ -70,8 +70,10 @@ class VendorGemm {
     if (api_ == skein::ApiId::cuda) {
       // The runtime uses the device's primary context, which is Skein's (contexts from devices).
       cudaSetDevice(static_cast<int>(skein::cuda::native_device(queue.context().device(dev_))));
-      if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
-      cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(skein::cuda::native_stream(queue, dev_)));
+      if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error("cublasCreate failed");
+      cublasSetStream(handle_,
+                      reinterpret_cast<cudaStream_t>(skein::cuda::native_stream(queue, dev_)));
     }
 #endif
   }
@@ -100,13 +102,15 @@ class VendorGemm {
       if (a.dtype() == Dtype::float32) {
         const float one = 1, zero = 0;
         cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one,
-                    reinterpret_cast<const float*>(ptr(b)), M, reinterpret_cast<const float*>(ptr(a)), K,
-                    &zero, reinterpret_cast<float*>(ptr(c)), M);
+                    reinterpret_cast<const float*>(ptr(b)), M,
+                    reinterpret_cast<const float*>(ptr(a)), K, &zero,
+                    reinterpret_cast<float*>(ptr(c)), M);
       } else {
         const double one = 1, zero = 0;
         cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one,
-                    reinterpret_cast<const double*>(ptr(b)), M, reinterpret_cast<const double*>(ptr(a)), K,
-                    &zero, reinterpret_cast<double*>(ptr(c)), M);
+                    reinterpret_cast<const double*>(ptr(b)), M,
+                    reinterpret_cast<const double*>(ptr(a)), K, &zero,
+                    reinterpret_cast<double*>(ptr(c)), M);
       }
       return;
     }
@@ -118,12 +122,12 @@ class VendorGemm {
       auto off = [](const Array& x) { return x.offset() / x.itemsize(); };
       if (a.dtype() == Dtype::float32) {
         clblast::Gemm<float>(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
-                             clblast::Transpose::kNo, m, n, k, 1.0f, mem(a), off(a), k, mem(b), off(b),
-                             n, 0.0f, mem(c), off(c), n, &q, nullptr);
+                             clblast::Transpose::kNo, m, n, k, 1.0f, mem(a), off(a), k, mem(b),
+                             off(b), n, 0.0f, mem(c), off(c), n, &q, nullptr);
       } else {
         clblast::Gemm<double>(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
-                              clblast::Transpose::kNo, m, n, k, 1.0, mem(a), off(a), k, mem(b), off(b),
-                              n, 0.0, mem(c), off(c), n, &q, nullptr);
+                              clblast::Transpose::kNo, m, n, k, 1.0, mem(a), off(a), k, mem(b),
+                              off(b), n, 0.0, mem(c), off(c), n, &q, nullptr);
       }
       return;
     }
@@ -192,7 +196,8 @@ void measure_axpy(const Bench& b, const Vectors& v, double copy, std::vector<Row
 
 // The device's part of a sum alone, on this rank's first device, timed between events on the
 // device as CuPy's figures are: the reduction kernels without the all_reduce and the host read.
-void measure_sum_on_one_device(const Bench& b, const DistArray& x, double copy_gbps, std::vector<Row>& rows) {
+void measure_sum_on_one_device(const Bench& b, const DistArray& x, double copy_gbps,
+                               std::vector<Row>& rows) {
   const Array block = x.local(0);
   const std::size_t dev = x.block(0).device_idx;
   Array result = skein::sum(b.queue, block);
@@ -251,7 +256,8 @@ void measure_sum_parts(const Bench& b, const DistArray& x, double t, std::vector
     const auto t0 = std::chrono::steady_clock::now();
     skein::detail::all_reduce_host(b.comm, all_bytes, 1, values[0].dtype(), skein::ReduceOp::sum,
                                    "skein-bench sum");
-    exchange_part.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    exchange_part.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   });
   // The median over the timed calls (the first `warmup` were not), of the slowest rank's.
   exchange_part.erase(exchange_part.begin(), exchange_part.begin() + b.o.warmup);
@@ -280,14 +286,15 @@ void measure_sum_parts(const Bench& b, const DistArray& x, double t, std::vector
     b.comm.all_reduce(queue, values, host.arrays(), skein::ReduceOp::sum);
     host.read(all_bytes);
   });
-  for (const auto& [what, s] : {std::pair{"sum: local reductions alone", t_local},
-                                std::pair{"sum: into host values, read", t_host},
-                                std::pair{"sum: those, then the MPI exchange", t_host_exchange},
-                                std::pair{"sum: ... of which the exchange", t_exchange_part},
-                                std::pair{"sum: into device values, Array::get", t_reads},
-                                std::pair{"sum: the MPI exchange alone", t_exchange},
-                                std::pair{"sum: all_reduce on devices, read", t_former},
-                                std::pair{"sum: all_reduce into host values, read", t_former_host}}) {
+  for (const auto& [what, s] :
+       {std::pair{"sum: local reductions alone", t_local},
+        std::pair{"sum: into host values, read", t_host},
+        std::pair{"sum: those, then the MPI exchange", t_host_exchange},
+        std::pair{"sum: ... of which the exchange", t_exchange_part},
+        std::pair{"sum: into device values, Array::get", t_reads},
+        std::pair{"sum: the MPI exchange alone", t_exchange},
+        std::pair{"sum: all_reduce on devices, read", t_former},
+        std::pair{"sum: all_reduce into host values, read", t_former_host}}) {
     rows.push_back({what, "us", "the whole dist::sum", s * 1e6, t * 1e6, s, t});
   }
 }
@@ -297,7 +304,8 @@ void measure_sum(const Bench& b, const Vectors& v, double copy, std::vector<Row>
   const double copy_gbps = 2 * n * b.item() / copy / 1e9;
   double total = 0;
   const double t = b.time([&] { total = skein::dist::sum(v.x); });
-  rows.push_back({"sum of x", "GB/s", "device-to-device copy", n * b.item() / t / 1e9, copy_gbps, t, copy});
+  rows.push_back(
+      {"sum of x", "GB/s", "device-to-device copy", n * b.item() / t / 1e9, copy_gbps, t, copy});
   measure_sum_on_one_device(b, v.x, copy_gbps, rows);
   check_result("sum", total, n);
   measure_sum_parts(b, v.x, t, rows);
@@ -312,17 +320,20 @@ void measure_gemm(const Bench& b, std::vector<Row>& rows) {
   DistArray c(b.comm, b.queue, a.layout(), b.dtype);
   skein::ReplicatedArray rb(b.comm, b.queue, {m, m}, b.dtype);
   skein::dist::fill(a, skein::Operand::typed(b.dtype, 1.0));
-  for (std::size_t i = 0; i < rb.local_size(); ++i) skein::fill(b.queue, rb.local(i), skein::Operand::typed(b.dtype, 0.5));
+  for (std::size_t i = 0; i < rb.local_size(); ++i)
+    skein::fill(b.queue, rb.local(i), skein::Operand::typed(b.dtype, 0.5));
   std::vector<std::unique_ptr<VendorGemm>> vendor;
   for (std::size_t i = 0; i < a.local_size(); ++i) {
     vendor.push_back(std::make_unique<VendorGemm>(b.queue, a.block(i).device_idx));
   }
   const double flops = 2 * n * n * n;
   const double ref = b.time([&] {
-    for (std::size_t i = 0; i < a.local_size(); ++i) vendor[i]->gemm(a.local(i), rb.local(i), c.local(i));
+    for (std::size_t i = 0; i < a.local_size(); ++i)
+      vendor[i]->gemm(a.local(i), rb.local(i), c.local(i));
   });
   const double t = b.time([&] { skein::dist::gemm(1.0, a, rb, 0.0, c); });
-  rows.push_back({"gemm C = A @ B", "TFLOP/s", vendor.front()->name(), flops / t / 1e12, flops / ref / 1e12, t, ref});
+  rows.push_back({"gemm C = A @ B", "TFLOP/s", vendor.front()->name(), flops / t / 1e12,
+                  flops / ref / 1e12, t, ref});
   // Every element of C is 0.5 * m.
   check_result("gemm", skein::dist::sum(c), 0.5 * n * n * n);
 }

@@ -168,22 +168,26 @@ nlohmann::json to_json(const Options& o, const std::vector<Result>& results,
           {"configurations", configs}};
 }
 
-LineChart to_chart(const Options& o, const std::vector<Result>& results,
-                   const Measurement& first) {
+LineChart to_chart(const Options& o, const std::vector<Result>& results, const Measurement& first) {
   LineChart chart;
-  chart.title = fmt::format("skein-bench {} ({}), {} scaling", o.what, o.dtype,
-                            o.weak ? "weak" : "strong");
+  chart.title =
+      fmt::format("skein-bench {} ({}), {} scaling", o.what, o.dtype, o.weak ? "weak" : "strong");
   chart.subtitle = fmt::format("{}; {}, {}; median of {}", size_description(o), first.api,
                                first.backend, o.repeat);
   chart.x_label = "devices (ranks x devices per rank)";
-  chart.y_label = o.weak ? "scaled speed-up (figure / figure on 1 device)"
-                         : "speed-up over 1 device";
-  PlotSeries skein{.name = fmt::format("Skein {}", o.what), .css_class = "skein",
-                   .colour = "#1f77b4"};
+  chart.y_label =
+      o.weak ? "scaled speed-up (figure / figure on 1 device)" : "speed-up over 1 device";
+  PlotSeries skein{
+      .name = fmt::format("Skein {}", o.what), .css_class = "skein", .colour = "#1f77b4"};
   PlotSeries reference{.name = fmt::format("reference ({})", results.front().row.reference),
-                       .css_class = "reference", .colour = "#ff7f0e", .dashed = true};
-  PlotSeries ideal{.name = "ideal (linear)", .css_class = "ideal", .colour = "#888888",
-                   .dashed = true, .markers = false};
+                       .css_class = "reference",
+                       .colour = "#ff7f0e",
+                       .dashed = true};
+  PlotSeries ideal{.name = "ideal (linear)",
+                   .css_class = "ideal",
+                   .colour = "#888888",
+                   .dashed = true,
+                   .markers = false};
   for (const auto& r : results) {
     const double d = static_cast<double>(r.config.devices());
     chart.x_ticks.push_back(d);
@@ -191,8 +195,8 @@ LineChart to_chart(const Options& o, const std::vector<Result>& results,
     skein.points.push_back(
         {d, r.speedup, fmt::format("{}: {:.3g} {}", where, r.row.skein, r.row.unit),
          fmt::format("{} rank(s) x {} device(s): {:.4g} {}, speed-up {:.3f}, efficiency {:.3f}",
-                     r.config.ranks, r.config.devices_per_rank, r.row.skein, r.row.unit,
-                     r.speedup, r.efficiency)});
+                     r.config.ranks, r.config.devices_per_rank, r.row.skein, r.row.unit, r.speedup,
+                     r.efficiency)});
     reference.points.push_back(
         {d, r.reference_speedup, "",
          fmt::format("{} rank(s) x {} device(s): reference {:.4g} {}, speed-up {:.3f}",
@@ -215,15 +219,17 @@ void print_table(const Options& o, const std::vector<Result>& results, const Mea
              "dev/rk", "devices", "size", "time [s]", "skein", "reference", "ratio", "speed-up",
              "effic.", "ref s-u");
   for (const auto& r : results) {
-    fmt::print("  {:>5} {:>7} {:>7} {:>14} {:>11.4g} {:>10.4g} {:>10.4g} {:>7.3f} {:>8.3f} "
-               "{:>6.3f} {:>8.3f}\n",
-               r.config.ranks, r.config.devices_per_rank, r.config.devices(), size_text(o, r.size),
-               r.row.seconds, r.row.skein, r.row.peer, r.row.skein / r.row.peer, r.speedup,
-               r.efficiency, r.reference_speedup);
+    fmt::print(
+        "  {:>5} {:>7} {:>7} {:>14} {:>11.4g} {:>10.4g} {:>10.4g} {:>7.3f} {:>8.3f} "
+        "{:>6.3f} {:>8.3f}\n",
+        r.config.ranks, r.config.devices_per_rank, r.config.devices(), size_text(o, r.size),
+        r.row.seconds, r.row.skein, r.row.peer, r.row.skein / r.row.peer, r.speedup, r.efficiency,
+        r.reference_speedup);
   }
-  fmt::print("# skein and reference in {}; speed-up = figure / figure on 1 device; efficiency = "
-             "speed-up / devices\n",
-             unit);
+  fmt::print(
+      "# skein and reference in {}; speed-up = figure / figure on 1 device; efficiency = "
+      "speed-up / devices\n",
+      unit);
   std::fflush(stdout);
 }
 

@@ -168,8 +168,8 @@ std::string render_svg(const LineChart& chart) {
       svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"{}\"/>", x + 14, y,
                          escape(s.colour));
     }
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 36, y + 4,
-                       escape(s.name));
+    svg +=
+        fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 36, y + 4, escape(s.name));
     y += 22;
   }
   svg += "</g>\n</svg>\n";

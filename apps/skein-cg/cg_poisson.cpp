@@ -117,13 +117,15 @@ void host_apply(const Grid& grid, std::span<const double> u, std::span<double> y
 }
 
 skein::StencilKernel poisson_kernel(bool reduce) {
-  skein::StencilOptions options{.name = reduce ? "cg_poisson_dot" : "cg_poisson", .fp_contract = false};
+  skein::StencilOptions options{.name = reduce ? "cg_poisson_dot" : "cg_poisson",
+                                .fp_contract = false};
   if (reduce) options.reduction = skein::StencilReduction{.map = "p * w"};
   return skein::StencilKernel("T p", "T w", kPoisson, options);
 }
 
 skein::StencilKernel exact_solution_kernel() {
-  return skein::StencilKernel("", "double x", "x = cg_exact(gidx[0], gidx[1], gshape[0], gshape[1])",
+  return skein::StencilKernel("", "double x",
+                              "x = cg_exact(gidx[0], gidx[1], gshape[0], gshape[1])",
                               {.name = "cg_exact_solution", .preamble = kExactPreamble});
 }
 

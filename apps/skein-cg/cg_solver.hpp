@@ -84,7 +84,8 @@ namespace detail {
 // Per-step wall times when CgSettings::step_times is on (else nothing).
 class StepTimes {
  public:
-  StepTimes(const CgSettings& s, const skein::Queue& queue) : on_(s.step_times && s.printer), queue_(queue) {}
+  StepTimes(const CgSettings& s, const skein::Queue& queue)
+      : on_(s.step_times && s.printer), queue_(queue) {}
   void mark(const char* step) {
     if (!on_) return;
     queue_.synchronize();
@@ -102,8 +103,8 @@ class StepTimes {
   }
   void print() const {
     for (const auto& [name, seconds, count] : steps_) {
-      fmt::print("  step {:24} {:9.1f} us mean over {} calls\n", name, seconds / static_cast<double>(count) * 1e6,
-                 count);
+      fmt::print("  step {:24} {:9.1f} us mean over {} calls\n", name,
+                 seconds / static_cast<double>(count) * 1e6, count);
     }
   }
 
@@ -130,15 +131,16 @@ double dot(const CgSettings& s, const V& a, const V& b) {
 
 inline void report(const CgSettings& s, const CgResult& result) {
   if (s.printer && s.report_every > 0 && result.iterations % s.report_every == 0) {
-    fmt::print("  iteration {:7}  relative residual {:.3e}\n", result.iterations, result.relative_residual);
+    fmt::print("  iteration {:7}  relative residual {:.3e}\n", result.iterations,
+               result.relative_residual);
     std::fflush(stdout);
   }
 }
 
 // Ends the timing: the iterations' wall time on the slowest rank.
 template <class V>
-void stop_clock(CgResult& result, const V& x, std::chrono::steady_clock::time_point start, MPI_Comm comm,
-                double tol) {
+void stop_clock(CgResult& result, const V& x, std::chrono::steady_clock::time_point start,
+                MPI_Comm comm, double tol) {
   x.queue().synchronize();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -157,12 +159,14 @@ std::chrono::steady_clock::time_point start_clock(const V& x, MPI_Comm comm) {
 
 // CG from x = 0 (Saad, Algorithm 6.18), in the fused or the unfused form.
 template <class T, class V>
-CgResult classic_cg(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v, MPI_Comm comm) {
+CgResult classic_cg(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v,
+                    MPI_Comm comm) {
   const bool fused = s.form == "fused";
   // x += alpha p; r -= alpha w, and with it r . r (fused), or alone (unfused). No FP contraction
   // in either, so that both give the same bits.
-  const skein::FusedKernel update_rr("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr",
-                                     "r * r", "a + b", "0", {.name = "cg_update_rr"});
+  const skein::FusedKernel update_rr("T p, T w, T alpha", "T x, T r",
+                                     "x += alpha * p; r -= alpha * w", "T rr", "r * r", "a + b",
+                                     "0", {.name = "cg_update_rr"});
   const skein::ElementwiseKernel update("T alpha, T p, T w, T x, T r", "T x_out, T r_out",
                                         "x_out = x + alpha * p; r_out = r - alpha * w;",
                                         {.name = "cg_update", .fp_contract = false});
@@ -205,8 +209,8 @@ CgResult classic_cg(const CgSettings& s, const PoissonKernels& a, const V& b, co
     const double alpha = rr / pw;
     double rr_next = 0;
     if (fuse_update) {
-      rr_next = skein::dist::update_and_reduce(update_rr, {v.p, v.w, static_cast<T>(alpha), v.x, v.r},
-                                               skein::ReduceOp::sum, reduction);
+      rr_next = skein::dist::update_and_reduce(
+          update_rr, {v.p, v.w, static_cast<T>(alpha), v.x, v.r}, skein::ReduceOp::sum, reduction);
     } else {
       skein::dist::elementwise(update, {static_cast<T>(alpha), v.p, v.w, v.x, v.r, v.x, v.r});
       rr_next = detail::dot(s, v.r, v.r);
@@ -231,12 +235,14 @@ CgResult classic_cg(const CgSettings& s, const PoissonKernels& a, const V& b, co
 
 // Pipelined CG from x = 0 (Ghysels and Vanroose, Alg. 4 without a preconditioner).
 template <class T, class V>
-CgResult pipelined_cg(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v,
-                      MPI_Comm comm) {
+CgResult pipelined_cg(const CgSettings& s, const PoissonKernels& a, const V& b,
+                      const CgVectors<V>& v, MPI_Comm comm) {
   const skein::ElementwiseKernel update(
-      "T alpha, T beta, T q, T z, T w, T s, T r, T p, T x", "T z_out, T s_out, T p_out, T x_out, T r_out, T w_out",
+      "T alpha, T beta, T q, T z, T w, T s, T r, T p, T x",
+      "T z_out, T s_out, T p_out, T x_out, T r_out, T w_out",
       "const T zn = q + beta * z; const T sn = w + beta * s; const T pn = r + beta * p;"
-      "z_out = zn; s_out = sn; p_out = pn; x_out = x + alpha * pn; r_out = r - alpha * sn; w_out = w - alpha * zn;",
+      "z_out = zn; s_out = sn; p_out = pn; x_out = x + alpha * pn; r_out = r - alpha * sn; w_out = "
+      "w - alpha * zn;",
       {.name = "cg_pipelined_update", .fp_contract = false});
   const skein::dist::DistReductionOptions reduction{.deterministic = s.deterministic};
   CgResult result;
@@ -255,7 +261,8 @@ CgResult pipelined_cg(const CgSettings& s, const PoissonKernels& a, const V& b, 
   const auto start = detail::start_clock(v.x, comm);
   for (;;) {
     // gamma = r . r and delta = w . r in one collective, overlapped with q = A w.
-    skein::dist::PendingValues pending = skein::dist::begin_dots({{v.r, v.r}, {v.w, v.r}}, reduction);
+    skein::dist::PendingValues pending =
+        skein::dist::begin_dots({{v.r, v.r}, {v.w, v.r}}, reduction);
     v.w.exchange_halos();
     skein::dist::stencil(a.apply, {v.w, q});
     const std::vector<double> values = pending.wait();
@@ -273,8 +280,8 @@ CgResult pipelined_cg(const CgSettings& s, const PoissonKernels& a, const V& b, 
       break;
     }
     const double alpha = gamma / denominator;
-    skein::dist::elementwise(update, {static_cast<T>(alpha), static_cast<T>(beta), q, z, v.w, sv, v.r, v.p, v.x,
-                                      z, sv, v.p, v.x, v.r, v.w});
+    skein::dist::elementwise(update, {static_cast<T>(alpha), static_cast<T>(beta), q, z, v.w, sv,
+                                      v.r, v.p, v.x, z, sv, v.p, v.x, v.r, v.w});
     gamma_old = gamma;
     alpha_old = alpha;
     ++result.iterations;
@@ -285,9 +292,10 @@ CgResult pipelined_cg(const CgSettings& s, const PoissonKernels& a, const V& b, 
 }
 
 template <class T, class V>
-CgResult conjugate_gradients(const CgSettings& s, const PoissonKernels& a, const V& b, const CgVectors<V>& v,
-                             MPI_Comm comm) {
-  return s.form == "pipelined" ? pipelined_cg<T>(s, a, b, v, comm) : classic_cg<T>(s, a, b, v, comm);
+CgResult conjugate_gradients(const CgSettings& s, const PoissonKernels& a, const V& b,
+                             const CgVectors<V>& v, MPI_Comm comm) {
+  return s.form == "pipelined" ? pipelined_cg<T>(s, a, b, v, comm)
+                               : classic_cg<T>(s, a, b, v, comm);
 }
 
 }  // namespace skein_cg

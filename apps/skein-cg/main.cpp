@@ -120,10 +120,12 @@ std::vector<std::size_t> parse_grid(const std::string& text) {
   if (text.empty()) return {};
   const auto x = text.find('x');
   std::size_t p = 0, q = 0;
-  if (x == std::string::npos || std::sscanf(text.c_str(), "%zux%zu", &p, &q) != 2 || p == 0 || q == 0) {
-    throw skein::LogicError(skein::ErrorInfo{.what = fmt::format("--grid is '{}'", text),
-                                             .call = "skein-cg",
-                                             .hint = "Give the process grid as PxQ, e.g. 2x2 (P along the rows)."});
+  if (x == std::string::npos || std::sscanf(text.c_str(), "%zux%zu", &p, &q) != 2 || p == 0 ||
+      q == 0) {
+    throw skein::LogicError(
+        skein::ErrorInfo{.what = fmt::format("--grid is '{}'", text),
+                         .call = "skein-cg",
+                         .hint = "Give the process grid as PxQ, e.g. 2x2 (P along the rows)."});
   }
   return {p, q};
 }
@@ -140,7 +142,8 @@ struct Outcome {
 
 // The problem's vectors on one kind of distributed array (V), made by `make(halo, dtype)`.
 template <class T, class V, class Make>
-Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid& grid, const Make& make) {
+Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid& grid,
+                    const Make& make) {
   const Dtype dtype = skein::dtype_of<T>;
   const bool printer = runtime.rank() == 0;
   skein_cg::CgSettings settings{.tol = o.tol.value_or(default_tol(dtype)),
@@ -153,8 +156,13 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
                                 .step_times = o.step_times};
   const bool pipelined = o.form == "pipelined";
   const V b = make(false, dtype);
-  skein_cg::CgVectors<V> v{make(false, dtype), make(pipelined, dtype), make(true, dtype), make(pipelined, dtype),
-                           {}, {}, {}};
+  skein_cg::CgVectors<V> v{make(false, dtype),
+                           make(pipelined, dtype),
+                           make(true, dtype),
+                           make(pipelined, dtype),
+                           {},
+                           {},
+                           {}};
   if (pipelined) {
     v.s.emplace(make(false, dtype));
     v.z.emplace(make(false, dtype));
@@ -241,13 +249,15 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
     const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < kCopies; ++k) skein::dist::copy(v.r, v.w);
     v.w.queue().synchronize();
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kCopies;
+    double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kCopies;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, runtime.comm());
     if (i > 0) copies.push_back(t);
   }
   std::sort(copies.begin(), copies.end());
   out.copy_seconds = copies[copies.size() / 2];
-  out.copy_gbps = 2.0 * static_cast<double>(grid.size() * skein::itemsize(dtype)) / out.copy_seconds / 1e9;
+  out.copy_gbps =
+      2.0 * static_cast<double>(grid.size() * skein::itemsize(dtype)) / out.copy_seconds / 1e9;
   return out;
 }
 
@@ -259,53 +269,68 @@ void print_summary(const Options& o, const Grid& grid, double tol, const Outcome
   if (cg.converged) {
     fmt::print("  converged                  yes, after {} iterations\n", cg.iterations);
   } else if (cg.breakdown) {
-    fmt::print("  converged                  no: CG broke down after {} iterations (p . A p <= 0 or not finite)\n",
-               cg.iterations);
+    fmt::print(
+        "  converged                  no: CG broke down after {} iterations (p . A p <= 0 or not "
+        "finite)\n",
+        cg.iterations);
   } else {
     fmt::print("  converged                  no, not within {} iterations\n", o.max_iters);
   }
   fmt::print("  relative residual (CG)     {:.3e}  (tol {:.1e})\n", cg.relative_residual, tol);
-  fmt::print("  true relative residual     {:.3e}  (bound {:.3e}: {})\n", out.true_residual, out.bound,
-             verdict(out.true_ok));
+  fmt::print("  true relative residual     {:.3e}  (bound {:.3e}: {})\n", out.true_residual,
+             out.bound, verdict(out.true_ok));
   if (out.bound >= 0.1) {
     // Then even a wrong x could pass: say so rather than pretend the check is tight.
-    fmt::print("  note: {} rounding alone allows residuals near {:.1e} here (||x|| / ||b|| = {:.3g}); float64 "
-               "checks this grid tightly\n",
-               o.dtype, out.bound, out.b_norm == 0 ? 0 : out.x_norm / out.b_norm);
+    fmt::print(
+        "  note: {} rounding alone allows residuals near {:.1e} here (||x|| / ||b|| = {:.3g}); "
+        "float64 "
+        "checks this grid tightly\n",
+        o.dtype, out.bound, out.b_norm == 0 ? 0 : out.x_norm / out.b_norm);
   }
   if (out.host_residual) {
-    fmt::print("  host check, in double      {:.3e}  ({})\n", *out.host_residual, verdict(out.host_ok));
+    fmt::print("  host check, in double      {:.3e}  ({})\n", *out.host_residual,
+               verdict(out.host_ok));
   } else {
-    fmt::print("  host check                 skipped: over {} points (--check-host forces it)\n", kHostCheckPoints);
+    fmt::print("  host check                 skipped: over {} points (--check-host forces it)\n",
+               kHostCheckPoints);
   }
   if (out.error) fmt::print("  error ||x - x*|| / ||x*||  {:.3e}\n", *out.error);
-  const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
+  const double per_iteration =
+      cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
   const double vector_bytes = static_cast<double>(grid.size() * skein::itemsize(dtype));
   const std::size_t passes = skein_cg::passes_per_iteration(
       {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
-  fmt::print("  time                       {:.4f} s, {:.3f} ms per iteration, {:.2f} GB/s ({} vector passes per "
-             "iteration, form {})\n",
-             cg.seconds, per_iteration * 1e3,
-             per_iteration > 0 ? static_cast<double>(passes) * vector_bytes / per_iteration / 1e9 : 0.0, passes,
-             o.form);
+  fmt::print(
+      "  time                       {:.4f} s, {:.3f} ms per iteration, {:.2f} GB/s ({} vector "
+      "passes per "
+      "iteration, form {})\n",
+      cg.seconds, per_iteration * 1e3,
+      per_iteration > 0 ? static_cast<double>(passes) * vector_bytes / per_iteration / 1e9 : 0.0,
+      passes, o.form);
   if (per_iteration > 0) {
     const double floor = static_cast<double>(kFloorPasses) / 2 * out.copy_seconds;
-    fmt::print("  floor                      {:.3f} ms per iteration: {} vector passes at the device copy's {:.1f} "
-               "GB/s (measured); floor / iteration = {:.3f}\n",
-               floor * 1e3, kFloorPasses, out.copy_gbps, floor / per_iteration);
+    fmt::print(
+        "  floor                      {:.3f} ms per iteration: {} vector passes at the device "
+        "copy's {:.1f} "
+        "GB/s (measured); floor / iteration = {:.3f}\n",
+        floor * 1e3, kFloorPasses, out.copy_gbps, floor / per_iteration);
   }
   if (!out.checksum.empty()) fmt::print("  x fingerprint (FNV-1a)     {}\n", out.checksum);
   std::fflush(stdout);
   if (!cg.converged) {
-    fmt::print(stderr, "skein-cg: did not converge: relative residual {:.3e} > tol {:.1e} after {} iterations{}\n",
-               cg.relative_residual, tol, cg.iterations, cg.breakdown ? " (breakdown)" : "; raise --max-iters or --tol");
+    fmt::print(
+        stderr,
+        "skein-cg: did not converge: relative residual {:.3e} > tol {:.1e} after {} iterations{}\n",
+        cg.relative_residual, tol, cg.iterations,
+        cg.breakdown ? " (breakdown)" : "; raise --max-iters or --tol");
   }
   if (!out.true_ok) {
-    fmt::print(stderr, "skein-cg: true relative residual {:.3e} exceeds the bound {:.3e}\n", out.true_residual,
-               out.bound);
+    fmt::print(stderr, "skein-cg: true relative residual {:.3e} exceeds the bound {:.3e}\n",
+               out.true_residual, out.bound);
   }
   if (!out.host_ok) {
-    fmt::print(stderr, "skein-cg: host-computed relative residual {:.3e} exceeds the bound {:.3e}\n",
+    fmt::print(stderr,
+               "skein-cg: host-computed relative residual {:.3e} exceeds the bound {:.3e}\n",
                *out.host_residual, out.bound);
   }
 }
@@ -314,7 +339,8 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
                             const skein::Runtime& runtime, std::size_t devices) {
   const auto& cg = out.cg;
   const Dtype dtype = o.dtype == "float32" ? Dtype::float32 : Dtype::float64;
-  const double per_iteration = cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
+  const double per_iteration =
+      cg.iterations > 0 ? cg.seconds / static_cast<double>(cg.iterations) : 0;
   const double floor = static_cast<double>(kFloorPasses) / 2 * out.copy_seconds;
   const std::size_t passes = skein_cg::passes_per_iteration(
       {.form = o.form, .deterministic = o.deterministic, .blas_dots = o.dot == "blas"});
@@ -346,11 +372,13 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
       {"seconds", cg.seconds},
       {"seconds_per_iteration", per_iteration},
       {"passes_per_iteration", passes},
-      {"gb_per_s", per_iteration > 0 ? static_cast<double>(passes) * vector_bytes / per_iteration / 1e9 : 0.0},
+      {"gb_per_s",
+       per_iteration > 0 ? static_cast<double>(passes) * vector_bytes / per_iteration / 1e9 : 0.0},
       {"copy_gb_per_s", out.copy_gbps},
       {"floor_passes", kFloorPasses},
       {"floor_seconds_per_iteration", floor},
-      {"floor_ratio", per_iteration > 0 ? nlohmann::json(floor / per_iteration) : nlohmann::json(nullptr)},
+      {"floor_ratio",
+       per_iteration > 0 ? nlohmann::json(floor / per_iteration) : nlohmann::json(nullptr)},
       {"x_fnv1a64", out.checksum.empty() ? nlohmann::json(nullptr) : nlohmann::json(out.checksum)},
       {"passed", out.passed}};
 }
@@ -366,13 +394,15 @@ int solve(const Options& o, const skein::Runtime& runtime) {
   const std::vector<std::size_t> pq = parse_grid(o.grid);
   if (!pq.empty() && pq[0] * pq[1] != comm.size()) {
     throw skein::LogicError(skein::ErrorInfo{
-        .what = fmt::format("--grid {} has {} places for {} devices", o.grid, pq[0] * pq[1], comm.size()),
+        .what = fmt::format("--grid {} has {} places for {} devices", o.grid, pq[0] * pq[1],
+                            comm.size()),
         .call = "skein-cg",
         .hint = "Give a grid of as many places as there are devices (ranks x devices per rank)."});
   }
   if (printer) {
-    fmt::print("# skein-cg: 2-D Poisson, {} x {} grid ({} unknowns{}), {}, b = {}\n", grid.nx, grid.ny, grid.size(),
-               o.weak ? fmt::format(", {} rows per device", o.ny) : "", o.dtype, o.rhs == "ones" ? "1" : "A x*");
+    fmt::print("# skein-cg: 2-D Poisson, {} x {} grid ({} unknowns{}), {}, b = {}\n", grid.nx,
+               grid.ny, grid.size(), o.weak ? fmt::format(", {} rows per device", o.ny) : "",
+               o.dtype, o.rhs == "ones" ? "1" : "A x*");
     fmt::print("# {} device(s) on {} rank(s), {}, {}; {}\n", comm.size(), runtime.size(),
                std::string(runtime.context().api().name()), comm.backend_description(),
                pq.empty() ? "row blocks" : fmt::format("a {} x {} process grid", pq[0], pq[1]));
@@ -385,14 +415,17 @@ int solve(const Options& o, const skein::Runtime& runtime) {
   if (pq.empty()) {
     // One layout for the vectors with a halo and one without: equal row splits, so every block of
     // every vector lines up.
-    const skein::BlockLayout halo_rows = skein::BlockLayout::over(comm, {grid.ny, grid.nx}, skein::RowSplit::even(),
-                                                                  skein::Halo{.width = 1});
+    const skein::BlockLayout halo_rows = skein::BlockLayout::over(
+        comm, {grid.ny, grid.nx}, skein::RowSplit::even(), skein::Halo{.width = 1});
     auto make = [&](bool, Dtype d) { return DistArray(comm, queue, halo_rows, d); };
     out = run_problem<T, DistArray>(o, runtime, grid, make);
   } else {
-    const skein::GridLayout with_halo = skein::GridLayout::over(comm, {grid.ny, grid.nx}, {.grid = pq, .halo = {1}});
+    const skein::GridLayout with_halo =
+        skein::GridLayout::over(comm, {grid.ny, grid.nx}, {.grid = pq, .halo = {1}});
     const skein::GridLayout plain = skein::GridLayout::over(comm, {grid.ny, grid.nx}, {.grid = pq});
-    auto make = [&](bool halo, Dtype d) { return skein::GridArray(comm, queue, halo ? with_halo : plain, d); };
+    auto make = [&](bool halo, Dtype d) {
+      return skein::GridArray(comm, queue, halo ? with_halo : plain, d);
+    };
     out = run_problem<T, skein::GridArray>(o, runtime, grid, make);
   }
   if (printer) {
@@ -432,8 +465,7 @@ int main(int argc, char** argv) {
       "(run under mpirun); checks the final residual"};
   Options o;
   app.show_defaults();
-  app.add_option("--nx", o.nx, "Grid columns")
-      .range(std::size_t{1}, std::size_t{1} << 32);
+  app.add_option("--nx", o.nx, "Grid columns").range(std::size_t{1}, std::size_t{1} << 32);
   app.add_option("--ny", o.ny, "Grid rows (per device with --weak)")
       .range(std::size_t{1}, std::size_t{1} << 32);
   app.add_option("--tol", o.tol,
@@ -454,24 +486,27 @@ int main(int argc, char** argv) {
           "in (0, 1)");
   app.add_option("--max-iters", o.max_iters, "At most this many iterations")
       .range(std::size_t{0}, std::size_t{1} << 40);
-  app.add_option("--dtype", o.dtype, "float32 or float64")
-      .one_of({"float32", "float64"});
+  app.add_option("--dtype", o.dtype, "float32 or float64").one_of({"float32", "float64"});
   app.add_option("--rhs", o.rhs, "solution: b = A x* for a known x*; ones: b = 1")
       .one_of({"solution", "ones"});
   auto dot =
       app.add_option("--dot", o.dot, "Dot products: reduction (kernels) or blas (cuBLAS / CLBlast)")
           .one_of({"reduction", "blas"});
-  auto form = app.add_option("--form", o.form,
-                             "fused: matvec with p . w, and the update with r . r, one pass each (11 vector passes "
-                             "per iteration); unfused: each step its own call (14); pipelined: one reduction per "
-                             "iteration, overlapped with the matvec (17)")
-                  .one_of({"fused", "unfused", "pipelined"});
-  app.add_option("--grid", o.grid,
-                 "Split the grid over a P x Q grid of the devices (PxQ, P along the rows; P * Q = devices) "
-                 "instead of row blocks");
-  app.add_option("--warmup", o.warmup,
-                 "Run this many iterations first and discard them (the kernels compiled or loaded before the "
-                 "timed solve, as a benchmark's warm-up)");
+  auto form =
+      app.add_option(
+             "--form", o.form,
+             "fused: matvec with p . w, and the update with r . r, one pass each (11 vector passes "
+             "per iteration); unfused: each step its own call (14); pipelined: one reduction per "
+             "iteration, overlapped with the matvec (17)")
+          .one_of({"fused", "unfused", "pipelined"});
+  app.add_option(
+      "--grid", o.grid,
+      "Split the grid over a P x Q grid of the devices (PxQ, P along the rows; P * Q = devices) "
+      "instead of row blocks");
+  app.add_option(
+      "--warmup", o.warmup,
+      "Run this many iterations first and discard them (the kernels compiled or loaded before the "
+      "timed solve, as a benchmark's warm-up)");
   app.add_option("--report-every", o.report_every,
                  "Print the residual every N iterations (0: never)");
   app.add_flag("--deterministic", o.deterministic,
@@ -479,7 +514,8 @@ int main(int argc, char** argv) {
                "devices and ranks")
       .excludes(dot);
   app.add_flag("--step-times", o.step_times,
-               "Wait after each step of the loop and print each step's mean time (a diagnosis; slower overall)");
+               "Wait after each step of the loop and print each step's mean time (a diagnosis; "
+               "slower overall)");
   app.add_flag("--weak", o.weak,
                "--ny is per device (weak scaling): the grid has ny x devices rows");
   app.add_flag(
@@ -490,13 +526,18 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
   if (auto status = app.parse(argc, argv)) return *status;
   if (o.dot == "blas" && (o.form != "fused" && o.form != "unfused")) {
-    std::fprintf(stderr, "skein-cg: --dot blas is for the unfused form (the fused and pipelined forms reduce in "
-                         "their own kernels); drop --form %s\n", o.form.c_str());
+    std::fprintf(
+        stderr,
+        "skein-cg: --dot blas is for the unfused form (the fused and pipelined forms reduce in "
+        "their own kernels); drop --form %s\n",
+        o.form.c_str());
     return 1;
   }
   if (o.dot == "blas") o.form = "unfused";  // BLAS dots: the unfused form's calls
   if (o.dot == "blas" && !o.grid.empty()) {
-    std::fprintf(stderr, "skein-cg: --dot blas needs row blocks (dist::blas_dot takes DistArrays); drop --grid\n");
+    std::fprintf(
+        stderr,
+        "skein-cg: --dot blas needs row blocks (dist::blas_dot takes DistArrays); drop --grid\n");
     return 1;
   }
   (void)form;

@@ -33,8 +33,8 @@ struct GridStart {
 // newest complete checkpoint into `u` (AgreedError, on every rank, when there is none or it does
 // not fit the options; status 2 for a damaged one), else refuses old checkpoints unless --overwrite
 // deletes them. Without --out nothing (the caller refused --restart and --checkpoint-every).
-GridStart prepare_grid_checkpoints(Communicator& comm, const GridRunOptions& options, const GridProblem& problem,
-                                   const hdf5::Attributes& attributes, const GridArray& u,
-                                   std::optional<CheckpointManager>& manager);
+GridStart prepare_grid_checkpoints(Communicator& comm, const GridRunOptions& options,
+                                   const GridProblem& problem, const hdf5::Attributes& attributes,
+                                   const GridArray& u, std::optional<CheckpointManager>& manager);
 
 }  // namespace skein::heat

@@ -13,7 +13,8 @@ namespace skein::heat {
 class AgreedError : public skein::LogicError {
  public:
   AgreedError(std::string what, std::string hint = {}, int status = 1)
-      : skein::LogicError(skein::ErrorInfo{.what = std::move(what), .call = "skein-heat", .hint = std::move(hint)}),
+      : skein::LogicError(skein::ErrorInfo{
+            .what = std::move(what), .call = "skein-heat", .hint = std::move(hint)}),
         status_(status) {}
   int status() const { return status_; }
 

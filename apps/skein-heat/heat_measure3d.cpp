@@ -23,7 +23,8 @@ struct DeviceFigures {
 };
 
 // The floor and the kernel on every local block, one device at a time; the slowest rank's.
-DeviceFigures device_figures(const GridArray& u, const GridArray& v, const GridStencil& stencil, bool overlapped) {
+DeviceFigures device_figures(const GridArray& u, const GridArray& v, const GridStencil& stencil,
+                             bool overlapped) {
   const MPI_Comm comm = u.communicator().mpi_comm();
   const Queue& queue = u.queue();
   DeviceFigures f;
@@ -36,8 +37,10 @@ DeviceFigures device_figures(const GridArray& u, const GridArray& v, const GridS
     // elements, halo and all, into a scratch array (u is only read).
     const Array source = b.with_halo.reshape({b.with_halo.size()}).slice(0, points);
     const Array scratch = Array::empty(queue, {points}, u.dtype(), b.device_idx);
-    const double copy_ms = device_ms(queue, b.device_idx, repeat, per, [&] { scratch.set(source); });
-    const double kernel_ms = device_ms(queue, b.device_idx, repeat, per, [&] { stencil.step_block(u, v, l); });
+    const double copy_ms =
+        device_ms(queue, b.device_idx, repeat, per, [&] { scratch.set(source); });
+    const double kernel_ms =
+        device_ms(queue, b.device_idx, repeat, per, [&] { stencil.step_block(u, v, l); });
     const std::size_t bytes = stencil.bytes_per_step(u, l);
     const double bps = static_cast<double>(bytes) / (copy_ms * 1e-3);
     f.floor = std::max(f.floor, copy_ms * 1e-3);
@@ -51,7 +54,8 @@ DeviceFigures device_figures(const GridArray& u, const GridArray& v, const GridS
   MPI_Allreduce(MPI_IN_PLACE, maxima, 3, MPI_DOUBLE, MPI_MAX, comm);
   unsigned long long counts[2] = {f.bytes, f.shell};
   MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
-  return {maxima[0], maxima[1], -maxima[2], static_cast<std::size_t>(counts[0]), static_cast<std::size_t>(counts[1])};
+  return {maxima[0], maxima[1], -maxima[2], static_cast<std::size_t>(counts[0]),
+          static_cast<std::size_t>(counts[1])};
 }
 
 // The median over `repeat` rounds (after one warm-up) of the slowest rank's wall time of f.
@@ -72,12 +76,13 @@ double wall_median(MPI_Comm comm, F&& f) {
 }  // namespace
 
 GridPerformance measure_grid(const GridArray& u, const GridArray& v, const GridStencil& stencil,
-                             const GridStepper& stepper, const std::vector<double>& interval_times, double loop_s,
-                             std::int64_t steps) {
+                             const GridStepper& stepper, const std::vector<double>& interval_times,
+                             double loop_s, std::int64_t steps) {
   const MPI_Comm comm = u.communicator().mpi_comm();
   GridPerformance p;
   std::vector<double> times = interval_times;
-  MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX,
+                comm);
   p.t_step = median(times);
   p.intervals = times.size();
   p.t_step_mean = loop_s / static_cast<double>(std::max<std::int64_t>(steps, 1));

@@ -43,7 +43,7 @@ struct GridPerformance {
 // halos (u's points are left as they are): call it after the check and before anything else
 // reads v.
 GridPerformance measure_grid(const GridArray& u, const GridArray& v, const GridStencil& stencil,
-                             const GridStepper& stepper, const std::vector<double>& interval_times, double loop_s,
-                             std::int64_t steps);
+                             const GridStepper& stepper, const std::vector<double>& interval_times,
+                             double loop_s, std::int64_t steps);
 
 }  // namespace skein::heat

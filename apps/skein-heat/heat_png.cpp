@@ -22,12 +22,13 @@ namespace skein::heat {
 namespace {
 
 // Viridis at five points, interpolated linearly: perceptually ordered and readable in grey.
-constexpr std::array<std::array<double, 3>, 5> colour_points = {{
-    {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
+constexpr std::array<std::array<double, 3>, 5> colour_points = {
+    {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
 
 std::array<std::uint8_t, 3> colour(double t) {
   t = std::clamp(std::isnan(t) ? 0.0 : t, 0.0, 1.0) * (colour_points.size() - 1);
-  const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(t), colour_points.size() - 2);
+  const std::size_t i =
+      std::min<std::size_t>(static_cast<std::size_t>(t), colour_points.size() - 2);
   const double f = t - static_cast<double>(i);
   std::array<std::uint8_t, 3> rgb{};
   for (int k = 0; k < 3; ++k) {
@@ -59,9 +60,12 @@ ImageInfo write_png(const DistArray& u, const std::string& path, std::size_t max
   const std::size_t ny = u.layout().rows(), nx = u.layout().row_size();
   ImageInfo info;
   // One scale for both axes keeps the grid's aspect ratio.
-  const double scale = std::min(1.0, static_cast<double>(max_side) / static_cast<double>(std::max(nx, ny)));
-  info.width = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(static_cast<double>(nx) * scale)));
-  info.height = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(static_cast<double>(ny) * scale)));
+  const double scale =
+      std::min(1.0, static_cast<double>(max_side) / static_cast<double>(std::max(nx, ny)));
+  info.width = std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::lround(static_cast<double>(nx) * scale)));
+  info.height = std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::lround(static_cast<double>(ny) * scale)));
   info.downsampled = info.width < nx || info.height < ny;
 
   // Each pixel row comes from exactly one rank (the owner of its grid row); the others leave 0,

@@ -28,7 +28,7 @@ struct GridLoop {
 };
 
 struct GridReport {
-  const GridRunOptions& o;  // with the global grid (nx, ny, nz) where --weak multiplied it
+  const GridRunOptions& o;      // with the global grid (nx, ny, nz) where --weak multiplied it
   const GridRunOptions& given;  // as given (with --weak: the block per device)
   const GridProblem& problem;
   const GridLayout& layout;

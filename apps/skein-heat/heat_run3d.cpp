@@ -42,8 +42,10 @@ namespace {
 
 GridProblem make_problem(const GridRunOptions& o, BoundaryKind walls, Dtype dtype) {
   const bool three = o.nz > 0;
-  std::vector<std::size_t> n = three ? std::vector<std::size_t>{o.nz, o.ny, o.nx} : std::vector<std::size_t>{o.ny, o.nx};
-  std::vector<int> k = three ? std::vector<int>{o.modes[2], o.modes[1], o.modes[0]} : std::vector<int>{o.modes[1], o.modes[0]};
+  std::vector<std::size_t> n =
+      three ? std::vector<std::size_t>{o.nz, o.ny, o.nx} : std::vector<std::size_t>{o.ny, o.nx};
+  std::vector<int> k = three ? std::vector<int>{o.modes[2], o.modes[1], o.modes[0]}
+                             : std::vector<int>{o.modes[1], o.modes[0]};
   try {
     return GridProblem::make(std::move(n), std::move(k), walls, o.alpha, o.dt_factor, dtype);
   } catch (const LogicError& e) {
@@ -51,7 +53,8 @@ GridProblem make_problem(const GridRunOptions& o, BoundaryKind walls, Dtype dtyp
   }
 }
 
-GridLayout make_layout(Communicator& comm, const GridProblem& problem, const std::string& grid_text) {
+GridLayout make_layout(Communicator& comm, const GridProblem& problem,
+                       const std::string& grid_text) {
   std::vector<std::size_t> grid;
   try {
     grid = parse_grid(grid_text, problem.ndim());
@@ -59,17 +62,19 @@ GridLayout make_layout(Communicator& comm, const GridProblem& problem, const std
     throw AgreedError(e.info().what, e.info().hint);
   }
   try {
-    return GridLayout::over(comm, Shape(problem.n.begin(), problem.n.end()), grid_options(problem, grid));
+    return GridLayout::over(comm, Shape(problem.n.begin(), problem.n.end()),
+                            grid_options(problem, grid));
   } catch (const LogicError& e) {
-    throw AgreedError(fmt::format("--grid {}: {}", grid_text, e.info().what),
-                      fmt::format("give a grid whose counts multiply to the {} member(s) (devices of all ranks), "
-                                  "or leave --grid out",
-                                  comm.size()));
+    throw AgreedError(
+        fmt::format("--grid {}: {}", grid_text, e.info().what),
+        fmt::format("give a grid whose counts multiply to the {} member(s) (devices of all ranks), "
+                    "or leave --grid out",
+                    comm.size()));
   }
 }
 
-void write_field(Communicator& comm, const GridRunOptions& o, const GridProblem& p, const hdf5::Attributes& attributes,
-                 const GridArray& u) {
+void write_field(Communicator& comm, const GridRunOptions& o, const GridProblem& p,
+                 const hdf5::Attributes& attributes, const GridArray& u) {
   auto file = hdf5::File::create(comm, (std::filesystem::path(o.out) / "heat.h5").string());
   hdf5::WriteOptions write;
   const double time = static_cast<double>(o.steps) * p.dt;
@@ -90,9 +95,9 @@ std::int64_t next_multiple(std::int64_t step, std::int64_t every) {
 // --report-every step (a residual and a progress line) and --checkpoint-every step (a checkpoint);
 // each interval's steps are timed alone. One warm-up step into v first (which the first real step
 // overwrites): first launches and first messages are not timed.
-GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const GridStepper& stepper, GridArray& u,
-                 GridArray& v, std::optional<CheckpointManager>& checkpoints, const hdf5::Attributes& attributes,
-                 std::int64_t start, bool root) {
+GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const GridStepper& stepper,
+                 GridArray& u, GridArray& v, std::optional<CheckpointManager>& checkpoints,
+                 const hdf5::Attributes& attributes, std::int64_t start, bool root) {
   GridLoop loop;
   const auto t0 = Clock::now();
   if (start < o.steps) {
@@ -100,8 +105,8 @@ GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const Grid
     stepper.synchronize();
   }
   for (std::int64_t step = start; step < o.steps;) {
-    const std::int64_t stop =
-        std::min({o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
+    const std::int64_t stop = std::min(
+        {o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
     const std::int64_t n = stop - step;
     const auto interval_start = Clock::now();
     for (; step < stop; ++step) {
@@ -115,14 +120,16 @@ GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const Grid
     if (step == o.steps || (o.report_every > 0 && step % o.report_every == 0)) {
       loop.residual = max_difference(u, v);
       if (root) {
-        fmt::print("step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n", step,
-                   o.steps, static_cast<double>(step) * problem.dt, loop.residual, static_cast<double>(n) / t,
-                   seconds(t0));
+        fmt::print(
+            "step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n",
+            step, o.steps, static_cast<double>(step) * problem.dt, loop.residual,
+            static_cast<double>(n) / t, seconds(t0));
         std::fflush(stdout);
       }
     }
     if (checkpoints && o.checkpoint_every > 0 && step % o.checkpoint_every == 0) {
-      const auto info = checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
+      const auto info =
+          checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
       ++loop.checkpoints_written;
       if (root) {
         fmt::print("  checkpoint {} ({})\n", info.file.string(), format_bytes(info.bytes));
@@ -151,10 +158,12 @@ GridRunOptions resolve_weak(const GridRunOptions& given, std::size_t members) {
   try {
     grid = GridLayout::choose_grid(members, block, grid);
   } catch (const LogicError& e) {
-    throw AgreedError(fmt::format("--weak --grid {}: {}", given.grid.empty() ? "auto" : given.grid, e.info().what),
-                      fmt::format("give a grid whose counts multiply to the {} member(s) (devices of all ranks), "
-                                  "or leave --grid out",
-                                  members));
+    throw AgreedError(
+        fmt::format("--weak --grid {}: {}", given.grid.empty() ? "auto" : given.grid,
+                    e.info().what),
+        fmt::format("give a grid whose counts multiply to the {} member(s) (devices of all ranks), "
+                    "or leave --grid out",
+                    members));
   }
   std::size_t* axes[3] = {&o.nz, &o.ny, &o.nx};
   for (std::size_t a = 0; a < block.size(); ++a) *axes[a + (three ? 0 : 1)] = block[a] * grid[a];
@@ -192,20 +201,23 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   const GridStencil stencil(u, problem, halo_queue);
   const GridStepper stepper(u, stencil, halo_queue);
   if (root) {
-    fmt::print("skein-heat: {} grid{}, {} walls, {}, on {} device(s) of {} rank(s) ({}, {})\n",
-               o.nz > 0 ? fmt::format("{} x {} x {} (x, y, z)", o.nx, o.ny, o.nz) : fmt::format("{} x {}", o.nx, o.ny),
-               o.weak ? (o.nz > 0 ? fmt::format(", {} x {} x {} per device", given.nx, given.ny, given.nz)
-                                  : fmt::format(", {} x {} per device", given.nx, given.ny))
-                      : "",
-               o.boundary, o.dtype, comm.size(), runtime.size(), comm.context().api().name(),
-               comm.backend_description());
+    fmt::print(
+        "skein-heat: {} grid{}, {} walls, {}, on {} device(s) of {} rank(s) ({}, {})\n",
+        o.nz > 0 ? fmt::format("{} x {} x {} (x, y, z)", o.nx, o.ny, o.nz)
+                 : fmt::format("{} x {}", o.nx, o.ny),
+        o.weak ? (o.nz > 0 ? fmt::format(", {} x {} x {} per device", given.nx, given.ny, given.nz)
+                           : fmt::format(", {} x {} per device", given.nx, given.ny))
+               : "",
+        o.boundary, o.dtype, comm.size(), runtime.size(), comm.context().api().name(),
+        comm.backend_description());
     fmt::print("  layout: {}\n", layout.describe());
     fmt::print("  halo exchange: {}\n",
-               !exchanges          ? "none (one member, open walls)"
-               : halo_queue        ? fmt::format("overlapped (a second queue of {} priority)", o.halo_priority)
-                                   : std::string("serial"));
-    fmt::print("  alpha {}, dt {:.6g} (factor {}), lambda {:.17g}\n", o.alpha, problem.dt, o.dt_factor,
-               problem.lambda());
+               !exchanges ? "none (one member, open walls)"
+               : halo_queue
+                   ? fmt::format("overlapped (a second queue of {} priority)", o.halo_priority)
+                   : std::string("serial"));
+    fmt::print("  alpha {}, dt {:.6g} (factor {}), lambda {:.17g}\n", o.alpha, problem.dt,
+               o.dt_factor, problem.lambda());
     std::fflush(stdout);
   }
   const hdf5::Attributes attributes = grid_attributes(o, problem);
@@ -213,8 +225,8 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   const GridStart start = prepare_grid_checkpoints(comm, o, problem, attributes, u, checkpoints);
   if (start.restored) {
     if (root) {
-      fmt::print("  restarted from {} (step {}, written by {} rank(s))\n", start.restored->file.string(), start.step,
-                 start.restored->ranks);
+      fmt::print("  restarted from {} (step {}, written by {} rank(s))\n",
+                 start.restored->file.string(), start.step, start.restored->ranks);
     }
   } else {
     set_initial(u, problem);
@@ -225,8 +237,8 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   report.run_s = seconds(t0);
   report.result = check(u, problem, o.steps);
   if (!report.loop.interval_times.empty()) {
-    report.perf = measure_grid(u, v, stencil, stepper, report.loop.interval_times, report.loop.loop_s,
-                               o.steps - start.step);
+    report.perf = measure_grid(u, v, stencil, stepper, report.loop.interval_times,
+                               report.loop.loop_s, o.steps - start.step);
   }
   if (!o.out.empty()) write_field(comm, o, problem, attributes, u);
   if (checkpoints) report.kept = checkpoints->list();

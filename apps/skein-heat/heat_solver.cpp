@@ -42,7 +42,8 @@ template <class F>
 void for_each_slice(const DistArray& u, std::size_t nx, Dtype dtype, F&& f) {
   const std::size_t chunk = rows_per_slice(nx, dtype);
   for (const LocalBlock& b : u.blocks()) {
-    for (std::size_t r0 = 0; r0 < b.rows.size(); r0 += chunk) f(b, r0, std::min(b.rows.size(), r0 + chunk));
+    for (std::size_t r0 = 0; r0 < b.rows.size(); r0 += chunk)
+      f(b, r0, std::min(b.rows.size(), r0 + chunk));
   }
 }
 
@@ -357,10 +358,10 @@ StencilShape default_shape(StencilVariant variant, std::size_t nx, Dtype dtype) 
       if (dtype == Dtype::float32 && nx % 2 == 0) return {StencilVariant::rows, 2, 4, 128, 2};
       if (dtype == Dtype::float64 && nx % 2 == 0) return {StencilVariant::rows, 2, 2, 64, 4};
       return {StencilVariant::rows, 1, 4, 128, 2};
-    case StencilVariant::aligned:
-      return {StencilVariant::aligned, 1, 4, 128, 2};
+    case StencilVariant::aligned: return {StencilVariant::aligned, 1, 4, 128, 2};
     case StencilVariant::flat:
-      return {StencilVariant::flat, vector, dtype == Dtype::float32 ? 1u : 2u, 32, dtype == Dtype::float32 ? 4u : 8u};
+      return {StencilVariant::flat, vector, dtype == Dtype::float32 ? 1u : 2u, 32,
+              dtype == Dtype::float32 ? 4u : 8u};
   }
   return {};
 }
@@ -374,8 +375,8 @@ std::size_t ceil_div(std::size_t v, std::size_t m) { return (v + m - 1) / m; }
 
 // max |a - b| over one block, on its device.
 const ReductionKernel& difference_kernel() {
-  static const ReductionKernel kernel("T u, T v", "T r", "u > v ? u - v : v - u",
-                                      "a > b ? a : b", "0", {.name = "heat_max_difference"});
+  static const ReductionKernel kernel("T u, T v", "T r", "u > v ? u - v : v - u", "a > b ? a : b",
+                                      "0", {.name = "heat_max_difference"});
   return kernel;
 }
 
@@ -459,8 +460,9 @@ constexpr std::size_t edges_local_x = 256;
 
 // `kernel`: "heat_step" (work sizes for every row of each block) or "heat_edges" (two rows).
 // The program is compiled once; the context's program cache gives it to the second call.
-PreparedKernel prepare_stencil(const DistArray& field, const Queue& queue, const StencilShape& shape,
-                               std::vector<std::size_t>* active, const char* kernel) {
+PreparedKernel prepare_stencil(const DistArray& field, const Queue& queue,
+                               const StencilShape& shape, std::vector<std::size_t>* active,
+                               const char* kernel) {
   const std::size_t nx = field.layout().row_size();
   const std::size_t line = 128 / itemsize(field.dtype());  // elements in 128 bytes
   const std::string t(ctype(field.dtype()));
@@ -468,18 +470,24 @@ PreparedKernel prepare_stencil(const DistArray& field, const Queue& queue, const
   options.name = "skein-heat stencil";
   options.device_idxs = queue.device_idxs();
   if (queue.context().api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
-  const int variant = shape.variant == StencilVariant::aligned ? 1 : shape.variant == StencilVariant::flat ? 2 : 0;
+  const int variant = shape.variant == StencilVariant::aligned ? 1
+                      : shape.variant == StencilVariant::flat  ? 2
+                                                               : 0;
   const Program program = Program::from_template(
       queue.context(), stencil_source,
-      {{"T", t}, {"V", shape.w > 1 ? t + std::to_string(shape.w) : t},
-       {"ITEMSIZE", itemsize(field.dtype())}, {"VARIANT", variant},
-       {"W", std::to_string(shape.w)}, {"R", std::to_string(shape.r)},
+      {{"T", t},
+       {"V", shape.w > 1 ? t + std::to_string(shape.w) : t},
+       {"ITEMSIZE", itemsize(field.dtype())},
+       {"VARIANT", variant},
+       {"W", std::to_string(shape.w)},
+       {"R", std::to_string(shape.r)},
        // flat: where the row below a vector's elements starts within a vector
        {"SHIFT", variant == 2 ? nx % shape.w : 0}},
       options);
 
   const bool edges = std::string_view(kernel) == "heat_edges";
-  const WorkSize local = edges ? WorkSize{edges_local_x, 1} : WorkSize{shape.local_x, shape.local_y};
+  const WorkSize local =
+      edges ? WorkSize{edges_local_x, 1} : WorkSize{shape.local_x, shape.local_y};
   // Work items along a row: rows, W columns each; aligned, one per element of the 128-byte lines
   // a row touches; flat, one per vector of them.
   const std::size_t items_x = variant == 0   ? ceil_div(nx, shape.w)
@@ -496,7 +504,8 @@ PreparedKernel prepare_stencil(const DistArray& field, const Queue& queue, const
       global.set(b.device_idx, WorkSize{round_up(nx, edges_local_x), 2});
     } else {
       const std::size_t items_y = std::min(ceil_div(b.rows.size(), shape.r), most_y);
-      global.set(b.device_idx, WorkSize{round_up(items_x, shape.local_x), round_up(items_y, shape.local_y)});
+      global.set(b.device_idx,
+                 WorkSize{round_up(items_x, shape.local_x), round_up(items_y, shape.local_y)});
     }
     if (active) active->push_back(b.device_idx);
   }
@@ -526,8 +535,8 @@ StencilVariant parse_stencil_variant(std::string_view text) {
 }
 
 std::string StencilShape::describe() const {
-  return fmt::format("{} ({} element{} x {} row{} per work item, work groups of {} x {})", name(variant), w,
-                     w == 1 ? "" : "s", r, r == 1 ? "" : "s", local_x, local_y);
+  return fmt::format("{} ({} element{} x {} row{} per work item, work groups of {} x {})",
+                     name(variant), w, w == 1 ? "" : "s", r, r == 1 ? "" : "s", local_x, local_y);
 }
 
 StencilShape stencil_shape(const StencilConfig& config, std::size_t nx, Dtype dtype) {
@@ -537,12 +546,14 @@ StencilShape stencil_shape(const StencilConfig& config, std::size_t nx, Dtype dt
   if (config.local_y > 0) shape.local_y = config.local_y;
   if (shape.r > 16) {
     throw LogicError(ErrorInfo{.what = fmt::format("{} rows per work item of the stencil", shape.r),
-                               .call = "skein::heat::stencil_shape", .hint = "give 1 to 16 rows"});
+                               .call = "skein::heat::stencil_shape",
+                               .hint = "give 1 to 16 rows"});
   }
   if (shape.local_x * shape.local_y > 1024) {
-    throw LogicError(ErrorInfo{
-        .what = fmt::format("stencil work groups of {} x {} work items", shape.local_x, shape.local_y),
-        .call = "skein::heat::stencil_shape", .hint = "give work groups of at most 1024 work items"});
+    throw LogicError(ErrorInfo{.what = fmt::format("stencil work groups of {} x {} work items",
+                                                   shape.local_x, shape.local_y),
+                               .call = "skein::heat::stencil_shape",
+                               .hint = "give work groups of at most 1024 work items"});
   }
   return shape;
 }
@@ -564,9 +575,11 @@ const Queue& Stencil::edges_queue(const DistArray& field, const StencilConfig& c
   bool fits = q.context() == field.queue().context();
   for (std::size_t d : field.queue().device_idxs()) fits = fits && q.has_device(d);
   if (!fits) {
-    throw LogicError(ErrorInfo{.what = "the edge kernel's queue is of another context, or lacks a device of the field's queue",
-                               .call = "skein::heat::Stencil",
-                               .hint = "give a Queue(field.queue().context(), field.queue().device_idxs(), ...)"});
+    throw LogicError(ErrorInfo{
+        .what =
+            "the edge kernel's queue is of another context, or lacks a device of the field's queue",
+        .call = "skein::heat::Stencil",
+        .hint = "give a Queue(field.queue().context(), field.queue().device_idxs(), ...)"});
   }
   return q;
 }
@@ -638,7 +651,8 @@ double max_difference(const DistArray& a, const DistArray& b) {
   }
   double local = 0;
   for (const Array& p : partial) {
-    const double v = p.dtype() == Dtype::float32 ? reduction_value<float>(p) : reduction_value<double>(p);
+    const double v =
+        p.dtype() == Dtype::float32 ? reduction_value<float>(p) : reduction_value<double>(p);
     local = std::max(local, v);
   }
   double global = 0;

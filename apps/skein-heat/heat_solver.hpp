@@ -107,8 +107,9 @@ StencilShape stencil_shape(const StencilConfig& config, std::size_t nx, Dtype dt
 
 // The FTCS step on every local block of a distributed field with one halo row: one kernel per
 // device, launched on the field's queue (with exchange_halos() on the same queue, the two are
-// ordered without the host; main.cpp's overlapped step puts the exchange on a second queue). The halo rows of the first and last blocks are the global boundary
-// rows: exchange_halos() leaves them as they are (zero), which is the Dirichlet condition.
+// ordered without the host; main.cpp's overlapped step puts the exchange on a second queue). The
+// halo rows of the first and last blocks are the global boundary rows: exchange_halos() leaves them
+// as they are (zero), which is the Dirichlet condition.
 class Stencil {
  public:
   // Compiles the kernel of `config`'s variant and shape (stencil_shape(); once per dtype and

@@ -161,13 +161,15 @@ Program compile_grid_stencil(const GridArray& field) {
   return Program::from_template(queue.context(), grid_stencil_source,
                                 {{"T", t},
                                  {"DIMS", std::to_string(field.layout().ndim())},
-                                 {"ZCHUNK", std::to_string(grid_zchunk)}}, options);
+                                 {"ZCHUNK", std::to_string(grid_zchunk)}},
+                                options);
 }
 
 // The box kernel over one box per block (`box(l)`: its extents (z, y, x); none launched where one
 // is empty), on `queue`.
 template <class Box>
-PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field, const Queue& queue, Box&& box) {
+PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field,
+                                  const Queue& queue, Box&& box) {
   const WorkSize local{grid_local_x, grid_local_y, 1};
   MultiDevice<WorkSize> global;
   for (std::size_t d : queue.device_idxs()) global.set(d, local);  // prepare() wants one per device
@@ -177,13 +179,16 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
     const std::array<std::size_t, 3> e = box(l);
     const std::size_t groups_z = (e[0] + grid_zchunk - 1) / grid_zchunk;
     if (groups_z > 65535) {
-      grid_refuse("skein::heat::GridStencil", fmt::format("a block of {} planes", e[0]),
-                  "use a process grid with more members along z (CUDA launches at most 65535 along z)");
+      grid_refuse(
+          "skein::heat::GridStencil", fmt::format("a block of {} planes", e[0]),
+          "use a process grid with more members along z (CUDA launches at most 65535 along z)");
     }
     if (e[0] * e[1] * e[2] == 0) continue;
-    global.set(b.device_idx, WorkSize{grid_round_up(e[2], grid_local_x), grid_round_up(e[1], grid_local_y), groups_z});
+    global.set(b.device_idx, WorkSize{grid_round_up(e[2], grid_local_x),
+                                      grid_round_up(e[1], grid_local_y), groups_z});
   }
-  return program.kernel("heat_step_grid").prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
+  return program.kernel("heat_step_grid")
+      .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
 }
 
 }  // namespace
@@ -198,8 +203,10 @@ GridSplit GridSplit::of(const GridLayout& layout, const LocalGridBlock& b) {
   if (b.block.empty()) return s;
   const std::size_t first = 3 - layout.ndim();  // the layout's axis a is axis first + a here
   for (std::size_t a = 0; a < layout.ndim(); ++a) {
-    const bool lower = layout.neighbour(b.member, a, -1) >= 0 || layout.lower(a).kind != BoundaryKind::open;
-    const bool upper = layout.neighbour(b.member, a, +1) >= 0 || layout.upper(a).kind != BoundaryKind::open;
+    const bool lower =
+        layout.neighbour(b.member, a, -1) >= 0 || layout.lower(a).kind != BoundaryKind::open;
+    const bool upper =
+        layout.neighbour(b.member, a, +1) >= 0 || layout.upper(a).kind != BoundaryKind::open;
     s.begin[first + a] = lower ? 1 : 0;
     s.end[first + a] = s.extent[first + a] - (upper ? 1 : 0);
   }
@@ -217,15 +224,19 @@ std::size_t GridSplit::interior_points() const {
   return (end[0] - begin[0]) * (end[1] - begin[1]) * (end[2] - begin[2]);
 }
 
-std::size_t GridSplit::shell_points() const { return extent[0] * extent[1] * extent[2] - interior_points(); }
+std::size_t GridSplit::shell_points() const {
+  return extent[0] * extent[1] * extent[2] - interior_points();
+}
 
 // --- GridProblem -------------------------------------------------------------------------------
 
-GridProblem GridProblem::make(std::vector<std::size_t> n, std::vector<int> k, BoundaryKind walls, double alpha,
-                              double dt_factor, Dtype dtype) {
+GridProblem GridProblem::make(std::vector<std::size_t> n, std::vector<int> k, BoundaryKind walls,
+                              double alpha, double dt_factor, Dtype dtype) {
   const char* call = "skein::heat::GridProblem::make";
-  if (n.size() < 2 || n.size() > 3 || k.size() != n.size()) grid_refuse(call, "the grid needs 2 or 3 axes and a mode each");
-  if (walls != BoundaryKind::open && walls != BoundaryKind::periodic && walls != BoundaryKind::reflect) {
+  if (n.size() < 2 || n.size() > 3 || k.size() != n.size())
+    grid_refuse(call, "the grid needs 2 or 3 axes and a mode each");
+  if (walls != BoundaryKind::open && walls != BoundaryKind::periodic &&
+      walls != BoundaryKind::reflect) {
     grid_refuse(call, "the walls must be open, periodic or reflect");
   }
   static const char* axis_name[3][3] = {{"y", "x", ""}, {"z", "y", "x"}};
@@ -233,17 +244,19 @@ GridProblem GridProblem::make(std::vector<std::size_t> n, std::vector<int> k, Bo
     const char* an = axis_name[n.size() - 2][a];
     if (n[a] == 0) grid_refuse(call, fmt::format("the grid has no points along {}", an));
     const long long lo = walls == BoundaryKind::open ? 1 : 0;
-    const long long hi = walls == BoundaryKind::open ? static_cast<long long>(n[a]) : static_cast<long long>(n[a]) - 1;
+    const long long hi = walls == BoundaryKind::open ? static_cast<long long>(n[a])
+                                                     : static_cast<long long>(n[a]) - 1;
     if (k[a] < lo || k[a] > hi) {
-      grid_refuse(call, fmt::format("the mode {} along {} is outside [{}, {}] ({} walls, {} points)", k[a], an, lo, hi,
-                               name(walls), n[a]),
-             "give modes within the range (--modes KX,KY, --mode-z KZ)");
+      grid_refuse(call,
+                  fmt::format("the mode {} along {} is outside [{}, {}] ({} walls, {} points)",
+                              k[a], an, lo, hi, name(walls), n[a]),
+                  "give modes within the range (--modes KX,KY, --mode-z KZ)");
     }
   }
   if (!(alpha > 0)) grid_refuse(call, fmt::format("alpha = {} (it must be > 0)", alpha));
   if (!(dt_factor > 0 && dt_factor <= 0.25)) {
     grid_refuse(call, fmt::format("dt_factor = {} (it must be in (0, 0.25])", dt_factor),
-           "beyond 0.25 the explicit step is no longer a contraction and may be unstable");
+                "beyond 0.25 the explicit step is no longer a contraction and may be unstable");
   }
   GridProblem p;
   p.n = std::move(n);
@@ -257,7 +270,9 @@ GridProblem GridProblem::make(std::vector<std::size_t> n, std::vector<int> k, Bo
   return p;
 }
 
-double GridProblem::r(std::size_t axis) const { return grid_rounded(dtype, alpha * dt / (h(axis) * h(axis))); }
+double GridProblem::r(std::size_t axis) const {
+  return grid_rounded(dtype, alpha * dt / (h(axis) * h(axis)));
+}
 
 double GridProblem::c0() const {
   double sum = 0;
@@ -277,7 +292,8 @@ double GridProblem::theta(std::size_t axis) const {
 
 double GridProblem::lambda() const {
   long double l = c0();
-  for (std::size_t a = 0; a < n.size(); ++a) l += 2.0L * r(a) * std::cos(static_cast<long double>(theta(a)));
+  for (std::size_t a = 0; a < n.size(); ++a)
+    l += 2.0L * r(a) * std::cos(static_cast<long double>(theta(a)));
   return static_cast<double>(l);
 }
 
@@ -315,7 +331,7 @@ BoundaryKind parse_walls(std::string_view text) {
     if (text == name(k)) return k;
   }
   grid_refuse("skein::heat::parse_walls", fmt::format("the boundary '{}' is not known", text),
-         "give open, periodic or reflect");
+              "give open, periodic or reflect");
 }
 
 std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims) {
@@ -325,7 +341,8 @@ std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims) {
   bool ok = true;
   while (ok) {
     const std::size_t x = text.find('x', pos);
-    const std::string_view part = text.substr(pos, x == std::string_view::npos ? std::string_view::npos : x - pos);
+    const std::string_view part =
+        text.substr(pos, x == std::string_view::npos ? std::string_view::npos : x - pos);
     std::size_t v = 0;
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     ok = !part.empty() && ec == std::errc() && end == part.data() + part.size();
@@ -334,10 +351,11 @@ std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims) {
     pos = x + 1;
   }
   if (!ok || grid.size() != dims) {
-    grid_refuse("skein::heat::parse_grid",
-           fmt::format("--grid '{}' is not a process grid of {} axes", text, dims),
-           dims == 3 ? "give PxQxR, e.g. --grid 2x2x1 (0 for an axis the app chooses), or leave it out"
-                     : "give PxQ, e.g. --grid 2x2 (0 for an axis the app chooses), or leave it out");
+    grid_refuse(
+        "skein::heat::parse_grid",
+        fmt::format("--grid '{}' is not a process grid of {} axes", text, dims),
+        dims == 3 ? "give PxQxR, e.g. --grid 2x2x1 (0 for an axis the app chooses), or leave it out"
+                  : "give PxQ, e.g. --grid 2x2 (0 for an axis the app chooses), or leave it out");
   }
   return grid;
 }
@@ -360,15 +378,15 @@ namespace {
 // Launches `kernel` on one device with the sizes given, then the problem's coefficients in the
 // dtype: c0, rz, ry, rx (rz 0 in 2-D).
 template <class... Sizes>
-void grid_launch(const PreparedKernel& kernel, const GridProblem& p, std::size_t device_idx, const Array& dst,
-                 const Array& src, Sizes... sizes) {
+void grid_launch(const PreparedKernel& kernel, const GridProblem& p, std::size_t device_idx,
+                 const Array& dst, const Array& src, Sizes... sizes) {
   const bool three = p.ndim() == 3;
   const double rz = three ? p.r(0) : 0.0;
   const double ry = p.r(three ? 1 : 0), rx = p.r(three ? 2 : 1), c0 = p.c0();
   const std::size_t dev[1] = {device_idx};
   if (p.dtype == Dtype::float32) {
-    kernel.on_devices(dev, dst, src, sizes..., static_cast<float>(c0), static_cast<float>(rz), static_cast<float>(ry),
-                      static_cast<float>(rx));
+    kernel.on_devices(dev, dst, src, sizes..., static_cast<float>(c0), static_cast<float>(rz),
+                      static_cast<float>(ry), static_cast<float>(rx));
   } else {
     kernel.on_devices(dev, dst, src, sizes..., c0, rz, ry, rx);
   }
@@ -392,16 +410,17 @@ const Queue& grid_shell_queue(const GridArray& field, const std::optional<Queue>
   bool fits = shell_queue->context() == queue.context();
   for (std::size_t d : queue.device_idxs()) fits = fits && shell_queue->has_device(d);
   if (!fits) {
-    grid_refuse("skein::heat::GridStencil",
-                "the shell kernel's queue is of another context, or lacks a device of the field's queue",
-                "give a Queue(field.queue().context(), field.queue().device_idxs(), ...)");
+    grid_refuse(
+        "skein::heat::GridStencil",
+        "the shell kernel's queue is of another context, or lacks a device of the field's queue",
+        "give a Queue(field.queue().context(), field.queue().device_idxs(), ...)");
   }
   return *shell_queue;
 }
 
 // The shell kernel over every block's shell, on `queue` (none launched where a shell is empty).
-PreparedKernel prepare_shell_kernel(const Program& program, const GridArray& field, const Queue& queue,
-                                    const std::vector<GridSplit>& splits) {
+PreparedKernel prepare_shell_kernel(const Program& program, const GridArray& field,
+                                    const Queue& queue, const std::vector<GridSplit>& splits) {
   const WorkSize local{grid_shell_local};
   MultiDevice<WorkSize> global;
   for (std::size_t d : queue.device_idxs()) global.set(d, local);
@@ -409,13 +428,15 @@ PreparedKernel prepare_shell_kernel(const Program& program, const GridArray& fie
     const std::size_t n = splits[l].shell_points();
     if (n > 0) global.set(field.block(l).device_idx, WorkSize{grid_round_up(n, grid_shell_local)});
   }
-  return program.kernel("heat_shell_grid").prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
+  return program.kernel("heat_shell_grid")
+      .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
 }
 
 const GridArray& grid_check_halo(const GridArray& field) {
   for (std::size_t a = 0; a < field.layout().ndim(); ++a) {
     if (field.layout().halo(a) != 1) {
-      grid_refuse("skein::heat::GridStencil", fmt::format("the field's halo along axis {} is {}", a, field.layout().halo(a)),
+      grid_refuse("skein::heat::GridStencil",
+                  fmt::format("the field's halo along axis {} is {}", a, field.layout().halo(a)),
                   "give the heat field a halo of 1 on every axis (grid_options())");
     }
   }
@@ -424,18 +445,22 @@ const GridArray& grid_check_halo(const GridArray& field) {
 
 }  // namespace
 
-GridStencil::GridStencil(const GridArray& field, const GridProblem& problem, const std::optional<Queue>& shell_queue)
+GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
+                         const std::optional<Queue>& shell_queue)
     : problem_(problem),
       splits_(grid_splits(grid_check_halo(field))),
       program_(compile_grid_stencil(field)),
-      kernel_(prepare_box_kernel(program_, field, field.queue(), [this](std::size_t l) { return splits_[l].extent; })),
+      kernel_(prepare_box_kernel(program_, field, field.queue(),
+                                 [this](std::size_t l) { return splits_[l].extent; })),
       interior_(prepare_box_kernel(program_, field, field.queue(),
                                    [this](std::size_t l) {
                                      const GridSplit& s = splits_[l];
-                                     return std::array<std::size_t, 3>{s.end[0] - s.begin[0], s.end[1] - s.begin[1],
+                                     return std::array<std::size_t, 3>{s.end[0] - s.begin[0],
+                                                                       s.end[1] - s.begin[1],
                                                                        s.end[2] - s.begin[2]};
                                    })),
-      shell_(prepare_shell_kernel(program_, field, grid_shell_queue(field, shell_queue), splits_)) {}
+      shell_(prepare_shell_kernel(program_, field, grid_shell_queue(field, shell_queue), splits_)) {
+}
 
 void GridStencil::step(const GridArray& in, const GridArray& out) const {
   for (std::size_t l = 0; l < in.local_size(); ++l) step_block(in, out, l);
@@ -445,8 +470,9 @@ void GridStencil::step_block(const GridArray& in, const GridArray& out, std::siz
   const LocalGridBlock& b = in.block(l);
   const GridSplit& s = splits_.at(l);
   if (b.block.empty()) return;
-  grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(s.extent[1]), u32(s.extent[2]),
-              0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]), u32(s.extent[2]));
+  grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
+              u32(s.extent[1]), u32(s.extent[2]), 0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]),
+              u32(s.extent[2]));
 }
 
 void GridStencil::step_interior(const GridArray& in, const GridArray& out) const {
@@ -454,9 +480,10 @@ void GridStencil::step_interior(const GridArray& in, const GridArray& out) const
     const LocalGridBlock& b = in.block(l);
     const GridSplit& s = splits_.at(l);
     if (b.block.empty() || s.interior_points() == 0) continue;
-    grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(s.extent[1]),
-                u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]), u32(s.begin[2]), u32(s.end[0] - s.begin[0]),
-                u32(s.end[1] - s.begin[1]), u32(s.end[2] - s.begin[2]));
+    grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
+                u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]),
+                u32(s.begin[2]), u32(s.end[0] - s.begin[0]), u32(s.end[1] - s.begin[1]),
+                u32(s.end[2] - s.begin[2]));
   }
 }
 
@@ -465,9 +492,9 @@ void GridStencil::step_edges(const GridArray& in, const GridArray& out) const {
     const LocalGridBlock& b = in.block(l);
     const GridSplit& s = splits_.at(l);
     if (b.block.empty() || s.shell_points() == 0) continue;
-    grid_launch(shell_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(s.extent[0]),
-                u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.end[0]), u32(s.begin[1]), u32(s.end[1]),
-                u32(s.begin[2]), u32(s.end[2]));
+    grid_launch(shell_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
+                u32(s.extent[0]), u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]),
+                u32(s.end[0]), u32(s.begin[1]), u32(s.end[1]), u32(s.begin[2]), u32(s.end[2]));
   }
 }
 
@@ -574,11 +601,13 @@ void set_initial(const GridArray& u, const GridProblem& p) {
 }
 
 CheckResult check(const GridArray& u, const GridProblem& p, std::int64_t steps) {
-  return p.dtype == Dtype::float32 ? grid_check_as<float>(u, p, steps) : grid_check_as<double>(u, p, steps);
+  return p.dtype == Dtype::float32 ? grid_check_as<float>(u, p, steps)
+                                   : grid_check_as<double>(u, p, steps);
 }
 
 double max_difference(const GridArray& a, const GridArray& b) {
-  return a.dtype() == Dtype::float32 ? grid_max_difference_as<float>(a, b) : grid_max_difference_as<double>(a, b);
+  return a.dtype() == Dtype::float32 ? grid_max_difference_as<float>(a, b)
+                                     : grid_max_difference_as<double>(a, b);
 }
 
 }  // namespace skein::heat

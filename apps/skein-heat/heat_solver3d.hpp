@@ -5,8 +5,8 @@
 // step: GridSplit), and the checks.
 //
 // The problem: u_t = alpha (u_xx + u_yy [+ u_zz]) on the unit square or cube, the array of shape
-// (ny, nx) or (nz, ny, nx) (x varies fastest), the spacing along an axis of n points h = 1 / (n + 1)
-// (as in heat_solver.hpp), dt = dt_factor (2 / d) min(h)^2 / alpha in d dimensions (so that 2-D
+// (ny, nx) or (nz, ny, nx) (x varies fastest), the spacing along an axis of n points h = 1 / (n +
+// 1) (as in heat_solver.hpp), dt = dt_factor (2 / d) min(h)^2 / alpha in d dimensions (so that 2-D
 // runs keep heat_solver.hpp's dt, and the FTCS step's centre coefficient
 // c0 = 1 - 2 sum_a r_a, r_a = alpha dt / h_a^2, stays >= 0 for dt_factor <= 0.25 in 3-D too). The
 // step is
@@ -17,8 +17,8 @@
 // halo of GridArray::exchange_halos:
 //   open      the ghost cells stay 0: u = 0 beyond the wall (heat_solver.hpp's Dirichlet walls);
 //             mode f(i) = sin(k pi (i + 1) h), k in [1, n], theta = k pi h
-//   periodic  the domain wraps around; f(i) = cos(2 pi k i / n), k in [0, n - 1], theta = 2 pi k / n
-//   reflect   the ghost cell mirrors the interior (a zero-flux wall);
+//   periodic  the domain wraps around; f(i) = cos(2 pi k i / n), k in [0, n - 1], theta = 2 pi k /
+//   n reflect   the ghost cell mirrors the interior (a zero-flux wall);
 //             f(i) = cos(k pi (i + 1/2) / n), k in [0, n - 1], theta = k pi / n
 // In each case f(i - 1) + f(i + 1) = 2 cos(theta) f(i) at every point (the ghost cells included),
 // so u0 = prod_a f_a is an eigenvector of the step, and after n steps the field is exactly
@@ -51,8 +51,8 @@ struct GridProblem {
 
   // Throws LogicError for an axis of 0 points, a mode outside its kind's range (above), alpha <= 0,
   // a dt_factor outside (0, 0.25], or walls of another kind.
-  static GridProblem make(std::vector<std::size_t> n, std::vector<int> k, BoundaryKind walls, double alpha,
-                          double dt_factor, Dtype dtype);
+  static GridProblem make(std::vector<std::size_t> n, std::vector<int> k, BoundaryKind walls,
+                          double alpha, double dt_factor, Dtype dtype);
 
   std::size_t ndim() const { return n.size(); }
   double h(std::size_t axis) const { return 1.0 / static_cast<double>(n[axis] + 1); }
@@ -103,7 +103,8 @@ class GridStencil {
   // `shell_queue`: the queue step_edges() launches on (a queue of the field's context with its
   // devices; e.g. the one the halos move on); none: the field's queue. Every field stepped later
   // must have `field`'s layout, dtype and queue.
-  GridStencil(const GridArray& field, const GridProblem& problem, const std::optional<Queue>& shell_queue = {});
+  GridStencil(const GridArray& field, const GridProblem& problem,
+              const std::optional<Queue>& shell_queue = {});
   // out = step(in) on every block; `in`'s halos must be current (exchange_halos()). Enqueued only.
   void step(const GridArray& in, const GridArray& out) const;
   // The same on local block `l` only (for timing one device).
@@ -153,7 +154,7 @@ struct GridRunOptions {
   std::vector<int> modes;  // KX, KY, KZ
   std::string grid;        // --grid text, empty: automatic
   std::string boundary = "open";
-  std::string out;         // directory for heat.h5 and checkpoints/, empty: none
+  std::string out;  // directory for heat.h5 and checkpoints/, empty: none
   std::int64_t report_every = 0;
   std::int64_t checkpoint_every = 0;  // a checkpoint every N steps in out/checkpoints (0: none)
   std::size_t keep = 2;               // checkpoints kept (0: all)

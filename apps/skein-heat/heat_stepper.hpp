@@ -6,8 +6,8 @@
 //
 // serial      u.exchange_halos() on the fields' queue, then Kernels::step.
 // overlapped  a second queue (the halo queue, of --halo-priority) moves the halos and runs the edge
-//             kernel while the fields' queue updates the interior. Per step: a marker is recorded on
-//             the fields' queue (the previous step's interior), the interior kernel is enqueued
+//             kernel while the fields' queue updates the interior. Per step: a marker is recorded
+//             on the fields' queue (the previous step's interior), the interior kernel is enqueued
 //             there; on the halo queue the exchange (with the MPI backend the host waits for its
 //             messages here while the devices compute the interior), a wait for the marker (the
 //             edge kernel reads points the previous interior wrote, and writes points of `v` the
@@ -57,12 +57,14 @@ class HaloStepper {
     markers_.clear();
     for (std::size_t d : devices_) markers_.push_back(queue_.record_marker(d));
     if (!ordered_) {
-      for (std::size_t i = 0; i < devices_.size(); ++i) halo_queue_->wait_for(markers_[i], devices_[i]);
+      for (std::size_t i = 0; i < devices_.size(); ++i)
+        halo_queue_->wait_for(markers_[i], devices_[i]);
       ordered_ = true;
     }
     kernels_.step_interior(u, v);
     u.exchange_halos(*halo_queue_);
-    for (std::size_t i = 0; i < devices_.size(); ++i) halo_queue_->wait_for(markers_[i], devices_[i]);
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      halo_queue_->wait_for(markers_[i], devices_[i]);
     kernels_.step_edges(u, v);
     for (std::size_t d : devices_) queue_.wait_for(halo_queue_->record_marker(d), d);
   }

@@ -17,7 +17,9 @@ namespace skein::heat {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+inline double seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
 
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0;

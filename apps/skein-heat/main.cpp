@@ -121,9 +121,10 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
                      "leave it out, or run the 2-D row split without --nz, --grid and --boundary");
   }
   if (o.stencil_variant != "auto" || !o.stencil_shape.empty()) {
-    throw UsageError("--stencil-variant and --stencil-shape are not available on a process grid (--nz, --grid, "
-                     "--boundary): its stencil kernel has one shape",
-                     "leave them out, or run the 2-D row split without --nz, --grid and --boundary");
+    throw UsageError(
+        "--stencil-variant and --stencil-shape are not available on a process grid (--nz, --grid, "
+        "--boundary): its stencil kernel has one shape",
+        "leave them out, or run the 2-D row split without --nz, --grid and --boundary");
   }
   if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
   if (o.out.empty() && (o.restart || o.checkpoint_every > 0)) {
@@ -159,33 +160,34 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   return skein::heat::run_grid(g, runtime);
 }
 
-// One time step, u -> v, as --halo-exchange says (heat_stepper.hpp: the interior rows on the fields'
-// queue while the halo queue moves the halos and then updates the edge rows).
+// One time step, u -> v, as --halo-exchange says (heat_stepper.hpp: the interior rows on the
+// fields' queue while the halo queue moves the halos and then updates the edge rows).
 using Stepper = skein::heat::HaloStepper<DistArray, skein::heat::Stencil>;
 
 // What the summary and --json report about speed; every figure is the slowest rank's / device's.
 struct Performance {
-  double t_step = 0;       // s per step, median over the report intervals
-  double t_step_mean = 0;  // s per step over the whole loop (checkpoints and reports excluded)
-  double t_kernel = 0;     // the stencil kernel alone, device time
-  double t_halo = 0;       // one halo exchange, wall time
-  double t_compute = 0;    // s per step of the step's kernels alone (no exchange), wall time
-  bool overlapped = false; // --halo-exchange overlapped (with more than one member)
-  double floor = 0;        // bytes per step per device / copy bandwidth
-  double copy_gbps = 0;    // device-to-device copy (read + write) of the slowest device
+  double t_step = 0;        // s per step, median over the report intervals
+  double t_step_mean = 0;   // s per step over the whole loop (checkpoints and reports excluded)
+  double t_kernel = 0;      // the stencil kernel alone, device time
+  double t_halo = 0;        // one halo exchange, wall time
+  double t_compute = 0;     // s per step of the step's kernels alone (no exchange), wall time
+  bool overlapped = false;  // --halo-exchange overlapped (with more than one member)
+  double floor = 0;         // bytes per step per device / copy bandwidth
+  double copy_gbps = 0;     // device-to-device copy (read + write) of the slowest device
   std::size_t bytes_per_step = 0;  // on the busiest device
   std::size_t intervals = 0;
 };
 
 Performance measure(const DistArray& u, const DistArray& v, const skein::heat::Stencil& stencil,
-                    const Stepper& stepper, const std::vector<double>& interval_times, double loop_time,
-                    std::int64_t steps) {
+                    const Stepper& stepper, const std::vector<double>& interval_times,
+                    double loop_time, std::int64_t steps) {
   const MPI_Comm comm = u.communicator().mpi_comm();
   const skein::Queue& queue = u.queue();
   Performance p;
   // Per-interval step times: the slowest rank's.
   std::vector<double> times = interval_times;
-  MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX,
+                comm);
   p.t_step = median(times);
   p.intervals = times.size();
   p.t_step_mean = loop_time / static_cast<double>(std::max<std::int64_t>(steps, 1));
@@ -200,8 +202,10 @@ Performance measure(const DistArray& u, const DistArray& v, const skein::heat::S
   for (std::size_t l = 0; l < u.local_size(); ++l) {
     const skein::LocalBlock& b = u.block(l);
     if (b.rows.empty()) continue;
-    const double copy_ms = device_ms(queue, b.device_idx, repeat, per, [&] { v.local(l).set(b.interior); });
-    const double kernel_ms = device_ms(queue, b.device_idx, repeat, per, [&] { stencil.step_block(u, v, l); });
+    const double copy_ms =
+        device_ms(queue, b.device_idx, repeat, per, [&] { v.local(l).set(b.interior); });
+    const double kernel_ms =
+        device_ms(queue, b.device_idx, repeat, per, [&] { stencil.step_block(u, v, l); });
     const std::size_t block_bytes = stencil.bytes_per_step(u, l);
     const double bps = static_cast<double>(block_bytes) / (copy_ms * 1e-3);  // read + write
     floor = std::max(floor, copy_ms * 1e-3);
@@ -266,8 +270,9 @@ void on_root(const skein::Runtime& runtime, F&& f) {
   }
   MPI_Bcast(&ok, 1, MPI_INT, 0, runtime.comm());
   if (!ok) {
-    throw skein::RuntimeError(runtime.rank() == 0 ? message
-                                                  : "rank 0 failed to prepare the output directory (see its message)");
+    throw skein::RuntimeError(
+        runtime.rank() == 0 ? message
+                            : "rank 0 failed to prepare the output directory (see its message)");
   }
 }
 
@@ -288,7 +293,8 @@ RowSetup check_row_options(const Options& o, std::size_t devices) {
   s.ny = o.weak ? o.ny * devices : o.ny;
   if (o.modes.size() != 2) throw UsageError("--modes needs two numbers", "e.g. --modes 1,2");
   try {
-    s.problem = skein::heat::Problem::make(o.nx, s.ny, o.modes[0], o.modes[1], o.alpha, o.dt_factor, s.dtype);
+    s.problem = skein::heat::Problem::make(o.nx, s.ny, o.modes[0], o.modes[1], o.alpha, o.dt_factor,
+                                           s.dtype);
   } catch (const skein::LogicError& e) {
     throw UsageError(e.info().what, e.info().hint);
   }
@@ -326,35 +332,46 @@ std::optional<skein::Queue> make_halo_queue(const Options& o, const skein::Commu
                                             const skein::Queue& queue) {
   std::optional<skein::Queue> halo_queue;
   if (o.halo_exchange == "overlapped" && comm.size() > 1) {
-    halo_queue.emplace(queue.context(), queue.device_idxs(),
-                       o.halo_priority == "high" ? skein::QueuePriority::high() : skein::QueuePriority::low());
+    halo_queue.emplace(
+        queue.context(), queue.device_idxs(),
+        o.halo_priority == "high" ? skein::QueuePriority::high() : skein::QueuePriority::low());
   }
   return halo_queue;
 }
 
-void print_row_header(const Options& o, const skein::Runtime& runtime, const skein::Communicator& comm,
-                      const RowSetup& s, const skein::BlockLayout& layout, const skein::heat::Stencil& stencil) {
-  fmt::print("skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, {})\n",
-             o.nx, s.ny, o.nx, s.ny, o.weak ? fmt::format(", {} per device", o.ny) : "", o.dtype, comm.size(),
-             runtime.size(), comm.context().api().name(), comm.backend_description());
+void print_row_header(const Options& o, const skein::Runtime& runtime,
+                      const skein::Communicator& comm, const RowSetup& s,
+                      const skein::BlockLayout& layout, const skein::heat::Stencil& stencil) {
+  fmt::print(
+      "skein-heat: {} x {} grid ({} columns x {} rows{}), {}, on {} device(s) of {} rank(s) ({}, "
+      "{})\n",
+      o.nx, s.ny, o.nx, s.ny, o.weak ? fmt::format(", {} per device", o.ny) : "", o.dtype,
+      comm.size(), runtime.size(), comm.context().api().name(), comm.backend_description());
   fmt::print("  layout: {}\n", layout.describe());
   fmt::print("  stencil: {}{}\n", stencil.shape().describe(),
-             s.stencil.variant == skein::heat::StencilVariant::automatic ? " (--stencil-variant auto)" : "");
-  fmt::print("  alpha {}, dt {:.6g} (factor {}), mode ({}, {}), lambda {:.17g}\n", o.alpha, s.problem.dt,
-             o.dt_factor, o.modes[0], o.modes[1], s.problem.lambda());
+             s.stencil.variant == skein::heat::StencilVariant::automatic
+                 ? " (--stencil-variant auto)"
+                 : "");
+  fmt::print("  alpha {}, dt {:.6g} (factor {}), mode ({}, {}), lambda {:.17g}\n", o.alpha,
+             s.problem.dt, o.dt_factor, o.modes[0], o.modes[1], s.problem.lambda());
   std::fflush(stdout);
 }
 
 // The problem's parameters, stored on the checkpoints and heat.h5 (and compared on --restart).
 skein::hdf5::Attributes row_attributes(const Options& o, const RowSetup& s) {
-  return {{"nx", static_cast<std::int64_t>(o.nx)},       {"ny", static_cast<std::int64_t>(s.ny)},
-          {"kx", static_cast<std::int64_t>(o.modes[0])}, {"ky", static_cast<std::int64_t>(o.modes[1])},
-          {"alpha", o.alpha},                            {"dt", s.problem.dt},
-          {"dtype", o.dtype},                            {"program", std::string("skein-heat")}};
+  return {{"nx", static_cast<std::int64_t>(o.nx)},
+          {"ny", static_cast<std::int64_t>(s.ny)},
+          {"kx", static_cast<std::int64_t>(o.modes[0])},
+          {"ky", static_cast<std::int64_t>(o.modes[1])},
+          {"alpha", o.alpha},
+          {"dt", s.problem.dt},
+          {"dtype", o.dtype},
+          {"program", std::string("skein-heat")}};
 }
 
 // With --out: makes the directory (rank 0) and opens its checkpoints/; without, none.
-std::optional<skein::CheckpointManager> open_checkpoints(const Options& o, const skein::Runtime& runtime,
+std::optional<skein::CheckpointManager> open_checkpoints(const Options& o,
+                                                         const skein::Runtime& runtime,
                                                          skein::Communicator& comm) {
   std::optional<skein::CheckpointManager> checkpoints;
   if (!o.out.empty()) {
@@ -370,36 +387,44 @@ std::optional<skein::CheckpointManager> open_checkpoints(const Options& o, const
 // --restart: reads the newest complete checkpoint into u and returns its step; refused on every
 // rank (UsageError; AgreedError with status 2 for a damaged one) when there is none, or when its
 // grid, dtype or parameters are not the options'.
-std::int64_t restore_checkpoint(const Options& o, const RowSetup& s, skein::CheckpointManager& checkpoints,
-                                const skein::hdf5::Attributes& attributes, const DistArray& u, bool root) {
+std::int64_t restore_checkpoint(const Options& o, const RowSetup& s,
+                                skein::CheckpointManager& checkpoints,
+                                const skein::hdf5::Attributes& attributes, const DistArray& u,
+                                bool root) {
   const fs::path dir = fs::path(o.out) / "checkpoints";
   std::optional<skein::CheckpointInfo> latest;
   try {
     latest = checkpoints.latest_complete();
   } catch (const skein::CheckpointError& e) {
     // Rank 0 checked the file and every rank raises: refuse on every rank, with what to do here.
-    throw AgreedError(fmt::format("--restart: the newest checkpoint cannot be used: {}", e.info().what),
-                      fmt::format("move the damaged checkpoint (its .h5 and .done files) out of {} to restart from "
-                                  "the one before, or start again with --overwrite",
-                                  dir.string()),
-                      2);
+    throw AgreedError(
+        fmt::format("--restart: the newest checkpoint cannot be used: {}", e.info().what),
+        fmt::format(
+            "move the damaged checkpoint (its .h5 and .done files) out of {} to restart from "
+            "the one before, or start again with --overwrite",
+            dir.string()),
+        2);
   }
   if (!latest) {
-    throw UsageError(fmt::format("--restart: there is no complete checkpoint in {}", dir.string()),
-                     "run without --restart first (with --checkpoint-every N), or give the --out of that run");
+    throw UsageError(
+        fmt::format("--restart: there is no complete checkpoint in {}", dir.string()),
+        "run without --restart first (with --checkpoint-every N), or give the --out of that run");
   }
   const auto entry = latest->arrays.find("u");
   if (entry == latest->arrays.end()) {
-    throw UsageError(fmt::format("--restart: the checkpoint {} has no array 'u': it is not skein-heat's",
-                                 latest->file.string()));
+    throw UsageError(
+        fmt::format("--restart: the checkpoint {} has no array 'u': it is not skein-heat's",
+                    latest->file.string()));
   }
   if (entry->second.shape != skein::Shape{s.ny, o.nx} || entry->second.dtype != s.dtype) {
     throw UsageError(
-        fmt::format("--restart: the checkpoint {} holds a {} grid of {} (rows x columns), but the options "
-                    "ask for {} of {}",
-                    latest->file.string(), skein::to_string(entry->second.shape), skein::name(entry->second.dtype),
-                    skein::to_string(skein::Shape{s.ny, o.nx}), o.dtype),
-        "give the same --nx, --ny (and --weak with as many devices) and --dtype as the run that wrote it");
+        fmt::format(
+            "--restart: the checkpoint {} holds a {} grid of {} (rows x columns), but the options "
+            "ask for {} of {}",
+            latest->file.string(), skein::to_string(entry->second.shape),
+            skein::name(entry->second.dtype), skein::to_string(skein::Shape{s.ny, o.nx}), o.dtype),
+        "give the same --nx, --ny (and --weak with as many devices) and --dtype as the run that "
+        "wrote it");
   }
   const skein::CheckpointInfo restored = checkpoints.restore(*latest, {{"u", u}});
   // The same grid with other parameters would continue another problem: refuse that too.
@@ -407,32 +432,39 @@ std::int64_t restore_checkpoint(const Options& o, const RowSetup& s, skein::Chec
     const auto it = restored.attributes.find(key);
     const auto want = attributes.at(key);
     if (it == restored.attributes.end() || it->second != want) {
-      throw UsageError(fmt::format("--restart: the checkpoint {} has {} = {}, the options give {}",
-                                   latest->file.string(), key,
-                                   it == restored.attributes.end() ? "(none)" : skein::hdf5::to_string(it->second),
-                                   skein::hdf5::to_string(want)),
-                       "give the same --modes, --alpha, --dt-factor and grid as the run that wrote it");
+      throw UsageError(
+          fmt::format(
+              "--restart: the checkpoint {} has {} = {}, the options give {}",
+              latest->file.string(), key,
+              it == restored.attributes.end() ? "(none)" : skein::hdf5::to_string(it->second),
+              skein::hdf5::to_string(want)),
+          "give the same --modes, --alpha, --dt-factor and grid as the run that wrote it");
     }
   }
   const std::int64_t start = restored.step;
   if (start > o.steps) {
-    throw UsageError(fmt::format("--restart: the newest checkpoint is at step {}, past --steps {}", start, o.steps),
+    throw UsageError(fmt::format("--restart: the newest checkpoint is at step {}, past --steps {}",
+                                 start, o.steps),
                      "give --steps of at least the checkpoint's step");
   }
-  if (root) fmt::print("  restarted from {} (step {}, written by {} rank(s))\n", latest->file.string(), start, latest->ranks);
+  if (root)
+    fmt::print("  restarted from {} (step {}, written by {} rank(s))\n", latest->file.string(),
+               start, latest->ranks);
   return start;
 }
 
 // A fresh start over the checkpoints of an earlier run: refused (UsageError), unless --overwrite,
 // which deletes them (rank 0).
-void clear_old_checkpoints(const Options& o, const skein::Runtime& runtime, skein::CheckpointManager& checkpoints) {
+void clear_old_checkpoints(const Options& o, const skein::Runtime& runtime,
+                           skein::CheckpointManager& checkpoints) {
   const auto old = checkpoints.list();
   if (old.empty()) return;
   if (!o.overwrite) {
-    throw UsageError(fmt::format("{} holds checkpoints of an earlier run (newest: step {})",
-                                 (fs::path(o.out) / "checkpoints").string(), old.back().step),
-                     "pass --restart to continue from it, --overwrite to start again (deletes them), or "
-                     "another --out");
+    throw UsageError(
+        fmt::format("{} holds checkpoints of an earlier run (newest: step {})",
+                    (fs::path(o.out) / "checkpoints").string(), old.back().step),
+        "pass --restart to continue from it, --overwrite to start again (deletes them), or "
+        "another --out");
   }
   on_root(runtime, [&] {
     for (const auto& c : old) {
@@ -455,9 +487,10 @@ struct RowLoop {
 // --checkpoint-every step (a checkpoint); each interval's steps are timed alone. One warm-up step
 // into v first (which the first real step overwrites): first launches, MPI's first messages and
 // staging buffers are not timed.
-RowLoop advance(const Options& o, const skein::heat::Problem& problem, const Stepper& stepper, DistArray& u,
-                DistArray& v, std::optional<skein::CheckpointManager>& checkpoints,
-                const skein::hdf5::Attributes& attributes, std::int64_t start, Clock::time_point run_start, bool root) {
+RowLoop advance(const Options& o, const skein::heat::Problem& problem, const Stepper& stepper,
+                DistArray& u, DistArray& v, std::optional<skein::CheckpointManager>& checkpoints,
+                const skein::hdf5::Attributes& attributes, std::int64_t start,
+                Clock::time_point run_start, bool root) {
   RowLoop loop;
   if (start < o.steps) {
     stepper(u, v);
@@ -468,7 +501,8 @@ RowLoop advance(const Options& o, const skein::heat::Problem& problem, const Ste
   };
   std::int64_t step = start;
   while (step < o.steps) {
-    const std::int64_t stop = std::min({o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
+    const std::int64_t stop = std::min(
+        {o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
     const std::int64_t n = stop - step;
     const auto interval_start = Clock::now();
     for (; step < stop; ++step) {
@@ -483,14 +517,16 @@ RowLoop advance(const Options& o, const skein::heat::Problem& problem, const Ste
     if (step == o.steps || (o.report_every > 0 && step % o.report_every == 0)) {
       loop.residual = skein::heat::max_difference(u, v);
       if (root) {
-        fmt::print("step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n", step,
-                   o.steps, static_cast<double>(step) * problem.dt, loop.residual, static_cast<double>(n) / t,
-                   seconds(run_start));
+        fmt::print(
+            "step {:>9}/{}  t = {:<10.6g}  residual {:.3e}  {:10.1f} steps/s  elapsed {:.2f} s\n",
+            step, o.steps, static_cast<double>(step) * problem.dt, loop.residual,
+            static_cast<double>(n) / t, seconds(run_start));
         std::fflush(stdout);
       }
     }
     if (checkpoints && o.checkpoint_every > 0 && step % o.checkpoint_every == 0) {
-      const auto info = checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
+      const auto info =
+          checkpoints->write(step, static_cast<double>(step) * problem.dt, {{"u", u}}, attributes);
       ++loop.checkpoints_written;
       if (root) {
         fmt::print("  checkpoint {} ({})\n", info.file.string(), skein::format_bytes(info.bytes));
@@ -507,8 +543,9 @@ struct RowFiles {
   std::optional<skein::heat::ImageInfo> image;
 };
 
-RowFiles write_files(const Options& o, skein::Communicator& comm, const skein::heat::Problem& problem,
-                     const skein::hdf5::Attributes& attributes, const DistArray& u) {
+RowFiles write_files(const Options& o, skein::Communicator& comm,
+                     const skein::heat::Problem& problem, const skein::hdf5::Attributes& attributes,
+                     const DistArray& u) {
   RowFiles files;
   const double time = static_cast<double>(o.steps) * problem.dt;
   if (!o.out.empty()) {
@@ -550,22 +587,28 @@ struct RowReport {
 
 void print_performance(const RowReport& r) {
   const Performance& perf = *r.perf;
-  fmt::print("  step time   {} (median of {} interval(s); mean {}), {:.3g} Gpoints/s\n", format_time(perf.t_step),
-             perf.intervals, format_time(perf.t_step_mean), static_cast<double>(r.o.nx * r.setup.ny) / perf.t_step / 1e9);
-  fmt::print("  floor       {} per step: {} read + written per device at {:.1f} GB/s (device copy, measured); "
-             "floor / step = {:.3f}\n",
-             format_time(perf.floor), skein::format_bytes(perf.bytes_per_step), perf.copy_gbps,
-             perf.floor / perf.t_step);
-  fmt::print("  kernel      {} per step (device time), floor / kernel = {:.3f}; halo exchange {} = {:.1f} % of a "
-             "step\n",
-             format_time(perf.t_kernel), perf.floor / perf.t_kernel, format_time(perf.t_halo),
-             100 * perf.t_halo / perf.t_step);
+  fmt::print("  step time   {} (median of {} interval(s); mean {}), {:.3g} Gpoints/s\n",
+             format_time(perf.t_step), perf.intervals, format_time(perf.t_step_mean),
+             static_cast<double>(r.o.nx * r.setup.ny) / perf.t_step / 1e9);
+  fmt::print(
+      "  floor       {} per step: {} read + written per device at {:.1f} GB/s (device copy, "
+      "measured); "
+      "floor / step = {:.3f}\n",
+      format_time(perf.floor), skein::format_bytes(perf.bytes_per_step), perf.copy_gbps,
+      perf.floor / perf.t_step);
+  fmt::print(
+      "  kernel      {} per step (device time), floor / kernel = {:.3f}; halo exchange {} = {:.1f} "
+      "% of a "
+      "step\n",
+      format_time(perf.t_kernel), perf.floor / perf.t_kernel, format_time(perf.t_halo),
+      100 * perf.t_halo / perf.t_step);
   fmt::print("  stencil     {}\n", r.shape.describe());
   const double exposed = std::max(0.0, perf.t_step - perf.t_compute);
-  fmt::print("  halo        {}: the step's kernels alone take {} per step; exposed halo time "
-             "(step - kernels) {} = {:.1f} % of a step\n",
-             perf.overlapped ? "overlapped with the interior" : "exchanged before the kernel",
-             format_time(perf.t_compute), format_time(exposed), 100 * exposed / perf.t_step);
+  fmt::print(
+      "  halo        {}: the step's kernels alone take {} per step; exposed halo time "
+      "(step - kernels) {} = {:.1f} % of a step\n",
+      perf.overlapped ? "overlapped with the interior" : "exchanged before the kernel",
+      format_time(perf.t_compute), format_time(exposed), 100 * exposed / perf.t_step);
 }
 
 void print_row_summary(const RowReport& r) {
@@ -574,36 +617,41 @@ void print_row_summary(const RowReport& r) {
   const double time = static_cast<double>(o.steps) * r.setup.problem.dt;
   const fs::path out_dir = o.out;
   fmt::print("skein-heat summary\n");
-  fmt::print("  grid        {} x {} ({} points), {}, {} device(s) on {} rank(s)\n", o.nx, ny, o.nx * ny, o.dtype,
-             r.devices, r.ranks);
-  fmt::print("  steps       {} (this run: {}{}), t = {:.6g}, {:.3f} s in all\n", o.steps, o.steps - r.start,
-             r.start > 0 ? fmt::format(", restarted at step {}", r.start) : "", time, r.run_time);
+  fmt::print("  grid        {} x {} ({} points), {}, {} device(s) on {} rank(s)\n", o.nx, ny,
+             o.nx * ny, o.dtype, r.devices, r.ranks);
+  fmt::print("  steps       {} (this run: {}{}), t = {:.6g}, {:.3f} s in all\n", o.steps,
+             o.steps - r.start, r.start > 0 ? fmt::format(", restarted at step {}", r.start) : "",
+             time, r.run_time);
   if (!std::isnan(r.loop.residual)) {
     fmt::print("  residual    {:.3e} (max |u_new - u_old| of the last step)\n", r.loop.residual);
   }
-  fmt::print("  check       max |u - lambda^n u0| = {:.3e}, tolerance {:.3e}: {}\n", r.check.max_error,
-             r.check.tolerance, r.check.passed() ? "passed" : "FAILED");
-  fmt::print("              max |u - exp(-(kx^2+ky^2) pi^2 alpha t) u0| = {:.3e} (truncation error, for information)\n",
-             r.check.max_error_continuous);
+  fmt::print("  check       max |u - lambda^n u0| = {:.3e}, tolerance {:.3e}: {}\n",
+             r.check.max_error, r.check.tolerance, r.check.passed() ? "passed" : "FAILED");
+  fmt::print(
+      "              max |u - exp(-(kx^2+ky^2) pi^2 alpha t) u0| = {:.3e} (truncation error, for "
+      "information)\n",
+      r.check.max_error_continuous);
   if (r.perf) print_performance(r);
   if (const auto& image = r.files.image) {
-    fmt::print("  image       {}: {} x {} pixels{}, colours from {:.3g} to {:.3g}\n", o.png, image->width, image->height,
-               image->downsampled ? fmt::format(" (the {} x {} grid sampled: --png-size {})", o.nx, ny,
-                                                o.png_max_side)
+    fmt::print("  image       {}: {} x {} pixels{}, colours from {:.3g} to {:.3g}\n", o.png,
+               image->width, image->height,
+               image->downsampled ? fmt::format(" (the {} x {} grid sampled: --png-size {})", o.nx,
+                                                ny, o.png_max_side)
                                   : "",
                image->min, image->max);
   }
   if (!o.out.empty()) {
     fmt::print("  files       {}\n", (out_dir / "heat.h5").string());
     if (r.loop.checkpoints_written > 0 || !r.kept.empty()) {
-      fmt::print("  checkpoints {} written, {} kept in {}{}\n", r.loop.checkpoints_written, r.kept.size(),
-                 (out_dir / "checkpoints").string(),
+      fmt::print("  checkpoints {} written, {} kept in {}{}\n", r.loop.checkpoints_written,
+                 r.kept.size(), (out_dir / "checkpoints").string(),
                  r.kept.empty() ? "" : fmt::format(" (newest: step {})", r.kept.back().step));
     }
   }
   if (!r.check.passed()) {
     fmt::print(stderr,
-               "skein-heat: CHECK FAILED: the final field differs from the discrete analytic solution by {:.3e}, "
+               "skein-heat: CHECK FAILED: the final field differs from the discrete analytic "
+               "solution by {:.3e}, "
                "{:.3g} times the tolerance {:.3e}\n",
                r.check.max_error, r.check.max_error / r.check.tolerance, r.check.tolerance);
   }
@@ -634,32 +682,33 @@ void add_performance(nlohmann::json& j, const RowReport& r) {
 void write_row_json(const RowReport& r) {
   const Options& o = r.o;
   const double residual = r.loop.residual;
-  nlohmann::json j = {{"tool", "skein-heat"},
-                      {"api", r.api},
-                      {"devices", r.devices},
-                      {"ranks", r.ranks},
-                      {"nx", o.nx},
-                      {"ny", r.setup.ny},
-                      {"ny_per_device", o.weak ? nlohmann::json(o.ny) : nlohmann::json(nullptr)},
-                      {"weak", o.weak},
-                      {"dtype", o.dtype},
-                      {"steps", o.steps},
-                      {"start_step", r.start},
-                      {"time", static_cast<double>(o.steps) * r.setup.problem.dt},
-                      {"dt", r.setup.problem.dt},
-                      {"run_s", r.run_time},
-                      {"residual", std::isnan(residual) ? nlohmann::json(nullptr) : nlohmann::json(residual)},
-                      {"check",
-                       {{"passed", r.check.passed()},
-                        {"max_error", r.check.max_error},
-                        {"tolerance", r.check.tolerance},
-                        {"max_error_continuous", r.check.max_error_continuous}}},
-                      {"stencil_variant", skein::heat::name(r.shape.variant)},
-                      {"stencil_shape",
-                       {{"elements_per_item", r.shape.w},
-                        {"rows_per_item", r.shape.r},
-                        {"local", {r.shape.local_x, r.shape.local_y}}}},
-                      {"files", r.files.paths}};
+  nlohmann::json j = {
+      {"tool", "skein-heat"},
+      {"api", r.api},
+      {"devices", r.devices},
+      {"ranks", r.ranks},
+      {"nx", o.nx},
+      {"ny", r.setup.ny},
+      {"ny_per_device", o.weak ? nlohmann::json(o.ny) : nlohmann::json(nullptr)},
+      {"weak", o.weak},
+      {"dtype", o.dtype},
+      {"steps", o.steps},
+      {"start_step", r.start},
+      {"time", static_cast<double>(o.steps) * r.setup.problem.dt},
+      {"dt", r.setup.problem.dt},
+      {"run_s", r.run_time},
+      {"residual", std::isnan(residual) ? nlohmann::json(nullptr) : nlohmann::json(residual)},
+      {"check",
+       {{"passed", r.check.passed()},
+        {"max_error", r.check.max_error},
+        {"tolerance", r.check.tolerance},
+        {"max_error_continuous", r.check.max_error_continuous}}},
+      {"stencil_variant", skein::heat::name(r.shape.variant)},
+      {"stencil_shape",
+       {{"elements_per_item", r.shape.w},
+        {"rows_per_item", r.shape.r},
+        {"local", {r.shape.local_x, r.shape.local_y}}}},
+      {"files", r.files.paths}};
   if (r.perf) add_performance(j, r);
   std::ofstream(o.json_file) << j.dump(2) << "\n";
 }
@@ -674,8 +723,8 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
   const skein::heat::Problem& problem = setup.problem;
 
   // The field: two arrays with one halo row, stepped from one into the other.
-  const skein::BlockLayout layout =
-      skein::BlockLayout::over(comm, {setup.ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
+  const skein::BlockLayout layout = skein::BlockLayout::over(
+      comm, {setup.ny, o.nx}, skein::RowSplit::even(), skein::Halo{1, false});
   DistArray u(comm, queue, layout, setup.dtype);
   DistArray v(comm, queue, layout, setup.dtype);
   const std::optional<skein::Queue> halo_queue = make_halo_queue(o, comm, queue);
@@ -702,7 +751,8 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
   report.run_time = seconds(run_start);
   report.check = skein::heat::check(u, problem, o.steps);
   if (!report.loop.interval_times.empty()) {
-    report.perf = measure(u, v, stencil, stepper, report.loop.interval_times, report.loop.loop_time, o.steps - start);
+    report.perf = measure(u, v, stencil, stepper, report.loop.interval_times, report.loop.loop_time,
+                          o.steps - start);
   }
   report.files = write_files(o, comm, problem, attributes, u);
   if (checkpoints) report.kept = checkpoints->list();
@@ -721,11 +771,13 @@ int simulate(const Options& o, const skein::Runtime& runtime) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  skein::cli::Parser app{"skein-heat: 2-D heat diffusion on every device of every rank (run under mpirun), "
-               "checked against the analytic solution"};
+  skein::cli::Parser app{
+      "skein-heat: 2-D heat diffusion on every device of every rank (run under mpirun), "
+      "checked against the analytic solution"};
   Options o;
   app.show_defaults();  // --help shows the defaults
-  app.add_option("--nx", o.nx, "Interior grid points along x (columns)").range(std::size_t{1}, (std::size_t{1} << 32) - 1);
+  app.add_option("--nx", o.nx, "Interior grid points along x (columns)")
+      .range(std::size_t{1}, (std::size_t{1} << 32) - 1);
   app.add_option("--ny", o.ny, "Interior grid points along y (rows; per device with --weak)")
       .range(std::size_t{1}, (std::size_t{1} << 32) - 1);
   app.add_option("--steps", o.steps, "Time steps (the step to end at, also after --restart)")
@@ -733,38 +785,47 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", o.dtype, "float32 or float64").one_of({"float32", "float64"});
   app.add_option("--alpha", o.alpha, "Diffusivity");
   app.add_option("--dt-factor", o.dt_factor, "dt = factor * min(hx, hy)^2 / alpha, in (0, 0.25]");
-  app.add_option("--modes", o.modes, "Mode KX,KY of the initial condition sin(KX pi x) sin(KY pi y)")
+  app.add_option("--modes", o.modes,
+                 "Mode KX,KY of the initial condition sin(KX pi x) sin(KY pi y)")
       .delimiter(',')
       .expected(2);
-  app.add_option("--report-every", o.report_every, "Residual and a progress line every N steps (0: only at the end)")
+  app.add_option("--report-every", o.report_every,
+                 "Residual and a progress line every N steps (0: only at the end)")
       .range(std::int64_t{0}, std::int64_t{1} << 40);
-  app.add_option("--checkpoint-every", o.checkpoint_every, "A checkpoint every N steps in DIR/checkpoints (0: none)")
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "A checkpoint every N steps in DIR/checkpoints (0: none)")
       .range(std::int64_t{0}, std::int64_t{1} << 40);
   app.add_option("--keep", o.keep, "Checkpoints kept (the newest; 0: all)");
   app.add_option("--out", o.out, "Directory for heat.h5 (the final field) and checkpoints/");
   app.add_flag("--restart", o.restart, "Continue from the newest complete checkpoint in --out");
-  app.add_flag("--overwrite", o.overwrite, "Start again even though --out holds checkpoints (deletes them)");
+  app.add_flag("--overwrite", o.overwrite,
+               "Start again even though --out holds checkpoints (deletes them)");
   app.add_option("--png", o.png, "Write an image of the final field to this PNG file");
-  app.add_option("--png-size", o.png_max_side, "Most pixels per side of the image (larger grids are sampled)")
+  app.add_option("--png-size", o.png_max_side,
+                 "Most pixels per side of the image (larger grids are sampled)")
       .range(std::size_t{1}, std::size_t{16384});
-  app.add_flag("--weak", o.weak,
-               "For weak scaling: --ny is rows per device (global rows = ny x devices); on a process grid "
-               "every device's block is --nx x --ny (x --nz), the global grid that times the process grid");
-  app.add_option("--devices-per-rank", o.devices_per_rank, "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
+  app.add_flag(
+      "--weak", o.weak,
+      "For weak scaling: --ny is rows per device (global rows = ny x devices); on a process grid "
+      "every device's block is --nx x --ny (x --nz), the global grid that times the process grid");
+  app.add_option("--devices-per-rank", o.devices_per_rank,
+                 "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK or an even share)");
   app.add_option("--json", o.json_file, "Also write the summary to this JSON file (rank 0)");
   app.add_option("--halo-exchange", o.halo_exchange,
                  "overlapped: halos move on a second queue while the interior is computed; serial: "
                  "exchange, then compute")
       .one_of({"overlapped", "serial"});
-  app.add_option("--halo-priority", o.halo_priority,
-                 "The priority of the overlapped step's halo queue (its copies and edge kernel): high "
-                 "(the device's most urgent, the default) or low (that of every other queue)")
+  app.add_option(
+         "--halo-priority", o.halo_priority,
+         "The priority of the overlapped step's halo queue (its copies and edge kernel): high "
+         "(the device's most urgent, the default) or low (that of every other queue)")
       .one_of({"high", "low"});
   app.add_option("--stencil-variant", o.stencil_variant,
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "
                  "(one aligned 16-byte vector per row, rows seen as the flat array), auto (what "
-                 "suits the grid: flat for float32 rows of odd width, rows otherwise); all give the same bits")
+                 "suits the grid: flat for float32 rows of odd width, rows otherwise); all give "
+                 "the same bits")
       .one_of({"auto", "rows", "aligned", "flat"});
   app.add_option("--stencil-shape", o.stencil_shape,
                  "R,LX,LY: the stencil's rows per work item (1-16) and work groups of LX x LY work "
@@ -772,15 +833,18 @@ int main(int argc, char** argv) {
       .delimiter(',')
       .expected(3)
       .range(std::size_t{1}, std::size_t{1024});
-  app.add_option("--nz", o.nz, "Interior grid points along z: a 3-D run (7-point stencil) on a process grid")
+  app.add_option("--nz", o.nz,
+                 "Interior grid points along z: a 3-D run (7-point stencil) on a process grid")
       .range(std::size_t{1}, (std::size_t{1} << 32) - 1);
   app.add_option("--mode-z", o.mode_z, "Mode KZ of the initial condition along z (3-D runs)");
-  app.add_option("--grid", o.grid,
-                 "Process grid PxQ (2-D) or PxQxR (3-D, z x y x x) over every device of every rank, 0 for an "
-                 "axis chosen by the app (default: chosen); runs on a process grid");
-  app.add_option("--boundary", o.boundary,
-                 "Walls: open (u = 0 beyond them, the 2-D default), periodic or reflect (zero flux); "
-                 "other than open runs on a process grid")
+  app.add_option(
+      "--grid", o.grid,
+      "Process grid PxQ (2-D) or PxQxR (3-D, z x y x x) over every device of every rank, 0 for an "
+      "axis chosen by the app (default: chosen); runs on a process grid");
+  app.add_option(
+         "--boundary", o.boundary,
+         "Walls: open (u = 0 beyond them, the 2-D default), periodic or reflect (zero flux); "
+         "other than open runs on a process grid")
       .one_of({"open", "periodic", "reflect"});
   if (auto status = app.parse(argc, argv)) return *status;
 

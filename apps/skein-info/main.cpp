@@ -34,13 +34,14 @@ nlohmann::json params_json(const skein::DeviceParameters& p) {
       {"supports_float64", p.supports_float64},
   };
   if (p.compute_capability) {
-    j["compute_capability"] = fmt::format("{}.{}", p.compute_capability->first,
-                                          p.compute_capability->second);
+    j["compute_capability"] =
+        fmt::format("{}.{}", p.compute_capability->first, p.compute_capability->second);
   }
   if (p.pci_bus_id) j["pci_bus_id"] = *p.pci_bus_id;
   if (!p.opencl_c_versions.empty()) {
     std::vector<std::string> versions;
-    for (const auto& [major, minor] : p.opencl_c_versions) versions.push_back(fmt::format("{}.{}", major, minor));
+    for (const auto& [major, minor] : p.opencl_c_versions)
+      versions.push_back(fmt::format("{}.{}", major, minor));
     j["opencl_c_versions"] = versions;
     j["opencl_c_features"] = p.opencl_c_features;
   }
@@ -67,9 +68,11 @@ void print_params(const skein::DeviceParameters& p) {
   if (p.pci_bus_id) fmt::print("      PCI bus id: {}\n", *p.pci_bus_id);
   if (!p.opencl_c_versions.empty()) {
     std::vector<std::string> versions;
-    for (const auto& [major, minor] : p.opencl_c_versions) versions.push_back(fmt::format("{}.{}", major, minor));
+    for (const auto& [major, minor] : p.opencl_c_versions)
+      versions.push_back(fmt::format("{}.{}", major, minor));
     fmt::print("      OpenCL C: {}\n", fmt::join(versions, ", "));
-    if (!p.opencl_c_features.empty()) fmt::print("      OpenCL C features: {}\n", fmt::join(p.opencl_c_features, " "));
+    if (!p.opencl_c_features.empty())
+      fmt::print("      OpenCL C features: {}\n", fmt::join(p.opencl_c_features, " "));
   }
 }
 
@@ -89,8 +92,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print JSON instead of text");
   app.add_option("--json-file", json_file, "Also write the JSON to this file");
   bool ranks = false;
-  app.add_flag("--ranks",
-               ranks,
+  app.add_flag("--ranks", ranks,
                "Start the runtime and print which devices each rank uses (run under mpirun for "
                "every rank's; SKEIN_API, SKEIN_DEVICES, SKEIN_DEVICES_PER_RANK, SKEIN_DEVICE and "
                "SKEIN_SHARE_DEVICES apply)");

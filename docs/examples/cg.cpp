@@ -27,12 +27,13 @@ int main(int argc, char** argv) try {
     const char* stencil =
         "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0)"
         " - (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)";
-    const skein::StencilKernel apply("double p", "double w", stencil,
-                                     {.name = "poisson", .reduction = skein::StencilReduction{.map = "p * w"}});
+    const skein::StencilKernel apply(
+        "double p", "double w", stencil,
+        {.name = "poisson", .reduction = skein::StencilReduction{.map = "p * w"}});
     // x += alpha p; r -= alpha w, and r . r of the new r, in one pass.
     const skein::FusedKernel update("double p, double w, double alpha", "double x, double r",
-                                    "x += alpha * p; r -= alpha * w", "double rr", "r * r", "a + b", "0",
-                                    {.name = "cg_update"});
+                                    "x += alpha * p; r -= alpha * w", "double rr", "r * r", "a + b",
+                                    "0", {.name = "cg_update"});
 
     dist::fill(b, skein::Operand(1.0));
     dist::fill(x, skein::Operand(0.0));
@@ -45,7 +46,8 @@ int main(int argc, char** argv) try {
       p.exchange_halos();
       const double pw = dist::stencil_reduce(apply, {p, w}, skein::ReduceOp::sum);
       const double alpha = rr / pw;
-      const double rr_next = dist::update_and_reduce(update, {p, w, alpha, x, r}, skein::ReduceOp::sum);
+      const double rr_next =
+          dist::update_and_reduce(update, {p, w, alpha, x, r}, skein::ReduceOp::sum);
       dist::axpy(skein::Operand(rr_next / rr), p, r, p);  // p = beta p + r
       rr = rr_next;
       ++iterations;
@@ -55,12 +57,12 @@ int main(int argc, char** argv) try {
     dist::copy(x, p);
     p.exchange_halos();
     (void)dist::stencil_reduce(apply, {p, w}, skein::ReduceOp::sum);
-    dist::axpy(skein::Operand(-1.0), w, b, r);  // r = b - A x
+    dist::axpy(skein::Operand(-1.0), w, b, r);       // r = b - A x
     const double residual = dist::nrm2(r) / b_norm;  // the same value on every rank
     const bool ok = residual < 1e-9;
     if (runtime.rank() == 0) {
-      std::cout << "CG on " << ny << " x " << nx << ": " << iterations << " iterations, residual " << residual
-                << ": " << (ok ? "ok" : "NOT CONVERGED") << "\n";
+      std::cout << "CG on " << ny << " x " << nx << ": " << iterations << " iterations, residual "
+                << residual << ": " << (ok ? "ok" : "NOT CONVERGED") << "\n";
     }
     return ok ? 0 : 1;
   } catch (const skein::Error& e) {  // every rank reports its own error, before MPI ends

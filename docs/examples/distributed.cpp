@@ -27,7 +27,7 @@ int main(int argc, char** argv) try {
   // a bad setting raises here, caught by the outer handler at the end.
   skein::Runtime runtime(&argc, &argv);
   try {
-    skein::Communicator comm(runtime);  // members: every device of every rank
+    skein::Communicator comm(runtime);      // members: every device of every rank
     const std::size_t rows = 37, cols = 5;  // uneven blocks on purpose
     // One queue for both arrays: work on one queue runs in order, while arrays made without a
     // queue get one each, and work on different queues is not ordered.
@@ -60,7 +60,7 @@ int main(int argc, char** argv) try {
     smooth(v.local_arrays(), u.local_arrays(/*with_halo=*/true), block_rows,
            static_cast<std::int32_t>(cols));
 
-    const double total = skein::dist::sum(v);        // on every rank
+    const double total = skein::dist::sum(v);              // on every rank
     const auto result = v.gather<float>(/*root_rank=*/0);  // whole array on rank 0
 
     // The members count themselves: each adds its communicator rank.

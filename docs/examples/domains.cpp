@@ -63,8 +63,9 @@ int main(int argc, char** argv) try {
       block_rows.set(b.device_idx, static_cast<std::int32_t>(b.block.extent[0]));
       block_cols.set(b.device_idx, static_cast<std::int32_t>(b.block.extent[1]));
     }
-    program.kernel("sum_neighbours").prepare(queue, sizes, 64)(out.local_arrays(), fields[0].local_arrays(),
-                                                     fields[1].local_arrays(), block_rows, block_cols);
+    program.kernel("sum_neighbours")
+        .prepare(queue, sizes, 64)(out.local_arrays(), fields[0].local_arrays(),
+                                   fields[1].local_arrays(), block_rows, block_cols);
     const auto result = out.gather<double>(/*root_rank=*/0);
 
     // The dist:: operations take grid arrays as they take DistArrays, on the points only (the
@@ -83,8 +84,10 @@ int main(int argc, char** argv) try {
       };
       for (long r = 0; r < static_cast<long>(rows); ++r) {
         for (long c = 0; c < static_cast<long>(cols); ++c) {
-          const double want = at(u0, r - 1, c) + at(u0, r + 1, c) + at(w0, r, c - 1) + at(w0, r, c + 1);
-          ok = ok && result[static_cast<std::size_t>(r) * cols + static_cast<std::size_t>(c)] == want;
+          const double want =
+              at(u0, r - 1, c) + at(u0, r + 1, c) + at(w0, r, c - 1) + at(w0, r, c + 1);
+          ok = ok &&
+               result[static_cast<std::size_t>(r) * cols + static_cast<std::size_t>(c)] == want;
         }
       }
       double want_total = 0, want_dot = 0;

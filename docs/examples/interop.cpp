@@ -53,7 +53,8 @@ Native cuda_side(const skein::Communicator& comm, const skein::BlockLayout& layo
     const auto member = static_cast<std::size_t>(comm.rank_of(l));
     const std::size_t bytes = layout.member_rows(member).size() * cols * sizeof(double);
     void* block = nullptr;
-    if (cudaMalloc(&block, bytes > 0 ? bytes : 1) != cudaSuccess) throw std::runtime_error("cudaMalloc");
+    if (cudaMalloc(&block, bytes > 0 ? bytes : 1) != cudaSuccess)
+      throw std::runtime_error("cudaMalloc");
     devices.push_back(d);
     streams.push_back(reinterpret_cast<CUstream>(stream));
     // Shared ownership: Skein calls cudaFree once its last Buffer over the block is gone.
@@ -69,7 +70,8 @@ Native cuda_side(const skein::Communicator& comm, const skein::BlockLayout& layo
       const auto rows = layout.member_rows(static_cast<std::size_t>(comm.rank_of(l)));
       if (rows.empty()) continue;
       program.kernel("fill_rows")
-          .prepare(queue, skein::LaunchSizes{(rows.size() * cols + 127) / 128 * 128}, skein::LaunchSizes{128})
+          .prepare(queue, skein::LaunchSizes{(rows.size() * cols + 127) / 128 * 128},
+                   skein::LaunchSizes{128})
           .on_devices(std::vector<std::size_t>{blocks[l].device_idx()}, blocks[l],
                       static_cast<long>(rows.begin), static_cast<int>(rows.size()),
                       static_cast<int>(cols));
@@ -93,7 +95,8 @@ Native opencl_side(const skein::Communicator& comm, const skein::BlockLayout& la
   for (std::size_t l = 0; l < comm.local_size(); ++l) {
     const std::size_t d = comm.device_idx(l);
     cl_int err = CL_SUCCESS;
-    queues.push_back(clCreateCommandQueue(raw, skein::opencl::native_device(ctx.device(d)), 0, &err));
+    queues.push_back(
+        clCreateCommandQueue(raw, skein::opencl::native_device(ctx.device(d)), 0, &err));
     const auto member = static_cast<std::size_t>(comm.rank_of(l));
     const std::size_t bytes = layout.member_rows(member).size() * cols * sizeof(double);
     cl_mem block = clCreateBuffer(raw, CL_MEM_READ_WRITE, bytes > 0 ? bytes : 1, nullptr, &err);
@@ -118,7 +121,8 @@ KERNEL void fill_rows(GLOBAL_MEM double* block, long first_row, int rows, int co
       const auto rows = layout.member_rows(static_cast<std::size_t>(comm.rank_of(l)));
       if (rows.empty()) continue;
       program.kernel("fill_rows")
-          .prepare(queue, skein::LaunchSizes{(rows.size() * cols + 63) / 64 * 64}, skein::LaunchSizes{64})
+          .prepare(queue, skein::LaunchSizes{(rows.size() * cols + 63) / 64 * 64},
+                   skein::LaunchSizes{64})
           .on_devices(std::vector<std::size_t>{blocks[l].device_idx()}, blocks[l],
                       static_cast<std::int64_t>(rows.begin), static_cast<std::int32_t>(rows.size()),
                       static_cast<std::int32_t>(cols));
@@ -160,10 +164,12 @@ int main(int argc, char** argv) try {
 
       // An all_reduce over the blocks' memory: each member's first element, summed.
       std::vector<skein::Array> firsts;
-      for (std::size_t l = 0; l < u.local_size(); ++l) firsts.push_back(u.local(l).reshape({u.local(l).size()}).slice(0, 1));
+      for (std::size_t l = 0; l < u.local_size(); ++l)
+        firsts.push_back(u.local(l).reshape({u.local(l).size()}).slice(0, 1));
       comm.all_reduce(native->queue, firsts, firsts, skein::ReduceOp::sum);
       double want = 0;
-      for (std::size_t m = 0; m < layout.members(); ++m) want += static_cast<double>(layout.member_rows(m).begin * cols);
+      for (std::size_t m = 0; m < layout.members(); ++m)
+        want += static_cast<double>(layout.member_rows(m).begin * cols);
       for (const auto& f : firsts) ok = ok && f.get<double>().front() == want;
 
 #if SKEIN_HAS_HDF5

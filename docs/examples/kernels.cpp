@@ -73,17 +73,18 @@ int main() try {
   std::vector<std::int32_t> m(6 * 4);
   for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<std::int32_t>(i);
   const auto grid = skein::Array::from_host(queue, m, {6, 4});  // C order, on device 0
-  const auto cols = grid.transpose();                            // a (4, 6) view, no copy
+  const auto cols = grid.transpose();                           // a (4, 6) view, no copy
   const auto joined = skein::concatenate(queue, {grid, grid.slice(0, 2)});  // (8, 4)
   const auto rows = skein::Array::from_host(queue, std::vector<std::int64_t>{5, -6});
-  const auto picked = skein::take(queue, grid, rows).get<std::int32_t>();  // rows 5 and 0
+  const auto picked = skein::take(queue, grid, rows).get<std::int32_t>();          // rows 5 and 0
   const auto row_sums = skein::sum(queue, cols, {.axis = 0}).get<std::int64_t>();  // int64
   ok = ok && joined.shape() == skein::Shape{8, 4} && picked[0] == 20 && picked[4] == 0 &&
        skein::may_share_memory(grid, cols) && !skein::may_share_memory(grid, joined);
-  for (std::size_t r = 0; r < 6; ++r) ok = ok && row_sums[r] == static_cast<std::int64_t>(16 * r + 6);
+  for (std::size_t r = 0; r < 6; ++r)
+    ok = ok && row_sums[r] == static_cast<std::int64_t>(16 * r + 6);
 
-  std::cout << "axpy on " << ctx.num_devices() << " device(s), lerp, sum and array operations: "
-            << (ok ? "ok" : "MISMATCH") << "\n";
+  std::cout << "axpy on " << ctx.num_devices()
+            << " device(s), lerp, sum and array operations: " << (ok ? "ok" : "MISMATCH") << "\n";
   return ok ? 0 : 1;
 } catch (const skein::Error& e) {
   std::cerr << e.what() << "\n";

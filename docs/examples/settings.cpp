@@ -25,14 +25,16 @@ int main(int argc, char** argv) try {
     const skein::CommunicatorOptions& used = comm.options();  // what is in effect
     // The application's own lines through the same log: said alike by every rank, printed once.
     std::ostringstream said;
-    said << "collectives over " << comm.backend_description() << ", timeout " << *used.timeout_seconds
-         << " s, agreement check " << (*used.check_agreement ? "on" : "off");
+    said << "collectives over " << comm.backend_description() << ", timeout "
+         << *used.timeout_seconds << " s, agreement check "
+         << (*used.check_agreement ? "on" : "off");
     skein::log_message(skein::LogLevel::info, said.str(), skein::LogScope::collective);
 
     const skein::Queue queue(comm.context());
     std::vector<skein::Array> ones;
     for (std::size_t l = 0; l < comm.local_size(); ++l) {
-      ones.push_back(skein::Array::from_host(queue, std::vector<double>{1.0}, {}, comm.device_idx(l)));
+      ones.push_back(
+          skein::Array::from_host(queue, std::vector<double>{1.0}, {}, comm.device_idx(l)));
     }
     comm.all_reduce(queue, ones, ones, skein::ReduceOp::sum);
     const bool ok = ones.front().get<double>().front() == static_cast<double>(comm.size());

@@ -28,15 +28,17 @@ int main(int argc, char** argv) try {
     skein::GridArray next(comm, queue, layout, skein::Dtype::float64);
 
     // The mode cos(2 pi z / nz) cos(4 pi y / ny) cos(2 pi x / nx), times `scale`.
-    const skein::StencilKernel mode("double scale", "double out",
-                                    "const double tau = 6.283185307179586;"
-                                    "out = scale * cos(tau * gidx[0] / gshape[0])"
-                                    " * cos(2 * tau * gidx[1] / gshape[1]) * cos(tau * gidx[2] / gshape[2])",
-                                    {.name = "cosine_mode"});
-    const skein::StencilKernel heat("double u, double r", "double out",
-                                    "out = u + r * (u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0)"
-                                    " + u(0, 0, -1) + u(0, 0, 1) - 6 * u)",
-                                    {.name = "heat7"});
+    const skein::StencilKernel mode(
+        "double scale", "double out",
+        "const double tau = 6.283185307179586;"
+        "out = scale * cos(tau * gidx[0] / gshape[0])"
+        " * cos(2 * tau * gidx[1] / gshape[1]) * cos(tau * gidx[2] / gshape[2])",
+        {.name = "cosine_mode"});
+    const skein::StencilKernel heat(
+        "double u, double r", "double out",
+        "out = u + r * (u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0)"
+        " + u(0, 0, -1) + u(0, 0, 1) - 6 * u)",
+        {.name = "heat7"});
     skein::dist::stencil(mode, {1.0, u});
 
     // The exchange on a second queue while the interior is updated; the points next to the halos
@@ -63,8 +65,9 @@ int main(int argc, char** argv) try {
     const double error = skein::dist::max(next);  // the same value on every rank
     const bool ok = error < 1e-12;
     if (runtime.rank() == 0) {
-      std::cout << "grid " << layout.grid()[0] << " x " << layout.grid()[1] << " x " << layout.grid()[2]
-                << ", max error " << error << ": " << (ok ? "ok" : "MISMATCH") << "\n";
+      std::cout << "grid " << layout.grid()[0] << " x " << layout.grid()[1] << " x "
+                << layout.grid()[2] << ", max error " << error << ": " << (ok ? "ok" : "MISMATCH")
+                << "\n";
     }
     return ok ? 0 : 1;
   } catch (const skein::Error& e) {  // every rank reports its own error, before MPI ends

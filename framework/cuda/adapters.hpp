@@ -53,11 +53,12 @@ class CudaContextAdapter final : public ContextAdapter,
   std::pair<std::shared_ptr<BufferAdapter>, std::size_t> allocate_pitched(
       std::size_t device_idx, std::size_t width, std::size_t height,
       std::size_t element_size) override;
-  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size, HostMemoryFlags flags) override;
+  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size,
+                                                   HostMemoryFlags flags) override;
   std::shared_ptr<HostBufferAdapter> register_host(void* data, std::size_t size,
                                                    HostMemoryFlags flags) override;
-  std::shared_ptr<BufferAdapter> mapped_device_buffer(const std::shared_ptr<HostBufferAdapter>& host,
-                                                      std::size_t device_idx) override;
+  std::shared_ptr<BufferAdapter> mapped_device_buffer(
+      const std::shared_ptr<HostBufferAdapter>& host, std::size_t device_idx) override;
   MemoryInfo memory_info(std::size_t device_idx) override;
   std::shared_ptr<BufferAdapter> allocate_managed(std::size_t device_idx, std::size_t size,
                                                   ManagedAttach attach) override;
@@ -94,8 +95,7 @@ class CudaContextAdapter final : public ContextAdapter,
   std::uintptr_t native(std::size_t device_idx) const override;
   std::string_view prelude() const override;
   CompiledBinary compile(std::size_t device_idx, const std::string& source,
-                         const std::vector<std::string>& options,
-                         const std::string& name) override;
+                         const std::vector<std::string>& options, const std::string& name) override;
   std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
                                        const std::vector<std::string>& options) override;
   std::vector<std::string> compiler_identity(std::size_t device_idx) const override;
@@ -106,9 +106,7 @@ class CudaContextAdapter final : public ContextAdapter,
   // (SKEIN_CUDA_GRAPH_LAUNCH, read when the context is made; program.cpp says why).
   bool graph_launch() const { return graph_launch_; }
   // describe() of the device, computed once for the messages of failed calls.
-  const std::string& description(std::size_t device_idx) const {
-    return descriptions_[device_idx];
-  }
+  const std::string& description(std::size_t device_idx) const { return descriptions_[device_idx]; }
 
   // Events are recycled per device: creating one (and making the context current for it) costs
   // several times more than recording it, and every launch that returns events records one per

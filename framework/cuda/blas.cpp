@@ -98,20 +98,20 @@ CublasLibrary load_cublas() {
     return lib;
   }
   std::string missing;
-#define SKEIN_CUBLAS_RESOLVE(name)                                                       \
-  lib.functions.name = reinterpret_cast<decltype(lib.functions.name)>(                   \
-      dlsym(library, SKEIN_CUBLAS_STR(name)));                                           \
-  if (lib.functions.name == nullptr) {                                                   \
-    missing += missing.empty() ? "" : ", ";                                              \
-    missing += SKEIN_CUBLAS_STR(name);                                                   \
+#define SKEIN_CUBLAS_RESOLVE(name)                                                            \
+  lib.functions.name =                                                                        \
+      reinterpret_cast<decltype(lib.functions.name)>(dlsym(library, SKEIN_CUBLAS_STR(name))); \
+  if (lib.functions.name == nullptr) {                                                        \
+    missing += missing.empty() ? "" : ", ";                                                   \
+    missing += SKEIN_CUBLAS_STR(name);                                                        \
   }
   SKEIN_CUBLAS_FUNCTIONS(SKEIN_CUBLAS_RESOLVE)
 #undef SKEIN_CUBLAS_RESOLVE
   if (!missing.empty()) {
-    lib.unavailable_reason =
-        fmt::format("{} was found but lacks {} (a cuBLAS older than the CUDA {} headers Skein was "
-                    "built with?)",
-                    soname, missing, CUBLAS_VER_MAJOR);
+    lib.unavailable_reason = fmt::format(
+        "{} was found but lacks {} (a cuBLAS older than the CUDA {} headers Skein was "
+        "built with?)",
+        soname, missing, CUBLAS_VER_MAJOR);
   }
   return lib;
 }
@@ -142,25 +142,30 @@ std::string status_name(cublasStatus_t status) {
                  .location = std::move(location)};
   switch (status) {
     case CUBLAS_STATUS_ALLOC_FAILED:
-      info.hint = "cuBLAS could not allocate its workspace: free device memory (drop unused "
-                  "buffers and arrays).";
+      info.hint =
+          "cuBLAS could not allocate its workspace: free device memory (drop unused "
+          "buffers and arrays).";
       throw MemoryError(info, 0, 0);
     case CUBLAS_STATUS_INVALID_VALUE:
-      info.hint = "Skein checks the arguments before calling cuBLAS, so this is a bug in Skein: "
-                  "please report it with this message.";
+      info.hint =
+          "Skein checks the arguments before calling cuBLAS, so this is a bug in Skein: "
+          "please report it with this message.";
       throw LogicError(info);
     case CUBLAS_STATUS_EXECUTION_FAILED:
-      info.hint = "A cuBLAS kernel failed to launch or run; an earlier asynchronous error may be "
-                  "the cause. Run the program under `compute-sanitizer` to find it.";
+      info.hint =
+          "A cuBLAS kernel failed to launch or run; an earlier asynchronous error may be "
+          "the cause. Run the program under `compute-sanitizer` to find it.";
       throw LaunchError(info);
     case CUBLAS_STATUS_NOT_INITIALIZED:
-      info.hint = "cuBLAS could not initialise on this device: check the driver (nvidia-smi) "
-                  "and that it supports this cuBLAS.";
+      info.hint =
+          "cuBLAS could not initialise on this device: check the driver (nvidia-smi) "
+          "and that it supports this cuBLAS.";
       throw RuntimeError(info);
     case CUBLAS_STATUS_ARCH_MISMATCH:
     case CUBLAS_STATUS_NOT_SUPPORTED:
-      info.hint = "This device or cuBLAS does not support the operation (TF32 needs an Ampere "
-                  "or newer GPU).";
+      info.hint =
+          "This device or cuBLAS does not support the operation (TF32 needs an Ampere "
+          "or newer GPU).";
       throw RuntimeError(info);
     default:
       info.hint = "See the cuBLAS documentation of this call and status.";
@@ -174,12 +179,12 @@ std::string status_name(cublasStatus_t status) {
 
 // SKEIN_CUBLAS_CHECK(cublasSgemm, (handle, ...), device) calls cublasSgemm_v2 through the loaded
 // table; the device expression is evaluated only on failure.
-#define SKEIN_CUBLAS_CHECK(function, arguments, device)                                        \
-  do {                                                                                         \
-    const cublasStatus_t skein_cublas_status_ = ::skein::detail::cublas().function arguments;  \
-    if (skein_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                          \
+#define SKEIN_CUBLAS_CHECK(function, arguments, device)                                           \
+  do {                                                                                            \
+    const cublasStatus_t skein_cublas_status_ = ::skein::detail::cublas().function arguments;     \
+    if (skein_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                             \
       ::skein::detail::throw_cublas_error(skein_cublas_status_, #function, (device), SKEIN_HERE); \
-    }                                                                                          \
+    }                                                                                             \
   } while (false)
 
 namespace skein::detail {
@@ -213,7 +218,8 @@ class CudaBlas final : public BlasAdapter {
       if (!scope.entered()) continue;
       const cublasStatus_t status = cublas().cublasDestroy(handles_[d]->handle);
       if (status != CUBLAS_STATUS_SUCCESS) {
-        detail::log(LogLevel::error, LogScope::rank, "cublasDestroy failed while releasing resources of {}: {}",
+        detail::log(LogLevel::error, LogScope::rank,
+                    "cublasDestroy failed while releasing resources of {}: {}",
                     context_->description(d), status_name(status));
       }
     }
@@ -328,11 +334,15 @@ class CudaBlas final : public BlasAdapter {
     T* out = result.host ? static_cast<T*>(result.host) : address<T>(result.device);
     run(queue, mode_of(result), [&](cublasHandle_t h, const std::string& dev) {
       if constexpr (std::is_same_v<T, float>) {
-        SKEIN_CUBLAS_CHECK(cublasSdot, (h, as_int(n), address<T>(x.memory), as_int(x.inc),
-                                        address<T>(y.memory), as_int(y.inc), out), dev);
+        SKEIN_CUBLAS_CHECK(cublasSdot,
+                           (h, as_int(n), address<T>(x.memory), as_int(x.inc), address<T>(y.memory),
+                            as_int(y.inc), out),
+                           dev);
       } else {
-        SKEIN_CUBLAS_CHECK(cublasDdot, (h, as_int(n), address<T>(x.memory), as_int(x.inc),
-                                        address<T>(y.memory), as_int(y.inc), out), dev);
+        SKEIN_CUBLAS_CHECK(cublasDdot,
+                           (h, as_int(n), address<T>(x.memory), as_int(x.inc), address<T>(y.memory),
+                            as_int(y.inc), out),
+                           dev);
       }
     });
   }
@@ -357,11 +367,15 @@ class CudaBlas final : public BlasAdapter {
     const T a = static_cast<T>(alpha);
     run(queue, CUBLAS_POINTER_MODE_HOST, [&](cublasHandle_t h, const std::string& dev) {
       if constexpr (std::is_same_v<T, float>) {
-        SKEIN_CUBLAS_CHECK(cublasSaxpy, (h, as_int(n), &a, address<T>(x.memory), as_int(x.inc),
-                                         address<T>(y.memory), as_int(y.inc)), dev);
+        SKEIN_CUBLAS_CHECK(cublasSaxpy,
+                           (h, as_int(n), &a, address<T>(x.memory), as_int(x.inc),
+                            address<T>(y.memory), as_int(y.inc)),
+                           dev);
       } else {
-        SKEIN_CUBLAS_CHECK(cublasDaxpy, (h, as_int(n), &a, address<T>(x.memory), as_int(x.inc),
-                                         address<T>(y.memory), as_int(y.inc)), dev);
+        SKEIN_CUBLAS_CHECK(cublasDaxpy,
+                           (h, as_int(n), &a, address<T>(x.memory), as_int(x.inc),
+                            address<T>(y.memory), as_int(y.inc)),
+                           dev);
       }
     });
   }
@@ -370,11 +384,15 @@ class CudaBlas final : public BlasAdapter {
   void copy_t(QueueAdapter& queue, std::size_t n, const BlasVector& x, const BlasVector& y) {
     run(queue, CUBLAS_POINTER_MODE_HOST, [&](cublasHandle_t h, const std::string& dev) {
       if constexpr (std::is_same_v<T, float>) {
-        SKEIN_CUBLAS_CHECK(cublasScopy, (h, as_int(n), address<T>(x.memory), as_int(x.inc),
-                                         address<T>(y.memory), as_int(y.inc)), dev);
+        SKEIN_CUBLAS_CHECK(cublasScopy,
+                           (h, as_int(n), address<T>(x.memory), as_int(x.inc), address<T>(y.memory),
+                            as_int(y.inc)),
+                           dev);
       } else {
-        SKEIN_CUBLAS_CHECK(cublasDcopy, (h, as_int(n), address<T>(x.memory), as_int(x.inc),
-                                         address<T>(y.memory), as_int(y.inc)), dev);
+        SKEIN_CUBLAS_CHECK(cublasDcopy,
+                           (h, as_int(n), address<T>(x.memory), as_int(x.inc), address<T>(y.memory),
+                            as_int(y.inc)),
+                           dev);
       }
     });
   }
@@ -399,17 +417,17 @@ class CudaBlas final : public BlasAdapter {
     const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
     run(queue, CUBLAS_POINTER_MODE_HOST, [&](cublasHandle_t h, const std::string& dev) {
       if constexpr (std::is_same_v<T, float>) {
-        SKEIN_CUBLAS_CHECK(cublasSgemv,
-                           (h, cublas_op(trans), as_int(m), as_int(n), &al, address<T>(a.memory),
-                            as_int(a.ld), address<T>(x.memory), as_int(x.inc), &be,
-                            address<T>(y.memory), as_int(y.inc)),
-                           dev);
+        SKEIN_CUBLAS_CHECK(
+            cublasSgemv,
+            (h, cublas_op(trans), as_int(m), as_int(n), &al, address<T>(a.memory), as_int(a.ld),
+             address<T>(x.memory), as_int(x.inc), &be, address<T>(y.memory), as_int(y.inc)),
+            dev);
       } else {
-        SKEIN_CUBLAS_CHECK(cublasDgemv,
-                           (h, cublas_op(trans), as_int(m), as_int(n), &al, address<T>(a.memory),
-                            as_int(a.ld), address<T>(x.memory), as_int(x.inc), &be,
-                            address<T>(y.memory), as_int(y.inc)),
-                           dev);
+        SKEIN_CUBLAS_CHECK(
+            cublasDgemv,
+            (h, cublas_op(trans), as_int(m), as_int(n), &al, address<T>(a.memory), as_int(a.ld),
+             address<T>(x.memory), as_int(x.inc), &be, address<T>(y.memory), as_int(y.inc)),
+            dev);
       }
     });
   }
@@ -420,17 +438,17 @@ class CudaBlas final : public BlasAdapter {
     const T al = static_cast<T>(alpha);
     run(queue, CUBLAS_POINTER_MODE_HOST, [&](cublasHandle_t h, const std::string& dev) {
       if constexpr (std::is_same_v<T, float>) {
-        SKEIN_CUBLAS_CHECK(cublasSger,
-                           (h, as_int(m), as_int(n), &al, address<T>(x.memory), as_int(x.inc),
-                            address<T>(y.memory), as_int(y.inc), address<T>(a.memory),
-                            as_int(a.ld)),
-                           dev);
+        SKEIN_CUBLAS_CHECK(
+            cublasSger,
+            (h, as_int(m), as_int(n), &al, address<T>(x.memory), as_int(x.inc),
+             address<T>(y.memory), as_int(y.inc), address<T>(a.memory), as_int(a.ld)),
+            dev);
       } else {
-        SKEIN_CUBLAS_CHECK(cublasDger,
-                           (h, as_int(m), as_int(n), &al, address<T>(x.memory), as_int(x.inc),
-                            address<T>(y.memory), as_int(y.inc), address<T>(a.memory),
-                            as_int(a.ld)),
-                           dev);
+        SKEIN_CUBLAS_CHECK(
+            cublasDger,
+            (h, as_int(m), as_int(n), &al, address<T>(x.memory), as_int(x.inc),
+             address<T>(y.memory), as_int(y.inc), address<T>(a.memory), as_int(a.ld)),
+            dev);
       }
     });
   }
@@ -455,22 +473,20 @@ class CudaBlas final : public BlasAdapter {
         const auto sc = static_cast<long long>(g.c.batch_stride);
         const int count = as_int(g.batch);
         if constexpr (std::is_same_v<T, float>) {
-          SKEIN_CUBLAS_CHECK(cublasSgemmStridedBatched,
-                             (h, ta, tb, m, n, k, &alpha, a, lda, sa, b, ldb, sb, &beta, c, ldc,
-                              sc, count),
-                             dev);
+          SKEIN_CUBLAS_CHECK(
+              cublasSgemmStridedBatched,
+              (h, ta, tb, m, n, k, &alpha, a, lda, sa, b, ldb, sb, &beta, c, ldc, sc, count), dev);
         } else {
-          SKEIN_CUBLAS_CHECK(cublasDgemmStridedBatched,
-                             (h, ta, tb, m, n, k, &alpha, a, lda, sa, b, ldb, sb, &beta, c, ldc,
-                              sc, count),
-                             dev);
+          SKEIN_CUBLAS_CHECK(
+              cublasDgemmStridedBatched,
+              (h, ta, tb, m, n, k, &alpha, a, lda, sa, b, ldb, sb, &beta, c, ldc, sc, count), dev);
         }
       } else if constexpr (std::is_same_v<T, float>) {
-        SKEIN_CUBLAS_CHECK(cublasSgemm,
-                           (h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc), dev);
+        SKEIN_CUBLAS_CHECK(cublasSgemm, (h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc),
+                           dev);
       } else {
-        SKEIN_CUBLAS_CHECK(cublasDgemm,
-                           (h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc), dev);
+        SKEIN_CUBLAS_CHECK(cublasDgemm, (h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc),
+                           dev);
       }
     });
   }

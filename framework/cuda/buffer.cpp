@@ -34,7 +34,8 @@ class CudaBufferAdapter final : public BufferAdapter {
     try {
       deleter_();
     } catch (const std::exception& e) {
-      detail::log(LogLevel::error, LogScope::rank, "the deleter of a foreign buffer on {} threw: {}",
+      detail::log(LogLevel::error, LogScope::rank,
+                  "the deleter of a foreign buffer on {} threw: {}",
                   context_->description(device_idx_), e.what());
     } catch (...) {
       detail::log(LogLevel::error, LogScope::rank, "the deleter of a foreign buffer on {} threw",

@@ -46,8 +46,7 @@ std::string hint_for(CUresult result) {
              "queues and events belong to the same Skein context and are still alive. If they "
              "do, this is a bug in Skein; please report it with this message.";
     case CUDA_ERROR_NO_DEVICE:
-    case CUDA_ERROR_INVALID_DEVICE:
-      return "Check nvidia-smi and CUDA_VISIBLE_DEVICES.";
+    case CUDA_ERROR_INVALID_DEVICE: return "Check nvidia-smi and CUDA_VISIBLE_DEVICES.";
     case CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER:
     case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
     case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
@@ -64,8 +63,7 @@ std::string hint_for(CUresult result) {
     case CUDA_ERROR_ECC_UNCORRECTABLE:
       return "The device reported a hardware memory error: see nvidia-smi -q and the system "
              "administrator.";
-    default:
-      return "See the CUDA driver API documentation of this call and error code.";
+    default: return "See the CUDA driver API documentation of this call and error code.";
   }
 }
 
@@ -105,15 +103,12 @@ void throw_cuda_error(CUresult result, const char* call, std::string device, std
     case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
     case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING:
-      throw LaunchError(info);
+    case CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING: throw LaunchError(info);
     case CUDA_ERROR_INVALID_VALUE:
     case CUDA_ERROR_INVALID_HANDLE:
     case CUDA_ERROR_INVALID_CONTEXT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-      throw LogicError(info);
-    default:
-      throw RuntimeError(info);
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED: throw LogicError(info);
+    default: throw RuntimeError(info);
   }
 }
 
@@ -138,8 +133,9 @@ void throw_nvrtc_error(nvrtcResult result, const char* call, std::string device,
     case NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION:
     case NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION:
     case NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID:
-      info.hint = "NVRTC was called with an invalid argument; this is a bug in Skein or in the "
-                  "compile options passed to it.";
+      info.hint =
+          "NVRTC was called with an invalid argument; this is a bug in Skein or in the "
+          "compile options passed to it.";
       throw LogicError(info);
     default:
       info.hint = "See the NVRTC documentation of this call and error code.";

@@ -47,8 +47,8 @@ CudaContextScope::~CudaContextScope() {
 
 void report_cuda_cleanup_failure(CUresult result, const char* call, const std::string& device) {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_DEINITIALIZED) return;
-  detail::log(LogLevel::error, LogScope::rank, "{} failed while releasing resources of {}: {}", call, device,
-      cuda_error_name(result));
+  detail::log(LogLevel::error, LogScope::rank, "{} failed while releasing resources of {}: {}",
+              call, device, cuda_error_name(result));
 }
 
 // --- CudaContextAdapter ---------------------------------------------------------------------
@@ -67,8 +67,7 @@ CudaContextAdapter::Handles::~Handles() {
         report_cuda_cleanup_failure(cu().cuCtxDestroy(context), "cuCtxDestroy", "a CUDA context");
       }
       break;
-    case CudaContextOwnership::borrowed:
-      break;
+    case CudaContextOwnership::borrowed: break;
   }
 }
 
@@ -128,8 +127,7 @@ void CudaContextAdapter::enable_peer_access() {
   }
 }
 
-std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx,
-                                                            int priority) {
+std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx, int priority) {
   return make_cuda_queue(shared_from_this(), device_idx, priority);
 }
 
@@ -360,8 +358,8 @@ std::shared_ptr<HostBufferAdapter> CudaContextAdapter::allocate_host(std::size_t
   void* pointer = nullptr;
   if (const CUresult result = cu().cuMemHostAlloc(&pointer, size, cu_flags);
       result != CUDA_SUCCESS) {
-    throw_cuda_error(result, "cuMemHostAlloc", "page-locked host memory for " + device,
-                     SKEIN_HERE, size, available_host_memory());
+    throw_cuda_error(result, "cuMemHostAlloc", "page-locked host memory for " + device, SKEIN_HERE,
+                     size, available_host_memory());
   }
   try {
     return make_cuda_host_buffer(shared_from_this(), pointer, size, flags, false);
@@ -536,25 +534,27 @@ Buffer buffer_from_native(const Context& context, std::size_t device_idx, CUdevi
   constexpr const char* call = "skein::cuda::buffer_from_native";
   detail::check_cuda(context.api(), call);
   detail::check_device_idx(context, device_idx, call);
-  auto adapter = std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
+  auto adapter =
+      std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
   const std::string& where = adapter->description(device_idx);
   if (size > 0) {
     const auto refuse = [&](const std::string& what, const char* hint) {
       detail::raise_in(SKEIN_HERE, call, hint, "{}: pointer {:#x}: {}", where, pointer, what);
     };
-    if (pointer == 0) refuse("a null pointer for a non-empty buffer", "Pass the allocation's address.");
+    if (pointer == 0)
+      refuse("a null pointer for a non-empty buffer", "Pass the allocation's address.");
     detail::CudaContextScope scope(adapter->context(device_idx), where);
     // The device the memory lives on: cuMemAlloc'ed memory, memory pools and VMM allocations
     // all answer this one; host memory and unknown addresses do not.
     int ordinal = -1;
-    if (detail::cu().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer) !=
-        CUDA_SUCCESS) {
+    if (detail::cu().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                           pointer) != CUDA_SUCCESS) {
       refuse("the driver knows no device memory at this address",
              "Pass device memory (cuMemAlloc, cudaMalloc, a memory pool), not a host pointer.");
     }
     unsigned memory_type = 0;
-    if (detail::cu().cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer) ==
-            CUDA_SUCCESS &&
+    if (detail::cu().cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                           pointer) == CUDA_SUCCESS &&
         memory_type == CU_MEMORYTYPE_HOST) {
       refuse("it is host memory", "Pass device memory; copy host data with Buffer::set.");
     }
@@ -591,7 +591,8 @@ Queue queue_from_native(const Context& context, std::vector<std::size_t> device_
                         std::span<const CUstream> streams) {
   constexpr const char* call = "skein::cuda::queue_from_native";
   detail::check_cuda(context.api(), call);
-  auto adapter = std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
+  auto adapter =
+      std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
   if (device_idxs.size() != streams.size()) {
     detail::raise_in(SKEIN_HERE, call, "Give one stream per device index.",
                      "{} device index(es) and {} stream(s) were given", device_idxs.size(),

@@ -53,8 +53,8 @@ class CudaDeviceAdapter final : public DeviceAdapter {
     p.global_mem_size = total;
     // CUDA has no per-allocation limit below the device's memory.
     p.max_alloc_size = total;
-    p.base_address_align = std::max<std::size_t>(attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT),
-                                                 256);
+    p.base_address_align =
+        std::max<std::size_t>(attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT), 256);
 
     char name[256] = {};
     SKEIN_CU_CHECK(cuDeviceGetName, (name, static_cast<int>(sizeof(name)) - 1, device_), where);

@@ -80,10 +80,10 @@ void load() {
       resolve(library, g_driver.cuStreamIsCapturing, SKEIN_CU_STR(cuStreamIsCapturing));
 
   std::string missing;
-#define SKEIN_CU_MISSING(name)          \
-  if (g_driver.name == nullptr) {       \
+#define SKEIN_CU_MISSING(name)              \
+  if (g_driver.name == nullptr) {           \
     missing += missing.empty() ? "" : ", "; \
-    missing += SKEIN_CU_STR(name);      \
+    missing += SKEIN_CU_STR(name);          \
   }
   SKEIN_CU_FUNCTIONS(SKEIN_CU_MISSING)
 #undef SKEIN_CU_MISSING
@@ -104,9 +104,9 @@ void load() {
                result == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE) {
       hint = "; the driver is too old for this device or toolkit";
     }
-    g_status.unavailable_reason = fmt::format(
-        "cuInit failed with {}: {} (CUDA driver {}){}", cuda_error_name(result),
-        cuda_error_description(result), cuda_version_string(g_status.version), hint);
+    g_status.unavailable_reason =
+        fmt::format("cuInit failed with {}: {} (CUDA driver {}){}", cuda_error_name(result),
+                    cuda_error_description(result), cuda_version_string(g_status.version), hint);
     return;
   }
   g_status.available = true;
@@ -122,9 +122,8 @@ const CudaDriverStatus& cuda_driver_status() {
 const CudaDriver& cuda_driver_checked() {
   const CudaDriverStatus& status = cuda_driver_status();
   if (!status.available) {
-    raise<ApiUnavailableError>(ErrorInfo{.what = "CUDA is not available: " +
-                                                 status.unavailable_reason,
-                                         .location = SKEIN_HERE});
+    raise<ApiUnavailableError>(ErrorInfo{
+        .what = "CUDA is not available: " + status.unavailable_reason, .location = SKEIN_HERE});
   }
   return g_driver;
 }

@@ -117,7 +117,8 @@ void CudaContextAdapter::give_back_event(std::size_t device_idx, bool timing,
   } catch (...) {
     // Out of memory growing the pool: destroy it instead.
   }
-  report_cuda_cleanup_failure(cu().cuEventDestroy(event), "cuEventDestroy", description(device_idx));
+  report_cuda_cleanup_failure(cu().cuEventDestroy(event), "cuEventDestroy",
+                              description(device_idx));
 }
 
 CudaContextAdapter::EventPool::~EventPool() {

@@ -59,9 +59,10 @@ IpcDeviceCheck CudaContextAdapter::ipc_device_check(std::size_t device_idx) cons
     CUdevice theirs = 0;
     const std::string id(exporter);
     if (cu().cuDeviceGetByPCIBusId(&theirs, id.c_str()) != CUDA_SUCCESS) {
-      return fmt::format("which this process does not see (this device is {}; check "
-                         "CUDA_VISIBLE_DEVICES)",
-                         mine);
+      return fmt::format(
+          "which this process does not see (this device is {}; check "
+          "CUDA_VISIBLE_DEVICES)",
+          mine);
     }
     int can = 0;
     SKEIN_CU_CHECK(cuDeviceCanAccessPeer, (&can, cu_device(*this, device_idx), theirs),
@@ -73,7 +74,8 @@ IpcDeviceCheck CudaContextAdapter::ipc_device_check(std::size_t device_idx) cons
 
 std::string CudaContextAdapter::pci_bus_id(std::size_t device_idx) const {
   char id[32] = {};
-  SKEIN_CU_CHECK(cuDeviceGetPCIBusId, (id, static_cast<int>(sizeof(id)), cu_device(*this, device_idx)),
+  SKEIN_CU_CHECK(cuDeviceGetPCIBusId,
+                 (id, static_cast<int>(sizeof(id)), cu_device(*this, device_idx)),
                  description(device_idx));
   return id;
 }
@@ -115,21 +117,19 @@ std::shared_ptr<BufferAdapter> CudaContextAdapter::allocate_managed(std::size_t 
 }
 
 void CudaContextAdapter::prefetch_managed(QueueAdapter& queue, BufferAdapter& buffer,
-                                          std::size_t offset, std::size_t size,
-                                          MemoryLocation to) {
+                                          std::size_t offset, std::size_t size, MemoryLocation to) {
   const std::string& device = description(buffer.device_idx());
   check_driver_has(reinterpret_cast<const void*>(cu().cuMemPrefetchAsync), "cuMemPrefetchAsync",
                    device);
   CudaContextScope scope(context(buffer.device_idx()), device);
   SKEIN_CU_CHECK(cuMemPrefetchAsync,
-                 (static_cast<CUdeviceptr>(buffer.native() + offset), size,
-                  cu_location(*this, to), 0, reinterpret_cast<CUstream>(queue.native())),
+                 (static_cast<CUdeviceptr>(buffer.native() + offset), size, cu_location(*this, to),
+                  0, reinterpret_cast<CUstream>(queue.native())),
                  device);
 }
 
-void CudaContextAdapter::advise_managed(BufferAdapter& buffer, std::size_t offset,
-                                        std::size_t size, MemoryAdvice advice,
-                                        MemoryLocation location) {
+void CudaContextAdapter::advise_managed(BufferAdapter& buffer, std::size_t offset, std::size_t size,
+                                        MemoryAdvice advice, MemoryLocation location) {
   const std::string& device = description(buffer.device_idx());
   check_driver_has(reinterpret_cast<const void*>(cu().cuMemAdvise), "cuMemAdvise", device);
   CudaContextScope scope(context(buffer.device_idx()), device);
@@ -199,8 +199,7 @@ std::shared_ptr<BufferAdapter> CudaContextAdapter::open_ipc_memory(std::size_t d
     // range, the handle's word stands.
     CUdeviceptr mapped_base = 0;
     std::size_t allocation = 0;
-    const bool known =
-        cu().cuMemGetAddressRange(&mapped_base, &allocation, base) == CUDA_SUCCESS;
+    const bool known = cu().cuMemGetAddressRange(&mapped_base, &allocation, base) == CUDA_SUCCESS;
     if (known && (handle.offset > allocation || handle.size > allocation - handle.offset)) {
       throw LogicError(ErrorInfo{
           .what = fmt::format("the handle's view [{}, {}) does not fit in the exported allocation "
@@ -259,9 +258,10 @@ std::shared_ptr<EventAdapter> CudaContextAdapter::open_ipc_event(std::size_t dev
 }
 
 void CudaContextAdapter::record_ipc_event(QueueAdapter& queue, EventAdapter& event) {
-  SKEIN_CU_CHECK(cuEventRecord,
-                 (cuda_event_of(event, "IpcEvent::record"), reinterpret_cast<CUstream>(queue.native())),
-                 description(queue.device_idx()));
+  SKEIN_CU_CHECK(
+      cuEventRecord,
+      (cuda_event_of(event, "IpcEvent::record"), reinterpret_cast<CUstream>(queue.native())),
+      description(queue.device_idx()));
 }
 
 }  // namespace skein::detail

@@ -12,7 +12,8 @@ class CudaPlatformAdapter final : public PlatformAdapter,
                                   public std::enable_shared_from_this<CudaPlatformAdapter> {
  public:
   CudaPlatformAdapter(std::weak_ptr<ApiAdapter> api, int driver_version)
-      : api_(std::move(api)), driver_version_(driver_version),
+      : api_(std::move(api)),
+        driver_version_(driver_version),
         version_(cuda_version_string(driver_version)) {}
 
   std::shared_ptr<ApiAdapter> api() const override { return api_.lock(); }

@@ -85,10 +85,10 @@ class CudaKernelAdapter final : public KernelAdapter {
     std::lock_guard lock(local_mem_mutex_);
     if (bytes <= allowed_local_mem_) return;
     CudaContextScope scope(context_->context(device_idx_), context_->description(device_idx_));
-    SKEIN_CU_CHECK(cuFuncSetAttribute,
-                   (function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    static_cast<int>(bytes)),
-                   context_->description(device_idx_));
+    SKEIN_CU_CHECK(
+        cuFuncSetAttribute,
+        (function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+        context_->description(device_idx_));
     allowed_local_mem_ = bytes;
   }
 
@@ -160,8 +160,8 @@ class CudaKernelAdapter final : public KernelAdapter {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
     CUgraphNode node = nullptr;
-    LaunchDims dims;                 // the geometry the executable graph holds
-    std::vector<std::byte> params;   // the parameter bytes it holds, at graph_param_offsets_
+    LaunchDims dims;                // the geometry the executable graph holds
+    std::vector<std::byte> params;  // the parameter bytes it holds, at graph_param_offsets_
   };
 
   static void drop(Graph& g) noexcept {
@@ -273,7 +273,7 @@ class CudaKernelAdapter final : public KernelAdapter {
   bool graphs_usable_ = false;
   std::vector<std::size_t> graph_param_offsets_;
   std::size_t graph_param_bytes_ = 0;
-  std::mutex graphs_mutex_;  // one launch through the graphs at a time
+  std::mutex graphs_mutex_;      // one launch through the graphs at a time
   std::array<Graph, 4> graphs_;  // by stream; last_use 0: unused
   std::uint64_t graph_clock_ = 0;
 };
@@ -285,10 +285,8 @@ bool refused_image(CUresult result) {
     case CUDA_ERROR_INVALID_IMAGE:
     case CUDA_ERROR_INVALID_PTX:
     case CUDA_ERROR_INVALID_SOURCE:
-    case CUDA_ERROR_NO_BINARY_FOR_GPU:
-      return true;
-    default:
-      return false;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: return true;
+    default: return false;
   }
 }
 
@@ -349,8 +347,7 @@ class CudaProgramAdapter final : public ProgramAdapter {
     SKEIN_CU_CHECK(cuModuleGetGlobal, (&symbol, &symbol_size, module_, name.c_str()), where());
     if (symbol_size != size) {
       throw LogicError(ErrorInfo{
-          .what = fmt::format("constant '{}' has {} bytes, {} were given", name, symbol_size,
-                              size),
+          .what = fmt::format("constant '{}' has {} bytes, {} were given", name, symbol_size, size),
           .call = "Program::set_constant_array",
           .device = where(),
           .location = SKEIN_HERE});
@@ -399,9 +396,8 @@ CompiledBinary CudaContextAdapter::compile(std::size_t device_idx, const std::st
   nvrtcProgram program = nullptr;
   SKEIN_NVRTC_CHECK(nvrtcCreateProgram,
                     (&program, source.c_str(), name.c_str(), 0, nullptr, nullptr), where);
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&program, [](nvrtcProgram* p) {
-    nvrtcDestroyProgram(p);
-  });
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(
+      &program, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
   const nvrtcResult result =

@@ -31,7 +31,8 @@ class CudaQueueAdapter final : public QueueAdapter {
   ~CudaQueueAdapter() override {
     // Work still pending completes; the driver frees the stream afterwards.
     CudaContextScope scope(cu_context(), CudaContextScope::NoThrow{});
-    if (marker_) report_cuda_cleanup_failure(cu().cuEventDestroy(marker_), "cuEventDestroy", device());
+    if (marker_)
+      report_cuda_cleanup_failure(cu().cuEventDestroy(marker_), "cuEventDestroy", device());
     if (owned_) {
       report_cuda_cleanup_failure(cu().cuStreamDestroy(stream_), "cuStreamDestroy", device());
     }
@@ -69,8 +70,7 @@ class CudaQueueAdapter final : public QueueAdapter {
       // otherwise.
       SKEIN_CU_CHECK(cuMemcpyPeerAsync,
                      (address(dst, dst_offset), context_->context(dst.device_idx()),
-                      address(src, src_offset), context_->context(src.device_idx()), size,
-                      stream_),
+                      address(src, src_offset), context_->context(src.device_idx()), size, stream_),
                      device() + " (copy from " + context_->description(src.device_idx()) + ")");
     }
   }
@@ -252,10 +252,10 @@ class CudaQueueAdapter final : public QueueAdapter {
   std::shared_ptr<CudaContextAdapter> context_;
   std::size_t device_idx_;
   CUstream stream_ = nullptr;
-  bool owned_ = true;         // false for the application's stream
-  CUevent marker_ = nullptr;  // for wait_for_queue(), created on first use
+  bool owned_ = true;                      // false for the application's stream
+  CUevent marker_ = nullptr;               // for wait_for_queue(), created on first use
   std::atomic<std::size_t> max_pitch_{0};  // CU_DEVICE_ATTRIBUTE_MAX_PITCH, read on first use
-  std::mutex marker_mutex_;    // guards marker_ and its record-and-wait
+  std::mutex marker_mutex_;                // guards marker_ and its record-and-wait
 };
 
 }  // namespace

@@ -32,8 +32,7 @@ class OclApi final : public ApiAdapter, public std::enable_shared_from_this<OclA
   std::vector<std::shared_ptr<PlatformAdapter>> platforms_;
 };
 
-class OclPlatform final : public PlatformAdapter,
-                          public std::enable_shared_from_this<OclPlatform> {
+class OclPlatform final : public PlatformAdapter, public std::enable_shared_from_this<OclPlatform> {
  public:
   OclPlatform(std::shared_ptr<ApiAdapter> api, cl_platform_id id, std::size_t index);
   std::shared_ptr<ApiAdapter> api() const override { return api_; }
@@ -71,7 +70,8 @@ class OclDevice final : public DeviceAdapter {
 
 class OclEvent final : public EventAdapter {
  public:
-  explicit OclEvent(cl_event event, std::string device) : event_(event), device_(std::move(device)) {}
+  explicit OclEvent(cl_event event, std::string device)
+      : event_(event), device_(std::move(device)) {}
   ~OclEvent() override;
   void wait() override;
   bool query() override;
@@ -100,8 +100,8 @@ class OclBuffer final : public BufferAdapter {
   // requires: LogicError otherwise). `align` is the device's base_address_align; `kernel` and
   // `argument` (its index) say which kernel argument it is, for the error (formatted only then:
   // this is on every launch's path).
-  cl_mem at(std::size_t offset, std::size_t align, const std::string& device, const std::string& kernel,
-            std::size_t argument) const;
+  cl_mem at(std::size_t offset, std::size_t align, const std::string& device,
+            const std::string& kernel, std::size_t argument) const;
 
  private:
   cl_mem mem_;  // null for an empty buffer (OpenCL has no zero-size buffers)
@@ -149,8 +149,8 @@ class OclQueue final : public QueueAdapter {
              bool blocking) override;
   void read(void* dst, BufferAdapter& src, std::size_t src_offset, std::size_t size,
             bool blocking) override;
-  void copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src,
-            std::size_t src_offset, std::size_t size) override;
+  void copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src, std::size_t src_offset,
+            std::size_t size) override;
   void fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t size) override;
   bool write_rect(BufferAdapter& dst, const void* src, const RectRegion& region,
                   bool blocking) override;
@@ -180,11 +180,12 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) override;
   QueuePriorityRange queue_priority_range(std::size_t) override { return {}; }
   std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
-  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size, HostMemoryFlags flags) override;
+  std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size,
+                                                   HostMemoryFlags flags) override;
   std::shared_ptr<HostBufferAdapter> register_host(void* data, std::size_t size,
                                                    HostMemoryFlags flags) override;
-  std::shared_ptr<BufferAdapter> mapped_device_buffer(const std::shared_ptr<HostBufferAdapter>& host,
-                                                      std::size_t device_idx) override;
+  std::shared_ptr<BufferAdapter> mapped_device_buffer(
+      const std::shared_ptr<HostBufferAdapter>& host, std::size_t device_idx) override;
   MemoryInfo memory_info(std::size_t device_idx) override;
   // Managed memory and IPC handles are CUDA's: all raise LogicError saying what to use instead.
   std::shared_ptr<BufferAdapter> allocate_managed(std::size_t device_idx, std::size_t size,
@@ -219,8 +220,7 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   std::optional<RewrittenSource> rewrite_source(std::string_view source,
                                                 bool prelude) const override;
   CompiledBinary compile(std::size_t device_idx, const std::string& source,
-                         const std::vector<std::string>& options,
-                         const std::string& name) override;
+                         const std::vector<std::string>& options, const std::string& name) override;
   std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
                                        const std::vector<std::string>& options) override;
   std::shared_ptr<ProgramAdapter> build(std::size_t device_idx, const std::string& source,

@@ -39,8 +39,6 @@ const std::vector<std::shared_ptr<PlatformAdapter>>& OclApi::platforms() {
 
 }  // namespace opencl
 
-std::shared_ptr<ApiAdapter> make_opencl_api_adapter() {
-  return std::make_shared<opencl::OclApi>();
-}
+std::shared_ptr<ApiAdapter> make_opencl_api_adapter() { return std::make_shared<opencl::OclApi>(); }
 
 }  // namespace skein::detail

@@ -78,8 +78,9 @@ const char* clblast_status_name(clblast::StatusCode status) {
     case S::kOpenCLOutOfResources:
     case S::kOpenCLOutOfHostMemory:
     case S::kInsufficientMemoryTemp:
-      info.hint = "CLBlast ran out of device or host memory: free device memory (drop unused "
-                  "buffers and arrays) or use smaller sizes.";
+      info.hint =
+          "CLBlast ran out of device or host memory: free device memory (drop unused "
+          "buffers and arrays) or use smaller sizes.";
       throw MemoryError(info, 0, 0);
     case S::kNoDoublePrecision:
       info.hint = "This device has no float64: use float32, or a device with double precision.";
@@ -88,22 +89,38 @@ const char* clblast_status_name(clblast::StatusCode status) {
     case S::kOpenCLBuildProgramFailure:
     case S::kInvalidLocalMemUsage:
     case S::kDatabaseError:
-      info.hint = "CLBlast could not build its kernels for this device; check the OpenCL "
-                  "driver (clinfo) and CLBlast's support for the device.";
+      info.hint =
+          "CLBlast could not build its kernels for this device; check the OpenCL "
+          "driver (clinfo) and CLBlast's support for the device.";
       throw RuntimeError(info);
     case S::kNotImplemented:
       info.hint = "CLBlast does not implement this for the device.";
       throw RuntimeError(info);
-    case S::kInvalidMatrixA: case S::kInvalidMatrixB: case S::kInvalidMatrixC:
-    case S::kInvalidVectorX: case S::kInvalidVectorY: case S::kInvalidDimension:
-    case S::kInvalidLeadDimA: case S::kInvalidLeadDimB: case S::kInvalidLeadDimC:
-    case S::kInvalidIncrementX: case S::kInvalidIncrementY:
-    case S::kInsufficientMemoryA: case S::kInsufficientMemoryB: case S::kInsufficientMemoryC:
-    case S::kInsufficientMemoryX: case S::kInsufficientMemoryY:
-    case S::kInvalidBatchCount: case S::kInvalidVectorScalar: case S::kInsufficientMemoryScalar:
-    case S::kInvalidValue: case S::kInvalidMemObject: case S::kInvalidCommandQueue:
-      info.hint = "Skein checks the arguments before calling CLBlast, so this is a bug in Skein: "
-                  "please report it with this message.";
+    case S::kInvalidMatrixA:
+    case S::kInvalidMatrixB:
+    case S::kInvalidMatrixC:
+    case S::kInvalidVectorX:
+    case S::kInvalidVectorY:
+    case S::kInvalidDimension:
+    case S::kInvalidLeadDimA:
+    case S::kInvalidLeadDimB:
+    case S::kInvalidLeadDimC:
+    case S::kInvalidIncrementX:
+    case S::kInvalidIncrementY:
+    case S::kInsufficientMemoryA:
+    case S::kInsufficientMemoryB:
+    case S::kInsufficientMemoryC:
+    case S::kInsufficientMemoryX:
+    case S::kInsufficientMemoryY:
+    case S::kInvalidBatchCount:
+    case S::kInvalidVectorScalar:
+    case S::kInsufficientMemoryScalar:
+    case S::kInvalidValue:
+    case S::kInvalidMemObject:
+    case S::kInvalidCommandQueue:
+      info.hint =
+          "Skein checks the arguments before calling CLBlast, so this is a bug in Skein: "
+          "please report it with this message.";
       throw LogicError(info);
     default:
       info.hint = "See CLBlast's documentation of this routine and status code.";
@@ -120,15 +137,15 @@ const char* clblast_status_name(clblast::StatusCode status) {
 // on failure.
 // `routine` is a template's name and `arguments` its parenthesised call: no parentheses to add.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define SKEIN_CLBLAST_CHECK(routine, arguments, device)                                         \
-  do {                                                                                          \
-    const ::clblast::StatusCode skein_clblast_status_ = ::clblast::routine<T> arguments;        \
-    if (skein_clblast_status_ != ::clblast::StatusCode::kSuccess) [[unlikely]] {                \
-      ::skein::detail::opencl::throw_clblast_error(                                             \
-          skein_clblast_status_,                                                                \
-          std::string("clblast::" #routine) + (sizeof(T) == 4 ? "<float>" : "<double>"),        \
-          (device), SKEIN_HERE);                                                                \
-    }                                                                                           \
+#define SKEIN_CLBLAST_CHECK(routine, arguments, device)                                            \
+  do {                                                                                             \
+    const ::clblast::StatusCode skein_clblast_status_ = ::clblast::routine<T> arguments;           \
+    if (skein_clblast_status_ != ::clblast::StatusCode::kSuccess) [[unlikely]] {                   \
+      ::skein::detail::opencl::throw_clblast_error(                                                \
+          skein_clblast_status_,                                                                   \
+          std::string("clblast::" #routine) + (sizeof(T) == 4 ? "<float>" : "<double>"), (device), \
+          SKEIN_HERE);                                                                             \
+    }                                                                                              \
   } while (false)
 // NOLINTEND(bugprone-macro-parentheses)
 
@@ -250,11 +267,11 @@ class OclBlas final : public BlasAdapter {
   void dot_t(QueueAdapter& queue, std::size_t n, const BlasVector& x, const BlasVector& y,
              const BlasResult& result) {
     with_result<T>(queue, result, [&](cl_command_queue q, cl_mem out, std::size_t out_offset) {
-      SKEIN_CLBLAST_CHECK(Dot,
-                          (n, out, out_offset, mem_of(x.memory), elements<T>(x.memory),
-                           as_size(x.inc), mem_of(y.memory), elements<T>(y.memory),
-                           as_size(y.inc), &q, nullptr),
-                          device(queue));
+      SKEIN_CLBLAST_CHECK(
+          Dot,
+          (n, out, out_offset, mem_of(x.memory), elements<T>(x.memory), as_size(x.inc),
+           mem_of(y.memory), elements<T>(y.memory), as_size(y.inc), &q, nullptr),
+          device(queue));
     });
   }
 
@@ -272,11 +289,11 @@ class OclBlas final : public BlasAdapter {
   void axpy_t(QueueAdapter& queue, std::size_t n, double alpha, const BlasVector& x,
               const BlasVector& y) {
     cl_command_queue q = static_cast<OclQueue&>(queue).get();
-    SKEIN_CLBLAST_CHECK(Axpy,
-                        (n, static_cast<T>(alpha), mem_of(x.memory), elements<T>(x.memory),
-                         as_size(x.inc), mem_of(y.memory), elements<T>(y.memory), as_size(y.inc),
-                         &q, nullptr),
-                        device(queue));
+    SKEIN_CLBLAST_CHECK(
+        Axpy,
+        (n, static_cast<T>(alpha), mem_of(x.memory), elements<T>(x.memory), as_size(x.inc),
+         mem_of(y.memory), elements<T>(y.memory), as_size(y.inc), &q, nullptr),
+        device(queue));
   }
 
   template <class T>
@@ -304,8 +321,8 @@ class OclBlas final : public BlasAdapter {
     cl_command_queue q = static_cast<OclQueue&>(queue).get();
     const cl_uchar zero = 0;
     if (y.inc == 1) {
-      SKEIN_CL_CHECK(clEnqueueFillBuffer(q, mem_of(y.memory), &zero, sizeof(zero),
-                                         y.memory.offset, n * sizeof(T), 0, nullptr, nullptr),
+      SKEIN_CL_CHECK(clEnqueueFillBuffer(q, mem_of(y.memory), &zero, sizeof(zero), y.memory.offset,
+                                         n * sizeof(T), 0, nullptr, nullptr),
                      device(queue));
       return;
     }
@@ -325,11 +342,10 @@ class OclBlas final : public BlasAdapter {
     if (beta == 0) clear<T>(queue, trans == BlasOp::n ? m : n, y);
     cl_command_queue q = static_cast<OclQueue&>(queue).get();
     SKEIN_CLBLAST_CHECK(Gemv,
-                        (clblast::Layout::kColMajor, clblast_op(trans), m, n,
-                         static_cast<T>(alpha), mem_of(a.memory), elements<T>(a.memory),
-                         as_size(a.ld), mem_of(x.memory), elements<T>(x.memory), as_size(x.inc),
-                         static_cast<T>(beta), mem_of(y.memory), elements<T>(y.memory),
-                         as_size(y.inc), &q, nullptr),
+                        (clblast::Layout::kColMajor, clblast_op(trans), m, n, static_cast<T>(alpha),
+                         mem_of(a.memory), elements<T>(a.memory), as_size(a.ld), mem_of(x.memory),
+                         elements<T>(x.memory), as_size(x.inc), static_cast<T>(beta),
+                         mem_of(y.memory), elements<T>(y.memory), as_size(y.inc), &q, nullptr),
                         device(queue));
   }
 
@@ -337,12 +353,12 @@ class OclBlas final : public BlasAdapter {
   void ger_t(QueueAdapter& queue, std::size_t m, std::size_t n, double alpha, const BlasVector& x,
              const BlasVector& y, const BlasMatrix& a) {
     cl_command_queue q = static_cast<OclQueue&>(queue).get();
-    SKEIN_CLBLAST_CHECK(Ger,
-                        (clblast::Layout::kColMajor, m, n, static_cast<T>(alpha),
-                         mem_of(x.memory), elements<T>(x.memory), as_size(x.inc),
-                         mem_of(y.memory), elements<T>(y.memory), as_size(y.inc),
-                         mem_of(a.memory), elements<T>(a.memory), as_size(a.ld), &q, nullptr),
-                        device(queue));
+    SKEIN_CLBLAST_CHECK(
+        Ger,
+        (clblast::Layout::kColMajor, m, n, static_cast<T>(alpha), mem_of(x.memory),
+         elements<T>(x.memory), as_size(x.inc), mem_of(y.memory), elements<T>(y.memory),
+         as_size(y.inc), mem_of(a.memory), elements<T>(a.memory), as_size(a.ld), &q, nullptr),
+        device(queue));
   }
 
   // CLBlast's gemm kernels store alpha * AB alone when beta == 0, so C is not read (tested with
@@ -353,23 +369,22 @@ class OclBlas final : public BlasAdapter {
     if (batched) {
       SKEIN_CLBLAST_CHECK(
           GemmStridedBatched,
-          (clblast::Layout::kColMajor, clblast_op(g.trans_a), clblast_op(g.trans_b), g.m, g.n,
-           g.k, static_cast<T>(g.alpha), mem_of(g.a.memory), elements<T>(g.a.memory),
-           as_size(g.a.ld), as_size(g.a.batch_stride), mem_of(g.b.memory),
-           elements<T>(g.b.memory), as_size(g.b.ld), as_size(g.b.batch_stride),
-           static_cast<T>(g.beta), mem_of(g.c.memory), elements<T>(g.c.memory), as_size(g.c.ld),
-           as_size(g.c.batch_stride), g.batch, &q, nullptr),
+          (clblast::Layout::kColMajor, clblast_op(g.trans_a), clblast_op(g.trans_b), g.m, g.n, g.k,
+           static_cast<T>(g.alpha), mem_of(g.a.memory), elements<T>(g.a.memory), as_size(g.a.ld),
+           as_size(g.a.batch_stride), mem_of(g.b.memory), elements<T>(g.b.memory), as_size(g.b.ld),
+           as_size(g.b.batch_stride), static_cast<T>(g.beta), mem_of(g.c.memory),
+           elements<T>(g.c.memory), as_size(g.c.ld), as_size(g.c.batch_stride), g.batch, &q,
+           nullptr),
           device(queue));
       return;
     }
-    SKEIN_CLBLAST_CHECK(Gemm,
-                        (clblast::Layout::kColMajor, clblast_op(g.trans_a),
-                         clblast_op(g.trans_b), g.m, g.n, g.k, static_cast<T>(g.alpha),
-                         mem_of(g.a.memory), elements<T>(g.a.memory), as_size(g.a.ld),
-                         mem_of(g.b.memory), elements<T>(g.b.memory), as_size(g.b.ld),
-                         static_cast<T>(g.beta), mem_of(g.c.memory), elements<T>(g.c.memory),
-                         as_size(g.c.ld), &q, nullptr, nullptr),
-                        device(queue));
+    SKEIN_CLBLAST_CHECK(
+        Gemm,
+        (clblast::Layout::kColMajor, clblast_op(g.trans_a), clblast_op(g.trans_b), g.m, g.n, g.k,
+         static_cast<T>(g.alpha), mem_of(g.a.memory), elements<T>(g.a.memory), as_size(g.a.ld),
+         mem_of(g.b.memory), elements<T>(g.b.memory), as_size(g.b.ld), static_cast<T>(g.beta),
+         mem_of(g.c.memory), elements<T>(g.c.memory), as_size(g.c.ld), &q, nullptr, nullptr),
+        device(queue));
   }
 
   std::shared_ptr<OclContext> context_;
@@ -410,10 +425,10 @@ constexpr const char* kNoClblast =
 std::string opencl_blas_unavailable_reason() { return kNoClblast; }
 
 std::shared_ptr<BlasAdapter> make_opencl_blas(const std::shared_ptr<ContextAdapter>&) {
-  raise<ApiUnavailableError>(ErrorInfo{.what = std::string("BLAS on OpenCL is not available: ") +
-                                               kNoClblast,
-                                       .call = "skein::blas",
-                                       .location = SKEIN_HERE});
+  raise<ApiUnavailableError>(
+      ErrorInfo{.what = std::string("BLAS on OpenCL is not available: ") + kNoClblast,
+                .call = "skein::blas",
+                .location = SKEIN_HERE});
 }
 
 }  // namespace skein::detail

@@ -44,8 +44,8 @@ cl_mem OclBuffer::at(std::size_t offset, std::size_t align, const std::string& d
   }
   cl_buffer_region region{offset, size_ - offset};
   cl_int err = CL_SUCCESS;
-  cl_mem sub = clCreateSubBuffer(mem_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                                 &err);
+  cl_mem sub =
+      clCreateSubBuffer(mem_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
   SKEIN_CL_CHECK(err, device);
   sub_buffers_.emplace_back(offset, sub);
   return sub;

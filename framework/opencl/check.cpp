@@ -80,8 +80,7 @@ std::string hint_for(cl_int code) {
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
     case CL_OUT_OF_RESOURCES:
     case CL_OUT_OF_HOST_MEMORY:
-    case CL_INVALID_BUFFER_SIZE:
-      return "Use smaller buffers or fewer at a time.";
+    case CL_INVALID_BUFFER_SIZE: return "Use smaller buffers or fewer at a time.";
     case CL_MISALIGNED_SUB_BUFFER_OFFSET:
       return "Align sub-region origins to the device's base_address_align.";
     case -1001:
@@ -108,8 +107,7 @@ void raise_error(cl_int code, const char* call, std::string device, std::string 
   switch (code) {
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
     case CL_OUT_OF_HOST_MEMORY:
-    case CL_INVALID_BUFFER_SIZE:
-      throw MemoryError(info, 0, 0);
+    case CL_INVALID_BUFFER_SIZE: throw MemoryError(info, 0, 0);
     case CL_INVALID_VALUE:
     case CL_INVALID_MEM_OBJECT:
     case CL_INVALID_CONTEXT:
@@ -120,16 +118,13 @@ void raise_error(cl_int code, const char* call, std::string device, std::string 
     case CL_INVALID_ARG_VALUE:
     case CL_INVALID_ARG_INDEX:
     case CL_INVALID_KERNEL_ARGS:
-    case CL_INVALID_KERNEL_NAME:
-      throw LogicError(info);
+    case CL_INVALID_KERNEL_NAME: throw LogicError(info);
     case CL_OUT_OF_RESOURCES:
     case CL_INVALID_WORK_GROUP_SIZE:
     case CL_INVALID_WORK_ITEM_SIZE:
     case CL_INVALID_GLOBAL_WORK_SIZE:
-    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
-      throw LaunchError(info);
-    default:
-      throw RuntimeError(info);
+    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: throw LaunchError(info);
+    default: throw RuntimeError(info);
   }
 }
 

@@ -16,20 +16,20 @@ const char* error_name(cl_int code);
 
 }  // namespace skein::detail::opencl
 
-#define SKEIN_CL_CHECK(expr, device)                                                        \
-  do {                                                                                      \
-    const cl_int skein_cl_err_ = (expr);                                                    \
-    if (skein_cl_err_ != CL_SUCCESS) {                                                      \
-      ::skein::detail::opencl::raise_error(skein_cl_err_, #expr, (device), SKEIN_HERE);     \
-    }                                                                                       \
+#define SKEIN_CL_CHECK(expr, device)                                                    \
+  do {                                                                                  \
+    const cl_int skein_cl_err_ = (expr);                                                \
+    if (skein_cl_err_ != CL_SUCCESS) {                                                  \
+      ::skein::detail::opencl::raise_error(skein_cl_err_, #expr, (device), SKEIN_HERE); \
+    }                                                                                   \
   } while (0)
 
 // The same for a result kept in a variable (the clCreate* calls return their object and put the
 // error in an out parameter): `call` names the call in the message, not the variable.
-#define SKEIN_CL_CHECK_RESULT(result, call, device)                                        \
-  do {                                                                                      \
-    const cl_int skein_cl_err_ = (result);                                                  \
-    if (skein_cl_err_ != CL_SUCCESS) {                                                      \
-      ::skein::detail::opencl::raise_error(skein_cl_err_, (call), (device), SKEIN_HERE);    \
-    }                                                                                       \
+#define SKEIN_CL_CHECK_RESULT(result, call, device)                                      \
+  do {                                                                                   \
+    const cl_int skein_cl_err_ = (result);                                               \
+    if (skein_cl_err_ != CL_SUCCESS) {                                                   \
+      ::skein::detail::opencl::raise_error(skein_cl_err_, (call), (device), SKEIN_HERE); \
+    }                                                                                    \
   } while (0)

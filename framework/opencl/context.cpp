@@ -47,8 +47,8 @@ MemoryInfo OclContext::memory_info(std::size_t device_idx) {
   // buffers hold now (documented as an estimate in skein/driver.hpp and the guide).
   const std::size_t total = devices_.at(device_idx)->params().global_mem_size;
   const std::size_t used = allocated_[device_idx].load(std::memory_order_relaxed);
-  return MemoryInfo{.free = used < total ? total - used : 0, .total = total,
-                    .free_is_estimate = true};
+  return MemoryInfo{
+      .free = used < total ? total - used : 0, .total = total, .free_is_estimate = true};
 }
 
 namespace {
@@ -173,25 +173,23 @@ std::shared_ptr<BufferAdapter> OclContext::allocate(std::size_t device_idx, std:
   cl_mem mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
   if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
       err == CL_OUT_OF_HOST_MEMORY) {
-    throw MemoryError(
-        ErrorInfo{.what = fmt::format("cannot allocate {}", format_bytes(size)),
-                  .call = "clCreateBuffer",
-                  .code_name = error_name(err),
-                  .code = err,
-                  .has_code = true,
-                  .device = describe_device(device_idx),
-                  .hint = "Free other buffers, or use smaller ones.",
-                  .location = SKEIN_HERE},
-        size, params.global_mem_size);
+    throw MemoryError(ErrorInfo{.what = fmt::format("cannot allocate {}", format_bytes(size)),
+                                .call = "clCreateBuffer",
+                                .code_name = error_name(err),
+                                .code = err,
+                                .has_code = true,
+                                .device = describe_device(device_idx),
+                                .hint = "Free other buffers, or use smaller ones.",
+                                .location = SKEIN_HERE},
+                      size, params.global_mem_size);
   }
   SKEIN_CL_CHECK_RESULT(err, "clCreateBuffer", describe_device(device_idx));
   // Counted for memory_info() until the buffer is released.
   allocated_[device_idx] += size;
   try {
-    return std::make_shared<OclBuffer>(mem, size, device_idx,
-                                       [allocated = allocated_, device_idx, size] {
-                                         allocated[device_idx] -= size;
-                                       });
+    return std::make_shared<OclBuffer>(
+        mem, size, device_idx,
+        [allocated = allocated_, device_idx, size] { allocated[device_idx] -= size; });
   } catch (...) {
     allocated_[device_idx] -= size;
     clReleaseMemObject(mem);
@@ -293,8 +291,8 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
                                          reinterpret_cast<cl_context_properties>(platform), 0};
   cl_int err = CL_SUCCESS;
   opencl::IcdEnvironmentGuard keep_environment;
-  cl_context context = clCreateContext(props, static_cast<cl_uint>(ids.size()), ids.data(),
-                                       nullptr, nullptr, &err);
+  cl_context context =
+      clCreateContext(props, static_cast<cl_uint>(ids.size()), ids.data(), nullptr, nullptr, &err);
   SKEIN_CL_CHECK_RESULT(err, "clCreateContext", describe(*devices.front()));
   return std::make_shared<opencl::OclContext>(context, devices);
 }
@@ -309,8 +307,8 @@ std::shared_ptr<ContextAdapter> make_opencl_context(
 namespace skein::opencl {
 
 namespace {
-std::vector<std::shared_ptr<detail::DeviceAdapter>> adapters_for(
-    std::span<const cl_device_id> ids, const char* call) {
+std::vector<std::shared_ptr<detail::DeviceAdapter>> adapters_for(std::span<const cl_device_id> ids,
+                                                                 const char* call) {
   std::vector<std::shared_ptr<detail::DeviceAdapter>> result;
   auto api = detail::api_adapter(ApiId::opencl);
   for (cl_device_id id : ids) {
@@ -321,7 +319,8 @@ std::vector<std::shared_ptr<detail::DeviceAdapter>> adapters_for(
       }
     }
     if (!found) {
-      detail::raise_in(SKEIN_HERE, call, "Pass devices from clGetDeviceIDs of an installed platform.",
+      detail::raise_in(SKEIN_HERE, call,
+                       "Pass devices from clGetDeviceIDs of an installed platform.",
                        "cl_device_id {} is not a device of any OpenCL platform",
                        fmt::ptr(static_cast<void*>(id)));
     }
@@ -350,7 +349,8 @@ Context context_from_backend_devices(std::span<const cl_device_id> devices) {
 }
 
 namespace {
-std::shared_ptr<detail::opencl::OclContext> ocl_context_of(const Context& context, const char* call) {
+std::shared_ptr<detail::opencl::OclContext> ocl_context_of(const Context& context,
+                                                           const char* call) {
   if (context.api().id() != ApiId::opencl) {
     detail::raise_in(SKEIN_HERE, call, "Use skein::opencl functions only with OpenCL objects.",
                      "the context belongs to {}, not OpenCL", name(context.api().id()));
@@ -366,9 +366,10 @@ Buffer buffer_from_native(const Context& context, std::size_t device_idx, cl_mem
   detail::check_device_idx(context, device_idx, call);
   const std::string where = ocl->describe_device(device_idx);
   if (size == 0) {
-    return Buffer(context,
-                  std::make_shared<detail::opencl::OclBuffer>(nullptr, 0, device_idx, std::move(deleter)),
-                  device_idx, 0, 0);
+    return Buffer(
+        context,
+        std::make_shared<detail::opencl::OclBuffer>(nullptr, 0, device_idx, std::move(deleter)),
+        device_idx, 0, 0);
   }
   if (mem == nullptr) {
     detail::raise_in(SKEIN_HERE, call, "Pass the cl_mem of a buffer.",
@@ -397,9 +398,10 @@ Buffer buffer_from_native(const Context& context, std::size_t device_idx, cl_mem
   }
   // Skein's own reference, released with the last Buffer over it; the application keeps its own.
   SKEIN_CL_CHECK(clRetainMemObject(mem), where);
-  return Buffer(context,
-                std::make_shared<detail::opencl::OclBuffer>(mem, size, device_idx, std::move(deleter)),
-                device_idx, 0, size);
+  return Buffer(
+      context,
+      std::make_shared<detail::opencl::OclBuffer>(mem, size, device_idx, std::move(deleter)),
+      device_idx, 0, size);
 }
 
 Queue queue_from_native(const Context& context, std::vector<std::size_t> device_idxs,
@@ -427,9 +429,8 @@ Queue queue_from_native(const Context& context, std::vector<std::size_t> device_
                        "{}: command queue {} is not a valid command queue", where, i);
     }
     // NOLINTNEXTLINE(bugprone-sizeof-expression): a cl_device_id is a pointer by the API
-    SKEIN_CL_CHECK(clGetCommandQueueInfo(queues[i], CL_QUEUE_DEVICE, sizeof(device), &device,
-                                         nullptr),
-                   where);
+    SKEIN_CL_CHECK(
+        clGetCommandQueueInfo(queues[i], CL_QUEUE_DEVICE, sizeof(device), &device, nullptr), where);
     SKEIN_CL_CHECK(clGetCommandQueueInfo(queues[i], CL_QUEUE_PROPERTIES, sizeof(properties),
                                          &properties, nullptr),
                    where);

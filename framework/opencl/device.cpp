@@ -30,8 +30,8 @@ std::vector<NameVersion> name_versions(cl_device_id id, cl_device_info what) {
   std::size_t size = 0;
   if (clGetDeviceInfo(id, what, 0, nullptr, &size) != CL_SUCCESS) return {};
   std::vector<NameVersion> out(size / sizeof(NameVersion));
-  if (out.empty() ||
-      clGetDeviceInfo(id, what, out.size() * sizeof(NameVersion), out.data(), nullptr) != CL_SUCCESS) {
+  if (out.empty() || clGetDeviceInfo(id, what, out.size() * sizeof(NameVersion), out.data(),
+                                     nullptr) != CL_SUCCESS) {
     return {};
   }
   return out;
@@ -52,7 +52,8 @@ void read_opencl_c(cl_device_id id, DeviceParameters& p) {
   std::vector<std::pair<int, int>> versions;
   if (version_after(device_string(id, CL_DEVICE_VERSION), "OpenCL ") >= std::pair{3, 0}) {
     for (const auto& v : name_versions(id, SKEIN_CL_DEVICE_OPENCL_C_ALL_VERSIONS)) {
-      versions.emplace_back(static_cast<int>(v.version >> 22), static_cast<int>((v.version >> 12) & 0x3ff));
+      versions.emplace_back(static_cast<int>(v.version >> 22),
+                            static_cast<int>((v.version >> 12) & 0x3ff));
     }
     for (const auto& f : name_versions(id, SKEIN_CL_DEVICE_OPENCL_C_FEATURES)) {
       p.opencl_c_features.emplace_back(f.name, std::find(f.name, f.name + sizeof(f.name), '\0'));
@@ -100,7 +101,8 @@ OclDevice::OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id,
   const cl_uint address_bits = device_value<cl_uint>(id, CL_DEVICE_ADDRESS_BITS);
   const std::size_t max_global = address_bits >= 64 ? std::numeric_limits<std::size_t>::max()
                                                     : (std::size_t{1} << address_bits) - 1;
-  for (std::size_t s : p.max_local_sizes) p.max_num_groups.push_back(max_global / std::max<std::size_t>(s, 1));
+  for (std::size_t s : p.max_local_sizes)
+    p.max_num_groups.push_back(max_global / std::max<std::size_t>(s, 1));
 
   const bool nvidia = has_extension(extensions, "cl_nv_device_attribute_query");
   if (nvidia) {

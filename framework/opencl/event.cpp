@@ -10,9 +10,9 @@ void OclEvent::wait() { SKEIN_CL_CHECK(clWaitForEvents(1, &event_), device_); }
 
 bool OclEvent::query() {
   cl_int status = CL_COMPLETE;
-  SKEIN_CL_CHECK(clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
-                                nullptr),
-                 device_);
+  SKEIN_CL_CHECK(
+      clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr),
+      device_);
   if (status < 0) raise_error(status, "the event's command", device_, SKEIN_HERE);
   return status == CL_COMPLETE;
 }
@@ -22,9 +22,9 @@ double OclEvent::time_since(EventAdapter& start) {
   wait();
   begin.wait();
   cl_ulong t0 = 0, t1 = 0;
-  SKEIN_CL_CHECK(clGetEventProfilingInfo(begin.event_, CL_PROFILING_COMMAND_END, sizeof(t0), &t0,
-                                         nullptr),
-                 device_);
+  SKEIN_CL_CHECK(
+      clGetEventProfilingInfo(begin.event_, CL_PROFILING_COMMAND_END, sizeof(t0), &t0, nullptr),
+      device_);
   SKEIN_CL_CHECK(
       clGetEventProfilingInfo(event_, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr), device_);
   return (static_cast<double>(t1) - static_cast<double>(t0)) * 1e-6;

@@ -295,8 +295,8 @@ class Parser {
     }
     // `()` or `(void)`: no parameters.
     const auto [first, last] = params[0];
-    const bool none = params.size() == 1 &&
-                      (first == last || (last == first + 1 && text(first) == "void"));
+    const bool none =
+        params.size() == 1 && (first == last || (last == first + 1 && text(first) == "void"));
     for (std::size_t p = 0; !none && site.understood && p < params.size(); ++p) {
       site.understood = parameter(params[p].first, params[p].second, p + 1 == params.size(), site);
     }
@@ -369,8 +369,8 @@ void add_edits(const Site& site, std::vector<Edit>& edits) {
     edits.emplace_back(v.name_begin, v.name_end - v.name_begin,
                        std::string(kBase) + v.name + ", ulong " + std::string(kOffset) + v.name);
     prologue += " " + v.prefix + "* " + v.qualifiers + v.name + " = (" + v.prefix +
-                "*)((__global char*)" + std::string(kBase) + v.name + " + " +
-                std::string(kOffset) + v.name + ");";
+                "*)((__global char*)" + std::string(kBase) + v.name + " + " + std::string(kOffset) +
+                v.name + ");";
   }
   if (site.body) edits.emplace_back(*site.body, 0, std::move(prologue));
 }
@@ -397,9 +397,8 @@ std::optional<RewrittenSource> rewrite_view_offsets(std::string_view source, boo
     add_edits(site, edits);
   }
   if (edits.empty()) return std::nullopt;
-  std::sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) {
-    return std::get<0>(a) < std::get<0>(b);
-  });
+  std::sort(edits.begin(), edits.end(),
+            [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   std::size_t from = 0;  // what of the source is copied so far
   for (const auto& [at, erase, insert] : edits) {
     out.source.append(source.substr(from, at - from)).append(insert);

@@ -43,7 +43,7 @@ std::string build_log(cl_program program, cl_device_id device) {
 // reports them); 0 for a type not listed here (then only the driver checks the size).
 std::size_t scalar_size(std::string type) {
   static const std::map<std::string, std::size_t> sizes{
-      {"char", 1},  {"uchar", 1},  {"unsigned char", 1}, {"bool", 1},
+      {"char", 1},  {"uchar", 1},  {"unsigned char", 1},  {"bool", 1},
       {"short", 2}, {"ushort", 2}, {"unsigned short", 2}, {"half", 2},
       {"int", 4},   {"uint", 4},   {"unsigned int", 4},   {"float", 4},
       {"long", 8},  {"ulong", 8},  {"unsigned long", 8},  {"double", 8}};
@@ -111,9 +111,9 @@ class OclKernel final : public KernelAdapter {
     const cl_device_id dev = context_->device_id(device_idx);
     std::size_t wg = 0;
     cl_ulong local = 0, priv = 0;
-    SKEIN_CL_CHECK(clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg),
-                                            &wg, nullptr),
-                   device_);
+    SKEIN_CL_CHECK(
+        clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg), &wg, nullptr),
+        device_);
     SKEIN_CL_CHECK(clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(local),
                                             &local, nullptr),
                    device_);
@@ -143,8 +143,9 @@ class OclKernel final : public KernelAdapter {
     // its PreparedKernels and the shared built-in kernels all launch through this object).
     std::lock_guard lock(launch_mutex_);
     for (const cl_uint index : slots_.locals) {
-      SKEIN_CL_CHECK(clSetKernelArg(kernel_, index, std::max<std::size_t>(dims.local_mem, 1), nullptr),
-                     device_);
+      SKEIN_CL_CHECK(
+          clSetKernelArg(kernel_, index, std::max<std::size_t>(dims.local_mem, 1), nullptr),
+          device_);
     }
     for (std::size_t i = 0; i < args.size(); ++i) {
       const auto& arg = args[i];
@@ -154,7 +155,8 @@ class OclKernel final : public KernelAdapter {
       cl_ulong offset = 0;
       if (arg.kind == KernelArg::Kind::buffer) {
         const auto& buffer = *static_cast<const OclBuffer*>(arg.buffer);
-        const cl_mem mem = slot.view ? buffer.mem() : buffer.at(arg.offset, align_, device_, name_, i);
+        const cl_mem mem =
+            slot.view ? buffer.mem() : buffer.at(arg.offset, align_, device_, name_, i);
         if (slot.view) offset = arg.offset;
         SKEIN_CL_CHECK(clSetKernelArg(kernel_, slot.index, sizeof(cl_mem), &mem), device_);
       } else {
@@ -166,10 +168,10 @@ class OclKernel final : public KernelAdapter {
     }
     cl_event done = nullptr;
     TraceRange range(trace_);  // the kernel's name, registered once
-    SKEIN_CL_CHECK(clEnqueueNDRangeKernel(static_cast<OclQueue&>(queue).get(), kernel_, dims.dims,
-                                          nullptr, dims.global, dims.local, 0, nullptr,
-                                          event ? &done : nullptr),
-                   device_);
+    SKEIN_CL_CHECK(
+        clEnqueueNDRangeKernel(static_cast<OclQueue&>(queue).get(), kernel_, dims.dims, nullptr,
+                               dims.global, dims.local, 0, nullptr, event ? &done : nullptr),
+        device_);
     if (event) *event = std::make_shared<OclEvent>(done, device_);
   }
 
@@ -271,12 +273,12 @@ class OclProgram final : public ProgramAdapter {
 
   void set_constant(QueueAdapter&, const std::string& name, const void*, const BufferAdapter*,
                     std::size_t, std::size_t) override {
-    throw LogicError(ErrorInfo{
-        .what = fmt::format("constant arrays are a CUDA feature (array '{}')", name),
-        .call = "Program::set_constant_array",
-        .device = context_->describe_device(device_idx_),
-        .hint = "Pass the data as a CONSTANT_MEM_ARG kernel argument instead.",
-        .location = SKEIN_HERE});
+    throw LogicError(
+        ErrorInfo{.what = fmt::format("constant arrays are a CUDA feature (array '{}')", name),
+                  .call = "Program::set_constant_array",
+                  .device = context_->describe_device(device_idx_),
+                  .hint = "Pass the data as a CONSTANT_MEM_ARG kernel argument instead.",
+                  .location = SKEIN_HERE});
   }
 
  private:
@@ -304,13 +306,18 @@ std::vector<std::string> OclContext::default_options(std::size_t, bool fast_math
 std::vector<std::string> OclContext::compiler_identity(std::size_t device_idx) const {
   const cl_device_id dev = device_id(device_idx);
   const auto& params = devices_[device_idx]->params();
-  return {"opencl", params.name, params.vendor, params.driver_version,
-          device_string(dev, CL_DEVICE_VERSION), device_string(dev, CL_DEVICE_OPENCL_C_VERSION)};
+  return {"opencl",
+          params.name,
+          params.vendor,
+          params.driver_version,
+          device_string(dev, CL_DEVICE_VERSION),
+          device_string(dev, CL_DEVICE_OPENCL_C_VERSION)};
 }
 
 namespace {
 
-using ProgramHandle = std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)>;
+using ProgramHandle =
+    std::unique_ptr<std::remove_pointer_t<cl_program>, decltype(&clReleaseProgram)>;
 
 // `source` built for one device of the context, and the build log. Throws CompileError.
 ProgramHandle build_from_source(cl_context context, cl_device_id dev, const std::string& where,
@@ -361,8 +368,8 @@ CompiledBinary OclContext::compile(std::size_t device_idx, const std::string& so
     binaries[i].resize(sizes[i]);
     pointers[i] = binaries[i].data();
   }
-  SKEIN_CL_CHECK(clGetProgramInfo(program.get(), CL_PROGRAM_BINARIES,
-                                  ndev * sizeof(unsigned char*), pointers.data(), nullptr),
+  SKEIN_CL_CHECK(clGetProgramInfo(program.get(), CL_PROGRAM_BINARIES, ndev * sizeof(unsigned char*),
+                                  pointers.data(), nullptr),
                  where);
   // The spec puts our binary at our device's place in CL_PROGRAM_DEVICES. PoCL (3.1) puts the
   // binaries at the places of the devices in clBuildProgram's list instead: built for device 1 of
@@ -396,14 +403,13 @@ CompiledBinary OclContext::compile(std::size_t device_idx, const std::string& so
   return out;
 }
 
-std::shared_ptr<ProgramAdapter> OclContext::build(std::size_t device_idx,
-                                                  const std::string& source,
+std::shared_ptr<ProgramAdapter> OclContext::build(std::size_t device_idx, const std::string& source,
                                                   const std::vector<std::string>& options,
                                                   const std::string& name) {
   // The program the compiler built is used as it is: no binary is asked for.
   std::string log;
-  ProgramHandle program = build_from_source(context_, device_id(device_idx),
-                                            describe_device(device_idx), source, options, name, log);
+  ProgramHandle program = build_from_source(
+      context_, device_id(device_idx), describe_device(device_idx), source, options, name, log);
   return std::make_shared<OclProgram>(shared_from_this(), device_idx, program.release());
 }
 
@@ -440,8 +446,7 @@ std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
   const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
   const std::size_t size = binary.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-  cl_program program =
-      clCreateProgramWithBinary(context_, 1, &dev, &size, &data, &status, &err);
+  cl_program program = clCreateProgramWithBinary(context_, 1, &dev, &size, &data, &status, &err);
   // The binary's own verdict is the per-device status; err is CL_INVALID_BINARY with it.
   if (status == CL_INVALID_BINARY || err == CL_INVALID_BINARY) {
     if (program) clReleaseProgram(program);
@@ -453,7 +458,8 @@ std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
   if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BINARY) {
-    raise_invalid_binary("clBuildProgram (of a program binary)", err, where, build_log(program, dev));
+    raise_invalid_binary("clBuildProgram (of a program binary)", err, where,
+                         build_log(program, dev));
   }
   if (err != CL_SUCCESS) {
     raise_error(err, "clBuildProgram (of a program binary)", where + ": " + build_log(program, dev),

@@ -31,12 +31,12 @@ std::optional<ClRect> cl_rect(const RectRegion& r) {
     return std::nullopt;
   }
   ClRect c{.dst_origin = {0, 0, 0},
-            .src_origin = {0, 0, 0},
-            .region = {r.width, r.height, r.depth},
-            .dst_row_pitch = r.dst_row_pitch,
-            .dst_slice_pitch = r.depth == 1 ? r.height * r.dst_row_pitch : r.dst_slice_pitch,
-            .src_row_pitch = r.src_row_pitch,
-            .src_slice_pitch = r.depth == 1 ? r.height * r.src_row_pitch : r.src_slice_pitch};
+           .src_origin = {0, 0, 0},
+           .region = {r.width, r.height, r.depth},
+           .dst_row_pitch = r.dst_row_pitch,
+           .dst_slice_pitch = r.depth == 1 ? r.height * r.dst_row_pitch : r.dst_slice_pitch,
+           .src_row_pitch = r.src_row_pitch,
+           .src_slice_pitch = r.depth == 1 ? r.height * r.src_row_pitch : r.src_slice_pitch};
   // The byte offset of an origin is origin[0] + origin[1] * row pitch + origin[2] * slice pitch;
   // the offsets are split so (x within a row, y within a slice), as drivers' overlap checks (the
   // specification's own) expect.
@@ -90,16 +90,16 @@ void OclQueue::write(BufferAdapter& dst, std::size_t dst_offset, const void* src
 void OclQueue::read(void* dst, BufferAdapter& src, std::size_t src_offset, std::size_t size,
                     bool blocking) {
   if (size == 0) return;
-  SKEIN_CL_CHECK(clEnqueueReadBuffer(queue_, mem_of(src), blocking ? CL_TRUE : CL_FALSE,
-                                     src_offset, size, dst, 0, nullptr, nullptr),
+  SKEIN_CL_CHECK(clEnqueueReadBuffer(queue_, mem_of(src), blocking ? CL_TRUE : CL_FALSE, src_offset,
+                                     size, dst, 0, nullptr, nullptr),
                  device_);
 }
 
 void OclQueue::copy(BufferAdapter& dst, std::size_t dst_offset, BufferAdapter& src,
                     std::size_t src_offset, std::size_t size) {
   if (size == 0) return;
-  SKEIN_CL_CHECK(clEnqueueCopyBuffer(queue_, mem_of(src), mem_of(dst), src_offset, dst_offset,
-                                     size, 0, nullptr, nullptr),
+  SKEIN_CL_CHECK(clEnqueueCopyBuffer(queue_, mem_of(src), mem_of(dst), src_offset, dst_offset, size,
+                                     0, nullptr, nullptr),
                  device_);
 }
 
@@ -115,22 +115,22 @@ bool OclQueue::write_rect(BufferAdapter& dst, const void* src, const RectRegion&
                           bool blocking) {
   const auto r = cl_rect(region);
   if (!r) return false;
-  SKEIN_CL_CHECK(clEnqueueWriteBufferRect(queue_, mem_of(dst), blocking ? CL_TRUE : CL_FALSE,
-                                          r->dst_origin, r->src_origin, r->region,
-                                          r->dst_row_pitch, r->dst_slice_pitch, r->src_row_pitch,
-                                          r->src_slice_pitch, src, 0, nullptr, nullptr),
-                 device_);
+  SKEIN_CL_CHECK(
+      clEnqueueWriteBufferRect(queue_, mem_of(dst), blocking ? CL_TRUE : CL_FALSE, r->dst_origin,
+                               r->src_origin, r->region, r->dst_row_pitch, r->dst_slice_pitch,
+                               r->src_row_pitch, r->src_slice_pitch, src, 0, nullptr, nullptr),
+      device_);
   return true;
 }
 
 bool OclQueue::read_rect(void* dst, BufferAdapter& src, const RectRegion& region, bool blocking) {
   const auto r = cl_rect(region);
   if (!r) return false;
-  SKEIN_CL_CHECK(clEnqueueReadBufferRect(queue_, mem_of(src), blocking ? CL_TRUE : CL_FALSE,
-                                         r->src_origin, r->dst_origin, r->region,
-                                         r->src_row_pitch, r->src_slice_pitch, r->dst_row_pitch,
-                                         r->dst_slice_pitch, dst, 0, nullptr, nullptr),
-                 device_);
+  SKEIN_CL_CHECK(
+      clEnqueueReadBufferRect(queue_, mem_of(src), blocking ? CL_TRUE : CL_FALSE, r->src_origin,
+                              r->dst_origin, r->region, r->src_row_pitch, r->src_slice_pitch,
+                              r->dst_row_pitch, r->dst_slice_pitch, dst, 0, nullptr, nullptr),
+      device_);
   return true;
 }
 
@@ -142,11 +142,11 @@ bool OclQueue::copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegio
       r->dst_slice_pitch != r->src_slice_pitch) {
     return false;
   }
-  SKEIN_CL_CHECK(clEnqueueCopyBufferRect(queue_, mem_of(src), mem_of(dst), r->src_origin,
-                                         r->dst_origin, r->region, r->src_row_pitch,
-                                         r->src_slice_pitch, r->dst_row_pitch,
-                                         r->dst_slice_pitch, 0, nullptr, nullptr),
-                 device_);
+  SKEIN_CL_CHECK(
+      clEnqueueCopyBufferRect(queue_, mem_of(src), mem_of(dst), r->src_origin, r->dst_origin,
+                              r->region, r->src_row_pitch, r->src_slice_pitch, r->dst_row_pitch,
+                              r->dst_slice_pitch, 0, nullptr, nullptr),
+      device_);
   return true;
 }
 
@@ -163,9 +163,9 @@ void OclQueue::wait_for(EventAdapter& event) {
 
 void OclQueue::wait_for_queue(QueueAdapter& other) {
   cl_event marker = nullptr;
-  SKEIN_CL_CHECK(clEnqueueMarkerWithWaitList(static_cast<OclQueue&>(other).queue_, 0, nullptr,
-                                             &marker),
-                 static_cast<OclQueue&>(other).device_);
+  SKEIN_CL_CHECK(
+      clEnqueueMarkerWithWaitList(static_cast<OclQueue&>(other).queue_, 0, nullptr, &marker),
+      static_cast<OclQueue&>(other).device_);
   const cl_int err = clEnqueueBarrierWithWaitList(queue_, 1, &marker, nullptr);
   clReleaseEvent(marker);
   SKEIN_CL_CHECK_RESULT(err, "clEnqueueBarrierWithWaitList", device_);

@@ -58,7 +58,8 @@ class NotCompiledApiAdapter final : public ApiAdapter {
 std::shared_ptr<ApiAdapter> make_cuda_api_adapter() {
   return std::make_shared<NotCompiledApiAdapter>(ApiId::cuda);
 }
-std::shared_ptr<ContextAdapter> make_cuda_context(const std::vector<std::shared_ptr<DeviceAdapter>>&) {
+std::shared_ptr<ContextAdapter> make_cuda_context(
+    const std::vector<std::shared_ptr<DeviceAdapter>>&) {
   raise<ApiUnavailableError>({.what = "CUDA is not compiled into this build", .call = "Context"});
 }
 #endif
@@ -111,7 +112,8 @@ Api Api::from_id(ApiId id) {
   auto adapter = detail::api_adapter(id);
   if (!adapter->available()) {
     throw ApiUnavailableError(ErrorInfo{
-        .what = fmt::format("{} is not available: {}", skein::name(id), adapter->unavailable_reason()),
+        .what =
+            fmt::format("{} is not available: {}", skein::name(id), adapter->unavailable_reason()),
         .call = "Api::from_id",
         .hint = fmt::format("Run skein-info to see the APIs this machine has, or choose another "
                             "API (SKEIN_API={}).",
@@ -124,7 +126,8 @@ Api Api::from_id(ApiId id) {
 std::vector<ApiStatus> Api::status() {
   std::vector<ApiStatus> result;
   for (ApiId id : all_api_ids()) {
-    const bool compiled = (id == ApiId::cuda && SKEIN_HAS_CUDA) || (id == ApiId::opencl && SKEIN_HAS_OPENCL);
+    const bool compiled =
+        (id == ApiId::cuda && SKEIN_HAS_CUDA) || (id == ApiId::opencl && SKEIN_HAS_OPENCL);
     auto adapter = detail::api_adapter(id);
     ApiStatus s{.id = id, .compiled_in = compiled, .available = adapter->available()};
     if (s.available) {

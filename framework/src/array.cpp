@@ -128,13 +128,12 @@ Array::Array(Queue queue, Buffer data, Shape shape, Dtype dtype, Strides strides
   if (strides.empty()) strides = contiguous_strides(shape, skein::itemsize(dtype));
   if (strides.size() != shape.size()) {
     detail::raise_in(SKEIN_HERE, "Array", "Give one stride per dimension.",
-                     "shape {} has {} dimension(s) but {} stride(s) were given",
-                     to_string(shape), shape.size(), strides.size());
+                     "shape {} has {} dimension(s) but {} stride(s) were given", to_string(shape),
+                     shape.size(), strides.size());
   }
   const std::size_t extent = extent_bytes(shape, strides, skein::itemsize(dtype));
   if (extent > 0 && (offset > data.size() || extent > data.size() - offset)) {
-    detail::raise_in(SKEIN_HERE, "Array",
-                     "Allocate a larger buffer or use a smaller shape.",
+    detail::raise_in(SKEIN_HERE, "Array", "Allocate a larger buffer or use a smaller shape.",
                      "an array of shape {} and dtype {} at offset {} needs {} bytes, but the "
                      "buffer has {}",
                      to_string(shape), name(dtype), offset, offset + extent, data.size());
@@ -173,7 +172,9 @@ Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype,
   return a;
 }
 
-bool Array::is_contiguous() const { return s_->strides == contiguous_strides(s_->shape, itemsize()); }
+bool Array::is_contiguous() const {
+  return s_->strides == contiguous_strides(s_->shape, itemsize());
+}
 
 Array Array::empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
                    std::optional<std::size_t> device_idx, const Allocator& allocator) {
@@ -189,8 +190,8 @@ Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
                    std::optional<std::size_t> device_idx, const Allocator& allocator) {
   Array a = empty(queue, std::move(shape), dtype, order, device_idx, allocator);
   if (a.nbytes() > 0) {
-    queue.device_queue(a.s_->device_idx).fill_zero(*a.s_->data.adapter(), a.s_->data.offset() + a.s_->offset,
-                                                a.nbytes());
+    queue.device_queue(a.s_->device_idx)
+        .fill_zero(*a.s_->data.adapter(), a.s_->data.offset() + a.s_->offset, a.nbytes());
   }
   return a;
 }
@@ -269,7 +270,8 @@ void Array::check_host_type(Dtype host, const char* call) const {
   if (host != s_->dtype) {
     detail::raise_in(SKEIN_HERE, fmt::format("Array::{}", call),
                      "Use host data of the array's dtype, or convert first.",
-                     "host type {} does not match the array's dtype {}", name(host), name(s_->dtype));
+                     "host type {} does not match the array's dtype {}", name(host),
+                     name(s_->dtype));
   }
 }
 
@@ -296,7 +298,8 @@ void Array::get(std::span<std::byte> dest, Sync sync) const {
   }
   // From the queue's temporaries: reused only by later work on this queue, so an asynchronous
   // read never sees its staging freed or reused under it.
-  Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx, temporaries_pool(s_->queue).allocator());
+  Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx,
+                        temporaries_pool(s_->queue).allocator());
   detail::strided_copy(s_->queue, *this, staging);
   staging.get(dest, sync);
 }
@@ -321,7 +324,8 @@ void Array::set(std::span<const std::byte> src, Sync sync) const {
     }
   }
   // Not a rectangle: through a contiguous device temporary, scattered by the copy kernel.
-  Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx, temporaries_pool(s_->queue).allocator());
+  Array staging = empty(s_->queue, s_->shape, s_->dtype, s_->device_idx,
+                        temporaries_pool(s_->queue).allocator());
   staging.set(src, sync);
   detail::strided_copy(s_->queue, staging, *this);
   if (sync == Sync::blocking) s_->queue.device_queue(s_->device_idx).synchronize();
@@ -350,8 +354,8 @@ void Array::fill_zero() const {
     expected *= n;
   }
   if (dense) {
-    s_->queue.device_queue(s_->device_idx).fill_zero(*s_->data.adapter(), s_->data.offset() + s_->offset,
-                                               nbytes());
+    s_->queue.device_queue(s_->device_idx)
+        .fill_zero(*s_->data.adapter(), s_->data.offset() + s_->offset, nbytes());
     return;
   }
   // Zero bytes are the zero of every dtype.
@@ -361,11 +365,13 @@ void Array::fill_zero() const {
 Array Array::slice(std::size_t begin, std::size_t end) const {
   if (s_->shape.empty() || begin > end || end > s_->shape[0]) {
     detail::raise_in(SKEIN_HERE, "Array::slice", "Slice within [0, shape[0]].",
-                     "rows [{}, {}) are out of range for shape {}", begin, end, to_string(s_->shape));
+                     "rows [{}, {}) are out of range for shape {}", begin, end,
+                     to_string(s_->shape));
   }
   Shape shape = s_->shape;
   shape[0] = end - begin;
-  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, s_->strides, s_->offset + begin * s_->strides[0]);
+  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, s_->strides,
+               s_->offset + begin * s_->strides[0]);
 }
 
 Array Array::view(std::size_t element_offset, Shape shape, Strides strides) const {
@@ -436,22 +442,24 @@ KERNEL void skein_copy_rows({1}, {2},
     }}
 }}
 )",
-                           type, detail::codegen::array_param("d"), detail::codegen::array_param("s"));
+                           type, detail::codegen::array_param("d"),
+                           detail::codegen::array_param("s"));
       },
       {"skein_copy_rows"}, ProgramOptions{.name = "skein_copy_rows"});
   const std::uint64_t rows = std::uint64_t{region.height} * region.depth;
   detail::codegen::ArgPack pack;
   pack.buffer(dst.data(), region.dst_offset - dst.data().offset());
   pack.buffer(src.data(), region.src_offset - src.data().offset());
-  for (std::uint64_t v : {std::uint64_t{region.dst_row_pitch}, std::uint64_t{region.dst_slice_pitch},
-                          std::uint64_t{region.src_row_pitch}, std::uint64_t{region.src_slice_pitch},
-                          std::uint64_t{region.width / unit}, std::uint64_t{region.height}, rows}) {
+  for (std::uint64_t v :
+       {std::uint64_t{region.dst_row_pitch}, std::uint64_t{region.dst_slice_pitch},
+        std::uint64_t{region.src_row_pitch}, std::uint64_t{region.src_slice_pitch},
+        std::uint64_t{region.width / unit}, std::uint64_t{region.height}, rows}) {
     pack.value(v);
   }
   const std::size_t groups = static_cast<std::size_t>(
       std::min<std::uint64_t>(rows, program->resident("skein_copy_rows", device) * 4));
-  detail::codegen::launch(program->kernel("skein_copy_rows"), queue, device, std::max<std::size_t>(groups, 1),
-                          program->local_size[device], pack);
+  detail::codegen::launch(program->kernel("skein_copy_rows"), queue, device,
+                          std::max<std::size_t>(groups, 1), program->local_size[device], pack);
 }
 
 }  // namespace
@@ -497,7 +505,8 @@ void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync
     if (sync == Sync::blocking) dst_queue.synchronize();
   };
   if (dst.is_contiguous() && src.is_contiguous()) {
-    dst.data().get_sub_region(dst.offset(), nbytes)
+    dst.data()
+        .get_sub_region(dst.offset(), nbytes)
         .set(queue, src.data().get_sub_region(src.offset(), nbytes), sync);
     return;
   }
@@ -534,7 +543,8 @@ void copy_rect(const Queue& queue, const Array& dst, const Array& src, Sync sync
                      ? dst
                      : Array::empty(queue, dst.shape(), dst.dtype(), dst.device_idx(),
                                     temporaries_pool(queue).allocator());
-    here.data().get_sub_region(here.offset(), nbytes)
+    here.data()
+        .get_sub_region(here.offset(), nbytes)
         .set(queue, there.data().get_sub_region(there.offset(), nbytes));
     if (!dst.is_contiguous()) detail::strided_copy(queue, here, dst);
   }

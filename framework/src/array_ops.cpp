@@ -64,7 +64,8 @@ void check_same(const Queue& queue, const std::vector<Array>& arrays, const char
     check_context(queue, a, call, fmt::format("array {}", k).c_str());
     if (a.dtype() != first.dtype()) {
       detail::raise_in(SKEIN_HERE, call, "Convert the arrays to one dtype first (astype()).",
-                       "array {} has dtype {}, array 0 has {}", k, name(a.dtype()), name(first.dtype()));
+                       "array {} has dtype {}, array 0 has {}", k, name(a.dtype()),
+                       name(first.dtype()));
     }
     if (a.device_idx() != first.device_idx()) {
       detail::raise_in(SKEIN_HERE, call, "Copy the arrays to one device first (transfer()).",
@@ -132,10 +133,10 @@ const ElementwiseKernel& take_kernel() {
 // The flat position (C order) of the first index outside [-na, na), or UINT64_MAX (a reduction,
 // one program per index dtype).
 const ReductionKernel& first_bad_kernel() {
-  static const ReductionKernel k(
-      "I j, uint64 na", "uint64 y",
-      "(j < 0 ? (uint64_t)0 - (uint64_t)(int64_t)j > na : (uint64_t)j >= na) ? (uint64_t)i : ~(uint64_t)0",
-      "a < b ? a : b", "~(uint64_t)0", {.name = "skein_take_check"});
+  static const ReductionKernel k("I j, uint64 na", "uint64 y",
+                                 "(j < 0 ? (uint64_t)0 - (uint64_t)(int64_t)j > na : (uint64_t)j "
+                                 ">= na) ? (uint64_t)i : ~(uint64_t)0",
+                                 "a < b ? a : b", "~(uint64_t)0", {.name = "skein_take_check"});
   return k;
 }
 
@@ -183,7 +184,8 @@ Array concatenate(const Queue& queue, const std::vector<Array>& arrays, std::siz
   check_same(queue, arrays, call);
   const Array& first = arrays.front();
   if (axis >= first.ndim()) {
-    detail::raise_in(SKEIN_HERE, call, "Give an existing axis (0 .. ndim-1); stack() adds a new one.",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Give an existing axis (0 .. ndim-1); stack() adds a new one.",
                      "axis {} is past the {} dimension(s) of shape {}", axis, first.ndim(),
                      to_string(first.shape()));
   }
@@ -203,9 +205,11 @@ Array concatenate(const Queue& queue, const std::vector<Array>& arrays, std::siz
   }
   Array out = Array::empty(queue, shape, first.dtype(), first.device_idx());
   std::vector<std::size_t> start(arrays.size(), 0);
-  for (std::size_t k = 1; k < arrays.size(); ++k) start[k] = start[k - 1] + arrays[k - 1].shape()[axis];
+  for (std::size_t k = 1; k < arrays.size(); ++k)
+    start[k] = start[k - 1] + arrays[k - 1].shape()[axis];
   copy_parts(queue, arrays, [&](std::size_t k) {
-    return out.view(start[k] * (out.strides()[axis] / out.itemsize()), arrays[k].shape(), out.strides());
+    return out.view(start[k] * (out.strides()[axis] / out.itemsize()), arrays[k].shape(),
+                    out.strides());
   });
   return out;
 }
@@ -222,8 +226,8 @@ Array stack(const Queue& queue, const std::vector<Array>& arrays, std::size_t ax
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     if (arrays[k].shape() != first.shape()) {
       detail::raise_in(SKEIN_HERE, call, "Give arrays of one shape.",
-                       "array {} has shape {}, array 0 has shape {}", k, to_string(arrays[k].shape()),
-                       to_string(first.shape()));
+                       "array {} has shape {}, array 0 has shape {}", k,
+                       to_string(arrays[k].shape()), to_string(first.shape()));
     }
   }
   Shape shape = first.shape();
@@ -232,7 +236,8 @@ Array stack(const Queue& queue, const std::vector<Array>& arrays, std::size_t ax
   Strides part_strides = out.strides();
   const std::size_t step = part_strides[axis] / out.itemsize();
   part_strides.erase(part_strides.begin() + static_cast<std::ptrdiff_t>(axis));
-  copy_parts(queue, arrays, [&](std::size_t k) { return out.view(k * step, first.shape(), part_strides); });
+  copy_parts(queue, arrays,
+             [&](std::size_t k) { return out.view(k * step, first.shape(), part_strides); });
   return out;
 }
 
@@ -277,11 +282,12 @@ void check_split_axis(const Array& a, std::size_t axis, const char* call) {
   }
 }
 
-std::vector<Array> sections_of(const Array& a, std::size_t sections, std::size_t axis, const char* call) {
+std::vector<Array> sections_of(const Array& a, std::size_t sections, std::size_t axis,
+                               const char* call) {
   check_split_axis(a, axis, call);
   if (sections == 0) {
-    detail::raise_in(SKEIN_HERE, call, "Ask for at least one section.", "0 sections of axis {} of shape {}",
-                     axis, to_string(a.shape()));
+    detail::raise_in(SKEIN_HERE, call, "Ask for at least one section.",
+                     "0 sections of axis {} of shape {}", axis, to_string(a.shape()));
   }
   const std::size_t n = a.shape()[axis], base = n / sections, longer = n % sections;
   std::vector<Array> out;
@@ -312,13 +318,14 @@ std::vector<Array> split(const Array& a, std::size_t sections, std::size_t axis)
   if (sections != 0 && a.shape()[axis] % sections != 0) {
     detail::raise_in(SKEIN_HERE, "skein::split",
                      "Ask for a number of sections that divides the axis, or use array_split().",
-                     "axis {} of shape {} ({} elements) does not split into {} equal sections", axis,
-                     to_string(a.shape()), a.shape()[axis], sections);
+                     "axis {} of shape {} ({} elements) does not split into {} equal sections",
+                     axis, to_string(a.shape()), a.shape()[axis], sections);
   }
   return sections_of(a, sections, axis, "skein::split");
 }
 
-std::vector<Array> split(const Array& a, const std::vector<std::size_t>& indices, std::size_t axis) {
+std::vector<Array> split(const Array& a, const std::vector<std::size_t>& indices,
+                         std::size_t axis) {
   check_split_axis(a, axis, "skein::split");
   const std::size_t n = a.shape()[axis];
   std::vector<Array> out;
@@ -335,12 +342,14 @@ std::vector<Array> array_split(const Array& a, std::size_t sections, std::size_t
   return sections_of(a, sections, axis, "skein::array_split");
 }
 
-Array take(const Queue& queue, const Array& a, const Array& indices, std::size_t axis, TakeMode mode) {
+Array take(const Queue& queue, const Array& a, const Array& indices, std::size_t axis,
+           TakeMode mode) {
   const char* call = "skein::take";
   check_context(queue, a, call, "the array");
   check_context(queue, indices, call, "the index array");
   if (!is_integer(indices.dtype())) {
-    detail::raise_in(SKEIN_HERE, call, "Pass indices of an integer dtype (astype(..., Dtype::int64)).",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass indices of an integer dtype (astype(..., Dtype::int64)).",
                      "the index array has dtype {}", name(indices.dtype()));
   }
   if (indices.device_idx() != a.device_idx()) {
@@ -360,14 +369,16 @@ Array take(const Queue& queue, const Array& a, const Array& indices, std::size_t
   }
   Shape shape(a.shape().begin(), a.shape().begin() + static_cast<std::ptrdiff_t>(axis));
   shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
-  shape.insert(shape.end(), a.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, a.shape().end());
+  shape.insert(shape.end(), a.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
+               a.shape().end());
   Array out = Array::empty(queue, shape, a.dtype(), a.device_idx());
   if (out.size() == 0) return out;
   if (mode == TakeMode::raise) {
     const auto bad = reduction_value<std::uint64_t>(first_bad_kernel()(queue, {indices, na}));
     if (bad != ~std::uint64_t{0}) {
       std::string where;
-      for (auto x : detail_unravel(bad, indices.shape())) where += (where.empty() ? "" : ", ") + std::to_string(x);
+      for (auto x : detail_unravel(bad, indices.shape()))
+        where += (where.empty() ? "" : ", ") + std::to_string(x);
       detail::raise_in(SKEIN_HERE, call,
                        "Use indices in [-n, n) for an axis of n elements, or TakeMode::wrap or "
                        "TakeMode::clip.",
@@ -388,14 +399,16 @@ Array take(const Queue& queue, const Array& a, const Array& indices, std::size_t
   const Array idx(queue, ic.data(), {outer, ni, inner}, indices.dtype(), {0, indices.itemsize(), 0},
                   ic.offset());
   const Array dst(queue, out.data(), {outer, ni, inner}, u, {}, out.offset());
-  take_kernel()(queue, {src, idx, na, ni, inner, std::int32_t{mode == TakeMode::clip ? 1 : 0}, dst});
+  take_kernel()(queue,
+                {src, idx, na, ni, inner, std::int32_t{mode == TakeMode::clip ? 1 : 0}, dst});
   return out;
 }
 
 Array transfer(const Array& a, const Queue& dest, std::optional<std::size_t> device_idx) {
   Array out = Array::empty(dest, a.shape(), a.dtype(), device_idx);
   if (out.size() == 0) return out;
-  if (a.data().context_id() == detail::impl_of(dest.context()).get() && dest.has_device(a.device_idx())) {
+  if (a.data().context_id() == detail::impl_of(dest.context()).get() &&
+      dest.has_device(a.device_idx())) {
     // Read on `dest`, after what a's queue holds; a's queue may reuse its memory once a goes, so
     // its later work waits for the copy (the pools' rule, memory_pool.hpp).
     const detail::CrossQueueRead order(dest, a);

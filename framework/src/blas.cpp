@@ -264,10 +264,9 @@ void check_no_overlap(const char* call, const Arg& output, std::initializer_list
 
 void check_result(const char* call, const Array& result) {
   if (result.size() != 1) {
-    detail::raise_in(SKEIN_HERE, call,
-                     "Pass a one-element array, e.g. Array::empty(queue, {1}, dtype).",
-                     "result has shape {}; it must hold exactly one element",
-                     to_string(result.shape()));
+    detail::raise_in(
+        SKEIN_HERE, call, "Pass a one-element array, e.g. Array::empty(queue, {1}, dtype).",
+        "result has shape {}; it must hold exactly one element", to_string(result.shape()));
   }
 }
 
@@ -309,15 +308,16 @@ void scale_vector(detail::BlasAdapter& blas, const Queue& queue, std::size_t dev
   } else if (y.inc == 1) {
     q.fill_zero(*y.memory.buffer, y.memory.offset, n * itemsize(dtype));
   } else {
-    const Array zeros = Array::zeros(queue, {n}, dtype, device, temporaries_pool(queue).allocator());
+    const Array zeros =
+        Array::zeros(queue, {n}, dtype, device, temporaries_pool(queue).allocator());
     blas.copy(q, dtype, n, {memory_of("skein::blas", {"zeros", zeros}), 1}, y);
   }
 }
 
 // C = beta * C for `batch` column-major matrices (gemm with k == 0: the product is empty).
-void scale_matrices(detail::BlasAdapter& blas, const Queue& queue, std::size_t device,
-                    Dtype dtype, std::size_t rows, std::size_t cols, const BlasMatrix& c,
-                    std::size_t batch, double beta) {
+void scale_matrices(detail::BlasAdapter& blas, const Queue& queue, std::size_t device, Dtype dtype,
+                    std::size_t rows, std::size_t cols, const BlasMatrix& c, std::size_t batch,
+                    double beta) {
   const std::size_t item = itemsize(dtype);
   const auto ld = static_cast<std::size_t>(c.ld);
   const bool each_contiguous = ld == rows || cols == 1;
@@ -375,8 +375,8 @@ struct GemmShape {
 };
 
 // op(A) @ op(B) of the last two axes: (m, k) @ (k, n).
-GemmShape gemm_shape(const char* call, const Array& a, const Array& b,
-                     const GemmOptions& options, std::size_t axis) {
+GemmShape gemm_shape(const char* call, const Array& a, const Array& b, const GemmOptions& options,
+                     std::size_t axis) {
   const std::size_t ar = a.shape()[axis], ac = a.shape()[axis + 1];
   const std::size_t br = b.shape()[axis], bc = b.shape()[axis + 1];
   const GemmShape s{options.trans_a ? ac : ar, options.trans_b ? br : bc,
@@ -386,8 +386,8 @@ GemmShape gemm_shape(const char* call, const Array& a, const Array& b,
     detail::raise_in(SKEIN_HERE, call, "Check the shapes and the trans_a / trans_b options.",
                      "op(a) is {} x {} and op(b) is {} x {} (a has shape {}, b {}, trans_a={}, "
                      "trans_b={}): the inner dimensions {} and {} differ",
-                     s.m, s.k, kb, s.n, to_string(a.shape()), to_string(b.shape()),
-                     options.trans_a, options.trans_b, s.k, kb);
+                     s.m, s.k, kb, s.n, to_string(a.shape()), to_string(b.shape()), options.trans_a,
+                     options.trans_b, s.k, kb);
   }
   return s;
 }
@@ -452,8 +452,8 @@ double dot_impl(const Queue& queue, const Array& x, const Array& y, const Array*
 double nrm2_impl(const Queue& queue, const Array& x, const Array* result) {
   constexpr const char* call = "skein::blas::nrm2";
   const Array& r = result ? *result : x;
-  const Dtype dtype = result ? check_dtypes(call, {{"x", x}, {"result", r}})
-                             : check_dtypes(call, {{"x", x}});
+  const Dtype dtype =
+      result ? check_dtypes(call, {{"x", x}, {"result", r}}) : check_dtypes(call, {{"x", x}});
   const std::size_t device = result ? check_devices(call, queue, {{"x", x}, {"result", r}})
                                     : check_devices(call, queue, {{"x", x}});
   const Vec vx = vector_of(call, {"x", x}, false);
@@ -512,17 +512,15 @@ void dot(const Queue& queue, const Array& x, const Array& y, const Array& result
 
 double nrm2(const Queue& queue, const Array& x) { return nrm2_impl(queue, x, nullptr); }
 
-void nrm2(const Queue& queue, const Array& x, const Array& result) {
-  nrm2_impl(queue, x, &result);
-}
+void nrm2(const Queue& queue, const Array& x, const Array& result) { nrm2_impl(queue, x, &result); }
 
 void axpy(const Queue& queue, double alpha, const Array& x, const Array& y) {
   constexpr const char* call = "skein::blas::axpy";
   const Dtype dtype = check_dtypes(call, {{"x", x}, {"y", y}});
   const std::size_t device = check_devices(call, queue, {{"x", x}, {"y", y}});
   if (x.shape() != y.shape()) {
-    detail::raise_in(SKEIN_HERE, call, "Pass arrays of equal shape.",
-                     "x has shape {} and y {}", to_string(x.shape()), to_string(y.shape()));
+    detail::raise_in(SKEIN_HERE, call, "Pass arrays of equal shape.", "x has shape {} and y {}",
+                     to_string(x.shape()), to_string(y.shape()));
   }
   const Vec vx = vector_of(call, {"x", x}, true);
   const Vec vy = vector_of(call, {"y", y}, true);
@@ -634,8 +632,7 @@ void gemm(const Queue& queue, double alpha, const Array& a, const Array& b, doub
   const GemmShape s = gemm_shape(call, a, b, options, 0);
   if (c.shape() != Shape{s.m, s.n}) {
     detail::raise_in(SKEIN_HERE, call, "Pass c of the product's shape.",
-                     "c has shape {} but op(a) @ op(b) is {} x {}", to_string(c.shape()), s.m,
-                     s.n);
+                     "c has shape {} but op(a) @ op(b) is {} x {}", to_string(c.shape()), s.m, s.n);
   }
   const Mat ma = matrix_of(call, {"a", a}, 0);
   const Mat mb = matrix_of(call, {"b", b}, 0);

@@ -34,10 +34,9 @@ Context Buffer::context() const {
 
 Buffer Buffer::get_sub_region(std::size_t origin, std::size_t size) const {
   if (origin > size_ || size > size_ - origin) {
-    detail::raise_in(SKEIN_HERE, "Buffer::get_sub_region",
-                     "The region must lie inside the buffer.",
-                     "region [{}, {}) does not fit in a buffer of {} bytes", origin,
-                     origin + size, size_);
+    detail::raise_in(SKEIN_HERE, "Buffer::get_sub_region", "The region must lie inside the buffer.",
+                     "region [{}, {}) does not fit in a buffer of {} bytes", origin, origin + size,
+                     size_);
   }
   return Buffer(Context(context_), adapter_, device_idx_, offset_ + origin, size);
 }
@@ -134,7 +133,9 @@ HostBuffer HostBuffer::register_memory(const Context& context, void* data, std::
 
 std::byte* HostBuffer::data() const { return adapter_ ? adapter_->data() : nullptr; }
 std::size_t HostBuffer::size() const { return adapter_ ? adapter_->size() : 0; }
-HostMemoryFlags HostBuffer::flags() const { return adapter_ ? adapter_->flags() : HostMemoryFlags{}; }
+HostMemoryFlags HostBuffer::flags() const {
+  return adapter_ ? adapter_->flags() : HostMemoryFlags{};
+}
 bool HostBuffer::registered() const { return adapter_ && adapter_->registered(); }
 
 Buffer HostBuffer::device_buffer(const Context& context, std::size_t device_idx) const {

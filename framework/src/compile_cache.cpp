@@ -144,7 +144,9 @@ struct OpenedDirectory {
 OpenedDirectory open_private_directory(const fs::path& dir) {
   OpenedDirectory out;
   const std::string shown = dir.string();
-  const std::string elsewhere = "or set SKEIN_CACHE_DIR to a directory of your own (SKEIN_DISABLE_CACHE=1 turns the cache off)";
+  const std::string elsewhere =
+      "or set SKEIN_CACHE_DIR to a directory of your own (SKEIN_DISABLE_CACHE=1 turns the cache "
+      "off)";
 
   bool created_final = false;
   fs::path partial;
@@ -163,7 +165,8 @@ OpenedDirectory open_private_directory(const fs::path& dir) {
       err = errno;
       if (err == EEXIST) continue;  // another process made it just now
     }
-    out.refusal = fmt::format("cannot create {}: {}; fix that {}", partial.string(), errno_message(err), elsewhere);
+    out.refusal = fmt::format("cannot create {}: {}; fix that {}", partial.string(),
+                              errno_message(err), elsewhere);
     return out;
   }
 
@@ -174,8 +177,9 @@ OpenedDirectory open_private_directory(const fs::path& dir) {
     return out;
   }
   if (S_ISLNK(st.st_mode)) {
-    out.refusal = fmt::format("{} is a symbolic link; replace it with a real directory (mkdir -m 700) {}", shown,
-                              elsewhere);
+    out.refusal =
+        fmt::format("{} is a symbolic link; replace it with a real directory (mkdir -m 700) {}",
+                    shown, elsewhere);
     return out;
   }
   if (!S_ISDIR(st.st_mode)) {
@@ -194,15 +198,17 @@ OpenedDirectory open_private_directory(const fs::path& dir) {
     return out;
   }
   if (st.st_uid != ::geteuid()) {
-    out.refusal = fmt::format("{} is owned by uid {}, not by this user (uid {}); {}", shown, st.st_uid, ::geteuid(),
-                              elsewhere);
+    out.refusal = fmt::format("{} is owned by uid {}, not by this user (uid {}); {}", shown,
+                              st.st_uid, ::geteuid(), elsewhere);
     return out;
   }
   // A directory made here is exactly 0700 whatever the umask took off.
-  if (created_final && (st.st_mode & 07777) != 0700 && ::fchmod(fd.get(), 0700) == 0) ::fstat(fd.get(), &st);
+  if (created_final && (st.st_mode & 07777) != 0700 && ::fchmod(fd.get(), 0700) == 0)
+    ::fstat(fd.get(), &st);
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     out.refusal = fmt::format("{} is {}-writable (mode {:04o}); fix with chmod 700 {} {}", shown,
-                              (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777, shown, elsewhere);
+                              (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777, shown,
+                              elsewhere);
     return out;
   }
   out.fd = std::move(fd);
@@ -210,12 +216,14 @@ OpenedDirectory open_private_directory(const fs::path& dir) {
 }
 
 // The payload if the entry is there and verifies in full; otherwise nothing (a miss).
-std::optional<std::vector<std::byte>> read_entry(int dir_fd, const std::string& name, const Digest& key) {
+std::optional<std::vector<std::byte>> read_entry(int dir_fd, const std::string& name,
+                                                 const Digest& key) {
   // O_NONBLOCK: a FIFO in place of an entry must not hang the process (no effect on files).
   Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return std::nullopt;
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(kHeaderSize)) {
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size < static_cast<off_t>(kHeaderSize)) {
     return std::nullopt;
   }
   Header header;
@@ -230,7 +238,8 @@ std::optional<std::vector<std::byte>> read_entry(int dir_fd, const std::string& 
   std::vector<std::byte> payload(static_cast<std::size_t>(length));
   if (!read_exactly(fd.get(), payload.data(), payload.size())) return std::nullopt;
   const Digest sum = sha256(payload);
-  if (std::memcmp(header.data() + kPayloadHashOffset, sum.data(), sum.size()) != 0) return std::nullopt;
+  if (std::memcmp(header.data() + kPayloadHashOffset, sum.data(), sum.size()) != 0)
+    return std::nullopt;
   return payload;
 }
 
@@ -252,7 +261,8 @@ std::string temp_name() {
 // Writes the entry to a temporary file in the directory and renames it over the entry's name:
 // rename() is atomic, so a reader sees the old entry, the new one or none, never a part. Returns
 // "" or what failed.
-std::string write_entry(int dir_fd, const std::string& name, const Digest& key, std::span<const std::byte> payload) {
+std::string write_entry(int dir_fd, const std::string& name, const Digest& key,
+                        std::span<const std::byte> payload) {
   Header header{};
   std::memcpy(header.data(), kMagic.data(), kMagic.size());
   put_u32(header.data() + kVersionOffset, kFormatVersion);
@@ -265,8 +275,10 @@ std::string write_entry(int dir_fd, const std::string& name, const Digest& key, 
   Fd fd;
   for (int attempt = 0; attempt < 16 && !fd; ++attempt) {
     temp = temp_name();
-    fd = Fd(::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd && errno != EEXIST) return fmt::format("cannot create a file there: {}", errno_message(errno));
+    fd = Fd(
+        ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd && errno != EEXIST)
+      return fmt::format("cannot create a file there: {}", errno_message(errno));
   }
   if (!fd) return "cannot find a free temporary file name";
 
@@ -331,8 +343,8 @@ CompileCache::~CompileCache() = default;
 CompileCache::CompileCache(CompileCache&&) noexcept = default;
 CompileCache& CompileCache::operator=(CompileCache&&) noexcept = default;
 
-CompileCache CompileCache::from_environment(const char* disable, const char* dir, const char* xdg_cache_home,
-                                            const char* home) {
+CompileCache CompileCache::from_environment(const char* disable, const char* dir,
+                                            const char* xdg_cache_home, const char* home) {
   const auto off = parse_env_flag("SKEIN_DISABLE_CACHE",
                                   disable ? std::optional<std::string>(disable) : std::nullopt,
                                   "compile cache", "turn the compile cache off");
@@ -340,7 +352,8 @@ CompileCache CompileCache::from_environment(const char* disable, const char* dir
   if (dir && *dir) {
     if (!fs::path(dir).is_absolute()) {
       // A relative directory would follow the working directory around, one cache per folder.
-      raise_in(SKEIN_HERE, "compile cache", "Give an absolute path, or unset it to use ~/.cache/skein.",
+      raise_in(SKEIN_HERE, "compile cache",
+               "Give an absolute path, or unset it to use ~/.cache/skein.",
                "SKEIN_CACHE_DIR is \"{}\", a relative path", dir);
     }
     return CompileCache(fs::path(dir));
@@ -349,7 +362,8 @@ CompileCache CompileCache::from_environment(const char* disable, const char* dir
   if (xdg_cache_home && *xdg_cache_home && fs::path(xdg_cache_home).is_absolute()) {
     return CompileCache(fs::path(xdg_cache_home) / "skein");
   }
-  if (home && *home && fs::path(home).is_absolute()) return CompileCache(fs::path(home) / ".cache" / "skein");
+  if (home && *home && fs::path(home).is_absolute())
+    return CompileCache(fs::path(home) / ".cache" / "skein");
   std::string reason =
       "no cache directory: SKEIN_CACHE_DIR, XDG_CACHE_HOME and HOME are unset or not absolute; set "
       "SKEIN_CACHE_DIR (SKEIN_DISABLE_CACHE=1 turns the cache off)";
@@ -372,14 +386,16 @@ bool CompileCache::enabled() const { return static_cast<bool>(impl_->dir_fd); }
 const fs::path& CompileCache::directory() const { return impl_->directory; }
 const std::string& CompileCache::disabled_reason() const { return impl_->disabled_reason; }
 
-std::string CompileCache::key_hash(std::span<const std::string> key_parts) { return to_hex(key_digest(key_parts)); }
+std::string CompileCache::key_hash(std::span<const std::string> key_parts) {
+  return to_hex(key_digest(key_parts));
+}
 
 fs::path CompileCache::entry_path(std::span<const std::string> key_parts) const {
   return impl_->directory / key_hash(key_parts);
 }
 
-CompileCache::Result CompileCache::get_or_build(std::span<const std::string> key_parts,
-                                                const std::function<std::vector<std::byte>()>& build) {
+CompileCache::Result CompileCache::get_or_build(
+    std::span<const std::string> key_parts, const std::function<std::vector<std::byte>()>& build) {
   // Off (disabled or refused): build every time. Program code keeps what it loaded in memory.
   if (!enabled()) return {build(), false};
 
@@ -402,7 +418,8 @@ CompileCache::Result CompileCache::get_or_build(std::span<const std::string> key
       std::lock_guard lock(impl.in_flight_mutex);
       key_mutex.reset();
       // Copies are only taken under the lock, so a count of one means nobody else has it.
-      if (auto it = impl.in_flight.find(name); it != impl.in_flight.end() && it->second.use_count() == 1) {
+      if (auto it = impl.in_flight.find(name);
+          it != impl.in_flight.end() && it->second.use_count() == 1) {
         impl.in_flight.erase(it);
       }
     }
@@ -415,10 +432,12 @@ CompileCache::Result CompileCache::get_or_build(std::span<const std::string> key
   std::vector<std::byte> binary = build();
   std::string failure = write_entry(impl_->dir_fd.get(), name, key, binary);
   if (!failure.empty() && !impl_->warned_about_writes.exchange(true)) {
-    print_line(fmt::format(
-        "compile cache: cannot store entries in {}: {}; kernels still work but are compiled again next time. "
-        "Free some space or fix its permissions, set SKEIN_CACHE_DIR elsewhere, or SKEIN_DISABLE_CACHE=1",
-        impl_->directory.string(), failure));
+    print_line(
+        fmt::format("compile cache: cannot store entries in {}: {}; kernels still work but are "
+                    "compiled again next time. "
+                    "Free some space or fix its permissions, set SKEIN_CACHE_DIR elsewhere, or "
+                    "SKEIN_DISABLE_CACHE=1",
+                    impl_->directory.string(), failure));
   }
   return {std::move(binary), false};
 }

@@ -38,7 +38,8 @@ Context Context::from_devices(std::span<const Device> devices) {
   return detail::wrap_context(std::move(adapter));
 }
 
-Context Context::from_criteria(const Api& api, std::size_t devices_num, const DeviceFilter& filter) {
+Context Context::from_criteria(const Api& api, std::size_t devices_num,
+                               const DeviceFilter& filter) {
   const auto devices = select_devices(api, devices_num, filter);
   return from_devices(devices);
 }
@@ -54,7 +55,9 @@ const Device& Context::device(std::size_t device_idx) const {
 
 void Context::deactivate() const { impl_->adapter->deactivate(); }
 
-void Context::set_array_pool(bool on) const { impl_->array_pool.store(on, std::memory_order_relaxed); }
+void Context::set_array_pool(bool on) const {
+  impl_->array_pool.store(on, std::memory_order_relaxed);
+}
 bool Context::array_pool() const { return impl_->array_pool.load(std::memory_order_relaxed); }
 
 namespace detail {

@@ -38,8 +38,9 @@ namespace {
 
 bool is_identifier(std::string_view s) {
   auto start = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  return !s.empty() && start(s[0]) &&
-         std::all_of(s.begin(), s.end(), [&](char c) { return start(c) || (c >= '0' && c <= '9'); });
+  return !s.empty() && start(s[0]) && std::all_of(s.begin(), s.end(), [&](char c) {
+    return start(c) || (c >= '0' && c <= '9');
+  });
 }
 
 using detail::round_up;
@@ -103,8 +104,8 @@ StructType& StructType::add(std::string name, const StructType& type, std::size_
 
 void StructType::push(StructField field) {
   if (!is_identifier(field.name)) {
-    detail::raise_in(SKEIN_HERE, "skein::StructType", {},
-                     "field name '{}' is not a C identifier", field.name);
+    detail::raise_in(SKEIN_HERE, "skein::StructType", {}, "field name '{}' is not a C identifier",
+                     field.name);
   }
   for (const auto& f : fields_) {
     if (f.name == field.name) {
@@ -142,7 +143,8 @@ bool operator==(const StructType& a, const StructType& b) {
   for (std::size_t i = 0; i < a.fields_.size(); ++i) {
     const auto& fa = a.fields_[i];
     const auto& fb = b.fields_[i];
-    if (fa.name != fb.name || fa.count != fb.count || fa.is_struct() != fb.is_struct()) return false;
+    if (fa.name != fb.name || fa.count != fb.count || fa.is_struct() != fb.is_struct())
+      return false;
     if (fa.is_struct() ? !(*std::get<1>(fa.type) == *std::get<1>(fb.type))
                        : std::get<0>(fa.type) != std::get<0>(fb.type)) {
       return false;
@@ -164,8 +166,8 @@ StructType align(const StructType& type, std::size_t alignment) {
 std::string ctype_struct(const StructType& type, std::string_view name) {
   check_nonempty(type, "skein::ctype_struct");
   if (!is_identifier(name)) {
-    detail::raise_in(SKEIN_HERE, "skein::ctype_struct", {}, "struct name '{}' is not a C identifier",
-                     name);
+    detail::raise_in(SKEIN_HERE, "skein::ctype_struct", {},
+                     "struct name '{}' is not a C identifier", name);
   }
   // Every field type has its natural alignment equal to the one used for the layout, so the only
   // explicit alignment needed is the struct's own (which align() may have raised).

@@ -60,9 +60,9 @@ std::vector<std::pair<Platform, std::vector<Device>>> platforms_and_devices_by_m
   std::vector<std::pair<Platform, std::vector<Device>>> result;
   for (const auto& platform :
        Platform::all_by_masks(api, filter.platform_include_masks, filter.platform_exclude_masks)) {
-    auto devices = Device::all_by_masks(platform, filter.device_include_masks,
-                                        filter.device_exclude_masks, filter.unique_devices_only,
-                                        filter.include_pure_parallel_devices);
+    auto devices =
+        Device::all_by_masks(platform, filter.device_include_masks, filter.device_exclude_masks,
+                             filter.unique_devices_only, filter.include_pure_parallel_devices);
     if (!devices.empty() && devices.size() >= quantity) {
       result.emplace_back(platform, std::move(devices));
     }

@@ -29,10 +29,10 @@ struct Code {
   std::uint8_t code;
 };
 constexpr Code kCodes[] = {
-    {Dtype::int8, kDLInt},         {Dtype::int16, kDLInt},        {Dtype::int32, kDLInt},
-    {Dtype::int64, kDLInt},        {Dtype::uint8, kDLUInt},       {Dtype::uint16, kDLUInt},
-    {Dtype::uint32, kDLUInt},      {Dtype::uint64, kDLUInt},      {Dtype::float16, kDLFloat},
-    {Dtype::bfloat16, kDLBfloat},  {Dtype::float32, kDLFloat},    {Dtype::float64, kDLFloat},
+    {Dtype::int8, kDLInt},          {Dtype::int16, kDLInt},         {Dtype::int32, kDLInt},
+    {Dtype::int64, kDLInt},         {Dtype::uint8, kDLUInt},        {Dtype::uint16, kDLUInt},
+    {Dtype::uint32, kDLUInt},       {Dtype::uint64, kDLUInt},       {Dtype::float16, kDLFloat},
+    {Dtype::bfloat16, kDLBfloat},   {Dtype::float32, kDLFloat},     {Dtype::float64, kDLFloat},
     {Dtype::complex64, kDLComplex}, {Dtype::complex128, kDLComplex}};
 
 // What an exported tensor keeps alive: the array (and so its memory), its shape and strides.
@@ -63,8 +63,8 @@ Dtype dtype_from_dlpack(DLDataType type) {
   detail::raise_in(SKEIN_HERE, "skein::from_dlpack",
                    "Convert the tensor to one of Skein's dtypes (int8-64, uint8-64, float16, "
                    "bfloat16, float32, float64, complex64, complex128) first.",
-                   "DLPack type (code {}, {} bits, {} lanes) is not one of Skein's dtypes", type.code,
-                   type.bits, type.lanes);
+                   "DLPack type (code {}, {} bits, {} lanes) is not one of Skein's dtypes",
+                   type.code, type.bits, type.lanes);
 }
 
 DLManagedTensor* to_dlpack(const Array& array) {
@@ -74,7 +74,8 @@ DLManagedTensor* to_dlpack(const Array& array) {
   for (std::size_t i = 0; i < array.shape().size(); ++i) {
     holder->shape.push_back(static_cast<std::int64_t>(array.shape()[i]));
     if (array.strides()[i] % es != 0) {
-      detail::raise_in(SKEIN_HERE, "skein::to_dlpack", "Copy the view into a contiguous array first.",
+      detail::raise_in(SKEIN_HERE, "skein::to_dlpack",
+                       "Copy the view into a contiguous array first.",
                        "stride {} of {} bytes is not a whole number of {}-byte elements", i,
                        array.strides()[i], es);
     }
@@ -86,7 +87,8 @@ DLManagedTensor* to_dlpack(const Array& array) {
   switch (context.api().id()) {
 #if SKEIN_HAS_CUDA
     case ApiId::cuda:
-      t.device = DLDevice{kDLCUDA, static_cast<std::int32_t>(cuda::native_device(context.device(d)))};
+      t.device =
+          DLDevice{kDLCUDA, static_cast<std::int32_t>(cuda::native_device(context.device(d)))};
       t.data = array.data().empty()
                    ? nullptr
                    : reinterpret_cast<void*>(cuda::native_pointer(array.data()) + array.offset());
@@ -109,7 +111,9 @@ DLManagedTensor* to_dlpack(const Array& array) {
   t.shape = holder->shape.data();
   t.strides = holder->strides.data();
   holder->tensor.manager_ctx = holder.get();
-  holder->tensor.deleter = [](DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); };
+  holder->tensor.deleter = [](DLManagedTensor* self) {
+    delete static_cast<Exported*>(self->manager_ctx);
+  };
   return &holder.release()->tensor;
 }
 
@@ -136,7 +140,8 @@ Array from_dlpack(const Queue& queue, DLManagedTensor* tensor) {
   std::optional<std::size_t> device_idx;
   for (std::size_t d : queue.device_idxs()) {
 #if SKEIN_HAS_CUDA
-    if (api == ApiId::cuda && static_cast<int>(cuda::native_device(context.device(d))) == t.device.device_id) {
+    if (api == ApiId::cuda &&
+        static_cast<int>(cuda::native_device(context.device(d))) == t.device.device_id) {
       device_idx = d;
     }
 #endif
@@ -156,9 +161,9 @@ Array from_dlpack(const Queue& queue, DLManagedTensor* tensor) {
   std::size_t contiguous = es;
   for (int i = t.ndim - 1; i >= 0; --i) {
     if (t.shape[i] < 0 || (t.strides != nullptr && t.strides[i] < 0)) {
-      detail::raise_in(SKEIN_HERE, call, "Copy the tensor into a layout without negative strides first.",
-                       "dimension {} has size {} and stride {}", i, t.shape[i],
-                       t.strides ? t.strides[i] : 0);
+      detail::raise_in(
+          SKEIN_HERE, call, "Copy the tensor into a layout without negative strides first.",
+          "dimension {} has size {} and stride {}", i, t.shape[i], t.strides ? t.strides[i] : 0);
     }
     const auto n = static_cast<std::size_t>(t.shape[i]);
     const std::size_t stride = t.strides ? static_cast<std::size_t>(t.strides[i]) * es : contiguous;
@@ -174,17 +179,16 @@ Array from_dlpack(const Queue& queue, DLManagedTensor* tensor) {
 #if SKEIN_HAS_CUDA
   if (api == ApiId::cuda) {
     const auto pointer = reinterpret_cast<CUdeviceptr>(t.data) + t.byte_offset;
-    buffer = cuda::buffer_from_native(context, *device_idx, extent ? pointer : 0, extent,
-                                      [tensor] {
-                                        if (tensor->deleter) tensor->deleter(tensor);
-                                      });
+    buffer = cuda::buffer_from_native(context, *device_idx, extent ? pointer : 0, extent, [tensor] {
+      if (tensor->deleter) tensor->deleter(tensor);
+    });
   }
 #endif
 #if SKEIN_HAS_OPENCL
   if (api == ApiId::opencl) {
     offset = extent ? static_cast<std::size_t>(t.byte_offset) : 0;
-    buffer = opencl::buffer_from_native(context, *device_idx, static_cast<cl_mem>(t.data), offset + extent,
-                                        [tensor] {
+    buffer = opencl::buffer_from_native(context, *device_idx, static_cast<cl_mem>(t.data),
+                                        offset + extent, [tensor] {
                                           if (tensor->deleter) tensor->deleter(tensor);
                                         });
   }

@@ -67,8 +67,8 @@ std::string_view name(UnaryOp op) {
 
 namespace {
 
-using detail::codegen::builtin_key;
 using detail::codegen::builtin_kernel;
+using detail::codegen::builtin_key;
 
 // The dtype a parameter is declared with: an array's own, or the loop dtype for a scalar.
 Dtype declared(const Operand& o, Dtype loop) { return o.is_array() ? o.dtype() : loop; }
@@ -82,7 +82,8 @@ std::string arith(Dtype t, const std::string& a, char op, const std::string& b) 
     const std::string m = detail::codegen::make_complex(t);
     if (op == '+') return fmt::format("{}({}.re + {}.re, {}.im + {}.im)", m, a, b, a, b);
     if (op == '-') return fmt::format("{}({}.re - {}.re, {}.im - {}.im)", m, a, b, a, b);
-    return fmt::format("{0}({1}.re * {2}.re - {1}.im * {2}.im, {1}.re * {2}.im + {1}.im * {2}.re)", m, a, b);
+    return fmt::format("{0}({1}.re * {2}.re - {1}.im * {2}.im, {1}.re * {2}.im + {1}.im * {2}.re)",
+                       m, a, b);
   }
   if (is_integer(t)) {
     // Wrap around as NumPy does: signed overflow is undefined in C, so go through unsigned.
@@ -114,7 +115,8 @@ Array run(const ElementwiseKernel& k, const Queue& queue, const std::optional<Ar
 void check_out(const std::optional<Array>& out, Dtype expected, const char* call) {
   if (out && out->dtype() != expected) {
     detail::raise_in(SKEIN_HERE, call, "Pass an output of the result's dtype, or none.",
-                     "the output is {}, the result dtype is {}", name(out->dtype()), name(expected));
+                     "the output is {}, the result dtype is {}", name(out->dtype()),
+                     name(expected));
   }
 }
 
@@ -167,7 +169,8 @@ Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand
   check_out(out, r, "skein::axpy");
   const Dtype da = declared(a, r), dx = declared(x, r), dy = declared(y, r);
   const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(1, da, dx, dy, r), [&] {
-    const std::string ca = detail::codegen::convert_value(da, r, "a"), cx = detail::codegen::convert_value(dx, r, "x"),
+    const std::string ca = detail::codegen::convert_value(da, r, "a"),
+                      cx = detail::codegen::convert_value(dx, r, "x"),
                       cy = detail::codegen::convert_value(dy, r, "y");
     return ElementwiseKernel(param_list({{da, "a"}, {dx, "x"}, {dy, "y"}}), param_list({{r, "z"}}),
                              "z = " + arith(r, arith(r, ca, '*', cx), '+', cy),
@@ -176,7 +179,8 @@ Array axpy(const Queue& queue, const Operand& a, const Operand& x, const Operand
   return run(k, queue, out, a, x, y);
 }
 
-Array scale(const Queue& queue, const Operand& a, const Operand& x, const std::optional<Array>& out) {
+Array scale(const Queue& queue, const Operand& a, const Operand& x,
+            const std::optional<Array>& out) {
   const Operand* const ops[] = {&a, &x};
   const Dtype r = detail::result_type_of(ops);
   check_out(out, r, "skein::scale");
@@ -202,7 +206,8 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
   }
   const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(3, s, d), [&] {
     return ElementwiseKernel(param_list({{s, "x"}}), param_list({{d, "z"}}),
-                             "z = " + detail::codegen::convert_value(s, d, "x"), {.name = "skein_copy"});
+                             "z = " + detail::codegen::convert_value(s, d, "x"),
+                             {.name = "skein_copy"});
   });
   if (src.is_array()) {
     const std::array<Operand, 2> args{src, Operand(dst)};
@@ -212,7 +217,9 @@ void copy(const Queue& queue, const Operand& src, const Array& dst) {
   }
 }
 
-void detail::strided_copy(const Queue& queue, const Array& src, const Array& dst) { copy(queue, src, dst); }
+void detail::strided_copy(const Queue& queue, const Array& src, const Array& dst) {
+  copy(queue, src, dst);
+}
 
 void detail::strided_fill_zero(const Queue& queue, const Array& dst) { fill(queue, dst, 0); }
 
@@ -220,7 +227,8 @@ Array astype(const Queue& queue, const Array& x, Dtype dtype) {
   if (is_complex(x.dtype()) && !is_complex(dtype)) {
     detail::raise_in(SKEIN_HERE, "skein::astype",
                      "Take the real part explicitly (an ElementwiseKernel with z = x.re).",
-                     "converting {} to {} would drop the imaginary part", name(x.dtype()), name(dtype));
+                     "converting {} to {} would drop the imaginary part", name(x.dtype()),
+                     name(dtype));
   }
   Array out = Array::empty(queue, x.shape(), dtype, x.device_idx());
   copy(queue, x, out);
@@ -239,7 +247,8 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
   check_out(out, c, "skein::binary");
   const Dtype da = declared(a, r), db = declared(b, r);
   const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(4, op, da, db, c), [&] {
-    const std::string x = detail::codegen::convert_value(da, c, "a"), y = detail::codegen::convert_value(db, c, "b");
+    const std::string x = detail::codegen::convert_value(da, c, "a"),
+                      y = detail::codegen::convert_value(db, c, "b");
     std::string expr;
     RenderGlobals globals;
     switch (op) {
@@ -275,9 +284,9 @@ Array binary(const Queue& queue, BinaryOp op, const Operand& a, const Operand& b
           "    if (a != a) return a;\n    if (b != b) return b;\n    return a {1} b ? a : b;\n}}\n",
           CT, op == BinaryOp::maximum ? ">=" : "<=");
     }
-    return ElementwiseKernel(param_list({{da, "a"}, {db, "b"}}), param_list({{c, "z"}}), "z = " + expr,
-                             {.name = "skein_" + std::string(name(op)), .preamble = preamble,
-                              .globals = globals});
+    return ElementwiseKernel(
+        param_list({{da, "a"}, {db, "b"}}), param_list({{c, "z"}}), "z = " + expr,
+        {.name = "skein_" + std::string(name(op)), .preamble = preamble, .globals = globals});
   });
   return run(k, queue, out, a, b);
 }
@@ -293,7 +302,8 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
   check_out(out, Dtype::uint8, "skein::compare");
   const Dtype da = declared(a, r), db = declared(b, r);
   const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(5, op, da, db, r), [&] {
-    const std::string x = detail::codegen::convert_value(da, r, "a"), y = detail::codegen::convert_value(db, r, "b");
+    const std::string x = detail::codegen::convert_value(da, r, "a"),
+                      y = detail::codegen::convert_value(db, r, "b");
     static const char* ops_c[] = {"==", "!=", "<", "<=", ">", ">="};
     const char* o = ops_c[static_cast<int>(op)];
     std::string cond;
@@ -304,7 +314,8 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
       cond = fmt::format("({} {} {})", x, o, y);
     }
     return ElementwiseKernel(param_list({{da, "a"}, {db, "b"}}), "uint8 z",
-                             fmt::format("z = {} ? 1 : 0", cond), {.name = "skein_" + std::string(name(op))});
+                             fmt::format("z = {} ? 1 : 0", cond),
+                             {.name = "skein_" + std::string(name(op))});
   });
   return run(k, queue, out, a, b);
 }
@@ -320,7 +331,8 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
                      "{} of {} is not supported", name(op), name(d));
   }
   Dtype r = float_fn ? float_for(d) : d;
-  if (op == UnaryOp::absolute && is_complex(d)) r = d == Dtype::complex64 ? Dtype::float32 : Dtype::float64;
+  if (op == UnaryOp::absolute && is_complex(d))
+    r = d == Dtype::complex64 ? Dtype::float32 : Dtype::float64;
   check_out(out, r, "skein::unary");
   const auto& k = builtin_kernel<ElementwiseKernel>(builtin_key(6, op, d, r), [&] {
     const Dtype c = detail::codegen::compute_dtype(r);
@@ -342,7 +354,8 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
         if (is_complex(d)) {
           expr = fmt::format("{}(x.re, x.im)", fn("hypot", r));
         } else if (is_integer(d) && is_signed(d)) {
-          expr = fmt::format("(x < 0 ? (({})(({})0 - ({})x)) : x)", CT, unsigned_for(d), unsigned_for(d));
+          expr = fmt::format("(x < 0 ? (({})(({})0 - ({})x)) : x)", CT, unsigned_for(d),
+                             unsigned_for(d));
         } else if (is_integer(d)) {
           expr = "x";
         } else {
@@ -351,7 +364,8 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
         break;
       case UnaryOp::square: expr = arith(d, "x", '*', "x"); break;
       case UnaryOp::conjugate:
-        expr = is_complex(d) ? fmt::format("{}(x.re, -x.im)", detail::codegen::make_complex(d)) : "x";
+        expr =
+            is_complex(d) ? fmt::format("{}(x.re, -x.im)", detail::codegen::make_complex(d)) : "x";
         break;
       case UnaryOp::exp:
         if (is_complex(d)) {
@@ -362,9 +376,9 @@ Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optiona
         [[fallthrough]];
       default: expr = fmt::format("{}({})", fn(std::string(name(op)).c_str(), c), v); break;
     }
-    return ElementwiseKernel(param_list({{d, "x"}}), param_list({{r, "z"}}), "z = " + expr,
-                             {.name = "skein_" + std::string(name(op)), .preamble = kMathPreamble,
-                              .globals = globals});
+    return ElementwiseKernel(
+        param_list({{d, "x"}}), param_list({{r, "z"}}), "z = " + expr,
+        {.name = "skein_" + std::string(name(op)), .preamble = kMathPreamble, .globals = globals});
   });
   return run(k, queue, out, x);
 }

@@ -28,11 +28,12 @@ namespace skein::detail::elementwise {
 struct FastPlan {
   codegen::CallKey key;
   const void* context = nullptr;  // the context's Impl; alive while `program` is
-  std::weak_ptr<const codegen::CompiledProgram> program;  // weak: the program cache decides its life
-  const Kernel* kernel = nullptr;                // in *program
+  std::weak_ptr<const codegen::CompiledProgram>
+      program;                     // weak: the program cache decides its life
+  const Kernel* kernel = nullptr;  // in *program
   std::size_t device = 0, groups = 0, local = 0;
-  std::vector<Dtype> dtypes;         // per parameter
-  std::vector<std::uint64_t> tail;   // the values after the parameters (size, layout)
+  std::vector<Dtype> dtypes;        // per parameter
+  std::vector<std::uint64_t> tail;  // the values after the parameters (size, layout)
 };
 
 }  // namespace skein::detail::elementwise
@@ -46,7 +47,8 @@ struct ElementwiseKernel::Impl {
   ElementwiseOptions options;
   std::uint64_t owner = detail::codegen::new_cache_owner();
   mutable std::atomic<std::size_t> built{0};  // programs generated (cache misses)
-  std::vector<std::string> what;  // per parameter, for conversion errors: "argument 'a' of kernel 'k'"
+  std::vector<std::string>
+      what;  // per parameter, for conversion errors: "argument 'a' of kernel 'k'"
 
   // The plans of the last few call shapes (most recent first), so that a repeated call skips
   // resolving, the program cache's lookup and the kernel's preparation.
@@ -70,12 +72,13 @@ struct Resolved {
   std::size_t device = 0;
   std::vector<Operand> args;  // inputs and outputs (allocated ones included)
   std::vector<Array> outputs;
-  std::vector<Dtype> dtypes;    // per parameter
-  std::vector<bool> is_array;   // per parameter
+  std::vector<Dtype> dtypes;   // per parameter
+  std::vector<bool> is_array;  // per parameter
   codegen::Bindings bindings;
   codegen::Layout layout;
-  std::vector<std::size_t> layout_index;  // per parameter: its index among the non-raw arrays, or npos
-  std::size_t layout_count = 0;           // non-raw arrays
+  std::vector<std::size_t>
+      layout_index;              // per parameter: its index among the non-raw arrays, or npos
+  std::size_t layout_count = 0;  // non-raw arrays
   std::uint64_t n = 0;
   std::size_t W = 1, U = 1;  // contiguous path: elements per 16-byte chunk, chunks per thread
   std::string signature;

@@ -28,7 +28,8 @@ std::string describe_params(const std::vector<codegen::ParamDecl>& params, std::
                             std::size_t to) {
   std::vector<std::string> parts;
   for (std::size_t k = from; k < to; ++k) {
-    parts.push_back(fmt::format("{}{} {}", params[k].raw ? "raw " : "", params[k].type, params[k].name));
+    parts.push_back(
+        fmt::format("{}{} {}", params[k].raw ? "raw " : "", params[k].type, params[k].name));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -37,10 +38,10 @@ void check_array_alignment(const Array& a, const std::string& call, const std::s
                            const std::string& param) {
   const std::size_t isz = a.itemsize();
   bool ok = codegen::address_in_allocation(a) % isz == 0;
-  for (std::size_t d = 0; ok && d < a.ndim(); ++d) ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
+  for (std::size_t d = 0; ok && d < a.ndim(); ++d)
+    ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
   if (!ok) {
-    raise_in(SKEIN_HERE, call,
-             "Use views whose offset and strides are multiples of the itemsize.",
+    raise_in(SKEIN_HERE, call, "Use views whose offset and strides are multiples of the itemsize.",
              "kernel '{}': argument '{}' ({} array, byte offset {}, strides {}) has "
              "elements that are not aligned to their size",
              kernel, param, name(a.dtype()), codegen::address_in_allocation(a),
@@ -100,8 +101,7 @@ Shape call_shape(const ElementwiseKernel::Impl& impl, std::span<const Operand> a
   for (std::size_t k = impl.n_in; k < args.size(); ++k) {
     if (params[k].raw) continue;
     if (args[k].array().shape() != shape) {
-      raise_in(SKEIN_HERE, kCall,
-               "Give outputs the shape the inputs broadcast to.",
+      raise_in(SKEIN_HERE, kCall, "Give outputs the shape the inputs broadcast to.",
                "kernel '{}': output '{}' has shape {}; the inputs broadcast to {}", kname,
                params[k].name, to_string(args[k].array().shape()), to_string(shape));
     }
@@ -111,8 +111,8 @@ Shape call_shape(const ElementwiseKernel::Impl& impl, std::span<const Operand> a
 
 // r.args and r.outputs: the arguments, and the outputs not given allocated when `allocate` is set
 // (source() needs no memory: the layout of a new contiguous array is known).
-void take_outputs(const ElementwiseKernel::Impl& impl, const Queue& queue, std::span<const Operand> args,
-                  const Shape& shape, bool allocate, Resolved& r) {
+void take_outputs(const ElementwiseKernel::Impl& impl, const Queue& queue,
+                  std::span<const Operand> args, const Shape& shape, bool allocate, Resolved& r) {
   const auto& params = impl.params;
   r.args.assign(args.begin(), args.end());
   if (args.size() == impl.n_in) {
@@ -132,7 +132,8 @@ void take_outputs(const ElementwiseKernel::Impl& impl, const Queue& queue, std::
 
 // The layout class of the non-raw arrays (outputs not allocated are contiguous), the vector
 // loop's W and U, and the program's signature.
-void lay_out(const ElementwiseKernel::Impl& impl, std::size_t n_args, const Shape& shape, Resolved& r) {
+void lay_out(const ElementwiseKernel::Impl& impl, std::size_t n_args, const Shape& shape,
+             Resolved& r) {
   const auto& params = impl.params;
   r.n = shape_size(shape);
   r.layout_index.assign(params.size(), npos);
@@ -161,8 +162,7 @@ void lay_out(const ElementwiseKernel::Impl& impl, std::size_t n_args, const Shap
 
   std::string sig = r.layout.contiguous ? "ew1|c" : fmt::format("ew1|s{}", r.layout.shape.size());
   for (std::size_t k = 0; k < params.size(); ++k) {
-    sig += fmt::format("|{}{}", params[k].raw ? 'R' : r.is_array[k] ? 'A' : 'S',
-                       name(r.dtypes[k]));
+    sig += fmt::format("|{}{}", params[k].raw ? 'R' : r.is_array[k] ? 'A' : 'S', name(r.dtypes[k]));
   }
   r.signature = std::move(sig);
 }
@@ -175,12 +175,12 @@ Resolved resolve(const ElementwiseKernel::Impl& impl, const Queue& queue,
   check_arguments(impl, args);
   Resolved r;
   r.bindings = codegen::bind_types(params, args, kCall, kname);
-  for (const auto& p : params) r.dtypes.push_back(codegen::param_dtype(p, r.bindings, kCall, kname));
+  for (const auto& p : params)
+    r.dtypes.push_back(codegen::param_dtype(p, r.bindings, kCall, kname));
   const auto device = codegen::common_device(queue, args, params, expect_device, kCall, kname);
   if (!device && !expect_device) {
     raise_in(SKEIN_HERE, kCall, "Pass at least one array (the outputs, for example).",
-             "kernel '{}': no argument is an array, so there is no device to run on",
-             kname);
+             "kernel '{}': no argument is an array, so there is no device to run on", kname);
   }
   r.device = device ? *device : *expect_device;
   const Shape shape = call_shape(impl, args);
@@ -198,8 +198,8 @@ struct Plan {
   std::vector<std::uint64_t> tail;  // the values packed after the parameters
 };
 
-Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, std::span<const Operand> args,
-               std::optional<std::size_t> expect_device) {
+Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue,
+               std::span<const Operand> args, std::optional<std::size_t> expect_device) {
   Plan plan;
   plan.resolved = resolve(impl, queue, args, expect_device, true);
   const Resolved& r = plan.resolved;
@@ -312,7 +312,8 @@ bool call_fast(const std::shared_ptr<ElementwiseKernel::Impl>& owner, const Queu
     }
   }
   for (std::uint64_t v : plan->tail) pack.value_bytes(reinterpret_cast<const std::byte*>(&v), 8);
-  codegen::launch_planned(*plan->kernel, queue, plan->device, plan->groups, plan->local, pack.view());
+  codegen::launch_planned(*plan->kernel, queue, plan->device, plan->groups, plan->local,
+                          pack.view());
   return true;
 }
 
@@ -330,8 +331,8 @@ void keep_fast_plan(const ElementwiseKernel::Impl& impl, const Queue& queue, con
   fast->local = plan.local;
   fast->dtypes = plan.resolved.dtypes;
   fast->tail = plan.tail;
-  codegen::keep_plan<FastPlan>(impl.fast_mutex, impl.fast_plans, ElementwiseKernel::Impl::kFastPlans,
-                               std::move(fast));
+  codegen::keep_plan<FastPlan>(impl.fast_mutex, impl.fast_plans,
+                               ElementwiseKernel::Impl::kFastPlans, std::move(fast));
 }
 
 }  // namespace
@@ -361,8 +362,8 @@ ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_vie
   auto impl = std::make_shared<Impl>();
   const std::string taken[] = {options.name, options.name + "_op"};
   impl->params = detail::codegen::declare_kernel(in_params, out_params, operation, options.name,
-                                                 detail::elementwise::kReserved, taken, "ElementwiseKernel",
-                                                 "z = a * x + y", impl->n_in);
+                                                 detail::elementwise::kReserved, taken,
+                                                 "ElementwiseKernel", "z = a * x + y", impl->n_in);
   impl->what = detail::codegen::describe_arguments(impl->params, options.name);
   impl->operation = std::move(operation);
   impl->options = std::move(options);
@@ -382,7 +383,8 @@ std::vector<Array> ElementwiseKernel::operator()(const Queue& queue,
     for (std::size_t k = impl_->n_in; k < args.size(); ++k) outputs.push_back(args[k].array());
     return outputs;
   }
-  detail::elementwise::Plan plan = detail::elementwise::make_plan(*impl_, queue, args, std::nullopt);
+  detail::elementwise::Plan plan =
+      detail::elementwise::make_plan(*impl_, queue, args, std::nullopt);
   detail::elementwise::execute(*impl_, queue, plan);
   return plan.resolved.outputs;
 }
@@ -401,7 +403,8 @@ MultiDevice<std::vector<Array>> ElementwiseKernel::per_device(
 }
 
 std::string ElementwiseKernel::source(const Queue& queue, std::span<const Operand> args) const {
-  const detail::elementwise::Resolved r = detail::elementwise::resolve(*impl_, queue, args, std::nullopt, false);
+  const detail::elementwise::Resolved r =
+      detail::elementwise::resolve(*impl_, queue, args, std::nullopt, false);
   return detail::elementwise::generate(*impl_, r);
 }
 

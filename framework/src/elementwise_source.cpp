@@ -29,7 +29,8 @@ std::string op_function(const ElementwiseKernel::Impl& impl, const Resolved& r) 
     const auto& p = params[k];
     const Dtype d = r.dtypes[k];
     if (p.raw) {
-      decl.push_back(fmt::format("GLOBAL_MEM {}{}* {}", p.output ? "" : "const ", ctype(d), p.name));
+      decl.push_back(
+          fmt::format("GLOBAL_MEM {}{}* {}", p.output ? "" : "const ", ctype(d), p.name));
     } else if (!p.output) {
       decl.push_back(fmt::format("const {} {}", codegen::compute_ctype(d), p.name));
     } else {
@@ -40,8 +41,8 @@ std::string op_function(const ElementwiseKernel::Impl& impl, const Resolved& r) 
   }
   return fmt::format(
       "WITHIN_KERNEL INLINE void {}_op({})\n{{\n{}{}    /* operation */\n    {};\n{}}}\n",
-      impl.options.name, fmt::join(decl, ", "), codegen::placeholder_typedefs(r.bindings), outs_decl,
-      impl.operation, outs_write);
+      impl.options.name, fmt::join(decl, ", "), codegen::placeholder_typedefs(r.bindings),
+      outs_decl, impl.operation, outs_write);
 }
 
 // Vector views of the non-raw arrays (contiguous path): W elements and 16-byte words in a union.
@@ -68,7 +69,8 @@ std::string kernel_head(const ElementwiseKernel::Impl& impl, const Resolved& r) 
     if (r.is_array[k]) {
       kparams.push_back(codegen::array_param(p.name));
     } else {
-      kparams.push_back(fmt::format("const {} _skein_a_{}", codegen::scalar_param_ctype(r.dtypes[k]), p.name));
+      kparams.push_back(
+          fmt::format("const {} _skein_a_{}", codegen::scalar_param_ctype(r.dtypes[k]), p.name));
     }
   }
   kparams.emplace_back("const uint64_t _skein_n");
@@ -76,9 +78,11 @@ std::string kernel_head(const ElementwiseKernel::Impl& impl, const Resolved& r) 
     kparams.emplace_back("const uint64_t _skein_head");
     kparams.emplace_back("const uint64_t _skein_nchunks");
   } else {
-    for (std::size_t d = 0; d < D; ++d) kparams.push_back(fmt::format("const uint64_t _skein_d{}", d));
+    for (std::size_t d = 0; d < D; ++d)
+      kparams.push_back(fmt::format("const uint64_t _skein_d{}", d));
     for (std::size_t j = 0; j < r.layout_count; ++j) {
-      for (std::size_t d = 0; d < D; ++d) kparams.push_back(fmt::format("const uint64_t _skein_s{}_{}", j, d));
+      for (std::size_t d = 0; d < D; ++d)
+        kparams.push_back(fmt::format("const uint64_t _skein_s{}_{}", j, d));
     }
   }
   return fmt::format("KERNEL void {}({})\n{{\n", impl.options.name, fmt::join(kparams, ",\n    "));
@@ -114,8 +118,9 @@ using ElementValue = std::function<std::string(std::size_t k)>;
 using ElementStore = std::function<std::string(std::size_t k, const std::string& v)>;
 
 // One call of the operation on the element at `index`.
-std::string op_call(const ElementwiseKernel::Impl& impl, const Resolved& r, const std::string& index,
-                    const ElementValue& value, const ElementStore& store, const std::string& indent) {
+std::string op_call(const ElementwiseKernel::Impl& impl, const Resolved& r,
+                    const std::string& index, const ElementValue& value, const ElementStore& store,
+                    const std::string& indent) {
   const auto& params = impl.params;
   std::string s;
   std::vector<std::string> a{index, "_skein_n"};
@@ -145,7 +150,8 @@ std::string vector_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) 
   const std::string& kname = impl.options.name;
   const std::size_t W = r.W, U = r.U;
   std::string src = fmt::format(
-      "    for (VSIZE_T _skein_c = _skein_tid; _skein_c < _skein_nchunks; _skein_c += _skein_nth * {}) {{\n",
+      "    for (VSIZE_T _skein_c = _skein_tid; _skein_c < _skein_nchunks; _skein_c += _skein_nth * "
+      "{}) {{\n",
       U);
   for (std::size_t u = 0; u < U; ++u) {
     src += fmt::format("        const VSIZE_T _skein_c{0} = _skein_c + {0} * _skein_nth;\n", u);
@@ -155,14 +161,16 @@ std::string vector_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) 
     const std::size_t V = W * itemsize(r.dtypes[k]) / 16;
     const auto& nm = params[k].name;
     src += fmt::format(
-        "        GLOBAL_MEM const uint4* _skein_w_{0} = (GLOBAL_MEM const uint4*)(_skein_p_{0} + _skein_head);\n",
+        "        GLOBAL_MEM const uint4* _skein_w_{0} = (GLOBAL_MEM const uint4*)(_skein_p_{0} + "
+        "_skein_head);\n",
         nm);
     for (std::size_t u = 0; u < U; ++u) {
       src += fmt::format("        _skein_vec_{}_{} _skein_x_{}_{};\n", kname, nm, nm, u);
       src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
       for (std::size_t v = 0; v < V; ++v) {
-        src += fmt::format("            _skein_x_{0}_{1}.v[{2}] = _skein_w_{0}[_skein_c{1} * {3} + {2}];\n",
-                           nm, u, v, V);
+        src += fmt::format(
+            "            _skein_x_{0}_{1}.v[{2}] = _skein_w_{0}[_skein_c{1} * {3} + {2}];\n", nm, u,
+            v, V);
       }
       src += "        }\n";
     }
@@ -170,7 +178,8 @@ std::string vector_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) 
   for (std::size_t k = impl.n_in; k < params.size(); ++k) {
     if (r.layout_index[k] == npos) continue;
     src += fmt::format(
-        "        GLOBAL_MEM uint4* _skein_w_{0} = (GLOBAL_MEM uint4*)(_skein_p_{0} + _skein_head);\n",
+        "        GLOBAL_MEM uint4* _skein_w_{0} = (GLOBAL_MEM uint4*)(_skein_p_{0} + "
+        "_skein_head);\n",
         params[k].name);
   }
   for (std::size_t u = 0; u < U; ++u) {
@@ -185,7 +194,8 @@ std::string vector_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) 
       src += op_call(
           impl, r, fmt::format("_skein_head + _skein_c{} * {} + {}", u, W, j),
           [&](std::size_t k) {
-            return codegen::load_value(r.dtypes[k], fmt::format("_skein_x_{}_{}.e[{}]", params[k].name, u, j));
+            return codegen::load_value(r.dtypes[k],
+                                       fmt::format("_skein_x_{}_{}.e[{}]", params[k].name, u, j));
           },
           [&](std::size_t k, const std::string& v) {
             return fmt::format("_skein_y_{}.e[{}] = {};", params[k].name, j, v);
@@ -197,8 +207,9 @@ std::string vector_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) 
       if (r.layout_index[k] == npos) continue;
       const std::size_t V = W * itemsize(r.dtypes[k]) / 16;
       for (std::size_t v = 0; v < V; ++v) {
-        src += fmt::format("            _skein_w_{0}[_skein_c{1} * {3} + {2}] = _skein_y_{0}.v[{2}];\n",
-                           params[k].name, u, v, V);
+        src += fmt::format(
+            "            _skein_w_{0}[_skein_c{1} * {3} + {2}] = _skein_y_{0}.v[{2}];\n",
+            params[k].name, u, v, V);
       }
     }
     src += "        }\n";
@@ -210,14 +221,19 @@ std::string vector_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) 
 // The contiguous path's unaligned head and tail, element by element.
 std::string head_and_tail_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) {
   const auto& params = impl.params;
-  std::string src = fmt::format("    const VSIZE_T _skein_tail = _skein_head + _skein_nchunks * {};\n", r.W);
+  std::string src =
+      fmt::format("    const VSIZE_T _skein_tail = _skein_head + _skein_nchunks * {};\n", r.W);
   src += "    const VSIZE_T _skein_ns = _skein_head + (_skein_n - _skein_tail);\n";
-  src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_ns; _skein_t += _skein_nth) {\n";
-  src += "        const VSIZE_T _skein_i = _skein_t < _skein_head ? _skein_t : _skein_tail + (_skein_t - _skein_head);\n";
+  src +=
+      "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_ns; _skein_t += _skein_nth) {\n";
+  src +=
+      "        const VSIZE_T _skein_i = _skein_t < _skein_head ? _skein_t : _skein_tail + "
+      "(_skein_t - _skein_head);\n";
   src += op_call(
       impl, r, "_skein_i",
       [&](std::size_t k) {
-        return codegen::load_value(r.dtypes[k], fmt::format("_skein_p_{}[_skein_i]", params[k].name));
+        return codegen::load_value(r.dtypes[k],
+                                   fmt::format("_skein_p_{}[_skein_i]", params[k].name));
       },
       [&](std::size_t k, const std::string& v) {
         return fmt::format("_skein_p_{}[_skein_i] = {};", params[k].name, v);
@@ -231,13 +247,17 @@ std::string head_and_tail_loop(const ElementwiseKernel::Impl& impl, const Resolv
 std::string strided_loop(const ElementwiseKernel::Impl& impl, const Resolved& r) {
   const auto& params = impl.params;
   const std::size_t D = r.layout.shape.size();
-  std::string src = "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_n; _skein_t += _skein_nth) {\n";
+  std::string src =
+      "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_n; _skein_t += _skein_nth) {\n";
   src += "        VSIZE_T _skein_r = _skein_t;\n";
-  for (std::size_t j = 0; j < r.layout_count; ++j) src += fmt::format("        uint64_t _skein_off{} = 0;\n", j);
+  for (std::size_t j = 0; j < r.layout_count; ++j)
+    src += fmt::format("        uint64_t _skein_off{} = 0;\n", j);
   for (std::size_t d = D; d-- > 0;) {
     if (d > 0) {
-      src += fmt::format("        {{\n            const VSIZE_T _skein_x = _skein_r % _skein_d{0};\n"
-                         "            _skein_r /= _skein_d{0};\n", d);
+      src += fmt::format(
+          "        {{\n            const VSIZE_T _skein_x = _skein_r % _skein_d{0};\n"
+          "            _skein_r /= _skein_d{0};\n",
+          d);
       for (std::size_t j = 0; j < r.layout_count; ++j) {
         src += fmt::format("            _skein_off{0} += _skein_x * _skein_s{0}_{1};\n", j, d);
       }
@@ -256,8 +276,8 @@ std::string strided_loop(const ElementwiseKernel::Impl& impl, const Resolved& r)
                                      ctype(r.dtypes[k]), params[k].name, r.layout_index[k]));
       },
       [&](std::size_t k, const std::string& v) {
-        return fmt::format("*(GLOBAL_MEM {}*)(_skein_q_{} + _skein_off{}) = {};", ctype(r.dtypes[k]),
-                           params[k].name, r.layout_index[k], v);
+        return fmt::format("*(GLOBAL_MEM {}*)(_skein_q_{} + _skein_off{}) = {};",
+                           ctype(r.dtypes[k]), params[k].name, r.layout_index[k], v);
       },
       "        ");
   src += "    }\n";

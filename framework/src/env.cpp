@@ -13,11 +13,13 @@ std::optional<std::string> env_value(const char* name) {
   return std::string(value);
 }
 
-void bad_env(const char* name, const std::string& value, std::string_view accepted, std::string_view call,
-             std::string_view why, Where where) {
+void bad_env(const char* name, const std::string& value, std::string_view accepted,
+             std::string_view call, std::string_view why, Where where) {
   raise_in(source_location(where.file_name(), static_cast<int>(where.line())), std::string(call),
-           fmt::format("Set {} to an accepted value, or unset it (an empty value counts as unset).", name),
-           "{}='{}' is not valid{}{}; it takes {}", name, value, why.empty() ? "" : ": ", why, accepted);
+           fmt::format("Set {} to an accepted value, or unset it (an empty value counts as unset).",
+                       name),
+           "{}='{}' is not valid{}{}; it takes {}", name, value, why.empty() ? "" : ": ", why,
+           accepted);
 }
 
 std::optional<bool> parse_env_flag(const char* name, const std::optional<std::string>& value,
@@ -27,8 +29,8 @@ std::optional<bool> parse_env_flag(const char* name, const std::optional<std::st
   for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  bad_env(name, *value, fmt::format("1, true, yes or on ({}); 0, false, no or off (not)", meaning), call,
-          {}, where);
+  bad_env(name, *value, fmt::format("1, true, yes or on ({}); 0, false, no or off (not)", meaning),
+          call, {}, where);
 }
 
 std::optional<double> parse_env_seconds(const char* name, const std::optional<std::string>& value,
@@ -37,8 +39,10 @@ std::optional<double> parse_env_seconds(const char* name, const std::optional<st
   char* end = nullptr;
   errno = 0;
   const double seconds = std::strtod(value->c_str(), &end);
-  if (errno != 0 || end == value->c_str() || *end != '\0' || !std::isfinite(seconds) || seconds < 0) {
-    bad_env(name, *value, fmt::format("a number of seconds >= 0 (e.g. 300; 0 {})", zero), call, {}, where);
+  if (errno != 0 || end == value->c_str() || *end != '\0' || !std::isfinite(seconds) ||
+      seconds < 0) {
+    bad_env(name, *value, fmt::format("a number of seconds >= 0 (e.g. 300; 0 {})", zero), call, {},
+            where);
   }
   return seconds;
 }

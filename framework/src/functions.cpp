@@ -38,11 +38,13 @@ Dtype complex_of(Dtype d) { return d == Dtype::float64 ? Dtype::complex128 : Dty
 // 16-bit and smaller integers fit float32, wider ones need float64.
 int float_bits(Dtype d) {
   switch (d) {
-    case Dtype::float32: case Dtype::complex64:
-    case Dtype::int8: case Dtype::int16: case Dtype::uint8: case Dtype::uint16:
-      return 32;
-    default:
-      return 64;
+    case Dtype::float32:
+    case Dtype::complex64:
+    case Dtype::int8:
+    case Dtype::int16:
+    case Dtype::uint8:
+    case Dtype::uint16: return 32;
+    default: return 64;
   }
 }
 
@@ -77,10 +79,13 @@ std::string make(Dtype complex) { return "skein_make_" + ctype(complex).substr(6
 // is complex (its parts are read separately).
 std::string convert(std::string_view fn, Dtype from, Dtype to, const std::string& x) {
   if (from == to) return x;
-  if (from == Dtype::float16) return convert(fn, Dtype::float32, to, "skein_float16_to_float(" + x + ")");
-  if (from == Dtype::bfloat16) return convert(fn, Dtype::float32, to, "skein_bfloat16_to_float(" + x + ")");
+  if (from == Dtype::float16)
+    return convert(fn, Dtype::float32, to, "skein_float16_to_float(" + x + ")");
+  if (from == Dtype::bfloat16)
+    return convert(fn, Dtype::float32, to, "skein_bfloat16_to_float(" + x + ")");
   if (is_complex(from) && !is_complex(to)) {
-    reject(fn, fmt::format("converting {} to {} would drop the imaginary part", name(from), name(to)),
+    reject(fn,
+           fmt::format("converting {} to {} would drop the imaginary part", name(from), name(to)),
            "Take the real part (.re) explicitly, or use a complex output dtype.");
   }
   if (to == Dtype::float16) {
@@ -129,7 +134,8 @@ std::vector<std::string> arg_names(std::size_t n) {
 
 // add and mul: a real accumulator while the inputs are real, complex from the first complex one,
 // so that real factors never meet a zero imaginary part (0 * inf would give NaN).
-Module fold(std::string_view fn, char op, const std::vector<Dtype>& in, std::optional<Dtype> out_opt) {
+Module fold(std::string_view fn, char op, const std::vector<Dtype>& in,
+            std::optional<Dtype> out_opt) {
   if (in.empty()) reject(fn, "needs at least one input dtype");
   for (Dtype d : in) require_arithmetic(fn, d);
   const Dtype out = out_opt.value_or(result_type(in));
@@ -137,8 +143,9 @@ Module fold(std::string_view fn, char op, const std::vector<Dtype>& in, std::opt
   if (!is_complex(out)) {
     for (Dtype d : in) {
       if (is_complex(d)) {
-        reject(fn, fmt::format("a {} input with a real output ({}) would drop the imaginary part",
-                               name(d), name(out)),
+        reject(fn,
+               fmt::format("a {} input with a real output ({}) would drop the imaginary part",
+                           name(d), name(out)),
                "Use a complex output dtype.");
       }
     }
@@ -178,8 +185,9 @@ Module fold(std::string_view fn, char op, const std::vector<Dtype>& in, std::opt
     } else if (op == '+') {
       body += fmt::format("  c = {0}(c.re + {1}.re, c.im + {1}.im);\n", make(out), t);
     } else {
-      body += fmt::format(
-          "  c = {0}(c.re * {1}.re - c.im * {1}.im, c.re * {1}.im + c.im * {1}.re);\n", make(out), t);
+      body +=
+          fmt::format("  c = {0}(c.re * {1}.re - c.im * {1}.im, c.re * {1}.im + c.im * {1}.re);\n",
+                      make(out), t);
     }
   }
   if (acc_complex) {
@@ -195,8 +203,9 @@ Module fold(std::string_view fn, char op, const std::vector<Dtype>& in, std::opt
 void require_float(std::string_view fn, Dtype d, bool complex_ok) {
   require_arithmetic(fn, d);
   if (is_integer(d) || (!complex_ok && is_complex(d))) {
-    reject(fn, fmt::format("needs a {} dtype, got {}",
-                           complex_ok ? "float or complex" : "float (float32 or float64)", name(d)),
+    reject(fn,
+           fmt::format("needs a {} dtype, got {}",
+                       complex_ok ? "float or complex" : "float (float32 or float64)", name(d)),
            "Cast integers to a float dtype first (functions::cast).");
   }
 }
@@ -252,8 +261,10 @@ Module div(Dtype a, Dtype b, std::optional<Dtype> out_opt) {
   } else if (!is_complex(a)) {
     body += n + fmt::format("  return {}(x * y.re / n, -x * y.im / n);\n", mk);
   } else {
-    body += n + fmt::format("  return {}((x.re * y.re + x.im * y.im) / n, "
-                            "(x.im * y.re - x.re * y.im) / n);\n", mk);
+    body += n + fmt::format(
+                    "  return {}((x.re * y.re + x.im * y.im) / n, "
+                    "(x.im * y.re - x.re * y.im) / n);\n",
+                    mk);
   }
   return function_module(fn, out, in, names, body);
 }
@@ -289,16 +300,17 @@ Module pow(Dtype base, std::optional<Dtype> exponent_opt, std::optional<Dtype> o
            "Use a float or integer exponent dtype.");
   }
   if (is_integer(out) && !is_integer(e)) {
-    reject(fn, fmt::format("a {} exponent with an integer output ({}) is not supported", name(e),
-                           name(out)),
+    reject(fn,
+           fmt::format("a {} exponent with an integer output ({}) is not supported", name(e),
+                       name(out)),
            "Use an integer exponent or a float output dtype.");
   }
   const Dtype in[] = {base, e};
   const Dtype real = real_of(out);
   const std::string O = ctype(out), R = ctype(real);
   const bool cplx = is_complex(out);
-  const std::string one = cplx ? fmt::format("{}(({})1, ({})0)", make(out), R, R)
-                               : fmt::format("({})1", O);
+  const std::string one =
+      cplx ? fmt::format("{}(({})1, ({})0)", make(out), R, R) : fmt::format("({})1", O);
   std::string body = fmt::format("  {} x = {};\n", O, convert(fn, base, out, "a0"));
 
   if (is_integer(e)) {
@@ -307,24 +319,30 @@ Module pow(Dtype base, std::optional<Dtype> exponent_opt, std::optional<Dtype> o
       if (is_integer(out)) {
         // Only 1 and -1 have integer reciprocals; every other base truncates to 0.
         body += fmt::format("  if (a1 < 0) return x == ({0})1 ? ({0})1 : ", O);
-        body += is_signed(out) ? fmt::format("x == ({0})(-1) ? ((m & 1) ? ({0})(-1) : ({0})1) : ({0})0;\n", O)
-                               : fmt::format("({})0;\n", O);
+        body += is_signed(out)
+                    ? fmt::format("x == ({0})(-1) ? ((m & 1) ? ({0})(-1) : ({0})1) : ({0})0;\n", O)
+                    : fmt::format("({})0;\n", O);
       }
     } else {
       body += "  uint64_t m = (uint64_t)a1;\n";
     }
     const std::string k = "m";
     body += fmt::format("  {} r = {};\n", O, one);
-    const std::string mul_rx = cplx ? fmt::format("{}(r.re * x.re - r.im * x.im, r.re * x.im + r.im * x.re)", make(out))
-                                    : wrapping_arith(out, "r", '*', "x");
-    const std::string mul_xx = cplx ? fmt::format("{}(x.re * x.re - x.im * x.im, (({})2) * x.re * x.im)", make(out), R)
-                                    : wrapping_arith(out, "x", '*', "x");
-    body += fmt::format("  while ({0}) {{\n    if ({0} & 1) r = {1};\n    x = {2};\n    {0} >>= 1;\n  }}\n",
-                        k, mul_rx, mul_xx);
+    const std::string mul_rx =
+        cplx ? fmt::format("{}(r.re * x.re - r.im * x.im, r.re * x.im + r.im * x.re)", make(out))
+             : wrapping_arith(out, "r", '*', "x");
+    const std::string mul_xx =
+        cplx ? fmt::format("{}(x.re * x.re - x.im * x.im, (({})2) * x.re * x.im)", make(out), R)
+             : wrapping_arith(out, "x", '*', "x");
+    body += fmt::format(
+        "  while ({0}) {{\n    if ({0} & 1) r = {1};\n    x = {2};\n    {0} >>= 1;\n  }}\n", k,
+        mul_rx, mul_xx);
     if (is_signed(e) && !is_integer(out)) {
       if (cplx) {
-        body += fmt::format("  if (a1 < 0) {{\n    const {} n = r.re * r.re + r.im * r.im;\n"
-                            "    r = {}(r.re / n, -r.im / n);\n  }}\n", R, make(out));
+        body += fmt::format(
+            "  if (a1 < 0) {{\n    const {} n = r.re * r.re + r.im * r.im;\n"
+            "    r = {}(r.re / n, -r.im / n);\n  }}\n",
+            R, make(out));
       } else {
         body += fmt::format("  if (a1 < 0) r = ({})1 / r;\n", O);
       }
@@ -341,9 +359,12 @@ Module pow(Dtype base, std::optional<Dtype> exponent_opt, std::optional<Dtype> o
   // infinite for y < 0 (1 / 0 at run time: no constant to spell it).
   body += fmt::format("  const {} y = {};\n", R, convert(fn, e, real, "a1"));
   body += fmt::format("  const {} r = hypot(x.re, x.im);\n", R);
-  body += fmt::format("  if (r == ({0})0) return {1}(y == ({0})0 ? ({0})1 : y > ({0})0 ? ({0})0 : ({0})1 / r, ({0})0);\n",
-                      R, make(out));
-  body += fmt::format("  const {} rho = pow(r, y);\n  const {} theta = y * atan2(x.im, x.re);\n", R, R);
+  body += fmt::format(
+      "  if (r == ({0})0) return {1}(y == ({0})0 ? ({0})1 : y > ({0})0 ? ({0})0 : ({0})1 / r, "
+      "({0})0);\n",
+      R, make(out));
+  body +=
+      fmt::format("  const {} rho = pow(r, y);\n  const {} theta = y * atan2(x.im, x.re);\n", R, R);
   body += fmt::format("  return {}(rho * cos(theta), rho * sin(theta));\n", make(out));
   return function_module(fn, out, in, arg_names(2), body);
 }
@@ -351,8 +372,9 @@ Module pow(Dtype base, std::optional<Dtype> exponent_opt, std::optional<Dtype> o
 Module polar(Dtype d) {
   require_float("polar", d, false);
   const Dtype in[] = {d, d};
-  return function_module("polar", complex_of(d), in, arg_names(2),
-                         fmt::format("  return {}(a0 * cos(a1), a0 * sin(a1));\n", make(complex_of(d))));
+  return function_module(
+      "polar", complex_of(d), in, arg_names(2),
+      fmt::format("  return {}(a0 * cos(a1), a0 * sin(a1));\n", make(complex_of(d))));
 }
 
 Module polar_unit(Dtype d) {

@@ -26,32 +26,38 @@ bool storable(Dtype d) { return detail::codegen::compute_dtype(d) == d; }
 
 std::string decl_text(const std::vector<detail::codegen::ParamDecl>& params, bool raw) {
   std::vector<std::string> parts;
-  for (const auto& p : params) parts.push_back(fmt::format("{}{} {}", raw ? "raw " : "", p.type, p.name));
+  for (const auto& p : params)
+    parts.push_back(fmt::format("{}{} {}", raw ? "raw " : "", p.type, p.name));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 // The map function: the operation on local copies of the element's values, the new values stored,
 // then the reduced value.
-std::string update_function(const std::string& fn, const std::vector<detail::codegen::ParamDecl>& in,
-                            const std::vector<detail::codegen::ParamDecl>& upd, const std::string& operation,
-                            const std::string& map_expr) {
+std::string update_function(const std::string& fn,
+                            const std::vector<detail::codegen::ParamDecl>& in,
+                            const std::vector<detail::codegen::ParamDecl>& upd,
+                            const std::string& operation, const std::string& map_expr) {
   std::vector<std::string> decl{"const VSIZE_T i", "const VSIZE_T n"};
   for (const auto& p : in) decl.push_back(fmt::format("const {} {}", value_type(p), p.name));
   for (const auto& p : upd) decl.push_back(fmt::format("{} {}", value_type(p), p.name));
-  for (const auto& p : upd) decl.push_back(fmt::format("GLOBAL_MEM const {} {}{}", value_type(p) + "*", p.name, kDst));
-  std::string src = fmt::format("WITHIN_KERNEL INLINE reduce_t {}({})\n{{\n    /* operation */\n    {};\n", fn,
-                                fmt::join(decl, ", "), operation);
+  for (const auto& p : upd)
+    decl.push_back(fmt::format("GLOBAL_MEM const {} {}{}", value_type(p) + "*", p.name, kDst));
+  std::string src =
+      fmt::format("WITHIN_KERNEL INLINE reduce_t {}({})\n{{\n    /* operation */\n    {};\n", fn,
+                  fmt::join(decl, ", "), operation);
   // The arrays are writable: the const of the reduction's pointers is only its own promise.
   for (const auto& p : upd) {
     src += fmt::format("    ((GLOBAL_MEM {0}*){1}{2})[i] = {1};\n", value_type(p), p.name, kDst);
   }
-  src += fmt::format("    /* map */\n    reduce_t _skein_m = {};\n    return _skein_m;\n}}\n", map_expr);
+  src += fmt::format("    /* map */\n    reduce_t _skein_m = {};\n    return _skein_m;\n}}\n",
+                     map_expr);
   return src;
 }
 
 void require_text(const std::string& text, const char* what, const std::string& kernel) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    detail::raise_in(SKEIN_HERE, "FusedKernel", "Give the operation and the map, reduce and identity expressions.",
+    detail::raise_in(SKEIN_HERE, "FusedKernel",
+                     "Give the operation and the map, reduce and identity expressions.",
                      "kernel '{}': the {} is empty", kernel, what);
   }
 }
@@ -59,23 +65,25 @@ void require_text(const std::string& text, const char* what, const std::string& 
 }  // namespace
 
 struct FusedKernel::Impl {
-  Impl(ReductionKernel r, std::size_t inputs, std::size_t updates, std::vector<detail::codegen::ParamDecl> params)
+  Impl(ReductionKernel r, std::size_t inputs, std::size_t updates,
+       std::vector<detail::codegen::ParamDecl> params)
       : reduction(std::move(r)), inputs(inputs), updates(updates), params(std::move(params)) {}
   ReductionKernel reduction;
   std::size_t inputs = 0, updates = 0;
   std::vector<detail::codegen::ParamDecl> params;  // in_params, then update_params
 };
 
-FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_params, std::string operation,
-                         std::string_view out_param, std::string map_expr, std::string reduce_expr,
-                         std::string identity, FusedOptions options) {
+FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_params,
+                         std::string operation, std::string_view out_param, std::string map_expr,
+                         std::string reduce_expr, std::string identity, FusedOptions options) {
   const std::string call = "FusedKernel";
   const std::string& k = options.name;
   detail::codegen::check_kernel_name(k, call);
   auto in = detail::codegen::parse_params(in_params, false, call, k);
   auto upd = detail::codegen::parse_params(update_params, false, call, k);
   if (upd.empty()) {
-    detail::raise_in(SKEIN_HERE, call, "Declare the arrays the operation updates, e.g. \"T x, T r\".",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Declare the arrays the operation updates, e.g. \"T x, T r\".",
                      "kernel '{}': no updated arrays (a plain ReductionKernel does without)", k);
   }
   std::vector<detail::codegen::ParamDecl> all = in;
@@ -86,14 +94,16 @@ FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_par
                        "kernel '{}': parameter '{}' is raw", k, p.name);
     }
     if (p.name.size() >= kDst.size() && p.name.ends_with(kDst)) {
-      detail::raise_in(SKEIN_HERE, call, "Rename it: names ending in _skein_dst are the generated code's.",
+      detail::raise_in(SKEIN_HERE, call,
+                       "Rename it: names ending in _skein_dst are the generated code's.",
                        "kernel '{}': parameter name '{}' is reserved", k, p.name);
     }
   }
   for (const auto& p : upd) {
     if (p.dtype && !storable(*p.dtype)) {
-      detail::raise_in(SKEIN_HERE, call, "Update arrays of float32 or another type computed as stored.",
-                       "kernel '{}': updated parameter '{}' is {}", k, p.name, skein::name(*p.dtype));
+      detail::raise_in(
+          SKEIN_HERE, call, "Update arrays of float32 or another type computed as stored.",
+          "kernel '{}': updated parameter '{}' is {}", k, p.name, skein::name(*p.dtype));
     }
   }
   require_text(operation, "operation", k);
@@ -123,13 +133,14 @@ std::size_t FusedKernel::input_count() const { return impl_->inputs; }
 std::size_t FusedKernel::update_count() const { return impl_->updates; }
 const std::string& FusedKernel::name() const { return impl_->reduction.name(); }
 
-void detail::check_fused_operands(const FusedKernel& kernel, std::span<const Operand> operands, const char* call) {
+void detail::check_fused_operands(const FusedKernel& kernel, std::span<const Operand> operands,
+                                  const char* call) {
   const std::size_t ni = kernel.input_count(), nu = kernel.update_count();
   const std::string& k = kernel.name();
   if (operands.size() != ni + nu) {
     raise_in(SKEIN_HERE, call, "Pass the inputs' operands, then the updated arrays.",
-             "kernel '{}' takes {} input(s) and {} updated array(s); {} operands were given", k, ni, nu,
-             operands.size());
+             "kernel '{}' takes {} input(s) and {} updated array(s); {} operands were given", k, ni,
+             nu, operands.size());
   }
   const Operand& first = operands[ni];
   for (std::size_t j = ni; j < ni + nu; ++j) {
@@ -140,14 +151,15 @@ void detail::check_fused_operands(const FusedKernel& kernel, std::span<const Ope
     }
     const Array& a = o.array();
     if (!a.is_contiguous() || !storable(a.dtype())) {
-      raise_in(SKEIN_HERE, call, "Update contiguous arrays of a type computed as stored (not float16/bfloat16).",
-               "kernel '{}': updated operand {} is a {} {}", k, j - ni, a.is_contiguous() ? "contiguous" : "strided",
-               skein::name(a.dtype()));
+      raise_in(SKEIN_HERE, call,
+               "Update contiguous arrays of a type computed as stored (not float16/bfloat16).",
+               "kernel '{}': updated operand {} is a {} {}", k, j - ni,
+               a.is_contiguous() ? "contiguous" : "strided", skein::name(a.dtype()));
     }
     if (a.shape() != first.array().shape()) {
       raise_in(SKEIN_HERE, call, "Give every updated array one shape.",
-               "kernel '{}': updated operand {} has shape {}, the first {}", k, j - ni, fmt::join(a.shape(), "x"),
-               fmt::join(first.array().shape(), "x"));
+               "kernel '{}': updated operand {} has shape {}, the first {}", k, j - ni,
+               fmt::join(a.shape(), "x"), fmt::join(first.array().shape(), "x"));
     }
   }
   const Shape& target = first.array().shape();
@@ -174,7 +186,8 @@ std::vector<Operand> FusedKernel::reduction_operands(std::span<const Operand> op
   return out;
 }
 
-Array FusedKernel::operator()(const Queue& queue, std::span<const Operand> operands, const FusedArgs& args) const {
+Array FusedKernel::operator()(const Queue& queue, std::span<const Operand> operands,
+                              const FusedArgs& args) const {
   const std::vector<Operand> ops = reduction_operands(operands);
   ReductionArgs ra;
   ra.out = args.out;

@@ -28,12 +28,13 @@ struct HostValueSlots {
   std::vector<Buffer> device;  // per device index; made on first use
 };
 
-HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype, std::size_t count)
+HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype,
+                       std::size_t count)
     : queue_(queue), devices_(devices.begin(), devices.end()), item_(itemsize(dtype) * count) {
   static_assert(kMaxBytes <= kSlotBytes);
   if (count == 0 || item_ > kMaxBytes) {
-    raise_in(SKEIN_HERE, "HostValues", "This is a bug in Skein.", "{} values of {} bytes per device", count,
-             itemsize(dtype));
+    raise_in(SKEIN_HERE, "HostValues", "This is a bug in Skein.",
+             "{} values of {} bytes per device", count, itemsize(dtype));
   }
   const Context& context = queue.context();
   const std::size_t n = context.devices().size();
@@ -80,8 +81,9 @@ HostValues::HostValues(const Queue& queue, std::span<const std::size_t> devices,
   for (std::size_t d : devices_) {
     Buffer& b = slots_->device[d];
     if (b.empty()) {
-      b = mapped_ ? slots_->host.device_buffer(context, d).get_sub_region(kSlotBytes * d, kSlotBytes)
-                  : Buffer::allocate(context, d, kSlotBytes);
+      b = mapped_
+              ? slots_->host.device_buffer(context, d).get_sub_region(kSlotBytes * d, kSlotBytes)
+              : Buffer::allocate(context, d, kSlotBytes);
     }
     arrays_.emplace_back(queue, b, Shape{count}, dtype);
   }
@@ -131,7 +133,8 @@ void HostValues::enqueue_reads() {
   // Every device's transfer first, then the waits: the devices' reads overlap.
   std::byte* host = slots_->host.data();
   for (std::size_t d : devices_) {
-    slots_->device[d].get(queue_, std::span<std::byte>(host + kSlotBytes * d, kSlotBytes), Sync::async);
+    slots_->device[d].get(queue_, std::span<std::byte>(host + kSlotBytes * d, kSlotBytes),
+                          Sync::async);
   }
 }
 

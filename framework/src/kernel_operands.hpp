@@ -51,7 +51,9 @@ Shape broadcast_shapes(std::span<const Operand> args, const std::vector<bool>& t
 inline ArrayShape shape_of(const Array& a) { return {a.shape(), a.strides(), a.itemsize()}; }
 
 // Bytes from the start of the allocation to the array's element 0 (for alignment).
-inline std::uint64_t address_in_allocation(const Array& a) { return a.data().offset() + a.offset(); }
+inline std::uint64_t address_in_allocation(const Array& a) {
+  return a.data().offset() + a.offset();
+}
 
 // The first element index h < 16 at which every array (by allocation address and itemsize) is
 // 16-byte aligned, if any.
@@ -75,8 +77,9 @@ struct CallKey {
     return true;
   }
   bool operator==(const CallKey& o) const {
-    return size == o.size && std::equal(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(size),
-                                        o.words.begin());
+    return size == o.size &&
+           std::equal(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(size),
+                      o.words.begin());
   }
 };
 
@@ -105,8 +108,8 @@ inline bool make_key(std::span<const Operand> args, CallKey& key) {
 }
 
 // The plans a kernel object keeps for its last few call shapes, most recent first, under its
-// mutex (the FastPlans of elementwise_kernel.cpp and reduction_kernel.cpp: each has `key`, `context` and a weak
-// `program`).
+// mutex (the FastPlans of elementwise_kernel.cpp and reduction_kernel.cpp: each has `key`,
+// `context` and a weak `program`).
 
 // The plan of `context` and `key`, if one is kept.
 template <class Plan>
@@ -145,9 +148,7 @@ struct StackArgs {
 
   KernelArg* args() { return reinterpret_cast<KernelArg*>(arg_storage); }
   // The n arguments packed so far.
-  std::span<const KernelArg> view() {
-    return {reinterpret_cast<const KernelArg*>(arg_storage), n};
-  }
+  std::span<const KernelArg> view() { return {reinterpret_cast<const KernelArg*>(arg_storage), n}; }
 
   bool fits(std::size_t more_args, std::size_t more_words) const {
     return n + more_args <= kArgs && w + more_words <= kWords;
@@ -161,24 +162,24 @@ struct StackArgs {
   }
   void buffer(const Buffer& b) {
     args()[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
-                          .array = false,
-                          .device = b.device_idx(),
-                          .buffer = b.adapter().get(),
-                          .offset = 0,
-                          .buffer_device = b.device_idx(),
-                          .context = b.context_id()};
+                            .array = false,
+                            .device = b.device_idx(),
+                            .buffer = b.adapter().get(),
+                            .offset = 0,
+                            .buffer_device = b.device_idx(),
+                            .context = b.context_id()};
     const std::uint64_t offset = b.offset();
     value_bytes(reinterpret_cast<const std::byte*>(&offset), 8);
   }
   void array(const Array& a) {
     const Buffer& b = a.data();
     args()[n++] = KernelArg{.kind = KernelArg::Kind::buffer,
-                          .array = true,
-                          .device = a.device_idx(),
-                          .buffer = b.adapter().get(),
-                          .offset = 0,
-                          .buffer_device = b.device_idx(),
-                          .context = b.context_id()};
+                            .array = true,
+                            .device = a.device_idx(),
+                            .buffer = b.adapter().get(),
+                            .offset = 0,
+                            .buffer_device = b.device_idx(),
+                            .context = b.context_id()};
     const std::uint64_t offset = b.offset() + a.offset();
     value_bytes(reinterpret_cast<const std::byte*>(&offset), 8);
   }

@@ -143,8 +143,8 @@ namespace detail {
 
 std::optional<LogLevel> read_log_level_from_environment(std::string_view call) {
   LogStateStorage& s = log_state();
-  const auto level = env_choice<LogLevel>("SKEIN_LOG_LEVEL", call,
-                                          {kChoices[0], kChoices[1], kChoices[2], kChoices[3], kChoices[4]});
+  const auto level = env_choice<LogLevel>(
+      "SKEIN_LOG_LEVEL", call, {kChoices[0], kChoices[1], kChoices[2], kChoices[3], kChoices[4]});
   // Marks the variable as read, so that a later first message does not read it again.
   std::call_once(s.env_read, [] {});
   s.env_level.store(level ? static_cast<int>(*level) : kUnset, std::memory_order_relaxed);

@@ -60,8 +60,7 @@ void prefetch(const Queue& queue, const Buffer& managed, MemoryLocation to) {
   }
   if (!queue.has_device(managed.device_idx())) {
     detail::raise_in(SKEIN_HERE, call, "Use a queue that includes the buffer's device.",
-                     "the buffer is on device {}, which is not in the queue",
-                     managed.device_idx());
+                     "the buffer is on device {}, which is not in the queue", managed.device_idx());
   }
   if (managed.empty()) return;
   context_adapter(managed.context())
@@ -85,8 +84,9 @@ IpcMemoryHandle export_ipc_memory(const Buffer& buffer) {
                      "the buffer is empty");
   }
   // The backend refuses an empty buffer (after its own refusal on OpenCL).
-  IpcMemoryHandle handle = context_adapter(buffer.context())
-                               .export_ipc_memory(*buffer.adapter(), buffer.offset(), buffer.size());
+  IpcMemoryHandle handle =
+      context_adapter(buffer.context())
+          .export_ipc_memory(*buffer.adapter(), buffer.offset(), buffer.size());
   // Another process may map it now: a pool never hands the block out again.
   buffer.adapter()->mark_exported();
   return handle;
@@ -134,7 +134,8 @@ void IpcEvent::record(const Queue& queue) const {
     detail::raise_in(SKEIN_HERE, call, "Use a queue that includes the event's device.",
                      "the event is on device {}, which is not in the queue", device_idx_);
   }
-  context_adapter(queue.context()).record_ipc_event(queue.device_queue(device_idx_), *event_.adapter());
+  context_adapter(queue.context())
+      .record_ipc_event(queue.device_queue(device_idx_), *event_.adapter());
 }
 
 namespace detail {
@@ -177,11 +178,8 @@ void check_handle(const Handle& handle, std::uint32_t magic, const char* kind,
                   const IpcDeviceCheck& device_check, const char* call,
                   const std::string& description) {
   const auto fail = [&](const std::string& what, const char* hint) {
-    throw LogicError(ErrorInfo{.what = what,
-                               .call = call,
-                               .device = description,
-                               .hint = hint,
-                               .location = SKEIN_HERE});
+    throw LogicError(ErrorInfo{
+        .what = what, .call = call, .device = description, .hint = hint, .location = SKEIN_HERE});
   };
   const bool sum_right = handle.checksum == ipc_checksum(&handle, offsetof(Handle, checksum));
   if (handle.magic != magic || handle.version != kIpcVersion || !sum_right) {

@@ -264,14 +264,15 @@ struct DeviceMemoryPool::State {
         std::lock_guard lock(limits->mutex);
         limits->managed[device_idx] -= nbytes;
       }
-      detail::raise_in(SKEIN_HERE, "DeviceMemoryPool::allocate",
-                       "The pool's base allocator must return a buffer of the pool's context, on "
-                       "the requested device, of at least the requested size.",
-                       "the base allocator returned {} bytes on device {}{} for a request of {} "
-                       "bytes on device {}",
-                       block.size(), block.device_idx(),
-                       block.context_id() == detail::impl_of(context).get() ? "" : " of another context",
-                       nbytes, device_idx);
+      detail::raise_in(
+          SKEIN_HERE, "DeviceMemoryPool::allocate",
+          "The pool's base allocator must return a buffer of the pool's context, on "
+          "the requested device, of at least the requested size.",
+          "the base allocator returned {} bytes on device {}{} for a request of {} "
+          "bytes on device {}",
+          block.size(), block.device_idx(),
+          block.context_id() == detail::impl_of(context).get() ? "" : " of another context", nbytes,
+          device_idx);
     }
     std::shared_ptr<CountedBlock> counted;
     try {
@@ -530,7 +531,8 @@ const DeviceMemoryPool& queue_pool(const Queue& queue) {
   }
   auto& context = *detail::impl_of(impl->context);
   std::lock_guard lock(context.pool_queues_mutex);
-  std::erase_if(context.pool_queues, [](const std::weak_ptr<Queue::Impl>& q) { return q.expired(); });
+  std::erase_if(context.pool_queues,
+                [](const std::weak_ptr<Queue::Impl>& q) { return q.expired(); });
   context.pool_queues.push_back(impl);
   return *impl->temporaries;
 }
@@ -610,9 +612,10 @@ std::shared_ptr<BufferAdapter> allocate_or_trim(const Context& context, std::siz
       return adapter.allocate(device_idx, size);
     } catch (const MemoryError& second) {
       ErrorInfo info = second.info();
-      info.what += fmt::format(" (the pools of the context's queues had freed the {} they held on "
-                               "the device, and it was tried again)",
-                               format_bytes(freed));
+      info.what += fmt::format(
+          " (the pools of the context's queues had freed the {} they held on "
+          "the device, and it was tried again)",
+          format_bytes(freed));
       throw MemoryError(info, second.requested(), second.available());
     }
   }

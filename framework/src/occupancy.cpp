@@ -128,14 +128,10 @@ std::size_t DeviceData::align_dtype(std::size_t elements, std::size_t dtype_size
 
 std::string_view name(OccupancyLimit limit) {
   switch (limit) {
-    case OccupancyLimit::device:
-      return "device";
-    case OccupancyLimit::warps:
-      return "warps";
-    case OccupancyLimit::regs:
-      return "regs";
-    case OccupancyLimit::smem:
-      return "smem";
+    case OccupancyLimit::device: return "device";
+    case OccupancyLimit::warps: return "warps";
+    case OccupancyLimit::regs: return "regs";
+    case OccupancyLimit::smem: return "smem";
   }
   return "unknown";
 }

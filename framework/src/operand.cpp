@@ -69,7 +69,8 @@ Dtype Operand::dtype() const { return array_ ? array_->dtype() : dtype_; }
 
 std::string Operand::to_string() const {
   if (array_) {
-    return fmt::format("{} array of shape {}", name(array_->dtype()), skein::to_string(array_->shape()));
+    return fmt::format("{} array of shape {}", name(array_->dtype()),
+                       skein::to_string(array_->shape()));
   }
   switch (kind_) {
     case Kind::integer: return fmt::format("{}", int_);
@@ -124,8 +125,9 @@ std::size_t Operand::bytes_into(Dtype target, std::span<std::byte, 16> out, std:
       detail::raise_in(SKEIN_HERE, "Operand", "Pass a scalar.", "{}: an array was given", what);
     }
     auto refuse = [&](const std::string& why, const std::string& hint) {
-      detail::raise_in(SKEIN_HERE, "Operand", hint, "{}: the scalar {} cannot be converted to {}: {}",
-                       what, to_string(), name(target), why);
+      detail::raise_in(SKEIN_HERE, "Operand", hint,
+                       "{}: the scalar {} cannot be converted to {}: {}", what, to_string(),
+                       name(target), why);
     };
     if (kind_ == Kind::complex && !is_complex(target)) {
       refuse("that would drop the imaginary part", "Pass the real part, or use a complex dtype.");
@@ -155,7 +157,8 @@ std::size_t Operand::bytes_into(Dtype target, std::span<std::byte, 16> out, std:
                      "Pass a value that fits, or use a wider dtype.");
             }
             // Integers wrap as in C (two's complement), as NumPy's astype.
-            const std::uint64_t bits = kind_ == Kind::integer ? static_cast<std::uint64_t>(int_) : uint_;
+            const std::uint64_t bits =
+                kind_ == Kind::integer ? static_cast<std::uint64_t>(int_) : uint_;
             return bytes_of(static_cast<T>(bits));
           }
           return bytes_of(static_cast<T>(v));
@@ -164,16 +167,17 @@ std::size_t Operand::bytes_into(Dtype target, std::span<std::byte, 16> out, std:
         }
       });
     }
-    const double re = kind_ == Kind::integer ? static_cast<double>(int_)
+    const double re = kind_ == Kind::integer            ? static_cast<double>(int_)
                       : kind_ == Kind::unsigned_integer ? static_cast<double>(uint_)
-                                                       : value_.real();
+                                                        : value_.real();
     switch (target) {
       case Dtype::float16: return bytes_of(float16(static_cast<float>(re)).bits);
       case Dtype::bfloat16: return bytes_of(bfloat16(static_cast<float>(re)).bits);
       case Dtype::float32: return bytes_of(static_cast<float>(re));
       case Dtype::float64: return bytes_of(re);
       case Dtype::complex64:
-        return bytes_of(std::complex<float>(static_cast<float>(re), static_cast<float>(value_.imag())));
+        return bytes_of(
+            std::complex<float>(static_cast<float>(re), static_cast<float>(value_.imag())));
       case Dtype::complex128: return bytes_of(std::complex<double>(re, value_.imag()));
       default: break;
     }
@@ -271,8 +275,7 @@ namespace {
 template <class Range, class At>
 Dtype result_type_over(const Range& operands, At at) {
   if (operands.empty()) {
-    detail::raise_in(SKEIN_HERE, "skein::result_type", "Pass at least one operand.",
-                     "no operands");
+    detail::raise_in(SKEIN_HERE, "skein::result_type", "Pass at least one operand.", "no operands");
   }
   std::optional<Dtype> strong;
   int weak_kind = -1;

@@ -82,8 +82,8 @@ PendingResults held_on(Queue::Impl& impl, std::size_t idx) {
 
 }  // namespace
 
-void hold_results(const Queue& queue, std::size_t device_idx, const std::shared_ptr<ResultCheck>& check,
-                  std::uint64_t ticket) {
+void hold_results(const Queue& queue, std::size_t device_idx,
+                  const std::shared_ptr<ResultCheck>& check, std::uint64_t ticket) {
   Queue::Impl& impl = *impl_of(queue);
   std::lock_guard lock(impl.results_mutex);
   prune_at(impl, device_idx);

@@ -30,8 +30,7 @@ std::vector<Platform> Platform::all_by_masks(const Api& api,
 Platform Platform::from_index(const Api& api, std::size_t platform_idx) {
   const auto& platforms = api.adapter()->platforms();
   if (platform_idx >= platforms.size()) {
-    detail::raise_in(SKEIN_HERE, "Platform::from_index",
-                     "Run skein-info to list the platforms.",
+    detail::raise_in(SKEIN_HERE, "Platform::from_index", "Run skein-info to list the platforms.",
                      "platform index {} is out of range: {} has {} platform(s)", platform_idx,
                      api.name(), platforms.size());
   }

@@ -30,8 +30,8 @@ WorkSize::WorkSize(std::initializer_list<std::size_t> sizes)
 
 WorkSize::WorkSize(std::span<const std::size_t> sizes) : dims_(0), v_{1, 1, 1} {
   if (sizes.empty() || sizes.size() > 3) {
-    detail::raise_in(SKEIN_HERE, "WorkSize", "Give 1, 2 or 3 sizes.",
-                     "{} dimension(s) given", sizes.size());
+    detail::raise_in(SKEIN_HERE, "WorkSize", "Give 1, 2 or 3 sizes.", "{} dimension(s) given",
+                     sizes.size());
   }
   dims_ = static_cast<unsigned>(sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) v_[i] = sizes[i];
@@ -77,10 +77,9 @@ std::string full_source(const detail::ContextAdapter& ctx, const std::string& so
   }
   for (const auto& [name, array] : options.constant_arrays) {
     if (api != ApiId::cuda) {
-      detail::raise_in(SKEIN_HERE, "Program",
-                       "Pass the data as a CONSTANT_MEM_ARG kernel argument instead.",
-                       "constant arrays are a CUDA feature; {} has none (array '{}')",
-                       skein::name(api), name);
+      detail::raise_in(
+          SKEIN_HERE, "Program", "Pass the data as a CONSTANT_MEM_ARG kernel argument instead.",
+          "constant arrays are a CUDA feature; {} has none (array '{}')", skein::name(api), name);
     }
     if (array.size == 0) {
       detail::raise_in(SKEIN_HERE, "Program", "Give the constant array at least one element.",
@@ -137,9 +136,8 @@ void load_program(Program::Impl& impl, std::size_t d, std::string full) {
       // Nothing keeps the binary, so none is asked for: the program is used as it was built.
       loaded = adapter.build(d, full, compile_options, opts.name);
     } else {
-      auto result = cache.get_or_build(key, [&] {
-        return adapter.compile(d, full, compile_options, opts.name).binary;
-      });
+      auto result = cache.get_or_build(
+          key, [&] { return adapter.compile(d, full, compile_options, opts.name).binary; });
       impl.from_cache[d] = result.from_disk;
       if (opts.keep) {
         const auto base = *impl.kept / fmt::format("device{}", d);
@@ -240,7 +238,10 @@ Program Program::from_binary(const Context& context, std::span<const std::byte> 
   const auto starts_with = [&](std::string_view text) {
     return bytes.size() >= text.size() && std::memcmp(bytes.data(), text.data(), text.size()) == 0;
   };
-  const bool ptx = api == ApiId::cuda && !starts_with("\x7f" "ELF") &&
+  const bool ptx = api == ApiId::cuda &&
+                   !starts_with(
+                       "\x7f"
+                       "ELF") &&
                    (std::find(bytes.begin(), bytes.end(), std::byte{0}) == bytes.end());
   if (ptx) bytes.push_back(std::byte{0});
   for (std::size_t d : impl->device_idxs) {
@@ -260,8 +261,8 @@ Program Program::from_binary(const Context& context, std::span<const std::byte> 
       throw LogicError(ErrorInfo{
           .what = fmt::format("'{}' cannot run on this device: {}", opts.name,
                               backend.what.empty() ? "the backend refused it" : backend.what),
-          .call = backend.call.empty() ? std::string(call)
-                                       : fmt::format("{} ({})", call, backend.call),
+          .call =
+              backend.call.empty() ? std::string(call) : fmt::format("{} ({})", call, backend.call),
           .code_name = backend.code_name,
           .code = backend.code,
           .has_code = backend.has_code,
@@ -322,8 +323,8 @@ void Program::check_constant_dtype(const std::string& name, Dtype dtype, std::si
   if (it->second.dtype != dtype || it->second.size != size) {
     detail::raise_in(SKEIN_HERE, "Program::set_constant_array",
                      "Pass data of the declared dtype and size.",
-                     "constant array '{}' is {} x {}, the data is {} x {}", name,
-                     it->second.size, skein::name(it->second.dtype), size, skein::name(dtype));
+                     "constant array '{}' is {} x {}, the data is {} x {}", name, it->second.size,
+                     skein::name(it->second.dtype), size, skein::name(dtype));
   }
 }
 
@@ -476,9 +477,9 @@ PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
     const WorkSize g = global.for_device(d);
     const std::size_t max_total =
         std::min(kernel.attributes().max_total_local_size, params.max_total_local_size);
-    const WorkSize l = local ? local->for_device(d)
-                             : choose_local_size(g, max_total, params.max_local_sizes,
-                                                 params.warp_size);
+    const WorkSize l =
+        local ? local->for_device(d)
+              : choose_local_size(g, max_total, params.max_local_sizes, params.warp_size);
     const std::string where = program.context().device(d).description();
     if (l.dims() != g.dims()) {
       detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Give both sizes the same dimensions.",
@@ -558,8 +559,8 @@ const WorkSize& PreparedKernel::local_size(std::size_t device_idx) const {
 namespace {
 [[noreturn]] void raise_argument(const std::string& kernel, const Device& device, std::size_t i,
                                  const std::string& what, const char* hint) {
-  detail::raise_in(SKEIN_HERE, "PreparedKernel", hint, "kernel '{}' on {}: argument {}: {}",
-                   kernel, device.description(), i, what);
+  detail::raise_in(SKEIN_HERE, "PreparedKernel", hint, "kernel '{}' on {}: argument {}: {}", kernel,
+                   device.description(), i, what);
 }
 }  // namespace
 
@@ -611,15 +612,14 @@ void check_args(const Kernel& kernel, const Queue& queue, const void* context_id
     } else {
       if (param.kind == detail::ParamInfo::Kind::pointer) [[unlikely]] {
         raise_argument(kernel.name(), queue.context().device(device_idx), i,
-                       "a scalar was given for a pointer parameter",
-                       "Pass a Buffer or an Array.");
+                       "a scalar was given for a pointer parameter", "Pass a Buffer or an Array.");
       }
       if (param.size != 0 && param.size != arg.size) [[unlikely]] {
-        raise_argument(kernel.name(), queue.context().device(device_idx), i,
-                       fmt::format("a {}-byte scalar was given for a {}-byte parameter", arg.size,
-                                   param.size),
-                       "Pass a value of exactly the parameter's type, e.g. std::int32_t{1} or "
-                       "1.0f.");
+        raise_argument(
+            kernel.name(), queue.context().device(device_idx), i,
+            fmt::format("a {}-byte scalar was given for a {}-byte parameter", arg.size, param.size),
+            "Pass a value of exactly the parameter's type, e.g. std::int32_t{1} or "
+            "1.0f.");
       }
     }
   }
@@ -699,8 +699,10 @@ void launch_planned(const Kernel& kernel, const Queue& queue, std::size_t device
   bool as_planned = !params || params->size() == args.size();
   for (const auto& arg : args) {
     if (arg.kind == KernelArg::Kind::buffer) {
-      as_planned = as_planned && arg.context == context.get() && (!arg.array || arg.device == device_idx) &&
-                   (arg.buffer_device == device_idx || context->adapter->can_access(device_idx, arg.buffer_device));
+      as_planned = as_planned && arg.context == context.get() &&
+                   (!arg.array || arg.device == device_idx) &&
+                   (arg.buffer_device == device_idx ||
+                    context->adapter->can_access(device_idx, arg.buffer_device));
     }
   }
   if (!as_planned) [[unlikely]] {

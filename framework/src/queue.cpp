@@ -28,8 +28,7 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs)
 Queue::Queue(const Context& context, QueuePriority priority)
     : Queue(context, all_indices(context), priority) {}
 
-Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs,
-             QueuePriority priority) {
+Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority) {
   if (device_idxs.empty()) {
     detail::raise_in(SKEIN_HERE, "Queue", "Give at least one device index.",
                      "a queue needs at least one device");
@@ -121,7 +120,8 @@ detail::QueueAdapter& detail::unsettled_device_queue(const Queue& queue, std::si
 // the other ranks never joined may never finish (skein/detail/pending_results.hpp).
 void Queue::synchronize() const {
   if (impl_->holds_results.load(std::memory_order_acquire)) {
-    for (std::size_t idx : impl_->device_idxs) detail::confirm_results(*this, idx, "Queue::synchronize");
+    for (std::size_t idx : impl_->device_idxs)
+      detail::confirm_results(*this, idx, "Queue::synchronize");
   }
   for (std::size_t idx : impl_->device_idxs) impl_->queues[idx]->synchronize();
 }
@@ -178,7 +178,8 @@ void Queue::wait_for(const Event& event, std::size_t device_idx) const {
   if (const auto& results = detail::EventAccess::results(event)) {
     detail::take_results(*impl_, device_idx, *results);
   }
-  if (const auto held = event.adapter()->held_results()) detail::take_results(*impl_, device_idx, *held);
+  if (const auto held = event.adapter()->held_results())
+    detail::take_results(*impl_, device_idx, *held);
 }
 
 void Queue::wait_for(const Event& event) const {

@@ -30,11 +30,13 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     base.push_back(fmt::format("const uint64_t _skein_s{}_1", j));
   }
   auto element = [&](std::size_t j) {
-    return fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_row * _skein_s{}_0 + _skein_col * _skein_s{}_1)",
-                       ctype(r.dtypes[j]), impl.params[j].name, r.layout_index[j], r.layout_index[j]);
+    return fmt::format(
+        "*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_row * _skein_s{}_0 + _skein_col * "
+        "_skein_s{}_1)",
+        ctype(r.dtypes[j]), impl.params[j].name, r.layout_index[j], r.layout_index[j]);
   };
-  const std::string setup = input_setup(impl, r, true) +
-                            "    const VSIZE_T _skein_n = _skein_R * _skein_C;\n";
+  const std::string setup =
+      input_setup(impl, r, true) + "    const VSIZE_T _skein_n = _skein_R * _skein_C;\n";
   // axis 1: a group per row.
   {
     auto params = base;
@@ -43,9 +45,14 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
     src += setup;
     src += "    const unsigned int _skein_lid = get_local_id(0);\n";
-    src += "    for (VSIZE_T _skein_row = get_group_id(0); _skein_row < _skein_R; _skein_row += get_num_groups(0)) {\n";
+    src +=
+        "    for (VSIZE_T _skein_row = get_group_id(0); _skein_row < _skein_R; _skein_row += "
+        "get_num_groups(0)) {\n";
     src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
-    src += fmt::format("        for (VSIZE_T _skein_col = _skein_lid; _skein_col < _skein_C; _skein_col += {}) {{\n", L);
+    src += fmt::format(
+        "        for (VSIZE_T _skein_col = _skein_lid; _skein_col < _skein_C; _skein_col += {}) "
+        "{{\n",
+        L);
     src += fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
                        map_call(impl, r, "_skein_row * _skein_C + _skein_col", element));
     src += "        }\n";
@@ -60,7 +67,10 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
       pos = e + 1;
     }
     src += indented;
-    src += fmt::format("        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, _skein_row);\n", k);
+    src += fmt::format(
+        "        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, "
+        "_skein_row);\n",
+        k);
     src += "        LOCAL_BARRIER;\n    }\n}\n";
   }
   // axis 0: partial values per (chunk of rows, column), then a thread per column.
@@ -72,24 +82,34 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     src += fmt::format("KERNEL void {}_cols({})\n{{\n", k, fmt::join(params, ",\n    "));
     src += setup;
     src += "    const VSIZE_T _skein_g = get_group_id(0);\n";
-    src += fmt::format("    const VSIZE_T _skein_col = (_skein_g % _skein_ncb) * {} + get_local_id(0);\n", L);
+    src += fmt::format(
+        "    const VSIZE_T _skein_col = (_skein_g % _skein_ncb) * {} + get_local_id(0);\n", L);
     src += "    const VSIZE_T _skein_ch = _skein_g / _skein_ncb;\n";
     src += "    if (_skein_col >= _skein_C) return;\n";
     src += fmt::format("    reduce_t _skein_acc = {}_identity();\n", k);
-    src += "    const VSIZE_T _skein_r1 = (_skein_ch + 1) * _skein_rpc < _skein_R ? (_skein_ch + 1) * _skein_rpc : _skein_R;\n";
-    src += "    for (VSIZE_T _skein_row = _skein_ch * _skein_rpc; _skein_row < _skein_r1; ++_skein_row) {\n";
+    src +=
+        "    const VSIZE_T _skein_r1 = (_skein_ch + 1) * _skein_rpc < _skein_R ? (_skein_ch + 1) * "
+        "_skein_rpc : _skein_R;\n";
+    src +=
+        "    for (VSIZE_T _skein_row = _skein_ch * _skein_rpc; _skein_row < _skein_r1; "
+        "++_skein_row) {\n";
     src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
                        map_call(impl, r, "_skein_row * _skein_C + _skein_col", element));
     src += "    }\n";
-    src += "    ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[_skein_ch * _skein_C + _skein_col] = _skein_acc;\n";
+    src +=
+        "    ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[_skein_ch * _skein_C + "
+        "_skein_col] = _skein_acc;\n";
     src += "}\n";
     src += fmt::format(
-        "KERNEL void {0}_cols2({1}, const uint64_t _skein_C, const uint64_t _skein_chunks, {2})\n{{\n"
+        "KERNEL void {0}_cols2({1}, const uint64_t _skein_C, const uint64_t _skein_chunks, "
+        "{2})\n{{\n"
         "    const VSIZE_T _skein_col = get_global_id(0);\n"
         "    if (_skein_col >= _skein_C) return;\n"
-        "    GLOBAL_MEM const reduce_t* _skein_p = (GLOBAL_MEM const reduce_t*)(_skein_b__part + _skein_o__part);\n"
+        "    GLOBAL_MEM const reduce_t* _skein_p = (GLOBAL_MEM const reduce_t*)(_skein_b__part + "
+        "_skein_o__part);\n"
         "    reduce_t _skein_acc = {0}_identity();\n"
-        "    for (VSIZE_T _skein_ch = 0; _skein_ch < _skein_chunks; ++_skein_ch) _skein_acc = {0}_reduce(_skein_acc, _skein_p[_skein_ch * _skein_C + _skein_col]);\n"
+        "    for (VSIZE_T _skein_ch = 0; _skein_ch < _skein_chunks; ++_skein_ch) _skein_acc = "
+        "{0}_reduce(_skein_acc, _skein_p[_skein_ch * _skein_C + _skein_col]);\n"
         "    {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, _skein_col);\n}}\n",
         k, codegen::array_param("_part"), codegen::array_param("_y"));
   }
@@ -99,10 +119,11 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
 namespace {
 
 // One axis (0 or 1) of a 2-D shape.
-Array reduce_axis_2d(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r, std::size_t d,
-                     std::size_t axis, const ReductionArgs& args, const char* call) {
+Array reduce_axis_2d(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
+                     std::size_t d, std::size_t axis, const ReductionArgs& args, const char* call) {
   const std::uint64_t R = r.shape[0], C = r.shape[1];
-  Array y = output_for(args.out, queue, r.out_dtype, Shape{axis == 0 ? C : R}, d, call, impl.name());
+  Array y =
+      output_for(args.out, queue, r.out_dtype, Shape{axis == 0 ? C : R}, d, call, impl.name());
   if (y.size() == 0) return y;
   auto prog = program_for(impl, queue.context(), r, Mode::axis);
   const std::size_t L = prog->local_size[d];
@@ -123,13 +144,15 @@ Array reduce_axis_2d(const ReductionKernel::Impl& impl, const Queue& queue, cons
   }
   if (axis == 1) {
     pack.array(y);
-    const std::size_t groups = std::clamp<std::uint64_t>(R, 1, prog->resident(impl.name() + "_rows", d));
+    const std::size_t groups =
+        std::clamp<std::uint64_t>(R, 1, prog->resident(impl.name() + "_rows", d));
     codegen::launch(prog->kernel(impl.name() + "_rows"), queue, d, groups, L, pack);
     return y;
   }
   const std::uint64_t ncb = ceil_div(C, L);
   const std::uint64_t resident = prog->resident(impl.name() + "_cols", d);
-  std::uint64_t chunks = std::clamp<std::uint64_t>(resident / ncb, 1, std::max<std::uint64_t>(R / 16, 1));
+  std::uint64_t chunks =
+      std::clamp<std::uint64_t>(resident / ncb, 1, std::max<std::uint64_t>(R / 16, 1));
   const std::uint64_t rpc = std::max<std::uint64_t>(ceil_div(R, chunks), 1);
   chunks = std::max<std::uint64_t>(ceil_div(R, rpc), 1);
   pack.value(rpc);
@@ -162,7 +185,8 @@ struct AxesPlan {
 
 // Drops dimensions of size 1 and merges neighbours (a, b) where stride[a] == stride[b] * size[b]
 // for every input.
-void merge_dims(std::vector<std::uint64_t>& sizes, std::vector<std::vector<std::uint64_t>>& strides) {
+void merge_dims(std::vector<std::uint64_t>& sizes,
+                std::vector<std::vector<std::uint64_t>>& strides) {
   std::vector<std::uint64_t> ns;
   std::vector<std::vector<std::uint64_t>> nst(strides.size());
   for (std::size_t t = 0; t < sizes.size(); ++t) {
@@ -183,7 +207,8 @@ void merge_dims(std::vector<std::uint64_t>& sizes, std::vector<std::vector<std::
   strides = std::move(nst);
 }
 
-AxesPlan plan_axes(const ReductionKernel::Impl& impl, const Resolved& r, const std::vector<bool>& reduced) {
+AxesPlan plan_axes(const ReductionKernel::Impl& impl, const Resolved& r,
+                   const std::vector<bool>& reduced) {
   const std::size_t D = r.shape.size();
   const std::size_t layouts = r.layout_count + 1;
   std::vector<std::vector<std::uint64_t>> full(layouts, std::vector<std::uint64_t>(D, 0));
@@ -229,19 +254,27 @@ std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   auto params = input_params(impl, r);
   params.emplace_back("const uint64_t _skein_M");
   params.emplace_back("const uint64_t _skein_N");
-  for (std::size_t t = 0; t < nk; ++t) params.push_back(fmt::format("const uint64_t _skein_kd{}", t));
-  for (std::size_t t = 0; t < nr; ++t) params.push_back(fmt::format("const uint64_t _skein_rd{}", t));
+  for (std::size_t t = 0; t < nk; ++t)
+    params.push_back(fmt::format("const uint64_t _skein_kd{}", t));
+  for (std::size_t t = 0; t < nr; ++t)
+    params.push_back(fmt::format("const uint64_t _skein_rd{}", t));
   for (std::size_t j = 0; j < layouts; ++j) {
-    for (std::size_t t = 0; t < nk; ++t) params.push_back(fmt::format("const uint64_t _skein_ks{}_{}", j, t));
-    for (std::size_t t = 0; t < nr; ++t) params.push_back(fmt::format("const uint64_t _skein_rs{}_{}", j, t));
+    for (std::size_t t = 0; t < nk; ++t)
+      params.push_back(fmt::format("const uint64_t _skein_ks{}_{}", j, t));
+    for (std::size_t t = 0; t < nr; ++t)
+      params.push_back(fmt::format("const uint64_t _skein_rs{}_{}", j, t));
   }
   params.push_back(codegen::array_param("_y"));
   // Offsets of output _skein_o's first element: _skein_kb<j>.
   std::string kept = "        VSIZE_T _skein_ox = _skein_o;\n";
-  for (std::size_t j = 0; j < layouts; ++j) kept += fmt::format("        uint64_t _skein_kb{} = 0;\n", j);
+  for (std::size_t j = 0; j < layouts; ++j)
+    kept += fmt::format("        uint64_t _skein_kb{} = 0;\n", j);
   for (std::size_t t = nk; t-- > 0;) {
-    kept += fmt::format("        if (_skein_kd{0} != 1) {{\n            const VSIZE_T _skein_x = _skein_ox % _skein_kd{0};\n"
-                        "            _skein_ox /= _skein_kd{0};\n", t);
+    kept += fmt::format(
+        "        if (_skein_kd{0} != 1) {{\n            const VSIZE_T _skein_x = _skein_ox % "
+        "_skein_kd{0};\n"
+        "            _skein_ox /= _skein_kd{0};\n",
+        t);
     for (std::size_t j = 0; j < layouts; ++j) {
       kept += fmt::format("            _skein_kb{0} += _skein_x * _skein_ks{0}_{1};\n", j, t);
     }
@@ -249,10 +282,14 @@ std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, st
   }
   // Offsets of reduced element _skein_j: _skein_off<j>.
   std::string red = "            VSIZE_T _skein_jx = _skein_j;\n";
-  for (std::size_t j = 0; j < layouts; ++j) red += fmt::format("            uint64_t _skein_off{0} = _skein_kb{0};\n", j);
+  for (std::size_t j = 0; j < layouts; ++j)
+    red += fmt::format("            uint64_t _skein_off{0} = _skein_kb{0};\n", j);
   for (std::size_t t = nr; t-- > 0;) {
-    red += fmt::format("            if (_skein_rd{0} != 1) {{\n                const VSIZE_T _skein_x = _skein_jx % _skein_rd{0};\n"
-                       "                _skein_jx /= _skein_rd{0};\n", t);
+    red += fmt::format(
+        "            if (_skein_rd{0} != 1) {{\n                const VSIZE_T _skein_x = _skein_jx "
+        "% _skein_rd{0};\n"
+        "                _skein_jx /= _skein_rd{0};\n",
+        t);
     for (std::size_t j = 0; j < layouts; ++j) {
       red += fmt::format("                _skein_off{0} += _skein_x * _skein_rs{0}_{1};\n", j, t);
     }
@@ -262,18 +299,23 @@ std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     return fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_off{})", ctype(r.dtypes[j]),
                        impl.params[j].name, r.layout_index[j]);
   };
-  const std::string acc = fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
-                                      map_call(impl, r, fmt::format("_skein_off{}", layouts - 1), element));
-  const std::string setup = input_setup(impl, r, true) + "    const VSIZE_T _skein_n = _skein_M * _skein_N;\n";
+  const std::string acc =
+      fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+                  map_call(impl, r, fmt::format("_skein_off{}", layouts - 1), element));
+  const std::string setup =
+      input_setup(impl, r, true) + "    const VSIZE_T _skein_n = _skein_M * _skein_N;\n";
   // A group per output.
   src += fmt::format("KERNEL void {}_axg({})\n{{\n", k, fmt::join(params, ",\n    "));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
   src += setup;
   src += "    const unsigned int _skein_lid = get_local_id(0);\n";
-  src += "    for (VSIZE_T _skein_o = get_group_id(0); _skein_o < _skein_M; _skein_o += get_num_groups(0)) {\n";
+  src +=
+      "    for (VSIZE_T _skein_o = get_group_id(0); _skein_o < _skein_M; _skein_o += "
+      "get_num_groups(0)) {\n";
   src += kept;
   src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
-  src += fmt::format("        for (VSIZE_T _skein_j = _skein_lid; _skein_j < _skein_N; _skein_j += {}) {{\n", L);
+  src += fmt::format(
+      "        for (VSIZE_T _skein_j = _skein_lid; _skein_j < _skein_N; _skein_j += {}) {{\n", L);
   src += red + acc;
   src += "        }\n        _skein_sd[_skein_lid] = _skein_acc;\n";
   const std::string block = block_reduce_any(k, L);
@@ -282,12 +324,16 @@ std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, st
     src += "    " + block.substr(pos, e - pos + 1);
     pos = e + 1;
   }
-  src += fmt::format("        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, _skein_o);\n", k);
+  src += fmt::format(
+      "        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, _skein_o);\n",
+      k);
   src += "        LOCAL_BARRIER;\n    }\n}\n";
   // A thread per output, its elements in order.
   src += fmt::format("KERNEL void {}_axt({})\n{{\n", k, fmt::join(params, ",\n    "));
   src += setup;
-  src += "    for (VSIZE_T _skein_o = get_global_id(0); _skein_o < _skein_M; _skein_o += get_global_size(0)) {\n";
+  src +=
+      "    for (VSIZE_T _skein_o = get_global_id(0); _skein_o < _skein_M; _skein_o += "
+      "get_global_size(0)) {\n";
   src += kept;
   src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
   src += "        for (VSIZE_T _skein_j = 0; _skein_j < _skein_N; ++_skein_j) {\n";
@@ -299,12 +345,13 @@ std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, st
 }
 
 Array reduce_n_axes(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
-                  std::size_t d, const std::vector<bool>& reduced, const ReductionArgs& args,
-                  const char* call) {
+                    std::size_t d, const std::vector<bool>& reduced, const ReductionArgs& args,
+                    const char* call) {
   AxesPlan p = plan_axes(impl, r, reduced);
   // Fewer programs: dimension counts rounded up to 2 or 4 with leading dimensions of size 1, which
   // the kernels skip (a branch the same for every thread).
-  auto pad = [](std::vector<std::uint64_t>& sizes, std::vector<std::vector<std::uint64_t>>& strides) {
+  auto pad = [](std::vector<std::uint64_t>& sizes,
+                std::vector<std::vector<std::uint64_t>>& strides) {
     const std::size_t n = sizes.size() <= 2 ? 2 : sizes.size() <= 4 ? 4 : sizes.size();
     const std::size_t extra = n - sizes.size();
     sizes.insert(sizes.begin(), extra, 1);
@@ -341,8 +388,8 @@ Array reduce_n_axes(const ReductionKernel::Impl& impl, const Queue& queue, const
   const std::uint64_t resident = prog->resident(impl.name() + "_axg", d);
   // Short reductions, or enough outputs to fill the device with threads: a thread per output.
   if (p.N < Ld || p.M >= resident * Ld) {
-    const std::uint64_t groups = std::clamp<std::uint64_t>(ceil_div(p.M, Ld), 1,
-                                                           prog->resident(impl.name() + "_axt", d));
+    const std::uint64_t groups =
+        std::clamp<std::uint64_t>(ceil_div(p.M, Ld), 1, prog->resident(impl.name() + "_axt", d));
     codegen::launch(prog->kernel(impl.name() + "_axt"), queue, d, groups, Ld, pack);
   } else {
     const std::uint64_t groups = std::clamp<std::uint64_t>(p.M, 1, resident);
@@ -358,16 +405,17 @@ std::vector<bool> reduced_axes(const ReductionKernel::Impl& impl, const Reductio
                                std::size_t ndim, const Shape& shape, const char* call) {
   if (args.axis && !args.axes.empty()) {
     detail::raise_in(SKEIN_HERE, call, "Give either axis or axes.",
-                     "kernel '{}': both axis ({}) and axes ({}) were given", impl.name(), *args.axis,
-                     fmt::join(args.axes, ", "));
+                     "kernel '{}': both axis ({}) and axes ({}) were given", impl.name(),
+                     *args.axis, fmt::join(args.axes, ", "));
   }
   std::vector<bool> reduced(ndim, false);
-  const std::vector<std::size_t> axes = args.axis ? std::vector<std::size_t>{*args.axis} : args.axes;
+  const std::vector<std::size_t> axes =
+      args.axis ? std::vector<std::size_t>{*args.axis} : args.axes;
   for (std::size_t a : axes) {
     if (a >= ndim) {
       detail::raise_in(SKEIN_HERE, call, "Give axes below the number of dimensions.",
-                       "kernel '{}': axis {} of inputs of shape {} ({} dimension(s))", impl.name(), a,
-                       to_string(shape), ndim);
+                       "kernel '{}': axis {} of inputs of shape {} ({} dimension(s))", impl.name(),
+                       a, to_string(shape), ndim);
     }
     if (reduced[a]) {
       detail::raise_in(SKEIN_HERE, call, "Name each axis once.",
@@ -379,9 +427,11 @@ std::vector<bool> reduced_axes(const ReductionKernel::Impl& impl, const Reductio
   return reduced;
 }
 
-Array reduce_along(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r, std::size_t d,
-                   const std::vector<bool>& reduced, const ReductionArgs& args, const char* call) {
-  if (r.shape.size() != 2 || reduced[0] == reduced[1]) return reduce_n_axes(impl, queue, r, d, reduced, args, call);
+Array reduce_along(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
+                   std::size_t d, const std::vector<bool>& reduced, const ReductionArgs& args,
+                   const char* call) {
+  if (r.shape.size() != 2 || reduced[0] == reduced[1])
+    return reduce_n_axes(impl, queue, r, d, reduced, args, call);
   return reduce_axis_2d(impl, queue, r, d, reduced[0] ? 0 : 1, args, call);
 }
 

@@ -20,8 +20,8 @@ namespace skein {
 namespace {
 
 // The built-in kernels, keyed by detail::codegen::builtin_key (the operation and its dtypes).
-using detail::codegen::builtin_key;
 using detail::codegen::builtin_kernel;
+using detail::codegen::builtin_key;
 
 // Infinities on both backends (NVRTC has no INFINITY without headers).
 const char* kInfinityPreamble = R"(#ifdef CUDA
@@ -42,7 +42,9 @@ std::string int_limit(Dtype d, bool max) {
   return visit_dtype(d, [&](auto t) -> std::string {
     using T = decltype(t);
     if constexpr (std::is_integral_v<T>) {
-      if (max) return fmt::format("(({}){}{})", ctype(d), std::numeric_limits<T>::max(), std::is_signed_v<T> ? "LL" : "ULL");
+      if (max)
+        return fmt::format("(({}){}{})", ctype(d), std::numeric_limits<T>::max(),
+                           std::is_signed_v<T> ? "LL" : "ULL");
       if (std::is_signed_v<T>) {
         // -MAX - 1: the literal of the minimum itself does not exist in C.
         return fmt::format("(({})(-{}LL - 1))", ctype(d), std::numeric_limits<T>::max());
@@ -70,7 +72,10 @@ Dtype sum_dtype(Dtype x) {
 
 Dtype nrm2_dtype(Dtype x) {
   switch (x) {
-    case Dtype::float16: case Dtype::bfloat16: case Dtype::float32: case Dtype::float64: return x;
+    case Dtype::float16:
+    case Dtype::bfloat16:
+    case Dtype::float32:
+    case Dtype::float64: return x;
     case Dtype::complex64: return Dtype::float32;
     case Dtype::complex128: return Dtype::float64;
     default: return Dtype::float64;
@@ -118,11 +123,15 @@ const ReductionKernel& max_kernel(Dtype x) {
 const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
   return builtin_kernel<ReductionKernel>(builtin_key(4, x, y), [&] {
     const Dtype r = promote_types(x, y);
-    const std::string cx = detail::codegen::convert_value(x, r, "x"), cy = detail::codegen::convert_value(y, r, "y");
+    const std::string cx = detail::codegen::convert_value(x, r, "x"),
+                      cy = detail::codegen::convert_value(y, r, "y");
     std::string map, reduce = "a + b", identity = "0";
     if (is_complex(r)) {
       const std::string m = detail::codegen::make_complex(r);
-      map = fmt::format("{0}(({1}).re * ({2}).re - ({1}).im * ({2}).im, ({1}).re * ({2}).im + ({1}).im * ({2}).re)", m, cx, cy);
+      map = fmt::format(
+          "{0}(({1}).re * ({2}).re - ({1}).im * ({2}).im, ({1}).re * ({2}).im + ({1}).im * "
+          "({2}).re)",
+          m, cx, cy);
       reduce = fmt::format("{}(a.re + b.re, a.im + b.im)", m);
       identity = fmt::format("{}(0, 0)", m);
     } else if (is_integer(r)) {
@@ -132,27 +141,30 @@ const ReductionKernel& dot_kernel(Dtype x, Dtype y) {
     } else {
       map = fmt::format("(reduce_t)({} * {})", cx, cy);
     }
-    return ReductionKernel(fmt::format("{} x, {} y", name(x), name(y)), fmt::format("{} z", name(r)), map,
-                           reduce, identity, {.name = "skein_dot"});
+    return ReductionKernel(fmt::format("{} x, {} y", name(x), name(y)),
+                           fmt::format("{} z", name(r)), map, reduce, identity,
+                           {.name = "skein_dot"});
   });
 }
 
 const ReductionKernel& nrm2_kernel(Dtype x) {
   return builtin_kernel<ReductionKernel>(builtin_key(5, x), [&] {
     const Dtype o = nrm2_dtype(x);
-    const bool wide = x == Dtype::float16 || x == Dtype::bfloat16 || x == Dtype::float32 ||
-                      x == Dtype::complex64;
+    const bool wide =
+        x == Dtype::float16 || x == Dtype::bfloat16 || x == Dtype::float32 || x == Dtype::complex64;
     if (wide) {
       // Squares of float32 values in float64: no overflow, no underflow, one rounding at the end.
-      const std::string map = is_complex(x) ? "(double)x.re * (double)x.re + (double)x.im * (double)x.im"
-                                            : "(double)x * (double)x";
-      return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(o)), map, "a + b", "0.0",
-                             {.post_map = "y = (float)sqrt(a)", .reduce_type = Dtype::float64,
-                              .name = "skein_nrm2"});
+      const std::string map = is_complex(x)
+                                  ? "(double)x.re * (double)x.re + (double)x.im * (double)x.im"
+                                  : "(double)x * (double)x";
+      return ReductionKernel(
+          fmt::format("{} x", name(x)), fmt::format("{} y", name(o)), map, "a + b", "0.0",
+          {.post_map = "y = (float)sqrt(a)", .reduce_type = Dtype::float64, .name = "skein_nrm2"});
     }
     // A (scale, sum of squares) pair: value = scale * sqrt(ssq), with every |x| <= scale.
     StructType pair{{"scale", Dtype::float64}, {"ssq", Dtype::float64}};
-    const std::string preamble = R"(WITHIN_KERNEL INLINE reduce_t skein_nrm2_pair(double scale, double ssq)
+    const std::string preamble =
+        R"(WITHIN_KERNEL INLINE reduce_t skein_nrm2_pair(double scale, double ssq)
 {
     reduce_t r;
     r.scale = scale;
@@ -172,12 +184,15 @@ WITHIN_KERNEL INLINE reduce_t skein_nrm2_of(double v)
     return skein_nrm2_pair(m, m == 0.0 ? 0.0 : 1.0);
 }
 )";
-    const std::string map = is_complex(x) ? "skein_nrm2_join(skein_nrm2_of(x.re), skein_nrm2_of(x.im))"
-                                          : "skein_nrm2_of((double)x)";
+    const std::string map = is_complex(x)
+                                ? "skein_nrm2_join(skein_nrm2_of(x.re), skein_nrm2_of(x.im))"
+                                : "skein_nrm2_of((double)x)";
     return ReductionKernel(fmt::format("{} x", name(x)), fmt::format("{} y", name(o)), map,
                            "skein_nrm2_join(a, b)", "skein_nrm2_pair(0.0, 0.0)",
-                           {.post_map = "y = a.scale * sqrt(a.ssq)", .reduce_struct = pair,
-                            .preamble = preamble, .name = "skein_nrm2"});
+                           {.post_map = "y = a.scale * sqrt(a.ssq)",
+                            .reduce_struct = pair,
+                            .preamble = preamble,
+                            .name = "skein_nrm2"});
   });
 }
 
@@ -193,10 +208,11 @@ void require_nonempty(const Array& x, const ReductionArgs& args, const char* fn)
   bool empty = !per_axis && x.size() == 0;
   for (std::size_t a : axes) empty |= a < x.ndim() && x.shape()[a] == 0;
   if (empty) {
-    detail::raise_in(SKEIN_HERE, fn, "Reduce a non-empty array (min and max have no identity).",
-                     "{} of an empty array{} (shape {})", fn,
-                     per_axis ? fmt::format(" along axes ({})", fmt::join(axes, ", ")) : std::string(),
-                     to_string(x.shape()));
+    detail::raise_in(
+        SKEIN_HERE, fn, "Reduce a non-empty array (min and max have no identity).",
+        "{} of an empty array{} (shape {})", fn,
+        per_axis ? fmt::format(" along axes ({})", fmt::join(axes, ", ")) : std::string(),
+        to_string(x.shape()));
   }
 }
 }  // namespace

@@ -41,9 +41,10 @@ namespace skein::detail::red {
 // later calls with the same key (codegen::CallKey over the inputs).
 struct FastPlan {
   codegen::CallKey key;
-  const void* context = nullptr;                 // the context's Impl; alive while `program` is
-  std::weak_ptr<const codegen::CompiledProgram> program;  // weak: the program cache decides its life
-  const Kernel* p1 = nullptr;                    // in *program
+  const void* context = nullptr;  // the context's Impl; alive while `program` is
+  std::weak_ptr<const codegen::CompiledProgram>
+      program;                 // weak: the program cache decides its life
+  const Kernel* p1 = nullptr;  // in *program
   const Kernel* p2 = nullptr;
   std::size_t device = 0, groups = 0, local = 0, reduce_size = 0;
   bool one_launch = false;  // the program has the one-launch code (used when groups > 1)
@@ -89,9 +90,9 @@ inline std::uint32_t max_level(std::uint64_t total) {
 
 // What a call resolves to.
 struct Resolved {
-  std::vector<Operand> args;       // the inputs
-  std::vector<Dtype> dtypes;       // per input
-  std::vector<bool> is_array;      // per input
+  std::vector<Operand> args;   // the inputs
+  std::vector<Dtype> dtypes;   // per input
+  std::vector<bool> is_array;  // per input
   codegen::Bindings bindings;
   Dtype out_dtype = Dtype::float32;
   bool struct_reduce = false;
@@ -105,23 +106,23 @@ struct Resolved {
   std::size_t layout_count = 0;
   std::uint64_t n = 0;
   std::size_t W = 1, U = 1;  // contiguous: elements per 16-byte chunk, chunks per thread
-  std::string types_sig;      // the dtypes, for every program's signature
+  std::string types_sig;     // the dtypes, for every program's signature
 };
 
 // --- reduction_kernel.cpp ------------------------------------------------------------------------
 
 // The call's inputs checked and resolved; `out` (when given) binds the output's placeholder too.
 // `launch_device`: the device of a per-device launch, where every array must be.
-Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue, std::span<const Operand> inputs,
-                 const std::optional<Array>& out, const char* call,
+Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
+                 std::span<const Operand> inputs, const std::optional<Array>& out, const char* call,
                  std::optional<std::size_t> launch_device = std::nullopt);
 
 // The programs of a reduction: whole-array fast (K_p1, K_p2), deterministic (K_dleaf, K_dmid,
 // K_dcombine), and along one axis of a 2-D array (K_rows, K_cols, K_cols2).
 enum class Mode { fast, det, axis };
 std::shared_ptr<const codegen::CompiledProgram> program_for(const ReductionKernel::Impl& impl,
-                                                            const Context& context, const Resolved& r,
-                                                            Mode mode);
+                                                            const Context& context,
+                                                            const Resolved& r, Mode mode);
 
 // Whether the groups of K_p1 can finish in one launch on every device of the context (the fast
 // program is built once for them all), and the compiler options that takes.
@@ -160,8 +161,8 @@ struct ScratchLayout {
 
 // The values p1 takes after its inputs: the size, then the vector loop's start and chunk count
 // (contiguous) or the shape and strides.
-std::vector<std::uint64_t> p1_tail(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                                   const Resolved& r);
+std::vector<std::uint64_t> p1_tail(const ReductionKernel::Impl& impl, const Queue& queue,
+                                   std::size_t d, const Resolved& r);
 // The fast first pass on one device into `part` (groups partial values); returns the group count.
 // With `finish`, the result goes post-mapped into that array too: from the one group, or (with
 // `counter`, a program with the one-launch code) from the last of several.
@@ -188,8 +189,9 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
 std::size_t up_bytes(const Resolved& r, std::size_t L);
 // K_dcombine: `count` records at (recs, recs_offset) of a reduction over `total` elements into y.
 void enqueue_combine(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                     const codegen::CompiledProgram& prog, const Buffer& recs, std::size_t recs_offset,
-                     std::uint64_t count, std::uint64_t total, const Array& y);
+                     const codegen::CompiledProgram& prog, const Buffer& recs,
+                     std::size_t recs_offset, std::uint64_t count, std::uint64_t total,
+                     const Array& y);
 
 // --- reduction_axes.cpp --------------------------------------------------------------------------
 
@@ -198,8 +200,9 @@ std::vector<bool> reduced_axes(const ReductionKernel::Impl& impl, const Reductio
                                std::size_t ndim, const Shape& shape, const char* call);
 // A reduction along the `reduced` axes of r.shape on device d: the 2-D kernels for one axis of a
 // 2-D shape, the n-d ones otherwise.
-Array reduce_along(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r, std::size_t d,
-                   const std::vector<bool>& reduced, const ReductionArgs& args, const char* call);
+Array reduce_along(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
+                   std::size_t d, const std::vector<bool>& reduced, const ReductionArgs& args,
+                   const char* call);
 // The source of the 2-D program (K_rows, K_cols, K_cols2) for groups of L items.
 std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L);
 
@@ -222,7 +225,8 @@ std::string strided_offsets(const Resolved& r, const std::string& index, const s
 // Input k's element (storage type) at the offsets strided_offsets computed.
 std::string strided_element(const Resolved& r, std::size_t k, const std::string& name);
 // Reduces _skein_sd[0..L) into _skein_sd[0] in any order (fast mode), for a group of L items.
-std::string block_reduce_any(const std::string& k, std::size_t L, const std::string& indent = "    ");
+std::string block_reduce_any(const std::string& k, std::size_t L,
+                             const std::string& indent = "    ");
 // One group's combine of _skein_count partial values, as K_p2 and the last group of a one-launch
 // K_p1 both do (the same loop and tree, so both paths give the same bits): `acc` is declared and
 // accumulates `load` (partial value _skein_t) in a loop of stride L; the result is left in
@@ -236,7 +240,8 @@ std::string combine_partials(const std::string& k, std::size_t L, const std::str
 // values -> one), for groups of L items. `one_launch`: K_p1 has the code of kLastGroup (which
 // compiles on CUDA and on OpenCL C 2.0 / 3.0 with device-scope fences; program_for passes the
 // -cl-std).
-std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L, bool one_launch);
+std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L,
+                        bool one_launch);
 
 // The deterministic program's tiles: a leaf pass of L threads with U sub-tiles of W elements,
 // later passes of L threads with Um values each.

@@ -28,7 +28,8 @@ void check_alignment(const Array& a, const std::string& call, const std::string&
                      const std::string& param) {
   const std::size_t isz = a.itemsize();
   bool ok = codegen::address_in_allocation(a) % isz == 0;
-  for (std::size_t d = 0; ok && d < a.ndim(); ++d) ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
+  for (std::size_t d = 0; ok && d < a.ndim(); ++d)
+    ok = a.shape()[d] <= 1 || a.strides()[d] % isz == 0;
   if (!ok) {
     detail::raise_in(SKEIN_HERE, call,
                      "Use views whose offset and strides are multiples of the itemsize.",
@@ -45,7 +46,9 @@ std::atomic<std::size_t> finished_last_groups{0};
 
 void count_finish(std::size_t groups, bool one_launch) {
   if (!count_finishes.load(std::memory_order_relaxed)) return;
-  auto& counter = groups == 1 ? finished_one_group : one_launch ? finished_one_launch : finished_two_launches;
+  auto& counter = groups == 1  ? finished_one_group
+                  : one_launch ? finished_one_launch
+                               : finished_two_launches;
   counter.fetch_add(1, std::memory_order_relaxed);
   finished_last_groups.store(groups, std::memory_order_relaxed);
 }
@@ -54,17 +57,19 @@ void count_finish(std::size_t groups, bool one_launch) {
 
 // `launch_device`: the device of a per-device launch, where every array must be.
 Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
-                 std::span<const Operand> inputs, const std::optional<Array>& out,
-                 const char* call, std::optional<std::size_t> launch_device) {
+                 std::span<const Operand> inputs, const std::optional<Array>& out, const char* call,
+                 std::optional<std::size_t> launch_device) {
   const std::string& kname = impl.name();
   const auto& params = impl.params;
   if (inputs.size() != params.size()) {
     std::vector<std::string> parts;
-    for (const auto& p : params) parts.push_back(fmt::format("{}{} {}", p.raw ? "raw " : "", p.type, p.name));
-    detail::raise_in(SKEIN_HERE, call,
-                     "Pass one operand per input parameter (the output goes in ReductionArgs::out).",
-                     "kernel '{}' takes {} input(s) ({}); {} were given", kname, params.size(),
-                     fmt::join(parts, ", "), inputs.size());
+    for (const auto& p : params)
+      parts.push_back(fmt::format("{}{} {}", p.raw ? "raw " : "", p.type, p.name));
+    detail::raise_in(
+        SKEIN_HERE, call,
+        "Pass one operand per input parameter (the output goes in ReductionArgs::out).",
+        "kernel '{}' takes {} input(s) ({}); {} were given", kname, params.size(),
+        fmt::join(parts, ", "), inputs.size());
   }
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].is_scalar() && params[k].raw) {
@@ -111,9 +116,10 @@ Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
     any_take |= take[k];
   }
   if (any_raw && !any_take) {
-    detail::raise_in(SKEIN_HERE, call, "Pass a non-raw array too: its shape sets the number of elements.",
-                     "kernel '{}': only raw arrays among the inputs, so the number of elements is unknown",
-                     kname);
+    detail::raise_in(
+        SKEIN_HERE, call, "Pass a non-raw array too: its shape sets the number of elements.",
+        "kernel '{}': only raw arrays among the inputs, so the number of elements is unknown",
+        kname);
   }
   r.shape = codegen::broadcast_shapes(inputs, take, params, call, kname);
   r.n = shape_size(r.shape);
@@ -132,7 +138,8 @@ Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
   r.layout = codegen::make_layout(r.shape, shapes);
   r.W = 16 / min_isz;
   r.U = std::clamp<std::size_t>(
-      detail::floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))), 1, 4);
+      detail::floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))),
+      1, 4);
 
   std::string sig;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
@@ -159,8 +166,8 @@ std::optional<std::vector<std::string>> one_launch_options(const Context& contex
 }
 
 std::shared_ptr<const codegen::CompiledProgram> program_for(const ReductionKernel::Impl& impl,
-                                                           const Context& context, const Resolved& r,
-                                                           Mode mode) {
+                                                            const Context& context,
+                                                            const Resolved& r, Mode mode) {
   const std::size_t L = codegen::group_size_for(context);
   std::string sig;
   std::vector<std::string> kernels;
@@ -205,11 +212,11 @@ namespace {
 void check_out(const Array& out, Dtype dtype, std::size_t elements, std::size_t device,
                const Queue& queue, const char* call, const std::string& kname) {
   if (out.dtype() != dtype || out.size() != elements || !out.is_contiguous()) {
-    detail::raise_in(SKEIN_HERE, call,
-                     "Pass a contiguous output of the result's dtype and size, or none.",
-                     "kernel '{}': the output is a {} array of shape {}{}; the result needs {} x {}",
-                     kname, name(out.dtype()), to_string(out.shape()),
-                     out.is_contiguous() ? "" : " (strided)", elements, name(dtype));
+    detail::raise_in(
+        SKEIN_HERE, call, "Pass a contiguous output of the result's dtype and size, or none.",
+        "kernel '{}': the output is a {} array of shape {}{}; the result needs {} x {}", kname,
+        name(out.dtype()), to_string(out.shape()), out.is_contiguous() ? "" : " (strided)",
+        elements, name(dtype));
   }
   if (out.data().context_id() != detail::impl_of(queue.context()).get()) {
     detail::raise_in(SKEIN_HERE, call, "Use an output of the queue's context.",
@@ -217,8 +224,8 @@ void check_out(const Array& out, Dtype dtype, std::size_t elements, std::size_t 
   }
   if (out.device_idx() != device) {
     detail::raise_in(SKEIN_HERE, call, "Put the output on the device the reduction runs on.",
-                     "kernel '{}': the output is on device {}, the reduction runs on device {}", kname,
-                     out.device_idx(), device);
+                     "kernel '{}': the output is on device {}, the reduction runs on device {}",
+                     kname, out.device_idx(), device);
   }
 }
 
@@ -253,7 +260,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
                                std::span<const Operand> inputs, const std::optional<Array>& out,
                                const codegen::CallKey& key) {
   const auto plan = codegen::find_plan(impl.fast_mutex, impl.fast_plans,
-                                          detail::impl_of(queue.context()).get(), key);
+                                       detail::impl_of(queue.context()).get(), key);
   if (!plan) return std::nullopt;
   const auto program = plan->program.lock();  // the program (and so the context) still alive
   if (!program) return std::nullopt;
@@ -277,8 +284,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     pack.value_bytes(reinterpret_cast<const std::byte*>(&alone), 4);
     pack.array(y);
     pack.array(y);  // no counter
-    codegen::launch_generated(*plan->p1, queue, plan->device, 1, plan->local,
-                             pack.view());
+    codegen::launch_generated(*plan->p1, queue, plan->device, 1, plan->local, pack.view());
     count_finish(1, false);
     return y;
   }
@@ -291,7 +297,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
     pack.buffer(counter);
     with_counter(queue, plan->device, counter, [&] {
       codegen::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
-                               pack.view());
+                                pack.view());
     });
     count_finish(plan->groups, true);
     return y;
@@ -299,8 +305,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
   pack.value_bytes(reinterpret_cast<const std::byte*>(&partial), 4);
   pack.buffer(scratch.buffer());
   pack.buffer(scratch.buffer());  // no counter
-  codegen::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local,
-                           pack.view());
+  codegen::launch_generated(*plan->p1, queue, plan->device, plan->groups, plan->local, pack.view());
   codegen::StackArgs pack2;
   const std::uint64_t count = plan->groups;
   pack2.buffer(scratch.buffer());
@@ -308,8 +313,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
   pack2.value_bytes(reinterpret_cast<const std::byte*>(&finish), 4);
   pack2.buffer(scratch.buffer());
   pack2.array(y);
-  codegen::launch_generated(*plan->p2, queue, plan->device, 1, plan->local,
-                           pack2.view());
+  codegen::launch_generated(*plan->p2, queue, plan->device, 1, plan->local, pack2.view());
   count_finish(plan->groups, false);
   return y;
 }
@@ -317,7 +321,7 @@ std::optional<Array> call_fast(const ReductionKernel::Impl& impl, const Queue& q
 // Keeps the plan of a whole-array reduction that went the full way.
 void keep_fast_plan(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,
                     std::size_t d, const std::shared_ptr<const codegen::CompiledProgram>& prog,
-               std::size_t groups, bool one_launch, const codegen::CallKey& key) {
+                    std::size_t groups, bool one_launch, const codegen::CallKey& key) {
   auto fast = std::make_shared<FastPlan>();
   fast->key = key;
   fast->context = detail::impl_of(queue.context()).get();
@@ -346,8 +350,10 @@ void reduce_deterministic(const ReductionKernel::Impl& impl, const Queue& queue,
   const std::size_t up_a = layout.add(up_bytes(r, L));
   const std::size_t up_b = layout.add(up_bytes(r, L));
   codegen::Scratch scratch(queue, d, layout.total);
-  enqueue_records(impl, queue, d, r, *prog, 0, r.n, scratch.buffer(), recs_at, scratch.buffer(), up_a, up_b);
-  enqueue_combine(impl, queue, d, *prog, scratch.buffer(), recs_at, ReductionKernel::record_capacity(r.n), r.n, y);
+  enqueue_records(impl, queue, d, r, *prog, 0, r.n, scratch.buffer(), recs_at, scratch.buffer(),
+                  up_a, up_b);
+  enqueue_combine(impl, queue, d, *prog, scratch.buffer(), recs_at,
+                  ReductionKernel::record_capacity(r.n), r.n, y);
 }
 
 }  // namespace
@@ -362,7 +368,9 @@ FinishCounts finish_counts() {
           finished_last_groups.load()};
 }
 
-bool one_launch_supported(const Queue& queue) { return one_launch_options(queue.context()).has_value(); }
+bool one_launch_supported(const Queue& queue) {
+  return one_launch_options(queue.context()).has_value();
+}
 
 std::uintptr_t group_counter_id(const Queue& queue, std::size_t device_idx) {
   return codegen::group_counter(queue, device_idx).adapter()->native();
@@ -380,8 +388,8 @@ std::string fast_source_for_tests(const ReductionKernel& kernel, const Queue& qu
 namespace skein {
 
 ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view out_param,
-                                 std::string map_expr, std::string reduce_expr, std::string identity,
-                                 ReductionOptions options) {
+                                 std::string map_expr, std::string reduce_expr,
+                                 std::string identity, ReductionOptions options) {
   const std::string call = "ReductionKernel";
   detail::codegen::check_kernel_name(options.name, call);
   auto impl = std::make_shared<Impl>();
@@ -408,7 +416,9 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
     if (e->find_first_not_of(" \t\r\n") == std::string::npos) {
       detail::raise_in(SKEIN_HERE, call, "Give the map, reduce and identity expressions.",
                        "kernel '{}': the {} expression is empty", options.name,
-                       e == &map_expr ? "map" : e == &reduce_expr ? "reduce" : "identity");
+                       e == &map_expr      ? "map"
+                       : e == &reduce_expr ? "reduce"
+                                           : "identity");
     }
   }
   impl->map_expr = std::move(map_expr);
@@ -432,7 +442,8 @@ Dtype ReductionKernel::out_dtype(std::span<const Operand> inputs) const {
   // The dtypes alone decide it; no queue is needed to bind them.
   std::vector<detail::codegen::ParamDecl> all = impl_->params;
   all.push_back(impl_->out);
-  const auto b = detail::codegen::bind_types(all, inputs, "ReductionKernel::out_dtype", impl_->name());
+  const auto b =
+      detail::codegen::bind_types(all, inputs, "ReductionKernel::out_dtype", impl_->name());
   return detail::codegen::param_dtype(impl_->out, b, "ReductionKernel::out_dtype", impl_->name());
 }
 
@@ -441,8 +452,10 @@ Dtype ReductionKernel::partial_dtype(std::span<const Operand> inputs) const {
   // The dtypes alone decide it; no queue is needed to bind them.
   std::vector<detail::codegen::ParamDecl> all = impl_->params;
   all.push_back(impl_->out);
-  const auto b = detail::codegen::bind_types(all, inputs, "ReductionKernel::partial_dtype", impl_->name());
-  const Dtype out = detail::codegen::param_dtype(impl_->out, b, "ReductionKernel::partial_dtype", impl_->name());
+  const auto b =
+      detail::codegen::bind_types(all, inputs, "ReductionKernel::partial_dtype", impl_->name());
+  const Dtype out =
+      detail::codegen::param_dtype(impl_->out, b, "ReductionKernel::partial_dtype", impl_->name());
   return detail::codegen::compute_dtype(impl_->options.reduce_type.value_or(out));
 }
 
@@ -453,7 +466,8 @@ std::size_t ReductionKernel::partial_size(std::span<const Operand> inputs) const
 
 std::size_t ReductionKernel::record_size(std::span<const Operand> inputs) const {
   const std::size_t size = partial_size(inputs);
-  const std::size_t align = impl_->options.reduce_struct ? impl_->options.reduce_struct->alignment() : size;
+  const std::size_t align =
+      impl_->options.reduce_struct ? impl_->options.reduce_struct->alignment() : size;
   const std::size_t ra = std::max<std::size_t>(8, align);
   return detail::round_up(16 + size, ra);
 }
@@ -479,7 +493,8 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
       detail::raise_in(SKEIN_HERE, call,
                        "Per-axis reductions are already deterministic on one device; drop "
                        "deterministic.",
-                       "kernel '{}': deterministic mode is for whole-array reductions", impl.name());
+                       "kernel '{}': deterministic mode is for whole-array reductions",
+                       impl.name());
     }
     const auto reduced = reduced_axes(impl, args, r.shape.size(), r.shape, call);
     return reduce_along(impl, queue, r, d, reduced, args, call);
@@ -498,8 +513,9 @@ Array ReductionKernel::operator()(const Queue& queue, std::span<const Operand> i
   } else if (one_launch && !force_two_launches.load(std::memory_order_relaxed)) {
     detail::codegen::Scratch scratch(queue, d, groups * r.reduce_size);
     const Buffer counter = detail::codegen::group_counter(queue, d);
-    with_counter(queue, d, counter,
-                 [&] { enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups, &y, &counter); });
+    with_counter(queue, d, counter, [&] {
+      enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups, &y, &counter);
+    });
     count_finish(groups, true);
   } else {
     detail::codegen::Scratch scratch(queue, d, groups * r.reduce_size);
@@ -522,8 +538,8 @@ std::string ReductionKernel::source(const Queue& queue, std::span<const Operand>
 
 void detail::raise_not_one_element(const Array& result) {
   detail::raise_in(SKEIN_HERE, "skein::reduction_value", "Pass a whole-array reduction's result.",
-                   "the array has shape {} ({} elements), not one element", to_string(result.shape()),
-                   result.size());
+                   "the array has shape {} ({} elements), not one element",
+                   to_string(result.shape()), result.size());
 }
 
 }  // namespace skein

@@ -18,7 +18,7 @@ void pack_inputs(codegen::ArgPack& pack, const ReductionKernel::Impl& impl, cons
       pack.array(r.args[k].array());
     } else {
       pack.bytes(r.args[k].bytes_as(r.dtypes[k], fmt::format("argument '{}' of kernel '{}'",
-                                                              impl.params[k].name, impl.name())));
+                                                             impl.params[k].name, impl.name())));
     }
   }
 }
@@ -80,7 +80,8 @@ std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, st
   const P1Finish mode = !finish ? kPartials : groups == 1 ? kAlone : kLastGroup;
   if (mode == kLastGroup && !counter) {
     detail::raise_in<RuntimeError>(SKEIN_HERE, "ReductionKernel", "This is a bug in Skein.",
-                                   "kernel '{}': a one-launch finish without a group counter", impl.name());
+                                   "kernel '{}': a one-launch finish without a group counter",
+                                   impl.name());
   }
   pack.value(std::int32_t{mode});
   if (finish) {
@@ -100,7 +101,8 @@ std::size_t enqueue_p1(const ReductionKernel::Impl& impl, const Queue& queue, st
 std::size_t p1_groups(const ReductionKernel::Impl& impl, const Resolved& r,
                       const codegen::CompiledProgram& prog, std::size_t d) {
   const std::size_t L = prog.local_size[d];
-  const std::uint64_t work = r.layout.contiguous ? std::max<std::uint64_t>(ceil_div(r.n, r.W * r.U), 1) : r.n;
+  const std::uint64_t work =
+      r.layout.contiguous ? std::max<std::uint64_t>(ceil_div(r.n, r.W * r.U), 1) : r.n;
   return std::clamp<std::uint64_t>(ceil_div(work, L), 1, prog.resident(impl.name() + "_p1", d));
 }
 
@@ -128,7 +130,8 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
                      const Buffer& scratch, std::size_t up_a, std::size_t up_b) {
   const std::uint32_t lmax = max_level(total);
   const std::size_t capacity = ReductionKernel::record_capacity(total);
-  queue.device_queue(d).fill_zero(*recs.adapter(), recs.offset() + recs_offset, capacity * r.record_size);
+  queue.device_queue(d).fill_zero(*recs.adapter(), recs.offset() + recs_offset,
+                                  capacity * r.record_size);
   const std::uint64_t n = r.n;
   if (n == 0) return;
   const std::size_t L = prog.local_size[d];
@@ -159,7 +162,8 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
           if (r.layout_index[k] == npos) continue;
           const Array& arr = r.args[k].array();
           const std::uint64_t isz = arr.itemsize();
-          if ((codegen::address_in_allocation(arr) % 16 + 16 - (offset * isz) % 16) % 16 != 0) vec = 0;
+          if ((codegen::address_in_allocation(arr) % 16 + 16 - (offset * isz) % 16) % 16 != 0)
+            vec = 0;
         }
       }
       pack.value(vec);
@@ -177,7 +181,8 @@ void enqueue_records(const ReductionKernel::Impl& impl, const Queue& queue, std:
     pack.buffer(recs, recs_offset);
     pack.value(lmax);
     pack.value(lbase);
-    codegen::launch(prog.kernel(impl.name() + (first ? "_dleaf" : "_dmid")), queue, d, tiles, L, pack);
+    codegen::launch(prog.kernel(impl.name() + (first ? "_dleaf" : "_dmid")), queue, d, tiles, L,
+                    pack);
     if (!pass_up || A >= B) break;
     a = A;
     b = B;
@@ -196,8 +201,9 @@ std::size_t up_bytes(const Resolved& r, std::size_t L) {
 }
 
 void enqueue_combine(const ReductionKernel::Impl& impl, const Queue& queue, std::size_t d,
-                     const codegen::CompiledProgram& prog, const Buffer& recs, std::size_t recs_offset,
-                     std::uint64_t count, std::uint64_t total, const Array& y) {
+                     const codegen::CompiledProgram& prog, const Buffer& recs,
+                     std::size_t recs_offset, std::uint64_t count, std::uint64_t total,
+                     const Array& y) {
   codegen::ArgPack pack;
   pack.buffer(recs, recs_offset);
   pack.value(count);

@@ -22,12 +22,14 @@ Array ReductionKernel::partial(const Queue& queue, std::span<const Operand> inpu
   const Resolved r = resolve(impl, queue, inputs, std::nullopt, call);
   const std::size_t d = device_of(r, queue);
   const Dtype pd = r.struct_reduce ? Dtype::uint8 : r.reduce_dtype;
-  Array y = output_for(out, queue, pd, Shape{r.struct_reduce ? r.reduce_size : 1}, d, call, impl.name());
+  Array y =
+      output_for(out, queue, pd, Shape{r.struct_reduce ? r.reduce_size : 1}, d, call, impl.name());
   auto prog = program_for(impl, queue.context(), r, Mode::fast);
   const std::size_t groups = p1_groups(impl, r, *prog, d);
   detail::codegen::Scratch scratch(queue, d, groups * r.reduce_size);
   enqueue_p1(impl, queue, d, r, *prog, scratch.buffer(), 0, groups);
-  enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, false, y.data(), y.offset(), nullptr);
+  enqueue_p2(impl, queue, d, *prog, scratch.buffer(), 0, groups, false, y.data(), y.offset(),
+             nullptr);
   return y;
 }
 
@@ -40,10 +42,11 @@ Array ReductionKernel::finish(const Queue& queue, std::span<const Operand> input
   const Dtype pd = r.struct_reduce ? Dtype::uint8 : r.reduce_dtype;
   if (partials.dtype() != pd || !partials.is_contiguous() ||
       (r.struct_reduce && partials.size() % r.reduce_size != 0)) {
-    detail::raise_in(SKEIN_HERE, call, "Pass partial values as partial() makes them.",
-                     "kernel '{}': the partials are a {} array of shape {}; partial values are {}{}",
-                     impl.name(), skein::name(partials.dtype()), to_string(partials.shape()), skein::name(pd),
-                     r.struct_reduce ? fmt::format(" x {} bytes each", r.reduce_size) : "");
+    detail::raise_in(
+        SKEIN_HERE, call, "Pass partial values as partial() makes them.",
+        "kernel '{}': the partials are a {} array of shape {}; partial values are {}{}",
+        impl.name(), skein::name(partials.dtype()), to_string(partials.shape()), skein::name(pd),
+        r.struct_reduce ? fmt::format(" x {} bytes each", r.reduce_size) : "");
   }
   if (partials.data().context_id() != detail::impl_of(queue.context()).get()) {
     detail::raise_in(SKEIN_HERE, call, "Use partials of the queue's context.",
@@ -52,13 +55,14 @@ Array ReductionKernel::finish(const Queue& queue, std::span<const Operand> input
   const std::size_t d = partials.device_idx();
   if (!queue.has_device(d)) {
     detail::raise_in(SKEIN_HERE, call, "Use a queue that contains the partials' device.",
-                     "kernel '{}': the partials are on device {}, which is not in the queue", impl.name(), d);
+                     "kernel '{}': the partials are on device {}, which is not in the queue",
+                     impl.name(), d);
   }
   const std::uint64_t count = r.struct_reduce ? partials.size() / r.reduce_size : partials.size();
   Array y = output_for(out, queue, r.out_dtype, Shape{1}, d, call, impl.name());
   auto prog = program_for(impl, queue.context(), r, Mode::fast);
-  enqueue_p2(impl, queue, d, *prog, partials.data(), partials.offset(), count, true, partials.data(),
-             partials.offset(), &y);
+  enqueue_p2(impl, queue, d, *prog, partials.data(), partials.offset(), count, true,
+             partials.data(), partials.offset(), &y);
   return y;
 }
 
@@ -97,7 +101,8 @@ Array ReductionKernel::combine(const Queue& queue, std::span<const Operand> inpu
   const Resolved r = resolve(impl, queue, inputs, out, call);
   if (records.dtype() != Dtype::uint8 || !records.is_contiguous() ||
       records.nbytes() % r.record_size != 0) {
-    detail::raise_in(SKEIN_HERE, call, "Pass records as records() makes them (uint8, whole records).",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass records as records() makes them (uint8, whole records).",
                      "kernel '{}': the records are a {} array of {} bytes; a record has {} bytes",
                      impl.name(), skein::name(records.dtype()), records.nbytes(), r.record_size);
   }
@@ -108,16 +113,18 @@ Array ReductionKernel::combine(const Queue& queue, std::span<const Operand> inpu
   const std::size_t d = records.device_idx();
   if (!queue.has_device(d)) {
     detail::raise_in(SKEIN_HERE, call, "Use a queue that contains the records' device.",
-                     "kernel '{}': the records are on device {}, which is not in the queue", impl.name(), d);
+                     "kernel '{}': the records are on device {}, which is not in the queue",
+                     impl.name(), d);
   }
   Array y = output_for(out, queue, r.out_dtype, Shape{1}, d, call, impl.name());
   auto prog = program_for(impl, queue.context(), r, Mode::det);
-  enqueue_combine(impl, queue, d, *prog, records.data(), records.offset(), records.nbytes() / r.record_size,
-                  global_size, y);
+  enqueue_combine(impl, queue, d, *prog, records.data(), records.offset(),
+                  records.nbytes() / r.record_size, global_size, y);
   return y;
 }
 
-Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vector<Operand>>& inputs,
+Array ReductionKernel::per_device(const Queue& queue,
+                                  const MultiDevice<std::vector<Operand>>& inputs,
                                   const ReductionArgs& args) const {
   using namespace detail::red;  // the reduction's internals (reduction_impl.hpp)
   const auto& impl = *impl_;
@@ -135,8 +142,8 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
     total += rs.back().n;
     if (rs.back().types_sig != rs.front().types_sig) {
       detail::raise_in(SKEIN_HERE, call, "Give every device inputs of the same dtypes and kinds.",
-                       "kernel '{}': device {} has inputs {}, device {} has {}", impl.name(), devs.front(),
-                       rs.front().types_sig, d, rs.back().types_sig);
+                       "kernel '{}': device {} has inputs {}, device {} has {}", impl.name(),
+                       devs.front(), rs.front().types_sig, d, rs.back().types_sig);
     }
   }
   const std::size_t first = devs.front();
@@ -144,10 +151,11 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
   const Mode mode = args.deterministic ? Mode::det : Mode::fast;
   std::vector<std::shared_ptr<const detail::codegen::CompiledProgram>> progs;
   for (const auto& r : rs) progs.push_back(program_for(impl, queue.context(), r, mode));
-  const std::size_t per = args.deterministic ? record_capacity(total) * rs.front().record_size
-                                             : rs.front().reduce_size;
+  const std::size_t per =
+      args.deterministic ? record_capacity(total) * rs.front().record_size : rs.front().reduce_size;
   std::vector<ScratchLayout> layouts(devs.size());
-  std::vector<std::size_t> own_at(devs.size()), up_a(devs.size()), up_b(devs.size()), groups(devs.size());
+  std::vector<std::size_t> own_at(devs.size()), up_a(devs.size()), up_b(devs.size()),
+      groups(devs.size());
   std::size_t gather_at = 0;
   for (std::size_t i = 0; i < devs.size(); ++i) {
     const std::size_t d = devs[i];
@@ -164,17 +172,20 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
     if (i == 0) gather_at = layouts[i].add(per * devs.size());
   }
   std::vector<std::optional<detail::codegen::Scratch>> scratch(devs.size());
-  for (std::size_t i = 0; i < devs.size(); ++i) scratch[i].emplace(queue, devs[i], layouts[i].total);
+  for (std::size_t i = 0; i < devs.size(); ++i)
+    scratch[i].emplace(queue, devs[i], layouts[i].total);
 
   std::uint64_t offset = 0;
   for (std::size_t i = 0; i < devs.size(); ++i) {
     const std::size_t d = devs[i];
     const Buffer& buf = scratch[i]->buffer();
     if (args.deterministic) {
-      enqueue_records(impl, queue, d, rs[i], *progs[i], offset, total, buf, own_at[i], buf, up_a[i], up_b[i]);
+      enqueue_records(impl, queue, d, rs[i], *progs[i], offset, total, buf, own_at[i], buf, up_a[i],
+                      up_b[i]);
     } else {
       enqueue_p1(impl, queue, d, rs[i], *progs[i], buf, up_a[i], groups[i]);
-      enqueue_p2(impl, queue, d, *progs[i], buf, up_a[i], groups[i], false, buf, own_at[i], nullptr);
+      enqueue_p2(impl, queue, d, *progs[i], buf, up_a[i], groups[i], false, buf, own_at[i],
+                 nullptr);
     }
     offset += rs[i].n;
   }
@@ -187,14 +198,17 @@ Array ReductionKernel::per_device(const Queue& queue, const MultiDevice<std::vec
     if (devs[i] != first) queue.device_queue(devs[i]).wait_for_queue(queue.device_queue(first));
   }
   if (args.deterministic) {
-    enqueue_combine(impl, queue, first, *progs[0], gather, gather_at, record_capacity(total) * devs.size(), total, y);
+    enqueue_combine(impl, queue, first, *progs[0], gather, gather_at,
+                    record_capacity(total) * devs.size(), total, y);
   } else {
-    enqueue_p2(impl, queue, first, *progs[0], gather, gather_at, devs.size(), true, gather, gather_at, &y);
+    enqueue_p2(impl, queue, first, *progs[0], gather, gather_at, devs.size(), true, gather,
+               gather_at, &y);
   }
   return y;
 }
 
-std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
+std::vector<ReductionNode> reduction_nodes(std::uint64_t offset, std::uint64_t size,
+                                           std::uint64_t total) {
   if (offset > total || size > total - offset) {
     detail::raise_in(SKEIN_HERE, "skein::reduction_nodes", "The piece must lie inside [0, total).",
                      "a piece of {} elements at offset {} does not fit in {}", size, offset, total);

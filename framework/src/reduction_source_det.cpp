@@ -25,7 +25,8 @@ constexpr int kStack = 132;
 // emitting the children that are maximal inside it (see reduction.hpp).
 std::string det_helpers(const std::string& k, const Resolved& r) {
   const std::size_t ra = std::max<std::size_t>(8, r.reduce_align);
-  return fmt::format(R"(typedef struct ALIGN({1}) {{ uint64_t start; uint32_t level; uint32_t valid; reduce_t value; }} {0}_rec;
+  return fmt::format(
+      R"(typedef struct ALIGN({1}) {{ uint64_t start; uint32_t level; uint32_t valid; reduce_t value; }} {0}_rec;
 
 /* Whether node (level lev, first element p) of a pass, cut to [0, N), lies inside [a, b). */
 WITHIN_KERNEL INLINE int {0}_full(const uint64_t p, const uint32_t lev, const uint64_t a, const uint64_t b,
@@ -62,7 +63,7 @@ WITHIN_KERNEL INLINE reduce_t {0}_chk(const reduce_t l, const reduce_t r, const 
     return pr < N ? {0}_reduce(l, r) : l;
 }}
 )",
-                     k, ra);
+      k, ra);
 }
 
 // One tile pass. `leaf(interior)` gives the code that sets reduce_t _skein_leaf<u> for sub-tile u
@@ -74,8 +75,8 @@ std::string det_tile_kernel(const std::string& k, const std::string& kernel_name
   const unsigned w = log2_exact(W), lb = log2_exact(L);
   const unsigned s = w + lb + log2_exact(U);
   std::vector<std::string> params = own_params;
-  for (const char* p : {"const uint64_t _skein_a", "const uint64_t _skein_bnd", "const uint64_t _skein_N",
-                        "const uint64_t _skein_tile0"}) {
+  for (const char* p : {"const uint64_t _skein_a", "const uint64_t _skein_bnd",
+                        "const uint64_t _skein_N", "const uint64_t _skein_tile0"}) {
     params.emplace_back(p);
   }
   params.push_back(codegen::array_param("_up"));
@@ -84,43 +85,56 @@ std::string det_tile_kernel(const std::string& k, const std::string& kernel_name
   params.push_back(codegen::array_param("_recs"));
   params.emplace_back("const uint32_t _skein_lmax");
   params.emplace_back("const uint32_t _skein_lbase");
-  std::string src = fmt::format("KERNEL void {}({})\n{{\n", kernel_name, fmt::join(params, ",\n    "));
+  std::string src =
+      fmt::format("KERNEL void {}({})\n{{\n", kernel_name, fmt::join(params, ",\n    "));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", U * L);
   src += setup;
   src += fmt::format(
-      "    GLOBAL_MEM {0}_rec* _skein_recs = (GLOBAL_MEM {0}_rec*)(_skein_b__recs + _skein_o__recs);\n", k);
+      "    GLOBAL_MEM {0}_rec* _skein_recs = (GLOBAL_MEM {0}_rec*)(_skein_b__recs + "
+      "_skein_o__recs);\n",
+      k);
   src += "    const unsigned int _skein_lid = get_local_id(0);\n";
   src += "    const uint64_t _skein_j = _skein_tile0 + get_group_id(0);\n";
   src += fmt::format("    const uint64_t _skein_T = _skein_j << {};\n", s);
   src += fmt::format(
-      "    const int _skein_interior = _skein_T >= _skein_a && _skein_T + {} <= _skein_bnd;\n", std::uint64_t{1} << s);
+      "    const int _skein_interior = _skein_T >= _skein_a && _skein_T + {} <= _skein_bnd;\n",
+      std::uint64_t{1} << s);
   src += "#define _SKEIN_CHK(l, r, p, lev) " + k +
-         "_chk((l), (r), (p), (lev), _skein_a, _skein_bnd, _skein_N, _skein_recs, _skein_lbase, _skein_lmax)\n";
+         "_chk((l), (r), (p), (lev), _skein_a, _skein_bnd, _skein_N, _skein_recs, _skein_lbase, "
+         "_skein_lmax)\n";
   for (std::size_t u = 0; u < U; ++u) {
     src += fmt::format("    reduce_t _skein_leaf{};\n", u);
   }
   for (int interior = 1; interior >= 0; --interior) {
     src += interior ? "    if (_skein_interior) {\n" : "    else {\n";
     for (std::size_t u = 0; u < U; ++u) {
-      src += fmt::format("        {{\n            const uint64_t _skein_P{0} = _skein_T + {1} + (uint64_t)_skein_lid * {2};\n",
-                         u, u * L * W, W);
+      src += fmt::format(
+          "        {{\n            const uint64_t _skein_P{0} = _skein_T + {1} + "
+          "(uint64_t)_skein_lid * {2};\n",
+          u, u * L * W, W);
       src += fmt::format("            const uint64_t _skein_e{0} = _skein_P{0} - _skein_a;\n", u);
       src += leaf(u, interior != 0);
       src += "        }\n";
     }
     src += "    }\n";
   }
-  for (std::size_t u = 0; u < U; ++u) src += fmt::format("    _skein_sd[{} + _skein_lid] = _skein_leaf{};\n", u * L, u);
+  for (std::size_t u = 0; u < U; ++u)
+    src += fmt::format("    _skein_sd[{} + _skein_lid] = _skein_leaf{};\n", u * L, u);
   src += "    LOCAL_BARRIER;\n";
   // Pairwise over the group's threads, for every sub-tile: step `st` joins threads 2 st q and
   // 2 st q + st (adjacent nodes, so the canonical tree).
-  src += fmt::format("    for (unsigned int _skein_st = 1, _skein_lv = {}; _skein_st < {}; _skein_st <<= 1, ++_skein_lv) {{\n", w, L);
+  src += fmt::format(
+      "    for (unsigned int _skein_st = 1, _skein_lv = {}; _skein_st < {}; _skein_st <<= 1, "
+      "++_skein_lv) {{\n",
+      w, L);
   src += "        const unsigned int _skein_x = 2 * _skein_st * _skein_lid;\n";
   src += fmt::format("        if (_skein_x < {}) {{\n", L);
   for (std::size_t u = 0; u < U; ++u) {
     src += fmt::format(
-        "            if (_skein_interior) _skein_sd[{0} + _skein_x] = {1}_reduce(_skein_sd[{0} + _skein_x], _skein_sd[{0} + _skein_x + _skein_st]);\n"
-        "            else _skein_sd[{0} + _skein_x] = _SKEIN_CHK(_skein_sd[{0} + _skein_x], _skein_sd[{0} + _skein_x + _skein_st], "
+        "            if (_skein_interior) _skein_sd[{0} + _skein_x] = {1}_reduce(_skein_sd[{0} + "
+        "_skein_x], _skein_sd[{0} + _skein_x + _skein_st]);\n"
+        "            else _skein_sd[{0} + _skein_x] = _SKEIN_CHK(_skein_sd[{0} + _skein_x], "
+        "_skein_sd[{0} + _skein_x + _skein_st], "
         "_skein_T + {2} + (uint64_t)_skein_x * {3}, _skein_lv);\n",
         u * L, k, u * L * W, W);
   }
@@ -136,7 +150,8 @@ std::string det_tile_kernel(const std::string& k, const std::string& kernel_name
     for (std::size_t q = 0; q < vals.size(); q += 2) {
       const std::string name = fmt::format("_skein_c{}_{}", lev, q / 2);
       src += fmt::format(
-          "        const reduce_t {0} = _skein_interior ? {1}_reduce({2}, {3}) : _SKEIN_CHK({2}, {3}, _skein_T + {4}, {5});\n",
+          "        const reduce_t {0} = _skein_interior ? {1}_reduce({2}, {3}) : _SKEIN_CHK({2}, "
+          "{3}, _skein_T + {4}, {5});\n",
           name, k, vals[q], vals[q + 1], std::uint64_t{q / 2} * 2 * span, lev);
       next.push_back(name);
     }
@@ -144,9 +159,11 @@ std::string det_tile_kernel(const std::string& k, const std::string& kernel_name
     ++lev;
     span *= 2;
   }
-  src += fmt::format("        if ({}_full(_skein_T, {}, _skein_a, _skein_bnd, _skein_N)) {{\n", k, s);
+  src +=
+      fmt::format("        if ({}_full(_skein_T, {}, _skein_a, _skein_bnd, _skein_N)) {{\n", k, s);
   src += fmt::format(
-      "            if (_skein_pass_up) ((GLOBAL_MEM reduce_t*)(_skein_b__up + _skein_o__up))[_skein_j - _skein_up0] = {};\n",
+      "            if (_skein_pass_up) ((GLOBAL_MEM reduce_t*)(_skein_b__up + "
+      "_skein_o__up))[_skein_j - _skein_up0] = {};\n",
       vals[0]);
   src += "            else {\n";
   src += "                _skein_recs[_skein_lmax].start = 0;\n";
@@ -169,10 +186,12 @@ std::string leaf_tree(const std::string& k, std::size_t W, std::size_t u, bool i
     for (std::size_t q = 0; q < vals.size(); q += 2) {
       const std::string name = fmt::format("_skein_t{}_{}", lev, q / 2);
       if (interior) {
-        src += fmt::format("            const reduce_t {} = {}_reduce({}, {});\n", name, k, vals[q], vals[q + 1]);
+        src += fmt::format("            const reduce_t {} = {}_reduce({}, {});\n", name, k, vals[q],
+                           vals[q + 1]);
       } else {
-        src += fmt::format("            const reduce_t {} = _SKEIN_CHK({}, {}, _skein_P{} + {}, {});\n", name, vals[q],
-                           vals[q + 1], u, (q / 2) << (lev + 1), lev);
+        src += fmt::format(
+            "            const reduce_t {} = _SKEIN_CHK({}, {}, _skein_P{} + {}, {});\n", name,
+            vals[q], vals[q + 1], u, (q / 2) << (lev + 1), lev);
       }
       next.push_back(name);
     }
@@ -184,7 +203,8 @@ std::string leaf_tree(const std::string& k, std::size_t W, std::size_t u, bool i
 }
 
 // Input j's element at piece index `e` (contiguous), or at the strided path's offsets.
-std::string leaf_element(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t j, const std::string& e) {
+std::string leaf_element(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t j,
+                         const std::string& e) {
   if (r.layout.contiguous) return fmt::format("_skein_p_{}[{}]", impl.params[j].name, e);
   return strided_element(r, j, impl.params[j].name);
 }
@@ -193,8 +213,8 @@ std::string leaf_element(const ReductionKernel::Impl& impl, const Resolved& r, s
 // their tree. In an interior tile of contiguous inputs the values come by 16-byte loads where
 // the piece is aligned for them (_skein_vec), else element by element; in an edge tile only the
 // elements inside the piece are mapped.
-std::string leaf_values(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t W, std::size_t u,
-                        bool interior) {
+std::string leaf_values(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t W,
+                        std::size_t u, bool interior) {
   const std::string& k = impl.name();
   const bool contiguous = r.layout.contiguous;
   std::string s;
@@ -210,15 +230,17 @@ std::string leaf_values(const ReductionKernel::Impl& impl, const Resolved& r, st
         s += fmt::format("                _skein_vec_{0}_{1} _skein_x_{1};\n", k, nm);
         for (std::size_t v = 0; v < V; ++v) {
           s += fmt::format(
-              "                _skein_x_{0}.v[{1}] = ((GLOBAL_MEM const uint4*)(_skein_p_{0} + _skein_e{2}))[{1}];\n",
+              "                _skein_x_{0}.v[{1}] = ((GLOBAL_MEM const uint4*)(_skein_p_{0} + "
+              "_skein_e{2}))[{1}];\n",
               nm, v, u);
         }
       }
       for (std::size_t e = 0; e < W; ++e) {
-        s += fmt::format("                const reduce_t _skein_m{} = {};\n", e,
-                         map_call(impl, r, fmt::format("_skein_e{} + {}", u, e), [&](std::size_t j) {
-                           return fmt::format("_skein_x_{}.e[{}]", impl.params[j].name, e);
-                         }));
+        s +=
+            fmt::format("                const reduce_t _skein_m{} = {};\n", e,
+                        map_call(impl, r, fmt::format("_skein_e{} + {}", u, e), [&](std::size_t j) {
+                          return fmt::format("_skein_x_{}.e[{}]", impl.params[j].name, e);
+                        }));
       }
       s += leaf_tree(k, W, u, true);
       s += "            } else {\n";
@@ -237,8 +259,10 @@ std::string leaf_values(const ReductionKernel::Impl& impl, const Resolved& r, st
     // Elements outside the piece are never part of an emitted node: any value does.
     s += fmt::format("            reduce_t _skein_m{} = {}_identity();\n", e, k);
     s += fmt::format(
-        "            if (_skein_P{0} + {1} >= _skein_a && _skein_P{0} + {1} < _skein_bnd) {{\n", u, e);
-    if (!contiguous) s += strided_offsets(r, fmt::format("_skein_e{} + {}", u, e), "                ");
+        "            if (_skein_P{0} + {1} >= _skein_a && _skein_P{0} + {1} < _skein_bnd) {{\n", u,
+        e);
+    if (!contiguous)
+      s += strided_offsets(r, fmt::format("_skein_e{} + {}", u, e), "                ");
     s += fmt::format("                _skein_m{} = {};\n", e,
                      map_call(impl, r, fmt::format("_skein_e{} + {}", u, e), [&](std::size_t j) {
                        return leaf_element(impl, r, j, fmt::format("_skein_e{} + {}", u, e));
@@ -250,7 +274,8 @@ std::string leaf_values(const ReductionKernel::Impl& impl, const Resolved& r, st
 }
 
 // K_dleaf: the leaf pass, over map values of the inputs (with their vector views when contiguous).
-std::string leaf_kernel(const ReductionKernel::Impl& impl, const Resolved& r, const DetGeometry& g) {
+std::string leaf_kernel(const ReductionKernel::Impl& impl, const Resolved& r,
+                        const DetGeometry& g) {
   const std::string& k = impl.name();
   const bool contiguous = r.layout.contiguous;
   const std::size_t W = g.W;
@@ -259,7 +284,8 @@ std::string leaf_kernel(const ReductionKernel::Impl& impl, const Resolved& r, co
     for (std::size_t j = 0; j < impl.params.size(); ++j) {
       if (r.layout_index[j] == npos) continue;
       src += fmt::format("typedef union {{ uint4 v[{}]; {} e[{}]; }} _skein_vec_{}_{};\n",
-                         W * itemsize(r.dtypes[j]) / 16, ctype(r.dtypes[j]), W, k, impl.params[j].name);
+                         W * itemsize(r.dtypes[j]) / 16, ctype(r.dtypes[j]), W, k,
+                         impl.params[j].name);
     }
   }
   auto own = input_params(impl, r);
@@ -268,8 +294,9 @@ std::string leaf_kernel(const ReductionKernel::Impl& impl, const Resolved& r, co
   if (!contiguous) {
     for (auto& p : strided_params(r)) own.push_back(p);
   }
-  src += det_tile_kernel(k, k + "_dleaf", own, input_setup(impl, r, !contiguous), g.L, W, g.U,
-                         [&](std::size_t u, bool interior) { return leaf_values(impl, r, W, u, interior); });
+  src += det_tile_kernel(
+      k, k + "_dleaf", own, input_setup(impl, r, !contiguous), g.L, W, g.U,
+      [&](std::size_t u, bool interior) { return leaf_values(impl, r, W, u, interior); });
   return src;
 }
 
@@ -277,19 +304,24 @@ std::string leaf_kernel(const ReductionKernel::Impl& impl, const Resolved& r, co
 std::string mid_kernel(const std::string& k, const DetGeometry& g) {
   std::vector<std::string> own_mid{codegen::array_param("_in")};
   const std::string setup =
-      "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
-  return det_tile_kernel(k, k + "_dmid", own_mid, setup, g.L, 1, g.Um, [&](std::size_t u, bool interior) {
-    if (interior) return fmt::format("            _skein_leaf{0} = _skein_in[_skein_e{0}];\n", u);
-    return fmt::format(
-        "            _skein_leaf{0} = (_skein_P{0} >= _skein_a && _skein_P{0} < _skein_bnd) ? _skein_in[_skein_e{0}] : {1}_identity();\n",
-        u, k);
-  });
+      "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + "
+      "_skein_o__in);\n";
+  return det_tile_kernel(
+      k, k + "_dmid", own_mid, setup, g.L, 1, g.Um, [&](std::size_t u, bool interior) {
+        if (interior)
+          return fmt::format("            _skein_leaf{0} = _skein_in[_skein_e{0}];\n", u);
+        return fmt::format(
+            "            _skein_leaf{0} = (_skein_P{0} >= _skein_a && _skein_P{0} < _skein_bnd) ? "
+            "_skein_in[_skein_e{0}] : {1}_identity();\n",
+            u, k);
+      });
 }
 
 // K_dcombine: one work item merges the records in global order (siblings bottom-up), then folds
 // what is left from the right (the nodes cut by N).
 std::string combine_kernel(const std::string& k) {
-  return fmt::format(R"(KERNEL void {0}_dcombine({1}, const uint64_t _skein_count, const uint64_t _skein_N, {2})
+  return fmt::format(
+      R"(KERNEL void {0}_dcombine({1}, const uint64_t _skein_count, const uint64_t _skein_N, {2})
 {{
     if (get_global_id(0) != 0) return;
     GLOBAL_MEM const {0}_rec* _skein_rec = (GLOBAL_MEM const {0}_rec*)(_skein_b__recs + _skein_o__recs);
@@ -332,7 +364,7 @@ std::string combine_kernel(const std::string& k) {
     {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, 0);
 }}
 )",
-                     k, codegen::array_param("_recs"), codegen::array_param("_y"), kStack);
+      k, codegen::array_param("_recs"), codegen::array_param("_y"), kStack);
 }
 
 }  // namespace

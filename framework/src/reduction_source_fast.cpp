@@ -67,7 +67,8 @@ WITHIN_KERNEL INLINE reduce_t {0}_load_part(GLOBAL_MEM const char* p, const VSIZ
 // layout's values, the partial values' array, and what the groups do at the end (_skein_finish,
 // a P1Finish: the result goes post-mapped into _y; _cnt is the group counter of kLastGroup,
 // codegen::group_counter).
-std::string p1_head(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L, bool one_launch) {
+std::string p1_head(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L,
+                    bool one_launch) {
   const std::string& k = impl.name();
   const bool contiguous = r.layout.contiguous;
   std::string src;
@@ -75,7 +76,8 @@ std::string p1_head(const ReductionKernel::Impl& impl, const Resolved& r, std::s
     for (std::size_t j = 0; j < impl.params.size(); ++j) {
       if (r.layout_index[j] == npos) continue;
       src += fmt::format("typedef union {{ uint4 v[{}]; {} e[{}]; }} _skein_vec_{}_{};\n",
-                         r.W * itemsize(r.dtypes[j]) / 16, ctype(r.dtypes[j]), r.W, k, impl.params[j].name);
+                         r.W * itemsize(r.dtypes[j]) / 16, ctype(r.dtypes[j]), r.W, k,
+                         impl.params[j].name);
     }
   }
   auto params = input_params(impl, r);
@@ -107,7 +109,9 @@ std::string p1_vector_loop(const ReductionKernel::Impl& impl, const Resolved& r)
   const std::string& k = impl.name();
   const std::size_t W = r.W, U = r.U;
   std::string src = fmt::format(
-      "    for (VSIZE_T _skein_c = _skein_tid; _skein_c < _skein_nchunks; _skein_c += _skein_nth * {}) {{\n", U);
+      "    for (VSIZE_T _skein_c = _skein_tid; _skein_c < _skein_nchunks; _skein_c += _skein_nth * "
+      "{}) {{\n",
+      U);
   for (std::size_t u = 0; u < U; ++u) {
     src += fmt::format("        const VSIZE_T _skein_c{0} = _skein_c + {0} * _skein_nth;\n", u);
   }
@@ -116,12 +120,16 @@ std::string p1_vector_loop(const ReductionKernel::Impl& impl, const Resolved& r)
     const auto& nm = impl.params[j].name;
     const std::size_t V = W * itemsize(r.dtypes[j]) / 16;
     src += fmt::format(
-        "        GLOBAL_MEM const uint4* _skein_w_{0} = (GLOBAL_MEM const uint4*)(_skein_p_{0} + _skein_head);\n", nm);
+        "        GLOBAL_MEM const uint4* _skein_w_{0} = (GLOBAL_MEM const uint4*)(_skein_p_{0} + "
+        "_skein_head);\n",
+        nm);
     for (std::size_t u = 0; u < U; ++u) {
       src += fmt::format("        _skein_vec_{}_{} _skein_x_{}_{};\n", k, nm, nm, u);
       src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
       for (std::size_t v = 0; v < V; ++v) {
-        src += fmt::format("            _skein_x_{0}_{1}.v[{2}] = _skein_w_{0}[_skein_c{1} * {3} + {2}];\n", nm, u, v, V);
+        src += fmt::format(
+            "            _skein_x_{0}_{1}.v[{2}] = _skein_w_{0}[_skein_c{1} * {3} + {2}];\n", nm, u,
+            v, V);
       }
       src += "        }\n";
     }
@@ -129,11 +137,12 @@ std::string p1_vector_loop(const ReductionKernel::Impl& impl, const Resolved& r)
   for (std::size_t u = 0; u < U; ++u) {
     src += fmt::format("        if (_skein_c{} < _skein_nchunks) {{\n", u);
     for (std::size_t e = 0; e < W; ++e) {
-      src += fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
-                         map_call(impl, r, fmt::format("_skein_head + _skein_c{} * {} + {}", u, W, e),
-                                  [&](std::size_t j) {
-                                    return fmt::format("_skein_x_{}_{}.e[{}]", impl.params[j].name, u, e);
-                                  }));
+      src += fmt::format(
+          "            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
+          map_call(impl, r, fmt::format("_skein_head + _skein_c{} * {} + {}", u, W, e),
+                   [&](std::size_t j) {
+                     return fmt::format("_skein_x_{}_{}.e[{}]", impl.params[j].name, u, e);
+                   }));
     }
     src += "        }\n";
   }
@@ -149,15 +158,19 @@ std::string p1_element_loop(const ReductionKernel::Impl& impl, const Resolved& r
   if (r.layout.contiguous) {
     src += fmt::format("    const VSIZE_T _skein_tail = _skein_head + _skein_nchunks * {};\n", r.W);
     src += "    const VSIZE_T _skein_ns = _skein_head + (_skein_n - _skein_tail);\n";
-    src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_ns; _skein_t += _skein_nth) {\n";
-    src += "        const VSIZE_T _skein_i = _skein_t < _skein_head ? _skein_t : _skein_tail + (_skein_t - _skein_head);\n";
+    src +=
+        "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_ns; _skein_t += _skein_nth) {\n";
+    src +=
+        "        const VSIZE_T _skein_i = _skein_t < _skein_head ? _skein_t : _skein_tail + "
+        "(_skein_t - _skein_head);\n";
     src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
                        map_call(impl, r, "_skein_i", [&](std::size_t j) {
                          return fmt::format("_skein_p_{}[_skein_i]", impl.params[j].name);
                        }));
     src += "    }\n";
   } else {
-    src += "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_n; _skein_t += _skein_nth) {\n";
+    src +=
+        "    for (VSIZE_T _skein_t = _skein_tid; _skein_t < _skein_n; _skein_t += _skein_nth) {\n";
     src += strided_offsets(r, "_skein_t", "        ");
     src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
                        map_call(impl, r, "_skein_t", [&](std::size_t j) {
@@ -173,8 +186,11 @@ std::string p1_finish(const std::string& k, std::size_t L, bool one_launch) {
   std::string src = "    _skein_sd[_skein_lid] = _skein_acc;\n";
   src += block_reduce_any(k, L);
   src += "    if (_skein_lid == 0) {\n";
-  src += fmt::format("        if (_skein_finish == 1) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
-  src += "        else ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = _skein_sd[0];\n";
+  src += fmt::format(
+      "        if (_skein_finish == 1) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+  src +=
+      "        else ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = "
+      "_skein_sd[0];\n";
   src += "    }\n";
   if (one_launch) {
     // The last group to take a ticket reduces every group's partial value exactly as K_p2 does
@@ -182,7 +198,8 @@ std::string p1_finish(const std::string& k, std::size_t L, bool one_launch) {
     // for the queue's next call.
     src += "    if (_skein_finish == 2) {\n";
     src += fmt::format(
-        "        if (_skein_lid == 0) _skein_last = (VSIZE_T){}_ticket(_skein_b__cnt + _skein_o__cnt) == "
+        "        if (_skein_lid == 0) _skein_last = (VSIZE_T){}_ticket(_skein_b__cnt + "
+        "_skein_o__cnt) == "
         "(VSIZE_T)get_num_groups(0) - 1;\n",
         k);
     src += "        SKEIN_GROUP_SYNC;\n";
@@ -190,9 +207,11 @@ std::string p1_finish(const std::string& k, std::size_t L, bool one_launch) {
     src += fmt::format("            {}_acquire();\n", k);
     src += "            GLOBAL_MEM const char* _skein_in = _skein_b__part + _skein_o__part;\n";
     src += "            const VSIZE_T _skein_count = get_num_groups(0);\n";
-    src += combine_partials(k, L, "_skein_acc2", k + "_load_part(_skein_in, _skein_t)", "            ");
+    src += combine_partials(k, L, "_skein_acc2", k + "_load_part(_skein_in, _skein_t)",
+                            "            ");
     src += "            if (_skein_lid == 0) {\n";
-    src += fmt::format("                {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+    src +=
+        fmt::format("                {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
     src += fmt::format("                {}_reset(_skein_b__cnt + _skein_o__cnt);\n", k);
     src += "            }\n        }\n    }\n";
   }
@@ -204,14 +223,18 @@ std::string p1_finish(const std::string& k, std::size_t L, bool one_launch) {
 // `finish`, post-mapped into the output.
 std::string p2_kernel(const std::string& k, std::size_t L) {
   std::string src = fmt::format(
-      "KERNEL void {0}_p2({1}, const uint64_t _skein_count, const int _skein_finish, {2}, {3})\n{{\n",
+      "KERNEL void {0}_p2({1}, const uint64_t _skein_count, const int _skein_finish, {2}, "
+      "{3})\n{{\n",
       k, codegen::array_param("_in"), codegen::array_param("_part"), codegen::array_param("_y"));
   src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
-  src += "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + _skein_o__in);\n";
+  src +=
+      "    GLOBAL_MEM const reduce_t* _skein_in = (GLOBAL_MEM const reduce_t*)(_skein_b__in + "
+      "_skein_o__in);\n";
   src += "    const unsigned int _skein_lid = get_local_id(0);\n";
   src += combine_partials(k, L, "_skein_acc", "_skein_in[_skein_t]", "    ");
   src += "    if (_skein_lid == 0) {\n";
-  src += fmt::format("        if (_skein_finish) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
+  src += fmt::format(
+      "        if (_skein_finish) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, 0);\n", k);
   src += "        else *(GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part) = _skein_sd[0];\n";
   src += "    }\n}\n";
   return src;
@@ -219,7 +242,8 @@ std::string p2_kernel(const std::string& k, std::size_t L) {
 
 }  // namespace
 
-std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L, bool one_launch) {
+std::string fast_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L,
+                        bool one_launch) {
   const std::string& k = impl.name();
   std::string src = common_source(impl, r, false);
   if (one_launch) src += last_group_helpers(k, r);

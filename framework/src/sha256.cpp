@@ -38,7 +38,9 @@ Sha256::~Sha256() = default;
 Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
-void Sha256::reset() { check_ssl(EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr), "EVP_DigestInit_ex"); }
+void Sha256::reset() {
+  check_ssl(EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr), "EVP_DigestInit_ex");
+}
 
 void Sha256::update(std::span<const std::byte> data) {
   if (data.empty()) return;

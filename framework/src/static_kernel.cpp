@@ -77,39 +77,41 @@ WITHIN_KERNEL INLINE int ${{prefix}}skip()
              fmt::format("flat / {}", n[0] * n[1])),
       by_dim(dims > 0 ? "get_local_id(0)" : "0", dims > 1 ? "get_local_id(1)" : "0",
              dims > 2 ? "get_local_id(2)" : "0"),
-      by_dim(std::to_string(l[0]), std::to_string(l[1]), std::to_string(l[2])),
-      n[0] * n[1] * n[2], g[0], g[1], g[2]);
+      by_dim(std::to_string(l[0]), std::to_string(l[1]), std::to_string(l[2])), n[0] * n[1] * n[2],
+      g[0], g[1], g[2]);
   Module base(base_text, {}, "vsize");
 
   auto function = [&](const std::string& name, const std::string& signature,
                       const std::string& body) {
-    return Module(fmt::format("WITHIN_KERNEL INLINE VSIZE_T ${{prefix}}({})\n{{\n    return {};\n}}\n",
-                              signature, body),
-                  {{"base", base}}, "static_" + name);
+    return Module(
+        fmt::format("WITHIN_KERNEL INLINE VSIZE_T ${{prefix}}({})\n{{\n    return {};\n}}\n",
+                    signature, body),
+        {{"base", base}}, "static_" + name);
   };
   const std::string dim_list = "unsigned int dim";
   RenderGlobals globals;
   globals.emplace("static_local_id", function("local_id", dim_list, "${base}local_id(dim)"));
-  globals.emplace("static_local_size",
-                  function("local_size", dim_list,
-                           by_dim(std::to_string(l[0]), std::to_string(l[1]), std::to_string(l[2]))));
+  globals.emplace("static_local_size", function("local_size", dim_list,
+                                                by_dim(std::to_string(l[0]), std::to_string(l[1]),
+                                                       std::to_string(l[2]))));
   globals.emplace("static_group_id", function("group_id", dim_list, "${base}group_id(dim)"));
-  globals.emplace("static_num_groups",
-                  function("num_groups", dim_list,
-                           by_dim(std::to_string(n[0]), std::to_string(n[1]), std::to_string(n[2]))));
+  globals.emplace("static_num_groups", function("num_groups", dim_list,
+                                                by_dim(std::to_string(n[0]), std::to_string(n[1]),
+                                                       std::to_string(n[2]))));
   globals.emplace("static_global_id", function("global_id", dim_list, "${base}global_id(dim)"));
-  globals.emplace("static_global_size",
-                  function("global_size", dim_list,
-                           by_dim(std::to_string(g[0]), std::to_string(g[1]), std::to_string(g[2]))));
-  globals.emplace("static_global_flat_id",
-                  function("global_flat_id", "",
-                           fmt::format("${{base}}global_id(0) + (VSIZE_T){} * (${{base}}global_id(1) + "
-                                       "(VSIZE_T){} * ${{base}}global_id(2))",
-                                       g[0], g[1])));
+  globals.emplace("static_global_size", function("global_size", dim_list,
+                                                 by_dim(std::to_string(g[0]), std::to_string(g[1]),
+                                                        std::to_string(g[2]))));
+  globals.emplace(
+      "static_global_flat_id",
+      function("global_flat_id", "",
+               fmt::format("${{base}}global_id(0) + (VSIZE_T){} * (${{base}}global_id(1) + "
+                           "(VSIZE_T){} * ${{base}}global_id(2))",
+                           g[0], g[1])));
   globals.emplace("static_global_flat_size",
                   function("global_flat_size", "", fmt::format("(VSIZE_T){}", g[0] * g[1] * g[2])));
-  globals.emplace("static_begin",
-                  Snippet::from_string("if (${base}skip()) return;", {{"base", base}}, "static_begin"));
+  globals.emplace("static_begin", Snippet::from_string("if (${base}skip()) return;",
+                                                       {{"base", base}}, "static_begin"));
   return globals;
 }
 
@@ -124,36 +126,33 @@ StaticKernel::StaticKernel(const Queue& queue, std::string_view template_source,
                            const std::string& name, const WorkSize& global_size,
                            const std::optional<WorkSize>& local_size, const RenderGlobals& globals,
                            StaticKernelOptions options)
-    : StaticKernel(queue,
-                   [&] {
-                     const WorkSize local = local_size ? *local_size : choose_local(queue, global_size);
-                     if (local.dims() != global_size.dims()) {
-                       detail::raise_in(SKEIN_HERE, "StaticKernel",
-                                        "Give both sizes the same dimensions.",
-                                        "global size {} and local size {} differ in dimensions",
-                                        global_size.to_string(), local.to_string());
-                     }
-                     RenderGlobals all = vsize_globals(global_size, local);
-                     for (const auto& [key, value] : globals) {
-                       if (!all.emplace(key, value).second) {
-                         detail::raise_in<RenderError>(
-                             SKEIN_HERE, "StaticKernel", "Rename the global.",
-                             "the global '{}' is reserved for the virtual-size functions", key);
-                       }
-                     }
-                     return Program::from_template(queue.context(), template_source, all,
-                                                   for_queue(queue, options.program));
-                   }(),
-                   name, local_size ? *local_size : choose_local(queue, global_size), global_size,
-                   options.max_num_groups) {}
+    : StaticKernel(
+          queue,
+          [&] {
+            const WorkSize local = local_size ? *local_size : choose_local(queue, global_size);
+            if (local.dims() != global_size.dims()) {
+              detail::raise_in(SKEIN_HERE, "StaticKernel", "Give both sizes the same dimensions.",
+                               "global size {} and local size {} differ in dimensions",
+                               global_size.to_string(), local.to_string());
+            }
+            RenderGlobals all = vsize_globals(global_size, local);
+            for (const auto& [key, value] : globals) {
+              if (!all.emplace(key, value).second) {
+                detail::raise_in<RenderError>(
+                    SKEIN_HERE, "StaticKernel", "Rename the global.",
+                    "the global '{}' is reserved for the virtual-size functions", key);
+              }
+            }
+            return Program::from_template(queue.context(), template_source, all,
+                                          for_queue(queue, options.program));
+          }(),
+          name, local_size ? *local_size : choose_local(queue, global_size), global_size,
+          options.max_num_groups) {}
 
 StaticKernel::StaticKernel(const Queue& queue, Program program, const std::string& name,
                            WorkSize local, const WorkSize& global,
                            std::optional<std::size_t> max_num_groups)
-    : queue_(queue),
-      local_(local),
-      program_(std::move(program)),
-      prepared_([&] {
+    : queue_(queue), local_(local), program_(std::move(program)), prepared_([&] {
         std::size_t total_groups = 1;
         for (unsigned d = 0; d < global.dims(); ++d) total_groups *= div_up(global[d], local[d]);
         std::vector<std::pair<std::size_t, WorkSize>> globals, locals;

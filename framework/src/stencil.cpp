@@ -64,8 +64,8 @@ Shape per_axis(const Shape& s, std::size_t D, const char* what, const std::strin
   if (s.empty()) return Shape(D, 0);
   if (s.size() != D) {
     detail::raise_in(SKEIN_HERE, kCall, "Give one value per axis of the domain (or none).",
-                     "kernel '{}': the geometry's {} has {} values for a domain of {} axes", kname, what,
-                     s.size(), D);
+                     "kernel '{}': the geometry's {} has {} values for a domain of {} axes", kname,
+                     what, s.size(), D);
   }
   return s;
 }
@@ -77,9 +77,10 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
   const std::string& kname = impl.options.name;
   const auto& params = impl.params;
   if (args.size() != params.size()) {
-    detail::raise_in(SKEIN_HERE, kCall, "Pass every input, then every output (outputs are not allocated).",
-                     "kernel '{}' takes {} argument(s) ({} input(s), {} output(s)); {} were given", kname,
-                     params.size(), impl.n_in, params.size() - impl.n_in, args.size());
+    detail::raise_in(SKEIN_HERE, kCall,
+                     "Pass every input, then every output (outputs are not allocated).",
+                     "kernel '{}' takes {} argument(s) ({} input(s), {} output(s)); {} were given",
+                     kname, params.size(), impl.n_in, params.size() - impl.n_in, args.size());
   }
   Call c;
   c.D = geometry.domain.size();
@@ -87,7 +88,8 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     detail::raise_in(SKEIN_HERE, kCall, "Give the domain's global shape of 1, 2 or 3 axes.",
                      "kernel '{}': the geometry's domain has {} axes", kname, c.D);
   }
-  const auto device = detail::codegen::common_device(queue, args, params, std::nullopt, kCall, kname);
+  const auto device =
+      detail::codegen::common_device(queue, args, params, std::nullopt, kCall, kname);
   if (!device) {
     detail::raise_in(SKEIN_HERE, kCall, "Pass the block's fields as Arrays.",
                      "kernel '{}': no argument is an array", kname);
@@ -113,9 +115,10 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     bool aligned = detail::codegen::address_in_allocation(x) % isz == 0;
     for (std::size_t d = 0; d < x.ndim(); ++d) aligned = aligned && x.strides()[d] % isz == 0;
     if (!aligned) {
-      detail::raise_in(SKEIN_HERE, kCall, "Use views whose offset and strides are multiples of the itemsize.",
-                       "kernel '{}': argument {} ('{}') has elements not aligned to their size", kname, k,
-                       p.name);
+      detail::raise_in(SKEIN_HERE, kCall,
+                       "Use views whose offset and strides are multiples of the itemsize.",
+                       "kernel '{}': argument {} ('{}') has elements not aligned to their size",
+                       kname, k, p.name);
     }
     if (p.raw) {
       c.kinds.push_back(ParamKind::raw);
@@ -123,11 +126,12 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     }
     c.kinds.push_back(ParamKind::field);
     if (x.ndim() != c.D && x.ndim() != c.D + 1) {
-      detail::raise_in(SKEIN_HERE, kCall,
-                       "Pass each field as a view of the block's points (D axes), with a trailing axis of "
-                       "components if it has them.",
-                       "kernel '{}': field {} ('{}') has shape {}, for a domain of {} axes", kname, k, p.name,
-                       to_string(x.shape()), c.D);
+      detail::raise_in(
+          SKEIN_HERE, kCall,
+          "Pass each field as a view of the block's points (D axes), with a trailing axis of "
+          "components if it has them.",
+          "kernel '{}': field {} ('{}') has shape {}, for a domain of {} axes", kname, k, p.name,
+          to_string(x.shape()), c.D);
     }
     if (x.ndim() == c.D + 1) c.components.back() = x.shape()[c.D];
     const Shape points(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(c.D));
@@ -136,22 +140,24 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
       c.points = points;
     } else if (points != c.points) {
       detail::raise_in(SKEIN_HERE, kCall, "Pass fields with the same points (the block's shape).",
-                       "kernel '{}': field {} ('{}') has points {}, an earlier field {}", kname, k, p.name,
-                       to_string(points), to_string(c.points));
+                       "kernel '{}': field {} ('{}') has points {}, an earlier field {}", kname, k,
+                       p.name, to_string(points), to_string(c.points));
     }
   }
   if (!first_field) {
-    detail::raise_in(SKEIN_HERE, kCall, "Pass at least one field: an Array for a non-raw parameter.",
+    detail::raise_in(SKEIN_HERE, kCall,
+                     "Pass at least one field: an Array for a non-raw parameter.",
                      "kernel '{}': no argument is a field", kname);
   }
   for (std::size_t k = impl.n_in; k < params.size(); ++k) {
     for (std::size_t j = 0; j < impl.n_in; ++j) {
       if (c.kinds[j] == ParamKind::field && overlaps(args[k].array(), args[j].array())) {
-        detail::raise_in(SKEIN_HERE, kCall,
-                         "Write the result into another array (a stencil reads neighbours that other "
-                         "points would already have overwritten).",
-                         "kernel '{}': output '{}' shares memory with input field '{}'", kname, params[k].name,
-                         params[j].name);
+        detail::raise_in(
+            SKEIN_HERE, kCall,
+            "Write the result into another array (a stencil reads neighbours that other "
+            "points would already have overwritten).",
+            "kernel '{}': output '{}' shares memory with input field '{}'", kname, params[k].name,
+            params[j].name);
       }
     }
   }
@@ -160,9 +166,10 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
   c.halo = per_axis(geometry.halo, c.D, "halo", kname);
   for (std::size_t a = 0; a < c.D; ++a) {
     if (c.offset[a] + c.points[a] > c.domain[a]) {
-      detail::raise_in(SKEIN_HERE, kCall, "Give the block's global offset and the domain's global shape.",
-                       "kernel '{}': along axis {} the block's points [{}, {}) lie outside the domain's {}",
-                       kname, a, c.offset[a], c.offset[a] + c.points[a], c.domain[a]);
+      detail::raise_in(
+          SKEIN_HERE, kCall, "Give the block's global offset and the domain's global shape.",
+          "kernel '{}': along axis {} the block's points [{}, {}) lie outside the domain's {}",
+          kname, a, c.offset[a], c.offset[a] + c.points[a], c.domain[a]);
     }
   }
   if (impl.options.reduction) c.group = detail::codegen::group_size_for(queue.context());
@@ -173,7 +180,8 @@ Call resolve(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
 // The boxes of `region` in the block's points (3 slots; leading unused slots of extent 1).
 std::vector<Box> region_boxes(const Call& c, StencilRegion region) {
   Box full;
-  for (std::size_t a = 0; a < c.D; ++a) full.extent[3 - c.D + a] = static_cast<std::int64_t>(c.points[a]);
+  for (std::size_t a = 0; a < c.D; ++a)
+    full.extent[3 - c.D + a] = static_cast<std::int64_t>(c.points[a]);
   if (region == StencilRegion::all) return {full};
   // Peel each axis with a halo: its two slabs of the remaining box are edges; what remains is
   // the interior.
@@ -201,24 +209,27 @@ std::vector<Box> region_boxes(const Call& c, StencilRegion region) {
 
 }  // namespace
 
-StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_params, std::string operation,
-                             StencilOptions options) {
+StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_params,
+                             std::string operation, StencilOptions options) {
   auto impl = std::make_shared<Impl>();
   const std::string taken[] = {options.name, options.name + "_i64"};
-  impl->params = detail::codegen::declare_kernel(in_params, out_params, operation, options.name, kReserved, taken,
-                                                 kCall, "out = u(-1) + u(1) - 2 * u", impl->n_in);
+  impl->params =
+      detail::codegen::declare_kernel(in_params, out_params, operation, options.name, kReserved,
+                                      taken, kCall, "out = u(-1) + u(1) - 2 * u", impl->n_in);
   if (options.reduction) {
     const StencilReduction& red = *options.reduction;
     if (red.dtype == Dtype::float16 || red.dtype == Dtype::bfloat16) {
-      detail::raise_in(SKEIN_HERE, kCall, "Reduce in float32 or float64.",
-                       "kernel '{}': the reduction's dtype is {}, which is stored as another type than it is "
-                       "computed in",
-                       options.name, skein::name(red.dtype));
+      detail::raise_in(
+          SKEIN_HERE, kCall, "Reduce in float32 or float64.",
+          "kernel '{}': the reduction's dtype is {}, which is stored as another type than it is "
+          "computed in",
+          options.name, skein::name(red.dtype));
     }
     for (const auto& [what, text] : {std::pair{"map", &red.map}, std::pair{"reduce", &red.reduce},
                                      std::pair{"identity", &red.identity}}) {
       if (text->find_first_not_of(" \t\n") == std::string::npos) {
-        detail::raise_in(SKEIN_HERE, kCall, "Give the reduction's map, reduce and identity expressions.",
+        detail::raise_in(SKEIN_HERE, kCall,
+                         "Give the reduction's map, reduce and identity expressions.",
                          "kernel '{}': the reduction's {} expression is empty", options.name, what);
       }
     }
@@ -257,16 +268,18 @@ void check_target(const StencilKernel::Impl& impl, const Call& c, const ReduceTa
   const Dtype want = impl.options.reduction->dtype;
   if (out.dtype() != want) {
     detail::raise_in(SKEIN_HERE, kCall, "Give an output array of the reduction's dtype.",
-                     "kernel '{}': the output is {}, the reduction's dtype {}", kname, name(out.dtype()), name(want));
+                     "kernel '{}': the output is {}, the reduction's dtype {}", kname,
+                     name(out.dtype()), name(want));
   }
   if (out.ndim() != 1 || t.index >= out.size()) {
     detail::raise_in(SKEIN_HERE, kCall, "Give a 1-D output and an index inside it.",
-                     "kernel '{}': element {} of an output of shape {}", kname, t.index, to_string(out.shape()));
+                     "kernel '{}': element {} of an output of shape {}", kname, t.index,
+                     to_string(out.shape()));
   }
   if (out.device_idx() != c.device) {
     detail::raise_in(SKEIN_HERE, kCall, "Put the output on the device of the block's fields.",
-                     "kernel '{}': the output is on device {}, the fields on device {}", kname, out.device_idx(),
-                     c.device);
+                     "kernel '{}': the output is on device {}, the fields on device {}", kname,
+                     out.device_idx(), c.device);
   }
 }
 
@@ -320,7 +333,8 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
       if (axis >= 3) stride = static_cast<std::int64_t>(x.strides()[axis - 3] / x.itemsize());
       pack.value(stride);
     }
-    pack.value(static_cast<std::int64_t>(c.components[k] > 0 ? x.strides()[c.D] / x.itemsize() : 0));
+    pack.value(
+        static_cast<std::int64_t>(c.components[k] > 0 ? x.strides()[c.D] / x.itemsize() : 0));
   }
   for (std::size_t s = 0; s < 3; ++s) {
     const std::size_t axis = s + c.D;
@@ -348,7 +362,8 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
     for (std::size_t k = 0; k < impl.params.size(); ++k) {
       if (c.kinds[k] != ParamKind::field) continue;
       const Array& x = args[k].array();
-      narrow = narrow && (x.data().offset() + x.data().size()) / x.itemsize() < (std::uint64_t{1} << 31);
+      narrow =
+          narrow && (x.data().offset() + x.data().size()) / x.itemsize() < (std::uint64_t{1} << 31);
     }
     const std::string kernel = base + (reducing ? "_r" : "") + (narrow ? "" : "_i64");
     const std::size_t resident = program->resident(kernel, c.device);
@@ -373,14 +388,16 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
 
 }  // namespace
 
-void StencilKernel::operator()(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
-                               StencilRegion region) const {
+void StencilKernel::operator()(const Queue& queue, std::span<const Operand> args,
+                               const StencilGeometry& geometry, StencilRegion region) const {
   enqueue(*impl_, queue, args, geometry, region, {});
 }
 
-void StencilKernel::reduce(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
-                           const Array& out, std::size_t index, StencilRegion region, bool accumulate) const {
-  enqueue(*impl_, queue, args, geometry, region, {.out = &out, .index = index, .accumulate = accumulate});
+void StencilKernel::reduce(const Queue& queue, std::span<const Operand> args,
+                           const StencilGeometry& geometry, const Array& out, std::size_t index,
+                           StencilRegion region, bool accumulate) const {
+  enqueue(*impl_, queue, args, geometry, region,
+          {.out = &out, .index = index, .accumulate = accumulate});
 }
 
 std::optional<Dtype> StencilKernel::reduction_dtype() const {

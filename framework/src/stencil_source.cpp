@@ -23,12 +23,14 @@ std::string kernel_params(const std::vector<codegen::ParamDecl>& params, const C
   for (std::size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
     if (c.kinds[k] == ParamKind::scalar) {
-      kp.push_back(fmt::format("const {} _skein_a_{}", codegen::scalar_param_ctype(c.dtypes[k]), p.name));
+      kp.push_back(
+          fmt::format("const {} _skein_a_{}", codegen::scalar_param_ctype(c.dtypes[k]), p.name));
       continue;
     }
     kp.push_back(codegen::array_param(p.name));
     if (c.kinds[k] == ParamKind::field) {
-      for (int s = 0; s < 4; ++s) kp.push_back(fmt::format("const int64_t _skein_s_{}_{}", p.name, s));
+      for (int s = 0; s < 4; ++s)
+        kp.push_back(fmt::format("const int64_t _skein_s_{}_{}", p.name, s));
     }
   }
   for (int s = 0; s < 3; ++s) kp.push_back(fmt::format("const int64_t _skein_g{}", s));
@@ -52,17 +54,18 @@ std::string setup(const std::vector<codegen::ParamDecl>& params, const Call& c) 
     switch (c.kinds[k]) {
       case ParamKind::raw:
         s += "    " + codegen::array_pointer(p.name, ctype(d), !p.output) + "\n";
-        s += fmt::format("    GLOBAL_MEM {}{}* const {} = _skein_p_{};\n", p.output ? "" : "const ", ctype(d),
-                         p.name, p.name);
+        s += fmt::format("    GLOBAL_MEM {}{}* const {} = _skein_p_{};\n", p.output ? "" : "const ",
+                         ctype(d), p.name, p.name);
         break;
       case ParamKind::field:
         s += "    " + codegen::array_pointer(p.name, ctype(d), !p.output) + "\n";
         break;
       case ParamKind::scalar:
         if (d == Dtype::float16 || d == Dtype::bfloat16) {
-          s += fmt::format("    {} _skein_h_{};\n    _skein_h_{}.bits = _skein_a_{};\n", ctype(d), p.name, p.name,
-                           p.name);
-          s += fmt::format("    const float {} = {};\n", p.name, codegen::load_value(d, "_skein_h_" + p.name));
+          s += fmt::format("    {} _skein_h_{};\n    _skein_h_{}.bits = _skein_a_{};\n", ctype(d),
+                           p.name, p.name, p.name);
+          s += fmt::format("    const float {} = {};\n", p.name,
+                           codegen::load_value(d, "_skein_h_" + p.name));
         } else {
           s += fmt::format("    const {} {} = _skein_a_{};\n", ctype(d), p.name, p.name);
         }
@@ -79,11 +82,13 @@ std::string setup(const std::vector<codegen::ParamDecl>& params, const Call& c) 
 std::string locate(const std::vector<codegen::ParamDecl>& params, const Call& c, const char* idx) {
   const bool narrow = std::string_view(idx) == "uint32_t";
   std::string s = fmt::format("        typedef {} _skein_off_t;\n", narrow ? "int" : "int64_t");
-  s += fmt::format("        {0} _skein_q = _skein_t;\n        _skein_off_t _skein_l0, _skein_l1, _skein_l2;\n"
-                   "        {0} _skein_e1, _skein_e2;\n",
-                   idx);
+  s += fmt::format(
+      "        {0} _skein_q = _skein_t;\n        _skein_off_t _skein_l0, _skein_l1, _skein_l2;\n"
+      "        {0} _skein_e1, _skein_e2;\n",
+      idx);
   for (std::size_t b = 0; b < kMaxBoxes; ++b) {
-    std::string cond = b + 1 < kMaxBoxes ? fmt::format("if (_skein_q < ({})_skein_b{}_f) ", idx, b + 1) : "";
+    std::string cond =
+        b + 1 < kMaxBoxes ? fmt::format("if (_skein_q < ({})_skein_b{}_f) ", idx, b + 1) : "";
     s += fmt::format(
         "        {0}{{ _skein_q -= ({2})_skein_b{1}_f; _skein_l0 = (_skein_off_t)_skein_b{1}_s0; "
         "_skein_l1 = (_skein_off_t)_skein_b{1}_s1; _skein_l2 = (_skein_off_t)_skein_b{1}_s2; "
@@ -131,7 +136,8 @@ std::string locate(const std::vector<codegen::ParamDecl>& params, const Call& c,
 
 // The operation with an input field's neighbours as macros, and its outputs as private variables
 // stored at the point after it.
-std::string operation_block(const std::vector<codegen::ParamDecl>& params, const std::string& operation, const Call& c,
+std::string operation_block(const std::vector<codegen::ParamDecl>& params,
+                            const std::string& operation, const Call& c,
                             const std::string& accumulate) {
   std::string defs, undefs, decls, stores;
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -142,14 +148,16 @@ std::string operation_block(const std::vector<codegen::ParamDecl>& params, const
       std::vector<std::string> args, terms;
       for (std::size_t a = 0; a < c.D; ++a) {
         args.push_back(fmt::format("_o{}", a));
-        terms.push_back(fmt::format("(_skein_off_t)(_o{}) * (_skein_off_t)_skein_s_{}_{}", a, p.name, 3 - c.D + a));
+        terms.push_back(fmt::format("(_skein_off_t)(_o{}) * (_skein_off_t)_skein_s_{}_{}", a,
+                                    p.name, 3 - c.D + a));
       }
       if (c.components[k] > 0) {
         args.push_back("_oc");
         terms.push_back(fmt::format("(_skein_off_t)(_oc) * (_skein_off_t)_skein_s_{}_3", p.name));
       }
-      defs += fmt::format("#define {}({}) ({})\n", p.name, fmt::join(args, ", "),
-                          codegen::load_value(d, fmt::format("_skein_c_{}[{}]", p.name, fmt::join(terms, " + "))));
+      defs += fmt::format(
+          "#define {}({}) ({})\n", p.name, fmt::join(args, ", "),
+          codegen::load_value(d, fmt::format("_skein_c_{}[{}]", p.name, fmt::join(terms, " + "))));
       undefs += fmt::format("#undef {}\n", p.name);
       if (c.components[k] == 0) {
         // The plain name is the value at the point (a variable: the macro needs parentheses).
@@ -157,13 +165,17 @@ std::string operation_block(const std::vector<codegen::ParamDecl>& params, const
                              codegen::load_value(d, fmt::format("_skein_c_{}[0]", p.name)));
       }
     } else if (c.components[k] > 0) {
-      decls += fmt::format("            {} {}[{}];\n", codegen::compute_ctype(d), p.name, c.components[k]);
+      decls += fmt::format("            {} {}[{}];\n", codegen::compute_ctype(d), p.name,
+                           c.components[k]);
       stores += fmt::format(
-          "            for (int _skein_k = 0; _skein_k < {}; ++_skein_k) _skein_c_{}[(_skein_off_t)_skein_k * (_skein_off_t)_skein_s_{}_3] = {};\n",
-          c.components[k], p.name, p.name, codegen::store_value(d, fmt::format("{}[_skein_k]", p.name)));
+          "            for (int _skein_k = 0; _skein_k < {}; ++_skein_k) "
+          "_skein_c_{}[(_skein_off_t)_skein_k * (_skein_off_t)_skein_s_{}_3] = {};\n",
+          c.components[k], p.name, p.name,
+          codegen::store_value(d, fmt::format("{}[_skein_k]", p.name)));
     } else {
       decls += fmt::format("            {} {};\n", codegen::compute_ctype(d), p.name);
-      stores += fmt::format("            _skein_c_{}[0] = {};\n", p.name, codegen::store_value(d, p.name));
+      stores += fmt::format("            _skein_c_{}[0] = {};\n", p.name,
+                            codegen::store_value(d, p.name));
     }
   }
   std::string s = "        {\n";
@@ -194,31 +206,44 @@ std::string group_tree(const std::string& reduce_fn, std::size_t group) {
   return fmt::format(
       "    _skein_sd[_skein_lid] = _skein_acc;\n    LOCAL_BARRIER;\n"
       "    for (unsigned int _skein_s = {}u / 2u; _skein_s > 0u; _skein_s >>= 1) {{\n"
-      "        if (_skein_lid < _skein_s) _skein_sd[_skein_lid] = {}(_skein_sd[_skein_lid], _skein_sd[_skein_lid + _skein_s]);\n"
+      "        if (_skein_lid < _skein_s) _skein_sd[_skein_lid] = {}(_skein_sd[_skein_lid], "
+      "_skein_sd[_skein_lid + _skein_s]);\n"
       "        LOCAL_BARRIER;\n    }}\n",
       group, reduce_fn);
 }
 
 // The reduction's type and functions, and the kernel that reduces the groups' partial values.
-std::string reduction_support(const StencilReduction& red, const std::string& name, std::size_t group) {
+std::string reduction_support(const StencilReduction& red, const std::string& name,
+                              std::size_t group) {
   std::string s = fmt::format("typedef {} _skein_red_t;\n", ctype(red.dtype));
-  s += fmt::format("WITHIN_KERNEL INLINE _skein_red_t {}_reduce(const _skein_red_t a, const _skein_red_t b)\n{{\n"
-                   "    return (_skein_red_t)({});\n}}\n",
-                   name, red.reduce);
-  s += fmt::format("WITHIN_KERNEL INLINE _skein_red_t {}_identity(void)\n{{\n    return (_skein_red_t)({});\n}}\n\n",
-                   name, red.identity);
   s += fmt::format(
-      "KERNEL void {0}_fin({1}, const uint64_t _skein_count, {2}, const int _skein_accumulate)\n{{\n"
+      "WITHIN_KERNEL INLINE _skein_red_t {}_reduce(const _skein_red_t a, const _skein_red_t "
+      "b)\n{{\n"
+      "    return (_skein_red_t)({});\n}}\n",
+      name, red.reduce);
+  s += fmt::format(
+      "WITHIN_KERNEL INLINE _skein_red_t {}_identity(void)\n{{\n    return "
+      "(_skein_red_t)({});\n}}\n\n",
+      name, red.identity);
+  s += fmt::format(
+      "KERNEL void {0}_fin({1}, const uint64_t _skein_count, {2}, const int "
+      "_skein_accumulate)\n{{\n"
       "    LOCAL_MEM _skein_red_t _skein_sd[{3}];\n"
       "    const unsigned int _skein_lid = (unsigned int)get_local_id(0);\n"
-      "    GLOBAL_MEM const _skein_red_t* const _skein_in = (GLOBAL_MEM const _skein_red_t*)(_skein_b__part + _skein_o__part);\n"
+      "    GLOBAL_MEM const _skein_red_t* const _skein_in = (GLOBAL_MEM const "
+      "_skein_red_t*)(_skein_b__part + _skein_o__part);\n"
       "    _skein_red_t _skein_acc = {0}_identity();\n"
-      "    for (uint64_t _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {3}u) _skein_acc = {0}_reduce(_skein_acc, _skein_in[_skein_t]);\n",
+      "    for (uint64_t _skein_t = _skein_lid; _skein_t < _skein_count; _skein_t += {3}u) "
+      "_skein_acc = {0}_reduce(_skein_acc, _skein_in[_skein_t]);\n",
       name, codegen::array_param("_part"), codegen::array_param("_out"), group);
   s += group_tree(name + "_reduce", group);
   s += "    if (_skein_lid == 0) {\n"
-       "        GLOBAL_MEM _skein_red_t* const _skein_y = (GLOBAL_MEM _skein_red_t*)(_skein_b__out + _skein_o__out);\n";
-  s += fmt::format("        _skein_y[0] = _skein_accumulate ? {}_reduce(_skein_y[0], _skein_sd[0]) : _skein_sd[0];\n", name);
+       "        GLOBAL_MEM _skein_red_t* const _skein_y = (GLOBAL_MEM _skein_red_t*)(_skein_b__out "
+       "+ _skein_o__out);\n";
+  s += fmt::format(
+      "        _skein_y[0] = _skein_accumulate ? {}_reduce(_skein_y[0], _skein_sd[0]) : "
+      "_skein_sd[0];\n",
+      name);
   s += "    }\n}\n\n";
   return s;
 }
@@ -235,9 +260,10 @@ std::string generate(const std::vector<codegen::ParamDecl>& params, const std::s
   const std::string body_setup = setup(params, c);
   const std::string op = operation_block(params, operation, c, "");
   const std::string op_red =
-      red ? operation_block(params, operation, c,
-                            fmt::format("            _skein_acc = {}_reduce(_skein_acc, (_skein_red_t)({}));\n", name,
-                                        red->map))
+      red ? operation_block(
+                params, operation, c,
+                fmt::format("            _skein_acc = {}_reduce(_skein_acc, (_skein_red_t)({}));\n",
+                            name, red->map))
           : "";
   struct Variant {
     std::string name;
@@ -259,15 +285,18 @@ std::string generate(const std::vector<codegen::ParamDecl>& params, const std::s
       src += fmt::format("    _skein_red_t _skein_acc = {}_identity();\n", name);
     }
     src += fmt::format(
-        "    for ({0} _skein_t = ({0})get_global_id(0); _skein_t < ({0})_skein_n; _skein_t += ({0})get_global_size(0)) {{\n",
+        "    for ({0} _skein_t = ({0})get_global_id(0); _skein_t < ({0})_skein_n; _skein_t += "
+        "({0})get_global_size(0)) {{\n",
         v.idx);
     src += locate(params, c, v.idx);
     src += v.reduce ? op_red : op;
     src += "    }\n";
     if (v.reduce) {
       src += group_tree(name + "_reduce", c.group);
-      src += "    if (_skein_lid == 0) ((GLOBAL_MEM _skein_red_t*)(_skein_b__part + _skein_o__part))[get_group_id(0)] = "
-             "_skein_sd[0];\n";
+      src +=
+          "    if (_skein_lid == 0) ((GLOBAL_MEM _skein_red_t*)(_skein_b__part + "
+          "_skein_o__part))[get_group_id(0)] = "
+          "_skein_sd[0];\n";
     }
     src += "}\n\n";
   }

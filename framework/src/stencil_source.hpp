@@ -30,11 +30,11 @@ struct Call {
   std::size_t D = 0;  // axes of the domain
   std::size_t device = 0;
   codegen::Bindings bindings;
-  std::vector<Dtype> dtypes;             // per parameter
-  std::vector<ParamKind> kinds;          // per parameter
-  std::vector<std::size_t> components;   // per parameter: 0, or the components of a field
-  Shape points, domain, offset, halo;    // D values each
-  std::size_t group = 0;                 // work-group size the reducing kernels are written for
+  std::vector<Dtype> dtypes;            // per parameter
+  std::vector<ParamKind> kinds;         // per parameter
+  std::vector<std::size_t> components;  // per parameter: 0, or the components of a field
+  Shape points, domain, offset, halo;   // D values each
+  std::size_t group = 0;                // work-group size the reducing kernels are written for
   std::string signature;
 };
 

@@ -124,7 +124,8 @@ std::size_t Snippet::arity() const noexcept { return impl_->arity; }
 
 Module::Module(std::string text, RenderGlobals globals, std::string name) {
   auto impl = std::make_shared<ModuleImpl>();
-  impl->snippet = RenderAccess::impl(Snippet({"prefix"}, std::move(text), std::move(globals), name));
+  impl->snippet =
+      RenderAccess::impl(Snippet({"prefix"}, std::move(text), std::move(globals), name));
   impl->name = std::move(name);
   impl_ = std::move(impl);
 }
@@ -168,8 +169,8 @@ const std::string& Module::name() const noexcept { return impl_->name; }
 std::string render(std::string_view text, const RenderGlobals& globals,
                    std::string_view template_name) {
   detail::tmpl::Renderer r;
-  std::string main = r.render_template(text, detail::tmpl::Scope{.globals = &globals},
-                                       std::string(template_name));
+  std::string main =
+      r.render_template(text, detail::tmpl::Scope{.globals = &globals}, std::string(template_name));
   return r.finish(std::move(main));
 }
 

@@ -127,14 +127,15 @@ Buffer VirtualManager::State::make_real(std::size_t device_idx, std::size_t nbyt
                                : Buffer::allocate(context, device_idx, nbytes);
   if (real.size() < nbytes || real.device_idx() != device_idx ||
       (real.context_id() != detail::impl_of(context).get())) {
-    detail::raise_in(SKEIN_HERE, std::string(name) + "::allocate",
-                     "The real allocator must return a buffer of the queue's context, on the "
-                     "requested device, of at least the requested size.",
-                     "the real allocator returned {} bytes on device {}{} for a request of {} "
-                     "bytes on device {}",
-                     real.size(), real.device_idx(),
-                     real.context_id() == detail::impl_of(context).get() ? "" : " of another context", nbytes,
-                     device_idx);
+    detail::raise_in(
+        SKEIN_HERE, std::string(name) + "::allocate",
+        "The real allocator must return a buffer of the queue's context, on the "
+        "requested device, of at least the requested size.",
+        "the real allocator returned {} bytes on device {}{} for a request of {} "
+        "bytes on device {}",
+        real.size(), real.device_idx(),
+        real.context_id() == detail::impl_of(context).get() ? "" : " of another context", nbytes,
+        device_idx);
   }
   return real;
 }

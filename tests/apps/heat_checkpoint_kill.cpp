@@ -18,7 +18,9 @@ namespace heat_checkpoint_kill {
   if (spec == nullptr || *spec == '\0') return false;
   const auto kill = skein::test::parse_checkpoint_kill(spec);
   if (!kill) {
-    std::fprintf(stderr, "skein-heat-killable: SKEIN_TEST_CHECKPOINT_KILL='%s' is not [RANK@]W:STAGE\n", spec);
+    std::fprintf(stderr,
+                 "skein-heat-killable: SKEIN_TEST_CHECKPOINT_KILL='%s' is not [RANK@]W:STAGE\n",
+                 spec);
     std::_Exit(2);
   }
   skein::test::install_checkpoint_kill(*kill, "skein-heat-killable");

@@ -41,7 +41,8 @@ struct Result {
   double gbps() const { return bytes / (ms * 1e-3) / 1e9; }
 };
 
-const char* kPeerScript = R"PY(# CuPy's figures for the operations of skein-bench-array-kernels (same sizes, same iterations).
+const char* kPeerScript =
+    R"PY(# CuPy's figures for the operations of skein-bench-array-kernels (same sizes, same iterations).
 import sys
 import cupy as cp
 
@@ -87,7 +88,8 @@ for name, nbytes, f in rows:
 }  // namespace
 
 int main(int argc, char** argv) try {
-  skein::cli::Parser app{"Skein's elementwise and reduction kernels against a device-to-device copy"};
+  skein::cli::Parser app{
+      "Skein's elementwise and reduction kernels against a device-to-device copy"};
   std::string api_name;
   std::size_t mib = 1024;
   int iters = 20;
@@ -169,7 +171,8 @@ int main(int argc, char** argv) try {
   // The loop users write: each call makes its result (from the queue's pool; with
   // SKEIN_ARRAY_POOL=0 a plain allocation and free per call, as before the pool). The same bytes
   // as astype_f64 and sum above, whose outputs are given.
-  run("astype_f64_result", 3 * nb, [&] { auto r = skein::astype(queue, x, skein::Dtype::float64); });
+  run("astype_f64_result", 3 * nb,
+      [&] { auto r = skein::astype(queue, x, skein::Dtype::float64); });
   run("sum_result", nb, [&] { auto r = skein::sum(queue, x); });
 
   const double copy = results.front().gbps();
@@ -178,7 +181,10 @@ int main(int argc, char** argv) try {
   for (const auto& r : results) {
     fmt::print("{:<18}{:>14.0f}{:>10.4f}{:>10.1f}{:>8.1f}%\n", r.op, r.bytes, r.ms, r.gbps(),
                100 * r.gbps() / copy);
-    j["results"].push_back({{"op", r.op}, {"bytes", r.bytes}, {"ms", r.ms}, {"gbps", r.gbps()},
+    j["results"].push_back({{"op", r.op},
+                            {"bytes", r.bytes},
+                            {"ms", r.ms},
+                            {"gbps", r.gbps()},
                             {"fraction_of_copy", r.gbps() / copy}});
   }
   if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";

@@ -32,24 +32,24 @@
 
 namespace {
 
-#define BENCH_CUDART(call)                                                                   \
-  do {                                                                                       \
-    const cudaError_t bench_error_ = (call);                                                 \
-    if (bench_error_ != cudaSuccess) {                                                       \
-      throw std::runtime_error(fmt::format("{} failed: {} ({}) at {}:{}", #call,             \
-                                           cudaGetErrorName(bench_error_),                   \
+#define BENCH_CUDART(call)                                                                         \
+  do {                                                                                             \
+    const cudaError_t bench_error_ = (call);                                                       \
+    if (bench_error_ != cudaSuccess) {                                                             \
+      throw std::runtime_error(fmt::format("{} failed: {} ({}) at {}:{}", #call,                   \
+                                           cudaGetErrorName(bench_error_),                         \
                                            cudaGetErrorString(bench_error_), __FILE__, __LINE__)); \
-    }                                                                                        \
+    }                                                                                              \
   } while (false)
 
-#define BENCH_CUBLAS(call)                                                                   \
-  do {                                                                                       \
-    const cublasStatus_t bench_status_ = (call);                                             \
-    if (bench_status_ != CUBLAS_STATUS_SUCCESS) {                                            \
-      throw std::runtime_error(fmt::format("{} failed: {} at {}:{}", #call,                  \
-                                           cublasGetStatusName(bench_status_), __FILE__,      \
-                                           __LINE__));                                       \
-    }                                                                                        \
+#define BENCH_CUBLAS(call)                                                               \
+  do {                                                                                   \
+    const cublasStatus_t bench_status_ = (call);                                         \
+    if (bench_status_ != CUBLAS_STATUS_SUCCESS) {                                        \
+      throw std::runtime_error(fmt::format("{} failed: {} at {}:{}", #call,              \
+                                           cublasGetStatusName(bench_status_), __FILE__, \
+                                           __LINE__));                                   \
+    }                                                                                    \
   } while (false)
 
 using Clock = std::chrono::steady_clock;
@@ -192,9 +192,10 @@ Result run_size(const Settings& s, const skein::Queue& queue, cublasHandle_t han
   Result r{std::string(skein::name(dtype)), size, median(t_skein), median(t_raw),
            scale > 0 ? diff / scale : diff};
   if (r.max_rel_diff > 1e-5) {
-    throw std::runtime_error(fmt::format("{} {}: Skein's and cuBLAS's results differ (max "
-                                         "relative difference {:.3g})",
-                                         r.dtype, size.text(), r.max_rel_diff));
+    throw std::runtime_error(
+        fmt::format("{} {}: Skein's and cuBLAS's results differ (max "
+                    "relative difference {:.3g})",
+                    r.dtype, size.text(), r.max_rel_diff));
   }
   return r;
 }
@@ -296,8 +297,8 @@ int main(int argc, char** argv) {
     fmt::print("\nhost time per call at {0}x{0}x{0} (median of {1} batches of {2})\n",
                s.overhead_size, s.overhead_rounds, s.overhead_batch);
     for (const auto& [dtype, t] : overheads) {
-      fmt::print("{:<8} skein {:.2f} us, cublas {:.2f} us ({:+.2f} us)\n", dtype, t.first,
-                 t.second, t.first - t.second);
+      fmt::print("{:<8} skein {:.2f} us, cublas {:.2f} us ({:+.2f} us)\n", dtype, t.first, t.second,
+                 t.first - t.second);
     }
     BENCH_CUBLAS(cublasDestroy(handle));
 

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   double gib = 1.0;
   std::string dir = "checkpoint-verify-bench";
   int repeat = 3;
-  skein::cli::Parser app("Times CheckpointManager::verify against sha256sum on one checkpoint file");
+  skein::cli::Parser app(
+      "Times CheckpointManager::verify against sha256sum on one checkpoint file");
   app.add_option("--gib", gib, "size of the array in GiB").positive();
   app.add_option("--dir", dir, "where the checkpoint goes (removed afterwards)");
   app.add_option("--repeat", repeat, "timed repetitions of each").positive();
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
         const auto t0 = clock::now();
         FILE* p = popen(fmt::format("sha256sum '{}'", info.file.string()).c_str(), "r");
         char buf[129] = {};
-        if (p == nullptr || std::fscanf(p, "%128s", buf) != 1) throw std::runtime_error("sha256sum failed");
+        if (p == nullptr || std::fscanf(p, "%128s", buf) != 1)
+          throw std::runtime_error("sha256sum failed");
         pclose(p);
         best_peer = std::min(best_peer, std::chrono::duration<double>(clock::now() - t0).count());
         peer_digest = buf;

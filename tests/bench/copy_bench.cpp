@@ -37,14 +37,14 @@
 
 namespace {
 
-#define BENCH_CUDART(call)                                                                   \
-  do {                                                                                       \
-    const cudaError_t bench_error_ = (call);                                                 \
-    if (bench_error_ != cudaSuccess) {                                                       \
-      throw std::runtime_error(fmt::format("{} failed: {} ({}) at {}:{}", #call,             \
-                                           cudaGetErrorName(bench_error_),                   \
+#define BENCH_CUDART(call)                                                                         \
+  do {                                                                                             \
+    const cudaError_t bench_error_ = (call);                                                       \
+    if (bench_error_ != cudaSuccess) {                                                             \
+      throw std::runtime_error(fmt::format("{} failed: {} ({}) at {}:{}", #call,                   \
+                                           cudaGetErrorName(bench_error_),                         \
                                            cudaGetErrorString(bench_error_), __FILE__, __LINE__)); \
-    }                                                                                        \
+    }                                                                                              \
   } while (false)
 
 struct Settings {
@@ -221,9 +221,9 @@ std::unique_ptr<std::byte[], AlignedFree> host_memory(std::size_t bytes) {
 
 // Registered host memory (HostBuffer::register_memory) against Skein's page-locked allocation,
 // both directions, `bytes` each; `host` and `device` are the allocation and buffer of the size.
-void compare_registered(const Settings& s, const skein::Context& context,
-                        const skein::Queue& queue, const skein::HostBuffer& host,
-                        const skein::Buffer& device, std::vector<Comparison>& out) {
+void compare_registered(const Settings& s, const skein::Context& context, const skein::Queue& queue,
+                        const skein::HostBuffer& host, const skein::Buffer& device,
+                        std::vector<Comparison>& out) {
   const std::size_t bytes = device.size();
   auto memory = host_memory(bytes);
   std::memset(memory.get(), 0x3c, bytes);
@@ -243,8 +243,8 @@ void compare_registered(const Settings& s, const skein::Context& context,
   out.push_back(h2d);
 
   Comparison d2h{"device->host (registered)", "device->host (allocated)", bytes};
-  d2h.ms = time_skein(s, queue, 0,
-                      [&] { device.get(queue, registered.bytes(), skein::Sync::async); });
+  d2h.ms =
+      time_skein(s, queue, 0, [&] { device.get(queue, registered.bytes(), skein::Sync::async); });
   queue.synchronize();
   if (registered.data()[0] != std::byte{0x5a} || registered.data()[bytes - 1] != std::byte{0x5a}) {
     throw std::runtime_error("device->host (registered): wrong data after the transfer");
@@ -287,9 +287,10 @@ std::vector<Comparison> compare_strided(const Settings& s, const skein::Context&
       for (std::size_t j = 0; j < block; ++j) {
         const auto expected = static_cast<float>((corner + r * n + j) % 1000003);
         if (row[j] != expected) {
-          throw std::runtime_error(fmt::format("{}: wrong value at ({}, {}) of the block: {} "
-                                               "instead of {}",
-                                               what, r, j, row[j], expected));
+          throw std::runtime_error(
+              fmt::format("{}: wrong value at ({}, {}) of the block: {} "
+                          "instead of {}",
+                          what, r, j, row[j], expected));
         }
       }
     }
@@ -300,9 +301,8 @@ std::vector<Comparison> compare_strided(const Settings& s, const skein::Context&
   d2d.ms = time_skein(s, queue, 0,
                       [&] { skein::copy_rect(queue, dst_block, src_block, skein::Sync::async); });
   check_block(dst_block, "2-D block device->device");
-  d2d.baseline_ms = time_skein(s, queue, 0, [&] {
-    contiguous_dst.set(queue, contiguous_src, skein::Sync::async);
-  });
+  d2d.baseline_ms = time_skein(
+      s, queue, 0, [&] { contiguous_dst.set(queue, contiguous_src, skein::Sync::async); });
   out.push_back(d2d);
 
   Comparison d2h{"2-D block device->host", "contiguous device->host", bytes};
@@ -315,9 +315,8 @@ std::vector<Comparison> compare_strided(const Settings& s, const skein::Context&
       throw std::runtime_error("2-D block device->host: wrong data after the transfer");
     }
   }
-  d2h.baseline_ms = time_skein(s, queue, 0, [&] {
-    contiguous_src.get(queue, pinned.bytes(), skein::Sync::async);
-  });
+  d2h.baseline_ms = time_skein(
+      s, queue, 0, [&] { contiguous_src.get(queue, pinned.bytes(), skein::Sync::async); });
   out.push_back(d2h);
 
   // Pinned host data of the block's values, into a cleared destination block.
@@ -364,32 +363,36 @@ std::vector<Result> run(const Settings& s, const skein::Api& api, std::size_t de
 
     Result h2d{"host->device (pinned)", bytes};
     std::tie(h2d.skein_ms, h2d.cudart_ms) = time_alternating(
-        s, queue, 0, [&] { src0.set(queue, host_in, skein::Sync::async); }, 0, rt.stream0, [&] {
-          BENCH_CUDART(cudaMemcpyAsync(rt.src0, rt.host, bytes, cudaMemcpyHostToDevice, rt.stream0));
+        s, queue, 0, [&] { src0.set(queue, host_in, skein::Sync::async); }, 0, rt.stream0,
+        [&] {
+          BENCH_CUDART(
+              cudaMemcpyAsync(rt.src0, rt.host, bytes, cudaMemcpyHostToDevice, rt.stream0));
         });
     check_bytes(queue, src0, 0x5a, "host->device");
     results.push_back(h2d);
 
     Result d2h{"device->host (pinned)", bytes};
     std::tie(d2h.skein_ms, d2h.cudart_ms) = time_alternating(
-        s, queue, 0, [&] { src0.get(queue, host.bytes(), skein::Sync::async); }, 0, rt.stream0, [&] {
-          BENCH_CUDART(cudaMemcpyAsync(rt.host, rt.src0, bytes, cudaMemcpyDeviceToHost, rt.stream0));
+        s, queue, 0, [&] { src0.get(queue, host.bytes(), skein::Sync::async); }, 0, rt.stream0,
+        [&] {
+          BENCH_CUDART(
+              cudaMemcpyAsync(rt.host, rt.src0, bytes, cudaMemcpyDeviceToHost, rt.stream0));
         });
     results.push_back(d2h);
 
     if (two) {
       Result peer{"device 0->device 1", bytes};
       std::tie(peer.skein_ms, peer.cudart_ms) = time_alternating(
-          s, queue, 1, [&] { dst1->set(queue, src0, skein::Sync::async); }, 1, rt.stream1, [&] {
-            BENCH_CUDART(cudaMemcpyPeerAsync(rt.dst1, 1, rt.src0, 0, bytes, rt.stream1));
-          });
+          s, queue, 1, [&] { dst1->set(queue, src0, skein::Sync::async); }, 1, rt.stream1,
+          [&] { BENCH_CUDART(cudaMemcpyPeerAsync(rt.dst1, 1, rt.src0, 0, bytes, rt.stream1)); });
       check_bytes(queue, *dst1, 0x5a, "device 0->device 1");
       results.push_back(peer);
     }
 
     Result d2d{"device 0->device 0", bytes};
     std::tie(d2d.skein_ms, d2d.cudart_ms) = time_alternating(
-        s, queue, 0, [&] { dst0.set(queue, src0, skein::Sync::async); }, 0, rt.stream0, [&] {
+        s, queue, 0, [&] { dst0.set(queue, src0, skein::Sync::async); }, 0, rt.stream0,
+        [&] {
           BENCH_CUDART(
               cudaMemcpyAsync(rt.dst0, rt.src0, bytes, cudaMemcpyDeviceToDevice, rt.stream0));
         });
@@ -437,12 +440,11 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
 
 int main(int argc, char** argv) {
   Settings s;
-  skein::cli::Parser app{"Skein's CUDA transfers against the CUDA runtime's (GB/s, median of iterations)"};
+  skein::cli::Parser app{
+      "Skein's CUDA transfers against the CUDA runtime's (GB/s, median of iterations)"};
   app.add_option("--sizes-mib", s.sizes_mib, "Transfer sizes in MiB").delimiter(',');
-  app.add_option("--iterations", s.iterations, "Timed iterations per measurement")
-      .positive();
-  app.add_option("--warmup", s.warmup, "Untimed iterations before them")
-      .non_negative();
+  app.add_option("--iterations", s.iterations, "Timed iterations per measurement").positive();
+  app.add_option("--warmup", s.warmup, "Untimed iterations before them").non_negative();
   app.add_option("--json", s.json_path, "Also write the results to this JSON file");
   if (auto status = app.parse(argc, argv)) return *status;
 
@@ -473,8 +475,9 @@ int main(int argc, char** argv) {
     const std::vector<Result> results = run(s, api, devices_num, comparisons);
     print_table(results);
     if (devices_num < 2) fmt::print("\n(one device: no device->device between two GPUs)\n");
-    fmt::print("\nSkein against Skein: 2-D strided block copies (4096 x 4096 float32 of "
-               "8192 x 8192) and registered host memory, each against its baseline\n\n");
+    fmt::print(
+        "\nSkein against Skein: 2-D strided block copies (4096 x 4096 float32 of "
+        "8192 x 8192) and registered host memory, each against its baseline\n\n");
     print_comparisons(comparisons);
 
     if (!s.json_path.empty()) {
@@ -486,28 +489,26 @@ int main(int argc, char** argv) {
       doc["warmup"] = s.warmup;
       doc["results"] = nlohmann::json::array();
       for (const Result& r : results) {
-        doc["results"].push_back({{"op", r.op},
-                                  {"bytes", r.bytes},
-                                  {"skein_ms", r.skein_ms},
-                                  {"cudart_ms", r.cudart_ms},
-                                  {"skein_gbps", gb_per_s(r.bytes, r.skein_ms)},
-                                  {"cudart_gbps", gb_per_s(r.bytes, r.cudart_ms)},
-                                  {"ratio", r.cudart_ms > 0 && r.skein_ms > 0
-                                                ? r.cudart_ms / r.skein_ms
-                                                : 0.0}});
+        doc["results"].push_back(
+            {{"op", r.op},
+             {"bytes", r.bytes},
+             {"skein_ms", r.skein_ms},
+             {"cudart_ms", r.cudart_ms},
+             {"skein_gbps", gb_per_s(r.bytes, r.skein_ms)},
+             {"cudart_gbps", gb_per_s(r.bytes, r.cudart_ms)},
+             {"ratio", r.cudart_ms > 0 && r.skein_ms > 0 ? r.cudart_ms / r.skein_ms : 0.0}});
       }
       doc["comparisons"] = nlohmann::json::array();
       for (const Comparison& c : comparisons) {
-        doc["comparisons"].push_back({{"op", c.op},
-                                      {"baseline", c.baseline},
-                                      {"bytes", c.bytes},
-                                      {"ms", c.ms},
-                                      {"baseline_ms", c.baseline_ms},
-                                      {"gbps", gb_per_s(c.bytes, c.ms)},
-                                      {"baseline_gbps", gb_per_s(c.bytes, c.baseline_ms)},
-                                      {"ratio", c.ms > 0 && c.baseline_ms > 0
-                                                    ? c.baseline_ms / c.ms
-                                                    : 0.0}});
+        doc["comparisons"].push_back(
+            {{"op", c.op},
+             {"baseline", c.baseline},
+             {"bytes", c.bytes},
+             {"ms", c.ms},
+             {"baseline_ms", c.baseline_ms},
+             {"gbps", gb_per_s(c.bytes, c.ms)},
+             {"baseline_gbps", gb_per_s(c.bytes, c.baseline_ms)},
+             {"ratio", c.ms > 0 && c.baseline_ms > 0 ? c.baseline_ms / c.ms : 0.0}});
       }
       write_json(s.json_path, doc);
     }

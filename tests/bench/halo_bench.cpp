@@ -73,17 +73,19 @@ constexpr std::size_t kAlign = 16;  // exchange_halos' segments are rounded up t
 // moves so (along axis 0, between members on different devices, star or no halo off axis 0).
 struct Messages {
   struct Pair {
-    std::size_t message = 0;           // bytes of the packed message (0: none)
-    std::vector<std::size_t> planes;   // bytes of each whole-plane transfer
+    std::size_t message = 0;          // bytes of the packed message (0: none)
+    std::vector<std::size_t> planes;  // bytes of each whole-plane transfer
   };
   std::map<std::pair<std::size_t, std::size_t>, Pair> pairs;
   std::size_t face_bytes = 0;  // the largest face region of one field
-  std::size_t face_moved = 0;  // what one field's largest face moves (whole planes where it moves so)
+  std::size_t face_moved =
+      0;  // what one field's largest face moves (whole planes where it moves so)
 };
 
 // `same_device(a, b)`: members a and b are on one device.
 template <class SameDevice>
-Messages messages_of(const GridLayout& l, std::size_t fields, std::size_t itemsize, SameDevice&& same_device) {
+Messages messages_of(const GridLayout& l, std::size_t fields, std::size_t itemsize,
+                     SameDevice&& same_device) {
   Messages out;
   bool other_halos = false;
   for (std::size_t a = 1; a < l.ndim(); ++a) other_halos = other_halos || l.halo(a) > 0;
@@ -153,18 +155,26 @@ struct Row {
 // One size: its layout, fields, the floor's buffers, and the three timed loops.
 class HaloCase {
  public:
-  HaloCase(Runtime& runtime, Communicator& comm, const Options& o, const Shape& shape, const std::vector<std::size_t>& grid)
-      : runtime_(runtime), comm_(comm), o_(o), queue_(comm.context()),
-        layout_(GridLayout::over(comm, shape,
-                                 {.grid = grid, .halo = {o.halo},
-                                  .stencil = o.stencil == "box" ? Stencil::box : Stencil::star,
-                                  .lower = {o.periodic ? Boundary::periodic() : Boundary::open()},
-                                  .upper = {o.periodic ? Boundary::periodic() : Boundary::open()}})),
+  HaloCase(Runtime& runtime, Communicator& comm, const Options& o, const Shape& shape,
+           const std::vector<std::size_t>& grid)
+      : runtime_(runtime),
+        comm_(comm),
+        o_(o),
+        queue_(comm.context()),
+        layout_(
+            GridLayout::over(comm, shape,
+                             {.grid = grid,
+                              .halo = {o.halo},
+                              .stencil = o.stencil == "box" ? Stencil::box : Stencil::star,
+                              .lower = {o.periodic ? Boundary::periodic() : Boundary::open()},
+                              .upper = {o.periodic ? Boundary::periodic() : Boundary::open()}})),
         first_(layout_.first_member_of_rank(runtime.rank())),
         messages_(messages_of(layout_, o.fields, sizeof(double), [&](std::size_t a, std::size_t b) {
-          return is_local(a) && is_local(b) && comm.device_idx(local_of(a)) == comm.device_idx(local_of(b));
+          return is_local(a) && is_local(b) &&
+                 comm.device_idx(local_of(a)) == comm.device_idx(local_of(b));
         })) {
-    for (std::size_t f = 0; f < o.fields; ++f) fields_.emplace_back(comm, queue_, layout_, Dtype::float64);
+    for (std::size_t f = 0; f < o.fields; ++f)
+      fields_.emplace_back(comm, queue_, layout_, Dtype::float64);
     for (const auto& [pair, p] : messages_.pairs) {
       const auto [src, dst] = pair;
       std::vector<std::size_t> sizes = p.planes;
@@ -228,16 +238,19 @@ class HaloCase {
       for (std::size_t i = 0; i < from.size(); ++i) to[i].set(from[i]);  // a device (peer) copy
     }
     bool remote = false;
-    for (const auto& [pair, p] : messages_.pairs) remote = remote || is_local(pair.first) != is_local(pair.second);
+    for (const auto& [pair, p] : messages_.pairs)
+      remote = remote || is_local(pair.first) != is_local(pair.second);
     if (!remote) return;
     comm_.group_start();
     for (const auto& [pair, data] : send_) {
       if (is_local(pair.second)) continue;
-      for (const Array& a : data) comm_.send(queue_, local_of(pair.first), a, static_cast<int>(pair.second));
+      for (const Array& a : data)
+        comm_.send(queue_, local_of(pair.first), a, static_cast<int>(pair.second));
     }
     for (const auto& [pair, data] : recv_) {
       if (is_local(pair.first)) continue;
-      for (const Array& a : data) comm_.recv(queue_, local_of(pair.second), a, static_cast<int>(pair.first));
+      for (const Array& a : data)
+        comm_.recv(queue_, local_of(pair.second), a, static_cast<int>(pair.first));
     }
     comm_.group_end();
   }
@@ -263,8 +276,9 @@ class HaloCase {
     const auto t0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < o_.iters; ++i) f();
     queue_.synchronize();
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-                static_cast<double>(o_.iters);
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        static_cast<double>(o_.iters);
     MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, runtime_.comm());
     return us;
   }
@@ -282,7 +296,8 @@ class HaloCase {
 };
 
 // The global shapes to measure and the grid each is split over.
-std::vector<std::pair<Shape, std::vector<std::size_t>>> cases(const Options& o, std::size_t members) {
+std::vector<std::pair<Shape, std::vector<std::size_t>>> cases(const Options& o,
+                                                              std::size_t members) {
   std::vector<std::size_t> given = o.grid.empty() ? std::vector<std::size_t>{} : parse_dims(o.grid);
   std::vector<std::pair<Shape, std::vector<std::size_t>>> out;
   if (!o.shape.empty()) {
@@ -307,18 +322,23 @@ std::vector<std::pair<Shape, std::vector<std::size_t>>> cases(const Options& o, 
 
 int run(int argc, char** argv) {
   Options o;
-  cli::Parser app{"GridArray's halo exchange against the same messages moved by plain copies and send/recv"};
-  app.add_option("--edges", o.edges, "Cubic blocks per member of these edges (a sweep)").delimiter(',');
+  cli::Parser app{
+      "GridArray's halo exchange against the same messages moved by plain copies and send/recv"};
+  app.add_option("--edges", o.edges, "Cubic blocks per member of these edges (a sweep)")
+      .delimiter(',');
   app.add_option("--block", o.block, "One block shape per member, AxBxC");
   app.add_option("--shape", o.shape, "One global shape, AxBxC");
-  app.add_option("--grid", o.grid, "Process grid, AxBxC (0: chosen for that axis; default: chosen)");
+  app.add_option("--grid", o.grid,
+                 "Process grid, AxBxC (0: chosen for that axis; default: chosen)");
   app.add_option("--halo", o.halo, "Halo width on every axis").range(1, 64);
-  app.add_option("--stencil", o.stencil, "star (faces) or box (edges and corners too)").one_of({"star", "box"});
+  app.add_option("--stencil", o.stencil, "star (faces) or box (edges and corners too)")
+      .one_of({"star", "box"});
   app.add_option("--fields", o.fields, "float64 fields exchanged in one call").range(1, 64);
   app.add_flag("--periodic", o.periodic, "Periodic sides (default: open)");
   app.add_option("--iters", o.iters, "Calls per timed loop").range(1, 1000000);
   app.add_option("--warmup", o.warmup, "Untimed calls of each kind before the rounds");
-  app.add_option("--rounds", o.rounds, "Alternating rounds (the medians are reported)").range(1, 1000);
+  app.add_option("--rounds", o.rounds, "Alternating rounds (the medians are reported)")
+      .range(1, 1000);
   app.add_option("--devices-per-rank", o.devices_per_rank,
                  "Devices each rank drives (default: SKEIN_DEVICES_PER_RANK, else an even share)");
   app.add_option("--json", o.json, "Write the results to this file (rank 0)");
@@ -330,14 +350,17 @@ int run(int argc, char** argv) {
   Communicator comm(runtime);
   const bool root = runtime.rank() == 0;
   if (root) {
-    fmt::print("skein-bench-halo: {} rank(s), {} member(s), {} per rank, backend {}, {} float64 field(s), halo {}, "
-               "{}, {} sides\n",
-               runtime.size(), comm.size(), comm.local_size(), name(comm.backend()), o.fields, o.halo, o.stencil,
-               o.periodic ? "periodic" : "open");
-    // Into member 0 per exchange: KiB moved (whole planes included) and transfers (of which planes).
-    fmt::print("{:>16} {:>8} {:>11} {:>11} {:>4} {:>6} {:>12} {:>12} {:>8} {:>12} {:>10}\n", "shape", "grid",
-               "face KiB", "moved KiB", "n", "planes", "exchange us", "floor us", "floor/ex", "sendrecv us",
-               "ex-sr us");
+    fmt::print(
+        "skein-bench-halo: {} rank(s), {} member(s), {} per rank, backend {}, {} float64 field(s), "
+        "halo {}, "
+        "{}, {} sides\n",
+        runtime.size(), comm.size(), comm.local_size(), name(comm.backend()), o.fields, o.halo,
+        o.stencil, o.periodic ? "periodic" : "open");
+    // Into member 0 per exchange: KiB moved (whole planes included) and transfers (of which
+    // planes).
+    fmt::print("{:>16} {:>8} {:>11} {:>11} {:>4} {:>6} {:>12} {:>12} {:>8} {:>12} {:>10}\n",
+               "shape", "grid", "face KiB", "moved KiB", "n", "planes", "exchange us", "floor us",
+               "floor/ex", "sendrecv us", "ex-sr us");
   }
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [shape, grid] : cases(o, comm.size())) {
@@ -345,15 +368,26 @@ int run(int argc, char** argv) {
     const Row r = c.measure();
     if (!root) continue;
     const double ratio = r.exchange_us > 0 ? r.floor_us / r.exchange_us : 0;
-    fmt::print("{:>16} {:>8} {:>11.1f} {:>11.1f} {:>4} {:>6} {:>12.2f} {:>12.2f} {:>8.3f} {:>12.2f} {:>10.2f}\n",
-               fmt::format("{}", fmt::join(r.shape, "x")), fmt::format("{}", fmt::join(r.grid, "x")),
-               static_cast<double>(r.face_bytes) / 1024, static_cast<double>(r.message_bytes) / 1024, r.messages,
-               r.plane_transfers, r.exchange_us, r.floor_us, ratio, r.sendrecv_us, r.exchange_us - r.sendrecv_us);
-    rows.push_back({{"shape", r.shape}, {"block", r.block}, {"grid", r.grid}, {"face_bytes", r.face_bytes},
-                    {"message_bytes_member0", r.message_bytes}, {"messages_member0", r.messages},
-                    {"plane_bytes_member0", r.plane_bytes}, {"plane_transfers_member0", r.plane_transfers},
-                    {"exchange_us", r.exchange_us}, {"floor_us", r.floor_us}, {"floor_over_exchange", ratio},
-                    {"sendrecv_us", r.sendrecv_us}, {"exchange_minus_sendrecv_us", r.exchange_us - r.sendrecv_us}});
+    fmt::print(
+        "{:>16} {:>8} {:>11.1f} {:>11.1f} {:>4} {:>6} {:>12.2f} {:>12.2f} {:>8.3f} {:>12.2f} "
+        "{:>10.2f}\n",
+        fmt::format("{}", fmt::join(r.shape, "x")), fmt::format("{}", fmt::join(r.grid, "x")),
+        static_cast<double>(r.face_bytes) / 1024, static_cast<double>(r.message_bytes) / 1024,
+        r.messages, r.plane_transfers, r.exchange_us, r.floor_us, ratio, r.sendrecv_us,
+        r.exchange_us - r.sendrecv_us);
+    rows.push_back({{"shape", r.shape},
+                    {"block", r.block},
+                    {"grid", r.grid},
+                    {"face_bytes", r.face_bytes},
+                    {"message_bytes_member0", r.message_bytes},
+                    {"messages_member0", r.messages},
+                    {"plane_bytes_member0", r.plane_bytes},
+                    {"plane_transfers_member0", r.plane_transfers},
+                    {"exchange_us", r.exchange_us},
+                    {"floor_us", r.floor_us},
+                    {"floor_over_exchange", ratio},
+                    {"sendrecv_us", r.sendrecv_us},
+                    {"exchange_minus_sendrecv_us", r.exchange_us - r.sendrecv_us}});
   }
   if (root && !o.json.empty()) {
     nlohmann::json doc = {{"bench", "halo"},
@@ -377,9 +411,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  return run(argc, argv);
-} catch (const skein::Error& e) {
+int main(int argc, char** argv) try { return run(argc, argv); } catch (const skein::Error& e) {
   fmt::print(stderr, "skein-bench-halo: {}\n", e.what());
   return 1;
 }

@@ -97,18 +97,20 @@ struct Bench {
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
     return skein::Array(queue,
-                        skein::cuda::buffer_from_native(ctx, d, reinterpret_cast<CUdeviceptr>(p), bytes,
-                                                        [p] { cudaFree(p); }),
+                        skein::cuda::buffer_from_native(ctx, d, reinterpret_cast<CUdeviceptr>(p),
+                                                        bytes, [p] { cudaFree(p); }),
                         {bytes / 4}, skein::Dtype::float32);
   }
 
   // One line of the table and one JSON entry: Skein's and the reference's GB/s, and their ratio.
-  void report(const std::string& key, const std::string& what, double skein_s, double peer_s, double bytes) {
+  void report(const std::string& key, const std::string& what, double skein_s, double peer_s,
+              double bytes) {
     const double ratio = peer_s / skein_s;
-    lines.push_back(fmt::format("{:<58} {:9.1f} GB/s  {:9.1f} GB/s  ratio {:.3f}", what, bytes / skein_s / 1e9,
-                                bytes / peer_s / 1e9, ratio));
-    json_text += fmt::format("{}\"{}\": {{\"seconds\": {}, \"reference_seconds\": {}, \"ratio\": {}}}",
-                             json_text.size() > 1 ? ", " : "", key, skein_s, peer_s, ratio);
+    lines.push_back(fmt::format("{:<58} {:9.1f} GB/s  {:9.1f} GB/s  ratio {:.3f}", what,
+                                bytes / skein_s / 1e9, bytes / peer_s / 1e9, ratio));
+    json_text +=
+        fmt::format("{}\"{}\": {{\"seconds\": {}, \"reference_seconds\": {}, \"ratio\": {}}}",
+                    json_text.size() > 1 ? ", " : "", key, skein_s, peer_s, ratio);
   }
 };
 
@@ -122,11 +124,13 @@ void measure_axpy(Bench& b) {
   const auto [own, theirs] = compare(
       queue, b.rounds, 20, [&] { skein::axpy(queue, 0.5f, xo, yo, yo); },
       [&] { skein::axpy(queue, 0.5f, xf, yf, yf); });
-  b.report("axpy", fmt::format("axpy float32, {} elements: foreign / own memory", b.n), theirs, own, 12.0 * b.n);
+  b.report("axpy", fmt::format("axpy float32, {} elements: foreign / own memory", b.n), theirs, own,
+           12.0 * b.n);
   // Correct on the foreign memory: 1 + 0.5 x (2 + 20 x rounds) calls... checked on a few values.
   const auto head = yf.slice(0, 4).get<float>();
   const float want = 1.0f + 0.5f * static_cast<float>(2 + 20 * b.rounds);
-  if (head[0] != want) throw std::runtime_error(fmt::format("axpy on foreign memory: {} != {}", head[0], want));
+  if (head[0] != want)
+    throw std::runtime_error(fmt::format("axpy on foreign memory: {} != {}", head[0], want));
 }
 
 // (b) an all_reduce over this rank's devices, on foreign memory against Skein's.
@@ -149,10 +153,11 @@ void measure_all_reduce(Bench& b) {
   if (their_out.front().slice(0, 1).get<float>().front() != want) {
     throw std::runtime_error("all_reduce on foreign memory gave a wrong sum");
   }
-  b.report("all_reduce",
-           fmt::format("all_reduce sum float32 out of place, {} elements x {} member(s): foreign / own", b.n,
-                       b.comm.size()),
-           t, o, 8.0 * b.n);
+  b.report(
+      "all_reduce",
+      fmt::format("all_reduce sum float32 out of place, {} elements x {} member(s): foreign / own",
+                  b.n, b.comm.size()),
+      t, o, 8.0 * b.n);
 }
 
 // (c) transposes through dynamic shared memory against the device copy, on a side x side matrix
@@ -166,11 +171,13 @@ void measure_transposes(Bench& b, std::size_t side) {
   auto out1 = skein::Array::empty(one, {count}, skein::Dtype::float32, b.d0);
   auto copy1 = skein::Array::empty(one, {count}, skein::Dtype::float32, b.d0);
   for (int tile : {32, 64}) {
-    const skein::Program program(b.ctx, transpose_source(tile), {.device_idxs = std::vector<std::size_t>{b.d0}});
+    const skein::Program program(b.ctx, transpose_source(tile),
+                                 {.device_idxs = std::vector<std::size_t>{b.d0}});
     const auto t_size = static_cast<std::size_t>(tile);
-    const auto transpose = program.kernel("transpose").prepare(
-        one, skein::LaunchSizes{side, side / t_size * 8}, skein::LaunchSizes{t_size, 8},
-        skein::LocalMem{t_size * (t_size + 1) * sizeof(float)});
+    const auto transpose = program.kernel("transpose")
+                               .prepare(one, skein::LaunchSizes{side, side / t_size * 8},
+                                        skein::LaunchSizes{t_size, 8},
+                                        skein::LocalMem{t_size * (t_size + 1) * sizeof(float)});
     fill(one, out1, 0.0f);
     const auto [t, c] = compare(
         one, b.rounds, 10, [&] { transpose(out1, in1, static_cast<std::int32_t>(side)); },
@@ -179,13 +186,15 @@ void measure_transposes(Bench& b, std::size_t side) {
     for (std::size_t r = 0; r < side; r += 97) {
       for (std::size_t col = 0; col < side; col += 89) {
         if (result[r * side + col] != host[col * side + r]) {
-          throw std::runtime_error(fmt::format("transpose ({} tiles) wrong at ({}, {})", tile, r, col));
+          throw std::runtime_error(
+              fmt::format("transpose ({} tiles) wrong at ({}, {})", tile, r, col));
         }
       }
     }
     b.report(fmt::format("transpose{}", tile),
-             fmt::format("transpose {0} x {0} float32, {1} x {1} dynamic shared tile / device copy", side, tile), t,
-             c, 8.0 * count);
+             fmt::format("transpose {0} x {0} float32, {1} x {1} dynamic shared tile / device copy",
+                         side, tile),
+             t, c, 8.0 * count);
   }
 }
 
@@ -198,10 +207,14 @@ int main(int argc, char** argv) try {
   int rounds = 9;
   std::string json;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--elements")) n = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--transpose-side")) transpose_side = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--json")) json = argv[i + 1];
+    if (!std::strcmp(argv[i], "--elements"))
+      n = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--transpose-side"))
+      transpose_side = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--json"))
+      json = argv[i + 1];
   }
   skein::Communicator comm(runtime);
   const skein::Context& ctx = comm.context();
@@ -210,7 +223,8 @@ int main(int argc, char** argv) try {
     return 2;
   }
   const skein::Queue queue(ctx);
-  Bench bench{.comm = comm, .ctx = ctx, .queue = queue, .d0 = comm.device_idx(0), .n = n, .rounds = rounds};
+  Bench bench{
+      .comm = comm, .ctx = ctx, .queue = queue, .d0 = comm.device_idx(0), .n = n, .rounds = rounds};
   measure_axpy(bench);
   measure_all_reduce(bench);
   measure_transposes(bench, transpose_side);

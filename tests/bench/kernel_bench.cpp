@@ -69,8 +69,8 @@ struct BenchOptions {
   std::string json_path;
 };
 
-using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              CUstream, void**, void**);
+using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
 
 // (a)'s medians, microseconds per launch.
 struct LaunchTimes {
@@ -163,7 +163,8 @@ class Launches {
     }
   }
   void raw(void** params, void** extra) const {
-    if (raw_launch_(function_, 1, 1, 1, 256, 1, 1, 0, stream_, params, extra) != CUDA_SUCCESS) std::abort();
+    if (raw_launch_(function_, 1, 1, 1, 256, 1, 1, 0, stream_, params, extra) != CUDA_SUCCESS)
+      std::abort();
   }
   // Host microseconds per launch of a batch (the launches alone: the wait after them is not timed).
   template <class F>
@@ -190,8 +191,8 @@ class Launches {
   void* params_[3] = {&ptr_, &a_, &n_};
   alignas(16) unsigned char packed_[64] = {};
   std::size_t packed_size_ = 0;
-  void* extra_[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed_, CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_size_,
-                     CU_LAUNCH_PARAM_END};
+  void* extra_[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed_, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &packed_size_, CU_LAUNCH_PARAM_END};
   std::optional<skein::bench::RawGraph> graph_;
 };
 
@@ -228,8 +229,8 @@ CompileTimes measure_compiles(const skein::Device& device) {
 void print_results(const BenchOptions& o, const LaunchTimes& l, const CompileTimes& c) {
   fmt::print("\n(a) host time per launch, median of {} rounds of {} launches\n", o.rounds, o.batch);
   fmt::print("{:<34}{:>10}\n", "raw cuLaunchKernel", fmt::format("{:.3f} us", l.raw));
-  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel()", fmt::format("{:.3f} us", l.skein),
-             l.skein - l.raw);
+  fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel()",
+             fmt::format("{:.3f} us", l.skein), l.skein - l.raw);
   fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "skein PreparedKernel::enqueue()",
              fmt::format("{:.3f} us", l.events), l.events - l.raw);
   if (l.has_packed) {
@@ -238,7 +239,8 @@ void print_results(const BenchOptions& o, const LaunchTimes& l, const CompileTim
   }
   fmt::print("{:<34}{:>10}   {:+.3f} us vs raw\n", "raw cuGraphLaunch, one-kernel graph",
              fmt::format("{:.3f} us", l.graph), l.graph - l.raw);
-  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein PreparedKernel() vs graph", "", l.skein - l.graph);
+  fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein PreparedKernel() vs graph", "",
+             l.skein - l.graph);
   fmt::print("{:<34}{:>10}   {:+.3f} us\n", "skein enqueue() vs graph", "", l.events - l.graph);
   fmt::print("\n(b) building the program ({} bytes of source)\n", c.source_bytes);
   fmt::print("{:<34}{:>10}\n", "cold NVRTC compile + load", fmt::format("{:.2f} ms", c.cold));
@@ -246,13 +248,18 @@ void print_results(const BenchOptions& o, const LaunchTimes& l, const CompileTim
              fmt::format("{:.2f} ms", c.cached), c.cold / c.cached);
 }
 
-void write_json(const std::string& path, const skein::Device& device, const LaunchTimes& l, const CompileTimes& c) {
+void write_json(const std::string& path, const skein::Device& device, const LaunchTimes& l,
+                const CompileTimes& c) {
   nlohmann::json j{{"device", device.name()},
-                   {"launch_us", {{"raw", l.raw}, {"skein", l.skein}, {"skein_enqueue", l.events},
-                                  {"raw_packed", l.has_packed ? nlohmann::json(l.packed) : nlohmann::json()},
-                                  {"raw_graph", l.graph}}},
+                   {"launch_us",
+                    {{"raw", l.raw},
+                     {"skein", l.skein},
+                     {"skein_enqueue", l.events},
+                     {"raw_packed", l.has_packed ? nlohmann::json(l.packed) : nlohmann::json()},
+                     {"raw_graph", l.graph}}},
                    {"launch_overhead_us", l.skein - l.raw},
-                   {"compile_ms", {{"cold", c.cold}, {"cached_median", c.cached}, {"cached_all", c.cached_all}}}};
+                   {"compile_ms",
+                    {{"cold", c.cold}, {"cached_median", c.cached}, {"cached_all", c.cached_all}}}};
   std::ofstream(path) << j.dump(2) << "\n";
 }
 

@@ -51,9 +51,12 @@ std::size_t parse_size(const std::string& text) {
   double mul = 1;
   if (idx < text.size()) {
     switch (text[idx]) {
-      case 'K': case 'k': mul = 1024.0; break;
-      case 'M': case 'm': mul = 1024.0 * 1024; break;
-      case 'G': case 'g': mul = 1024.0 * 1024 * 1024; break;
+      case 'K':
+      case 'k': mul = 1024.0; break;
+      case 'M':
+      case 'm': mul = 1024.0 * 1024; break;
+      case 'G':
+      case 'g': mul = 1024.0 * 1024 * 1024; break;
       default: throw std::invalid_argument("bad size " + text);
     }
   }
@@ -73,7 +76,8 @@ struct BenchOptions {
 
 std::optional<int> parse_options(int argc, char** argv, BenchOptions& o) {
   skein::cli::Parser app{"NCCL called directly (nccl-tests' inner loop), for same-run comparisons"};
-  app.add_option("--coll", o.coll).one_of({"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"});
+  app.add_option("--coll", o.coll)
+      .one_of({"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter"});
   app.add_option("-b,--minbytes", o.min_text);
   app.add_option("-e,--maxbytes", o.max_text);
   app.add_option("-f,--stepfactor", o.factor).range(1.0001, 1e9);
@@ -92,10 +96,20 @@ class NcclBench {
  public:
   // `local`: the rank's place among the ranks of its node (which GPUs it takes).
   NcclBench(const BenchOptions& o, int rank, int nranks, int local)
-      : o_(o), rank_(rank), nranks_(nranks), gpus_(o.gpus), members_(nranks * o.gpus),
-        blocks_(o.coll == "all_gather" || o.coll == "reduce_scatter"), extra_event_(o.extra_text == "event"),
-        nccl_alloc_(o.alloc_text == "nccl"), device_(gpus_), comm_(gpus_), stream_(gpus_), send_(gpus_),
-        recv_(gpus_), ring_(gpus_) {
+      : o_(o),
+        rank_(rank),
+        nranks_(nranks),
+        gpus_(o.gpus),
+        members_(nranks * o.gpus),
+        blocks_(o.coll == "all_gather" || o.coll == "reduce_scatter"),
+        extra_event_(o.extra_text == "event"),
+        nccl_alloc_(o.alloc_text == "nccl"),
+        device_(gpus_),
+        comm_(gpus_),
+        stream_(gpus_),
+        send_(gpus_),
+        recv_(gpus_),
+        ring_(gpus_) {
     int ngpu = 0;
     check(cudaGetDeviceCount(&ngpu), "cudaGetDeviceCount");
     if (gpus_ > ngpu) {
@@ -151,7 +165,8 @@ class NcclBench {
   }
 
   void synchronize() const {
-    for (int g = 0; g < gpus_; ++g) check(cudaStreamSynchronize(stream_[g]), "cudaStreamSynchronize");
+    for (int g = 0; g < gpus_; ++g)
+      check(cudaStreamSynchronize(stream_[g]), "cudaStreamSynchronize");
   }
 
   // nccl-tests' bus bandwidth factor for n members.
@@ -170,7 +185,8 @@ class NcclBench {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < o_.iters; ++i) issue(count, in_place);
     synchronize();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o_.iters;
+    double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o_.iters;
     MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return s / nranks_;
   }
@@ -203,8 +219,10 @@ class NcclBench {
     for (int g = 0; g < gpus_; ++g) {
       check(cudaSetDevice(device_[g]), "cudaSetDevice");
       if (nccl_alloc_) {
-        check(ncclMemAlloc(reinterpret_cast<void**>(&send_[g]), big * sizeof(float) + 256), "ncclMemAlloc");
-        check(ncclMemAlloc(reinterpret_cast<void**>(&recv_[g]), big * sizeof(float) + 256), "ncclMemAlloc");
+        check(ncclMemAlloc(reinterpret_cast<void**>(&send_[g]), big * sizeof(float) + 256),
+              "ncclMemAlloc");
+        check(ncclMemAlloc(reinterpret_cast<void**>(&recv_[g]), big * sizeof(float) + 256),
+              "ncclMemAlloc");
       } else {
         check(cudaMalloc(&send_[g], big * sizeof(float) + 256), "cudaMalloc");
         check(cudaMalloc(&recv_[g], big * sizeof(float) + 256), "cudaMalloc");
@@ -218,7 +236,8 @@ class NcclBench {
     for (int g = 0; g < gpus_; ++g) {
       check(cudaSetDevice(device_[g]), "cudaSetDevice");
       ring_[g].resize(kRing);
-      for (auto& e : ring_[g]) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+      for (auto& e : ring_[g])
+        check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
     }
   }
 
@@ -229,17 +248,21 @@ class NcclBench {
     float* out = in_place ? send_[g] : recv_[g];
     const std::string& coll = o_.coll;
     if (coll == "all_reduce") {
-      check(ncclAllReduce(send_[g], out, count, ncclFloat, ncclSum, comm_[g], stream_[g]), "ncclAllReduce");
+      check(ncclAllReduce(send_[g], out, count, ncclFloat, ncclSum, comm_[g], stream_[g]),
+            "ncclAllReduce");
     } else if (coll == "broadcast") {
-      check(ncclBroadcast(send_[g], out, count, ncclFloat, 0, comm_[g], stream_[g]), "ncclBroadcast");
+      check(ncclBroadcast(send_[g], out, count, ncclFloat, 0, comm_[g], stream_[g]),
+            "ncclBroadcast");
     } else if (coll == "reduce") {
-      check(ncclReduce(send_[g], out, count, ncclFloat, ncclSum, 0, comm_[g], stream_[g]), "ncclReduce");
+      check(ncclReduce(send_[g], out, count, ncclFloat, ncclSum, 0, comm_[g], stream_[g]),
+            "ncclReduce");
     } else if (coll == "all_gather") {
       const float* in = in_place ? send_[g] + member * count : send_[g];
       check(ncclAllGather(in, out, count, ncclFloat, comm_[g], stream_[g]), "ncclAllGather");
     } else {
       float* o = in_place ? send_[g] + member * count : recv_[g];
-      check(ncclReduceScatter(send_[g], o, count, ncclFloat, ncclSum, comm_[g], stream_[g]), "ncclReduceScatter");
+      check(ncclReduceScatter(send_[g], o, count, ncclFloat, ncclSum, comm_[g], stream_[g]),
+            "ncclReduceScatter");
     }
   }
 
@@ -262,8 +285,8 @@ nlohmann::json run_sizes(NcclBench& bench, const BenchOptions& o, int rank, int 
   nlohmann::json rows = nlohmann::json::array();
   if (rank == 0) {
     std::printf("# skein-bench-nccl: %s, NCCL called directly, %d rank(s), %d GPU(s) each%s%s\n",
-                o.coll.c_str(), nranks, o.gpus, o.extra_text.empty() ? "" : ", per call also: ",
-                o.extra_text.c_str());
+                o.coll.c_str(), nranks, o.gpus,
+                o.extra_text.empty() ? "" : ", per call also: ", o.extra_text.c_str());
     std::printf("# %10s  %12s  %7s  %6s  %6s  %7s  %6s  %6s\n", "size", "count", "oop time",
                 "algbw", "busbw", "ip time", "algbw", "busbw");
   }
@@ -287,7 +310,8 @@ nlohmann::json run_sizes(NcclBench& bench, const BenchOptions& o, int rank, int 
     if (rank == 0) {
       const double a0 = bytes / t[0] / 1e9, a1 = bytes / t[1] / 1e9;
       std::printf("%12.0f  %12zu  %7.2f  %6.2f  %6.2f  %7.2f  %6.2f  %6.2f\n", bytes, count,
-                  t[0] * 1e6, a0, a0 * bench.factor_of(members), t[1] * 1e6, a1, a1 * bench.factor_of(members));
+                  t[0] * 1e6, a0, a0 * bench.factor_of(members), t[1] * 1e6, a1,
+                  a1 * bench.factor_of(members));
       std::fflush(stdout);
     }
     rows.push_back(row);

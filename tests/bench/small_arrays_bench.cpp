@@ -9,10 +9,10 @@
 //   astype      auto y = skein::astype(queue, x, Dtype::float64);   (CuPy: x.astype(cupy.float64))
 //   empty       auto e = Array::empty(queue, {n}, Dtype::float32);  (CuPy: cupy.empty(n, float32))
 // each also with the context's array pool off (Context::set_array_pool(false), as
-// SKEIN_ARRAY_POOL=0: plain cuMemAlloc / cuMemFree per call, as before the pool): sum_result_nopool,
-// astype_nopool, empty_nopool. On CUDA, beside them: a raw cuLaunchKernel of an axpy kernel on
-// the same stream (the floor of a plain launch), a raw cuGraphLaunch of a one-kernel graph of it
-// (the floor of the graph launches Skein makes for kernels called again on a stream,
+// SKEIN_ARRAY_POOL=0: plain cuMemAlloc / cuMemFree per call, as before the pool):
+// sum_result_nopool, astype_nopool, empty_nopool. On CUDA, beside them: a raw cuLaunchKernel of an
+// axpy kernel on the same stream (the floor of a plain launch), a raw cuGraphLaunch of a one-kernel
+// graph of it (the floor of the graph launches Skein makes for kernels called again on a stream,
 // framework/cuda/program.cpp), and a raw cuMemAllocAsync + cuMemFreeAsync of the array's bytes on
 // the stream (CUDA's stream-ordered allocator, its pool kept: the host cost Skein's pool is to be
 // compared with). All measured the same way: batches of --batch calls, the queue synchronised
@@ -80,10 +80,10 @@ bool close(double got, double want, double rel = 1e-5) {
 
 // The variants, in the order a round times them (and the table prints them).
 const std::vector<std::string> kCudaOnly = {"raw", "graph", "raw_alloc_async"};
-const std::vector<std::string> kAll = {"raw",         "graph",  "axpy",         "elementwise",
-                                       "sum",         "sum_result", "astype",   "empty",
-                                       "raw_alloc_async", "sum_result_nopool", "astype_nopool",
-                                       "empty_nopool"};
+const std::vector<std::string> kAll = {
+    "raw",           "graph",       "axpy",  "elementwise",     "sum",
+    "sum_result",    "astype",      "empty", "raw_alloc_async", "sum_result_nopool",
+    "astype_nopool", "empty_nopool"};
 
 // CUDA's stream-ordered allocator, called directly (resolved in libcuda with dlsym), with the
 // device's default pool told to keep what it holds (its release threshold at the maximum, as CuPy
@@ -141,18 +141,21 @@ struct BenchOptions {
 
 // Parses the command line into `o`; an exit status where the program ends here (--help, bad input).
 std::optional<int> parse_options(int argc, char** argv, BenchOptions& o) {
-  skein::cli::Parser app{"Host time per call of Skein's array operations on small arrays (axpy, a "
-                         "user elementwise kernel, sum; sum, astype and empty making their "
-                         "results, with the array pool and without), beside raw CUDA calls"};
+  skein::cli::Parser app{
+      "Host time per call of Skein's array operations on small arrays (axpy, a "
+      "user elementwise kernel, sum; sum, astype and empty making their "
+      "results, with the array pool and without), beside raw CUDA calls"};
   app.add_option("--api", o.api_name, "cuda (default) or opencl").one_of({"cuda", "opencl"});
   app.add_option("--rounds", o.rounds, "Timed rounds per variant and size (the median is reported)")
       .range(1, 100000);
   app.add_option("--batch", o.batch, "Calls per round, the queue synchronised after each")
       .range(1, 1000000);
-  app.add_option("--max-bytes", o.max_bytes, "The largest size of the table (1 KiB, 4 KiB, ... up to it)")
+  app.add_option("--max-bytes", o.max_bytes,
+                 "The largest size of the table (1 KiB, 4 KiB, ... up to it)")
       .range(std::size_t{1024}, std::size_t{1} << 34);
   app.add_option("--json", o.json_path, "Also write the results to this JSON file");
-  app.add_option("--profile", o.profile, "Only call this variant on 1 KiB, for --seconds (for a profiler)")
+  app.add_option("--profile", o.profile,
+                 "Only call this variant on 1 KiB, for --seconds (for a profiler)")
       .one_of(kAll);
   app.add_option("--seconds", o.seconds, "How long --profile calls its variant").range(0.1, 600.0);
   app.add_flag("--make-current", o.make_current,
@@ -169,8 +172,8 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions& o) {
 }
 
 // The raw CUDA calls, resolved in the driver itself.
-using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              unsigned, CUstream, void**, void**);
+using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
 struct RawCuda {
   void* libcuda = nullptr;
   LaunchFn launch = nullptr;
@@ -186,7 +189,8 @@ struct RawCuda {
 std::string resolve_raw_cuda(RawCuda& raw, const BenchOptions& o, const skein::Context& context,
                              const skein::Queue& queue, std::vector<std::string>& variants) {
   raw.libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  raw.launch = raw.libcuda ? reinterpret_cast<LaunchFn>(dlsym(raw.libcuda, "cuLaunchKernel")) : nullptr;
+  raw.launch =
+      raw.libcuda ? reinterpret_cast<LaunchFn>(dlsym(raw.libcuda, "cuLaunchKernel")) : nullptr;
   if (!raw.launch) return "cuLaunchKernel not found";
   raw.program.emplace(context, kAxpy);
   raw.function = reinterpret_cast<CUfunction>(raw.program->kernel("raw_axpy").native(0));
@@ -201,8 +205,9 @@ std::string resolve_raw_cuda(RawCuda& raw, const BenchOptions& o, const skein::C
   raw.async_alloc.emplace(raw.libcuda, skein::cuda::native_context(context, 0),
                           skein::cuda::native_device(context.device(0)));
   if (!raw.async_alloc->ok) {
-    fmt::print(stderr, "cuMemAllocAsync or its default pool is not available: raw_alloc_async "
-                       "is left out\n");
+    fmt::print(stderr,
+               "cuMemAllocAsync or its default pool is not available: raw_alloc_async "
+               "is left out\n");
     variants.erase(std::find(variants.begin(), variants.end(), "raw_alloc_async"));
   }
   return {};
@@ -227,13 +232,19 @@ constexpr float kA = 2.0f;
 // The variants on one size at a time (set_size), timed a batch at a time, and checked.
 class SmallArrays {
  public:
-  SmallArrays(const BenchOptions& o, const skein::Context& context, const skein::Queue& queue, const RawCuda& raw,
-              std::vector<std::string> variants)
-      : o_(o), on_cuda_(o.api_name == "cuda"), context_(context), queue_(queue), raw_(raw),
+  SmallArrays(const BenchOptions& o, const skein::Context& context, const skein::Queue& queue,
+              const RawCuda& raw, std::vector<std::string> variants)
+      : o_(o),
+        on_cuda_(o.api_name == "cuda"),
+        context_(context),
+        queue_(queue),
+        raw_(raw),
         variants_(std::move(variants)) {}
 
   const std::vector<std::string>& variants() const { return variants_; }
-  bool known(std::string_view v) const { return std::find(variants_.begin(), variants_.end(), v) != variants_.end(); }
+  bool known(std::string_view v) const {
+    return std::find(variants_.begin(), variants_.end(), v) != variants_.end();
+  }
   bool has_size() const { return cur_ != nullptr; }
 
   // Makes the arrays of a size (and the raw launch's arguments and graph, on CUDA).
@@ -265,8 +276,8 @@ class SmallArrays {
       u->groups = static_cast<unsigned>((u->n + 255) / 256);
       void* params[] = {&u->pz, &u->px, &u->py, const_cast<float*>(&kA), &u->n32};
       std::copy(std::begin(params), std::end(params), u->params);
-      u->graph.emplace(raw_.libcuda, skein::cuda::native_context(context_, 0), raw_.function, u->groups, 256,
-                       u->params);
+      u->graph.emplace(raw_.libcuda, skein::cuda::native_context(context_, 0), raw_.function,
+                       u->groups, 256, u->params);
     }
     cur_ = std::move(u);
   }
@@ -290,9 +301,12 @@ class SmallArrays {
       raw_.async_alloc->pop(&popped);
       return t;
     }
-    if (v == "sum_result_nopool") return without_pool([this] { return time_batch([this] { sum_result(); }); });
-    if (v == "astype_nopool") return without_pool([this] { return time_batch([this] { astype(); }); });
-    if (v == "empty_nopool") return without_pool([this] { return time_batch([this] { empty(); }); });
+    if (v == "sum_result_nopool")
+      return without_pool([this] { return time_batch([this] { sum_result(); }); });
+    if (v == "astype_nopool")
+      return without_pool([this] { return time_batch([this] { astype(); }); });
+    if (v == "empty_nopool")
+      return without_pool([this] { return time_batch([this] { empty(); }); });
     throw std::logic_error(fmt::format("unknown variant {}", v));
   }
 
@@ -325,8 +339,8 @@ class SmallArrays {
  private:
   // The calls of the variants.
   void raw() const {
-    if (raw_.launch(raw_.function, cur_->groups, 1, 1, 256, 1, 1, 0, raw_.stream, cur_->params, nullptr) !=
-        CUDA_SUCCESS) {
+    if (raw_.launch(raw_.function, cur_->groups, 1, 1, 256, 1, 1, 0, raw_.stream, cur_->params,
+                    nullptr) != CUDA_SUCCESS) {
       std::abort();
     }
   }
@@ -364,7 +378,8 @@ class SmallArrays {
     call();
     cur_->z->get(std::span<float>(got));
     for (std::size_t i = 0; i < cur_->n; ++i) {
-      if (!close(got[i], 2.0 * cur_->hx[i] + cur_->hy[i])) return fmt::format("{}: wrong z[{}]", what, i);
+      if (!close(got[i], 2.0 * cur_->hx[i] + cur_->hy[i]))
+        return fmt::format("{}: wrong z[{}]", what, i);
     }
     return {};
   }
@@ -397,8 +412,8 @@ class SmallArrays {
   const skein::Queue& queue_;
   const RawCuda& raw_;
   std::vector<std::string> variants_;
-  const skein::ElementwiseKernel user_{"float a, float x, float y", "float z", "z = a * x + y",
-                                       {.name = "bench_user_axpy"}};
+  const skein::ElementwiseKernel user_{
+      "float a, float x, float y", "float z", "z = a * x + y", {.name = "bench_user_axpy"}};
   std::unique_ptr<Setup> cur_;
 };
 
@@ -425,8 +440,8 @@ int serve(SmallArrays& bench, const skein::Device& device) {
     } else if (command == "quit") {
       return 0;
     } else {
-      fmt::print("error: unknown command '{}' (size BYTES, batch {}, variants, check, quit)\n", line,
-                 fmt::join(bench.variants(), "|"));
+      fmt::print("error: unknown command '{}' (size BYTES, batch {}, variants, check, quit)\n",
+                 line, fmt::join(bench.variants(), "|"));
     }
   }
   return 0;
@@ -439,8 +454,8 @@ int profile(SmallArrays& bench, const BenchOptions& o) {
   std::vector<double> t;
   const auto end = Clock::now() + std::chrono::duration<double>(o.seconds);
   while (Clock::now() < end) t.push_back(bench.time_variant(o.profile));
-  fmt::print("--profile {}: {:.3f} us per call (median of {} batches of {})\n", o.profile, median(t), t.size(),
-             o.batch);
+  fmt::print("--profile {}: {:.3f} us per call (median of {} batches of {})\n", o.profile,
+             median(t), t.size(), o.batch);
   return 0;
 }
 
@@ -448,11 +463,13 @@ int profile(SmallArrays& bench, const BenchOptions& o) {
 // every round; checked after each size's rounds (std::runtime_error when a result is wrong).
 void table(SmallArrays& bench, const BenchOptions& o, const skein::Device& device) {
   const auto& variants = bench.variants();
-  fmt::print("skein-bench-small on {}: host time per call (us), batches of {} calls, median "
-             "of {} rounds\n",
-             device.description(), o.batch, o.rounds);
+  fmt::print(
+      "skein-bench-small on {}: host time per call (us), batches of {} calls, median "
+      "of {} rounds\n",
+      device.description(), o.batch, o.rounds);
   std::string head = fmt::format("{:>10}", "bytes");
-  for (const auto& v : variants) head += fmt::format(" {:>{}}", v, std::max<std::size_t>(v.size(), 8));
+  for (const auto& v : variants)
+    head += fmt::format(" {:>{}}", v, std::max<std::size_t>(v.size(), 8));
   fmt::print("{}\n", head);
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t bytes = std::size_t{1} << 10; bytes <= o.max_bytes; bytes *= 4) {
@@ -476,8 +493,8 @@ void table(SmallArrays& bench, const BenchOptions& o, const skein::Device& devic
   }
   if (!o.json_path.empty()) {
     std::ofstream(o.json_path) << nlohmann::json{{"device", device.name()}, {"api", o.api_name},
-                                                 {"batch", o.batch}, {"rounds", o.rounds},
-                                                 {"variants", variants}, {"rows", rows}}
+                                                 {"batch", o.batch},        {"rounds", o.rounds},
+                                                 {"variants", variants},    {"rows", rows}}
                                       .dump(2)
                                << "\n";
   }
@@ -506,13 +523,15 @@ int run(const BenchOptions& o) {
       variants.push_back(v);
     }
   }
-  if (!o.profile.empty() && std::find(variants.begin(), variants.end(), o.profile) == variants.end()) {
+  if (!o.profile.empty() &&
+      std::find(variants.begin(), variants.end(), o.profile) == variants.end()) {
     fmt::print(stderr, "--profile {} needs CUDA\n", o.profile);
     return 1;
   }
   RawCuda raw;
   if (on_cuda) {
-    if (const std::string missing = resolve_raw_cuda(raw, o, context, queue, variants); !missing.empty()) {
+    if (const std::string missing = resolve_raw_cuda(raw, o, context, queue, variants);
+        !missing.empty()) {
       fmt::print(stderr, "{}\n", missing);
       return 1;
     }

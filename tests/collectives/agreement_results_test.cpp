@@ -89,8 +89,10 @@ class AgreementResults : public testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-    if (::skein::test::suite_api() != ApiId::opencl) GTEST_SKIP() << "runs over the MPI backend on OpenCL";
-    if (::skein::test::platform_devices(ApiId::opencl).size() < static_cast<std::size_t>(world_size())) {
+    if (::skein::test::suite_api() != ApiId::opencl)
+      GTEST_SKIP() << "runs over the MPI backend on OpenCL";
+    if (::skein::test::platform_devices(ApiId::opencl).size() <
+        static_cast<std::size_t>(world_size())) {
       GTEST_SKIP() << "needs an OpenCL device per rank";
     }
   }
@@ -114,7 +116,8 @@ void expect_held(bool by_watchdog, const std::string& what,
   auto named = kNamed;
   named.push_back("all_reduce #2");
   expect_logic_error([&] { next(s, events); }, named, what);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(waited, 5.0) << what << ": the error came after " << waited << " s";
   // Code that catches the error and reads anyway reads nothing.
   expect_logic_error([&] { (void)s.data[0].get<float>(); }, kNamed, what + ", then Array::get");
@@ -127,12 +130,15 @@ TEST_P(AgreementResults, AgreeingCallsAreReadTheUsualWays) {
   const auto want = summed(s.rig.M());
   for (int round = 0; round < 6; ++round) {
     for (std::size_t l = 0; l < s.rig.L(); ++l) {
-      s.data[l].set(std::span<const float>(input(static_cast<std::size_t>(s.rig.comm->rank_of(l)))));
+      s.data[l].set(
+          std::span<const float>(input(static_cast<std::size_t>(s.rig.comm->rank_of(l)))));
     }
     const auto events = s.all_reduce(false);
     switch (round % 3) {
       case 0: s.queue->synchronize(); break;
-      case 1: for (const Event& e : events) e.wait(); break;
+      case 1:
+        for (const Event& e : events) e.wait();
+        break;
       case 2:
         for (const Event& e : events) {
           while (!e.query()) {
@@ -160,14 +166,16 @@ TEST_P(AgreementResults, ManyCallsAreConfirmedAtOnce) {
   s.all_reduce(false);
   const auto start = std::chrono::steady_clock::now();
   s.queue->synchronize();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(waited, 2.0) << "confirming " << kCalls + 1 << " calls took " << waited << " s";
   for (const Array& a : s.data) EXPECT_EQ(a.get<float>(), summed(s.rig.M()));
   EXPECT_TRUE(on_every_rank(!HasFailure()));
 }
 
 TEST_P(AgreementResults, QueueSynchronize) {
-  expect_held(by_watchdog(), "Queue::synchronize()", [](Held& s, const auto&) { s.queue->synchronize(); });
+  expect_held(by_watchdog(), "Queue::synchronize()",
+              [](Held& s, const auto&) { s.queue->synchronize(); });
   expect_held(by_watchdog(), "Queue::synchronize(device)",
               [](Held& s, const auto&) { s.queue->synchronize(s.rig.comm->device_idx(0)); });
 }
@@ -175,11 +183,12 @@ TEST_P(AgreementResults, QueueSynchronize) {
 TEST_P(AgreementResults, EventsOfTheCallAndAfterIt) {
   expect_held(by_watchdog(), "Event::wait of the call's event",
               [](Held&, const std::vector<Event>& events) { events[0].wait(); });
-  expect_held(by_watchdog(), "Event::query of the call's event", [](Held&, const std::vector<Event>& events) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!events[0].query() && std::chrono::steady_clock::now() < until) {
-    }
-  });
+  expect_held(by_watchdog(), "Event::query of the call's event",
+              [](Held&, const std::vector<Event>& events) {
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                while (!events[0].query() && std::chrono::steady_clock::now() < until) {
+                }
+              });
   expect_held(by_watchdog(), "Event::wait of an event recorded later", [](Held& s, const auto&) {
     const std::size_t d = s.rig.comm->device_idx(0);
     (void)skein::sum(*s.queue, s.data[0]);
@@ -194,7 +203,8 @@ TEST_P(AgreementResults, EventsOfTheCallAndAfterIt) {
 }
 
 TEST_P(AgreementResults, CopiesToTheHost) {
-  expect_held(by_watchdog(), "Array::get", [](Held& s, const auto&) { (void)s.data[0].get<float>(); });
+  expect_held(by_watchdog(), "Array::get",
+              [](Held& s, const auto&) { (void)s.data[0].get<float>(); });
   expect_held(by_watchdog(), "Buffer::get", [](Held& s, const auto&) {
     std::vector<std::byte> bytes(s.data[0].nbytes());
     s.data[0].data().get(*s.queue, std::span<std::byte>(bytes));

@@ -48,7 +48,8 @@ namespace fs = std::filesystem;
 // The bytes of element k of step `salt`: any bit pattern (NaNs, infinities, denormals included),
 // so that every bit must survive the round trip. splitmix64.
 std::uint64_t point_bits(std::size_t k, std::uint64_t salt) {
-  std::uint64_t z = static_cast<std::uint64_t>(k) * 0x9E3779B97F4A7C15ull + salt * 0xD1B54A32D192ED03ull + 1;
+  std::uint64_t z =
+      static_cast<std::uint64_t>(k) * 0x9E3779B97F4A7C15ull + salt * 0xD1B54A32D192ED03ull + 1;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
@@ -66,8 +67,8 @@ std::vector<std::byte> reference_bytes(std::size_t points, Dtype dtype, std::uin
 }
 
 // Every point of `got` (gathered on rank 0) against the reference; the first differing ones named.
-void expect_points(const std::vector<std::byte>& got, const std::vector<std::byte>& want, Dtype dtype,
-                   const std::string& what) {
+void expect_points(const std::vector<std::byte>& got, const std::vector<std::byte>& want,
+                   Dtype dtype, const std::string& what) {
   if (world_rank() != 0) return;
   ASSERT_EQ(got.size(), want.size()) << what;
   const std::size_t item = itemsize(dtype);
@@ -99,8 +100,10 @@ enum class Path { mpiio, rank0 };
 class GridCheckpoints : public testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
-    if (GetParam() == Path::mpiio && !hdf5::parallel_available()) GTEST_SKIP() << "HDF5 without MPI-IO";
-    if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
+    if (GetParam() == Path::mpiio && !hdf5::parallel_available())
+      GTEST_SKIP() << "HDF5 without MPI-IO";
+    if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size()))
+      GTEST_SKIP() << "needs a device per rank";
     s_ = runtime_rig();
   }
   CheckpointOptions options(std::size_t keep) const {
@@ -118,7 +121,8 @@ std::string grid_path_name(const testing::TestParamInfo<Path>& info) {
   return info.param == Path::mpiio ? "MpiIo" : "ThroughRank0";
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, GridCheckpoints, testing::Values(Path::mpiio, Path::rank0), grid_path_name);
+INSTANTIATE_TEST_SUITE_P(Paths, GridCheckpoints, testing::Values(Path::mpiio, Path::rank0),
+                         grid_path_name);
 
 struct GridCase {
   Shape shape;
@@ -152,7 +156,8 @@ TEST_P(GridCheckpoints, SavedOnOneGridRestoredOnAnother) {
     GridArray a(*s_.comm, wl, c.dtype);
     CheckpointOptions o = options(2);
     o.after_stage = [](CheckpointStage stage, std::int64_t step) {
-      if (step == 3 && stage == CheckpointStage::written) throw std::runtime_error("simulated crash");
+      if (step == 3 && stage == CheckpointStage::written)
+        throw std::runtime_error("simulated crash");
     };
     CheckpointManager m(*s_.comm, dir, o);
     scatter_step(a, 1);
@@ -160,7 +165,11 @@ TEST_P(GridCheckpoints, SavedOnOneGridRestoredOnAnother) {
     scatter_step(a, 2);
     m.write(2, 1.0, {{"u", a}}, {{"note", std::string("two")}});
     scatter_step(a, 3);
-    expect_error<std::runtime_error>([&] { m.write(3, 1.5, {{"u", a}}); }, {"simulated crash"}, what);
+    expect_error<std::runtime_error>(
+        [&] {
+          m.write(3, 1.5, {{"u", a}});
+        },
+        {"simulated crash"}, what);
 
     // The newest complete one (step 2) onto the other grid, every point.
     GridArray b(*s_.comm, rl, c.dtype);
@@ -168,11 +177,13 @@ TEST_P(GridCheckpoints, SavedOnOneGridRestoredOnAnother) {
     ASSERT_TRUE(restored.has_value()) << what;
     EXPECT_EQ(restored->step, 2) << what;
     EXPECT_EQ(restored->attributes.at("note"), hdf5::AttributeValue(std::string("two"))) << what;
-    expect_points(b.gather_bytes(0), reference_bytes(wl.size(), c.dtype, 2), c.dtype, what + ", step 2 on " + rl.describe());
+    expect_points(b.gather_bytes(0), reference_bytes(wl.size(), c.dtype, 2), c.dtype,
+                  what + ", step 2 on " + rl.describe());
     // An older one by its info, onto the grid that wrote it.
     GridArray back(*s_.comm, wl, c.dtype);
     m.restore(first, {{"u", back}});
-    expect_points(back.gather_bytes(0), reference_bytes(wl.size(), c.dtype, 1), c.dtype, what + ", step 1");
+    expect_points(back.gather_bytes(0), reference_bytes(wl.size(), c.dtype, 1), c.dtype,
+                  what + ", step 1");
 
     // The marker: kind grid, the global shape with the components; no temporary left but step 3's.
     const auto listed = m.list();
@@ -215,15 +226,15 @@ TEST_P(GridCheckpoints, RestoredOnAnotherNumberOfMembers) {
   EXPECT_EQ(restored->step, 4);
   EXPECT_EQ(restored->ranks, world_size());
   expect_points(b.gather_bytes(0), reference_bytes(wl.size(), Dtype::float64, 9), Dtype::float64,
-                fmt::format("written on {} member(s) as {}, read on {} as {}", s_.M(), wl.describe(), other.M(),
-                            rl.describe()));
+                fmt::format("written on {} member(s) as {}, read on {} as {}", s_.M(),
+                            wl.describe(), other.M(), rl.describe()));
   expect_points(w2.gather_bytes(0), reference_bytes(pl.size(), Dtype::float64, 10), Dtype::float64,
                 "2-D, read on " + w2.layout().describe());
   // The 2-D grid array into a DistArray (row blocks) of its global shape.
   DistArray rows(*other.comm, plane, Dtype::float64);
   m.restore(*restored, {{"w", rows}});
-  expect_points(rows.gather_bytes(0), reference_bytes(pl.size(), Dtype::float64, 10), Dtype::float64,
-                "into a DistArray");
+  expect_points(rows.gather_bytes(0), reference_bytes(pl.size(), Dtype::float64, 10),
+                Dtype::float64, "into a DistArray");
 }
 
 TEST_P(GridCheckpoints, AnotherShapeOrDtypeIsRefusedOnEveryRank) {
@@ -233,13 +244,23 @@ TEST_P(GridCheckpoints, AnotherShapeOrDtypeIsRefusedOnEveryRank) {
   scatter_step(a, 5);
   const CheckpointInfo info = m.write(1, 0, {{"u", a}});
   GridArray shape(*s_.comm, layout_on(*s_.comm, {4, 2, 3}, 1, {0, 0, 0}, 0), Dtype::float64);
-  expect_error<LogicError>([&] { m.restore(info, {{"u", shape}}); }, {"(4, 3, 2)", "(4, 2, 3)", "'u'"},
-                           "another shape");
+  expect_error<LogicError>(
+      [&] {
+        m.restore(info, {{"u", shape}});
+      },
+      {"(4, 3, 2)", "(4, 2, 3)", "'u'"}, "another shape");
   GridArray components(*s_.comm, layout_on(*s_.comm, {4, 3}, 3, {0, 0}, 0), Dtype::float64);
-  expect_error<LogicError>([&] { m.restore(info, {{"u", components}}); }, {"(4, 3, 2)", "(4, 3, 3)", "grid array"},
-                           "3 components where 2 points were written");
+  expect_error<LogicError>(
+      [&] {
+        m.restore(info, {{"u", components}});
+      },
+      {"(4, 3, 2)", "(4, 3, 3)", "grid array"}, "3 components where 2 points were written");
   GridArray dtype(*s_.comm, layout_on(*s_.comm, {4, 3, 2}, 1, {0, 0, 0}, 0), Dtype::float32);
-  expect_error<LogicError>([&] { m.restore(info, {{"u", dtype}}); }, {"float64", "float32"}, "another dtype");
+  expect_error<LogicError>(
+      [&] {
+        m.restore(info, {{"u", dtype}});
+      },
+      {"float64", "float32"}, "another dtype");
   expect_error<LogicError>([&] { m.restore(info, {{"v", a}}); }, {"no array 'v'"}, "another name");
   // Nothing was read into the refused targets: still zeros.
   const std::vector<std::byte> zeros = dtype.gather_bytes(0);

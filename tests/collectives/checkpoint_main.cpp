@@ -60,19 +60,29 @@ bool parse(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--dir") a.dir = value();
-    else if (k == "--out") a.out = value();
-    else if (k == "--steps") a.steps = std::atoll(value().c_str());
-    else if (k == "--rows") a.rows = static_cast<std::size_t>(std::atoll(value().c_str()));
-    else if (k == "--cols") a.cols = static_cast<std::size_t>(std::atoll(value().c_str()));
-    else if (k == "--keep") a.keep = static_cast<std::size_t>(std::atoll(value().c_str()));
-    else if (k == "--compress") a.compress = std::atoi(value().c_str());
-    else if (k == "--serial") a.serial = true;
-    else if (k == "--fall-back") a.fall_back = true;
+    if (k == "--dir")
+      a.dir = value();
+    else if (k == "--out")
+      a.out = value();
+    else if (k == "--steps")
+      a.steps = std::atoll(value().c_str());
+    else if (k == "--rows")
+      a.rows = static_cast<std::size_t>(std::atoll(value().c_str()));
+    else if (k == "--cols")
+      a.cols = static_cast<std::size_t>(std::atoll(value().c_str()));
+    else if (k == "--keep")
+      a.keep = static_cast<std::size_t>(std::atoll(value().c_str()));
+    else if (k == "--compress")
+      a.compress = std::atoi(value().c_str());
+    else if (k == "--serial")
+      a.serial = true;
+    else if (k == "--fall-back")
+      a.fall_back = true;
     else if (k == "--kill") {
       a.kill = test::parse_checkpoint_kill(value());
       if (!a.kill) return false;
-    } else return false;
+    } else
+      return false;
   }
   return !a.dir.empty() && !a.out.empty() && a.steps >= 0 && a.rows > 0 && a.cols > 0;
 }
@@ -98,7 +108,8 @@ void update(const DistArray& u, const DistArray& n, std::int64_t step) {
       const double* down = &h[(i + 2) * cols];
       for (std::size_t c = 0; c < cols; ++c) {
         const double v = row[c];
-        const double laplacian = up[c] + down[c] + row[(c + cols - 1) % cols] + row[(c + 1) % cols] - 4 * v;
+        const double laplacian =
+            up[c] + down[c] + row[(c + cols - 1) % cols] + row[(c + 1) % cols] - 4 * v;
         const double x = v + 0.1 * laplacian + 0.01 * std::sin(v * static_cast<double>(step));
         next[i * cols + c] = x;
         counts[i] += x > 0 ? 1 : 0;
@@ -114,9 +125,10 @@ void update(const DistArray& u, const DistArray& n, std::int64_t step) {
 int main(int argc, char** argv) {
   Args args;
   if (!parse(argc, argv, args)) {
-    std::fprintf(stderr,
-                 "usage: skein-checkpoint-loop --dir DIR --steps N --out FILE [--rows R] [--cols C] "
-                 "[--keep K] [--compress LEVEL] [--serial] [--fall-back] [--kill [RANK@]W:STAGE]\n");
+    std::fprintf(
+        stderr,
+        "usage: skein-checkpoint-loop --dir DIR --steps N --out FILE [--rows R] [--cols C] "
+        "[--keep K] [--compress LEVEL] [--serial] [--fall-back] [--kill [RANK@]W:STAGE]\n");
     return 1;
   }
   Runtime runtime(&argc, &argv);
@@ -138,11 +150,16 @@ int main(int argc, char** argv) {
     if (const auto restored = checkpoints.restore_latest(arrays)) {
       start = restored->step;
       const auto it = restored->attributes.find("rows");
-      if (it == restored->attributes.end() || std::get<std::int64_t>(it->second) != static_cast<std::int64_t>(args.rows)) {
-        if (root) std::fprintf(stderr, "checkpoint-loop: the checkpoint's 'rows' attribute does not match\n");
+      if (it == restored->attributes.end() ||
+          std::get<std::int64_t>(it->second) != static_cast<std::int64_t>(args.rows)) {
+        if (root)
+          std::fprintf(stderr,
+                       "checkpoint-loop: the checkpoint's 'rows' attribute does not match\n");
         return 2;
       }
-      if (root) std::printf("resumed from step %lld on %d rank(s)\n", static_cast<long long>(start), runtime.size());
+      if (root)
+        std::printf("resumed from step %lld on %d rank(s)\n", static_cast<long long>(start),
+                    runtime.size());
     } else {
       const RowRange mine = u.rank_rows();
       std::vector<double> rows;
@@ -158,14 +175,16 @@ int main(int argc, char** argv) {
     for (std::int64_t step = start + 1; step <= args.steps; ++step) {
       update(u, n, step);
       checkpoints.write(step, 0.01 * static_cast<double>(step), arrays,
-                        {{"rows", static_cast<std::int64_t>(args.rows)}, {"program", std::string("skein-checkpoint-loop")}});
+                        {{"rows", static_cast<std::int64_t>(args.rows)},
+                         {"program", std::string("skein-checkpoint-loop")}});
     }
 
     const auto final_u = u.gather<double>(0);
     const auto final_n = n.gather<std::int64_t>(0);
     if (root) {
       std::ofstream out(args.out, std::ios::binary | std::ios::trunc);
-      out.write(reinterpret_cast<const char*>(final_u.data()), static_cast<std::streamsize>(final_u.size() * sizeof(double)));
+      out.write(reinterpret_cast<const char*>(final_u.data()),
+                static_cast<std::streamsize>(final_u.size() * sizeof(double)));
       out.write(reinterpret_cast<const char*>(final_n.data()),
                 static_cast<std::streamsize>(final_n.size() * sizeof(std::int64_t)));
       if (!out) {
@@ -179,7 +198,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const CheckpointError& e) {
-    std::fprintf(stderr, "checkpoint-loop: rank %d: CheckpointError: %s\n", runtime.rank(), e.what());
+    std::fprintf(stderr, "checkpoint-loop: rank %d: CheckpointError: %s\n", runtime.rank(),
+                 e.what());
     return 2;
   } catch (const skein::Error& e) {
     std::fprintf(stderr, "checkpoint-loop: rank %d: %s\n", runtime.rank(), e.what());

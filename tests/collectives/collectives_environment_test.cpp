@@ -66,7 +66,8 @@ TEST(CollectivesEnvironment, InvalidVariablesRaiseNamingThem) {
       Communicator c(MPI_COMM_WORLD, context);
       ADD_FAILURE() << "no LogicError";
     } catch (const LogicError& e) {
-      EXPECT_NE(std::string(e.what()).find("SKEIN_COLLECTIVE_TIMEOUT"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SKEIN_COLLECTIVE_TIMEOUT"), std::string::npos)
+          << e.what();
     }
   }
   {
@@ -75,7 +76,8 @@ TEST(CollectivesEnvironment, InvalidVariablesRaiseNamingThem) {
       Communicator c(MPI_COMM_WORLD, context);
       ADD_FAILURE() << "no LogicError";
     } catch (const LogicError& e) {
-      EXPECT_NE(std::string(e.what()).find("SKEIN_CHECK_COLLECTIVES"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SKEIN_CHECK_COLLECTIVES"), std::string::npos)
+          << e.what();
     }
   }
 }

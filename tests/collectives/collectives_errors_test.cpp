@@ -25,10 +25,13 @@ void expect_logic_error(const Rig& s, F&& bad, const std::vector<std::string>& w
     ADD_FAILURE() << "no LogicError";
   } catch (const LogicError& e) {
     const std::string what = e.what();
-    for (const auto& w : words) EXPECT_NE(what.find(w), std::string::npos) << "'" << w << "' not in: " << what;
+    for (const auto& w : words)
+      EXPECT_NE(what.find(w), std::string::npos) << "'" << w << "' not in: " << what;
   }
   std::vector<Array> ok;
-  for (std::size_t l = 0; l < s.L(); ++l) ok.push_back(s.upload(l, Dtype::int32, reduction_bytes(Dtype::int32, ReduceOp::sum, s.member(l), 0, 3)));
+  for (std::size_t l = 0; l < s.L(); ++l)
+    ok.push_back(
+        s.upload(l, Dtype::int32, reduction_bytes(Dtype::int32, ReduceOp::sum, s.member(l), 0, 3)));
   s.comm->all_reduce(*s.queue, ok, ok, ReduceOp::sum);
   for (auto& a : ok) {
     expect_bytes(Rig::download(a), reduction_reference(Dtype::int32, ReduceOp::sum, s.M(), 0, 3),
@@ -122,7 +125,8 @@ TEST_P(Collectives, MismatchedCountsAreCaughtByTheAgreementCheck) {
   }
   // Nothing was sent: the communicator still works.
   for (std::size_t l = 0; l < s.L(); ++l) {
-    a[l] = s.upload(l, Dtype::float32, reduction_bytes(Dtype::float32, ReduceOp::sum, s.member(l), 0, 5));
+    a[l] = s.upload(l, Dtype::float32,
+                    reduction_bytes(Dtype::float32, ReduceOp::sum, s.member(l), 0, 5));
   }
   s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
   for (auto& x : a) {
@@ -159,11 +163,11 @@ TEST_P(Collectives, SmallAllReduceCarriedByTheCheck) {
   };
   // Both carry: 2 elements against 3; float32 against int32.
   expect_mismatch("count differs", [&] { run(Dtype::float32, odd ? 3 : 2, ReduceOp::sum, false); });
-  expect_mismatch("dtype differs", [&] {
-    run(odd ? Dtype::int32 : Dtype::float32, 2, ReduceOp::sum, false);
-  });
+  expect_mismatch("dtype differs",
+                  [&] { run(odd ? Dtype::int32 : Dtype::float32, 2, ReduceOp::sum, false); });
   // One carries (2 elements), the other does not (4000).
-  expect_mismatch("count differs", [&] { run(Dtype::float32, odd ? 4000 : 2, ReduceOp::sum, false); });
+  expect_mismatch("count differs",
+                  [&] { run(Dtype::float32, odd ? 4000 : 2, ReduceOp::sum, false); });
   // The same call, rank 1 inside a group: every rank gets the reduction.
   for (const ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
     auto a = run(Dtype::float64, 5, op, odd);
@@ -188,22 +192,24 @@ TEST_P(Collectives, SmallAllReduceCarriedByTheCheck) {
 // calling thread does at the next call (as below MULTIPLE).
 TEST_P(Collectives, CallsComparedAlongsideAgree) {
   for (const bool by_watchdog : {true, false}) {
-  SCOPED_TRACE(by_watchdog ? "compared by the watchdog" : "compared by the calling thread");
-  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
-  Rig s = make_rig(GetParam());
-  detail::compare_alongside_for_testing(*s.comm, by_watchdog);
-  for (int round = 0; round < 40; ++round) {
-    std::vector<Array> a;
-    for (std::size_t l = 0; l < s.L(); ++l) {
-      a.push_back(s.upload(l, Dtype::float32, reduction_bytes(Dtype::float32, ReduceOp::sum, s.member(l), 0, 9)));
+    SCOPED_TRACE(by_watchdog ? "compared by the watchdog" : "compared by the calling thread");
+    ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+    Rig s = make_rig(GetParam());
+    detail::compare_alongside_for_testing(*s.comm, by_watchdog);
+    for (int round = 0; round < 40; ++round) {
+      std::vector<Array> a;
+      for (std::size_t l = 0; l < s.L(); ++l) {
+        a.push_back(s.upload(l, Dtype::float32,
+                             reduction_bytes(Dtype::float32, ReduceOp::sum, s.member(l), 0, 9)));
+      }
+      s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
+      for (auto& x : a) {
+        expect_bytes(Rig::download(x),
+                     reduction_reference(Dtype::float32, ReduceOp::sum, s.M(), 0, 9),
+                     Dtype::float32, fmt::format("round {}", round));
+      }
     }
-    s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
-    for (auto& x : a) {
-      expect_bytes(Rig::download(x), reduction_reference(Dtype::float32, ReduceOp::sum, s.M(), 0, 9),
-                   Dtype::float32, fmt::format("round {}", round));
-    }
-  }
-  EXPECT_NO_THROW(s.comm->barrier(*s.queue));
+    EXPECT_NO_THROW(s.comm->barrier(*s.queue));
   }
 }
 
@@ -212,33 +218,33 @@ TEST_P(Collectives, CallsComparedAlongsideAgree) {
 TEST_P(Collectives, MismatchComparedAlongsideRaisesOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   for (const bool by_watchdog : {true, false}) {
-  SCOPED_TRACE(by_watchdog ? "compared by the watchdog" : "compared by the calling thread");
-  ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
-  Rig s = make_rig(GetParam());
-  detail::compare_alongside_for_testing(*s.comm, by_watchdog);
-  // Sum on every rank but rank 1, which asks for max: the same sizes, so the data's exchange
-  // itself is harmless; only the check can tell.
-  const ReduceOp op = world_rank() == 1 ? ReduceOp::max : ReduceOp::sum;
-  std::vector<Array> a;
-  for (std::size_t l = 0; l < s.L(); ++l) a.push_back(s.make(l, Dtype::float32, 64));
-  for (auto& x : a) x.fill_zero();
-  s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);  // agreeing: #1
-  s.comm->all_reduce(*s.queue, a, a, op);              // #2 differs
-  try {
-    s.comm->barrier(*s.queue);
-    ADD_FAILURE() << "no LogicError";
-  } catch (const LogicError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("all_reduce #2"), std::string::npos) << what;
-    EXPECT_NE(what.find("reduction differs"), std::string::npos) << what;
-    EXPECT_NE(what.find("rank 1 has max"), std::string::npos) << what;
-  }
-  try {
-    s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
-    ADD_FAILURE() << "the aborted communicator took another call";
-  } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
-  }
+    SCOPED_TRACE(by_watchdog ? "compared by the watchdog" : "compared by the calling thread");
+    ScopedEnv check("SKEIN_CHECK_COLLECTIVES", std::nullopt);
+    Rig s = make_rig(GetParam());
+    detail::compare_alongside_for_testing(*s.comm, by_watchdog);
+    // Sum on every rank but rank 1, which asks for max: the same sizes, so the data's exchange
+    // itself is harmless; only the check can tell.
+    const ReduceOp op = world_rank() == 1 ? ReduceOp::max : ReduceOp::sum;
+    std::vector<Array> a;
+    for (std::size_t l = 0; l < s.L(); ++l) a.push_back(s.make(l, Dtype::float32, 64));
+    for (auto& x : a) x.fill_zero();
+    s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);  // agreeing: #1
+    s.comm->all_reduce(*s.queue, a, a, op);             // #2 differs
+    try {
+      s.comm->barrier(*s.queue);
+      ADD_FAILURE() << "no LogicError";
+    } catch (const LogicError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("all_reduce #2"), std::string::npos) << what;
+      EXPECT_NE(what.find("reduction differs"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank 1 has max"), std::string::npos) << what;
+    }
+    try {
+      s.comm->all_reduce(*s.queue, a, a, ReduceOp::sum);
+      ADD_FAILURE() << "the aborted communicator took another call";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -43,7 +43,8 @@ using ::skein::test::world_size;
 template <class T>
 constexpr bool kHalf = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 template <class T>
-constexpr bool kComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+constexpr bool kComplex =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 template <class T>
 T make_value(double re, double im) {
@@ -63,7 +64,9 @@ inline double reduction_input(ReduceOp op, std::size_t member, std::size_t i) {
   if (op == ReduceOp::prod) return 1.0 + static_cast<double>((member + i) % 2);
   return static_cast<double>((member + 1) * (i % 7 + 1));
 }
-inline double reduction_imag(ReduceOp op, std::size_t i) { return op == ReduceOp::prod ? 0.0 : double(i % 3); }
+inline double reduction_imag(ReduceOp op, std::size_t i) {
+  return op == ReduceOp::prod ? 0.0 : double(i % 3);
+}
 
 // Data-moving operations: values that differ between members and positions (1..101: exact in
 // every dtype).
@@ -103,9 +106,12 @@ T ref_combine(T a, T b, ReduceOp op) {
 
 template <class T>
 T ref_divide(T sum, std::size_t members) {
-  if constexpr (kHalf<T>) return T(static_cast<float>(sum) / static_cast<float>(members));
-  else if constexpr (kComplex<T>) return sum / static_cast<typename T::value_type>(members);
-  else return static_cast<T>(sum / static_cast<T>(members));  // integers: truncating division
+  if constexpr (kHalf<T>)
+    return T(static_cast<float>(sum) / static_cast<float>(members));
+  else if constexpr (kComplex<T>)
+    return sum / static_cast<typename T::value_type>(members);
+  else
+    return static_cast<T>(sum / static_cast<T>(members));  // integers: truncating division
 }
 
 using Bytes = std::vector<std::byte>;
@@ -125,12 +131,14 @@ inline void tile(Bytes& out, std::size_t es, std::size_t period) {
 }
 
 // n elements of member `member`'s reduction input, starting at formula index `first`.
-inline Bytes reduction_bytes(Dtype dtype, ReduceOp op, std::size_t member, std::size_t first, std::size_t n) {
+inline Bytes reduction_bytes(Dtype dtype, ReduceOp op, std::size_t member, std::size_t first,
+                             std::size_t n) {
   Bytes out(n * itemsize(dtype));
   visit_dtype(dtype, [&](auto t) {
     using T = decltype(t);
     for (std::size_t i = 0; i < std::min(n, kReductionPeriod); ++i) {
-      const T v = make_value<T>(reduction_input(op, member, first + i), reduction_imag(op, first + i));
+      const T v =
+          make_value<T>(reduction_input(op, member, first + i), reduction_imag(op, first + i));
       std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
     }
   });
@@ -139,7 +147,8 @@ inline Bytes reduction_bytes(Dtype dtype, ReduceOp op, std::size_t member, std::
 }
 
 // The reduction over all members of elements [first, first + n).
-inline Bytes reduction_reference(Dtype dtype, ReduceOp op, std::size_t members, std::size_t first, std::size_t n) {
+inline Bytes reduction_reference(Dtype dtype, ReduceOp op, std::size_t members, std::size_t first,
+                                 std::size_t n) {
   Bytes out(n * itemsize(dtype));
   visit_dtype(dtype, [&](auto t) {
     using T = decltype(t);
@@ -223,7 +232,8 @@ inline Rig make_rig(Layout layout) {
     const std::vector<Device> mine = {devices[(2 * r) % devices.size()],
                                       devices[(2 * r + 1) % devices.size()]};
     const Context context = Context::from_devices(std::span<const Device>(mine));
-    s.comm = std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1});
+    s.comm =
+        std::make_unique<Communicator>(MPI_COMM_WORLD, context, std::vector<std::size_t>{0, 1});
   }
   s.queue = std::make_unique<Queue>(s.comm->context());
   return s;
@@ -252,21 +262,23 @@ constexpr ReduceOp kReductions[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min
 // threshold between the 96-byte carried exchange and MPI's int counts, and Open MPI's large-message
 // paths start at tens of KiB, so ~256 KiB covers it: at 2 MiB the suite spent a quarter of its
 // time on PoCL (and a third under the sanitizers) moving and checking the same paths' data.
-inline std::vector<std::size_t> sizes(Dtype dtype, std::size_t units_per_buffer, CollectiveBackend backend) {
+inline std::vector<std::size_t> sizes(Dtype dtype, std::size_t units_per_buffer,
+                                      CollectiveBackend backend) {
   const std::size_t large_bytes =
       backend == CollectiveBackend::nccl ? std::size_t(2) << 20 : std::size_t(256) << 10;
   const std::size_t big = large_bytes / itemsize(dtype) / units_per_buffer + 3;
   return {0, 1, 7, big};
 }
 
-inline std::string case_name(const char* op, Dtype dtype, std::optional<ReduceOp> red, bool in_place,
-                             std::size_t n) {
+inline std::string case_name(const char* op, Dtype dtype, std::optional<ReduceOp> red,
+                             bool in_place, std::size_t n) {
   return fmt::format("{} {} {} {} n={}", op, name(dtype), red ? std::string(name(*red)) : "-",
                      in_place ? "in-place" : "out-of-place", n);
 }
 
 // Reports the first differing element only: a wrong layout would otherwise print thousands.
-inline void expect_bytes(const Bytes& got, const Bytes& want, Dtype dtype, const std::string& what) {
+inline void expect_bytes(const Bytes& got, const Bytes& want, Dtype dtype,
+                         const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   // One comparison of the whole buffer first: an element-by-element memcmp costs a sanitizer
   // interceptor call per element (most of collectives.np1's time under ASan).
@@ -274,7 +286,8 @@ inline void expect_bytes(const Bytes& got, const Bytes& want, Dtype dtype, const
   const std::size_t es = itemsize(dtype);
   for (std::size_t i = 0; i < got.size(); i += es) {
     if (std::memcmp(got.data() + i, want.data() + i, es) != 0) {
-      ADD_FAILURE() << what << ": first difference at element " << i / es << " of " << got.size() / es;
+      ADD_FAILURE() << what << ": first difference at element " << i / es << " of "
+                    << got.size() / es;
       return;
     }
   }

@@ -13,8 +13,8 @@
 namespace skein::test::collectives_test {
 namespace {
 
-INSTANTIATE_TEST_SUITE_P(Layouts, Collectives, testing::Values(Layout::runtime, Layout::two_per_rank),
-                         layout_name);
+INSTANTIATE_TEST_SUITE_P(Layouts, Collectives,
+                         testing::Values(Layout::runtime, Layout::two_per_rank), layout_name);
 
 // ---- the operations -----------------------------------------------------------------------------
 
@@ -29,7 +29,8 @@ TEST_P(Collectives, DescribesItsMembersAndBackend) {
   unsigned long long before = 0;
   MPI_Exscan(&local, &before, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (world_rank() == 0) before = 0;
-  for (std::size_t l = 0; l < c.local_size(); ++l) EXPECT_EQ(c.rank_of(l), static_cast<int>(before + l));
+  for (std::size_t l = 0; l < c.local_size(); ++l)
+    EXPECT_EQ(c.rank_of(l), static_cast<int>(before + l));
   EXPECT_EQ(c.backend(), CollectiveBackend::mpi);  // PoCL devices: automatic chooses MPI
   EXPECT_NE(c.backend_description().find("MPI (staged through host memory"), std::string::npos)
       << c.backend_description();
@@ -83,12 +84,16 @@ TEST(CollectivesReferenceData, TilingMatchesTheFormulaAtEveryElement) {
           const T v = make_value<T>(reduction_input(op, 2, k), reduction_imag(op, k));
           T acc = make_value<T>(reduction_input(op, 0, k), reduction_imag(op, k));
           for (std::size_t m = 1; m < 3; ++m) {
-            acc = ref_combine(acc, make_value<T>(reduction_input(op, m, k), reduction_imag(op, k)), op);
+            acc = ref_combine(acc, make_value<T>(reduction_input(op, m, k), reduction_imag(op, k)),
+                              op);
           }
           const T w = make_value<T>(movement_input(2, k), 0.0);
-          ASSERT_EQ(std::memcmp(input.data() + i * sizeof(T), &v, sizeof(T)), 0) << name(dtype) << " " << i;
-          ASSERT_EQ(std::memcmp(reference.data() + i * sizeof(T), &acc, sizeof(T)), 0) << name(dtype) << " " << i;
-          ASSERT_EQ(std::memcmp(moved.data() + i * sizeof(T), &w, sizeof(T)), 0) << name(dtype) << " " << i;
+          ASSERT_EQ(std::memcmp(input.data() + i * sizeof(T), &v, sizeof(T)), 0)
+              << name(dtype) << " " << i;
+          ASSERT_EQ(std::memcmp(reference.data() + i * sizeof(T), &acc, sizeof(T)), 0)
+              << name(dtype) << " " << i;
+          ASSERT_EQ(std::memcmp(moved.data() + i * sizeof(T), &w, sizeof(T)), 0)
+              << name(dtype) << " " << i;
         }
       }
     });
@@ -115,7 +120,8 @@ TEST_P(Collectives, AllReduce) {
           }
           check_events(s_, s_.comm->all_reduce(*s_.queue, send, recv, op), L);
           const Bytes want = reduction_reference(dtype, op, M, 0, n);
-          for (std::size_t l = 0; l < L; ++l) expect_bytes(Rig::download(recv[l]), want, dtype, what);
+          for (std::size_t l = 0; l < L; ++l)
+            expect_bytes(Rig::download(recv[l]), want, dtype, what);
         }
       }
     }
@@ -130,7 +136,8 @@ TEST_P(Collectives, Reduce) {
       for (bool in_place : {false, true}) {
         for (std::size_t n : sizes(dtype, 1, s_.comm->backend())) {
           const int root = static_cast<int>((n + static_cast<std::size_t>(op)) % M);
-          const std::string what = case_name("reduce", dtype, op, in_place, n) + fmt::format(" root {}", root);
+          const std::string what =
+              case_name("reduce", dtype, op, in_place, n) + fmt::format(" root {}", root);
           std::vector<Array> send, recv;
           std::vector<Bytes> inputs;
           for (std::size_t l = 0; l < L; ++l) {
@@ -147,7 +154,8 @@ TEST_P(Collectives, Reduce) {
               expect_bytes(Rig::download(recv[l]), want, dtype, what);
             } else {
               // Never written: in place, a non-root's data is still its input.
-              expect_bytes(Rig::download(send[l]), inputs[l], dtype, what + " (non-root untouched)");
+              expect_bytes(Rig::download(send[l]), inputs[l], dtype,
+                           what + " (non-root untouched)");
             }
           }
         }
@@ -217,9 +225,11 @@ TEST_P(Collectives, Broadcast) {
   for (Dtype dtype : all_dtypes) {
     for (std::size_t n : sizes(dtype, 1, s_.comm->backend())) {
       const int root = static_cast<int>((n + static_cast<std::size_t>(dtype)) % M);
-      const std::string what = case_name("broadcast", dtype, std::nullopt, true, n) + fmt::format(" root {}", root);
+      const std::string what =
+          case_name("broadcast", dtype, std::nullopt, true, n) + fmt::format(" root {}", root);
       std::vector<Array> data;
-      for (std::size_t l = 0; l < L; ++l) data.push_back(s_.upload(l, dtype, movement_bytes(dtype, s_.member(l), 0, n)));
+      for (std::size_t l = 0; l < L; ++l)
+        data.push_back(s_.upload(l, dtype, movement_bytes(dtype, s_.member(l), 0, n)));
       check_events(s_, s_.comm->broadcast(*s_.queue, data, root), L);
       const Bytes want = movement_bytes(dtype, static_cast<std::size_t>(root), 0, n);
       for (std::size_t l = 0; l < L; ++l) expect_bytes(Rig::download(data[l]), want, dtype, what);
@@ -322,11 +332,11 @@ TEST_P(Collectives, SendRecvRingPipelined) {
   s_.queue->synchronize();
   for (std::size_t l = 0; l < L; ++l) {
     const std::size_t m = s_.member(l);
-    expect_bytes(Rig::download(a[l]), movement_bytes(dtype, (m + M * steps - steps) % M, 0, n), dtype,
-                 fmt::format("after {} passes", steps));
+    expect_bytes(Rig::download(a[l]), movement_bytes(dtype, (m + M * steps - steps) % M, 0, n),
+                 dtype, fmt::format("after {} passes", steps));
     for (std::size_t k = 0; k < steps; ++k) {
-      expect_bytes(Rig::download(in[k][l]), movement_bytes(dtype, (m + M - 1) % M, k, (n << k) + k), dtype,
-                   fmt::format("growing step {}", k));
+      expect_bytes(Rig::download(in[k][l]), movement_bytes(dtype, (m + M - 1) % M, k, (n << k) + k),
+                   dtype, fmt::format("growing step {}", k));
     }
   }
 }
@@ -382,9 +392,12 @@ TEST_P(Collectives, GroupGuardEndsTheGroupOnEveryExit) {
   }
   for (std::size_t l = 0; l < L; ++l) {
     const std::size_t from = (s_.member(l) + M - 1) % M;
-    expect_bytes(Rig::download(first[l]), movement_bytes(dtype, from, 0, n), dtype, "guarded, ended");
-    expect_bytes(Rig::download(second[l]), movement_bytes(dtype, from, 1, n), dtype, "left by an exception");
-    expect_bytes(Rig::download(third[l]), movement_bytes(dtype, from, 2, n), dtype, "the next group");
+    expect_bytes(Rig::download(first[l]), movement_bytes(dtype, from, 0, n), dtype,
+                 "guarded, ended");
+    expect_bytes(Rig::download(second[l]), movement_bytes(dtype, from, 1, n), dtype,
+                 "left by an exception");
+    expect_bytes(Rig::download(third[l]), movement_bytes(dtype, from, 2, n), dtype,
+                 "the next group");
   }
 }
 
@@ -412,8 +425,10 @@ TEST_P(Collectives, GroupOfCollectivesAndBarrier) {
   const std::size_t M = s_.M(), L = s_.L();
   std::vector<Array> a, b;
   for (std::size_t l = 0; l < L; ++l) {
-    a.push_back(s_.upload(l, Dtype::float32, reduction_bytes(Dtype::float32, ReduceOp::sum, s_.member(l), 0, 100)));
-    b.push_back(s_.upload(l, Dtype::int64, reduction_bytes(Dtype::int64, ReduceOp::max, s_.member(l), 0, 50)));
+    a.push_back(s_.upload(l, Dtype::float32,
+                          reduction_bytes(Dtype::float32, ReduceOp::sum, s_.member(l), 0, 100)));
+    b.push_back(s_.upload(l, Dtype::int64,
+                          reduction_bytes(Dtype::int64, ReduceOp::max, s_.member(l), 0, 50)));
   }
   s_.comm->group_start();
   auto e = s_.comm->all_reduce(*s_.queue, a, a, ReduceOp::sum);
@@ -441,12 +456,14 @@ TEST_P(Collectives, SplitByRankParity) {
   EXPECT_EQ(half.size(), in_color);
   std::vector<Array> a;
   for (std::size_t l = 0; l < s_.L(); ++l) {
-    a.push_back(s_.upload(l, Dtype::int32, reduction_bytes(Dtype::int32, ReduceOp::sum, half.rank_of(l), 0, 7)));
+    a.push_back(s_.upload(l, Dtype::int32,
+                          reduction_bytes(Dtype::int32, ReduceOp::sum, half.rank_of(l), 0, 7)));
   }
   half.all_reduce(*s_.queue, a, a, ReduceOp::sum);
   for (auto& x : a) {
-    expect_bytes(Rig::download(x), reduction_reference(Dtype::int32, ReduceOp::sum, half.size(), 0, 7),
-                 Dtype::int32, "split sum");
+    expect_bytes(Rig::download(x),
+                 reduction_reference(Dtype::int32, ReduceOp::sum, half.size(), 0, 7), Dtype::int32,
+                 "split sum");
   }
 }
 

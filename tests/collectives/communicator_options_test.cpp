@@ -68,7 +68,8 @@ TEST_F(CommunicatorOptionsTest, BackendInCodeAndTheVariableOverIt) {
     Communicator comm(runtime_, {.backend = CollectiveBackend::mpi});
     EXPECT_EQ(comm.backend(), CollectiveBackend::mpi);
     EXPECT_EQ(comm.options().backend, std::optional(CollectiveBackend::mpi));
-    EXPECT_NE(comm.backend_description().find("MPI"), std::string::npos) << comm.backend_description();
+    EXPECT_NE(comm.backend_description().find("MPI"), std::string::npos)
+        << comm.backend_description();
   }
   if (nccl_usable(runtime_)) {
     Communicator comm(runtime_, {.backend = CollectiveBackend::nccl});
@@ -117,9 +118,11 @@ TEST_F(CommunicatorOptionsTest, TimeoutInCodeAndTheVariableOverIt) {
     Queue queue(comm.context());
     comm.barrier(queue);
   }
-  for (const double bad : {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+  for (const double bad :
+       {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
     expect_logic_error([&] { Communicator comm(runtime_, {.timeout_seconds = bad}); },
-                       {"CommunicatorOptions::timeout_seconds", "seconds >= 0"}, fmt::format("timeout {}", bad));
+                       {"CommunicatorOptions::timeout_seconds", "seconds >= 0"},
+                       fmt::format("timeout {}", bad));
   }
 }
 
@@ -156,9 +159,9 @@ TEST_F(CommunicatorOptionsTest, AgreementCheckInCodeAndTheVariableOverIt) {
     bool in_effect;
   };
   for (const Case& c : {Case{false, std::nullopt, false}, Case{true, std::nullopt, true},
-                       Case{false, std::string("1"), true}, Case{true, std::string("0"), false}}) {
-    const std::string what = fmt::format("check_agreement = {}, SKEIN_CHECK_COLLECTIVES = {}", c.code,
-                                         c.variable.value_or("(unset)"));
+                        Case{false, std::string("1"), true}, Case{true, std::string("0"), false}}) {
+    const std::string what = fmt::format("check_agreement = {}, SKEIN_CHECK_COLLECTIVES = {}",
+                                         c.code, c.variable.value_or("(unset)"));
     SCOPED_TRACE(what);
     ScopedEnv check("SKEIN_CHECK_COLLECTIVES", c.variable);
     Communicator comm(runtime_, {.check_agreement = c.code});
@@ -194,7 +197,9 @@ TEST_F(CommunicatorOptionsTest, NcclBlockingInCodeAndTheVariableOverIt) {
 // split() makes its communicator with its parent's settings in effect, the backend included
 // whatever SKEIN_BACKEND says by then.
 TEST_F(CommunicatorOptionsTest, SplitKeepsTheParentsSettings) {
-  Communicator parent(runtime_, {.backend = CollectiveBackend::mpi, .timeout_seconds = 42, .check_agreement = false});
+  Communicator parent(
+      runtime_,
+      {.backend = CollectiveBackend::mpi, .timeout_seconds = 42, .check_agreement = false});
   ScopedEnv backend("SKEIN_BACKEND", "nccl");
   Communicator half = parent.split(world_rank() % 2, world_rank());
   EXPECT_EQ(half.backend(), CollectiveBackend::mpi);
@@ -231,9 +236,11 @@ TEST_F(CommunicatorOptionsTest, SaysItsSettingsAtInfoLevelOnRankZero) {
   }
   ASSERT_EQ(said.size(), 1u);
   const std::string prefix = world_size() > 1 ? "skein: rank 0: " : "skein: ";
-  EXPECT_EQ(said[0], fmt::format("{}Communicator: {} over {} member(s) on {} rank(s); collective timeout 42 s, "
-                                 "agreement check off",
-                                 prefix, description, members, world_size()));
+  EXPECT_EQ(
+      said[0],
+      fmt::format("{}Communicator: {} over {} member(s) on {} rank(s); collective timeout 42 s, "
+                  "agreement check off",
+                  prefix, description, members, world_size()));
 }
 
 }  // namespace communicator_options_test

@@ -87,7 +87,8 @@ T element(std::size_t row, std::size_t col, std::uint64_t salt) {
 
 // Rows [begin, end) of the global array, row-major.
 template <class T>
-std::vector<T> host_rows(const Shape& shape, std::size_t begin, std::size_t end, std::uint64_t salt) {
+std::vector<T> host_rows(const Shape& shape, std::size_t begin, std::size_t end,
+                         std::uint64_t salt) {
   std::vector<T> out;
   out.reserve((end - begin) * cols_of(shape));
   for (std::size_t r = begin; r < end; ++r) {
@@ -105,15 +106,17 @@ std::vector<T> host_array(const Shape& shape, std::uint64_t salt) {
 
 class DistArrays : public ::skein::test::PlacementTest {};
 
-INSTANTIATE_TEST_SUITE_P(Layouts, DistArrays, testing::Values(Placement::runtime, Placement::two_per_rank),
+INSTANTIATE_TEST_SUITE_P(Layouts, DistArrays,
+                         testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
 
 // ---- BlockLayout on the host --------------------------------------------------------------------
 
 // The blocks as [begin, end) pairs from plain row counts, and the checks every layout must pass
 // against them: rows and ranks, owners by scanning, locations, shapes.
-void check_layout(const BlockLayout& layout, const Shape& shape, const std::vector<std::size_t>& per_rank,
-                  const std::vector<std::size_t>& counts, std::size_t halo, const std::string& what) {
+void check_layout(const BlockLayout& layout, const Shape& shape,
+                  const std::vector<std::size_t>& per_rank, const std::vector<std::size_t>& counts,
+                  std::size_t halo, const std::string& what) {
   const std::size_t M = counts.size();
   ASSERT_EQ(layout.members(), M) << what;
   ASSERT_EQ(layout.ranks(), static_cast<int>(per_rank.size())) << what;
@@ -126,7 +129,8 @@ void check_layout(const BlockLayout& layout, const Shape& shape, const std::vect
   // Member -> (rank, local device), by walking the ranks.
   std::vector<MemberLocation> where;
   for (std::size_t r = 0; r < per_rank.size(); ++r) {
-    for (std::size_t l = 0; l < per_rank[r]; ++l) where.push_back({where.size(), static_cast<int>(r), l});
+    for (std::size_t l = 0; l < per_rank[r]; ++l)
+      where.push_back({where.size(), static_cast<int>(r), l});
   }
   ASSERT_EQ(where.size(), M) << what;
   for (std::size_t m = 0; m < M; ++m) {
@@ -167,9 +171,12 @@ TEST(DistLayout, EvenSplitMatchesAHostComputation) {
         // Even: the first rows % M members one more; counted out row by row.
         std::vector<std::size_t> counts(M, 0);
         for (std::size_t r = 0; r < rows; ++r) counts[r % M] += 1;
-        const std::string what = fmt::format("shape {} over [{}]", to_string(shape), fmt::join(per_rank, ","));
+        const std::string what =
+            fmt::format("shape {} over [{}]", to_string(shape), fmt::join(per_rank, ","));
         check_layout(BlockLayout(shape, per_rank), shape, per_rank, counts, 0, what);
-        if (rows >= 2 * M) check_layout(BlockLayout(shape, per_rank, {}, {2}), shape, per_rank, counts, 2, what + " halo 2");
+        if (rows >= 2 * M)
+          check_layout(BlockLayout(shape, per_rank, {}, {2}), shape, per_rank, counts, 2,
+                       what + " halo 2");
       }
     }
   }
@@ -179,18 +186,20 @@ TEST(DistLayout, ExplicitCountsAndWeights) {
   const std::vector<std::size_t> per_rank = {1, 2, 1};
   check_layout(BlockLayout({10, 3}, per_rank, RowSplit::counts({3, 0, 2, 5})), {10, 3}, per_rank,
                {3, 0, 2, 5}, 0, "counts 3 0 2 5");
-  check_layout(BlockLayout({4}, per_rank, RowSplit::counts({0, 0, 0, 4})), {4}, per_rank, {0, 0, 0, 4},
-               0, "all rows on the last member");
-  check_layout(BlockLayout({0}, per_rank, RowSplit::counts({0, 0, 0, 0})), {0}, per_rank, {0, 0, 0, 0},
-               0, "no rows");
+  check_layout(BlockLayout({4}, per_rank, RowSplit::counts({0, 0, 0, 4})), {4}, per_rank,
+               {0, 0, 0, 4}, 0, "all rows on the last member");
+  check_layout(BlockLayout({0}, per_rank, RowSplit::counts({0, 0, 0, 0})), {0}, per_rank,
+               {0, 0, 0, 0}, 0, "no rows");
   // Weights, ends at round(rows * prefix / total), worked out by hand.
   const std::vector<std::size_t> three = {3};
-  check_layout(BlockLayout({8}, three, RowSplit::weights({1, 1, 2})), {8}, three, {2, 2, 4}, 0, "weights 1 1 2");
-  check_layout(BlockLayout({5, 2}, three, RowSplit::weights({1, 0, 1})), {5, 2}, three, {3, 0, 2}, 0,
-               "weights 1 0 1 (2.5 rounds up)");
-  check_layout(BlockLayout({7}, three, RowSplit::weights({0, 0, 3.5})), {7}, three, {0, 0, 7}, 0, "weights 0 0 3.5");
-  check_layout(BlockLayout({10}, three, RowSplit::weights({0.1, 0.2, 0.7})), {10}, three, {1, 2, 7}, 0,
-               "weights 0.1 0.2 0.7");
+  check_layout(BlockLayout({8}, three, RowSplit::weights({1, 1, 2})), {8}, three, {2, 2, 4}, 0,
+               "weights 1 1 2");
+  check_layout(BlockLayout({5, 2}, three, RowSplit::weights({1, 0, 1})), {5, 2}, three, {3, 0, 2},
+               0, "weights 1 0 1 (2.5 rounds up)");
+  check_layout(BlockLayout({7}, three, RowSplit::weights({0, 0, 3.5})), {7}, three, {0, 0, 7}, 0,
+               "weights 0 0 3.5");
+  check_layout(BlockLayout({10}, three, RowSplit::weights({0.1, 0.2, 0.7})), {10}, three, {1, 2, 7},
+               0, "weights 0.1 0.2 0.7");
   check_layout(BlockLayout({1000}, {2, 2}, RowSplit::weights({1, 2, 3, 4})), {1000}, {2, 2},
                {100, 200, 300, 400}, 0, "weights 1 2 3 4");
   EXPECT_EQ(RowSplit::weights({1, 2}).weights_per_member(), (std::vector<double>{1, 2}));
@@ -224,30 +233,65 @@ TEST(DistLayout, NeighboursSkipEmptyBlocks) {
 }
 
 TEST(DistLayout, BadArgumentsRaiseLogicErrorsNamingThem) {
-  expect_logic_error([] { BlockLayout({2, 3, 4}, {1}); }, {"BlockLayout", "(2, 3, 4)", "3 dimensions"});
+  expect_logic_error(
+      [] {
+        BlockLayout({2, 3, 4}, {1});
+      },
+      {"BlockLayout", "(2, 3, 4)", "3 dimensions"});
   expect_logic_error([] { BlockLayout(Shape{}, {1}); }, {"BlockLayout", "0 dimensions"});
   expect_logic_error([] { BlockLayout({4}, {}); }, {"BlockLayout", "members_per_rank is empty"});
   expect_logic_error([] { BlockLayout({4}, {2, 0, 1}); }, {"rank 1 has no members"});
-  expect_logic_error([] { BlockLayout({4}, {3}, RowSplit::counts({1, 3})); }, {"2 row counts", "3 members"});
-  expect_logic_error([] { BlockLayout({9, 2}, {3}, RowSplit::counts({1, 3, 4})); },
-                     {"add up to 8", "9 rows"});
-  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1, -1})); }, {"weight -1 of member 1"});
-  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1, std::nan("")})); }, {"member 1", "finite"});
-  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({0, 0})); }, {"weights are zero"});
-  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1})); }, {"1 weights", "2 members"});
+  expect_logic_error(
+      [] {
+        BlockLayout({4}, {3}, RowSplit::counts({1, 3}));
+      },
+      {"2 row counts", "3 members"});
+  expect_logic_error(
+      [] {
+        BlockLayout({9, 2}, {3}, RowSplit::counts({1, 3, 4}));
+      },
+      {"add up to 8", "9 rows"});
+  expect_logic_error(
+      [] {
+        BlockLayout({4}, {2}, RowSplit::weights({1, -1}));
+      },
+      {"weight -1 of member 1"});
+  expect_logic_error(
+      [] {
+        BlockLayout({4}, {2}, RowSplit::weights({1, std::nan("")}));
+      },
+      {"member 1", "finite"});
+  expect_logic_error(
+      [] {
+        BlockLayout({4}, {2}, RowSplit::weights({0, 0}));
+      },
+      {"weights are zero"});
+  expect_logic_error([] { BlockLayout({4}, {2}, RowSplit::weights({1})); },
+                     {"1 weights", "2 members"});
   // Halo wider than a neighbour's block: member 1 has 2 rows, its neighbours read 3.
-  expect_logic_error([] { BlockLayout({10}, {3}, RowSplit::counts({4, 2, 4}), {3}); },
-                     {"halo width 3", "member 1", "[4, 6)"});
+  expect_logic_error(
+      [] {
+        BlockLayout({10}, {3}, RowSplit::counts({4, 2, 4}), {3});
+      },
+      {"halo width 3", "member 1", "[4, 6)"});
   // Periodic: the first block is also the last's neighbour.
-  expect_logic_error([] { BlockLayout({7}, {2}, RowSplit::counts({1, 6}), {2, true}); },
-                     {"halo width 2", "member 0"});
-  expect_logic_error([] { BlockLayout({7}, {2}, RowSplit::counts({0, 1}), {2, true}); }, {"add up to 1"});
+  expect_logic_error(
+      [] {
+        BlockLayout({7}, {2}, RowSplit::counts({1, 6}), {2, true});
+      },
+      {"halo width 2", "member 0"});
+  expect_logic_error(
+      [] {
+        BlockLayout({7}, {2}, RowSplit::counts({0, 1}), {2, true});
+      },
+      {"add up to 1"});
   // Even split of 5 rows over 4 members gives blocks of 1 or 2: a halo of 2 is too wide.
   expect_logic_error([] { BlockLayout({5}, {4}, {}, {2}); }, {"halo width 2", "member 1"});
   const BlockLayout ok({6, 2}, {1, 2});
   expect_logic_error([&] { (void)ok.owner(6); }, {"BlockLayout::owner", "row 6"});
   expect_logic_error([&] { (void)ok.member_rows(3); }, {"member 3 does not exist"});
-  expect_logic_error([&] { (void)ok.member_of(1, 2); }, {"rank 1 has 2 member(s)", "local device 2"});
+  expect_logic_error([&] { (void)ok.member_of(1, 2); },
+                     {"rank 1 has 2 member(s)", "local device 2"});
   expect_logic_error([&] { (void)ok.rank_rows(2); }, {"rank 2 does not exist"});
   expect_logic_error([&] { (void)ok.location(-1); }, {"does not exist"});
 }
@@ -257,7 +301,8 @@ TEST(DistLayout, BadArgumentsRaiseLogicErrorsNamingThem) {
 TEST_P(DistArrays, CommunicatorRanksMatchMpi) {
   const unsigned long long mine = s_.L();
   std::vector<unsigned long long> all(static_cast<std::size_t>(world_size()));
-  MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+  MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                MPI_COMM_WORLD);
   const std::vector<std::size_t> want(all.begin(), all.end());
   const auto ranks = communicator_ranks(*s_.comm);
   EXPECT_EQ(ranks.members_per_rank, want);
@@ -319,8 +364,9 @@ void round_trip(Rig& s, const Shape& shape, const RowSplit& split, std::size_t h
   for (std::size_t l = 0; l < d.local_size(); ++l) {
     const RowRange rows = d.local_rows(l);
     EXPECT_EQ(rows, d.layout().member_rows(static_cast<std::size_t>(s.comm->rank_of(l)))) << what;
-    expect_same(d.local(l).get<T>(), host_rows<T>(shape, rows.begin, rows.end, salt),
-                fmt::format("{}: block of local device {} (rows [{}, {}))", what, l, rows.begin, rows.end));
+    expect_same(
+        d.local(l).get<T>(), host_rows<T>(shape, rows.begin, rows.end, salt),
+        fmt::format("{}: block of local device {} (rows [{}, {}))", what, l, rows.begin, rows.end));
     const auto all = d.local_with_halo(l).get<T>();
     // No ASSERTs: every rank must go on to the gathers below.
     EXPECT_EQ(all.size(), (rows.size() + (rows.empty() ? 0 : 2 * halo)) * cols) << what;
@@ -328,7 +374,8 @@ void round_trip(Rig& s, const Shape& shape, const RowSplit& split, std::size_t h
       const std::vector<T> top(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(halo * cols));
       const std::vector<T> bottom(all.end() - static_cast<std::ptrdiff_t>(halo * cols), all.end());
       expect_same(top, std::vector<T>(halo * cols, T{}), what + ": top halo untouched by scatter");
-      expect_same(bottom, std::vector<T>(halo * cols, T{}), what + ": bottom halo untouched by scatter");
+      expect_same(bottom, std::vector<T>(halo * cols, T{}),
+                  what + ": bottom halo untouched by scatter");
     }
   }
   const auto gathered = d.template gather<T>(root);
@@ -339,11 +386,14 @@ void round_trip(Rig& s, const Shape& shape, const RowSplit& split, std::size_t h
   }
   expect_same(d.template all_gather<T>(), global, what + ": all_gather");
   const RowRange mine = d.rank_rows();
-  expect_same(d.template gather_local<T>(), host_rows<T>(shape, mine.begin, mine.end, salt), what + ": gather_local");
+  expect_same(d.template gather_local<T>(), host_rows<T>(shape, mine.begin, mine.end, salt),
+              what + ": gather_local");
   // The byte versions hold the same bytes.
   const auto bytes = d.all_gather_bytes();
   const auto* want = reinterpret_cast<const std::byte*>(global.data());
-  EXPECT_TRUE(bytes.size() == global.size() * sizeof(T) && std::equal(bytes.begin(), bytes.end(), want)) << what;
+  EXPECT_TRUE(bytes.size() == global.size() * sizeof(T) &&
+              std::equal(bytes.begin(), bytes.end(), want))
+      << what;
 }
 
 struct Case {
@@ -354,14 +404,10 @@ struct Case {
 
 std::vector<Case> round_trip_cases(std::size_t M) {
   std::vector<Case> cases = {
-      {{0}, {}, "0 rows"},
-      {{1}, {}, "1 row"},
-      {{7}, {}, "7 rows"},
-      {{M + 1}, {}, "members + 1 rows"},
-      {{13, 5}, {}, "13 x 5"},
-      {{3, 7}, {}, "3 x 7"},
-      {{0, 3}, {}, "0 x 3"},
-      {{2 * M + 1, 3}, {}, "2M+1 x 3"},
+      {{0}, {}, "0 rows"},     {{1}, {}, "1 row"},
+      {{7}, {}, "7 rows"},     {{M + 1}, {}, "members + 1 rows"},
+      {{13, 5}, {}, "13 x 5"}, {{3, 7}, {}, "3 x 7"},
+      {{0, 3}, {}, "0 x 3"},   {{2 * M + 1, 3}, {}, "2M+1 x 3"},
   };
   if (M > 1) cases.push_back({{M - 1, 3}, {}, "fewer rows than members"});
   // Uneven: everything on the last member; weights 1, 2, 3, ...; counts with empty blocks.
@@ -389,7 +435,8 @@ TEST_P(DistArrays, ScatterGatherRoundTrips) {
     for (int root : {0, R - 1}) {
       // A halo of 1 fits any layout: every block with rows has at least one.
       for (std::size_t halo : {0u, 1u}) {
-        const std::string what = fmt::format("{} ({}) root {} halo {}", c.name, to_string(c.shape), root, halo);
+        const std::string what =
+            fmt::format("{} ({}) root {} halo {}", c.name, to_string(c.shape), root, halo);
         round_trip<float>(s_, c.shape, c.split, halo, root, salt++, what + " float32");
         round_trip<std::int16_t>(s_, c.shape, c.split, halo, root, salt++, what + " int16");
       }
@@ -436,8 +483,8 @@ TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
       const Shape bs = layout.block_shape(member, true);
       std::size_t device = s_.comm->device_idx(l);
       if (wrong_device) device = (device + 1) % s_.comm->context().num_devices();
-      blocks.push_back(as_foreign(
-          Buffer::allocate(s_.comm->context(), device, (bs[0] + extra_rows) * bs[1] * sizeof(double))));
+      blocks.push_back(as_foreign(Buffer::allocate(s_.comm->context(), device,
+                                                   (bs[0] + extra_rows) * bs[1] * sizeof(double))));
     }
     return blocks;
   };
@@ -461,7 +508,8 @@ TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
     }
     DistArray back(*s_.comm, shape, Dtype::float64, RowSplit::even());
     hdf5::File::open(*s_.comm, dir.file("y.h5"), hdf5::Access::read_only).read("y", back);
-    expect_same(back.all_gather<double>(), want, "HDF5 write from the application's blocks, read back");
+    expect_same(back.all_gather<double>(), want,
+                "HDF5 write from the application's blocks, read back");
     // And the other way: read into the application's blocks.
     DistArray z(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, false));
     hdf5::File::open(*s_.comm, dir.file("y.h5"), hdf5::Access::read_only).read("y", z);
@@ -481,7 +529,8 @@ TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
     if (rows.empty()) continue;
     const auto all = x.local_with_halo(l).get<double>();
     const std::size_t above = (rows.begin + shape[0] - 1) % shape[0];
-    expect_same(std::vector<double>(all.begin(), all.begin() + 5), host_rows<double>(shape, above, above + 1, 21),
+    expect_same(std::vector<double>(all.begin(), all.begin() + 5),
+                host_rows<double>(shape, above, above + 1, 21),
                 fmt::format("local device {}: the halo row above", l));
   }
   // An all_reduce over the blocks' memory itself: each member's halo row above (every block has
@@ -510,8 +559,9 @@ TEST_P(DistArrays, OverTheApplicationsOwnBlocks) {
   // with one device passes its right block, and raises with the others).
   if (!on_every_rank(s_.comm->context().num_devices() <= 1)) {
     const bool moved = s_.comm->context().num_devices() > 1;
-    expect_logic_error([&] { DistArray bad(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, moved)); },
-                       {moved ? "block buffer 0 is on device" : "DistArray"}, "a block on another device");
+    expect_logic_error(
+        [&] { DistArray bad(*s_.comm, queue, layout, Dtype::float64, blocks_for(0, moved)); },
+        {moved ? "block buffer 0 is on device" : "DistArray"}, "a block on another device");
   }
 }
 
@@ -559,7 +609,8 @@ TEST_P(DistArrays, ArraysOutliveTheCommunicatorObject) {
     EXPECT_TRUE(gathered.empty());
   }
   const std::vector<double> values = {1.5, -2, 3.25, 0, 1e300};
-  rep->broadcast_from_host(world_rank() == 0 ? std::span<const double>(values) : std::span<const double>(), 0);
+  rep->broadcast_from_host(
+      world_rank() == 0 ? std::span<const double>(values) : std::span<const double>(), 0);
   for (std::size_t l = 0; l < rep->local_size(); ++l) {
     expect_same(rep->get<double>(l), values, fmt::format("replicated array on local device {}", l));
   }
@@ -569,11 +620,12 @@ TEST_P(DistArrays, ScatterGatherAFewMiB) {
   const std::size_t M = s_.M();
   const int R = s_.R();
   // 1-D float32, ~3 MiB; 2-D float64 with an odd column count, ~3 MiB, split unevenly.
-  round_trip<float>(s_, {(std::size_t(3) << 20) / 4 + 3}, RowSplit::even(), 0, R - 1, 77, "3 MiB float32");
+  round_trip<float>(s_, {(std::size_t(3) << 20) / 4 + 3}, RowSplit::even(), 0, R - 1, 77,
+                    "3 MiB float32");
   std::vector<double> weights;
   for (std::size_t m = 0; m < M; ++m) weights.push_back(static_cast<double>(M - m) + 0.5);
-  round_trip<double>(s_, {(std::size_t(3) << 20) / (8 * 33) + 1, 33}, RowSplit::weights(weights), 2, 0, 78,
-                     "3 MiB float64 x 33 weighted");
+  round_trip<double>(s_, {(std::size_t(3) << 20) / (8 * 33) + 1, 33}, RowSplit::weights(weights), 2,
+                     0, 78, "3 MiB float64 x 33 weighted");
 }
 
 TEST_P(DistArrays, ScatterLocalGatherLocalAndViews) {
@@ -583,20 +635,24 @@ TEST_P(DistArrays, ScatterLocalGatherLocalAndViews) {
   // Each rank writes its own rows.
   const RowRange mine = d.rank_rows();
   d.scatter_local(host_rows<double>(shape, mine.begin, mine.end, 5));
-  expect_same(d.all_gather<double>(), host_array<double>(shape, 5), "scatter_local then all_gather");
+  expect_same(d.all_gather<double>(), host_array<double>(shape, 5),
+              "scatter_local then all_gather");
   // A write through a local view is a write to the distributed array.
   for (std::size_t l = 0; l < d.local_size(); ++l) {
     const RowRange rows = d.local_rows(l);
     d.local(l).set(host_rows<double>(shape, rows.begin, rows.end, 6));
   }
-  expect_same(d.gather<double>(0), world_rank() == 0 ? host_array<double>(shape, 6) : std::vector<double>{},
+  expect_same(d.gather<double>(0),
+              world_rank() == 0 ? host_array<double>(shape, 6) : std::vector<double>{},
               "writes through local() then gather");
-  expect_same(d.gather_local<double>(), host_rows<double>(shape, mine.begin, mine.end, 6), "gather_local");
+  expect_same(d.gather_local<double>(), host_rows<double>(shape, mine.begin, mine.end, 6),
+              "gather_local");
   const auto bytes = d.gather_local_bytes();
   EXPECT_EQ(bytes.size(), mine.size() * 3 * sizeof(double));
   // A copy with the same layout.
   DistArray e(*s_.comm, d.layout(), Dtype::float64);
-  expect_same(e.all_gather<double>(), std::vector<double>(shape_size(shape), 0.0), "a new array is zero");
+  expect_same(e.all_gather<double>(), std::vector<double>(shape_size(shape), 0.0),
+              "a new array is zero");
   e.set(d);
   expect_same(e.all_gather<double>(), host_array<double>(shape, 6), "DistArray::set");
   e.fill_zero();
@@ -621,13 +677,14 @@ TEST_P(DistArrays, SetJoinsASourceOnAnotherQueue) {
   DistArray dst(*s_.comm, src.layout(), Dtype::uint32);
   ASSERT_FALSE(src.queue() == dst.queue());
   const auto fill = [&](std::uint32_t v) {
-    dist::elementwise(slow_fill, {Operand(v), Operand(std::uint32_t{250}), Operand(std::uint32_t{0}), src});
+    dist::elementwise(slow_fill,
+                      {Operand(v), Operand(std::uint32_t{250}), Operand(std::uint32_t{0}), src});
   };
   for (std::uint32_t round = 1; round <= 2; ++round) {
     const std::uint32_t before = round, after = 10 + round;
-    fill(before);     // enqueued on src's queue
-    dst.set(src);     // on dst's queue: must see `before`
-    fill(after);      // on src's queue: must not overtake the copy
+    fill(before);  // enqueued on src's queue
+    dst.set(src);  // on dst's queue: must see `before`
+    fill(after);   // on src's queue: must not overtake the copy
     expect_same(dst.all_gather<std::uint32_t>(), std::vector<std::uint32_t>(n, before),
                 fmt::format("round {}: set after a slow write on the source's queue", round));
     expect_same(src.all_gather<std::uint32_t>(), std::vector<std::uint32_t>(n, after),
@@ -667,7 +724,8 @@ constexpr double kSentinel = -7.0;
 // periodic), or kSentinel at an open boundary. Three times, so that a later exchange is seen to
 // refresh; the third on a queue of its own (exchange_halos(queue), as a code that overlaps it with
 // other work does), waited for before the check.
-void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo halo, const std::string& what) {
+void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo halo,
+                         const std::string& what) {
   DistArray d(*s.comm, shape, Dtype::float64, split, halo);
   const Queue other(d.queue().context(), d.queue().device_idxs());
   const std::size_t R = rows_of(shape), C = cols_of(shape), h = halo.width;
@@ -676,7 +734,8 @@ void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo
       const RowRange rows = d.local_rows(l);
       std::vector<double> start(d.local_with_halo(l).size(), kSentinel);
       for (std::size_t r = rows.begin; r < rows.end; ++r) {
-        for (std::size_t c = 0; c < C; ++c) start[(h + r - rows.begin) * C + c] = cell(r, c, C, round);
+        for (std::size_t c = 0; c < C; ++c)
+          start[(h + r - rows.begin) * C + c] = cell(r, c, C, round);
       }
       d.local_with_halo(l).set(start);
     }
@@ -706,13 +765,14 @@ void check_halo_exchange(Rig& s, const Shape& shape, const RowSplit& split, Halo
       };
       bool reported = false;  // the first wrong element of a block only
       for (std::size_t i = 0; i < rows.size() + 2 * h && !reported; ++i) {
-        const long long g = expected_row(static_cast<long long>(rows.begin + i) - static_cast<long long>(h));
+        const long long g =
+            expected_row(static_cast<long long>(rows.begin + i) - static_cast<long long>(h));
         for (std::size_t c = 0; c < C && !reported; ++c) {
           const double want = g < 0 ? kSentinel : cell(static_cast<std::size_t>(g), c, C, round);
           if (got[i * C + c] != want) {
-            ADD_FAILURE() << what << " round " << round << ": local device " << l << " (rows [" << rows.begin
-                          << ", " << rows.end << ")), stored row " << i << " col " << c << " holds "
-                          << got[i * C + c] << ", expected " << want;
+            ADD_FAILURE() << what << " round " << round << ": local device " << l << " (rows ["
+                          << rows.begin << ", " << rows.end << ")), stored row " << i << " col "
+                          << c << " holds " << got[i * C + c] << ", expected " << want;
             reported = true;
           }
         }
@@ -745,7 +805,8 @@ TEST_P(DistArrays, HaloExchange) {
     }
   }
   // Fewer rows than members, halo 1.
-  if (M > 1) check_halo_exchange(s_, {M - 1, 2}, {}, {1, true}, "fewer rows than members, periodic");
+  if (M > 1)
+    check_halo_exchange(s_, {M - 1, 2}, {}, {1, true}, "fewer rows than members, periodic");
   // No halo: nothing to do.
   DistArray none(*s_.comm, {5}, Dtype::float64);
   none.exchange_halos();
@@ -762,7 +823,8 @@ TEST_P(DistArrays, HaloExchangeAFewMiB) {
 TEST_P(DistArrays, ReplicatedFromHostBroadcastAndMembers) {
   const std::size_t M = s_.M(), L = s_.L();
   const int R = s_.R();
-  for (const Shape& shape : {Shape{0}, Shape{1}, Shape{7}, Shape{5, 3}, Shape{(std::size_t(2) << 20) / 4 + 5}}) {
+  for (const Shape& shape :
+       {Shape{0}, Shape{1}, Shape{7}, Shape{5, 3}, Shape{(std::size_t(2) << 20) / 4 + 5}}) {
     const std::string what = to_string(shape);
     // Every rank's own copy of the same host data.
     const auto data = host_array<float>(shape, 11);
@@ -783,19 +845,22 @@ TEST_P(DistArrays, ReplicatedFromHostBroadcastAndMembers) {
       } else {
         b.broadcast_from_host(std::span<const float>(), root);
       }
-      for (std::size_t l = 0; l < L; ++l) expect_same(b.get<float>(l), fresh, what + fmt::format(": from rank {}", root));
+      for (std::size_t l = 0; l < L; ++l)
+        expect_same(b.get<float>(l), fresh, what + fmt::format(": from rank {}", root));
     }
     // One member's device copy to all: each member first holds its own data.
     const int root_member = static_cast<int>(M - 1);
     for (std::size_t l = 0; l < L; ++l) {
-      a.local(l).set(host_array<float>(shape, 100 + static_cast<std::uint64_t>(s_.comm->rank_of(l))));
+      a.local(l).set(
+          host_array<float>(shape, 100 + static_cast<std::uint64_t>(s_.comm->rank_of(l))));
     }
     a.broadcast(root_member);
     const auto want = host_array<float>(shape, 100 + static_cast<std::uint64_t>(root_member));
     for (std::size_t l = 0; l < L; ++l) {
       expect_same(a.get<float>(l), want, what + ": broadcast from the last member");
       const auto bytes = a.get_bytes(l);
-      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), reinterpret_cast<const std::byte*>(want.data())));
+      EXPECT_TRUE(
+          std::equal(bytes.begin(), bytes.end(), reinterpret_cast<const std::byte*>(want.data())));
     }
   }
 }
@@ -817,8 +882,9 @@ TEST_P(DistArrays, HaloExchangeOnAnotherQueueIsChecked) {
   DistArray d(*s_.comm, Shape{2 * s_.M() + 1, 3}, Dtype::float32, RowSplit::even(), Halo{1, false});
   const Context& context = d.queue().context();
   const Context own = Context::from_devices(context.device(d.block(0).device_idx));
-  expect_logic_error([&] { d.exchange_halos(Queue(own)); },
-                     {"DistArray::exchange_halos", "another context", fmt::format("rank {}", world_rank())});
+  expect_logic_error(
+      [&] { d.exchange_halos(Queue(own)); },
+      {"DistArray::exchange_halos", "another context", fmt::format("rank {}", world_rank())});
   if (d.local_size() > 1) {
     expect_logic_error(
         [&] { d.exchange_halos(Queue(context, std::vector<std::size_t>{d.block(0).device_idx})); },
@@ -837,14 +903,16 @@ TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {
 
   // The root's host array has the wrong size: every rank raises, naming the root.
   const std::vector<float> short_data(data.begin(), data.end() - 1);
-  expect_logic_error([&] { d.scatter(rank == 0 ? short_data : std::vector<float>{}, 0); },
-                     rank == 0 ? std::vector<std::string>{"DistArray::scatter", "rank 0 (the root)", "bytes"}
-                               : std::vector<std::string>{"DistArray::scatter", "root rank 0", "wrong size"},
-                     "short host array at the root");
+  expect_logic_error(
+      [&] { d.scatter(rank == 0 ? short_data : std::vector<float>{}, 0); },
+      rank == 0 ? std::vector<std::string>{"DistArray::scatter", "rank 0 (the root)", "bytes"}
+                : std::vector<std::string>{"DistArray::scatter", "root rank 0", "wrong size"},
+      "short host array at the root");
   expect_still_working(s_);
 
   // Root rank out of range, host type of another dtype, own rows of the wrong size.
-  expect_logic_error([&] { d.scatter(data, R); }, {"DistArray::scatter", fmt::format("root rank {}", R), "does not exist"});
+  expect_logic_error([&] { d.scatter(data, R); },
+                     {"DistArray::scatter", fmt::format("root rank {}", R), "does not exist"});
   expect_logic_error([&] { (void)d.gather<float>(-1); }, {"DistArray::gather", "root rank -1"});
   expect_logic_error([&] { (void)d.gather_bytes(R); }, {"DistArray::gather", "does not exist"});
   expect_logic_error([&] { (void)d.gather<double>(0); }, {"float64", "float32"});
@@ -854,8 +922,9 @@ TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {
   expect_still_working(s_);
 
   // Layouts that do not describe the communicator.
-  expect_logic_error([&] { DistArray(*s_.comm, BlockLayout({8}, {M + 1}), Dtype::float32); },
-                     {"DistArray", fmt::format("{} members", M + 1), fmt::format("communicator has {}", M)});
+  expect_logic_error(
+      [&] { DistArray(*s_.comm, BlockLayout({8}, {M + 1}), Dtype::float32); },
+      {"DistArray", fmt::format("{} members", M + 1), fmt::format("communicator has {}", M)});
   if (R > 1) {
     // The right number of members, but all on one rank.
     expect_logic_error([&] { DistArray(*s_.comm, BlockLayout({8}, {M}), Dtype::float32); },
@@ -868,21 +937,23 @@ TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {
     expect_logic_error(
         [&] { DistArray(*s_.comm, {10}, rank == R - 1 ? Dtype::float64 : Dtype::float32); },
         {"DistArray", "different arguments", fmt::format("/ rank {}", R - 1)});
-    expect_logic_error(
-        [&] { ReplicatedArray(*s_.comm, {rank == 0 ? 3u : 4u}, Dtype::float32); },
-        {"ReplicatedArray", "different arguments"});
+    expect_logic_error([&] { ReplicatedArray(*s_.comm, {rank == 0 ? 3u : 4u}, Dtype::float32); },
+                       {"ReplicatedArray", "different arguments"});
   }
   // A halo too wide for the blocks: raised while the layout is made, on every rank alike.
   // (Periodic, so that a lone member is its own neighbour.)
-  expect_logic_error([&] { DistArray(*s_.comm, {M}, Dtype::float32, RowSplit::even(), {2, true}); },
-                     {"BlockLayout", "halo width 2"});
+  expect_logic_error(
+      [&] {
+        DistArray(*s_.comm, {M}, Dtype::float32, RowSplit::even(), {2, true});
+      },
+      {"BlockLayout", "halo width 2"});
   // Only rank 0 passes a queue without its devices (when it has a second device to leave out):
   // it raises its reason, the others that rank 0 failed.
   int rank0_has_two = s_.L() >= 2 ? 1 : 0;
   MPI_Bcast(&rank0_has_two, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank0_has_two) {
-    const Queue partial = rank == 0 ? Queue(s_.comm->context(), {s_.comm->device_idx(0)})
-                                    : Queue(s_.comm->context());
+    const Queue partial =
+        rank == 0 ? Queue(s_.comm->context(), {s_.comm->device_idx(0)}) : Queue(s_.comm->context());
     expect_logic_error(
         [&] { DistArray(*s_.comm, partial, BlockLayout::over(*s_.comm, {8}), Dtype::float32); },
         rank == 0 ? std::vector<std::string>{"DistArray", "rank 0", "no queue on context device"}
@@ -899,11 +970,16 @@ TEST_P(DistArrays, BadCallsRaiseOnEveryRank) {
   // Replicated arrays: the root's host data of the wrong size; roots out of range.
   ReplicatedArray rep(*s_.comm, {5}, Dtype::float32);
   expect_logic_error(
-      [&] { rep.broadcast_from_host(std::span<const float>(data.data(), rank == R - 1 ? 4 : 0), R - 1); },
-      rank == R - 1 ? std::vector<std::string>{"broadcast_from_host", "(the root)", "16 bytes"}
-                    : std::vector<std::string>{"broadcast_from_host", fmt::format("root rank {}", R - 1)});
-  expect_logic_error([&] { rep.broadcast(static_cast<int>(M)); }, {"ReplicatedArray::broadcast", "root member"});
-  expect_logic_error([&] { rep.broadcast_from_host(std::span<const float>(data.data(), 5), R); }, {"root rank"});
+      [&] {
+        rep.broadcast_from_host(std::span<const float>(data.data(), rank == R - 1 ? 4 : 0), R - 1);
+      },
+      rank == R - 1
+          ? std::vector<std::string>{"broadcast_from_host", "(the root)", "16 bytes"}
+          : std::vector<std::string>{"broadcast_from_host", fmt::format("root rank {}", R - 1)});
+  expect_logic_error([&] { rep.broadcast(static_cast<int>(M)); },
+                     {"ReplicatedArray::broadcast", "root member"});
+  expect_logic_error([&] { rep.broadcast_from_host(std::span<const float>(data.data(), 5), R); },
+                     {"root rank"});
   expect_logic_error([&] { rep.set(std::vector<float>(6)); }, {"ReplicatedArray::set", "24 bytes"});
   expect_logic_error([&] { rep.set(std::vector<double>(5)); }, {"float64"});
   expect_logic_error([&] { (void)rep.local(s_.L()); }, {"local device"});

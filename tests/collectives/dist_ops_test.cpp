@@ -75,13 +75,14 @@ void expect_same(const std::vector<T>& got, const std::vector<T>& want, const st
 
 // |got[i] - want[i]| <= tol[i] for every element.
 template <class T>
-void expect_close(const std::vector<T>& got, const std::vector<double>& want, const std::vector<double>& tol,
-                  const std::string& what) {
+void expect_close(const std::vector<T>& got, const std::vector<double>& want,
+                  const std::vector<double>& tol, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol[i])) {
       ADD_FAILURE() << what << ": first difference at element " << i << " of " << got.size() << ": "
-                    << static_cast<double>(got[i]) << " vs " << want[i] << " (tolerance " << tol[i] << ")";
+                    << static_cast<double>(got[i]) << " vs " << want[i] << " (tolerance " << tol[i]
+                    << ")";
       return;
     }
   }
@@ -134,7 +135,8 @@ class DistOps : public testing::TestWithParam<Placement> {
   Rig s_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Placements, DistOps, testing::Values(Placement::runtime, Placement::two_per_rank),
+INSTANTIATE_TEST_SUITE_P(Placements, DistOps,
+                         testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
 
 // ---- shapes and splits --------------------------------------------------------------------------
@@ -241,7 +243,8 @@ void check_user_kernels(Rig& s, const Case& c, T a, const std::string& what) {
   dist::elementwise(axpb, {a, dx, dy, dy});
   expect_same(dy.all_gather<T>(), want, what + ": y = a * x + y in place");
 
-  const ElementwiseKernel two("T x, T c, T y", "T s, T d", "s = x * c + y; d = x - y", {.name = "dist_two"});
+  const ElementwiseKernel two("T x, T c, T y", "T s, T d", "s = x * c + y; d = x - y",
+                              {.name = "dist_two"});
   DistArray ds(*s.comm, c.shape, dtype_of<T>, c.split), dd(*s.comm, c.shape, dtype_of<T>, c.split);
   const T k = static_cast<T>(3);
   dist::elementwise(two, {dx, k, dy, ds, dd});  // dy now holds a * x + y
@@ -259,7 +262,8 @@ TEST_P(DistOps, ElementwiseUserKernels) {
     check_user_kernels<float>(s_, c, 2.5f, c.name + " float32");
     check_user_kernels<std::int32_t>(s_, c, -3, c.name + " int32");
   }
-  for (const auto& c : cases(s_.M(), 8, false)) check_user_kernels<double>(s_, c, -0.75, c.name + " float64");
+  for (const auto& c : cases(s_.M(), 8, false))
+    check_user_kernels<double>(s_, c, -0.75, c.name + " float64");
 }
 
 // axpy, scale, fill and copy; the outputs have a halo row, which the operations must not touch.
@@ -275,12 +279,14 @@ void check_builtins(Rig& s, const Case& c, T a, T value, const std::string& what
       if (out.local_rows(l).empty()) continue;
       const auto all = out.local_with_halo(l).get<T>();
       if (all.size() != (out.local_rows(l).size() + 2) * C) {
-        ADD_FAILURE() << what << ": " << op << ": local device " << l << " holds " << all.size() << " elements";
+        ADD_FAILURE() << what << ": " << op << ": local device " << l << " holds " << all.size()
+                      << " elements";
         continue;
       }
       for (std::size_t j = 0; j < C; ++j) {
         EXPECT_EQ(all[j], T{}) << what << ": " << op << " wrote the top halo of local device " << l;
-        EXPECT_EQ(all[all.size() - C + j], T{}) << what << ": " << op << " wrote the bottom halo of local device " << l;
+        EXPECT_EQ(all[all.size() - C + j], T{})
+            << what << ": " << op << " wrote the bottom halo of local device " << l;
       }
     }
   };
@@ -320,7 +326,8 @@ TEST_P(DistOps, AxpyScaleFillCopy) {
     check_builtins<float>(s_, c, 1.5f, 0.75f, c.name + " float32");
     check_builtins<std::int32_t>(s_, c, 3, -7, c.name + " int32");
   }
-  for (const auto& c : cases(s_.M(), 8, false)) check_builtins<double>(s_, c, -2.25, 9.5, c.name + " float64");
+  for (const auto& c : cases(s_.M(), 8, false))
+    check_builtins<double>(s_, c, -2.25, 9.5, c.name + " float64");
 }
 
 // Each DistArray has its own queue unless it is given one, and an operation runs on one operand's
@@ -344,10 +351,10 @@ TEST_P(DistOps, ChainedCallsStayOrderedAcrossQueues) {
   const ElementwiseKernel add("T a, T b", "T c", "c = a + b", {.name = "dist_chain_add"});
   for (int round = 1; round <= 3; ++round) {
     const float v = static_cast<float>(round);
-    dist::fill(y, v);                  // on y's (the shared) queue
-    dist::axpy(3.0f, dx, y, out);      // on x's queue: out = 3 x + v
-    dist::scale(-1.0f, out, y);        // on out's queue: y = -(3 x + v)
-    dist::copy(y, z);                  // on the shared queue
+    dist::fill(y, v);                    // on y's (the shared) queue
+    dist::axpy(3.0f, dx, y, out);        // on x's queue: out = 3 x + v
+    dist::scale(-1.0f, out, y);          // on out's queue: y = -(3 x + v)
+    dist::copy(y, z);                    // on the shared queue
     dist::elementwise(add, {z, dx, w});  // w = -(2 x + v)
     dist::sum_rows(w, rows);
     dist::sum_columns(w, cols);
@@ -361,11 +368,13 @@ TEST_P(DistOps, ChainedCallsStayOrderedAcrossQueues) {
     const std::string what = fmt::format("round {}", round);
     expect_same(w.all_gather<float>(), want, what + ": w");
     // Sums of multiples of 1/4 of at most a few thousand in magnitude: exact in float32.
-    expect_close(rows.all_gather<float>(), want_rows, std::vector<double>(shape[0], 0.0), what + ": row sums");
+    expect_close(rows.all_gather<float>(), want_rows, std::vector<double>(shape[0], 0.0),
+                 what + ": row sums");
     for (std::size_t l = 0; l < cols.local_size(); ++l) {
       const auto got = cols.get<float>(l);
       for (std::size_t c = 0; c < shape[1]; ++c) {
-        EXPECT_NEAR(got[c], want_cols[c], 1e-6 * std::fabs(want_cols[c]) * std::sqrt(double(shape[0])) + 1e-3)
+        EXPECT_NEAR(got[c], want_cols[c],
+                    1e-6 * std::fabs(want_cols[c]) * std::sqrt(double(shape[0])) + 1e-3)
             << what << ": column sum " << c << " on local device " << l;
       }
     }
@@ -389,10 +398,12 @@ void check_fast_reductions(Rig& s, const Case& c, const std::string& what) {
     sq += xi * xi;
   }
   const double got_sum = dist::sum(dx);
-  EXPECT_LE(std::fabs(got_sum - sum), sum_tolerance<T>(n, mag)) << what << ": sum " << got_sum << " vs " << sum;
+  EXPECT_LE(std::fabs(got_sum - sum), sum_tolerance<T>(n, mag))
+      << what << ": sum " << got_sum << " vs " << sum;
   expect_same_on_every_rank(got_sum, what + ": sum");
   const double got_dot = dist::dot(dx, dy);
-  EXPECT_LE(std::fabs(got_dot - dot), sum_tolerance<T>(n, dot_mag)) << what << ": dot " << got_dot << " vs " << dot;
+  EXPECT_LE(std::fabs(got_dot - dot), sum_tolerance<T>(n, dot_mag))
+      << what << ": dot " << got_dot << " vs " << dot;
   expect_same_on_every_rank(got_dot, what + ": dot");
   const double got_nrm2 = dist::nrm2(dx);
   // sqrt halves the relative error of the sum of squares.
@@ -447,7 +458,8 @@ TEST_P(DistOps, ReductionsToOneValueThatDifferRaiseOnEveryRank) {
     EXPECT_EQ(dist::sum(d), want) << "an agreeing call first";
     r.comm->group_start();
     expect_logic_error([&] { (void)dist::sum(d); }, {"dist::sum", "group"});
-    expect_logic_error([&] { (void)dist::dot(d, d, {.deterministic = true}); }, {"dist::dot", "group"});
+    expect_logic_error([&] { (void)dist::dot(d, d, {.deterministic = true}); },
+                       {"dist::dot", "group"});
     r.comm->group_end();
     // Rank 1 asks for the maximum where the others sum: the same exchange, another reduction.
     expect_logic_error([&] { (void)(world_rank() == 1 ? dist::max(d) : dist::sum(d)); },
@@ -489,7 +501,8 @@ TEST_P(DistOps, ReductionsToOneValueThatDifferRaiseOnEveryRank) {
 // operation as given.
 TEST_P(DistOps, ReduceWithAUserKernel) {
   const std::size_t M = s_.M();
-  const ReductionKernel abs_max("T x", "T y", "x < 0 ? -x : x", "a > b ? a : b", "0", {.name = "dist_abs_max"});
+  const ReductionKernel abs_max("T x", "T y", "x < 0 ? -x : x", "a > b ? a : b", "0",
+                                {.name = "dist_abs_max"});
   const ReductionKernel sum_sq("T x", "T y", "x * x", "a + b", "0", {.name = "dist_sum_sq"});
   for (const auto& c : cases(M, 4)) {
     const std::size_t n = shape_size(c.shape);
@@ -510,11 +523,13 @@ TEST_P(DistOps, ReduceWithAUserKernel) {
       for (std::size_t l = 0; l < s_.L(); ++l) {
         EXPECT_EQ(maxes[l].device_idx(), s_.comm->device_idx(l)) << what;
         EXPECT_EQ(maxes[l].dtype(), Dtype::float32) << what;
-        EXPECT_EQ(reduction_value<float>(maxes[l]), want_max) << what << ": |x| max on local device " << l;
+        EXPECT_EQ(reduction_value<float>(maxes[l]), want_max)
+            << what << ": |x| max on local device " << l;
         const float got = reduction_value<float>(sums[l]);
-        EXPECT_LE(std::fabs(got - want_sq), sum_tolerance<float>(n, want_sq)) << what << ": sum of squares " << got
-                                                                              << " vs " << want_sq << " on local device " << l;
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(reduction_value<float>(sums[0])))
+        EXPECT_LE(std::fabs(got - want_sq), sum_tolerance<float>(n, want_sq))
+            << what << ": sum of squares " << got << " vs " << want_sq << " on local device " << l;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(got),
+                  std::bit_cast<std::uint32_t>(reduction_value<float>(sums[0])))
             << what << ": local devices disagree";
       }
       expect_same_on_every_rank(reduction_value<float>(sums[0]), what + ": sum of squares");
@@ -570,19 +585,24 @@ TEST_P(DistOps, DeterministicFloat32IsTheCanonicalTree) {
         DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y);
         const dist::DistReductionOptions det{.deterministic = true};
         const double got_sum = dist::sum(dx, det);
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(got_sum)), std::bit_cast<std::uint32_t>(want_sum))
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(got_sum)),
+                  std::bit_cast<std::uint32_t>(want_sum))
             << what << ": sum " << got_sum << " vs " << want_sum;
-        EXPECT_EQ(got_sum, static_cast<double>(static_cast<float>(got_sum))) << what << ": a float32 result";
+        EXPECT_EQ(got_sum, static_cast<double>(static_cast<float>(got_sum)))
+            << what << ": a float32 result";
         const double got_dot = dist::dot(dx, dy, det);
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(got_dot)), std::bit_cast<std::uint32_t>(want_dot))
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(got_dot)),
+                  std::bit_cast<std::uint32_t>(want_dot))
             << what << ": dot " << got_dot << " vs " << want_dot;
         const double got_nrm2 = dist::nrm2(dx, det);
         EXPECT_EQ(got_nrm2, want_nrm2) << what << ": nrm2";
         expect_same_on_every_rank(got_sum, what + ": sum");
         expect_same_on_every_rank(got_dot, what + ": dot");
         if (n > 0) {
-          EXPECT_EQ(dist::min(dx, det), static_cast<double>(*std::min_element(x.begin(), x.end()))) << what;
-          EXPECT_EQ(dist::max(dx, det), static_cast<double>(*std::max_element(x.begin(), x.end()))) << what;
+          EXPECT_EQ(dist::min(dx, det), static_cast<double>(*std::min_element(x.begin(), x.end())))
+              << what;
+          EXPECT_EQ(dist::max(dx, det), static_cast<double>(*std::max_element(x.begin(), x.end())))
+              << what;
         }
       }
     }
@@ -592,12 +612,14 @@ TEST_P(DistOps, DeterministicFloat32IsTheCanonicalTree) {
 // float64 sums follow the canonical tree too; int32 sums (int64) are exact.
 TEST_P(DistOps, DeterministicFloat64AndInt32) {
   const std::size_t M = s_.M();
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1001}, (std::size_t{3} << 20) / 8 + 3}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{1001}, (std::size_t{3} << 20) / 8 + 3}) {
     const auto x = global_data<double>(n, 10), y = global_data<double>(n, 11);
     std::vector<double> xy(n);
     for (std::size_t i = 0; i < n; ++i) xy[i] = x[i] * y[i];
     const auto add = [](double a, double b) { return a + b; };
-    const double want_sum = canonical_tree<double>(x, 0.0, add), want_dot = canonical_tree<double>(xy, 0.0, add);
+    const double want_sum = canonical_tree<double>(x, 0.0, add),
+                 want_dot = canonical_tree<double>(xy, 0.0, add);
     const auto ints = global_data<std::int32_t>(n, 12);
     std::int64_t want_int = 0;
     for (auto v : ints) want_int += v;
@@ -643,7 +665,8 @@ void check_axis_sums(Rig& s, const Shape& shape, const RowSplit& split, const st
   ReplicatedArray col_out(*s.comm, {C}, dtype_of<S>);
   dist::sum_columns(dx, col_out);
   for (std::size_t l = 0; l < col_out.local_size(); ++l) {
-    expect_close(col_out.get<S>(l), cols, cols_tol, what + fmt::format(": sum_columns on local device {}", l));
+    expect_close(col_out.get<S>(l), cols, cols_tol,
+                 what + fmt::format(": sum_columns on local device {}", l));
   }
 }
 
@@ -683,7 +706,8 @@ void check_blas_dot(Rig& s, const Case& c, const std::string& what) {
     sq += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   }
   const double got = dist::blas_dot(dx, dy);
-  EXPECT_LE(std::fabs(got - dot), sum_tolerance<T>(n, mag)) << what << ": blas_dot " << got << " vs " << dot;
+  EXPECT_LE(std::fabs(got - dot), sum_tolerance<T>(n, mag))
+      << what << ": blas_dot " << got << " vs " << dot;
   expect_same_on_every_rank(got, what + ": blas_dot");
   const double got_nrm2 = dist::blas_nrm2(dx);
   EXPECT_LE(std::fabs(got_nrm2 - std::sqrt(sq)), sum_tolerance<T>(n, std::sqrt(sq)))
@@ -699,8 +723,10 @@ TEST_P(DistOps, BlasDotAndNrm2) {
 
 // Host matrix products in double of exact values (every partial sum is exact in float32 for the
 // sizes used, so the device's result must equal the host's whatever its order).
-std::vector<double> host_gemm(double alpha, const std::vector<double>& a, const std::vector<double>& b, double beta,
-                              const std::vector<double>& c, std::size_t m, std::size_t k, std::size_t n) {
+std::vector<double> host_gemm(double alpha, const std::vector<double>& a,
+                              const std::vector<double>& b, double beta,
+                              const std::vector<double>& c, std::size_t m, std::size_t k,
+                              std::size_t n) {
   std::vector<double> out(m * n);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
@@ -756,8 +782,10 @@ TEST_P(DistOps, Gemv) {
       {1, 7, last_split(1, M), {}, "1 x 7 on the last member"},
       {37, 9, {}, weights_split(M), "37 x 9, x weighted"},
       {101, 13, weights_split(M), gaps_split(13, M), "101 x 13 weighted, x on odd members"},
-      {2 * M + 1, 33, gaps_split(2 * M + 1, M), last_split(33, M), "2M+1 x 33 on odd members, x on the last"},
-      {(std::size_t{3} << 20) / (4 * 257), 257, weights_split(M, true), weights_split(M), "3 MiB, weighted"},
+      {2 * M + 1, 33, gaps_split(2 * M + 1, M), last_split(33, M),
+       "2M+1 x 33 on odd members, x on the last"},
+      {(std::size_t{3} << 20) / (4 * 257), 257, weights_split(M, true), weights_split(M),
+       "3 MiB, weighted"},
   };
   if (M > 1) gs.push_back({M - 1, 3, {}, {}, "fewer rows than members"});
   for (const auto& g : gs) {
@@ -815,9 +843,16 @@ TEST_P(DistOps, Gemm) {
       {1, 1, 1, {}, {}, "1 x 1 x 1"},
       {3, 1, 7, last_split(3, M), weights_split(M), "3 x 1 x 7 on the last member"},
       {37, 9, 5, {}, gaps_split(9, M), "37 x 9 x 5, B on odd members"},
-      {101, 13, 7, weights_split(M), last_split(13, M), "101 x 13 x 7 weighted, B on the last member"},
-      {2 * M + 1, 33, 3, gaps_split(2 * M + 1, M), weights_split(M, true), "2M+1 x 33 x 3 on odd members"},
-      {(std::size_t{3} << 20) / (4 * 129), 65, 129, weights_split(M, true), {}, "3 MiB C, weighted"},
+      {101, 13, 7, weights_split(M), last_split(13, M),
+       "101 x 13 x 7 weighted, B on the last member"},
+      {2 * M + 1, 33, 3, gaps_split(2 * M + 1, M), weights_split(M, true),
+       "2M+1 x 33 x 3 on odd members"},
+      {(std::size_t{3} << 20) / (4 * 129),
+       65,
+       129,
+       weights_split(M, true),
+       {},
+       "3 MiB C, weighted"},
   };
   if (M > 1) gs.push_back({M - 1, 4, 3, {}, {}, "fewer rows than members"});
   for (const auto& g : gs) {
@@ -874,27 +909,46 @@ TEST_P(DistOps, MismatchedLayoutsRaiseOnEveryRank) {
                                 : DistArray(*s_.comm, {9}, Dtype::float32);
   const std::string split_words = M > 1 ? "split their rows differently" : "different layouts";
 
-  expect_logic_error([&] { dist::axpy(2.0f, x, longer, y); }, {"dist::axpy", "x and y", "different layouts", "(10", "(11"});
-  expect_logic_error([&] { dist::axpy(2.0f, x, y, other_split); }, {"dist::axpy", "x and out", split_words});
+  expect_logic_error([&] { dist::axpy(2.0f, x, longer, y); },
+                     {"dist::axpy", "x and y", "different layouts", "(10", "(11"});
+  expect_logic_error([&] { dist::axpy(2.0f, x, y, other_split); },
+                     {"dist::axpy", "x and out", split_words});
   expect_logic_error([&] { dist::scale(2.0f, x, longer); }, {"dist::scale", "different layouts"});
-  expect_logic_error([&] { dist::copy(other_split, y); }, {"dist::copy", "src and dst", split_words});
+  expect_logic_error([&] { dist::copy(other_split, y); },
+                     {"dist::copy", "src and dst", split_words});
   const ElementwiseKernel add("T x, T y", "T z", "z = x + y", {.name = "dist_add"});
-  expect_logic_error([&] { dist::elementwise(add, {x, other_split, y}); }, {"dist::elementwise", split_words});
-  expect_logic_error([&] { dist::elementwise(add, {x, 1.0f, longer}); }, {"dist::elementwise", "different layouts"});
+  expect_logic_error(
+      [&] {
+        dist::elementwise(add, {x, other_split, y});
+      },
+      {"dist::elementwise", split_words});
+  expect_logic_error(
+      [&] {
+        dist::elementwise(add, {x, 1.0f, longer});
+      },
+      {"dist::elementwise", "different layouts"});
   expect_logic_error([&] { (void)dist::dot(x, longer); }, {"dist::dot", "different layouts"});
-  expect_logic_error([&] { (void)dist::dot(x, other_split, {.deterministic = true}); }, {"dist::dot", split_words});
-  expect_logic_error([&] { (void)dist::blas_dot(other_split, x); }, {"dist::blas_dot", split_words});
+  expect_logic_error([&] { (void)dist::dot(x, other_split, {.deterministic = true}); },
+                     {"dist::dot", split_words});
+  expect_logic_error([&] { (void)dist::blas_dot(other_split, x); },
+                     {"dist::blas_dot", split_words});
   expect_still_working(s_);
 
   // Elementwise arguments that are not distributed.
   const Array single = Array::zeros(x.queue(), {10}, Dtype::float32, s_.comm->device_idx(0));
-  expect_logic_error([&] { dist::DistOperand{Operand(single)}; }, {"dist::DistOperand", "single-device"});
-  expect_logic_error([&] { dist::elementwise(add, {1.0f, 2.0f, 3.0f}); }, {"dist::elementwise", "no distributed operand"});
+  expect_logic_error([&] { dist::DistOperand{Operand(single)}; },
+                     {"dist::DistOperand", "single-device"});
+  expect_logic_error(
+      [&] {
+        dist::elementwise(add, {1.0f, 2.0f, 3.0f});
+      },
+      {"dist::elementwise", "no distributed operand"});
 
   // Arrays of another communicator (a second one over the same ranks and devices).
   std::unique_ptr<Communicator> second =
       s_.runtime ? std::make_unique<Communicator>(*s_.runtime)
-                 : std::make_unique<Communicator>(MPI_COMM_WORLD, s_.comm->context(), std::vector<std::size_t>{0, 1});
+                 : std::make_unique<Communicator>(MPI_COMM_WORLD, s_.comm->context(),
+                                                  std::vector<std::size_t>{0, 1});
   {
     DistArray foreign(*second, {10}, Dtype::float32);
     expect_logic_error([&] { dist::copy(x, foreign); }, {"dist::copy", "different communicators"});
@@ -907,7 +961,8 @@ TEST_P(DistOps, MismatchedLayoutsRaiseOnEveryRank) {
   expect_logic_error([&] { dist::sum_rows(x, y); }, {"dist::sum_rows", "2-D"});
   if (M > 1) {
     DistArray split_out(*s_.comm, {10}, Dtype::float32, last_split(10, M));
-    expect_logic_error([&] { dist::sum_rows(m2, split_out); }, {"dist::sum_rows", "split their rows differently"});
+    expect_logic_error([&] { dist::sum_rows(m2, split_out); },
+                       {"dist::sum_rows", "split their rows differently"});
   }
   ReplicatedArray four(*s_.comm, {4}, Dtype::float32);
   expect_logic_error([&] { dist::sum_columns(m2, four); }, {"dist::sum_columns", "(10, 3)", "(4"});
@@ -916,14 +971,18 @@ TEST_P(DistOps, MismatchedLayoutsRaiseOnEveryRank) {
   ReplicatedArray x3(*s_.comm, {3}, Dtype::float32), x4(*s_.comm, {4}, Dtype::float32);
   expect_logic_error([&] { dist::gemv(1.0, m2, x4, 0.0, x); }, {"dist::gemv", "(10, 3)", "(4"});
   expect_logic_error([&] { dist::gemv(1.0, m2, x3, 0.0, longer); }, {"dist::gemv", "(11"});
-  if (M > 1) expect_logic_error([&] { dist::gemv(1.0, m2, x3, 0.0, other_split); }, {"dist::gemv", "A and y", split_words});
+  if (M > 1)
+    expect_logic_error([&] { dist::gemv(1.0, m2, x3, 0.0, other_split); },
+                       {"dist::gemv", "A and y", split_words});
   ReplicatedArray b34(*s_.comm, {3, 4}, Dtype::float32);
   DistArray c104(*s_.comm, {10, 4}, Dtype::float32), c114(*s_.comm, {11, 4}, Dtype::float32);
   expect_logic_error([&] { dist::gemm(1.0, m2, b34, 0.0, c114); }, {"dist::gemm", "(11, 4)"});
-  expect_logic_error([&] { dist::gemm(1.0, m2, b34, 0.0, c104, {.trans_a = true}); }, {"dist::gemm", "trans_a"});
+  expect_logic_error([&] { dist::gemm(1.0, m2, b34, 0.0, c104, {.trans_a = true}); },
+                     {"dist::gemm", "trans_a"});
   if (M > 1) {
     DistArray c_split(*s_.comm, {10, 4}, Dtype::float32, last_split(10, M));
-    expect_logic_error([&] { dist::gemm(1.0, m2, b34, 0.0, c_split); }, {"dist::gemm", "A and C", "split"});
+    expect_logic_error([&] { dist::gemm(1.0, m2, b34, 0.0, c_split); },
+                       {"dist::gemm", "A and C", "split"});
   }
   expect_still_working(s_);
 }

@@ -21,9 +21,9 @@
 //   skip      rank 1 skips an all_reduce: the others must raise TimeoutError within
 //             SKEIN_COLLECTIVE_TIMEOUT plus a margin
 //   skip_code:SECONDS
-//             `skip` with the timeout given in code (CommunicatorOptions::timeout_seconds): the others
-//             raise TimeoutError within SKEIN_COLLECTIVE_TIMEOUT plus a margin when the variable is
-//             set (it overrides the code), else within SECONDS plus a margin
+//             `skip` with the timeout given in code (CommunicatorOptions::timeout_seconds): the
+//             others raise TimeoutError within SKEIN_COLLECTIVE_TIMEOUT plus a margin when the
+//             variable is set (it overrides the code), else within SECONDS plus a margin
 //   skip_sum  the same for a dist::sum, which must raise itself rather than return a value (with
 //             the MPI backend its ranks' values meet in one MPI exchange on the host; over NCCL
 //             ranks it is an all_reduce, as `skip`, whose result the host reads after waiting)
@@ -102,7 +102,8 @@ bool still_right(Communicator& comm, const Queue& queue, int ranks) {
   const std::size_t n = 257;
   Array a = Array::from_host(queue, ramp(n, g_rank));
   try {
-    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
+    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum))
+      e.wait();
   } catch (const RuntimeError& e) {
     return comm.backend() != CollectiveBackend::mpi && contains(e.what(), "aborted");
   }
@@ -158,7 +159,8 @@ int mismatch(const Runtime& runtime, const std::string& field) {
     const bool after = still_right(comm, queue, runtime.size());
     return report(named && fast && after,
                   "LogicError after " + std::to_string(waited) + " s" +
-                      (after ? "" : " (but the communicator was left in a wrong state)") + ": " + what);
+                      (after ? "" : " (but the communicator was left in a wrong state)") + ": " +
+                      what);
   } catch (const std::exception& e) {
     return report(false, std::string("unexpected exception: ") + e.what());
   }
@@ -198,19 +200,20 @@ int read_after(const Runtime& runtime, const std::string& field) {
     const auto bytes = read_back(a);
     if (field == "skip" && odd) {
       // No call on this rank: its array is its own, zeros.
-      const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+      const bool zeros =
+          std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
       return report(zeros, "made no call and read its own array back (" + backend + ")");
     }
-    return report(false, "read " + std::to_string(bytes.size()) + " bytes after " + std::to_string(waited()) +
-                             " s with no error (" + backend + ")");
+    return report(false, "read " + std::to_string(bytes.size()) + " bytes after " +
+                             std::to_string(waited()) + " s with no error (" + backend + ")");
   } catch (const Error& e) {
     const double t = waited();
     const std::string what = e.what();
     bool ok = false;
     if (field == "skip") {
       const double limit = timeout_seconds();
-      ok = dynamic_cast<const TimeoutError*>(&e) != nullptr && contains(what, "SKEIN_COLLECTIVE_TIMEOUT") &&
-           t < limit + 10;
+      ok = dynamic_cast<const TimeoutError*>(&e) != nullptr &&
+           contains(what, "SKEIN_COLLECTIVE_TIMEOUT") && t < limit + 10;
     } else {
       ok = dynamic_cast<const LogicError*>(&e) != nullptr && contains(what, field + " differs") &&
            contains(what, "rank 1 has") && t < 2.0;
@@ -220,7 +223,8 @@ int read_after(const Runtime& runtime, const std::string& field) {
     std::string after;
     try {
       const auto bytes = read_back(a);
-      const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+      const bool zeros =
+          std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
       ok = ok && step == "the call" && zeros;
       after = step == "the call" ? (zeros ? "the array was untouched" : "the array was CHANGED")
                                  : "a get() after it RETURNED the data";
@@ -228,8 +232,9 @@ int read_after(const Runtime& runtime, const std::string& field) {
       ok = ok && step != "the call" && typeid(again) == typeid(e);
       after = "a get() after it raised too";
     }
-    return report(ok, std::string(dynamic_cast<const LogicError*>(&e) ? "LogicError" : "an error") + " from " +
-                          step + " after " + std::to_string(t) + " s (" + backend + "); " + after + ": " + what);
+    return report(ok, std::string(dynamic_cast<const LogicError*>(&e) ? "LogicError" : "an error") +
+                          " from " + step + " after " + std::to_string(t) + " s (" + backend +
+                          "); " + after + ": " + what);
   } catch (const std::exception& e) {
     return report(false, std::string("unexpected exception from ") + step + ": " + e.what());
   }
@@ -240,8 +245,9 @@ int skip(const Runtime& runtime, bool sum, std::optional<double> in_code = std::
   Communicator comm(runtime, CommunicatorOptions{.timeout_seconds = in_code});
   const double limit = timeout_seconds(in_code);
   if (comm.options().timeout_seconds != limit) {
-    return report(false, "the Communicator's timeout in effect is " + std::to_string(*comm.options().timeout_seconds) +
-                             " s, not " + std::to_string(limit) + " s");
+    return report(false, "the Communicator's timeout in effect is " +
+                             std::to_string(*comm.options().timeout_seconds) + " s, not " +
+                             std::to_string(limit) + " s");
   }
   Queue queue(comm.context());
   Array a = Array::zeros(queue, {1000}, Dtype::float32);
@@ -254,15 +260,20 @@ int skip(const Runtime& runtime, bool sum, std::optional<double> in_code = std::
       // dist::sum itself must raise: a value returned here would be one the other ranks never
       // contributed to.
       const double v = dist::sum(d);
-      return report(false, "dist::sum returned " + std::to_string(v) + " although rank 1 skipped it");
+      return report(false,
+                    "dist::sum returned " + std::to_string(v) + " although rank 1 skipped it");
     } else {
-      for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) e.wait();
+      for (const Event& e :
+           comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum))
+        e.wait();
     }
     comm.barrier(queue);
   } catch (const TimeoutError& e) {
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
-    bool ok = contains(what, "SKEIN_COLLECTIVE_TIMEOUT") && waited >= 0.9 * limit && waited < limit + 10;
+    bool ok =
+        contains(what, "SKEIN_COLLECTIVE_TIMEOUT") && waited >= 0.9 * limit && waited < limit + 10;
     // The communicator is unusable afterwards, and says so.
     try {
       comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum);
@@ -284,7 +295,8 @@ int late(const Runtime& runtime) {
   try {
     Communicator comm(runtime);
   } catch (const TimeoutError& e) {
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
     return report(contains(what, "SKEIN_COLLECTIVE_TIMEOUT=") && contains(what, "Communicator") &&
                       waited < limit + 10,
@@ -304,7 +316,8 @@ int tiny(const Runtime& runtime) {
     comm.barrier(queue);
     return report(true, "the calls finished within the tiny timeout");
   } catch (const TimeoutError& e) {
-    return report(contains(e.what(), "SKEIN_COLLECTIVE_TIMEOUT="), std::string("TimeoutError: ") + e.what());
+    return report(contains(e.what(), "SKEIN_COLLECTIVE_TIMEOUT="),
+                  std::string("TimeoutError: ") + e.what());
   } catch (const std::exception& e) {
     return report(false, std::string("unexpected exception: ") + e.what());
   }
@@ -329,10 +342,12 @@ int shared(const Runtime& runtime) {
   Communicator comm(runtime);
   Queue queue(comm.context());
   if (comm.backend() != CollectiveBackend::mpi) {
-    return report(false, "ranks sharing a device got the " + std::string(name(comm.backend())) + " backend");
+    return report(
+        false, "ranks sharing a device got the " + std::string(name(comm.backend())) + " backend");
   }
-  return report(still_right(comm, queue, runtime.size()),
-                "all_reduce over ranks sharing one device (" + comm.context().device(0).description() + ")");
+  return report(
+      still_right(comm, queue, runtime.size()),
+      "all_reduce over ranks sharing one device (" + comm.context().device(0).description() + ")");
 }
 
 int kill_one(const Runtime& runtime) {
@@ -347,7 +362,8 @@ int kill_one(const Runtime& runtime) {
   }
   try {
     // NCCL returns once the work is enqueued: wait for it, as a simulation code would.
-    for (const Event& e : comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) {
+    for (const Event& e :
+         comm.all_reduce(queue, std::span(&a, 1), std::span(&a, 1), ReduceOp::sum)) {
       e.wait();
     }
     // After an abort by the watchdog the kernels end too: the next call says what happened.
@@ -376,12 +392,15 @@ int checkpoint_skip(const Runtime& runtime) {
   try {
     m.write(2, 1.0, {{"u", u}});
   } catch (const TimeoutError& e) {
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
     const double limit = timeout_seconds();
-    bool ok = contains(what, "CheckpointManager::write") && contains(what, "SKEIN_COLLECTIVE_TIMEOUT=") &&
-              contains(what, "rank 1 did not arrive") && waited >= 0.9 * limit && waited < limit + 10;
-    ok = ok && fs::exists(dir / "checkpoint-0000000001.done") && !fs::exists(dir / "checkpoint-0000000002.done");
+    bool ok =
+        contains(what, "CheckpointManager::write") && contains(what, "SKEIN_COLLECTIVE_TIMEOUT=") &&
+        contains(what, "rank 1 did not arrive") && waited >= 0.9 * limit && waited < limit + 10;
+    ok = ok && fs::exists(dir / "checkpoint-0000000001.done") &&
+         !fs::exists(dir / "checkpoint-0000000002.done");
     // The manager is unusable afterwards, and says so at once.
     try {
       (void)m.latest_complete();
@@ -411,10 +430,12 @@ int badenv(int& argc, char**& argv, const std::string& name) {
     step = "a Queue and a kernel";
     const Context& context = runtime->context();
     Queue queue(context, {0});
-    Program program(context, "KERNEL void twice(GLOBAL_MEM float* x) { x[get_global_id(0)] *= 2.0f; }");
+    Program program(context,
+                    "KERNEL void twice(GLOBAL_MEM float* x) { x[get_global_id(0)] *= 2.0f; }");
     Array a = Array::from_host(queue, std::vector<float>(64, 1.5f));
     program.kernel("twice")(queue, 64, std::nullopt, a);
-    if (a.get<float>() != std::vector<float>(64, 3.0f)) return report(false, "the kernel computed a wrong value");
+    if (a.get<float>() != std::vector<float>(64, 3.0f))
+      return report(false, "the kernel computed a wrong value");
 #if SKEIN_HAS_HDF5
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / ("skein-badenv-" + std::to_string(getppid()));
@@ -442,15 +463,18 @@ int badenv(int& argc, char**& argv, const std::string& name) {
     return report(false, "unexpected exception from " + step + ": " + e.what());
   }
   return report(false, "no exception: every object was made with " + name + " set to '" +
-                           std::string(std::getenv(name.c_str()) ? std::getenv(name.c_str()) : "") + "'");
+                           std::string(std::getenv(name.c_str()) ? std::getenv(name.c_str()) : "") +
+                           "'");
 }
 
 int run(const std::string& mode, const Runtime& runtime) {
-  if (mode == "count" || mode == "dtype" || mode == "reduction" || mode == "root" || mode == "operation") {
+  if (mode == "count" || mode == "dtype" || mode == "reduction" || mode == "root" ||
+      mode == "operation") {
     return mismatch(runtime, mode);
   }
   if (mode == "skip" || mode == "skip_sum") return skip(runtime, mode == "skip_sum");
-  if (mode.rfind("skip_code:", 0) == 0) return skip(runtime, false, std::atof(mode.substr(10).c_str()));
+  if (mode.rfind("skip_code:", 0) == 0)
+    return skip(runtime, false, std::atof(mode.substr(10).c_str()));
   if (mode.rfind("read_", 0) == 0) return read_after(runtime, mode.substr(5));
   if (mode == "late") return late(runtime);
   if (mode == "tiny") return tiny(runtime);
@@ -468,7 +492,8 @@ int main(int argc, char** argv) {
   // "badenv" or "badenv:VARIABLE" (default SKEIN_COLLECTIVE_TIMEOUT): the variable the test set,
   // which the Runtime itself may read.
   if (mode.rfind("badenv", 0) == 0) {
-    const int rc = badenv(argc, argv, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
+    const int rc =
+        badenv(argc, argv, mode.size() > 7 ? mode.substr(7) : "SKEIN_COLLECTIVE_TIMEOUT");
     // A Runtime that refused its settings may have started MPI first: end it as a program would.
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);

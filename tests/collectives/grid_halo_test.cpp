@@ -50,13 +50,15 @@ using ::skein::test::world_size;
 
 class GridArrays : public ::skein::test::PlacementTest {};
 
-INSTANTIATE_TEST_SUITE_P(Layouts, GridArrays, testing::Values(Placement::runtime, Placement::two_per_rank),
+INSTANTIATE_TEST_SUITE_P(Layouts, GridArrays,
+                         testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
 
-// ---- values ---------------------------------------------------------------------------------------
+// ---- values -------------------------------------------------------------------------------------
 
 // Exact in float32, float64 and int32: below 2^24.
-double global_value(std::size_t flat_point, std::size_t comp, std::size_t components, std::size_t salt) {
+double global_value(std::size_t flat_point, std::size_t comp, std::size_t components,
+                    std::size_t salt) {
   return static_cast<double>(((flat_point * components + comp) * 5 + salt * 11 + 1) % 1000003);
 }
 
@@ -100,7 +102,7 @@ std::vector<double> from_bytes(const std::vector<std::byte>& b, Dtype dtype) {
   return out;
 }
 
-// ---- the reference --------------------------------------------------------------------------------
+// ---- the reference ------------------------------------------------------------------------------
 
 // The global point a cell reads (copy), or what else it gets: keep (left as it was) or the
 // constant. Computed per axis from the global coordinate, independently of the exchange's plan.
@@ -110,7 +112,8 @@ struct Expected {
   std::vector<std::size_t> point;
 };
 
-Expected expected_cell(const GridLayout& l, const GridBlock& b, const std::vector<std::size_t>& idx) {
+Expected expected_cell(const GridLayout& l, const GridBlock& b,
+                       const std::vector<std::size_t>& idx) {
   const std::size_t n = l.ndim();
   Expected e;
   std::size_t outside = 0;
@@ -186,7 +189,8 @@ std::vector<double> initial_block(const GridLayout& l, std::size_t member, std::
       g[a] = b.offset[a] + idx[a] - (inside ? l.halo(a) : 0);
     }
     for (std::size_t c = 0; c < C; ++c, ++k) {
-      out.push_back(inside ? global_value(flat(l.shape(), g), c, C, salt) : sentinel(member, k, salt));
+      out.push_back(inside ? global_value(flat(l.shape(), g), c, C, salt)
+                           : sentinel(member, k, salt));
     }
   });
   return out;
@@ -212,9 +216,10 @@ void check_block(const GridLayout& l, std::size_t member, const std::vector<doub
       if (e.kind == Expected::copy) want = global_value(flat(l.shape(), e.point), c, C, salt);
       if (got[k] != want && !reported) {
         reported = true;
-        ADD_FAILURE() << what << ": member " << member << ", cell (" << fmt::format("{}", fmt::join(idx, ", "))
-                      << ") component " << c << " of the block with halo " << to_string(full) << ": got "
-                      << got[k] << ", want " << want << " (" << l.describe() << ")";
+        ADD_FAILURE() << what << ": member " << member << ", cell ("
+                      << fmt::format("{}", fmt::join(idx, ", ")) << ") component " << c
+                      << " of the block with halo " << to_string(full) << ": got " << got[k]
+                      << ", want " << want << " (" << l.describe() << ")";
       }
     }
   });
@@ -226,14 +231,16 @@ void fill_arrays(std::span<const GridArray> arrays, std::size_t base) {
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     for (const auto& b : arrays[k].blocks()) {
       if (b.with_halo.size() == 0) continue;
-      b.with_halo.set(to_bytes(initial_block(arrays[k].layout(), b.member, base + k), arrays[k].dtype()));
+      b.with_halo.set(
+          to_bytes(initial_block(arrays[k].layout(), b.member, base + k), arrays[k].dtype()));
     }
   }
 }
 
 // Checks every cell of every local block of `arrays` after an exchange of what fill_arrays(base)
 // put there.
-void check_arrays_exchanged(std::span<const GridArray> arrays, std::size_t base, const std::string& what) {
+void check_arrays_exchanged(std::span<const GridArray> arrays, std::size_t base,
+                            const std::string& what) {
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     for (const auto& b : arrays[k].blocks()) {
       if (b.block.empty()) {
@@ -242,16 +249,17 @@ void check_arrays_exchanged(std::span<const GridArray> arrays, std::size_t base,
       }
       std::vector<std::byte> bytes(b.with_halo.nbytes());
       b.with_halo.get(bytes);
-      check_block(arrays[k].layout(), b.member, from_bytes(bytes, arrays[k].dtype()), base + k,
-                  fmt::format("{} (array {} of {}, {})", what, k, arrays.size(), name(arrays[k].dtype())));
+      check_block(
+          arrays[k].layout(), b.member, from_bytes(bytes, arrays[k].dtype()), base + k,
+          fmt::format("{} (array {} of {}, {})", what, k, arrays.size(), name(arrays[k].dtype())));
     }
   }
 }
 
 // Makes one array per dtype on `layout`, fills every block (halo included) with its initial
 // contents, exchanges them all in one call and checks every cell of every local block.
-void check_exchange(const Rig& s, const Shape& shape, const GridOptions& options, const std::string& what,
-                    const std::vector<Dtype>& dtypes = {Dtype::float64}) {
+void check_exchange(const Rig& s, const Shape& shape, const GridOptions& options,
+                    const std::string& what, const std::vector<Dtype>& dtypes = {Dtype::float64}) {
   const GridLayout layout = GridLayout::over(*s.comm, shape, options);
   std::vector<GridArray> arrays;
   for (const Dtype dtype : dtypes) arrays.emplace_back(*s.comm, layout, dtype);
@@ -273,14 +281,15 @@ std::vector<Sides> every_boundary() {
           {Boundary::reflect(), Boundary::constant(5), "reflect / constant 5"}};
 }
 
-// ---- halo exchanges ---------------------------------------------------------------------------------
+// ---- halo exchanges -----------------------------------------------------------------------------
 
 TEST_P(GridArrays, OneDimensionalEveryBoundary) {
   const std::size_t M = s_.M();
   for (std::size_t w : {1u, 2u}) {
     for (const auto& b : every_boundary()) {
       for (Stencil st : {Stencil::star, Stencil::box}) {
-        check_exchange(s_, {w * M + 3}, {.halo = {w}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+        check_exchange(s_, {w * M + 3},
+                       {.halo = {w}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
                        fmt::format("1-D, width {}, {}", w, b.name));
       }
     }
@@ -295,10 +304,11 @@ TEST_P(GridArrays, TwoDimensionalGridsWidthsStencilsAndBoundaries) {
     for (const std::vector<std::size_t>& halo : {std::vector<std::size_t>{1}, {2}, {2, 1}}) {
       for (Stencil st : {Stencil::star, Stencil::box}) {
         for (const auto& b : every_boundary()) {
-          check_exchange(s_, {2 * M + 5, 2 * M + 4},
-                         {.grid = grid, .halo = halo, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
-                         fmt::format("2-D grid {}, halo {}, {}, {}", fmt::join(grid, "x"), fmt::join(halo, ","),
-                                     st == Stencil::star ? "star" : "box", b.name));
+          check_exchange(
+              s_, {2 * M + 5, 2 * M + 4},
+              {.grid = grid, .halo = halo, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+              fmt::format("2-D grid {}, halo {}, {}, {}", fmt::join(grid, "x"),
+                          fmt::join(halo, ","), st == Stencil::star ? "star" : "box", b.name));
         }
       }
     }
@@ -332,9 +342,13 @@ TEST_P(GridArrays, ThreeDimensional) {
     for (Stencil st : {Stencil::star, Stencil::box}) {
       for (const auto& b : every_boundary()) {
         check_exchange(s_, {M + 3, 5, M + 4},
-                       {.grid = grid, .halo = {1, 2, 1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
-                       fmt::format("3-D grid {}, {}, {}", fmt::join(grid, "x"), st == Stencil::star ? "star" : "box",
-                                   b.name));
+                       {.grid = grid,
+                        .halo = {1, 2, 1},
+                        .stencil = st,
+                        .lower = {b.lower},
+                        .upper = {b.upper}},
+                       fmt::format("3-D grid {}, {}, {}", fmt::join(grid, "x"),
+                                   st == Stencil::star ? "star" : "box", b.name));
       }
     }
   }
@@ -344,16 +358,25 @@ TEST_P(GridArrays, SeveralArraysInOneCallWithComponents) {
   const std::size_t M = s_.M();
   const std::vector<Dtype> dtypes = {Dtype::float64, Dtype::int32, Dtype::float32};
   for (Stencil st : {Stencil::star, Stencil::box}) {
-    check_exchange(s_, {2 * M + 2, 6}, {.halo = {1}, .stencil = st, .lower = {Boundary::periodic()},
-                                        .upper = {Boundary::periodic()}},
+    check_exchange(s_, {2 * M + 2, 6},
+                   {.halo = {1},
+                    .stencil = st,
+                    .lower = {Boundary::periodic()},
+                    .upper = {Boundary::periodic()}},
                    "2-D, three arrays", dtypes);
     check_exchange(s_, {M + 2, 4, 5},
-                   {.components = 3, .halo = {1, 1, 2}, .stencil = st,
+                   {.components = 3,
+                    .halo = {1, 1, 2},
+                    .stencil = st,
                     .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
                     .upper = {Boundary::periodic(), Boundary::constant(4), Boundary::periodic()}},
                    "3-D, 3 components, two arrays", {Dtype::float64, Dtype::int32});
-    check_exchange(s_, {3 * M + 1}, {.components = 2, .halo = {2}, .stencil = st, .lower = {Boundary::constant(1)},
-                                     .upper = {Boundary::reflect()}},
+    check_exchange(s_, {3 * M + 1},
+                   {.components = 2,
+                    .halo = {2},
+                    .stencil = st,
+                    .lower = {Boundary::constant(1)},
+                    .upper = {Boundary::reflect()}},
                    "1-D, 2 components");
   }
 }
@@ -371,30 +394,45 @@ TEST_P(GridArrays, UnevenSplitsAndMembersWithoutPoints) {
     for (const auto& b : every_boundary()) {
       for (Stencil st : {Stencil::star, Stencil::box}) {
         check_exchange(s_, {total, 5},
-                       {.grid = {M, 1}, .sizes = {gaps, {}}, .halo = {w, 1}, .stencil = st,
-                        .lower = {b.lower}, .upper = {b.upper}},
+                       {.grid = {M, 1},
+                        .sizes = {gaps, {}},
+                        .halo = {w, 1},
+                        .stencil = st,
+                        .lower = {b.lower},
+                        .upper = {b.upper}},
                        fmt::format("empty members, width {}, {}", w, b.name));
         // All points on one member (its own neighbour when periodic, its own mirror).
         std::vector<std::size_t> one(M, 0);
         one[M / 2] = w + 2;
         check_exchange(s_, {4, w + 2},
-                       {.grid = {1, M}, .sizes = {{}, one}, .halo = {1, w}, .stencil = st,
-                        .lower = {b.lower}, .upper = {b.upper}},
+                       {.grid = {1, M},
+                        .sizes = {{}, one},
+                        .halo = {1, w},
+                        .stencil = st,
+                        .lower = {b.lower},
+                        .upper = {b.upper}},
                        fmt::format("one member with points, width {}, {}", w, b.name));
       }
     }
   }
   // Uneven on two axes and fewer points than members along one.
   if (M % 2 == 0) {
-    check_exchange(s_, {M / 2 + 5, 3}, {.grid = {M / 2, 2}, .sizes = {{}, {1, 2}}, .halo = {1},
-                                        .stencil = Stencil::box, .lower = {Boundary::periodic()},
-                                        .upper = {Boundary::periodic()}},
+    check_exchange(s_, {M / 2 + 5, 3},
+                   {.grid = {M / 2, 2},
+                    .sizes = {{}, {1, 2}},
+                    .halo = {1},
+                    .stencil = Stencil::box,
+                    .lower = {Boundary::periodic()},
+                    .upper = {Boundary::periodic()}},
                    "uneven on both axes");
   }
   if (M > 1) {
-    check_exchange(s_, {M - 1, 4}, {.grid = {M, 1}, .halo = {1}, .stencil = Stencil::box,
-                                    .lower = {Boundary::reflect()},
-                                    .upper = {Boundary::constant(3), Boundary::reflect()}},
+    check_exchange(s_, {M - 1, 4},
+                   {.grid = {M, 1},
+                    .halo = {1},
+                    .stencil = Stencil::box,
+                    .lower = {Boundary::reflect()},
+                    .upper = {Boundary::constant(3), Boundary::reflect()}},
                    "fewer rows than members");
   }
 }
@@ -405,20 +443,26 @@ TEST_P(GridArrays, EdgeSizes) {
     for (const auto& b : every_boundary()) {
       const std::string tag = fmt::format("{}, {}", st == Stencil::star ? "star" : "box", b.name);
       // One point in all: one member has it (its own neighbour, its own mirror), the rest none.
-      check_exchange(s_, {1, 1, 1}, {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+      check_exchange(s_, {1, 1, 1},
+                     {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
                      "a single point, " + tag);
       // No points at all: nothing to exchange, every block empty.
-      check_exchange(s_, {0, 5}, {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
+      check_exchange(s_, {0, 5},
+                     {.halo = {1}, .stencil = st, .lower = {b.lower}, .upper = {b.upper}},
                      "no points, " + tag);
       // Blocks exactly as wide as the halo; no halo along one axis (no edges there either).
-      check_exchange(s_, {2 * M, 2, 3}, {.grid = {M, 1, 1}, .halo = {2, 0, 1}, .stencil = st,
-                                         .lower = {b.lower}, .upper = {b.upper}},
+      check_exchange(s_, {2 * M, 2, 3},
+                     {.grid = {M, 1, 1},
+                      .halo = {2, 0, 1},
+                      .stencil = st,
+                      .lower = {b.lower},
+                      .upper = {b.upper}},
                      "blocks as wide as the halo, no halo on axis 1, " + tag);
     }
   }
 }
 
-// ---- faces along axis 0 moved as whole planes ----------------------------------------------------
+// ---- faces along axis 0 moved as whole planes ---------------------------------------------------
 
 // Star exchanges, and box ones without a halo on the other axes, move each face along axis 0
 // between members on different devices as whole ghost planes, straight between the blocks; the
@@ -434,27 +478,45 @@ TEST_P(GridArrays, FacesAlongAxis0WithPackedFacesInOneCall) {
     for (const std::vector<std::size_t>& halo : {std::vector<std::size_t>{1, 2, 1}, {2, 1, 1}}) {
       for (const auto& b : every_boundary()) {
         check_exchange(s_, {2 * M + 4, M + 4, M + 3},
-                       {.grid = grid, .components = 2, .halo = halo, .stencil = Stencil::star,
-                        .lower = {b.lower}, .upper = {b.upper}},
-                       fmt::format("star, grid {}, halo {}, {}", fmt::join(grid, "x"), fmt::join(halo, ","), b.name),
+                       {.grid = grid,
+                        .components = 2,
+                        .halo = halo,
+                        .stencil = Stencil::star,
+                        .lower = {b.lower},
+                        .upper = {b.upper}},
+                       fmt::format("star, grid {}, halo {}, {}", fmt::join(grid, "x"),
+                                   fmt::join(halo, ","), b.name),
                        dtypes);
       }
       // Periodic along axis 0, the other axes' own kinds: planes, mirrors and constants at once.
-      check_exchange(s_, {2 * M + 4, M + 4, M + 3},
-                     {.grid = grid, .halo = halo, .stencil = Stencil::star,
-                      .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
-                      .upper = {Boundary::periodic(), Boundary::constant(-4), Boundary::periodic()}},
-                     fmt::format("star, grid {}, halo {}, mixed sides", fmt::join(grid, "x"), fmt::join(halo, ",")),
-                     dtypes);
+      check_exchange(
+          s_, {2 * M + 4, M + 4, M + 3},
+          {.grid = grid,
+           .halo = halo,
+           .stencil = Stencil::star,
+           .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
+           .upper = {Boundary::periodic(), Boundary::constant(-4), Boundary::periodic()}},
+          fmt::format("star, grid {}, halo {}, mixed sides", fmt::join(grid, "x"),
+                      fmt::join(halo, ",")),
+          dtypes);
     }
   }
   // Box with no halo off axis 0 (whole planes, no edges); box with one (packed, edges filled).
   for (const auto& b : every_boundary()) {
-    check_exchange(s_, {3 * M, 4, 3}, {.grid = {M, 1, 1}, .components = 3, .halo = {2, 0, 0},
-                                       .stencil = Stencil::box, .lower = {b.lower}, .upper = {b.upper}},
+    check_exchange(s_, {3 * M, 4, 3},
+                   {.grid = {M, 1, 1},
+                    .components = 3,
+                    .halo = {2, 0, 0},
+                    .stencil = Stencil::box,
+                    .lower = {b.lower},
+                    .upper = {b.upper}},
                    fmt::format("box, halo 2 0 0, {}", b.name), dtypes);
-    check_exchange(s_, {3 * M, 4}, {.grid = {M, 1}, .halo = {1, 1}, .stencil = Stencil::box,
-                                    .lower = {b.lower}, .upper = {b.upper}},
+    check_exchange(s_, {3 * M, 4},
+                   {.grid = {M, 1},
+                    .halo = {1, 1},
+                    .stencil = Stencil::box,
+                    .lower = {b.lower},
+                    .upper = {b.upper}},
                    fmt::format("box, halo 1 1, {}", b.name), dtypes);
   }
   // Uneven blocks along axis 0 with members that own no points between neighbours.
@@ -465,8 +527,12 @@ TEST_P(GridArrays, FacesAlongAxis0WithPackedFacesInOneCall) {
     total += sizes.back();
   }
   check_exchange(s_, {total, 3, 4},
-                 {.grid = {M, 1, 1}, .sizes = {sizes, {}, {}}, .halo = {2, 1, 1}, .stencil = Stencil::star,
-                  .lower = {Boundary::periodic()}, .upper = {Boundary::periodic()}},
+                 {.grid = {M, 1, 1},
+                  .sizes = {sizes, {}, {}},
+                  .halo = {2, 1, 1},
+                  .stencil = Stencil::star,
+                  .lower = {Boundary::periodic()},
+                  .upper = {Boundary::periodic()}},
                  "star, uneven with empty members, periodic", dtypes);
 }
 
@@ -475,7 +541,8 @@ TEST_P(GridArrays, FacesAlongAxis0WithPackedFacesInOneCall) {
 // cells of those ghost planes must hold exactly the neighbour's ghost values at the same place:
 // the planes taken must be the neighbour's h planes next to the face, whole, and no others.
 // Elsewhere (no neighbour, or one on the same device: a face-only copy) they keep their values.
-void check_axis0_plane_edges(std::span<const GridArray> arrays, std::size_t base, const std::string& what) {
+void check_axis0_plane_edges(std::span<const GridArray> arrays, std::size_t base,
+                             const std::string& what) {
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     const GridLayout& l = arrays[k].layout();
     const std::size_t n = l.ndim(), C = l.components(), h0 = l.halo(0);
@@ -513,7 +580,8 @@ void check_axis0_plane_edges(std::span<const GridArray> arrays, std::size_t base
         if (planes) {
           const GridBlock sb = l.block(static_cast<std::size_t>(src));
           const auto N = static_cast<long long>(l.shape()[0]);
-          long long g = static_cast<long long>(b.block.offset[0] + idx[0]) - static_cast<long long>(h0);
+          long long g =
+              static_cast<long long>(b.block.offset[0] + idx[0]) - static_cast<long long>(h0);
           g = g < 0 ? g + N : g >= N ? g - N : g;
           std::vector<std::size_t> sidx = idx;
           sidx[0] = static_cast<std::size_t>(g) - sb.offset[0] + h0;
@@ -526,8 +594,9 @@ void check_axis0_plane_edges(std::span<const GridArray> arrays, std::size_t base
           if (got[at] != want && !reported) {
             reported = true;
             ADD_FAILURE() << what << " (array " << k << "): member " << b.member << ", cell ("
-                          << fmt::format("{}", fmt::join(idx, ", ")) << ") component " << c << ": got " << got[at]
-                          << ", want " << want << (planes ? fmt::format(" (member {}'s ghost value)", src) : " (kept)")
+                          << fmt::format("{}", fmt::join(idx, ", ")) << ") component " << c
+                          << ": got " << got[at] << ", want " << want
+                          << (planes ? fmt::format(" (member {}'s ghost value)", src) : " (kept)")
                           << " (" << l.describe() << ")";
           }
         }
@@ -542,16 +611,21 @@ TEST_P(GridArrays, FacesAlongAxis0MoveTheNeighboursWholePlanes) {
   const std::vector<Dtype> dtypes = {Dtype::float64, Dtype::float32, Dtype::int32};
   for (std::size_t h : {1u, 2u}) {
     for (const Boundary& side : {Boundary::open(), Boundary::periodic()}) {
-      const GridLayout layout = GridLayout::over(
-          *s_.comm, {(h + 1) * M + 1, 4, 3},
-          {.grid = {M, 1, 1}, .components = 2, .halo = {h, 1, 2}, .stencil = Stencil::star,
-           .lower = {side, Boundary::open(), Boundary::open()}, .upper = {side, Boundary::open(), Boundary::open()}});
+      const GridLayout layout =
+          GridLayout::over(*s_.comm, {(h + 1) * M + 1, 4, 3},
+                           {.grid = {M, 1, 1},
+                            .components = 2,
+                            .halo = {h, 1, 2},
+                            .stencil = Stencil::star,
+                            .lower = {side, Boundary::open(), Boundary::open()},
+                            .upper = {side, Boundary::open(), Boundary::open()}});
       std::vector<GridArray> arrays;
       for (const Dtype dtype : dtypes) arrays.emplace_back(*s_.comm, layout, dtype);
       for (std::size_t round = 0; round < 2; ++round) {
         const std::size_t salt = 10 * h + 100 * round + (side == Boundary::periodic() ? 5 : 0);
-        const std::string what = fmt::format("halo {}, axis 0 {}, round {}", h,
-                                             side == Boundary::periodic() ? "periodic" : "open", round);
+        const std::string what =
+            fmt::format("halo {}, axis 0 {}, round {}", h,
+                        side == Boundary::periodic() ? "periodic" : "open", round);
         fill_arrays(arrays, salt);
         exchange_halos(arrays);
         check_arrays_exchanged(arrays, salt, what);
@@ -564,11 +638,14 @@ TEST_P(GridArrays, FacesAlongAxis0MoveTheNeighboursWholePlanes) {
 TEST_P(GridArrays, ExchangeOnAnotherQueueAndSingleArrayForm) {
   const std::size_t M = s_.M();
   const GridLayout layout = GridLayout::over(*s_.comm, {2 * M + 1, 3},
-                                             {.halo = {1}, .stencil = Stencil::box, .lower = {Boundary::periodic()},
+                                             {.halo = {1},
+                                              .stencil = Stencil::box,
+                                              .lower = {Boundary::periodic()},
                                               .upper = {Boundary::periodic()}});
   GridArray a(*s_.comm, layout, Dtype::float64);
   for (const auto& b : a.blocks()) {
-    if (b.with_halo.size() > 0) b.with_halo.set(to_bytes(initial_block(layout, b.member, 0), Dtype::float64));
+    if (b.with_halo.size() > 0)
+      b.with_halo.set(to_bytes(initial_block(layout, b.member, 0), Dtype::float64));
   }
   const Queue halo_queue(a.queue().context(), a.queue().device_idxs());
   a.queue().synchronize();
@@ -591,27 +668,33 @@ TEST_P(GridArrays, ExchangeOnAnotherQueueAndSingleArrayForm) {
 // A 3-D box-stencil layout with every kind of side: periodic, reflecting, constant.
 GridLayout mixed_3d_layout(const Rig& s, std::size_t components = 1) {
   const std::size_t M = s.M();
-  return GridLayout::over(*s.comm, {M + 3, 4, M + 2},
-                          {.components = components, .halo = {1, 2, 1}, .stencil = Stencil::box,
-                           .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::constant(6)},
-                           .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::reflect()}});
+  return GridLayout::over(
+      *s.comm, {M + 3, 4, M + 2},
+      {.components = components,
+       .halo = {1, 2, 1},
+       .stencil = Stencil::box,
+       .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::constant(6)},
+       .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::reflect()}});
 }
 
 // The layouts repeated exchanges are checked on: mixed_3d_layout (every region packed or copied on
-// a device), and star ones whose faces along axis 0 move as whole planes straight between the call's
-// blocks: with every member along axis 0, and (four members or more, an even number) 2 x 1 x M/2,
-// whose faces along axis 2 are packed.
+// a device), and star ones whose faces along axis 0 move as whole planes straight between the
+// call's blocks: with every member along axis 0, and (four members or more, an even number) 2 x 1 x
+// M/2, whose faces along axis 2 are packed.
 std::vector<GridLayout> replay_layouts(const Rig& s, std::size_t components = 1) {
   const std::size_t M = s.M();
   std::vector<GridLayout> out = {mixed_3d_layout(s, components)};
   std::vector<std::vector<std::size_t>> grids = {{M, 1, 1}};
   if (M >= 4 && M % 2 == 0) grids.push_back({2, 1, M / 2});
   for (const auto& grid : grids) {
-    out.push_back(GridLayout::over(*s.comm, {2 * M + 1, 4, M + 2},
-                                   {.grid = grid, .components = components, .halo = {1, 2, 1},
-                                    .stencil = Stencil::star,
-                                    .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
-                                    .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::periodic()}}));
+    out.push_back(GridLayout::over(
+        *s.comm, {2 * M + 1, 4, M + 2},
+        {.grid = grid,
+         .components = components,
+         .halo = {1, 2, 1},
+         .stencil = Stencil::star,
+         .lower = {Boundary::periodic(), Boundary::reflect(), Boundary::periodic()},
+         .upper = {Boundary::periodic(), Boundary::constant(-2), Boundary::periodic()}}));
   }
   return out;
 }
@@ -632,7 +715,8 @@ TEST_P(GridArrays, RepeatedExchangesSeeNewData) {
       fill_arrays(arrays, 50 + 10 * round);
       arrays[1].exchange_halos();
       arrays[0].exchange_halos();
-      check_arrays_exchanged(arrays, 50 + 10 * round, fmt::format("one at a time, round {}", round));
+      check_arrays_exchanged(arrays, 50 + 10 * round,
+                             fmt::format("one at a time, round {}", round));
     }
   }
 }
@@ -641,11 +725,14 @@ TEST_P(GridArrays, TwoLayoutsAndDtypeSetsAlternate) {
   const std::size_t M = s_.M();
   const GridLayout a = mixed_3d_layout(s_);
   const GridLayout b = GridLayout::over(*s_.comm, {2 * M + 3, 5},
-                                        {.halo = {2, 1}, .stencil = Stencil::star,
+                                        {.halo = {2, 1},
+                                         .stencil = Stencil::star,
                                          .lower = {Boundary::reflect(), Boundary::periodic()},
                                          .upper = {Boundary::constant(3), Boundary::periodic()}});
-  const std::vector<GridArray> on_a = {GridArray(*s_.comm, a, Dtype::float64), GridArray(*s_.comm, a, Dtype::float32)};
-  const std::vector<GridArray> on_b = {GridArray(*s_.comm, b, Dtype::int32), GridArray(*s_.comm, b, Dtype::float64),
+  const std::vector<GridArray> on_a = {GridArray(*s_.comm, a, Dtype::float64),
+                                       GridArray(*s_.comm, a, Dtype::float32)};
+  const std::vector<GridArray> on_b = {GridArray(*s_.comm, b, Dtype::int32),
+                                       GridArray(*s_.comm, b, Dtype::float64),
                                        GridArray(*s_.comm, b, Dtype::float64)};
   for (std::size_t round = 0; round < 3; ++round) {
     const std::size_t salt = 100 * round;
@@ -659,7 +746,8 @@ TEST_P(GridArrays, TwoLayoutsAndDtypeSetsAlternate) {
     const std::vector<GridArray> some = {on_b[0], on_b[2]};
     fill_arrays(some, salt + 40);
     exchange_halos(some);
-    check_arrays_exchanged(some, salt + 40, fmt::format("layout b, arrays 0 and 2, round {}", round));
+    check_arrays_exchanged(some, salt + 40,
+                           fmt::format("layout b, arrays 0 and 2, round {}", round));
   }
 }
 
@@ -672,7 +760,8 @@ TEST_P(GridArrays, ArraysDestroyedAndRecreated) {
       const std::vector<GridArray> arrays = {kept, GridArray(*s_.comm, layout, Dtype::float64)};
       fill_arrays(arrays, 20 * round);
       exchange_halos(arrays);
-      check_arrays_exchanged(arrays, 20 * round, fmt::format("a new second array, round {}", round));
+      check_arrays_exchanged(arrays, 20 * round,
+                             fmt::format("a new second array, round {}", round));
       // And arrays made, exchanged and dropped, with their caches.
       const std::vector<GridArray> fresh = {GridArray(*s_.comm, layout, Dtype::int32),
                                             GridArray(*s_.comm, layout, Dtype::float32)};
@@ -717,13 +806,14 @@ TEST_P(GridArrays, OverlappedOnASecondQueueRepeatedly) {
       // Then on the arrays' own queue: a second routine beside the first.
       fill_arrays(arrays, 70 + round);
       exchange_halos(arrays);
-      check_arrays_exchanged(arrays, 70 + round, fmt::format("on the arrays' queue, round {}", round));
+      check_arrays_exchanged(arrays, 70 + round,
+                             fmt::format("on the arrays' queue, round {}", round));
     }
     main.synchronize();
   }
 }
 
-// ---- scatter and gather -----------------------------------------------------------------------------
+// ---- scatter and gather -------------------------------------------------------------------------
 
 TEST_P(GridArrays, ScatterGatherRoundTrips) {
   const std::size_t M = s_.M();
@@ -780,7 +870,7 @@ TEST_P(GridArrays, ScatterGatherRoundTrips) {
   }
 }
 
-// ---- bad calls --------------------------------------------------------------------------------------
+// ---- bad calls ----------------------------------------------------------------------------------
 
 TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
   const std::size_t M = s_.M();
@@ -789,28 +879,36 @@ TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
   const GridLayout layout = GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {1}});
   GridArray a(*s_.comm, layout, Dtype::float32);
   // Arrays of different layouts in one exchange.
-  GridArray other(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {1}, .stencil = Stencil::box}),
+  GridArray other(*s_.comm,
+                  GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {1}, .stencil = Stencil::box}),
                   Dtype::float32);
-  expect_logic_error([&] { exchange_halos(std::vector<GridArray>{a, other}); },
-                     {"exchange_halos", "array 1 has layout", "one layout"});
+  expect_logic_error(
+      [&] {
+        exchange_halos(std::vector<GridArray>{a, other});
+      },
+      {"exchange_halos", "array 1 has layout", "one layout"});
   // A queue without every device of the arrays (on ranks with more than one).
   if (s_.L() > 1) {
     const Queue one(a.queue().context(), {a.blocks()[0].device_idx});
-    expect_logic_error([&] { a.exchange_halos(one); }, {"exchange_halos", "the queue has no device"});
+    expect_logic_error([&] { a.exchange_halos(one); },
+                       {"exchange_halos", "the queue has no device"});
   }
   // A host array of the wrong size at the root; host data of another dtype; a root that is not.
   std::vector<float> short_data(a.size() - 1);
   expect_logic_error([&] { a.scatter(rank == 0 ? short_data : std::vector<float>{}, 0); },
                      {"GridArray::scatter", rank == 0 ? "rank 0 (the root)" : "root rank 0"});
   expect_logic_error([&] { a.scatter(std::vector<double>(a.size()), 0); }, {"float64", "float32"});
-  expect_logic_error([&] { (void)a.gather_bytes(R); }, {"GridArray::gather", fmt::format("root rank {}", R)});
+  expect_logic_error([&] { (void)a.gather_bytes(R); },
+                     {"GridArray::gather", fmt::format("root rank {}", R)});
   // A layout of other members; ranks that pass different layouts.
-  expect_logic_error([&] { GridArray(*s_.comm, GridLayout({8}, {M + 1}), Dtype::float32); },
-                     {"GridArray", fmt::format("{} members", M + 1), fmt::format("communicator has {}", M)});
+  expect_logic_error(
+      [&] { GridArray(*s_.comm, GridLayout({8}, {M + 1}), Dtype::float32); },
+      {"GridArray", fmt::format("{} members", M + 1), fmt::format("communicator has {}", M)});
   if (R > 1) {
     expect_logic_error(
         [&] {
-          GridArray(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {rank == 0 ? 1u : 2u}}),
+          GridArray(*s_.comm,
+                    GridLayout::over(*s_.comm, {2 * M, 4}, {.halo = {rank == 0 ? 1u : 2u}}),
                     Dtype::float32);
         },
         {"GridArray", "different arguments", "rank 0 / rank"});
@@ -818,13 +916,15 @@ TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
   // A halo wider than a neighbour's block, over the communicator: every rank raises.
   bool raised = false;
   try {
-    (void)GridLayout::over(*s_.comm, {M, 4}, {.grid = {M, 1}, .halo = {2}, .lower = {Boundary::reflect()}});
+    (void)GridLayout::over(*s_.comm, {M, 4},
+                           {.grid = {M, 1}, .halo = {2}, .lower = {Boundary::reflect()}});
   } catch (const LogicError& e) {
     raised = ::skein::test::contains(e.what(), "halo width 2 on axis 0");
   }
   EXPECT_TRUE(on_every_rank(raised));
   // The array still works afterwards (no rank left waiting).
-  check_exchange(s_, {2 * M, 3}, {.halo = {1}, .lower = {Boundary::periodic()}, .upper = {Boundary::periodic()}},
+  check_exchange(s_, {2 * M, 3},
+                 {.halo = {1}, .lower = {Boundary::periodic()}, .upper = {Boundary::periodic()}},
                  "after the errors");
 }
 
@@ -833,13 +933,15 @@ TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
 // Fills `a`'s blocks (halos included) from initial_block with `salt`.
 void fill_blocks(const GridArray& a, std::size_t salt) {
   for (const auto& b : a.blocks()) {
-    if (b.with_halo.size() > 0) b.with_halo.set(to_bytes(initial_block(a.layout(), b.member, salt), a.dtype()));
+    if (b.with_halo.size() > 0)
+      b.with_halo.set(to_bytes(initial_block(a.layout(), b.member, salt), a.dtype()));
   }
 }
 
 // After redistribute(from, to): every local block of `to` holds the global values (salt `salt`)
 // at its points and, in its halo, what it held before (filled with salt `before`).
-void check_redistributed(const GridArray& to, std::size_t salt, std::size_t before, const std::string& what) {
+void check_redistributed(const GridArray& to, std::size_t salt, std::size_t before,
+                         const std::string& what) {
   for (const auto& b : to.blocks()) {
     if (b.block.empty()) continue;
     const auto want_points = initial_block(to.layout(), b.member, salt);
@@ -852,8 +954,9 @@ void check_redistributed(const GridArray& to, std::size_t salt, std::size_t befo
       // Global values are never negative; halo cells hold negative sentinels.
       const double want = want_points[k] >= 0 ? want_points[k] : want_halo[k];
       if (got[k] != want) {
-        ADD_FAILURE() << what << ": member " << b.member << ", element " << k << " of its block with halo: got "
-                      << got[k] << ", want " << want << " (from " << to.layout().describe() << ")";
+        ADD_FAILURE() << what << ": member " << b.member << ", element " << k
+                      << " of its block with halo: got " << got[k] << ", want " << want << " (from "
+                      << to.layout().describe() << ")";
         break;
       }
     }
@@ -863,19 +966,24 @@ void check_redistributed(const GridArray& to, std::size_t salt, std::size_t befo
 // The layouts of one 3-D global array (two components per point) that redistribute moves between:
 // the grid chosen, slabs, pencils, uneven slabs with a member that owns no points, and a 2 x 1 x 2
 // grid where there are four members; with different halos and stencils.
-std::vector<std::pair<std::string, GridOptions>> redistribution_layouts(std::size_t M, const Shape& shape) {
+std::vector<std::pair<std::string, GridOptions>> redistribution_layouts(std::size_t M,
+                                                                        const Shape& shape) {
   std::vector<std::pair<std::string, GridOptions>> out = {
       {"chosen, halo 1", {.components = 2, .halo = {1}}},
       {"slabs", {.grid = {M, 1, 1}, .components = 2}},
-      {"pencils, halo 2 1 1 box", {.grid = {1, 0, 0}, .components = 2, .halo = {2, 1, 1}, .stencil = Stencil::box}},
+      {"pencils, halo 2 1 1 box",
+       {.grid = {1, 0, 0}, .components = 2, .halo = {2, 1, 1}, .stencil = Stencil::box}},
   };
   if (M > 1) {
     std::vector<std::size_t> sizes(M, 1);
     sizes[0] = 0;
     sizes[M - 1] = shape[0] - (M - 2);
-    out.push_back({"uneven slabs, member 0 empty", {.grid = {M, 1, 1}, .sizes = {sizes, {}, {}}, .components = 2}});
+    out.push_back({"uneven slabs, member 0 empty",
+                   {.grid = {M, 1, 1}, .sizes = {sizes, {}, {}}, .components = 2}});
   }
-  if (M == 4) out.push_back({"2 x 1 x 2, halo 1 0 2", {.grid = {2, 1, 2}, .components = 2, .halo = {1, 0, 2}}});
+  if (M == 4)
+    out.push_back(
+        {"2 x 1 x 2, halo 1 0 2", {.grid = {2, 1, 2}, .components = 2, .halo = {1, 0, 2}}});
   return out;
 }
 
@@ -886,7 +994,8 @@ TEST_P(GridArrays, RedistributeBetweenEveryPairOfLayouts) {
   for (const auto& [from_name, from_options] : layouts) {
     for (const auto& [to_name, to_options] : layouts) {
       const std::string what = fmt::format("{} to {}", from_name, to_name);
-      const GridArray from(*s_.comm, GridLayout::over(*s_.comm, shape, from_options), Dtype::float64);
+      const GridArray from(*s_.comm, GridLayout::over(*s_.comm, shape, from_options),
+                           Dtype::float64);
       const GridArray to(*s_.comm, GridLayout::over(*s_.comm, shape, to_options), Dtype::float64);
       fill_blocks(from, 0);
       fill_blocks(to, 7);  // other values at its points: the test fails if nothing moves
@@ -914,12 +1023,14 @@ TEST_P(GridArrays, RedistributeRefusesArraysThatDoNotMatch) {
   const GridArray a(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}), Dtype::float32);
   const GridArray wider(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 5}), Dtype::float32);
   const GridArray doubles(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}), Dtype::float64);
-  const GridArray pairs(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.components = 2}), Dtype::float32);
+  const GridArray pairs(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.components = 2}),
+                        Dtype::float32);
   expect_logic_error([&] { redistribute(a, wider); }, {"redistribute", "one global shape"});
   expect_logic_error([&] { redistribute(a, pairs); }, {"redistribute", "one global shape"});
   expect_logic_error([&] { redistribute(a, doubles); }, {"redistribute", "float32", "float64"});
   // Nothing was left half done: a redistribution that matches still works on every rank.
-  const GridArray b(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.grid = {1, 0}}), Dtype::float32);
+  const GridArray b(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.grid = {1, 0}}),
+                    Dtype::float32);
   fill_blocks(a, 1);
   fill_blocks(b, 4);
   redistribute(a, b);

@@ -61,9 +61,9 @@ std::size_t position_of(const std::vector<std::size_t>& sizes, std::size_t x) {
 
 // Checks every member's block, shape, location and neighbours against the reference computed
 // from `grid` and `sizes` (per axis, per grid position).
-void check_layout(const GridLayout& layout, const Shape& shape, const std::vector<std::size_t>& per_rank,
-                  const std::vector<std::size_t>& grid, const std::vector<std::vector<std::size_t>>& sizes,
-                  const std::string& what) {
+void check_layout(const GridLayout& layout, const Shape& shape,
+                  const std::vector<std::size_t>& per_rank, const std::vector<std::size_t>& grid,
+                  const std::vector<std::vector<std::size_t>>& sizes, const std::string& what) {
   const std::size_t n = shape.size();
   ASSERT_EQ(layout.grid(), grid) << what;
   ASSERT_EQ(layout.shape(), shape) << what;
@@ -114,7 +114,8 @@ void check_layout(const GridLayout& layout, const Shape& shape, const std::vecto
             std::optional<std::size_t> x;
             if (side < 0 && want.offset[a] > 0) x = want.offset[a] - 1;
             if (side < 0 && want.offset[a] == 0 && periodic) x = shape[a] - 1;
-            if (side > 0 && want.offset[a] + want.extent[a] < shape[a]) x = want.offset[a] + want.extent[a];
+            if (side > 0 && want.offset[a] + want.extent[a] < shape[a])
+              x = want.offset[a] + want.extent[a];
             if (side > 0 && want.offset[a] + want.extent[a] == shape[a] && periodic) x = 0;
             if (x) {
               auto c = coords[member];
@@ -122,7 +123,8 @@ void check_layout(const GridLayout& layout, const Shape& shape, const std::vecto
               want_n = static_cast<long long>(layout.member_at(c));
             }
           }
-          EXPECT_EQ(layout.neighbour(member, a, side), want_n) << at << " axis " << a << " side " << side;
+          EXPECT_EQ(layout.neighbour(member, a, side), want_n)
+              << at << " axis " << a << " side " << side;
         }
       }
     }
@@ -141,7 +143,8 @@ void check_layout(const GridLayout& layout, const Shape& shape, const std::vecto
   }
 }
 
-std::vector<std::vector<std::size_t>> even_all(const Shape& shape, const std::vector<std::size_t>& grid) {
+std::vector<std::vector<std::size_t>> even_all(const Shape& shape,
+                                               const std::vector<std::size_t>& grid) {
   std::vector<std::vector<std::size_t>> s;
   for (std::size_t a = 0; a < shape.size(); ++a) s.push_back(even_sizes(shape[a], grid[a]));
   return s;
@@ -153,9 +156,15 @@ TEST(GridLayout, GivenGridsEvenSplits) {
     std::vector<std::size_t> per_rank, grid;
   };
   const std::vector<Case> cases = {
-      {{7}, {3}, {3}},          {{10, 9}, {2, 2}, {2, 2}},     {{10, 9}, {4}, {1, 4}},
-      {{10, 9}, {1, 1, 1, 1}, {4, 1}}, {{5, 6, 7}, {2, 2}, {2, 1, 2}}, {{5, 6, 7}, {1, 3}, {2, 2, 1}},
-      {{2, 3}, {3, 3}, {3, 2}}, {{1, 1, 1}, {2}, {1, 1, 2}},  {{0, 4}, {2}, {2, 1}},
+      {{7}, {3}, {3}},
+      {{10, 9}, {2, 2}, {2, 2}},
+      {{10, 9}, {4}, {1, 4}},
+      {{10, 9}, {1, 1, 1, 1}, {4, 1}},
+      {{5, 6, 7}, {2, 2}, {2, 1, 2}},
+      {{5, 6, 7}, {1, 3}, {2, 2, 1}},
+      {{2, 3}, {3, 3}, {3, 2}},
+      {{1, 1, 1}, {2}, {1, 1, 2}},
+      {{0, 4}, {2}, {2, 1}},
   };
   for (const auto& c : cases) {
     const GridLayout layout(c.shape, c.per_rank, {.grid = c.grid});
@@ -175,7 +184,8 @@ TEST(GridLayout, AutomaticGridsOfEqualSidedDomainsAreMpiDimsCreate) {
       EXPECT_EQ(GridLayout::choose_grid(static_cast<std::size_t>(members), shape), want) << what;
       const GridLayout layout(shape, {static_cast<std::size_t>(members)});
       EXPECT_EQ(layout.grid(), want) << what;
-      check_layout(layout, shape, {static_cast<std::size_t>(members)}, want, even_all(shape, want), what);
+      check_layout(layout, shape, {static_cast<std::size_t>(members)}, want, even_all(shape, want),
+                   what);
     }
   }
 }
@@ -189,7 +199,8 @@ TEST(GridLayout, AutomaticGridsFollowTheShape) {
   // Unavoidable: 5 members over 2 x 2 points still get a grid (some without points).
   EXPECT_EQ(GridLayout::choose_grid(5, {2, 2}), (std::vector<std::size_t>{5, 1}));
   // Some counts given, the rest chosen.
-  EXPECT_EQ(GridLayout::choose_grid(8, {64, 64, 64}, {2, 0, 0}), (std::vector<std::size_t>{2, 2, 2}));
+  EXPECT_EQ(GridLayout::choose_grid(8, {64, 64, 64}, {2, 0, 0}),
+            (std::vector<std::size_t>{2, 2, 2}));
   EXPECT_EQ(GridLayout::choose_grid(6, {64, 64}, {0, 3}), (std::vector<std::size_t>{2, 3}));
   EXPECT_EQ(GridLayout::choose_grid(4, {64, 64}, {0, 0}), (std::vector<std::size_t>{2, 2}));
   // Sizes given for an axis fix its count.
@@ -214,10 +225,12 @@ TEST(GridLayout, MembersOfOneRankAreNeighbours) {
 
 TEST(GridLayout, UnevenSizesEmptyMembersAndPeriodicNeighbours) {
   const std::vector<std::vector<std::size_t>> sizes = {{3, 0, 4}, {5, 2}};
-  for (auto b : {Boundary::open(), Boundary::periodic(), Boundary::reflect(), Boundary::constant(2.5)}) {
+  for (auto b :
+       {Boundary::open(), Boundary::periodic(), Boundary::reflect(), Boundary::constant(2.5)}) {
     const GridLayout l({7, 7}, {1, 2, 3},
                        {.grid = {3, 2}, .sizes = sizes, .halo = {2}, .lower = {b}, .upper = {b}});
-    check_layout(l, {7, 7}, {1, 2, 3}, {3, 2}, sizes, fmt::format("uneven, boundary {}", static_cast<int>(b.kind)));
+    check_layout(l, {7, 7}, {1, 2, 3}, {3, 2}, sizes,
+                 fmt::format("uneven, boundary {}", static_cast<int>(b.kind)));
     // The members at grid row 1 own no points and have no neighbours.
     for (std::size_t c1 = 0; c1 < 2; ++c1) {
       const std::size_t m = l.member_at(std::vector<std::size_t>{1, c1});
@@ -233,8 +246,11 @@ TEST(GridLayout, UnevenSizesEmptyMembersAndPeriodicNeighbours) {
   EXPECT_EQ(c.size(), 360u);
   EXPECT_EQ(c.block_shape(0, true), (Shape{5, 9, 4, 3}));
   // One member alone on a periodic axis is its own neighbour.
-  const GridLayout one({4, 6}, {2}, {.grid = {1, 2}, .halo = {1}, .lower = {Boundary::periodic()},
-                                     .upper = {Boundary::periodic()}});
+  const GridLayout one({4, 6}, {2},
+                       {.grid = {1, 2},
+                        .halo = {1},
+                        .lower = {Boundary::periodic()},
+                        .upper = {Boundary::periodic()}});
   EXPECT_EQ(one.neighbour(0, 0, -1), 0);
   EXPECT_EQ(one.neighbour(0, 0, 1), 0);
   EXPECT_EQ(one.neighbour(0, 1, 1), 1);
@@ -251,42 +267,81 @@ TEST(GridLayout, EqualLayoutsCompareEqual) {
 }
 
 TEST(GridLayout, BadInputRaisesLogicErrorsSayingWhatToDo) {
-  expect_logic_error([] { GridLayout({4, 4}, {3}, {.grid = {2, 2}}); },
-                     {"GridLayout", "2 x 2", "multiplies to 4", "3 members", "multiply to the number of members"});
-  expect_logic_error([] { GridLayout({4, 4}, {6}, {.grid = {4, 0}}); }, {"has a multiple of 4", "6 members"});
+  expect_logic_error(
+      [] {
+        GridLayout({4, 4}, {3}, {.grid = {2, 2}});
+      },
+      {"GridLayout", "2 x 2", "multiplies to 4", "3 members", "multiply to the number of members"});
+  expect_logic_error(
+      [] {
+        GridLayout({4, 4}, {6}, {.grid = {4, 0}});
+      },
+      {"has a multiple of 4", "6 members"});
   expect_logic_error([] { GridLayout({4, 4}, {4}, {.grid = {4}}); }, {"1 axes", "has 2"});
   expect_logic_error([] { GridLayout({2, 3, 4, 5}, {1}); }, {"4 dimensions"});
   expect_logic_error([] { GridLayout(Shape{}, {1}); }, {"0 dimensions"});
   expect_logic_error([] { GridLayout({4}, {}); }, {"members_per_rank is empty"});
   expect_logic_error([] { GridLayout({4}, {1, 0}); }, {"rank 1 has no members"});
   expect_logic_error([] { GridLayout({4}, {1}, {.components = 0}); }, {"components is 0"});
-  expect_logic_error([] { GridLayout({9, 4}, {3}, {.sizes = {{1, 3, 4}, {}}}); },
-                     {"sizes of axis 0", "add up to 8", "has 9", "add up to its length"});
-  expect_logic_error([] { GridLayout({9, 4}, {3}, {.grid = {3, 1}, .sizes = {{4, 5}, {}}}); },
-                     {"axis 0 has 2 sizes", "3 grid positions"});
-  expect_logic_error([] { GridLayout({9, 4}, {1}, {.sizes = {{9}}}); }, {"1 lists", "2 dimensions"});
-  expect_logic_error([] { GridLayout({9, 4}, {1}, {.halo = {1, 1, 1}}); }, {"the halo has 3 entries"});
+  expect_logic_error(
+      [] {
+        GridLayout({9, 4}, {3}, {.sizes = {{1, 3, 4}, {}}});
+      },
+      {"sizes of axis 0", "add up to 8", "has 9", "add up to its length"});
+  expect_logic_error(
+      [] {
+        GridLayout({9, 4}, {3}, {.grid = {3, 1}, .sizes = {{4, 5}, {}}});
+      },
+      {"axis 0 has 2 sizes", "3 grid positions"});
+  expect_logic_error(
+      [] {
+        GridLayout({9, 4}, {1}, {.sizes = {{9}}});
+      },
+      {"1 lists", "2 dimensions"});
+  expect_logic_error(
+      [] {
+        GridLayout({9, 4}, {1}, {.halo = {1, 1, 1}});
+      },
+      {"the halo has 3 entries"});
   // A halo wider than a block it is filled from: a neighbour's, or one's own at a reflecting or
   // periodic wall.
-  expect_logic_error([] { GridLayout({9, 4}, {3}, {.grid = {3, 1}, .sizes = {{4, 1, 4}, {}}, .halo = {2}}); },
-                     {"halo width 2 on axis 0", "grid position 1", "1 point(s)", "narrowest block"});
-  expect_logic_error([] { GridLayout({9, 4}, {2}, {.grid = {1, 2}, .halo = {0, 3}}); },
-                     {"halo width 3 on axis 1", "2 point(s)"});
   expect_logic_error(
-      [] { GridLayout({9, 1}, {1}, {.halo = {0, 2}, .lower = {Boundary::reflect()}}); },
+      [] {
+        GridLayout({9, 4}, {3}, {.grid = {3, 1}, .sizes = {{4, 1, 4}, {}}, .halo = {2}});
+      },
+      {"halo width 2 on axis 0", "grid position 1", "1 point(s)", "narrowest block"});
+  expect_logic_error(
+      [] {
+        GridLayout({9, 4}, {2}, {.grid = {1, 2}, .halo = {0, 3}});
+      },
+      {"halo width 3 on axis 1", "2 point(s)"});
+  expect_logic_error(
+      [] {
+        GridLayout({9, 1}, {1}, {.halo = {0, 2}, .lower = {Boundary::reflect()}});
+      },
       {"halo width 2 on axis 1", "1 point(s)"});
   // Alone and open on both sides, no block is a source: fine. Empty blocks never count.
   EXPECT_NO_THROW(GridLayout({9, 1}, {1}, {.halo = {0, 2}}));
   EXPECT_NO_THROW(GridLayout({9, 4}, {3}, {.grid = {3, 1}, .sizes = {{4, 0, 5}, {}}, .halo = {4}}));
   expect_logic_error([] { GridLayout({4}, {1}, {.lower = {Boundary::periodic()}}); },
                      {"axis 0 is periodic on one side only", "lower periodic, upper open"});
-  expect_logic_error([] { (void)GridLayout({4, 4}, {4}).neighbour(0, 2, 1); }, {"axis 2 does not exist"});
+  expect_logic_error(
+      [] {
+        (void)GridLayout({4, 4}, {4}).neighbour(0, 2, 1);
+      },
+      {"axis 2 does not exist"});
   expect_logic_error([] { (void)GridLayout({4, 4}, {4}).neighbour(0, 0, 0); }, {"side 0"});
   expect_logic_error([] { (void)GridLayout({4, 4}, {4}).block(4); }, {"member 4 does not exist"});
-  expect_logic_error([] { (void)GridLayout({4, 4}, {4}).member_at(std::vector<std::size_t>{2, 0}); },
-                     {"coordinate 2 on axis 0"});
-  expect_logic_error([] { (void)GridLayout({4, 4}, {4}).owner(std::vector<std::size_t>{0, 4}); },
-                     {"coordinate 4 on axis 1", "outside shape"});
+  expect_logic_error(
+      [] {
+        (void)GridLayout({4, 4}, {4}).member_at(std::vector<std::size_t>{2, 0});
+      },
+      {"coordinate 2 on axis 0"});
+  expect_logic_error(
+      [] {
+        (void)GridLayout({4, 4}, {4}).owner(std::vector<std::size_t>{0, 4});
+      },
+      {"coordinate 4 on axis 1", "outside shape"});
 }
 
 // Over a communicator: the members are the communicator's; bad input raises on every rank.
@@ -295,7 +350,8 @@ TEST(GridLayout, OverACommunicatorAndBadGridsOnEveryRank) {
   const std::size_t M = s.M();
   const auto ranks = communicator_ranks(*s.comm);
   const GridLayout l = GridLayout::over(*s.comm, {6 * M, 5});
-  check_layout(l, {6 * M, 5}, ranks.members_per_rank, l.grid(), even_all({6 * M, 5}, l.grid()), "over comm");
+  check_layout(l, {6 * M, 5}, ranks.members_per_rank, l.grid(), even_all({6 * M, 5}, l.grid()),
+               "over comm");
   EXPECT_EQ(l.grid(), (std::vector<std::size_t>{M, 1}));
   bool raised = false;
   try {

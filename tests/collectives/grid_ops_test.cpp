@@ -37,7 +37,8 @@ using ::skein::test::world_rank;
 
 class GridOps : public ::skein::test::PlacementTest {};
 
-INSTANTIATE_TEST_SUITE_P(Layouts, GridOps, testing::Values(Placement::runtime, Placement::two_per_rank),
+INSTANTIATE_TEST_SUITE_P(Layouts, GridOps,
+                         testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
 
 struct Case {
@@ -56,7 +57,9 @@ std::vector<Case> cases(std::size_t members) {
   // Slabs with an empty first member (9 rows over the others).
   std::vector<std::size_t> rows(members, 0);
   for (std::size_t r = 0; r < 9; ++r) rows[members == 1 ? 0 : 1 + r % (members - 1)] += 1;
-  out.push_back({"2-D slabs, empty member", {9, 8}, {.grid = {members, 1}, .sizes = {rows, {}}, .halo = {1, 2}}});
+  out.push_back({"2-D slabs, empty member",
+                 {9, 8},
+                 {.grid = {members, 1}, .sizes = {rows, {}}, .halo = {1, 2}}});
   out.push_back({"3-D uneven 1xMx1, 3 components, halo 0x1x2",
                  {5, 7, 4},
                  {.grid = {1, members, 1}, .components = 3, .halo = {0, 1, 2}}});
@@ -64,7 +67,9 @@ std::vector<Case> cases(std::size_t members) {
 }
 
 // The global array's element g (C order over points, then components): a small integer.
-double value(std::size_t g, std::size_t salt) { return static_cast<double>((g * 7 + salt * 3) % 17) - 8.0; }
+double value(std::size_t g, std::size_t salt) {
+  return static_cast<double>((g * 7 + salt * 3) % 17) - 8.0;
+}
 
 template <class T>
 std::vector<T> global_data(std::size_t n, std::size_t salt) {
@@ -137,7 +142,8 @@ void expect_cells(const GridArray& a, const std::vector<T>& want, const std::str
     b.with_halo.get(std::as_writable_bytes(std::span<T>(cells)));
     wrong += wrong_cells(a.layout(), b.member, cells, want);
   }
-  EXPECT_TRUE(on_every_rank(wrong == 0)) << what << ": " << wrong << " wrong cell(s) on rank " << world_rank();
+  EXPECT_TRUE(on_every_rank(wrong == 0))
+      << what << ": " << wrong << " wrong cell(s) on rank " << world_rank();
 }
 
 // The same double on every rank.
@@ -206,7 +212,8 @@ void check_reductions(Rig& s, const Case& c, const std::string& what) {
   for (const bool det : {false, true}) {
     const dist::DistReductionOptions o{.deterministic = det};
     const std::string w = what + (det ? " deterministic" : " fast");
-    const double got[] = {dist::sum(gx, o), dist::dot(gx, gy, o), dist::min(gx, o), dist::max(gx, o)};
+    const double got[] = {dist::sum(gx, o), dist::dot(gx, gy, o), dist::min(gx, o),
+                          dist::max(gx, o)};
     const double want[] = {sum, dot, lo, hi};
     const char* names[] = {"sum", "dot", "min", "max"};
     for (int i = 0; i < 4; ++i) {
@@ -217,7 +224,8 @@ void check_reductions(Rig& s, const Case& c, const std::string& what) {
     // Onto every device: one value each, the sum.
     const auto on_devices = dist::reduce(sum_kernel(gx.dtype()), gx, ReduceOp::sum, o);
     ASSERT_EQ(on_devices.size(), gx.local_size());
-    for (const auto& v : on_devices) EXPECT_EQ(reduction_value<double>(astype(gx.queue(), v, Dtype::float64)), sum) << w;
+    for (const auto& v : on_devices)
+      EXPECT_EQ(reduction_value<double>(astype(gx.queue(), v, Dtype::float64)), sum) << w;
   }
   expect_cells(gx, x, what + ": x after the reductions");
 }
@@ -229,7 +237,8 @@ TEST_P(GridOps, ElementwiseOnPointsOnly) {
     check_elementwise<float>(s_, c, c.name + " float32");
     check_elementwise<std::int32_t>(s_, c, c.name + " int32");
   }
-  for (const std::size_t k : {1, 3}) check_elementwise<double>(s_, all[k], all[k].name + " float64");
+  for (const std::size_t k : {1, 3})
+    check_elementwise<double>(s_, all[k], all[k].name + " float64");
 }
 
 TEST_P(GridOps, ReductionsOverPoints) {
@@ -251,7 +260,8 @@ TEST_P(GridOps, DeterministicSumMatchesRowBlocks) {
   rows.scatter(world_rank() == 0 ? v : std::vector<double>{}, 0);
   const double want = dist::sum(rows, {.deterministic = true});
   for (const auto& grid : {std::vector<std::size_t>{}, std::vector<std::size_t>{1, s_.M()}}) {
-    const GridArray g = make(s_, GridLayout::over(*s_.comm, shape, {.grid = grid, .components = 3, .halo = {1}}), v);
+    const GridArray g = make(
+        s_, GridLayout::over(*s_.comm, shape, {.grid = grid, .components = 3, .halo = {1}}), v);
     const double got = dist::sum(g, {.deterministic = true});
     EXPECT_TRUE(on_every_rank(std::memcmp(&got, &want, sizeof got) == 0))
         << "grid sum " << got << " vs rows " << want;
@@ -311,7 +321,8 @@ void check_foreign(Rig& s, const Case& c, const std::string& what) {
     mine[l].get(queue, std::as_writable_bytes(std::span<T>(cells)));
     wrong += wrong_cells(layout, member, cells, want);
   }
-  EXPECT_TRUE(on_every_rank(wrong == 0)) << what << ": " << wrong << " wrong cell(s) in the application's buffers";
+  EXPECT_TRUE(on_every_rank(wrong == 0))
+      << what << ": " << wrong << " wrong cell(s) in the application's buffers";
   EXPECT_EQ(dist::sum(g), 2 * dist::sum(make(s, layout, x))) << what;
 }
 
@@ -334,8 +345,8 @@ TEST_P(GridOps, RefusesWrongApplicationBuffers) {
     }
     return out;
   };
-  expect_logic_error([&] { GridArray(*s_.comm, queue, layout, Dtype::float32, {}); }, {"block buffer(s) were given"},
-                     "no buffers");
+  expect_logic_error([&] { GridArray(*s_.comm, queue, layout, Dtype::float32, {}); },
+                     {"block buffer(s) were given"}, "no buffers");
   // Too small on rank 0 only: every rank raises, rank 0 says why.
   const std::size_t short_by = world_rank() == 0 ? 4 : 0;
   expect_logic_error([&] { GridArray(*s_.comm, queue, layout, Dtype::float32, buffers(short_by)); },
@@ -350,7 +361,8 @@ TEST_P(GridOps, RefusesWrongApplicationBuffers) {
     auto given = buffers(0);
     if (swap) std::swap(given[0], given[1]);
     expect_logic_error([&] { GridArray(*s_.comm, queue, layout, Dtype::float32, given); },
-                       swap ? std::vector<std::string>{"is on device"} : std::vector<std::string>{"no rank makes it"},
+                       swap ? std::vector<std::string>{"is on device"}
+                            : std::vector<std::string>{"no rank makes it"},
                        "wrong device");
   }
 }

@@ -7,8 +7,9 @@
 // checksums and compression. The file is checked with plain HDF5 calls (no Skein code) against a
 // host reference, and the array read back is gathered and compared with the same reference. On
 // the MPI-IO path every rank stages only its own blocks' bytes on its host (io's internal counter);
-// through rank 0, rank 0 stages all of them. A damaged chunk read by some ranks raises on all. GridHdf5Cross writes files on 4 ranks that other rank
-// counts read back and h5py checks (hdf5_grid_check.py; ctest hdf5.grid.*).
+// through rank 0, rank 0 stages all of them. A damaged chunk read by some ranks raises on all.
+// GridHdf5Cross writes files on 4 ranks that other rank counts read back and h5py checks
+// (hdf5_grid_check.py; ctest hdf5.grid.*).
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <mpi.h>
@@ -44,7 +45,8 @@ using ::skein::test::world_rank;
 using ::skein::test::world_size;
 
 // The reference: element k of the global array (C order, components last) of a dataset `salt`.
-// Integers from -10005 to 10005 (exact in int16 and up), plus a quarter in floats (exact in float32).
+// Integers from -10005 to 10005 (exact in int16 and up), plus a quarter in floats (exact in
+// float32).
 double reference(std::size_t k, std::size_t salt, Dtype dtype) {
   const double whole = static_cast<double>((k * 7919 + 13 + salt * 101) % 20011) - 10005.0;
   return is_floating(dtype) ? whole + 0.25 : whole;
@@ -73,7 +75,8 @@ std::vector<std::byte> reference_bytes(std::size_t n, std::size_t salt, Dtype dt
 }
 
 // The dataset as plain HDF5 reads it on this rank (no Skein code), converted to float64 by HDF5.
-std::vector<double> read_plain(const std::string& path, const std::string& name, std::vector<hsize_t>& dims) {
+std::vector<double> read_plain(const std::string& path, const std::string& name,
+                               std::vector<hsize_t>& dims) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   EXPECT_GE(file, 0);
   const hid_t dataset = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
@@ -92,16 +95,18 @@ std::vector<double> read_plain(const std::string& path, const std::string& name,
 }
 
 // On rank 0 of the world: the file's dataset holds the reference, in the global shape.
-void expect_file_holds(const std::string& path, const std::string& name, const GridLayout& layout, std::size_t salt,
-                       Dtype dtype) {
+void expect_file_holds(const std::string& path, const std::string& name, const GridLayout& layout,
+                       std::size_t salt, Dtype dtype) {
   if (world_rank() != 0) return;
   std::vector<hsize_t> dims;
   const std::vector<double> plain = read_plain(path, name, dims);
   const Shape global = layout.global_shape();
-  EXPECT_EQ(std::vector<std::size_t>(dims.begin(), dims.end()), std::vector<std::size_t>(global.begin(), global.end()));
+  EXPECT_EQ(std::vector<std::size_t>(dims.begin(), dims.end()),
+            std::vector<std::size_t>(global.begin(), global.end()));
   std::vector<double> want(layout.size());
   for (std::size_t k = 0; k < want.size(); ++k) want[k] = reference(k, salt, dtype);
-  EXPECT_EQ(plain, want) << "the file's dataset differs from the reference (" << name << ", " << skein::name(dtype) << ")";
+  EXPECT_EQ(plain, want) << "the file's dataset differs from the reference (" << name << ", "
+                         << skein::name(dtype) << ")";
 }
 
 // Every element of `b` (gathered on the communicator's rank 0) against the reference.
@@ -112,8 +117,8 @@ void expect_array_holds(const GridArray& b, std::size_t salt, const std::string&
   EXPECT_TRUE(back == want) << what << ": the array read back differs from the reference";
 }
 
-GridLayout layout_on(Communicator& comm, const Shape& shape, std::size_t components, const std::vector<std::size_t>& grid,
-                     std::size_t halo) {
+GridLayout layout_on(Communicator& comm, const Shape& shape, std::size_t components,
+                     const std::vector<std::size_t>& grid, std::size_t halo) {
   GridOptions o;
   o.components = components;
   o.grid = GridLayout::choose_grid(comm.size(), shape, grid);
@@ -131,8 +136,10 @@ class GridHdf5Paths : public testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
     if (!hdf5::available()) GTEST_SKIP() << "built without HDF5";
-    if (GetParam() == Path::mpiio && !hdf5::parallel_available()) GTEST_SKIP() << "HDF5 without MPI-IO";
-    if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size())) GTEST_SKIP() << "needs a device per rank";
+    if (GetParam() == Path::mpiio && !hdf5::parallel_available())
+      GTEST_SKIP() << "HDF5 without MPI-IO";
+    if (suite_devices_or_none().size() < static_cast<std::size_t>(world_size()))
+      GTEST_SKIP() << "needs a device per rank";
   }
   hdf5::FileOptions file_options(std::size_t max_bytes) const {
     hdf5::FileOptions o;
@@ -143,7 +150,8 @@ class GridHdf5Paths : public testing::TestWithParam<Path> {
   TempDir dir_{"skein-hdf5-grid-test"};
 };
 
-INSTANTIATE_TEST_SUITE_P(Paths, GridHdf5Paths, testing::Values(Path::mpiio, Path::rank0), path_name);
+INSTANTIATE_TEST_SUITE_P(Paths, GridHdf5Paths, testing::Values(Path::mpiio, Path::rank0),
+                         path_name);
 
 struct Case {
   Shape shape;
@@ -166,7 +174,8 @@ TEST_P(GridHdf5Paths, WriteOnOneGridReadOnAnother) {
   row_chunks.chunk_rows = 1;
   const std::vector<Case> cases = {
       // 2-D with 3 components: the members along one axis, then along the other; pieces of 40
-      // bytes (one plane of a block is 15 to 105 bytes: several pieces per block, at least one plane).
+      // bytes (one plane of a block is 15 to 105 bytes: several pieces per block, at least one
+      // plane).
       {{7, 5}, 3, Dtype::float64, {M, 0}, {0, M}, {}, 40},
       // 3-D, uneven: members along z, then along x; compressed.
       {{5, 4, 3}, 1, Dtype::float32, {M, 1, 0}, {1, 0, M}, compressed, 0},
@@ -213,7 +222,8 @@ TEST_P(GridHdf5Paths, WriteOnOneGridReadOnAnother) {
 struct MembersRig {
   MembersRig(std::size_t members) {
     const auto devices = suite_devices_or_none();
-    const std::size_t ranks = std::min<std::size_t>(static_cast<std::size_t>(world_size()), members);
+    const std::size_t ranks =
+        std::min<std::size_t>(static_cast<std::size_t>(world_size()), members);
     const auto r = static_cast<std::size_t>(world_rank());
     MPI_Comm_split(MPI_COMM_WORLD, r < ranks ? 0 : MPI_UNDEFINED, world_rank(), &mpi);
     if (r >= ranks) return;
@@ -244,7 +254,8 @@ struct MembersRig {
 TEST_P(GridHdf5Paths, FourMembersToThree) {
   // The most members a rank gets (of 4 over min(ranks, 4) ranks) must be on distinct devices.
   const std::size_t ranks = std::min<std::size_t>(static_cast<std::size_t>(world_size()), 4);
-  if (suite_devices_or_none().size() < (4 + ranks - 1) / ranks) GTEST_SKIP() << "needs more devices per rank";
+  if (suite_devices_or_none().size() < (4 + ranks - 1) / ranks)
+    GTEST_SKIP() << "needs more devices per rank";
   const std::vector<Case> cases = {
       {{6, 5, 4}, 2, Dtype::float64, {2, 2, 1}, {3, 1, 1}, {}, 0},
       {{2, 5, 4}, 1, Dtype::float32, {2, 2, 1}, {3, 1, 1}, {}, 48},
@@ -268,7 +279,8 @@ TEST_P(GridHdf5Paths, FourMembersToThree) {
   MPI_Barrier(MPI_COMM_WORLD);
   MembersRig three(3);
   if (three.comm) {
-    auto g = hdf5::File::open(*three.comm, path, hdf5::Access::read_only, file_options(cases[1].max_bytes));
+    auto g = hdf5::File::open(*three.comm, path, hdf5::Access::read_only,
+                              file_options(cases[1].max_bytes));
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];
       SCOPED_TRACE(testing::Message() << "case " << i);
@@ -287,7 +299,8 @@ TEST_P(GridHdf5Paths, FourMembersToThree) {
 // This rank's members' points, in bytes.
 std::uint64_t own_bytes(const GridArray& a) {
   std::uint64_t n = 0;
-  for (const auto& b : a.blocks()) n += b.block.points() * a.layout().components() * itemsize(a.dtype());
+  for (const auto& b : a.blocks())
+    n += b.block.points() * a.layout().components() * itemsize(a.dtype());
   return n;
 }
 
@@ -305,13 +318,13 @@ TEST_P(GridHdf5Paths, EachRankStagesItsOwnBlocks) {
   auto f = hdf5::File::create(*s.comm, dir_.file("staged.h5"), file_options(0));
   const std::uint64_t before_write = detail::hdf5_staged_bytes();
   f.write("u", a);
-  EXPECT_EQ(detail::hdf5_staged_bytes() - before_write, expected) << "bytes staged by rank " << world_rank()
-                                                                     << " writing (its own blocks: " << mine << ")";
+  EXPECT_EQ(detail::hdf5_staged_bytes() - before_write, expected)
+      << "bytes staged by rank " << world_rank() << " writing (its own blocks: " << mine << ")";
   GridArray b(*s.comm, layout, Dtype::float64);
   const std::uint64_t before_read = detail::hdf5_staged_bytes();
   f.read("u", b);
-  EXPECT_EQ(detail::hdf5_staged_bytes() - before_read, expected) << "bytes staged by rank " << world_rank()
-                                                                    << " reading (its own blocks: " << mine << ")";
+  EXPECT_EQ(detail::hdf5_staged_bytes() - before_read, expected)
+      << "bytes staged by rank " << world_rank() << " reading (its own blocks: " << mine << ")";
   f.close();
   expect_array_holds(b, 20, "read back");
 }
@@ -364,7 +377,8 @@ TEST_P(GridHdf5Paths, DamagedChunkRaisesOnEveryRank) {
   MPI_Barrier(MPI_COMM_WORLD);
   auto g = hdf5::File::open(*s.comm, path, hdf5::Access::read_only, file_options(0));
   GridArray b(*s.comm, layout_on(*s.comm, {8, 6, 5}, 2, {0, 0, 1}, 0), Dtype::float64);
-  expect_error<RuntimeError>([&] { g.read("u", b); }, {path, "Fletcher32 checksum failed", "dataset 'u'"},
+  expect_error<RuntimeError>([&] { g.read("u", b); },
+                             {path, "Fletcher32 checksum failed", "dataset 'u'"},
                              "read of the damaged dataset");
   g.read("good", b);
   expect_array_holds(b, 41, "the undamaged dataset after the error");
@@ -423,8 +437,8 @@ TEST(GridHdf5Cross, Write) {
     o.max_bytes_per_call = 64;  // several pieces per block
     auto f = hdf5::File::create(*s.comm, cross_file(serial), o);
     for (const auto& d : cross_datasets()) {
-      const std::vector<std::size_t> grid = d.shape.size() == 3 ? std::vector<std::size_t>{2, 2, 1}
-                                                                : std::vector<std::size_t>{2, 0};
+      const std::vector<std::size_t> grid =
+          d.shape.size() == 3 ? std::vector<std::size_t>{2, 2, 1} : std::vector<std::size_t>{2, 0};
       GridArray a(*s.comm, layout_on(*s.comm, d.shape, d.components, grid, 1), d.dtype);
       const std::vector<std::byte> ref = reference_bytes(a.size(), d.salt, d.dtype);
       a.scatter(std::span<const std::byte>(world_rank() == 0 ? ref : std::vector<std::byte>{}), 0);
@@ -449,7 +463,8 @@ TEST(GridHdf5Cross, Read) {
       grid.back() = 0;
       GridArray b(*s.comm, layout_on(*s.comm, d.shape, d.components, grid, 0), d.dtype);
       f.read(d.name, b);
-      expect_array_holds(b, d.salt, cross_file(serial) + " read on " + std::to_string(world_size()) + " ranks");
+      expect_array_holds(
+          b, d.salt, cross_file(serial) + " read on " + std::to_string(world_size()) + " ranks");
     }
     f.close();
   }

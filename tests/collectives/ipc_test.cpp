@@ -32,8 +32,8 @@ using ::skein::test::world_size;
 // Device 0 of the first platform with devices of the API SKEIN_API names (any, if unset).
 std::optional<Context> device_zero_context() {
   const char* api = std::getenv("SKEIN_API");
-  for (const auto& a : Api::all_by_shortcut(api ? std::optional<std::string_view>(api)
-                                                : std::nullopt)) {
+  for (const auto& a :
+       Api::all_by_shortcut(api ? std::optional<std::string_view>(api) : std::nullopt)) {
     for (const auto& platform : Platform::all(a)) {
       auto devices = platform.devices();
       if (!devices.empty()) return Context::from_devices(devices.front());

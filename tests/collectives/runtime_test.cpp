@@ -66,7 +66,8 @@ std::vector<int> ranks_on_this_host() {
   MPI_Allgather(mine, 256, MPI_CHAR, all.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
   std::vector<int> ranks;
   for (int r = 0; r < world_size(); ++r) {
-    if (std::string(&all[256 * static_cast<std::size_t>(r)]) == std::string(mine)) ranks.push_back(r);
+    if (std::string(&all[256 * static_cast<std::size_t>(r)]) == std::string(mine))
+      ranks.push_back(r);
   }
   return ranks;
 }
@@ -85,7 +86,8 @@ std::vector<std::string> gather_strings(const std::string& mine, MPI_Comm comm =
                  MPI_CHAR, comm);
   std::vector<std::string> out;
   for (std::size_t r = 0; r < lengths.size(); ++r) {
-    out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+    out.push_back(
+        all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
   }
   return out;
 }
@@ -192,7 +194,8 @@ TEST(Runtime, PlacementAndTableAreTheSameOnEveryRank) {
     const auto& line = lines[static_cast<std::size_t>(p.rank) + 1];
     EXPECT_TRUE(line.starts_with(std::to_string(p.rank) + " ")) << line;
     EXPECT_NE(line.find(p.host), std::string::npos) << line;
-    EXPECT_NE(line.find(fmt::format("{} of {}", p.local_rank, p.local_size)), std::string::npos) << line;
+    EXPECT_NE(line.find(fmt::format("{} of {}", p.local_rank, p.local_size)), std::string::npos)
+        << line;
     for (const auto& d : p.devices) EXPECT_NE(line.find(d), std::string::npos) << line;
   }
 }
@@ -209,7 +212,8 @@ TEST(Runtime, ErrorsNameTheRankWhileTheRuntimeLives) {
       ADD_FAILURE() << "an out-of-range device index must raise";
     } catch (const LogicError& e) {
       if (rt.size() > 1) {
-        EXPECT_NE(std::string(e.what()).find(fmt::format("rank {}: ", rt.rank())), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find(fmt::format("rank {}: ", rt.rank())),
+                  std::string::npos)
             << e.what();
       }
     }
@@ -293,12 +297,14 @@ TEST(RuntimeOptions, LogLevelInCodeAndTheVariableOverIt) {
   placement.share_devices = !enough_devices_for_every_rank();
   const auto rank_before = skein::detail::log_rank();
   {
-    Runtime rt(nullptr, nullptr, skein::RuntimeOptions{.placement = placement, .log_level = LogLevel::info});
+    Runtime rt(nullptr, nullptr,
+               skein::RuntimeOptions{.placement = placement, .log_level = LogLevel::info});
     EXPECT_EQ(skein::log_level(), LogLevel::info);
     EXPECT_EQ(rt.options().log_level, std::optional(LogLevel::info));
     EXPECT_EQ(rt.options().placement.share_devices, placement.share_devices);
     // The log knows the rank: its lines carry it, and a collective message comes from rank 0 alone.
-    const std::string prefix = rt.size() > 1 ? fmt::format("skein: rank {}: ", rt.rank()) : "skein: ";
+    const std::string prefix =
+        rt.size() > 1 ? fmt::format("skein: rank {}: ", rt.rank()) : "skein: ";
     const auto lines = logged([] {
       skein::log_message(LogLevel::info, "mine");
       skein::log_message(LogLevel::debug, "not at info");
@@ -311,11 +317,13 @@ TEST(RuntimeOptions, LogLevelInCodeAndTheVariableOverIt) {
     MPI_Allreduce(&printed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     EXPECT_EQ(total, 0) << "a rank other than 0 printed the collective message";
   }
-  EXPECT_EQ(skein::detail::log_rank().rank, rank_before.rank) << "the log's rank is restored with the runtime";
+  EXPECT_EQ(skein::detail::log_rank().rank, rank_before.rank)
+      << "the log's rank is restored with the runtime";
   {
     // The variable overrides the code.
     ScopedEnv quiet("SKEIN_LOG_LEVEL", "error");
-    Runtime rt(nullptr, nullptr, skein::RuntimeOptions{.placement = placement, .log_level = LogLevel::debug});
+    Runtime rt(nullptr, nullptr,
+               skein::RuntimeOptions{.placement = placement, .log_level = LogLevel::debug});
     EXPECT_EQ(skein::log_level(), LogLevel::error);
     EXPECT_EQ(rt.options().log_level, std::optional(LogLevel::error));
     EXPECT_TRUE(logged([] { skein::log_message(LogLevel::warning, "hidden"); }).empty());
@@ -327,7 +335,8 @@ TEST(RuntimeOptions, LogLevelInCodeAndTheVariableOverIt) {
       Runtime rt(nullptr, nullptr, placement);
       ADD_FAILURE() << "SKEIN_LOG_LEVEL=loud must raise";
     } catch (const LogicError& e) {
-      EXPECT_NE(std::string(e.what()).find("SKEIN_LOG_LEVEL='loud'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SKEIN_LOG_LEVEL='loud'"), std::string::npos)
+          << e.what();
     }
   }
   (void)skein::detail::read_log_level_from_environment("test");  // unset again
@@ -422,7 +431,8 @@ TEST(PlacementOptions, ValidValuesAreRead) {
   CleanPlacementEnv env;
   {
     const auto o = PlacementOptions::from_environment();
-    EXPECT_FALSE(o.api || o.device_masks || o.devices_per_rank || o.device_index || o.share_devices);
+    EXPECT_FALSE(o.api || o.device_masks || o.devices_per_rank || o.device_index ||
+                 o.share_devices);
   }
   ScopedEnv api("SKEIN_API", "OpenCL");
   ScopedEnv devices("SKEIN_DEVICES", "H100,^pthread");
@@ -455,10 +465,10 @@ TEST(PlacementOptions, ValidValuesAreRead) {
 // --- The placement rules, exhaustively --------------------------------------------------------
 
 struct Case {
-  std::size_t n;                       // candidates on the host
-  int ranks;                           // ranks on the host
-  std::optional<std::size_t> k;        // devices per rank
-  std::optional<std::size_t> first;    // SKEIN_DEVICE
+  std::size_t n;                     // candidates on the host
+  int ranks;                         // ranks on the host
+  std::optional<std::size_t> k;      // devices per rank
+  std::optional<std::size_t> first;  // SKEIN_DEVICE
   bool share;
 };
 
@@ -469,8 +479,8 @@ std::string describe(const Case& c, int l) {
 }
 
 // The rules restated differently from the implementation: devices are dealt out as slots. By
-// default device d belongs to rank ((d+1)*L-1)/N; with k per rank the rank holds slots l*k .. l*k+k-1 of
-// the dealt sequence 0, 1, ..., N-1, 0, 1, ... (the wrap only allowed when sharing).
+// default device d belongs to rank ((d+1)*L-1)/N; with k per rank the rank holds slots l*k ..
+// l*k+k-1 of the dealt sequence 0, 1, ..., N-1, 0, 1, ... (the wrap only allowed when sharing).
 std::optional<std::vector<std::size_t>> expected(const Case& c, int l) {
   if (c.n == 0) return std::nullopt;
   const std::size_t lone_k = c.k.value_or(1);
@@ -500,7 +510,8 @@ std::optional<std::vector<std::size_t>> expected(const Case& c, int l) {
   for (std::size_t d = 0; d < c.n; ++d) {
     // Rank l's share starts at floor(l*N/L): d belongs to the last rank whose share starts at or
     // before it, the largest l with l*N <= (d+1)*L - 1.
-    if (((d + 1) * static_cast<std::size_t>(c.ranks) - 1) / c.n == static_cast<std::size_t>(l)) v.push_back(d);
+    if (((d + 1) * static_cast<std::size_t>(c.ranks) - 1) / c.n == static_cast<std::size_t>(l))
+      v.push_back(d);
   }
   return v;
 }
@@ -509,8 +520,9 @@ TEST(Placement, AllSmallCasesFollowTheRules) {
   std::size_t checked = 0;
   for (std::size_t n = 0; n <= 6; ++n) {
     for (int ranks = 1; ranks <= 6; ++ranks) {
-      for (std::optional<std::size_t> k : {std::optional<std::size_t>{}, std::optional<std::size_t>{1},
-                                          std::optional<std::size_t>{2}, std::optional<std::size_t>{3}}) {
+      for (std::optional<std::size_t> k :
+           {std::optional<std::size_t>{}, std::optional<std::size_t>{1},
+            std::optional<std::size_t>{2}, std::optional<std::size_t>{3}}) {
         for (std::size_t fi = 0; fi <= n + 1; ++fi) {
           const std::optional<std::size_t> first =
               fi == 0 ? std::nullopt : std::optional<std::size_t>(fi - 1);
@@ -521,7 +533,8 @@ TEST(Placement, AllSmallCasesFollowTheRules) {
             o.device_index = first;
             o.share_devices = share;
             skein::detail::PlacementRequest req{.local_size = ranks, .host = "node7"};
-            for (std::size_t d = 0; d < n; ++d) req.candidates.push_back(fmt::format("device {}", d));
+            for (std::size_t d = 0; d < n; ++d)
+              req.candidates.push_back(fmt::format("device {}", d));
             for (int l = 0; l < ranks; ++l) {
               req.local_rank = l;
               const auto want = expected(c, l);
@@ -533,7 +546,8 @@ TEST(Placement, AllSmallCasesFollowTheRules) {
                   ADD_FAILURE() << describe(c, l) << ": unexpected " << e.what();
                 }
               } else {
-                EXPECT_THROW((void)skein::detail::choose_devices(req, o), LogicError) << describe(c, l);
+                EXPECT_THROW((void)skein::detail::choose_devices(req, o), LogicError)
+                    << describe(c, l);
               }
             }
           }
@@ -554,7 +568,8 @@ TEST(Placement, DefaultShareOutIsEvenAndCoversEveryDevice) {
         req.local_rank = l;
         const auto mine = skein::detail::choose_devices(req, PlacementOptions{});
         EXPECT_GE(mine.size(), n / static_cast<std::size_t>(ranks));
-        EXPECT_LE(mine.size(), (n + static_cast<std::size_t>(ranks) - 1) / static_cast<std::size_t>(ranks));
+        EXPECT_LE(mine.size(),
+                  (n + static_cast<std::size_t>(ranks) - 1) / static_cast<std::size_t>(ranks));
         all.insert(all.end(), mine.begin(), mine.end());
       }
       std::vector<std::size_t> every(n);
@@ -565,8 +580,8 @@ TEST(Placement, DefaultShareOutIsEvenAndCoversEveryDevice) {
 }
 
 TEST(Placement, TooFewDevicesSaysWhatToDo) {
-  skein::detail::PlacementRequest req{.local_rank = 1, .local_size = 4, .host = "gpu-node-3",
-                                      .candidates = {"a", "b", "c"}};
+  skein::detail::PlacementRequest req{
+      .local_rank = 1, .local_size = 4, .host = "gpu-node-3", .candidates = {"a", "b", "c"}};
   try {
     (void)skein::detail::choose_devices(req, PlacementOptions{});
     ADD_FAILURE() << "3 devices for 4 ranks must raise";

@@ -23,7 +23,8 @@ class ArrayOps : public BackendTest {};
 // Distinct, exactly representable values.
 std::vector<std::int32_t> numbered(std::size_t n, std::int32_t base = 0) {
   std::vector<std::int32_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = base + static_cast<std::int32_t>((i * 37) % 1009) - 300;
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = base + static_cast<std::int32_t>((i * 37) % 1009) - 300;
   return v;
 }
 
@@ -45,7 +46,8 @@ std::size_t ravel(const std::vector<std::size_t>& idx, const Shape& shape) {
 
 // The C-ordered elements of the host array `h` (C order, `shape`) with its axes permuted.
 template <class T>
-std::vector<T> host_transpose(const std::vector<T>& h, const Shape& shape, const std::vector<std::size_t>& axes) {
+std::vector<T> host_transpose(const std::vector<T>& h, const Shape& shape,
+                              const std::vector<std::size_t>& axes) {
   Shape out_shape(axes.size());
   for (std::size_t k = 0; k < axes.size(); ++k) out_shape[k] = shape[axes[k]];
   std::vector<T> out(h.size());
@@ -78,11 +80,13 @@ TEST_P(ArrayOps, FortranOrderAndFlags) {
   auto af = asfortranarray(queue, c);
   EXPECT_TRUE(af.is_f_contiguous());
   EXPECT_EQ(af.get<std::int32_t>(), host);
-  const auto bytes = Array(queue, af.data(), {af.size()}, Dtype::int32, {}, af.offset()).get<std::int32_t>();
+  const auto bytes =
+      Array(queue, af.data(), {af.size()}, Dtype::int32, {}, af.offset()).get<std::int32_t>();
   std::vector<std::int32_t> column_major(host.size());
   for (std::size_t i = 0; i < 3; ++i)
     for (std::size_t j = 0; j < 5; ++j)
-      for (std::size_t k = 0; k < 7; ++k) column_major[i + 3 * (j + 5 * k)] = host[(i * 5 + j) * 7 + k];
+      for (std::size_t k = 0; k < 7; ++k)
+        column_major[i + 3 * (j + 5 * k)] = host[(i * 5 + j) * 7 + k];
   EXPECT_EQ(bytes, column_major);
   // ... and back; arrays already in the order asked for are returned as they are.
   auto back = ascontiguousarray(queue, af);
@@ -145,14 +149,19 @@ TEST_P(ArrayOps, TransposeAndPermute) {
   // A view at an offset, transposed twice.
   auto s = a.slice(1, 3);  // shape {2, 5, 3}
   const std::vector<std::int32_t> s_host(host.begin() + 15, host.begin() + 45);
-  EXPECT_EQ(s.transpose({2, 0, 1}).get<std::int32_t>(), host_transpose(s_host, {2, 5, 3}, {2, 0, 1}));
+  EXPECT_EQ(s.transpose({2, 0, 1}).get<std::int32_t>(),
+            host_transpose(s_host, {2, 5, 3}, {2, 0, 1}));
   EXPECT_EQ(s.transpose().transpose().get<std::int32_t>(), s_host);
   // 1-D and empty arrays.
   auto v = Array::from_host(queue, numbered(1));
   EXPECT_EQ(v.transpose().get<std::int32_t>(), numbered(1));
   EXPECT_EQ(Array::empty(queue, {0, 3}, Dtype::float32).transpose().shape(), (Shape{3, 0}));
 
-  expect_logic_error([&] { (void)a.transpose({0, 1}); }, {"Array::transpose", "permutation", "(4, 5, 3)"});
+  expect_logic_error(
+      [&] {
+        (void)a.transpose({0, 1});
+      },
+      {"Array::transpose", "permutation", "(4, 5, 3)"});
   expect_logic_error([&] { (void)a.transpose({0, 1, 1}); }, {"permutation"});
   expect_logic_error([&] { (void)a.transpose({0, 1, 3}); }, {"permutation"});
 }
@@ -163,14 +172,15 @@ TEST_P(ArrayOps, Concatenate) {
   const auto ha = numbered(2 * 3 * 5, 1), hb = numbered(2 * 3 * 5 * 4, 2);
   auto a = Array::from_host(queue, ha, {2, 3, 5});
   auto big = Array::from_host(queue, hb, {8, 3, 5});
-  auto b = big.slice(3, 7);                                  // offset view, {4, 3, 5}
-  auto e = Array::empty(queue, {0, 3, 5}, Dtype::int32);     // empty piece
+  auto b = big.slice(3, 7);                                      // offset view, {4, 3, 5}
+  auto e = Array::empty(queue, {0, 3, 5}, Dtype::int32);         // empty piece
   auto bt = Array::from_host(queue, ha, {5, 3, 2}).transpose();  // strided {2, 3, 5}
   const std::vector<std::int32_t> hbs(hb.begin() + 45, hb.begin() + 105);
   const auto hbt = host_transpose(ha, {5, 3, 2}, {2, 1, 0});
 
   // Host reference along `axis` for pieces given as C-ordered host vectors with shapes.
-  auto reference = [](const std::vector<std::pair<std::vector<std::int32_t>, Shape>>& parts, std::size_t axis) {
+  auto reference = [](const std::vector<std::pair<std::vector<std::int32_t>, Shape>>& parts,
+                      std::size_t axis) {
     Shape shape = parts[0].second;
     shape[axis] = 0;
     for (const auto& p : parts) shape[axis] += p.second[axis];
@@ -188,11 +198,13 @@ TEST_P(ArrayOps, Concatenate) {
   };
   auto r0 = concatenate(queue, {a, b, e, bt});
   EXPECT_EQ(r0.shape(), (Shape{8, 3, 5}));
-  EXPECT_EQ(r0.get<std::int32_t>(), reference({{ha, {2, 3, 5}}, {hbs, {4, 3, 5}}, {{}, {0, 3, 5}}, {hbt, {2, 3, 5}}}, 0));
+  EXPECT_EQ(r0.get<std::int32_t>(),
+            reference({{ha, {2, 3, 5}}, {hbs, {4, 3, 5}}, {{}, {0, 3, 5}}, {hbt, {2, 3, 5}}}, 0));
   auto c1 = Array::from_host(queue, numbered(2 * 1 * 5, 3), {2, 1, 5});
   auto r1 = concatenate(queue, {a, c1, bt}, 1);
   EXPECT_EQ(r1.shape(), (Shape{2, 7, 5}));
-  EXPECT_EQ(r1.get<std::int32_t>(), reference({{ha, {2, 3, 5}}, {numbered(10, 3), {2, 1, 5}}, {hbt, {2, 3, 5}}}, 1));
+  EXPECT_EQ(r1.get<std::int32_t>(),
+            reference({{ha, {2, 3, 5}}, {numbered(10, 3), {2, 1, 5}}, {hbt, {2, 3, 5}}}, 1));
   auto c2 = Array::from_host(queue, numbered(2 * 3 * 7, 4), {2, 3, 7});
   auto r2 = concatenate(queue, {c2, a}, 2);
   EXPECT_EQ(r2.get<std::int32_t>(), reference({{numbered(42, 4), {2, 3, 7}}, {ha, {2, 3, 5}}}, 2));
@@ -204,10 +216,16 @@ TEST_P(ArrayOps, Concatenate) {
   expect_logic_error([&] { concatenate(queue, {}); }, {"skein::concatenate", "no arrays"});
   expect_logic_error([&] { concatenate(queue, {a, c1}); }, {"differ on axis 1", "(2, 1, 5)"});
   expect_logic_error([&] { concatenate(queue, {a, a}, 3); }, {"axis 3"});
-  expect_logic_error([&] { concatenate(queue, {a, Array::empty(queue, {2, 3, 5}, Dtype::float32)}); },
-                     {"dtype float32", "astype"});
-  expect_logic_error([&] { concatenate(queue, {a, Array::empty(queue, {2, 15}, Dtype::int32)}); },
-                     {"array 1 has shape (2, 15)"});
+  expect_logic_error(
+      [&] {
+        concatenate(queue, {a, Array::empty(queue, {2, 3, 5}, Dtype::float32)});
+      },
+      {"dtype float32", "astype"});
+  expect_logic_error(
+      [&] {
+        concatenate(queue, {a, Array::empty(queue, {2, 15}, Dtype::int32)});
+      },
+      {"array 1 has shape (2, 15)"});
   Queue other(Context::from_devices(devices()[0]));
   auto foreign = Array::from_host(other, ha, {2, 3, 5});
   expect_logic_error([&] { concatenate(queue, {a, foreign}); }, {"another context", "transfer()"});
@@ -219,7 +237,8 @@ TEST_P(ArrayOps, Stack) {
   const Shape shape{3, 4};
   const auto h0 = numbered(12, 0), h1 = numbered(12, 5);
   auto a0 = Array::from_host(queue, h0, shape);
-  auto a1t = Array::from_host(queue, host_transpose(h1, shape, {1, 0}), {4, 3}).transpose();  // strided
+  auto a1t =
+      Array::from_host(queue, host_transpose(h1, shape, {1, 0}), {4, 3}).transpose();  // strided
   for (std::size_t axis = 0; axis <= 2; ++axis) {
     SCOPED_TRACE(axis);
     auto r = stack(queue, {a0, a1t, a0}, axis);
@@ -277,7 +296,8 @@ TEST_P(ArrayOps, SplitsAndStackVariants) {
   // The parts join back to the whole.
   EXPECT_EQ(concatenate(queue, rows).get<std::int32_t>(), host);
   EXPECT_EQ(hstack(queue, cols).get<std::int32_t>(), host);
-  expect_logic_error([&] { split(a, 4); }, {"skein::split", "does not split into 4 equal sections", "array_split"});
+  expect_logic_error([&] { split(a, 4); },
+                     {"skein::split", "does not split into 4 equal sections", "array_split"});
   expect_logic_error([&] { split(a, 2, 2); }, {"axis 2"});
   expect_logic_error([&] { array_split(a, 0); }, {"0 sections"});
 
@@ -296,13 +316,19 @@ TEST_P(ArrayOps, SplitsAndStackVariants) {
   auto ds = dstack(queue, {v1, v2});
   EXPECT_EQ(ds.shape(), (Shape{1, 6, 2}));
   std::vector<std::int32_t> dref;
-  for (std::size_t i = 0; i < 6; ++i) { dref.push_back(h1[i]); dref.push_back(h2[i]); }
+  for (std::size_t i = 0; i < 6; ++i) {
+    dref.push_back(h1[i]);
+    dref.push_back(h2[i]);
+  }
   EXPECT_EQ(ds.get<std::int32_t>(), dref);
   auto d2 = dstack(queue, {cols[0], cols[2]});  // (7, 2) strided views -> (7, 2, 2)
   EXPECT_EQ(d2.shape(), (Shape{7, 2, 2}));
   std::vector<std::int32_t> d2ref;
   for (std::size_t r = 0; r < 7; ++r)
-    for (std::size_t c = 0; c < 2; ++c) { d2ref.push_back(host[r * 6 + c]); d2ref.push_back(host[r * 6 + 4 + c]); }
+    for (std::size_t c = 0; c < 2; ++c) {
+      d2ref.push_back(host[r * 6 + c]);
+      d2ref.push_back(host[r * 6 + 4 + c]);
+    }
   EXPECT_EQ(d2.get<std::int32_t>(), d2ref);
   expect_logic_error([&] { dstack(queue, {a, cols[0]}); }, {"differ on axis 1"});
 }
@@ -327,15 +353,23 @@ TEST_P(ArrayOps, Take) {
   // Out of range: raise names the index; wrap and clip as NumPy.
   const std::vector<std::int64_t> wild{-9, 7, 15, -1, 0, 2};
   auto wi = Array::from_host(queue, wild);
-  expect_logic_error([&] { take(queue, a, wi); }, {"skein::take", "indices[0] = -9 is out of range", "size 7", "TakeMode::wrap"});
-  expect_logic_error([&] { take(queue, a, Array::from_host(queue, std::vector<std::int64_t>{0, 6, -7, 7, 9}, {5})); },
-                     {"indices[3] = 7 is out of range"});
-  expect_logic_error([&] { take(queue, a, Array::from_host(queue, std::vector<std::int32_t>{0, 1, 2, -8}, {2, 2})); },
-                     {"indices[1, 1] = -8 is out of range"});
+  expect_logic_error([&] { take(queue, a, wi); }, {"skein::take", "indices[0] = -9 is out of range",
+                                                   "size 7", "TakeMode::wrap"});
+  expect_logic_error(
+      [&] {
+        take(queue, a, Array::from_host(queue, std::vector<std::int64_t>{0, 6, -7, 7, 9}, {5}));
+      },
+      {"indices[3] = 7 is out of range"});
+  expect_logic_error(
+      [&] {
+        take(queue, a, Array::from_host(queue, std::vector<std::int32_t>{0, 1, 2, -8}, {2, 2}));
+      },
+      {"indices[1, 1] = -8 is out of range"});
   for (TakeMode mode : {TakeMode::wrap, TakeMode::clip}) {
     std::vector<std::int32_t> expect;
     for (auto j : wild) {
-      std::int64_t row = mode == TakeMode::wrap ? ((j % 7) + 7) % 7 : std::clamp<std::int64_t>(j, 0, 6);
+      std::int64_t row =
+          mode == TakeMode::wrap ? ((j % 7) + 7) % 7 : std::clamp<std::int64_t>(j, 0, 6);
       expect.insert(expect.end(), host.begin() + 3 * row, host.begin() + 3 * row + 3);
     }
     EXPECT_EQ(take(queue, a, wi, 0, mode).get<std::int32_t>(), expect);
@@ -356,7 +390,8 @@ TEST_P(ArrayOps, Take) {
   // Along axis 1 of a transposed (strided) 3-D view, with 2-D indices; 16-byte complex elements.
   const Shape s3{3, 5, 2};  // the parent; the view is (2, 5, 3)
   std::vector<std::complex<double>> hc(shape_size(s3));
-  for (std::size_t i = 0; i < hc.size(); ++i) hc[i] = {static_cast<double>(i), -0.5 * static_cast<double>(i)};
+  for (std::size_t i = 0; i < hc.size(); ++i)
+    hc[i] = {static_cast<double>(i), -0.5 * static_cast<double>(i)};
   auto v = Array::from_host(queue, hc, s3).transpose();
   const auto hv = host_transpose(hc, s3, {2, 1, 0});
   const std::vector<std::int16_t> i2{4, 0, -2, 1};  // shape (2, 2)
@@ -365,32 +400,42 @@ TEST_P(ArrayOps, Take) {
   std::vector<std::complex<double>> ref3;
   for (std::size_t o = 0; o < 2; ++o)
     for (auto j : i2)
-      for (std::size_t k = 0; k < 3; ++k) ref3.push_back(hv[(o * 5 + static_cast<std::size_t>(j < 0 ? j + 5 : j)) * 3 + k]);
+      for (std::size_t k = 0; k < 3; ++k)
+        ref3.push_back(hv[(o * 5 + static_cast<std::size_t>(j < 0 ? j + 5 : j)) * 3 + k]);
   EXPECT_EQ(r3.get<std::complex<double>>(), ref3);
   // The last axis of float16 data from a view at an offset.
   std::vector<float16> hh(24);
   for (std::size_t i = 0; i < hh.size(); ++i) hh[i] = float16(static_cast<float>(i) * 0.25f);
   auto h2 = Array::from_host(queue, hh, {6, 4}).slice(2, 5);
-  auto rh = take(queue, h2, Array::from_host(queue, std::vector<std::uint8_t>{3, 3, 0}), 1, TakeMode::clip).get<float16>();
+  auto rh = take(queue, h2, Array::from_host(queue, std::vector<std::uint8_t>{3, 3, 0}), 1,
+                 TakeMode::clip)
+                .get<float16>();
   ASSERT_EQ(rh.size(), 9u);
   for (std::size_t rr = 0; rr < 3; ++rr) {
     const std::size_t cols[] = {3, 3, 0};
-    for (std::size_t t = 0; t < 3; ++t) EXPECT_EQ(static_cast<float>(rh[rr * 3 + t]), static_cast<float>(hh[(rr + 2) * 4 + cols[t]]));
+    for (std::size_t t = 0; t < 3; ++t)
+      EXPECT_EQ(static_cast<float>(rh[rr * 3 + t]), static_cast<float>(hh[(rr + 2) * 4 + cols[t]]));
   }
   // Edge cases: no indices; one element; an empty axis.
   EXPECT_EQ(take(queue, a, Array::empty(queue, {0}, Dtype::int64)).shape(), (Shape{0, 3}));
   auto single = Array::from_host(queue, std::vector<float>{4.5f});
-  EXPECT_EQ(take(queue, single, Array::from_host(queue, std::vector<std::int32_t>{0, -1, 0})).get<float>(),
+  EXPECT_EQ(take(queue, single, Array::from_host(queue, std::vector<std::int32_t>{0, -1, 0}))
+                .get<float>(),
             (std::vector<float>{4.5f, 4.5f, 4.5f}));
   auto hollow = Array::empty(queue, {0, 3}, Dtype::float32);
-  expect_logic_error([&] { take(queue, hollow, Array::from_host(queue, std::vector<std::int32_t>{0}), 0, TakeMode::clip); },
-                     {"which is empty"});
+  expect_logic_error(
+      [&] {
+        take(queue, hollow, Array::from_host(queue, std::vector<std::int32_t>{0}), 0,
+             TakeMode::clip);
+      },
+      {"which is empty"});
   // Bad input.
   expect_logic_error([&] { take(queue, a, Array::from_host(queue, std::vector<float>{1.0f})); },
                      {"dtype float32", "integer"});
   expect_logic_error([&] { take(queue, a, wi, 2); }, {"axis 2", "(7, 3)"});
   Queue other(Context::from_devices(devices()[0]));
-  expect_logic_error([&] { take(queue, a, Array::from_host(other, idx)); }, {"index array belongs to another context"});
+  expect_logic_error([&] { take(queue, a, Array::from_host(other, idx)); },
+                     {"index array belongs to another context"});
 }
 
 TEST_P(ArrayOps, TransferBetweenContexts) {
@@ -410,7 +455,9 @@ TEST_P(ArrayOps, TransferBetweenContexts) {
     // A strided view at an offset arrives C-ordered.
     auto t = transfer(a.slice(1, 5).transpose(), oq);
     EXPECT_TRUE(t.is_contiguous());
-    EXPECT_EQ(t.get<std::int32_t>(), host_transpose(std::vector<std::int32_t>(host.begin() + 7, host.begin() + 35), {4, 7}, {1, 0}));
+    EXPECT_EQ(t.get<std::int32_t>(),
+              host_transpose(std::vector<std::int32_t>(host.begin() + 7, host.begin() + 35), {4, 7},
+                             {1, 0}));
     // And back.
     EXPECT_EQ(transfer(b, queue).get<std::int32_t>(), host);
     EXPECT_FALSE(may_share_memory(a, b));
@@ -467,14 +514,17 @@ TEST_P(ArrayOps, MayShareMemory) {
 
 // Reduces the C-ordered host array over the axes flagged in `red` with `op` from `init`.
 template <class T, class Op>
-std::vector<T> host_reduce(const std::vector<T>& h, const Shape& shape, const std::vector<bool>& red, T init, Op op) {
+std::vector<T> host_reduce(const std::vector<T>& h, const Shape& shape,
+                           const std::vector<bool>& red, T init, Op op) {
   Shape out_shape;
-  for (std::size_t d = 0; d < shape.size(); ++d) if (!red[d]) out_shape.push_back(shape[d]);
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (!red[d]) out_shape.push_back(shape[d]);
   std::vector<T> out(shape_size(out_shape), init);
   for (std::size_t f = 0; f < h.size(); ++f) {
     const auto idx = unravel(f, shape);
     std::vector<std::size_t> oi;
-    for (std::size_t d = 0; d < shape.size(); ++d) if (!red[d]) oi.push_back(idx[d]);
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      if (!red[d]) oi.push_back(idx[d]);
     auto& o = out[ravel(oi, out_shape)];
     o = op(o, h[f]);
   }
@@ -494,15 +544,20 @@ TEST_P(ArrayOps, ReductionsAlongAnyAxes) {
   const auto hi = numbered(shape_size(shape), 3);
   std::vector<std::int64_t> h64(hi.begin(), hi.end());
   auto ai = Array::from_host(queue, hi, shape);
-  const std::vector<std::vector<std::size_t>> sets{{0}, {1}, {2}, {3}, {0, 2}, {3, 1}, {0, 1, 2}, {1, 2, 3}, {0, 3}, {0, 1, 2, 3}};
+  const std::vector<std::vector<std::size_t>> sets{
+      {0}, {1}, {2}, {3}, {0, 2}, {3, 1}, {0, 1, 2}, {1, 2, 3}, {0, 3}, {0, 1, 2, 3}};
   for (const auto& axes : sets) {
     SCOPED_TRACE(fmt::format("axes ({})", fmt::join(axes, ", ")));
     const auto red = flags(4, axes);
     ReductionArgs args;
-    if (axes.size() == 1) args.axis = axes[0]; else args.axes = axes;
+    if (axes.size() == 1)
+      args.axis = axes[0];
+    else
+      args.axes = axes;
     auto s = sum(queue, ai, args);
     Shape kept;
-    for (std::size_t d = 0; d < 4; ++d) if (!red[d]) kept.push_back(shape[d]);
+    for (std::size_t d = 0; d < 4; ++d)
+      if (!red[d]) kept.push_back(shape[d]);
     EXPECT_EQ(s.shape(), kept.empty() ? Shape{1} : kept);
     EXPECT_EQ(s.get<std::int64_t>(), host_reduce<std::int64_t>(h64, shape, red, 0, std::plus<>()));
   }
@@ -516,10 +571,13 @@ TEST_P(ArrayOps, ReductionsAlongAnyAxes) {
     SCOPED_TRACE(fmt::format("axes ({})", fmt::join(axes, ", ")));
     const auto red = flags(4, axes);
     EXPECT_EQ(min(queue, ai, {.axes = axes}).get<std::int32_t>(),
-              host_reduce<std::int32_t>(hi, shape, red, 1 << 30, [](auto x, auto y) { return std::min(x, y); }));
-    EXPECT_EQ(max(queue, af, {.axes = axes}).get<float>(),
-              host_reduce<float>(hf, shape, red, -1e30f, [](auto x, auto y) { return std::max(x, y); }));
-    EXPECT_EQ(dot(queue, ad, ad, {.axes = axes}).get<double>(), host_reduce<double>(sq, shape, red, 0.0, std::plus<>()));
+              host_reduce<std::int32_t>(hi, shape, red, 1 << 30,
+                                        [](auto x, auto y) { return std::min(x, y); }));
+    EXPECT_EQ(
+        max(queue, af, {.axes = axes}).get<float>(),
+        host_reduce<float>(hf, shape, red, -1e30f, [](auto x, auto y) { return std::max(x, y); }));
+    EXPECT_EQ(dot(queue, ad, ad, {.axes = axes}).get<double>(),
+              host_reduce<double>(sq, shape, red, 0.0, std::plus<>()));
   }
   // The same on a permuted view at an offset (strided inputs).
   auto view = ai.slice(1, 3).transpose({2, 0, 3, 1});  // shape (5, 2, 6, 4)
@@ -547,7 +605,8 @@ TEST_P(ArrayOps, AxisReductionPathsAndEdges) {
   auto ctx = context();
   Queue queue(ctx);
   // Long reductions with few outputs (a group per output) and short ones with many (a thread each).
-  for (const Shape& shape : {Shape{3, 1001, 5}, Shape{257, 3, 2}, Shape{1, 1, 1}, Shape{2, 4097, 1}}) {
+  for (const Shape& shape :
+       {Shape{3, 1001, 5}, Shape{257, 3, 2}, Shape{1, 1, 1}, Shape{2, 4097, 1}}) {
     SCOPED_TRACE(to_string(shape));
     const auto h = numbered(shape_size(shape), 1);
     const std::vector<std::int64_t> h64(h.begin(), h.end());
@@ -561,17 +620,20 @@ TEST_P(ArrayOps, AxisReductionPathsAndEdges) {
   auto e = Array::empty(queue, {3, 0, 4}, Dtype::int32);
   EXPECT_EQ(sum(queue, e, {.axis = 1}).get<std::int64_t>(), std::vector<std::int64_t>(12, 0));
   EXPECT_EQ(sum(queue, e, {.axes = {0, 2}}).shape(), (Shape{0}));
-  expect_logic_error([&] { min(queue, e, {.axis = 1}); }, {"skein::min", "along axes (1)", "(3, 0, 4)"});
+  expect_logic_error([&] { min(queue, e, {.axis = 1}); },
+                     {"skein::min", "along axes (1)", "(3, 0, 4)"});
   // Into a given output; a custom kernel whose raw input is indexed by the flat index i.
   auto x = Array::from_host(queue, numbered(60), {3, 4, 5});
   auto w = Array::from_host(queue, numbered(60, 2));
-  ReductionKernel weighted("int32 x, raw int32 w", "int64 y", "(int64_t)x * w[i]", "a + b", "0", {.name = "weighted"});
+  ReductionKernel weighted("int32 x, raw int32 w", "int64 y", "(int64_t)x * w[i]", "a + b", "0",
+                           {.name = "weighted"});
   auto out = Array::empty(queue, {4}, Dtype::int64);
   weighted(queue, {x, w}, {.out = out, .axes = {2, 0}});
   const auto hx = numbered(60), hw = numbered(60, 2);
   std::vector<std::int64_t> prod(60);
   for (std::size_t i = 0; i < 60; ++i) prod[i] = std::int64_t{hx[i]} * hw[i];
-  EXPECT_EQ(out.get<std::int64_t>(), host_reduce<std::int64_t>(prod, {3, 4, 5}, flags(3, {0, 2}), 0, std::plus<>()));
+  EXPECT_EQ(out.get<std::int64_t>(),
+            host_reduce<std::int64_t>(prod, {3, 4, 5}, flags(3, {0, 2}), 0, std::plus<>()));
   // Broadcast inputs: (3, 1, 5) x (4, 1) -> (3, 4, 5).
   auto p = Array::from_host(queue, std::vector<double>(hx.begin(), hx.begin() + 15), {3, 1, 5});
   auto q = Array::from_host(queue, std::vector<double>{1, 2, 3, 4}, {4, 1});
@@ -580,13 +642,18 @@ TEST_P(ArrayOps, AxisReductionPathsAndEdges) {
     const auto idx = unravel(f, {3, 4, 5});
     pq[f] = static_cast<double>(hx[idx[0] * 5 + idx[2]]) * static_cast<double>(idx[1] + 1);
   }
-  EXPECT_EQ(dot(queue, p, q, {.axes = {1}}).get<double>(), host_reduce<double>(pq, {3, 4, 5}, flags(3, {1}), 0.0, std::plus<>()));
+  EXPECT_EQ(dot(queue, p, q, {.axes = {1}}).get<double>(),
+            host_reduce<double>(pq, {3, 4, 5}, flags(3, {1}), 0.0, std::plus<>()));
   // Bad axes.
-  expect_logic_error([&] { sum(queue, x, {.axis = 3}); }, {"axis 3", "(3, 4, 5)", "below the number of dimensions"});
+  expect_logic_error([&] { sum(queue, x, {.axis = 3}); },
+                     {"axis 3", "(3, 4, 5)", "below the number of dimensions"});
   expect_logic_error([&] { sum(queue, x, {.axes = {0, 0}}); }, {"axis 0 appears twice"});
   expect_logic_error([&] { sum(queue, x, {.axis = 0, .axes = {1}}); }, {"either axis or axes"});
-  expect_logic_error([&] { sum(queue, x, {.deterministic = true, .axes = {1}}); }, {"deterministic"});
-  expect_logic_error([&] { sum(queue, x, {.out = Array::empty(queue, {4}, Dtype::int64), .axes = {1}}); }, {"output"});
+  expect_logic_error([&] { sum(queue, x, {.deterministic = true, .axes = {1}}); },
+                     {"deterministic"});
+  expect_logic_error(
+      [&] { sum(queue, x, {.out = Array::empty(queue, {4}, Dtype::int64), .axes = {1}}); },
+      {"output"});
 }
 
 SKEIN_INSTANTIATE_BACKENDS(ArrayOps);

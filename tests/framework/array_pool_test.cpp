@@ -97,11 +97,13 @@ TEST_P(ArrayPool, ResultsComeFromTheQueuesPoolAndMatchTheHost) {
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(yd[i], static_cast<double>(host[i])) << i;
       EXPECT_EQ(c.get<float>(), host);
       const auto tv = t.get<float>();
-      for (std::size_t k = 0; k < idx.size(); ++k) EXPECT_EQ(tv[k], host[static_cast<std::size_t>(idx[k])]);
+      for (std::size_t k = 0; k < idx.size(); ++k)
+        EXPECT_EQ(tv[k], host[static_cast<std::size_t>(idx[k])]);
       const auto cv = cat.get<float>();
       EXPECT_TRUE(std::equal(host.begin(), host.end(), cv.begin()));
       EXPECT_TRUE(std::equal(host.begin(), host.end(), cv.begin() + n));
-      EXPECT_EQ(z.get<std::int16_t>(), std::vector<std::int16_t>(n, 0)) << "zeros clears a reused block";
+      EXPECT_EQ(z.get<std::int16_t>(), std::vector<std::int16_t>(n, 0))
+          << "zeros clears a reused block";
       EXPECT_EQ(e.size(), 15u);
     }
     EXPECT_EQ(pool.active_blocks(), 0u) << "the arrays' blocks came back";
@@ -158,7 +160,8 @@ void stream_ordered_reuse(const Context& ctx, bool expect_reuse) {
     const double got = sums[static_cast<std::size_t>(i)].get<double>()[0];
     EXPECT_NEAR(got, (i + 1) * want, 1e-9 * std::abs((i + 1) * want) + 1e-6) << "step " << i;
   }
-  std::printf("[          ] work was %s queued when the steps ended\n", queued ? "still" : "no longer");
+  std::printf("[          ] work was %s queued when the steps ended\n",
+              queued ? "still" : "no longer");
 }
 
 TEST_P(ArrayPool, ReuseFollowsTheQueuesOrderWithWorkStillQueued) {
@@ -187,9 +190,7 @@ TEST_P(ArrayPool, OffGivesPlainAllocations) {
   }
   EXPECT_EQ(pool.active_blocks(), 1u);
   const std::size_t held = pool.held_blocks();
-  {
-    const Array x = Array::from_host(queue, host);
-  }
+  { const Array x = Array::from_host(queue, host); }
   EXPECT_EQ(pool.held_blocks(), held) << "a plain allocation is freed, not held";
   // Stream order holds for plain allocations too (each freed with the device done with it).
   stream_ordered_reuse(ctx, false);
@@ -246,7 +247,8 @@ TEST_P(ArrayPool, MemoryShortTrimsThePoolsAndRetries) {
   pool.set_limit(0, pool.managed_bytes() + 1024);
   {
     // A bin nothing holds, past the limit with the held blocks: they are freed and it fits.
-    const Array big = Array::from_host(queue, std::vector<float>(host.begin(), host.begin() + 40000));
+    const Array big =
+        Array::from_host(queue, std::vector<float>(host.begin(), host.begin() + 40000));
     EXPECT_EQ(pool.held_blocks(), 0u);
     EXPECT_EQ(pool.active_blocks(), 1u);
     EXPECT_EQ(big.get<float>()[39999], host[39999]);
@@ -320,7 +322,8 @@ TEST_P(ArrayPool, LargeArraysTakeTheirSizeNotABin) {
   // A pool made by the code keeps PyCUDA's bins whatever the size.
   DeviceMemoryPool mine(ctx);
   const Buffer m = mine.allocate(0, 5 * mib + 4);
-  EXPECT_EQ(mine.managed_bytes(), DeviceMemoryPool::alloc_size(DeviceMemoryPool::bin_number(5 * mib + 4)));
+  EXPECT_EQ(mine.managed_bytes(),
+            DeviceMemoryPool::alloc_size(DeviceMemoryPool::bin_number(5 * mib + 4)));
 }
 
 // Blocks on another device are not trimmed for a request on device 0.
@@ -352,15 +355,12 @@ TEST_P(ArrayPool, ExportedBlocksAreNeverReused) {
   auto native = [](const Array& a) -> std::uintptr_t {
     switch (a.queue().context().api().id()) {
 #if SKEIN_HAS_OPENCL
-      case ApiId::opencl:
-        return reinterpret_cast<std::uintptr_t>(opencl::native_mem(a.data()));
+      case ApiId::opencl: return reinterpret_cast<std::uintptr_t>(opencl::native_mem(a.data()));
 #endif
 #if SKEIN_HAS_CUDA
-      case ApiId::cuda:
-        return static_cast<std::uintptr_t>(cuda::native_pointer(a.data()));
+      case ApiId::cuda: return static_cast<std::uintptr_t>(cuda::native_pointer(a.data()));
 #endif
-      default:
-        return 0;
+      default: return 0;
     }
   };
   {

@@ -34,9 +34,8 @@ TEST_P(Arrays, RoundTripEveryDtypeAndShape) {
   auto ctx = context();
   Queue queue(ctx);
   std::uint32_t seed = 100;
-  for (const Shape& shape :
-       {Shape{0}, Shape{1}, Shape{17}, Shape{3, 5}, Shape{1, 1}, Shape{0, 9}, Shape{257, 129},
-        Shape{2, 3, 5}, Shape{1 << 20}}) {
+  for (const Shape& shape : {Shape{0}, Shape{1}, Shape{17}, Shape{3, 5}, Shape{1, 1}, Shape{0, 9},
+                             Shape{257, 129}, Shape{2, 3, 5}, Shape{1 << 20}}) {
     SCOPED_TRACE(to_string(shape));
     for (Dtype dtype : all_dtypes) {
       SCOPED_TRACE(name(dtype));

@@ -83,8 +83,8 @@ Operand<T> make_operand(const Queue& queue, Shape shape, std::vector<std::size_t
   Strides bytes;
   for (std::size_t s : strides) bytes.push_back(s * sizeof(T));
   auto view = whole.view(offset, shape, bytes);
-  return Operand<T>{std::move(host), offset, std::move(strides), std::move(shape),
-                    std::move(whole), std::move(view)};
+  return Operand<T>{std::move(host),  offset,           std::move(strides),
+                    std::move(shape), std::move(whole), std::move(view)};
 }
 
 template <class T>
@@ -158,8 +158,8 @@ testing::AssertionResult matches(const std::vector<T>& got, const Expected& expe
     const double g = got[i];
     if (!(std::abs(g - expected.value[i]) <= expected.tolerance[i])) {  // NaN fails
       if (bad++ < 5) {
-        first += fmt::format("\n  [{}]: got {} expected {} (tolerance {})", i, g,
-                             expected.value[i], expected.tolerance[i]);
+        first += fmt::format("\n  [{}]: got {} expected {} (tolerance {})", i, g, expected.value[i],
+                             expected.tolerance[i]);
       }
     }
   }
@@ -170,8 +170,8 @@ testing::AssertionResult matches(const std::vector<T>& got, const Expected& expe
 // A host scalar against the reference.
 testing::AssertionResult close(double got, double expected, double tol) {
   if (std::abs(got - expected) <= tol) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "got " << got << " expected " << expected
-                                     << " (tolerance " << tol << ")";
+  return testing::AssertionFailure()
+         << "got " << got << " expected " << expected << " (tolerance " << tol << ")";
 }
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -268,8 +268,8 @@ TEST_P(Blas, AxpyAndScal) {
   auto ctx = context();
   Queue queue(ctx);
   std::uint32_t seed = 200;
-  for (const Shape& shape : {Shape{0}, Shape{1}, Shape{7}, Shape{1000}, Shape{kMi},
-                             Shape{17, 33}, Shape{0, 5}}) {
+  for (const Shape& shape :
+       {Shape{0}, Shape{1}, Shape{7}, Shape{1000}, Shape{kMi}, Shape{17, 33}, Shape{0, 5}}) {
     for (std::size_t inc : {1, 2}) {
       if (inc != 1 && (shape.size() != 1 || shape[0] == kMi)) continue;
       check_axpy_scal<float>(queue, shape, inc, seed += 3);
@@ -320,9 +320,8 @@ TEST_P(Blas, Gemv) {
   auto ctx = context();
   Queue queue(ctx);
   std::uint32_t seed = 400;
-  const std::pair<std::size_t, std::size_t> shapes[] = {{0, 0},   {0, 5},  {5, 0},
-                                                        {1, 1},   {17, 33}, {33, 17},
-                                                        {1, 64},  {64, 1}, {130, 67}};
+  const std::pair<std::size_t, std::size_t> shapes[] = {
+      {0, 0}, {0, 5}, {5, 0}, {1, 1}, {17, 33}, {33, 17}, {1, 64}, {64, 1}, {130, 67}};
   for (auto [r, c] : shapes) {
     for (bool trans : {false, true}) {
       for (Layout layout : kLayouts) {
@@ -345,8 +344,8 @@ TEST_P(Blas, Gemv) {
 template <class T>
 void check_ger(const Queue& queue, std::size_t m, std::size_t n, Layout layout, std::size_t inc,
                std::uint32_t seed) {
-  SCOPED_TRACE(fmt::format("{} a=({}, {}) {} inc={}", name(dtype_of<T>), m, n,
-                           layout_name(layout), inc));
+  SCOPED_TRACE(
+      fmt::format("{} a=({}, {}) {} inc={}", name(dtype_of<T>), m, n, layout_name(layout), inc));
   const double alpha = -1.25;
   auto x = make_vector<T>(queue, m, inc, seed);
   auto y = make_vector<T>(queue, n, inc == 1 ? 1 : inc + 1, seed + 1);
@@ -387,14 +386,14 @@ struct GemmCase {
 
 // C = alpha op(A) op(B) + beta C (batched when `batch`), checked element by element.
 template <class T>
-void check_gemm(const Queue& queue, std::optional<std::size_t> batch, GemmCase s, bool ta,
-                bool tb, Layout la, Layout lb, Layout lc, double beta, std::uint32_t seed,
+void check_gemm(const Queue& queue, std::optional<std::size_t> batch, GemmCase s, bool ta, bool tb,
+                Layout la, Layout lb, Layout lc, double beta, std::uint32_t seed,
                 bool broadcast_a = false) {
-  SCOPED_TRACE(fmt::format("{} batch={} m={} n={} k={} trans_a={} trans_b={} a:{} b:{} c:{} "
-                           "beta={}{}",
-                           name(dtype_of<T>), batch ? std::to_string(*batch) : "-", s.m, s.n, s.k,
-                           ta, tb, layout_name(la), layout_name(lb), layout_name(lc), beta,
-                           broadcast_a ? " broadcast a" : ""));
+  SCOPED_TRACE(fmt::format(
+      "{} batch={} m={} n={} k={} trans_a={} trans_b={} a:{} b:{} c:{} "
+      "beta={}{}",
+      name(dtype_of<T>), batch ? std::to_string(*batch) : "-", s.m, s.n, s.k, ta, tb,
+      layout_name(la), layout_name(lb), layout_name(lc), beta, broadcast_a ? " broadcast a" : ""));
   const double alpha = 1.5;
   const std::size_t ar = ta ? s.k : s.m, ac = ta ? s.m : s.k;
   const std::size_t br = tb ? s.n : s.k, bc = tb ? s.k : s.n;
@@ -440,9 +439,9 @@ TEST_P(Blas, GemmShapesAndTransposes) {
   auto ctx = context();
   Queue queue(ctx);
   std::uint32_t seed = 1000;
-  const GemmCase cases[] = {{0, 0, 0},  {0, 3, 4},   {3, 0, 4},  {3, 4, 0},   {1, 1, 1},
-                            {17, 33, 9}, {33, 17, 65}, {1, 40, 3}, {40, 1, 3}, {65, 63, 130},
-                            {200, 180, 190}};
+  const GemmCase cases[] = {{0, 0, 0},  {0, 3, 4},     {3, 0, 4},      {3, 4, 0},
+                            {1, 1, 1},  {17, 33, 9},   {33, 17, 65},   {1, 40, 3},
+                            {40, 1, 3}, {65, 63, 130}, {200, 180, 190}};
   for (const GemmCase& s : cases) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
@@ -466,17 +465,14 @@ TEST_P(Blas, GemmViews) {
       for (Layout lc : kLayouts) {
         for (bool ta : {false, true}) {
           for (bool tb : {false, true}) {
-            check_gemm<float>(queue, std::nullopt, {17, 33, 9}, ta, tb, la, lb, lc, 0.5,
-                              seed += 3);
-            check_gemm<double>(queue, std::nullopt, {9, 5, 13}, ta, tb, la, lb, lc, 0.0,
-                               seed += 3);
+            check_gemm<float>(queue, std::nullopt, {17, 33, 9}, ta, tb, la, lb, lc, 0.5, seed += 3);
+            check_gemm<double>(queue, std::nullopt, {9, 5, 13}, ta, tb, la, lb, lc, 0.0, seed += 3);
           }
         }
         // An empty product (k == 0) scales C, whatever its layout.
         check_gemm<double>(queue, std::nullopt, {5, 7, 0}, false, false, la, lb, lc, -2.0,
                            seed += 3);
-        check_gemm<float>(queue, std::nullopt, {5, 7, 0}, false, false, la, lb, lc, 0.0,
-                          seed += 3);
+        check_gemm<float>(queue, std::nullopt, {5, 7, 0}, false, false, la, lb, lc, 0.0, seed += 3);
       }
     }
   }
@@ -619,11 +615,11 @@ TEST_P(Blas, ChainedCallsStayInQueueOrder) {
   auto c = Array::empty(queue, {n, n}, Dtype::float64);
   auto y = Array::empty(queue, {n}, Dtype::float64);
   auto r = Array::empty(queue, {2}, Dtype::float64);
-  blas::gemm(queue, 1.0, da, da, 0.0, c);   // C = A A
-  blas::gemv(queue, 1.0, c, dx, 0.0, y);    // y = C x
-  blas::scal(queue, 0.5, y);                // y /= 2
-  blas::dot(queue, y, dx, r.slice(0, 1));   // r0 = y . x
-  blas::nrm2(queue, y, r.slice(1, 2));      // r1 = |y|
+  blas::gemm(queue, 1.0, da, da, 0.0, c);  // C = A A
+  blas::gemv(queue, 1.0, c, dx, 0.0, y);   // y = C x
+  blas::scal(queue, 0.5, y);               // y /= 2
+  blas::dot(queue, y, dx, r.slice(0, 1));  // r0 = y . x
+  blas::nrm2(queue, y, r.slice(1, 2));     // r1 = |y|
   const auto got = r.get<double>();
 
   std::vector<double> ax(n, 0), aax(n, 0);
@@ -679,8 +675,7 @@ TEST_P(Blas, EveryDeviceOfAQueue) {
   auto w = Array::from_host(queue, std::vector<double>{1, 2}, {}, 0);
   expect_error<LogicError>([&] { blas::dot(queue, v, w); },
                            {"skein::blas::dot", "different devices", "x on 1", "y on 0"});
-  expect_error<LogicError>([&] { blas::nrm2(single, w); },
-                           {"device 0", "not in the queue"});
+  expect_error<LogicError>([&] { blas::nrm2(single, w); }, {"device 0", "not in the queue"});
 }
 
 TEST_P(Blas, ErrorsNameWhatWasWrong) {
@@ -732,15 +727,14 @@ TEST_P(Blas, ErrorsNameWhatWasWrong) {
   // layouts: neither axis contiguous, vector strides, overlapping outputs
   auto big = Array::zeros(queue, {6, 8}, Dtype::float32);
   auto every_other = big.view(0, {3, 4}, {2 * 8 * 4, 2 * 4});
-  expect_error<LogicError>([&] { blas::gemm(queue, 1, every_other, m45, 0, m35); },
-                           {"a has shape (3, 4) and strides (64, 8)",
-                            "rows or the columns of a matrix contiguous"});
+  expect_error<LogicError>(
+      [&] { blas::gemm(queue, 1, every_other, m45, 0, m35); },
+      {"a has shape (3, 4) and strides (64, 8)", "rows or the columns of a matrix contiguous"});
   auto overlapping_rows = big.view(0, {3, 4}, {2 * 4, 4});  // row stride < row length
   expect_error<LogicError>([&] { blas::gemm(queue, 1, overlapping_rows, m45, 0, m35); },
                            {"strides (8, 4)"});
   auto broadcast = v4.view(0, {4}, {0});
-  expect_error<LogicError>([&] { blas::dot(queue, broadcast, v4); },
-                           {"x has a stride of 0 bytes"});
+  expect_error<LogicError>([&] { blas::dot(queue, broadcast, v4); }, {"x has a stride of 0 bytes"});
   // Three 3 x 3 views of one allocation, the product written over the first two.
   const Strides rows8{8 * 4, 4};
   auto a33 = big.view(0, {3, 3}, rows8), b33 = big.view(3, {3, 3}, rows8);
@@ -789,9 +783,9 @@ TEST_P(BlasAvailability, UnavailableBlasSaysWhy) {
   }
   EXPECT_FALSE(status.reason.empty());
   if (GetParam().api == ApiId::opencl) {
-    expect_error<ApiUnavailableError>([&] { blas::nrm2(queue, x); },
-                                      {"BLAS on OpenCL is not available", "CLBlast",
-                                       "SKEIN_WITH_CLBLAST"});
+    expect_error<ApiUnavailableError>(
+        [&] { blas::nrm2(queue, x); },
+        {"BLAS on OpenCL is not available", "CLBlast", "SKEIN_WITH_CLBLAST"});
   }
 }
 

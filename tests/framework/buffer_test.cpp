@@ -63,8 +63,13 @@ TEST_P(Buffers, SubRegionsReadAndWriteOnlyTheirBytes) {
   auto buf = Buffer::allocate(ctx, 0, n);
   buf.set(queue, std::span<const std::byte>(host));
 
-  for (auto [origin, size] : {std::pair<std::size_t, std::size_t>{0, n}, {0, 0}, {1, 1},
-                              {13, 999}, {n - 1, 1}, {n, 0}, {4096, 4096}}) {
+  for (auto [origin, size] : {std::pair<std::size_t, std::size_t>{0, n},
+                              {0, 0},
+                              {1, 1},
+                              {13, 999},
+                              {n - 1, 1},
+                              {n, 0},
+                              {4096, 4096}}) {
     SCOPED_TRACE(fmt::format("[{}, +{})", origin, size));
     auto sub = buf.get_sub_region(origin, size);
     EXPECT_EQ(sub.offset(), origin);

@@ -29,7 +29,8 @@ namespace compile_cache_test {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under /tmp, removed afterwards (permissions restored first so that removal works).
+// A fresh directory under /tmp, removed afterwards (permissions restored first so that removal
+// works).
 struct TempDir {
   fs::path path;
   TempDir() {
@@ -39,8 +40,8 @@ struct TempDir {
   }
   ~TempDir() {
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(path, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (!it->is_symlink() && it->is_directory()) ::chmod(it->path().c_str(), 0700);
     }
     fs::remove_all(path, ec);
@@ -77,7 +78,8 @@ struct Builder {
 
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  for (const auto& entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
   return names;
 }
 
@@ -97,12 +99,15 @@ void write_file(const fs::path& path, const std::vector<char>& data) {
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
 }
 
-int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+int count_lines(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
 
-const std::vector<std::string> kKey = {"__global__ void k() {}", "-arch=sm_90", "NVIDIA H100", "nvrtc 12.4"};
+const std::vector<std::string> kKey = {"__global__ void k() {}", "-arch=sm_90", "NVIDIA H100",
+                                       "nvrtc 12.4"};
 constexpr std::size_t kHeaderSize = 88;  // the entry format's header (compile_cache.hpp)
 
-// ---- SHA-256 -------------------------------------------------------------------------------------
+// ---- SHA-256 ------------------------------------------------------------------------------------
 
 TEST(Sha256, PublishedTestVectors) {
   // FIPS 180-4 examples / NIST CAVS.
@@ -110,14 +115,17 @@ TEST(Sha256, PublishedTestVectors) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopq"
+  EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjkl"
+                       "mnopqklmnopqrlmnopq"
                        "rsmnopqrstnopqrstu"),
             "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
-  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(Sha256, PaddingBoundaries) {
-  // Lengths around the 56- and 64-byte padding boundaries; reference digests from coreutils sha256sum.
+  // Lengths around the 56- and 64-byte padding boundaries; reference digests from coreutils
+  // sha256sum.
   const std::pair<std::size_t, const char*> cases[] = {
       {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
       {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
@@ -128,7 +136,8 @@ TEST(Sha256, PaddingBoundaries) {
       {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
       {128, "6836cf13bac400e9105071cd6af47084dfacad4e5e302c94bfed24e013afb73e"},
   };
-  for (const auto& [length, digest] : cases) EXPECT_EQ(sha256_hex(std::string(length, 'a')), digest) << length;
+  for (const auto& [length, digest] : cases)
+    EXPECT_EQ(sha256_hex(std::string(length, 'a')), digest) << length;
 }
 
 TEST(Sha256, PiecesHashLikeTheWhole) {
@@ -143,7 +152,7 @@ TEST(Sha256, PiecesHashLikeTheWhole) {
   }
 }
 
-// ---- hits and misses -----------------------------------------------------------------------------
+// ---- hits and misses ----------------------------------------------------------------------------
 
 TEST(CompileCache, MissBuildsThenHitReadsFromDisk) {
   TempDir tmp;
@@ -197,11 +206,13 @@ TEST(CompileCache, DifferentKeysAreDifferentEntries) {
 }
 
 TEST(CompileCache, KeyPartsAreLengthPrefixed) {
-  const std::vector<std::string> ab_c = {"ab", "c"}, a_bc = {"a", "bc"}, abc = {"abc"}, abc_empty = {"abc", ""};
+  const std::vector<std::string> ab_c = {"ab", "c"}, a_bc = {"a", "bc"}, abc = {"abc"},
+                                 abc_empty = {"abc", ""};
   EXPECT_NE(CompileCache::key_hash(ab_c), CompileCache::key_hash(a_bc));
   EXPECT_NE(CompileCache::key_hash(ab_c), CompileCache::key_hash(abc));
   EXPECT_NE(CompileCache::key_hash(abc), CompileCache::key_hash(abc_empty));
-  EXPECT_EQ(CompileCache::key_hash(ab_c), CompileCache::key_hash(std::vector<std::string>{"ab", "c"}));
+  EXPECT_EQ(CompileCache::key_hash(ab_c),
+            CompileCache::key_hash(std::vector<std::string>{"ab", "c"}));
   EXPECT_EQ(CompileCache::key_hash(ab_c).size(), 64u);
 
   TempDir tmp;
@@ -228,7 +239,8 @@ TEST(CompileCache, EmptyPayload) {
 TEST(CompileCache, BuildFailurePropagatesAndStoresNothing) {
   TempDir tmp;
   CompileCache cache(tmp.path);
-  EXPECT_THROW(cache.get_or_build(kKey, []() -> std::vector<std::byte> { throw std::runtime_error("nvrtc"); }),
+  EXPECT_THROW(cache.get_or_build(
+                   kKey, []() -> std::vector<std::byte> { throw std::runtime_error("nvrtc"); }),
                std::runtime_error);
   EXPECT_TRUE(names_in(tmp.path).empty());
   Builder b(bytes("ok"));
@@ -236,7 +248,7 @@ TEST(CompileCache, BuildFailurePropagatesAndStoresNothing) {
   EXPECT_EQ(b.calls, 1);
 }
 
-// ---- corrupt entries -----------------------------------------------------------------------------
+// ---- corrupt entries ----------------------------------------------------------------------------
 
 TEST(CompileCache, CorruptEntriesAreRebuiltAndRewritten) {
   TempDir tmp;
@@ -251,18 +263,44 @@ TEST(CompileCache, CorruptEntriesAreRebuiltAndRewritten) {
     std::function<void(const fs::path&)> apply;
   };
   const std::vector<Corruption> corruptions = {
-      {"payload byte flipped", [](const fs::path& p) { auto d = read_file(p); d.back() ^= 1; write_file(p, d); }},
-      {"magic flipped", [](const fs::path& p) { auto d = read_file(p); d[0] ^= 0x20; write_file(p, d); }},
-      {"version changed", [](const fs::path& p) { auto d = read_file(p); d[8] = 99; write_file(p, d); }},
-      {"payload checksum flipped", [](const fs::path& p) { auto d = read_file(p); d[60] ^= 1; write_file(p, d); }},
-      {"length claims more", [](const fs::path& p) { auto d = read_file(p); d[48] += 1; write_file(p, d); }},
+      {"payload byte flipped",
+       [](const fs::path& p) {
+         auto d = read_file(p);
+         d.back() ^= 1;
+         write_file(p, d);
+       }},
+      {"magic flipped",
+       [](const fs::path& p) {
+         auto d = read_file(p);
+         d[0] ^= 0x20;
+         write_file(p, d);
+       }},
+      {"version changed",
+       [](const fs::path& p) {
+         auto d = read_file(p);
+         d[8] = 99;
+         write_file(p, d);
+       }},
+      {"payload checksum flipped",
+       [](const fs::path& p) {
+         auto d = read_file(p);
+         d[60] ^= 1;
+         write_file(p, d);
+       }},
+      {"length claims more",
+       [](const fs::path& p) {
+         auto d = read_file(p);
+         d[48] += 1;
+         write_file(p, d);
+       }},
       {"length claims 2^64-1",
        [](const fs::path& p) {
          auto d = read_file(p);
          std::memset(d.data() + 48, 0xff, 8);
          write_file(p, d);
        }},
-      {"truncated by one byte", [](const fs::path& p) { fs::resize_file(p, fs::file_size(p) - 1); }},
+      {"truncated by one byte",
+       [](const fs::path& p) { fs::resize_file(p, fs::file_size(p) - 1); }},
       {"truncated inside the header", [](const fs::path& p) { fs::resize_file(p, 10); }},
       {"empty file", [](const fs::path& p) { fs::resize_file(p, 0); }},
       {"garbage",
@@ -272,7 +310,9 @@ TEST(CompileCache, CorruptEntriesAreRebuiltAndRewritten) {
                                          reinterpret_cast<const char*>(g.data()) + g.size()));
        }},
       {"another key's entry under this name",
-       [&](const fs::path& p) { fs::copy_file(cache.entry_path(other_key), p, fs::copy_options::overwrite_existing); }},
+       [&](const fs::path& p) {
+         fs::copy_file(cache.entry_path(other_key), p, fs::copy_options::overwrite_existing);
+       }},
       {"a directory in its place",
        [](const fs::path& p) {
          fs::remove(p);
@@ -293,7 +333,8 @@ TEST(CompileCache, CorruptEntriesAreRebuiltAndRewritten) {
     EXPECT_FALSE(rebuilt.from_disk);
     EXPECT_EQ(rebuilt.binary, payload);
     if (std::string(corruption.name) == "a directory in its place") {
-      // Cannot be written over: still a success, with the write warning. Clear it for the next round.
+      // Cannot be written over: still a success, with the write warning. Clear it for the next
+      // round.
       EXPECT_NE(err.find("cannot store"), std::string::npos) << err;
       fs::remove(entry);
       continue;
@@ -311,7 +352,7 @@ TEST(CompileCache, CorruptEntriesAreRebuiltAndRewritten) {
   EXPECT_EQ(other.calls, 1);
 }
 
-// ---- the directory -------------------------------------------------------------------------------
+// ---- the directory ------------------------------------------------------------------------------
 
 TEST(CompileCache, MissingDirectoryIsCreatedPrivate) {
   TempDir tmp;
@@ -481,7 +522,7 @@ TEST(CompileCache, DisabledCacheBuildsEveryTime) {
   EXPECT_FALSE(r.from_disk);
 }
 
-// ---- the environment -----------------------------------------------------------------------------
+// ---- the environment ----------------------------------------------------------------------------
 
 TEST(CompileCache, EnvironmentDisableValues) {
   TempDir tmp;
@@ -516,7 +557,8 @@ TEST(CompileCache, EnvironmentDirectoryChoice) {
   const std::string xdg = (tmp.path / "xdg").string();
   const std::string home = (tmp.path / "home").string();
 
-  EXPECT_EQ(CompileCache::from_environment(nullptr, explicit_dir.c_str(), xdg.c_str(), home.c_str()).directory(),
+  EXPECT_EQ(CompileCache::from_environment(nullptr, explicit_dir.c_str(), xdg.c_str(), home.c_str())
+                .directory(),
             fs::path(explicit_dir));
   EXPECT_EQ(CompileCache::from_environment(nullptr, nullptr, xdg.c_str(), home.c_str()).directory(),
             fs::path(xdg) / "skein");
@@ -545,7 +587,7 @@ TEST(CompileCache, EnvironmentDirectoryChoice) {
   }
 }
 
-// ---- concurrency ---------------------------------------------------------------------------------
+// ---- concurrency --------------------------------------------------------------------------------
 
 // Run in a forked child: build the key on `dir` with a slow builder of a large payload.
 // Exit 0: built it; 1: found it on disk; anything else: a failure.
@@ -601,7 +643,8 @@ TEST(CompileCache, ProcessesRacingOnOneKeyAllSucceed) {
   EXPECT_EQ(b.calls, 0);
   EXPECT_TRUE(r.from_disk);
   EXPECT_EQ(r.binary, pattern(4 << 20, 42));
-  EXPECT_EQ(names_in(dir), std::vector<std::string>{CompileCache::key_hash(kKey)}) << "no temporary files left";
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{CompileCache::key_hash(kKey)})
+      << "no temporary files left";
 }
 
 TEST(CompileCache, ThreadsShareOneBuildPerKey) {

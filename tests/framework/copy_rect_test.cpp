@@ -95,8 +95,7 @@ void get_and_set_views(const Queue& queue, const Shape& parent_shape,
                                       << " steps " << to_string(v.steps));
     const Strides strides = bytes_of<T>(v.steps);
     const Array view = parent.view(v.offset, v.shape, strides);
-    EXPECT_EQ(compare(view.template get<T>(), gather(host, v.offset, v.shape, strides)),
-              "equal");
+    EXPECT_EQ(compare(view.template get<T>(), gather(host, v.offset, v.shape, strides)), "equal");
     const auto values = random_values<T>(shape_size(v.shape), ++seed);
     view.set(values);
     scatter(host, v.offset, v.shape, strides, values);
@@ -178,9 +177,9 @@ template <class T>
 void device_copy(const Queue& queue, std::size_t dst_dev, std::size_t src_dev,
                  const Shape& dst_shape, const ViewSpec& d, const Shape& src_shape,
                  const ViewSpec& s, std::uint32_t seed) {
-  SCOPED_TRACE(::testing::Message() << "dst " << to_string(d.shape) << " steps "
-                                    << to_string(d.steps) << " src steps " << to_string(s.steps)
-                                    << " devices " << src_dev << " -> " << dst_dev);
+  SCOPED_TRACE(::testing::Message()
+               << "dst " << to_string(d.shape) << " steps " << to_string(d.steps) << " src steps "
+               << to_string(s.steps) << " devices " << src_dev << " -> " << dst_dev);
   const auto src_host = random_values<T>(shape_size(src_shape), seed);
   auto dst_host = random_values<T>(shape_size(dst_shape), seed + 1);
   const Array src = Array::from_host(queue, src_host, src_shape, src_dev);

@@ -113,8 +113,9 @@ TEST(CtypeStruct, ModulesAreSharedByEqualTypes) {
   EXPECT_FALSE(s == u);
   EXPECT_TRUE(ctype_module(s, "pair") == ctype_module(t, "pair"));
   EXPECT_FALSE(ctype_module(s, "pair") == ctype_module(u, "pair"));
-  EXPECT_EQ(render("${T} v;", {{"T", ctype_module(s, "pair")}}),
-            "typedef struct ALIGN(8) {\n  int8_t a;\n  double b;\n} _mod_pair_0_;\n_mod_pair_0_ v;");
+  EXPECT_EQ(
+      render("${T} v;", {{"T", ctype_module(s, "pair")}}),
+      "typedef struct ALIGN(8) {\n  int8_t a;\n  double b;\n} _mod_pair_0_;\n_mod_pair_0_ v;");
 }
 
 TEST(CtypeFunctions, ResultType) {
@@ -134,8 +135,10 @@ TEST(CtypeFunctions, ResultType) {
 TEST(CtypeFunctions, RenderedCode) {
   // complex * real scales both parts: no multiplication by a zero imaginary part.
   const std::string m = render("${m}", {{"m", functions::mul({Dtype::complex64, Dtype::float32})}});
-  EXPECT_NE(m.find("WITHIN_KERNEL INLINE skein_complex64 _mod_mul_0_(skein_complex64 a0, float a1)"),
-            std::string::npos) << m;
+  EXPECT_NE(
+      m.find("WITHIN_KERNEL INLINE skein_complex64 _mod_mul_0_(skein_complex64 a0, float a1)"),
+      std::string::npos)
+      << m;
   EXPECT_NE(m.find("c.re * t1, c.im * t1"), std::string::npos) << m;
   const std::string d = render("${d}", {{"d", functions::div(Dtype::int32, Dtype::float64)}});
   EXPECT_NE(d.find("double _mod_div_0_(int32_t a0, double a1)"), std::string::npos) << d;
@@ -143,7 +146,8 @@ TEST(CtypeFunctions, RenderedCode) {
   EXPECT_NE(n.find("double _mod_norm_0_(skein_complex128 a0)"), std::string::npos) << n;
   const std::string c = render("${c}", {{"c", functions::cast(Dtype::float16, Dtype::complex64)}});
   EXPECT_NE(c.find("skein_make_complex64((float)skein_float16_to_float(a0), (float)0)"),
-            std::string::npos) << c;
+            std::string::npos)
+      << c;
 }
 
 TEST(CtypeFunctions, InvalidCombinations) {
@@ -195,8 +199,8 @@ std::vector<Case> all_cases() {
     cases.push_back({f::pow(t, D::int32), t, {t, D::int32}});
     cases.push_back({f::pow(t, D::uint16), t, {t, D::uint16}});
     cases.push_back({f::norm(t), r, {t}});
-    for (D to : {D::float32, D::float64, D::complex64, D::complex128, D::float16, D::bfloat16,
-                 D::int32}) {
+    for (D to :
+         {D::float32, D::float64, D::complex64, D::complex128, D::float16, D::bfloat16, D::int32}) {
       if (!is_complex(t) || is_complex(to)) cases.push_back({f::cast(t, to), to, {t}});
     }
   }
@@ -227,7 +231,10 @@ std::vector<StructType> layout_structs(bool fp64) {
       align(StructType{{"x", Dtype::int8}, {"y", Dtype::float32}}, 16),
   };
   StructType nested;
-  nested.add("a", Dtype::int8).add("p", structs[2], 3).add("h", Dtype::float16).add("q", structs[0], 2);
+  nested.add("a", Dtype::int8)
+      .add("p", structs[2], 3)
+      .add("h", Dtype::float16)
+      .add("q", structs[0], 2);
   structs.push_back(nested);
   if (fp64) {
     structs.push_back(StructType{{"a", Dtype::int8}, {"b", Dtype::float64}, {"c", Dtype::int16}});
@@ -267,25 +274,29 @@ std::string check_source(bool fp64) {
     checks += fmt::format("typedef char check_{}_align[__alignof__(${{{}}}) == {} ? 1 : -1];\n", s,
                           key, structs[s].alignment());
     const auto offsets = structs[s].offsets();
-    checks += fmt::format("#ifdef CUDA\n__device__ ${{{0}}} skein_probe_{1};\n"
-                          "__device__ unsigned long long skein_layout_{1}[] = {{0", key, s);
+    checks += fmt::format(
+        "#ifdef CUDA\n__device__ ${{{0}}} skein_probe_{1};\n"
+        "__device__ unsigned long long skein_layout_{1}[] = {{0",
+        key, s);
     for (const auto& field : structs[s].fields()) {
-      checks += fmt::format(", (unsigned long long)((char*)&skein_probe_{0}.{1} - (char*)&skein_probe_{0})",
-                            s, field.name);
+      checks += fmt::format(
+          ", (unsigned long long)((char*)&skein_probe_{0}.{1} - (char*)&skein_probe_{0})", s,
+          field.name);
     }
     checks += "};\n#else\n";
     for (std::size_t f = 0; f < offsets.size(); ++f) {
-      checks += fmt::format(
-          "typedef char check_{}_{}[__builtin_offsetof(${{{}}}, {}) == {} ? 1 : -1];\n", s, f, key,
-          structs[s].fields()[f].name, offsets[f]);
+      checks +=
+          fmt::format("typedef char check_{}_{}[__builtin_offsetof(${{{}}}, {}) == {} ? 1 : -1];\n",
+                      s, f, key, structs[s].fields()[f].name, offsets[f]);
     }
     checks += "#endif\n";
   }
   for (Dtype d : all_dtypes) {
     if (is_fp64(d) && !fp64) continue;
-    checks += fmt::format("typedef char check_{0}_size[sizeof({1}) == {2} ? 1 : -1];\n"
-                          "typedef char check_{0}_align[__alignof__({1}) == {2} ? 1 : -1];\n",
-                          name(d), ctype(d), itemsize(d));
+    checks += fmt::format(
+        "typedef char check_{0}_size[sizeof({1}) == {2} ? 1 : -1];\n"
+        "typedef char check_{0}_align[__alignof__({1}) == {2} ? 1 : -1];\n",
+        name(d), ctype(d), itemsize(d));
   }
 
   std::string params;
@@ -296,7 +307,8 @@ std::string check_source(bool fp64) {
   // Built by concatenation: strings bound in the globals are inserted as is, not rendered.
   const std::string kernel = checks +
                              "\nKERNEL void skein_check(GLOBAL_MEM ${S0} *structs, "
-                             "GLOBAL_MEM float *out_h" + params + ")\n{\n" + R"(
+                             "GLOBAL_MEM float *out_h" +
+                             params + ")\n{\n" + R"(
   LOCAL_MEM float scratch[64];
   const SIZE_T i = get_local_id(0) + get_group_id(1) * get_local_size(2) + get_num_groups(0);
   const VSIZE_T big = (VSIZE_T)get_global_id(0) * (VSIZE_T)get_global_size(1);
@@ -419,7 +431,9 @@ TEST(CtypePrelude, OpenclCompilesOnEveryPlatform) {
       clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
       std::string log(log_size, '\0');
       clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
-      EXPECT_EQ(err, CL_SUCCESS) << "options '" << options << "'\n" << log << "\n" << numbered(source);
+      EXPECT_EQ(err, CL_SUCCESS) << "options '" << options << "'\n"
+                                 << log << "\n"
+                                 << numbered(source);
       if (err == CL_SUCCESS) {
         cl_kernel kernel = clCreateKernel(program, "skein_check", &err);
         EXPECT_EQ(err, CL_SUCCESS);

@@ -42,7 +42,8 @@ template <class T>
 std::vector<T> values(std::size_t n, int seed) {
   std::vector<T> out(n);
   for (std::size_t i = 0; i < n; ++i) {
-    out[i] = static_cast<T>(static_cast<int>((i * 37 + static_cast<std::size_t>(seed) * 101) % 1999) - 999);
+    out[i] = static_cast<T>(
+        static_cast<int>((i * 37 + static_cast<std::size_t>(seed) * 101) % 1999) - 999);
   }
   return out;
 }
@@ -85,26 +86,31 @@ TEST_P(DeviceArguments, RawLaunchTakesEachDevicesArraysAndRefusesAnotherDevicesA
   std::string what = logic_error_of([&] { kernel(dy[0], dx, std::int32_t{3}, n32); });
   EXPECT_TRUE(contains(what, "PreparedKernel")) << what;
   EXPECT_TRUE(contains(what, "kernel 'scale_add' on " + ctx.device(1).description())) << what;
-  EXPECT_TRUE(contains(what, "argument 0: the array is on device 0, this launch is on device 1")) << what;
+  EXPECT_TRUE(contains(what, "argument 0: the array is on device 0, this launch is on device 1"))
+      << what;
   EXPECT_TRUE(contains(what, "MultiDevice<Array>")) << what;  // the hint
   what = logic_error_of([&] { (void)kernel.enqueue(dy, dx[0], std::int32_t{3}, n32); });
-  EXPECT_TRUE(contains(what, "argument 1: the array is on device 0, this launch is on device 1")) << what;
+  EXPECT_TRUE(contains(what, "argument 1: the array is on device 0, this launch is on device 1"))
+      << what;
   // A per-device list whose last entry is device 0's array.
   MultiDevice<Array> mixed = dx;
   mixed.set(nd - 1, dx[0]);
   what = logic_error_of([&] { kernel(dy, mixed, std::int32_t{3}, n32); });
-  EXPECT_TRUE(contains(what, fmt::format("argument 1: the array is on device 0, this launch is on device {}",
-                                         nd - 1)))
+  EXPECT_TRUE(contains(
+      what,
+      fmt::format("argument 1: the array is on device 0, this launch is on device {}", nd - 1)))
       << what;
   // On some devices only.
   const std::size_t second[] = {1};
-  what = logic_error_of([&] { kernel.on_devices(std::span(second), dy[0], dx, std::int32_t{3}, n32); });
+  what = logic_error_of(
+      [&] { kernel.on_devices(std::span(second), dy[0], dx, std::int32_t{3}, n32); });
   EXPECT_TRUE(contains(what, "the array is on device 0, this launch is on device 1")) << what;
   // A kernel prepared for a queue of device 1 alone, given device 0's array.
   Queue queue1(ctx, {1});
   auto on1 = program.kernel("scale_add").prepare(queue1, n);
   what = logic_error_of([&] { on1(dy[1], dx[0], std::int32_t{3}, n32); });
-  EXPECT_TRUE(contains(what, "argument 1: the array is on device 0, this launch is on device 1")) << what;
+  EXPECT_TRUE(contains(what, "argument 1: the array is on device 0, this launch is on device 1"))
+      << what;
   queue.synchronize();
   for (std::size_t d = 0; d < nd; ++d) {
     EXPECT_EQ(dy[d].get<std::int32_t>(), expected[d]) << "a refused launch ran on device " << d;
@@ -157,20 +163,28 @@ TEST_P(DeviceArguments, ElementwiseTakesEachDevicesArraysAndRefusesAnotherDevice
   wrong.set(1, {std::int32_t{-7}, Array::from_host(queue, xs[1], {}, 0), dy[1]});
   std::string what = logic_error_of([&] { (void)kernel.per_device(queue, wrong); });
   EXPECT_TRUE(contains(what, "ElementwiseKernel")) << what;
-  EXPECT_TRUE(contains(what, "kernel 'scale_add_ew': argument 1 ('x') is on device 0, but it was given for "
-                             "the launch on device 1"))
+  EXPECT_TRUE(
+      contains(what,
+               "kernel 'scale_add_ew': argument 1 ('x') is on device 0, but it was given for "
+               "the launch on device 1"))
       << what;
   EXPECT_TRUE(contains(what, "one array per device")) << what;  // the hint
   // One launch over arrays of two devices.
-  what = logic_error_of([&] { (void)kernel(queue, {std::int32_t{1}, dx[0], dy[1].view(0, dx[0].shape())}); });
-  EXPECT_TRUE(contains(what, "argument 1 ('x') is on device 0, argument 2 ('y') on device 1")) << what;
+  what = logic_error_of([&] {
+    (void)kernel(queue, {std::int32_t{1}, dx[0], dy[1].view(0, dx[0].shape())});
+  });
+  EXPECT_TRUE(contains(what, "argument 1 ('x') is on device 0, argument 2 ('y') on device 1"))
+      << what;
   // An output on another device than the inputs.
   what = logic_error_of([&] {
-    (void)kernel(queue, {std::int32_t{1}, dx[1], dy[1], Array::empty(queue, dx[1].shape(), Dtype::int32, 0)});
+    (void)kernel(queue, {std::int32_t{1}, dx[1], dy[1],
+                         Array::empty(queue, dx[1].shape(), Dtype::int32, 0)});
   });
-  EXPECT_TRUE(contains(what, "argument 1 ('x') is on device 1, argument 3 ('z') on device 0")) << what;
+  EXPECT_TRUE(contains(what, "argument 1 ('x') is on device 1, argument 3 ('z') on device 0"))
+      << what;
   // A built-in operation.
-  what = logic_error_of([&] { (void)binary(queue, BinaryOp::add, dx[0], dy[1].view(0, dx[0].shape())); });
+  what = logic_error_of(
+      [&] { (void)binary(queue, BinaryOp::add, dx[0], dy[1].view(0, dx[0].shape())); });
   EXPECT_TRUE(contains(what, "('a') is on device 0, argument 1 ('b') on device 1")) << what;
 }
 
@@ -202,12 +216,15 @@ TEST_P(DeviceArguments, ReductionTakesEachDevicesArraysAndRefusesAnotherDevicesA
   wrong.set(1, {dx[1], Array::from_host(queue, ys[1], {}, 0)});
   std::string what = logic_error_of([&] { (void)dot.per_device(queue, wrong); });
   EXPECT_TRUE(contains(what, "ReductionKernel::per_device")) << what;
-  EXPECT_TRUE(contains(what, "kernel 'dot_i64': argument 1 ('y') is on device 0, but it was given for the "
-                             "launch on device 1"))
+  EXPECT_TRUE(
+      contains(what,
+               "kernel 'dot_i64': argument 1 ('y') is on device 0, but it was given for the "
+               "launch on device 1"))
       << what;
   // One reduction over arrays of two devices, and the built-in dot.
   what = logic_error_of([&] { (void)dot(queue, {dx[0], dy[1].view(0, dx[0].shape())}); });
-  EXPECT_TRUE(contains(what, "argument 0 ('x') is on device 0, argument 1 ('y') on device 1")) << what;
+  EXPECT_TRUE(contains(what, "argument 0 ('x') is on device 0, argument 1 ('y') on device 1"))
+      << what;
   what = logic_error_of([&] { (void)skein::dot(queue, dx[1].view(0, dy[0].shape()), dy[0]); });
   EXPECT_TRUE(contains(what, "is on device 1, argument 1 ('y') on device 0")) << what;
 }

@@ -67,7 +67,8 @@ void check_opencl(const Device& device) {
   const auto type = cl_value<cl_device_type>(dev, CL_DEVICE_TYPE);
   EXPECT_EQ(p.type == DeviceType::gpu, (type & CL_DEVICE_TYPE_GPU) != 0);
   EXPECT_EQ(p.type == DeviceType::cpu, (type & CL_DEVICE_TYPE_CPU) != 0);
-  EXPECT_EQ(p.supports_float64, cl_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0);
+  EXPECT_EQ(p.supports_float64,
+            cl_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0);
   EXPECT_EQ(p.base_address_align, cl_value<cl_uint>(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   if (p.type == DeviceType::cpu) {
     EXPECT_EQ(p.warp_size, 1u);
@@ -83,11 +84,15 @@ void check_opencl(const Device& device) {
     return s;
   };
   int c_major = 0, c_minor = 0, major = 0, minor = 0;
-  ASSERT_EQ(std::sscanf(text(CL_DEVICE_OPENCL_C_VERSION).c_str(), "OpenCL C %d.%d", &c_major, &c_minor), 2);
+  ASSERT_EQ(
+      std::sscanf(text(CL_DEVICE_OPENCL_C_VERSION).c_str(), "OpenCL C %d.%d", &c_major, &c_minor),
+      2);
   ASSERT_EQ(std::sscanf(text(CL_DEVICE_VERSION).c_str(), "OpenCL %d.%d", &major, &minor), 2);
   EXPECT_TRUE(std::is_sorted(p.opencl_c_versions.begin(), p.opencl_c_versions.end()));
-  EXPECT_EQ(std::adjacent_find(p.opencl_c_versions.begin(), p.opencl_c_versions.end()), p.opencl_c_versions.end());
-  EXPECT_NE(std::find(p.opencl_c_versions.begin(), p.opencl_c_versions.end(), std::pair{c_major, c_minor}),
+  EXPECT_EQ(std::adjacent_find(p.opencl_c_versions.begin(), p.opencl_c_versions.end()),
+            p.opencl_c_versions.end());
+  EXPECT_NE(std::find(p.opencl_c_versions.begin(), p.opencl_c_versions.end(),
+                      std::pair{c_major, c_minor}),
             p.opencl_c_versions.end());
   if (major >= 3) {
     struct NameVersion {
@@ -98,17 +103,20 @@ void check_opencl(const Device& device) {
       std::size_t size = 0;
       EXPECT_EQ(clGetDeviceInfo(dev, what, 0, nullptr, &size), CL_SUCCESS);
       std::vector<NameVersion> out(size / sizeof(NameVersion));
-      EXPECT_EQ(clGetDeviceInfo(dev, what, out.size() * sizeof(NameVersion), out.data(), nullptr), CL_SUCCESS);
+      EXPECT_EQ(clGetDeviceInfo(dev, what, out.size() * sizeof(NameVersion), out.data(), nullptr),
+                CL_SUCCESS);
       return out;
     };
     std::set<std::pair<int, int>> versions;
     for (const auto& v : list(0x1066 /* CL_DEVICE_OPENCL_C_ALL_VERSIONS */)) {
-      versions.emplace(static_cast<int>(v.version >> 22), static_cast<int>((v.version >> 12) & 0x3ff));
+      versions.emplace(static_cast<int>(v.version >> 22),
+                       static_cast<int>((v.version >> 12) & 0x3ff));
     }
     const std::vector<std::pair<int, int>> expected(versions.begin(), versions.end());
     EXPECT_EQ(p.opencl_c_versions, expected);
     std::vector<std::string> features;
-    for (const auto& f : list(0x106F /* CL_DEVICE_OPENCL_C_FEATURES */)) features.emplace_back(f.name);
+    for (const auto& f : list(0x106F /* CL_DEVICE_OPENCL_C_FEATURES */))
+      features.emplace_back(f.name);
     EXPECT_EQ(p.opencl_c_features, features);
   } else {
     EXPECT_TRUE(p.opencl_c_features.empty());
@@ -138,14 +146,14 @@ void check_cuda(const Device& device) {
   EXPECT_EQ(p.local_mem_size, std::size_t(cuda_attr(cudaDevAttrMaxSharedMemoryPerBlock, dev)));
   EXPECT_EQ(p.max_total_local_size, std::size_t(cuda_attr(cudaDevAttrMaxThreadsPerBlock, dev)));
   EXPECT_EQ(p.warp_size, std::size_t(cuda_attr(cudaDevAttrWarpSize, dev)));
-  EXPECT_EQ(p.max_local_sizes, (std::vector<std::size_t>{
-                                   std::size_t(cuda_attr(cudaDevAttrMaxBlockDimX, dev)),
-                                   std::size_t(cuda_attr(cudaDevAttrMaxBlockDimY, dev)),
-                                   std::size_t(cuda_attr(cudaDevAttrMaxBlockDimZ, dev))}));
-  EXPECT_EQ(p.max_num_groups, (std::vector<std::size_t>{
-                                  std::size_t(cuda_attr(cudaDevAttrMaxGridDimX, dev)),
-                                  std::size_t(cuda_attr(cudaDevAttrMaxGridDimY, dev)),
-                                  std::size_t(cuda_attr(cudaDevAttrMaxGridDimZ, dev))}));
+  EXPECT_EQ(p.max_local_sizes,
+            (std::vector<std::size_t>{std::size_t(cuda_attr(cudaDevAttrMaxBlockDimX, dev)),
+                                      std::size_t(cuda_attr(cudaDevAttrMaxBlockDimY, dev)),
+                                      std::size_t(cuda_attr(cudaDevAttrMaxBlockDimZ, dev))}));
+  EXPECT_EQ(p.max_num_groups,
+            (std::vector<std::size_t>{std::size_t(cuda_attr(cudaDevAttrMaxGridDimX, dev)),
+                                      std::size_t(cuda_attr(cudaDevAttrMaxGridDimY, dev)),
+                                      std::size_t(cuda_attr(cudaDevAttrMaxGridDimZ, dev))}));
   ASSERT_TRUE(p.compute_capability.has_value());
   EXPECT_EQ(p.compute_capability->first, cuda_attr(cudaDevAttrComputeCapabilityMajor, dev));
   EXPECT_EQ(p.compute_capability->second, cuda_attr(cudaDevAttrComputeCapabilityMinor, dev));

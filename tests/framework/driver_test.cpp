@@ -173,7 +173,8 @@ TEST_P(Driver, RegistrationRefusesBadInput) {
   msg = message_of([&] { (void)HostBuffer::register_memory(ctx, data.data(), 0); });
   EXPECT_TRUE(contains(msg, "size is 0")) << msg;
   msg = message_of([&] {
-    (void)HostBuffer::register_memory(ctx, data.data(), 400, HostMemoryFlags{.write_combined = true});
+    (void)HostBuffer::register_memory(ctx, data.data(), 400,
+                                      HostMemoryFlags{.write_combined = true});
   });
   EXPECT_TRUE(contains(msg, "write-combined")) << msg;
   EXPECT_THROW(HostBuffer::register_memory(ctx, nullptr, 64), LogicError);
@@ -185,7 +186,8 @@ TEST_P(Driver, AllocationFlagsKeepTransfersExact) {
   const std::size_t n = kMiB + 7;
   for (HostMemoryFlags flags : {HostMemoryFlags{}, HostMemoryFlags{.portable = false},
                                 HostMemoryFlags{.write_combined = true}}) {
-    SCOPED_TRACE(fmt::format("portable {} write_combined {}", flags.portable, flags.write_combined));
+    SCOPED_TRACE(
+        fmt::format("portable {} write_combined {}", flags.portable, flags.write_combined));
     auto pinned = HostBuffer::allocate(ctx, n, flags);
     EXPECT_EQ(pinned.flags(), flags);
     EXPECT_FALSE(pinned.registered());
@@ -210,7 +212,8 @@ TEST_P(Driver, MappedMemoryIsWrittenByKernelsThroughItsDeviceAddress) {
     EXPECT_TRUE(contains(msg, "not supported on OpenCL")) << msg;
     std::vector<int> data(n);
     msg = message_of([&] {
-      (void)HostBuffer::register_memory(ctx, data.data(), bytes, HostMemoryFlags{.device_mapped = true});
+      (void)HostBuffer::register_memory(ctx, data.data(), bytes,
+                                        HostMemoryFlags{.device_mapped = true});
     });
     EXPECT_TRUE(contains(msg, "not supported on OpenCL")) << msg;
     return;
@@ -231,11 +234,11 @@ TEST_P(Driver, MappedMemoryIsWrittenByKernelsThroughItsDeviceAddress) {
   // Registered mapped: the caller's vector read by a kernel in place, the result in a Buffer.
   std::vector<int> x = random_values<int>(static_cast<std::size_t>(n), 31);
   for (auto& v : x) v %= 100000;
-  auto registered = HostBuffer::register_memory(ctx, x.data(), bytes,
-                                                HostMemoryFlags{.device_mapped = true});
+  auto registered =
+      HostBuffer::register_memory(ctx, x.data(), bytes, HostMemoryFlags{.device_mapped = true});
   auto y = Buffer::allocate(ctx, 0, bytes);
-  program.kernel("affine")(queue, std::size_t(n), std::nullopt, y,
-                           registered.device_buffer(ctx, 0), n);
+  program.kernel("affine")(queue, std::size_t(n), std::nullopt, y, registered.device_buffer(ctx, 0),
+                           n);
   std::vector<int> seen(static_cast<std::size_t>(n));
   y.get(queue, std::span<int>(seen));
   wrong = 0;
@@ -310,14 +313,14 @@ TEST_P(Driver, ContextLimitsAreSetAndReadBack) {
     ContextLimit limit;
     std::size_t value;
   };
-  for (const Case c : {Case{ContextLimit::stack_size, 8192},
-                       Case{ContextLimit::printf_fifo_size, 3 * kMiB},
-                       Case{ContextLimit::malloc_heap_size, 24 * kMiB}}) {
+  for (const Case c :
+       {Case{ContextLimit::stack_size, 8192}, Case{ContextLimit::printf_fifo_size, 3 * kMiB},
+        Case{ContextLimit::malloc_heap_size, 24 * kMiB}}) {
     SCOPED_TRACE(name(c.limit));
     const std::size_t old = get_limit(ctx, 0, c.limit);
     set_limit(ctx, 0, c.limit, c.value);
     const std::size_t now = get_limit(ctx, 0, c.limit);
-    EXPECT_GE(now, c.value);             // the driver may round up
+    EXPECT_GE(now, c.value);            // the driver may round up
     EXPECT_LT(now, c.value + c.value);  // but not by much
     set_limit(ctx, 0, c.limit, old);
     EXPECT_EQ(get_limit(ctx, 0, c.limit), old);

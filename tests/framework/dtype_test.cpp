@@ -35,12 +35,12 @@ TEST(Float16, ExactValuesAndRounding) {
   EXPECT_EQ(float16(-0.0f).bits, 0x8000);
   EXPECT_EQ(float16(1.0f).bits, 0x3c00);
   EXPECT_EQ(float16(-2.0f).bits, 0xc000);
-  EXPECT_EQ(float16(65504.0f).bits, 0x7bff);               // largest finite
-  EXPECT_EQ(float16(65520.0f).bits, 0x7c00);               // rounds to infinity
-  EXPECT_EQ(float16(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
-  EXPECT_EQ(float16(std::ldexp(1.0f, -14)).bits, 0x0400);  // smallest normal
-  EXPECT_EQ(float16(std::ldexp(1.0f, -26)).bits, 0x0000);  // underflows
-  EXPECT_EQ(float16(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);  // tie to even (down)
+  EXPECT_EQ(float16(65504.0f).bits, 0x7bff);                          // largest finite
+  EXPECT_EQ(float16(65520.0f).bits, 0x7c00);                          // rounds to infinity
+  EXPECT_EQ(float16(std::ldexp(1.0f, -24)).bits, 0x0001);             // smallest subnormal
+  EXPECT_EQ(float16(std::ldexp(1.0f, -14)).bits, 0x0400);             // smallest normal
+  EXPECT_EQ(float16(std::ldexp(1.0f, -26)).bits, 0x0000);             // underflows
+  EXPECT_EQ(float16(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);      // tie to even (down)
   EXPECT_EQ(float16(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3c02);  // tie to even (up)
   EXPECT_EQ(float16(std::numeric_limits<float>::infinity()).bits, 0x7c00);
   EXPECT_TRUE(std::isnan(static_cast<float>(float16(std::nanf("")))));

@@ -48,7 +48,8 @@ TEST_P(Elementwise, AxpyFloat32AllSizes) {
     EXPECT_EQ(z.dtype(), Dtype::float32);
     EXPECT_EQ(z.shape(), Shape{n});
     const auto got = z.get<float>();
-    for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(axpy_ok(got[i], a, x[i], y[i])) << i << ": " << got[i];
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(axpy_ok(got[i], a, x[i], y[i])) << i << ": " << got[i];
   }
 }
 
@@ -73,7 +74,10 @@ TEST_P(Elementwise, UnalignedStarts) {
   const auto xs = random_reals<float>(n + 8, 5), ys = random_reals<float>(n + 8, 6);
   auto bx = Array::from_host(queue, xs), by = Array::from_host(queue, ys);
   auto bz = Array::zeros(queue, {n + 8}, Dtype::float32);
-  for (auto [ox, oy, oz] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {3, 3, 3}, {1, 2, 3}, {0, 1, 0}}) {
+  for (auto [ox, oy, oz] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1},
+                            {3, 3, 3},
+                            {1, 2, 3},
+                            {0, 1, 0}}) {
     SCOPED_TRACE(fmt::format("offsets {} {} {}", ox, oy, oz));
     bz.fill_zero();
     auto x = bx.view(ox, {n}), y = by.view(oy, {n}), z = bz.view(oz, {n});
@@ -114,9 +118,9 @@ TEST_P(Elementwise, KeptPlansFollowEachCall) {
     float a;
   };
   const std::vector<Case> cases = {
-      {&x1, &xs, &y1, &ys, &z1, 0, 1, 2.0f},  {&x2, &xs2, &y2, &ys2, &z2, 0, 1, 3.0f},
-      {&x1, &xs, &y2, &ys2, &z1, 0, 1, -1.5f}, {&x1, &xs, &y1, &ys, &z2, 1, 1, 0.25f},
-      {&x2, &xs2, &y1, &ys, &z1, 3, 1, 5.0f},  {&x1, &xs, &y1, &ys, &z1, 0, 2, 7.0f},
+      {&x1, &xs, &y1, &ys, &z1, 0, 1, 2.0f},    {&x2, &xs2, &y2, &ys2, &z2, 0, 1, 3.0f},
+      {&x1, &xs, &y2, &ys2, &z1, 0, 1, -1.5f},  {&x1, &xs, &y1, &ys, &z2, 1, 1, 0.25f},
+      {&x2, &xs2, &y1, &ys, &z1, 3, 1, 5.0f},   {&x1, &xs, &y1, &ys, &z1, 0, 2, 7.0f},
       {&x2, &xs2, &y2, &ys2, &z2, 1, 2, -2.0f}, {&x1, &xs, &y1, &ys, &z1, 0, 1, 9.0f},
   };
   for (int round = 0; round < 2; ++round) {
@@ -141,7 +145,8 @@ TEST_P(Elementwise, KeptPlansFollowEachCall) {
         ASSERT_TRUE(axpy_ok(got[i], cs.a, (*cs.hx)[i], (*cs.hy)[i])) << "element " << i;
       }
       for (std::size_t i = 0; i < n + 8; ++i) {
-        const bool in_view = i >= cs.offset && (i - cs.offset) % cs.step == 0 && (i - cs.offset) / cs.step < m;
+        const bool in_view =
+            i >= cs.offset && (i - cs.offset) % cs.step == 0 && (i - cs.offset) / cs.step < m;
         if (!in_view) {
           ASSERT_EQ(got[i], 0.0f) << "element " << i << " outside the view was written";
         }
@@ -190,7 +195,8 @@ TEST_P(Elementwise, KeptPlansBelongToTheirKernel) {
       SCOPED_TRACE(fmt::format("round {} kernel {}", round, k));
       const auto op = fmt::format("z = a * x + {} * y", k);
       for (int call = 0; call < 2; ++call) {
-        ElementwiseKernel kernel("float a, float x, float y", "float z", op, {.name = "kept_owner"});
+        ElementwiseKernel kernel("float a, float x, float y", "float z", op,
+                                 {.name = "kept_owner"});
         kernel(queue, {2.0f, x, y, z});
         kernel(queue, {2.0f, x, y, z});
         const auto got = z.get<float>();
@@ -201,15 +207,18 @@ TEST_P(Elementwise, KeptPlansBelongToTheirKernel) {
       }
     }
     // Two live kernels of one signature and call shape, called in turn.
-    ElementwiseKernel plus("float a, float x, float y", "float z", "z = a * x + y", {.name = "kept_owner"});
-    ElementwiseKernel minus("float a, float x, float y", "float z", "z = a * x - y", {.name = "kept_owner"});
+    ElementwiseKernel plus("float a, float x, float y", "float z", "z = a * x + y",
+                           {.name = "kept_owner"});
+    ElementwiseKernel minus("float a, float x, float y", "float z", "z = a * x - y",
+                            {.name = "kept_owner"});
     for (int call = 0; call < 4; ++call) {
       const bool p = call % 2 == 0;
       (p ? plus : minus)(queue, {2.0f, x, y, z});
       const auto got = z.get<float>();
       for (std::size_t i = 0; i < n; ++i) {
         const float want = p ? 2.0f * xs[i] + ys[i] : 2.0f * xs[i] - ys[i];
-        ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::abs(want))) << "call " << call << " element " << i;
+        ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::abs(want)))
+            << "call " << call << " element " << i;
       }
     }
   }
@@ -371,7 +380,8 @@ TEST(ElementwisePromotion, FollowsNumPy) {
   EXPECT_EQ(rt({i8, 3}), Dtype::int8);
   EXPECT_EQ(rt({i32, 2.5}), Dtype::float64);
   EXPECT_EQ(rt({f32, std::complex<double>(1, 1)}), Dtype::complex64);
-  EXPECT_EQ(rt({Operand::typed(Dtype::float64, 1.0), std::complex<float>(1, 1)}), Dtype::complex128);
+  EXPECT_EQ(rt({Operand::typed(Dtype::float64, 1.0), std::complex<float>(1, 1)}),
+            Dtype::complex128);
   EXPECT_EQ(rt({i32, std::complex<double>(0, 1)}), Dtype::complex128);
   EXPECT_EQ(rt({h, 1}), Dtype::float16);
   EXPECT_EQ(rt({h, 1.0}), Dtype::float16);
@@ -429,7 +439,8 @@ TEST_P(Elementwise, MixedDtypesPromoteOnTheDevice) {
   Array s = binary(queue, BinaryOp::add, da, db);
   ASSERT_EQ(s.dtype(), Dtype::float64);  // int32 + float32 -> float64, as NumPy
   auto got = s.get<double>();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], static_cast<double>(a[i]) + static_cast<double>(b[i]));
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(got[i], static_cast<double>(a[i]) + static_cast<double>(b[i]));
   // Integer division is true division.
   Array q = binary(queue, BinaryOp::divide, da, 7);
   ASSERT_EQ(q.dtype(), Dtype::float64);
@@ -494,7 +505,8 @@ TEST_P(Elementwise, AstypeFillAndHalfFloats) {
   Array m = binary(queue, BinaryOp::multiply, dh, Array::from_host(queue, si));
   ASSERT_EQ(m.dtype(), Dtype::float32);
   const auto gm = m.get<float>();
-  for (std::size_t k = 0; k < n; ++k) ASSERT_EQ(gm[k], static_cast<float>(h[k]) * static_cast<float>(si[k])) << k;
+  for (std::size_t k = 0; k < n; ++k)
+    ASSERT_EQ(gm[k], static_cast<float>(h[k]) * static_cast<float>(si[k])) << k;
 
   // fill: floats truncate for integer arrays (NumPy's fill); strided views too.
   auto ai = Array::empty(queue, {9, 5}, Dtype::int32);
@@ -503,13 +515,15 @@ TEST_P(Elementwise, AstypeFillAndHalfFloats) {
   fill(queue, ai.view(1, {9, 2}, {5 * 4, 2 * 4}), -1);
   const auto gi = ai.get<std::int32_t>();
   for (std::size_t r = 0; r < 9; ++r) {
-    for (std::size_t c = 0; c < 5; ++c) ASSERT_EQ(gi[r * 5 + c], (c == 1 || c == 3) ? -1 : 2) << r << "," << c;
+    for (std::size_t c = 0; c < 5; ++c)
+      ASSERT_EQ(gi[r * 5 + c], (c == 1 || c == 3) ? -1 : 2) << r << "," << c;
   }
   auto af = Array::empty(queue, {1025}, Dtype::float16);
   fill(queue, af, 0.1);
   for (auto v : af.get<float16>()) ASSERT_EQ(v.bits, float16(0.1f).bits);
   EXPECT_THROW(fill(queue, af, std::complex<double>(1, 2)), LogicError);
-  EXPECT_THROW(astype(queue, Array::zeros(queue, {3}, Dtype::complex64), Dtype::float32), LogicError);
+  EXPECT_THROW(astype(queue, Array::zeros(queue, {3}, Dtype::complex64), Dtype::float32),
+               LogicError);
 }
 
 TEST_P(Elementwise, CompareAndUnary) {
@@ -520,8 +534,8 @@ TEST_P(Elementwise, CompareAndUnary) {
   x[5] = std::nanf("");
   y[6] = x[6];
   auto dx = Array::from_host(queue, x), dy = Array::from_host(queue, y);
-  const CompareOp ops[] = {CompareOp::equal, CompareOp::not_equal, CompareOp::less,
-                           CompareOp::less_equal, CompareOp::greater, CompareOp::greater_equal};
+  const CompareOp ops[] = {CompareOp::equal,      CompareOp::not_equal, CompareOp::less,
+                           CompareOp::less_equal, CompareOp::greater,   CompareOp::greater_equal};
   for (CompareOp op : ops) {
     Array c = compare(queue, op, dx, dy);
     ASSERT_EQ(c.dtype(), Dtype::uint8);
@@ -562,7 +576,8 @@ TEST_P(Elementwise, CompareAndUnary) {
     const auto g = unary(queue, c.op, dp).get<float>();
     for (std::size_t i = 0; i < n; ++i) {
       const double e = c.f(pos[i]);
-      ASSERT_LE(std::fabs(g[i] - e), 8e-7 * std::max(1.0, std::fabs(e))) << name(c.op) << " " << pos[i];
+      ASSERT_LE(std::fabs(g[i] - e), 8e-7 * std::max(1.0, std::fabs(e)))
+          << name(c.op) << " " << pos[i];
     }
   }
   // Integers: NumPy's float types, and wrapping negation.
@@ -570,11 +585,14 @@ TEST_P(Elementwise, CompareAndUnary) {
   auto d8 = Array::from_host(queue, i8);
   Array s8 = unary(queue, UnaryOp::sqrt, d8);
   EXPECT_EQ(s8.dtype(), Dtype::float16);
-  EXPECT_EQ(unary(queue, UnaryOp::negative, d8).get<std::int8_t>(), (std::vector<std::int8_t>{-128, 1, 0, -5, -127}));
-  EXPECT_EQ(unary(queue, UnaryOp::absolute, d8).get<std::int8_t>(), (std::vector<std::int8_t>{-128, 1, 0, 5, 127}));
+  EXPECT_EQ(unary(queue, UnaryOp::negative, d8).get<std::int8_t>(),
+            (std::vector<std::int8_t>{-128, 1, 0, -5, -127}));
+  EXPECT_EQ(unary(queue, UnaryOp::absolute, d8).get<std::int8_t>(),
+            (std::vector<std::int8_t>{-128, 1, 0, 5, 127}));
   EXPECT_EQ(s8.get<float16>()[3].bits, float16(std::sqrt(5.0f)).bits);
-  EXPECT_EQ(unary(queue, UnaryOp::sqrt, Array::from_host(queue, std::vector<std::int32_t>{4})).dtype(),
-            Dtype::float64);
+  EXPECT_EQ(
+      unary(queue, UnaryOp::sqrt, Array::from_host(queue, std::vector<std::int32_t>{4})).dtype(),
+      Dtype::float64);
   // Complex: absolute is the real magnitude; conjugate.
   std::vector<std::complex<double>> z{{3, 4}, {-1, 0}, {0, -2}};
   auto dz = Array::from_host(queue, z);
@@ -599,13 +617,15 @@ TEST_P(Elementwise, PerDevice) {
     const std::size_t n = 1000 + 777 * d;
     xs.push_back(random_reals<float>(n, 20 + static_cast<std::uint32_t>(d)));
     ys.push_back(random_reals<float>(n, 30 + static_cast<std::uint32_t>(d)));
-    args.set(d, {0.25f, Array::from_host(queue, xs[d], {}, d), Array::from_host(queue, ys[d], {}, d)});
+    args.set(d,
+             {0.25f, Array::from_host(queue, xs[d], {}, d), Array::from_host(queue, ys[d], {}, d)});
   }
   auto outs = k.per_device(queue, args);
   for (std::size_t d = 0; d < ndev; ++d) {
     ASSERT_EQ(outs[d].front().device_idx(), d);
     const auto got = outs[d].front().get<float>();
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(axpy_ok(got[i], 0.25f, xs[d][i], ys[d][i])) << d << ":" << i;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_TRUE(axpy_ok(got[i], 0.25f, xs[d][i], ys[d][i])) << d << ":" << i;
   }
   // Arrays of another device in a device's list are refused.
   MultiDevice<std::vector<Operand>> wrong = args;
@@ -641,8 +661,8 @@ TEST_P(Elementwise, ThreadsShareOneKernel) {
           const auto got_user = user.get<float>();
           const auto got_builtin = builtin.get<float>();
           for (std::size_t i = 0; i < n; ++i) {
-            if (got_user.size() != n || got_builtin.size() != n || !axpy_ok(got_user[i], a, x[i], y[i]) ||
-                !axpy_ok(got_builtin[i], a, x[i], y[i])) {
+            if (got_user.size() != n || got_builtin.size() != n ||
+                !axpy_ok(got_user[i], a, x[i], y[i]) || !axpy_ok(got_builtin[i], a, x[i], y[i])) {
               ++wrong;
               break;
             }
@@ -722,7 +742,9 @@ TEST_P(Elementwise, Errors) {
     k(queue, {1.0f, x, xi});
     FAIL() << "no error";
   } catch (const LogicError& e) {
-    EXPECT_NE(std::string(e.what()).find("int32 array; the parameter is declared float32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("int32 array; the parameter is declared float32"),
+              std::string::npos)
+        << e.what();
   }
   // Placeholder bound to two dtypes.
   EXPECT_THROW(k(queue, {x, xi, x}), LogicError);
@@ -744,11 +766,11 @@ TEST_P(Elementwise, Errors) {
   auto zz = Array::empty(queue, {4, 3}, Dtype::float32);
   EXPECT_THROW(raw(queue, {m.view(0, {4, 3}, {4, 16}), zz}), LogicError);
   // Declarations.
-  EXPECT_THROW(ElementwiseKernel("T x", "", "x", {}), LogicError);                  // no output
-  EXPECT_THROW(ElementwiseKernel("T x, T x", "T z", "z = x", {}), LogicError);      // duplicate
-  EXPECT_THROW(ElementwiseKernel("T i", "T z", "z = i", {}), LogicError);           // reserved
-  EXPECT_THROW(ElementwiseKernel("float* x", "T z", "z = x", {}), LogicError);      // C syntax
-  EXPECT_THROW(ElementwiseKernel("T", "T z", "z = 1", {}), LogicError);             // no name
+  EXPECT_THROW(ElementwiseKernel("T x", "", "x", {}), LogicError);              // no output
+  EXPECT_THROW(ElementwiseKernel("T x, T x", "T z", "z = x", {}), LogicError);  // duplicate
+  EXPECT_THROW(ElementwiseKernel("T i", "T z", "z = i", {}), LogicError);       // reserved
+  EXPECT_THROW(ElementwiseKernel("float* x", "T z", "z = x", {}), LogicError);  // C syntax
+  EXPECT_THROW(ElementwiseKernel("T", "T z", "z = 1", {}), LogicError);         // no name
   EXPECT_THROW(ElementwiseKernel("T x", "T z", "z = x", {.name = "3d"}), LogicError);
   // A bad operation: CompileError with the generated source.
   ElementwiseKernel bad("T x", "T z", "z = x +* undefined_name", {.name = "bad_op"});
@@ -762,7 +784,8 @@ TEST_P(Elementwise, Errors) {
   // An unbound placeholder in the output.
   ElementwiseKernel unbound("float32 x", "U z", "z = x", {.name = "unbound"});
   EXPECT_THROW(unbound(queue, {x}), LogicError);
-  EXPECT_EQ(unbound(queue, {x, xi}).front().get<std::int32_t>(), (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(unbound(queue, {x, xi}).front().get<std::int32_t>(),
+            (std::vector<std::int32_t>{1, 2, 3}));
   // Built-ins: an output of the wrong dtype.
   EXPECT_THROW(axpy(queue, 1.0f, x, x, xi), LogicError);
 }
@@ -774,22 +797,25 @@ TEST_P(Elementwise, InfinityAndNanInTheOperation) {
   Queue queue(ctx);
   const std::vector<double> x{-2.0, 0.5, 200.0, 3.0};
   auto dx = Array::from_host(queue, x);
-  ElementwiseKernel k("double x", "double z", "z = x < 0 ? -INFINITY : (x > 100 ? NAN : x)", {.name = "clip_marks"});
+  ElementwiseKernel k("double x", "double z", "z = x < 0 ? -INFINITY : (x > 100 ? NAN : x)",
+                      {.name = "clip_marks"});
   const auto got = k(queue, {dx})[0].get<double>();
   ASSERT_EQ(got.size(), 4u);
   EXPECT_TRUE(std::isinf(got[0]) && got[0] < 0);
   EXPECT_EQ(got[1], 0.5);
   EXPECT_TRUE(std::isnan(got[2]));
   EXPECT_EQ(got[3], 3.0);
-  ReductionKernel lowest("double x", "double m", "x", "a < b ? a : b", "INFINITY", {.name = "lowest_of"});
+  ReductionKernel lowest("double x", "double m", "x", "a < b ? a : b", "INFINITY",
+                         {.name = "lowest_of"});
   EXPECT_EQ(reduction_value<double>(lowest(queue, {dx})), -2.0);
 }
 
-// A generated kernel may not take the name of an OpenCL C built-in function (PoCL built such an entry
-// point under another name, which the launch did not find): a clear LogicError on every backend, for
-// elementwise, reduction and stencil kernels alike; a prefixed name works.
+// A generated kernel may not take the name of an OpenCL C built-in function (PoCL built such an
+// entry point under another name, which the launch did not find): a clear LogicError on every
+// backend, for elementwise, reduction and stencil kernels alike; a prefixed name works.
 TEST_P(Elementwise, KernelNamesOfOpenClBuiltinsAreRefused) {
-  for (const char* name : {"distance", "abs_diff", "dot", "sin", "max", "native_exp", "convert_float", "vload4"}) {
+  for (const char* name :
+       {"distance", "abs_diff", "dot", "sin", "max", "native_exp", "convert_float", "vload4"}) {
     SCOPED_TRACE(name);
     try {
       ElementwiseKernel k("T x", "T z", "z = x", {.name = name});
@@ -802,7 +828,8 @@ TEST_P(Elementwise, KernelNamesOfOpenClBuiltinsAreRefused) {
   }
   auto ctx = context();
   Queue queue(ctx);
-  ElementwiseKernel ok("double a, double b", "double d", "d = fabs(a - b)", {.name = "my_distance"});
+  ElementwiseKernel ok("double a, double b", "double d", "d = fabs(a - b)",
+                       {.name = "my_distance"});
   auto x = Array::from_host(queue, std::vector<double>{1.0, -2.0});
   EXPECT_EQ(ok(queue, {x, 0.5})[0].get<double>(), (std::vector<double>{0.5, 2.5}));
 }

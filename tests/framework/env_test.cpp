@@ -31,7 +31,8 @@ TEST(Environment, EmptyIsUnset) {
     EXPECT_FALSE(d::env_value("SKEIN_TEST_ENV_READER").has_value());
     EXPECT_FALSE(d::env_flag("SKEIN_TEST_ENV_READER", false, "test", "on"));
     EXPECT_EQ(d::env_seconds("SKEIN_TEST_ENV_READER", 7.5, "test", "waits forever"), 7.5);
-    EXPECT_FALSE((d::env_choice<int>("SKEIN_TEST_ENV_READER", "test", {{"a", 1, "one"}}).has_value()));
+    EXPECT_FALSE(
+        (d::env_choice<int>("SKEIN_TEST_ENV_READER", "test", {{"a", 1, "one"}}).has_value()));
   }
   ScopedEnv v("SKEIN_TEST_ENV_READER", " x");
   EXPECT_EQ(d::env_value("SKEIN_TEST_ENV_READER"), std::optional<std::string>(" x"));
@@ -39,24 +40,33 @@ TEST(Environment, EmptyIsUnset) {
 
 TEST(Environment, Flags) {
   for (const char* yes : {"1", "true", "yes", "on", "TRUE", "Yes", "ON"}) {
-    EXPECT_EQ(d::parse_env_flag("SKEIN_X", std::string(yes), "test", "on"), std::optional<bool>(true)) << yes;
+    EXPECT_EQ(d::parse_env_flag("SKEIN_X", std::string(yes), "test", "on"),
+              std::optional<bool>(true))
+        << yes;
   }
   for (const char* no : {"0", "false", "no", "off", "FALSE", "No", "Off"}) {
-    EXPECT_EQ(d::parse_env_flag("SKEIN_X", std::string(no), "test", "on"), std::optional<bool>(false)) << no;
+    EXPECT_EQ(d::parse_env_flag("SKEIN_X", std::string(no), "test", "on"),
+              std::optional<bool>(false))
+        << no;
   }
   for (const char* bad : {"2", "maybe", "enabled", " 1", "1 "}) {
-    expect_logic_error([&] { d::parse_env_flag("SKEIN_X", std::string(bad), "Communicator", "check calls"); },
-                       {"SKEIN_X='", bad, "Communicator", "1, true, yes or on (check calls)", "unset it"});
+    expect_logic_error(
+        [&] { d::parse_env_flag("SKEIN_X", std::string(bad), "Communicator", "check calls"); },
+        {"SKEIN_X='", bad, "Communicator", "1, true, yes or on (check calls)", "unset it"});
   }
 }
 
 TEST(Environment, Seconds) {
-  EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("2.5"), "test", "forever"), std::optional<double>(2.5));
-  EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("0"), "test", "forever"), std::optional<double>(0.0));
-  EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("1e-6"), "test", "forever"), std::optional<double>(1e-6));
+  EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("2.5"), "test", "forever"),
+            std::optional<double>(2.5));
+  EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("0"), "test", "forever"),
+            std::optional<double>(0.0));
+  EXPECT_EQ(d::parse_env_seconds("SKEIN_T", std::string("1e-6"), "test", "forever"),
+            std::optional<double>(1e-6));
   for (const char* bad : {"abc", "-1", "inf", "nan", "1e999", "5s", " "}) {
-    expect_logic_error([&] { d::parse_env_seconds("SKEIN_T", std::string(bad), "Communicator", "waits forever"); },
-                       {"SKEIN_T='", "a number of seconds >= 0", "0 waits forever", "Communicator"});
+    expect_logic_error(
+        [&] { d::parse_env_seconds("SKEIN_T", std::string(bad), "Communicator", "waits forever"); },
+        {"SKEIN_T='", "a number of seconds >= 0", "0 waits forever", "Communicator"});
   }
 }
 
@@ -68,7 +78,8 @@ TEST(Environment, Choices) {
   };
   EXPECT_EQ(read(), std::optional<int>(2));
   ScopedEnv bad("SKEIN_TEST_ENV_READER", "MPI");  // exact words only
-  expect_logic_error(read, {"SKEIN_TEST_ENV_READER='MPI'", "auto (pick), nccl (NCCL) or mpi (MPI)", "Communicator"});
+  expect_logic_error(read, {"SKEIN_TEST_ENV_READER='MPI'", "auto (pick), nccl (NCCL) or mpi (MPI)",
+                            "Communicator"});
 }
 
 }  // namespace env_test

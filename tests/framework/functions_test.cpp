@@ -67,8 +67,15 @@ KERNEL void f(GLOBAL_MEM ${C}* out, GLOBAL_MEM const ${C}* a, GLOBAL_MEM const $
     using D = std::complex<double>;
     const D ai(a[i]), bi(b[i]);
     const double ri = r[i];
-    const D expected[10] = {ai * ri, ai * bi, ai + ri, ai / bi, std::conj(ai), std::exp(ai),
-                            std::pow(bi, ri), std::polar(ri, ai.real()), std::polar(1.0, ri),
+    const D expected[10] = {ai * ri,
+                            ai * bi,
+                            ai + ri,
+                            ai / bi,
+                            std::conj(ai),
+                            std::exp(ai),
+                            std::pow(bi, ri),
+                            std::polar(ri, ai.real()),
+                            std::polar(1.0, ri),
                             D(std::norm(ai), 0)};
     for (int k = 0; k < 10; ++k) {
       const D v(got[i * 10 + k]);

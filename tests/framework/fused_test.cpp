@@ -25,8 +25,8 @@ class Fused : public BackendTest {};
 const std::size_t kSizes[] = {0, 1, 2, 7, 255, 1000, 4097, 70001};
 
 FusedKernel cg_kernel() {
-  return FusedKernel("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr", "r * r", "a + b",
-                     "0", {.name = "cg_update"});
+  return FusedKernel("T p, T w, T alpha", "T x, T r", "x += alpha * p; r -= alpha * w", "T rr",
+                     "r * r", "a + b", "0", {.name = "cg_update"});
 }
 
 struct Host {
@@ -68,13 +68,15 @@ TEST_P(Fused, CgUpdateBothModesAllSizes) {
       const double rr = reduction_value<double>(k(queue, {dp, dw, alpha, dx, dr}, args));
       const auto gx = dx.get<double>(), gr = dr.get<double>();
       if (det) {
-        EXPECT_EQ(std::bit_cast<std::uint64_t>(rr), std::bit_cast<std::uint64_t>(exact)) << rr << " vs " << exact;
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(rr), std::bit_cast<std::uint64_t>(exact))
+            << rr << " vs " << exact;
         EXPECT_EQ(gx, ref.x);
         EXPECT_EQ(gr, ref.r);
       } else {
         EXPECT_NEAR(rr, exact, 1e-12 * (exact + 1));
         for (std::size_t i = 0; i < n; ++i) {
-          // Once per element (twice would be off by alpha p); a*x + b may be fused in the fast mode.
+          // Once per element (twice would be off by alpha p); a*x + b may be fused in the fast
+          // mode.
           ASSERT_NEAR(gx[i], ref.x[i], 1e-15 * (std::fabs(x[i]) + std::fabs(p[i]) + 1)) << i;
           ASSERT_NEAR(gr[i], ref.r[i], 1e-15 * (std::fabs(r[i]) + std::fabs(w[i]) + 1)) << i;
         }
@@ -86,8 +88,9 @@ TEST_P(Fused, CgUpdateBothModesAllSizes) {
 // Inputs broadcast, float32 arrays, a reduce type of its own, and post_map.
 TEST_P(Fused, Float32BroadcastAndPostMap) {
   Queue queue(context());
-  const FusedKernel k("float32 s, T c", "T u", "u = u * s + c", "float64 nrm", "(double)u * (double)u", "a + b",
-                      "0", {.post_map = "nrm = sqrt(a)", .reduce_type = Dtype::float64, .name = "scale_norm"});
+  const FusedKernel k(
+      "float32 s, T c", "T u", "u = u * s + c", "float64 nrm", "(double)u * (double)u", "a + b",
+      "0", {.post_map = "nrm = sqrt(a)", .reduce_type = Dtype::float64, .name = "scale_norm"});
   const std::size_t rows = 37, cols = 11;
   auto u = random_reals<float>(rows * cols, 74);
   const auto c = random_reals<float>(cols, 75);
@@ -111,24 +114,32 @@ TEST_P(Fused, Float32BroadcastAndPostMap) {
 
 TEST_P(Fused, BadDeclarationsAndOperands) {
   Queue queue(context());
-  EXPECT_THROW(FusedKernel("T p", "", "p = p", "T y", "p", "a + b", "0"), LogicError);          // nothing updated
-  EXPECT_THROW(FusedKernel("T p", "raw T x", "x = p", "T y", "p", "a + b", "0"), LogicError);   // raw
-  EXPECT_THROW(FusedKernel("T p", "T x", " ", "T y", "x", "a + b", "0"), LogicError);           // no operation
-  EXPECT_THROW(FusedKernel("T p", "T p", "p = 1", "T y", "p", "a + b", "0"), LogicError);       // twice
-  EXPECT_THROW(FusedKernel("T p", "float16 x", "x = p", "T y", "x", "a + b", "0"), LogicError);  // half
-  EXPECT_THROW(FusedKernel("T a", "T x", "x = a", "T y", "x", "a + b", "0"), LogicError);       // reserved
-  EXPECT_THROW(FusedKernel("T p", "T x", "x = p", "T y", "x", "a + b", "0", {.name = "distance"}), LogicError);
+  EXPECT_THROW(FusedKernel("T p", "", "p = p", "T y", "p", "a + b", "0"),
+               LogicError);  // nothing updated
+  EXPECT_THROW(FusedKernel("T p", "raw T x", "x = p", "T y", "p", "a + b", "0"),
+               LogicError);  // raw
+  EXPECT_THROW(FusedKernel("T p", "T x", " ", "T y", "x", "a + b", "0"),
+               LogicError);  // no operation
+  EXPECT_THROW(FusedKernel("T p", "T p", "p = 1", "T y", "p", "a + b", "0"), LogicError);  // twice
+  EXPECT_THROW(FusedKernel("T p", "float16 x", "x = p", "T y", "x", "a + b", "0"),
+               LogicError);  // half
+  EXPECT_THROW(FusedKernel("T a", "T x", "x = a", "T y", "x", "a + b", "0"),
+               LogicError);  // reserved
+  EXPECT_THROW(FusedKernel("T p", "T x", "x = p", "T y", "x", "a + b", "0", {.name = "distance"}),
+               LogicError);
   const FusedKernel k = cg_kernel();
   Array x = Array::zeros(queue, {8}, Dtype::float64), r = Array::zeros(queue, {8}, Dtype::float64);
-  const Array p = Array::zeros(queue, {8}, Dtype::float64), w9 = Array::zeros(queue, {9}, Dtype::float64);
-  EXPECT_THROW(k(queue, {p, p, 1.0, x}), LogicError);                                  // too few
-  EXPECT_THROW(k(queue, {p, p, 1.0, x, 2.0}), LogicError);                             // scalar updated
-  EXPECT_THROW(k(queue, {p, w9, 1.0, x, r}), LogicError);                              // does not broadcast
-  EXPECT_THROW(k(queue, {p, p, 1.0, x, Array::zeros(queue, {4}, Dtype::float64)}), LogicError);  // shapes
+  const Array p = Array::zeros(queue, {8}, Dtype::float64),
+              w9 = Array::zeros(queue, {9}, Dtype::float64);
+  EXPECT_THROW(k(queue, {p, p, 1.0, x}), LogicError);       // too few
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, 2.0}), LogicError);  // scalar updated
+  EXPECT_THROW(k(queue, {p, w9, 1.0, x, r}), LogicError);   // does not broadcast
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, Array::zeros(queue, {4}, Dtype::float64)}),
+               LogicError);  // shapes
   Array big = Array::zeros(queue, {16}, Dtype::float64);
   EXPECT_THROW(k(queue, {p, p, 1.0, x, big.view(0, {8}, Strides{16})}), LogicError);  // strided
   Array h = Array::zeros(queue, {8}, Dtype::float16);
-  EXPECT_THROW(k(queue, {p, p, 1.0, x, h}), LogicError);                               // half
+  EXPECT_THROW(k(queue, {p, p, 1.0, x, h}), LogicError);  // half
 }
 
 SKEIN_INSTANTIATE_BACKENDS(Fused);

@@ -35,9 +35,7 @@ namespace interop_test {
 class Interop : public BackendTest {};
 
 #if SKEIN_HAS_OPENCL
-cl_device_id raw_device(const Device& device) {
-  return opencl::native_device(device);
-}
+cl_device_id raw_device(const Device& device) { return opencl::native_device(device); }
 
 cl_uint reference_count(cl_context ctx) {
   cl_uint count = 0;
@@ -231,7 +229,8 @@ KERNEL void affine(GLOBAL_MEM float* y, GLOBAL_MEM const float* x, int n)
 void cuda_application_contexts(const std::vector<Device>& all) {
   const ContextCalls f = load_context_calls();
   ASSERT_TRUE(f.found()) << "the driver lacks a context call";
-  const std::vector<Device> devices(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(all.size(), 2)));
+  const std::vector<Device> devices(
+      all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(all.size(), 2)));
   for (const bool take_ownership : {false, true}) {
     SCOPED_TRACE(take_ownership ? "take_ownership" : "without ownership");
     const std::vector<CUcontext> raw = create_contexts(f, devices);
@@ -263,7 +262,8 @@ void cuda_application_contexts(const std::vector<Device>& all) {
   // Bad input, before anything is taken over.
   expect_logic_error([] { (void)cuda::context_from_backend_contexts({}); }, {"no contexts given"});
   const std::vector<CUcontext> null_only = {nullptr};
-  expect_logic_error([&] { (void)cuda::context_from_backend_contexts(null_only); }, {"CUDA context 0 of 1 is null"});
+  expect_logic_error([&] { (void)cuda::context_from_backend_contexts(null_only); },
+                     {"CUDA context 0 of 1 is null"});
   std::vector<CUcontext> with_null = create_contexts(f, {devices.front()});
   with_null.push_back(nullptr);
   expect_logic_error([&] { (void)cuda::context_from_backend_contexts(with_null, true); },
@@ -306,7 +306,8 @@ KERNEL void twice(GLOBAL_MEM float* y, int n)
   for (std::size_t i = 0; i < n; ++i) {
     const float z = 2.0f * x[i] + y[i];
     want_total += z;
-    ASSERT_NEAR(back[i], 2.0f * z, 1e-6f * (2.0f * std::abs(2.0f * x[i]) + 2.0f * std::abs(y[i]))) << i;
+    ASSERT_NEAR(back[i], 2.0f * z, 1e-6f * (2.0f * std::abs(2.0f * x[i]) + 2.0f * std::abs(y[i])))
+        << i;
   }
   EXPECT_NEAR(total, want_total, 1e-5 * n);
 }
@@ -344,8 +345,8 @@ void opencl_foreign(const Context& ctx) {
         },
         [&](const Buffer& b) {
           std::vector<float> v(n);
-          EXPECT_EQ(clEnqueueReadBuffer(native, opencl::native_mem(b), CL_TRUE, 0, n * sizeof(float),
-                                        v.data(), 0, nullptr, nullptr),
+          EXPECT_EQ(clEnqueueReadBuffer(native, opencl::native_mem(b), CL_TRUE, 0,
+                                        n * sizeof(float), v.data(), 0, nullptr, nullptr),
                     CL_SUCCESS);
           return v;
         });
@@ -361,8 +362,11 @@ void opencl_foreign(const Context& ctx) {
     expect_logic_error(
         [&] { (void)opencl::queue_from_native(ctx, {0}, std::span(&foreign_queue, 1)); },
         {"another OpenCL context"});
-    expect_logic_error([&] { (void)opencl::queue_from_native(ctx, {0, 0}, std::span(&native, 1)); },
-                       {"2 device index(es) and 1 command queue(s)"});
+    expect_logic_error(
+        [&] {
+          (void)opencl::queue_from_native(ctx, {0, 0}, std::span(&native, 1));
+        },
+        {"2 device index(es) and 1 command queue(s)"});
     clReleaseCommandQueue(foreign_queue);
     clReleaseMemObject(foreign);
     clReleaseContext(other);
@@ -392,12 +396,13 @@ void cuda_foreign(const Context& ctx) {
     Queue queue = cuda::queue_from_native(ctx, {0}, std::span(&stream, 1));
     EXPECT_EQ(cuda::native_stream(queue, 0), stream);
     // x is shared: Skein frees it (through the deleter) when its last Buffer is gone.
-    Buffer xb = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(xp), n * sizeof(float),
-                                         [xp, &deleted] {
+    Buffer xb = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(xp),
+                                         n * sizeof(float), [xp, &deleted] {
                                            ++deleted;
                                            cudaFree(xp);
                                          });
-    Buffer yb = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(yp), n * sizeof(float));
+    Buffer yb =
+        cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(yp), n * sizeof(float));
     EXPECT_EQ(cuda::native_pointer(xb), reinterpret_cast<CUdeviceptr>(xp));
     foreign_work(
         queue, xb, yb, n,
@@ -418,11 +423,14 @@ void cuda_foreign(const Context& ctx) {
     const auto y = reinterpret_cast<CUdeviceptr>(yp);
     expect_logic_error([&] { (void)cuda::buffer_from_native(ctx, 0, y, 2 * n * sizeof(float)); },
                        {"its allocation ends", "80056 bytes asked"});
-    expect_logic_error([&] { (void)cuda::buffer_from_native(ctx, 0, y + 400, 2 * n * sizeof(float)); },
-                       {"its allocation ends"});
+    expect_logic_error(
+        [&] { (void)cuda::buffer_from_native(ctx, 0, y + 400, 2 * n * sizeof(float)); },
+        {"its allocation ends"});
     std::vector<float> host(16);
     expect_logic_error(
-        [&] { (void)cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(host.data()), 64); },
+        [&] {
+          (void)cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(host.data()), 64);
+        },
         {"no device memory at this address"});
     expect_logic_error([&] { (void)cuda::buffer_from_native(ctx, 0, 0, 64); }, {"null pointer"});
     // Memory of another GPU, where there is one.
@@ -504,11 +512,12 @@ void run_scale_add(const Queue& queue, const Program& program, const std::string
     const auto x = random_reals<float>(n, 51), y0 = random_reals<float>(n, 52);
     auto dx = Array::from_host(queue, x), dy = Array::from_host(queue, y0);
     const std::size_t local = 64, global = (n + local - 1) / local * local;
-    program.kernel("scale_add").prepare(queue, global, LaunchSizes{local})(dy, dx, 3.0f,
-                                                                          static_cast<std::int32_t>(n));
+    program.kernel("scale_add")
+        .prepare(queue, global, LaunchSizes{local})(dy, dx, 3.0f, static_cast<std::int32_t>(n));
     const auto y = dy.get<float>();
     for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_NEAR(y[i], 3.0f * x[i] + y0[i], 1e-6f * (3.0f * std::abs(x[i]) + std::abs(y0[i]))) << i;
+      ASSERT_NEAR(y[i], 3.0f * x[i] + y0[i], 1e-6f * (3.0f * std::abs(x[i]) + std::abs(y0[i])))
+          << i;
     }
   }
 }
@@ -531,20 +540,23 @@ __kernel void scale_add(__global float* y, __global const float* x, float a, int
   ASSERT_EQ(err, CL_SUCCESS);
   ASSERT_EQ(clBuildProgram(built, 1, &dev, "", nullptr, nullptr), CL_SUCCESS);
   std::size_t size = 0;
-  ASSERT_EQ(clGetProgramInfo(built, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr), CL_SUCCESS);
+  ASSERT_EQ(clGetProgramInfo(built, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr),
+            CL_SUCCESS);
   std::vector<unsigned char> binary(size);
   unsigned char* data = binary.data();
   ASSERT_EQ(clGetProgramInfo(built, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr), CL_SUCCESS);
   clReleaseProgram(built);
   Queue queue(ctx, {0});
-  const auto program = Program::from_binary(ctx, std::as_bytes(std::span(binary)),
-                                            {.device_idxs = std::vector<std::size_t>{0}, .name = "offline"});
+  const auto program =
+      Program::from_binary(ctx, std::as_bytes(std::span(binary)),
+                           {.device_idxs = std::vector<std::size_t>{0}, .name = "offline"});
   EXPECT_TRUE(program.source(0).empty());
   run_scale_add(queue, program, "an OpenCL device binary");
   // Garbage, and nothing at all: refused naming the device.
   std::vector<std::byte> junk(64, std::byte{0x5a});
-  expect_logic_error([&] { (void)Program::from_binary(ctx, junk, {.device_idxs = std::vector<std::size_t>{0}}); },
-                     {"cannot run on", ctx.device(0).description()});
+  expect_logic_error(
+      [&] { (void)Program::from_binary(ctx, junk, {.device_idxs = std::vector<std::size_t>{0}}); },
+      {"cannot run on", ctx.device(0).description()});
   expect_logic_error([&] { (void)Program::from_binary(ctx, {}); }, {"the binary is empty"});
 }
 #endif
@@ -561,10 +573,13 @@ void cuda_aot(const Context& ctx) {
   run_scale_add(queue, Program::from_file(ctx, dir / "aot.fatbin", on_0), "fatbin");
   const bool hopper = cc.first == 9;
   if (hopper || cc == std::pair{8, 0}) {
-    run_scale_add(queue, Program::from_file(ctx, dir / (hopper ? "aot_sm90.cubin" : "aot_sm80.cubin"), on_0),
-                  "CUBIN of the device's architecture");
+    run_scale_add(
+        queue, Program::from_file(ctx, dir / (hopper ? "aot_sm90.cubin" : "aot_sm80.cubin"), on_0),
+        "CUBIN of the device's architecture");
     expect_logic_error(
-        [&] { (void)Program::from_file(ctx, dir / (hopper ? "aot_sm80.cubin" : "aot_sm90.cubin"), on_0); },
+        [&] {
+          (void)Program::from_file(ctx, dir / (hopper ? "aot_sm80.cubin" : "aot_sm90.cubin"), on_0);
+        },
         {"cannot run on", ctx.device(0).description()});
   }
   // Dynamic shared memory in an nvcc-compiled kernel: LocalMem is the launch's sharedMemBytes.
@@ -573,9 +588,11 @@ void cuda_aot(const Context& ctx) {
   const auto x = random_reals<float>(n, 53);
   auto dx = Array::from_host(queue, x);
   auto dy = Array::empty(queue, {n}, Dtype::float32);
-  program.kernel("reverse_blocks").prepare(queue, n, LaunchSizes{group}, LocalMem{group * sizeof(float)})(dy, dx);
+  program.kernel("reverse_blocks")
+      .prepare(queue, n, LaunchSizes{group}, LocalMem{group * sizeof(float)})(dy, dx);
   const auto y = dy.get<float>();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i / group * group + group - 1 - i % group]) << i;
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(y[i], x[i / group * group + group - 1 - i % group]) << i;
 }
 #endif
 
@@ -636,7 +653,8 @@ TEST_P(Interop, DlpackRoundTripsWithoutACopy) {
     auto dense = Array::empty(queue, {3, 7}, Dtype::float64, d);
     copy(queue, back, dense);
     std::vector<double> want;
-    for (std::size_t r : {1u, 3u, 5u}) want.insert(want.end(), host.begin() + 7 * r, host.begin() + 7 * r + 7);
+    for (std::size_t r : {1u, 3u, 5u})
+      want.insert(want.end(), host.begin() + 7 * r, host.begin() + 7 * r + 7);
     EXPECT_EQ(dense.get<double>(), want);
   }
   for (Dtype dt : all_dtypes) {
@@ -690,8 +708,10 @@ TEST_P(Interop, DlpackRoundTripsWithoutACopy) {
     const std::int64_t* strides;
     const char* words;
   } bad[] = {{DLDevice{kDLCPU, 0}, f32, nullptr, "DLPack device type 1"},
-             {DLDevice{device.device_type, 12345}, f32, nullptr, "device 12345, which is not one of the queue's"},
-             {device, DLDataType{kDLFloat, 8, 1}, nullptr, "(code 2, 8 bits, 1 lanes) is not one of Skein's dtypes"},
+             {DLDevice{device.device_type, 12345}, f32, nullptr,
+              "device 12345, which is not one of the queue's"},
+             {device, DLDataType{kDLFloat, 8, 1}, nullptr,
+              "(code 2, 8 bits, 1 lanes) is not one of Skein's dtypes"},
              {device, DLDataType{kDLFloat, 32, 4}, nullptr, "4 lanes"},
              {device, f32, negative, "stride -1"}};
   for (const auto& b : bad) {
@@ -726,7 +746,8 @@ TEST_P(Interop, ContextsFromBackendObjects) {
 }
 
 TEST_P(Interop, ContextsOverTheApplicationsCudaContexts) {
-  if (GetParam().api != ApiId::cuda) GTEST_SKIP() << "CUDA contexts (cuda::context_from_backend_contexts)";
+  if (GetParam().api != ApiId::cuda)
+    GTEST_SKIP() << "CUDA contexts (cuda::context_from_backend_contexts)";
 #if SKEIN_HAS_CUDA
   cuda_application_contexts(devices());
 #endif

@@ -106,14 +106,16 @@ TEST(Log, LevelsFromWarningByDefaultToDebug) {
   EXPECT_FALSE(log_enabled(LogLevel::info));
   EXPECT_FALSE(log_enabled(LogLevel::off));  // "off" is a threshold, never a message's level
   set_log_level(LogLevel::debug);
-  EXPECT_EQ(shown(c), (std::vector<LogLevel>{LogLevel::error, LogLevel::warning, LogLevel::info, LogLevel::debug}));
+  EXPECT_EQ(shown(c), (std::vector<LogLevel>{LogLevel::error, LogLevel::warning, LogLevel::info,
+                                             LogLevel::debug}));
   set_log_level(LogLevel::error);
   EXPECT_EQ(shown(c), (std::vector<LogLevel>{LogLevel::error}));
   set_log_level(LogLevel::off);
   EXPECT_TRUE(shown(c).empty());
   log_message(LogLevel::off, "never");
   EXPECT_TRUE(c.take().empty());
-  for (LogLevel l : {LogLevel::off, LogLevel::error, LogLevel::warning, LogLevel::info, LogLevel::debug}) {
+  for (LogLevel l :
+       {LogLevel::off, LogLevel::error, LogLevel::warning, LogLevel::info, LogLevel::debug}) {
     EXPECT_FALSE(name(l).empty());
   }
 }
@@ -123,9 +125,11 @@ TEST(Log, VariableOverridesTheCode) {
   detail::set_log_rank({});
   {
     ScopedEnv env("SKEIN_LOG_LEVEL", "info");
-    EXPECT_EQ(detail::read_log_level_from_environment("test"), std::optional<LogLevel>(LogLevel::info));
+    EXPECT_EQ(detail::read_log_level_from_environment("test"),
+              std::optional<LogLevel>(LogLevel::info));
     EXPECT_EQ(log_level(), LogLevel::info);
-    EXPECT_EQ(shown(c), (std::vector<LogLevel>{LogLevel::error, LogLevel::warning, LogLevel::info}));
+    EXPECT_EQ(shown(c),
+              (std::vector<LogLevel>{LogLevel::error, LogLevel::warning, LogLevel::info}));
     set_log_level(LogLevel::debug);  // the code again: the variable still wins
     EXPECT_EQ(log_level(), LogLevel::info);
   }
@@ -141,8 +145,9 @@ TEST(Log, VariableOverridesTheCode) {
   }
   for (const char* bad : {"loud", "WARNING", "2", " info"}) {
     ScopedEnv env("SKEIN_LOG_LEVEL", bad);
-    expect_logic_error([] { (void)detail::read_log_level_from_environment("Runtime"); },
-                       {fmt::format("SKEIN_LOG_LEVEL='{}'", bad), "Runtime", "off", "warning", "debug"});
+    expect_logic_error(
+        [] { (void)detail::read_log_level_from_environment("Runtime"); },
+        {fmt::format("SKEIN_LOG_LEVEL='{}'", bad), "Runtime", "off", "warning", "debug"});
     EXPECT_EQ(log_level(), LogLevel::debug) << "a refused value changed the level";
   }
 }
@@ -161,7 +166,8 @@ TEST(Log, LinesCarryTheRankAndCollectiveOnesComeFromRankZero) {
   EXPECT_EQ(lines[1].level, LogLevel::error);
   detail::set_log_rank({.rank = 0, .prefix = "rank 0: "});
   log_message(LogLevel::warning, "everyone's", LogScope::collective);
-  detail::set_log_rank({});  // no rank known (a program of the framework alone): every process prints
+  detail::set_log_rank(
+      {});  // no rank known (a program of the framework alone): every process prints
   log_message(LogLevel::warning, "everyone's", LogScope::collective);
   lines = c.take();
   ASSERT_EQ(lines.size(), 2u);
@@ -202,8 +208,9 @@ void expect_whole_lines(int writers, int lines, Start&& start) {
   Captured c;
   detail::set_log_rank({.rank = 1, .prefix = "rank 1: "});
   LogSink ours = set_log_sink({});  // the default, to stderr
-  const std::string file = (std::filesystem::temp_directory_path() /
-                            fmt::format("skein-log-test-{}.txt", ::getpid())).string();
+  const std::string file =
+      (std::filesystem::temp_directory_path() / fmt::format("skein-log-test-{}.txt", ::getpid()))
+          .string();
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
   ASSERT_GE(fd, 0);
   const int saved = ::dup(STDERR_FILENO);
@@ -223,7 +230,8 @@ void expect_whole_lines(int writers, int lines, Start&& start) {
   std::size_t count = 0, broken = 0;
   while (std::getline(in, line)) {
     ++count;
-    if (want.erase(line) != 1 && ++broken <= 3) ADD_FAILURE() << "a broken or repeated line: " << line.substr(0, 80);
+    if (want.erase(line) != 1 && ++broken <= 3)
+      ADD_FAILURE() << "a broken or repeated line: " << line.substr(0, 80);
   }
   EXPECT_EQ(broken, 0u);
   EXPECT_EQ(count, static_cast<std::size_t>(writers * lines));
@@ -310,7 +318,8 @@ TEST_P(Logs, ThrowingDeleterOfAForeignBufferIsLogged) {
     if (GetParam().api == ApiId::opencl) {
 #if SKEIN_HAS_OPENCL
       cl_int err = CL_SUCCESS;
-      cl_mem mem = clCreateBuffer(opencl::native_context(ctx), CL_MEM_READ_WRITE, 256, nullptr, &err);
+      cl_mem mem =
+          clCreateBuffer(opencl::native_context(ctx), CL_MEM_READ_WRITE, 256, nullptr, &err);
       ASSERT_EQ(err, CL_SUCCESS);
       { Buffer b = opencl::buffer_from_native(ctx, 0, mem, 256, deleter); }
       clReleaseMemObject(mem);
@@ -321,7 +330,9 @@ TEST_P(Logs, ThrowingDeleterOfAForeignBufferIsLogged) {
       ASSERT_EQ(cudaSetDevice(static_cast<int>(cuda::native_device(ctx.device(0)))), cudaSuccess);
       void* p = nullptr;
       ASSERT_EQ(cudaMalloc(&p, 256), cudaSuccess);
-      { Buffer b = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(p), 256, deleter); }
+      {
+        Buffer b = cuda::buffer_from_native(ctx, 0, reinterpret_cast<CUdeviceptr>(p), 256, deleter);
+      }
       cudaFree(p);
       expected = "skein: the deleter of a foreign buffer on ";
       expected_end = " threw: boom";
@@ -336,7 +347,8 @@ TEST_P(Logs, ThrowingDeleterOfAForeignBufferIsLogged) {
       ASSERT_EQ(lines.size(), 1u);
       EXPECT_EQ(lines[0].level, LogLevel::error);
       const std::string& text = lines[0].text;
-      EXPECT_TRUE(expected_end.empty() ? text == expected : text.starts_with(expected) && text.ends_with(expected_end))
+      EXPECT_TRUE(expected_end.empty() ? text == expected
+                                       : text.starts_with(expected) && text.ends_with(expected_end))
           << text;
     }
   }
@@ -358,8 +370,9 @@ TEST_P(Logs, KeptProgramSaysWhere) {
     } else {
       ASSERT_EQ(lines.size(), 1u);
       EXPECT_EQ(lines[0].level, LogLevel::warning);
-      EXPECT_EQ(lines[0].text, fmt::format("skein: kept the sources and binaries of 'log_test_kept' in {}",
-                                           p.kept_directory()->string()));
+      EXPECT_EQ(lines[0].text,
+                fmt::format("skein: kept the sources and binaries of 'log_test_kept' in {}",
+                            p.kept_directory()->string()));
     }
     std::filesystem::remove_all(*p.kept_directory());
   }

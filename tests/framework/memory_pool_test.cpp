@@ -38,15 +38,13 @@ namespace memory_pool_test {
 std::uintptr_t native_allocation(const Buffer& buffer) {
   switch (buffer.context().api().id()) {
 #if SKEIN_HAS_OPENCL
-    case ApiId::opencl:
-      return reinterpret_cast<std::uintptr_t>(opencl::native_mem(buffer));
+    case ApiId::opencl: return reinterpret_cast<std::uintptr_t>(opencl::native_mem(buffer));
 #endif
 #if SKEIN_HAS_CUDA
     case ApiId::cuda:
       return static_cast<std::uintptr_t>(cuda::native_pointer(buffer)) - buffer.offset();
 #endif
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -309,8 +307,8 @@ TEST_P(MemoryPool, ReductionsDrawTheirScratchFromTheQueuesPool) {
       EXPECT_NEAR(got, expected, 1e-5 * static_cast<double>(n) + 1e-6);
       const double det = sum(queue, x, ReductionArgs{.deterministic = true}).get<float>()[0];
       EXPECT_NEAR(det, expected, 1e-5 * static_cast<double>(n) + 1e-6);
-      EXPECT_EQ(pool.active_blocks(), 1u)
-          << "scratch and results go back to the pool after each call (x, from the pool too, lives)";
+      EXPECT_EQ(pool.active_blocks(), 1u) << "scratch and results go back to the pool after each "
+                                             "call (x, from the pool too, lives)";
     }
     if (round == 0) {
       managed_after_first = pool.managed_bytes();

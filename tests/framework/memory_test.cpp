@@ -419,8 +419,9 @@ TEST_P(Memory, BilinearInterpolationFromGlobalMemoryMatchesTheHost) {
     for (int i = 0; i < n; ++i) {
       const double expected = bilinear_reference(field, w, h, xs[i], ys[i]);
       if (!(std::abs(got[i] - expected) <= 1e-3)) {  // values are below 1000: ~1e-6 relative
-        if (wrong++ < 5) ADD_FAILURE() << w << "x" << h << " at (" << xs[i] << ", " << ys[i]
-                                       << "): " << got[i] << ", expected " << expected;
+        if (wrong++ < 5)
+          ADD_FAILURE() << w << "x" << h << " at (" << xs[i] << ", " << ys[i] << "): " << got[i]
+                        << ", expected " << expected;
       }
     }
     EXPECT_EQ(wrong, 0) << w << "x" << h;

@@ -38,8 +38,9 @@ KERNEL void scale(GLOBAL_MEM float* y, GLOBAL_MEM const float* x, float a, int n
 // The binary this device's driver made of kScale (kept by ProgramOptions::keep: a CUBIN on CUDA,
 // the driver's program binary on OpenCL).
 std::vector<std::byte> device_binary(const Context& ctx) {
-  const Program built(ctx, kScale, {.device_idxs = std::vector<std::size_t>{0}, .keep = true,
-                                    .name = "scale, kept"});
+  const Program built(
+      ctx, kScale,
+      {.device_idxs = std::vector<std::size_t>{0}, .keep = true, .name = "scale, kept"});
   const auto dir = built.kept_directory().value();
   const auto path = dir / (ctx.api().id() == ApiId::cuda ? "device0.cubin" : "device0.bin");
   std::ifstream in(path, std::ios::binary);
@@ -66,17 +67,18 @@ std::vector<Case> bad_binaries(const Context& ctx, const std::vector<std::byte>&
   std::vector<Case> cases{{"junk", std::vector<std::byte>(64, std::byte{0x5a})},
                           {"random bytes", random_bytes(4096, 71)}};
   if (ctx.api().id() == ApiId::cuda) {
-    cases.push_back({"PTX that is not valid PTX",
-                     text_bytes(".version 7.0\n.target sm_50\n.address_size 64\n\n"
-                                ".visible .entry scale(\n    .param .u64 y\n)\n{\n"
-                                "    this is no instruction;\n    ret;\n}\n")});
+    cases.push_back(
+        {"PTX that is not valid PTX", text_bytes(".version 7.0\n.target sm_50\n.address_size 64\n\n"
+                                                 ".visible .entry scale(\n    .param .u64 y\n)\n{\n"
+                                                 "    this is no instruction;\n    ret;\n}\n")});
   } else {
     // The device's own binary with its first bytes changed (a format's magic number, PTX's first
     // line on NVIDIA's OpenCL); in PoCL's format also with only the hash of the device changed (a
     // binary of another device). Garbled further in, or cut short, PoCL's binary is not fed to it:
     // PoCL 3 trusts the lengths its format holds and reads past them (or fails an assertion).
     std::vector<std::byte> magic = good;
-    for (std::size_t i = 0; i < std::min<std::size_t>(8, magic.size()); ++i) magic[i] ^= std::byte{0x5a};
+    for (std::size_t i = 0; i < std::min<std::size_t>(8, magic.size()); ++i)
+      magic[i] ^= std::byte{0x5a};
     cases.push_back({"the device's binary with its first bytes changed", magic});
     if (good.size() > 16 && std::memcmp(good.data(), "poclbin", 7) == 0) {
       std::vector<std::byte> other = good;
@@ -95,7 +97,8 @@ void expect_source_kernel_runs(const Context& ctx) {
   const auto x = random_reals<float>(n, 73);
   auto dx = Array::from_host(queue, x);
   auto dy = Array::zeros(queue, {n}, Dtype::float32);
-  program.kernel("scale").prepare(queue, 1024, LaunchSizes{64})(dy, dx, 3.0f, static_cast<std::int32_t>(n));
+  program.kernel("scale").prepare(queue, 1024, LaunchSizes{64})(dy, dx, 3.0f,
+                                                                static_cast<std::int32_t>(n));
   const auto y = dy.get<float>();
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 3.0f * x[i]) << i;
 }
@@ -125,7 +128,9 @@ TEST_P(ProgramBinaries, BytesThatAreNoProgramForTheDeviceAreRefusedClearly) {
     if (cuda) {
       EXPECT_TRUE(contains(message, "cuModuleLoadData")) << message;
     } else {
-      EXPECT_TRUE(contains(message, "clCreateProgramWithBinary") || contains(message, "clBuildProgram")) << message;
+      EXPECT_TRUE(contains(message, "clCreateProgramWithBinary") ||
+                  contains(message, "clBuildProgram"))
+          << message;
     }
     // What is wrong, where, and what to do.
     EXPECT_TRUE(contains(message, "'offline' cannot run on this device")) << message;

@@ -88,8 +88,8 @@ KERNEL void tiles(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int width)
   auto din = Array::from_host(queue, in);
   const int groups_x = width / 16, groups_y = height / 4;
   auto dout = Array::empty(queue, {std::size_t(groups_x * groups_y + 1)}, Dtype::int32);
-  program.kernel("tiles")(queue, {std::size_t(width), std::size_t(height)}, LaunchSizes{16, 4}, dout,
-                          din, std::int32_t{width});
+  program.kernel("tiles")(queue, {std::size_t(width), std::size_t(height)}, LaunchSizes{16, 4},
+                          dout, din, std::int32_t{width});
   const auto out = dout.get<std::int32_t>();
   for (int gy = 0; gy < groups_y; ++gy) {
     for (int gx = 0; gx < groups_x; ++gx) {
@@ -219,8 +219,7 @@ KERNEL void fill(GLOBAL_MEM int* out, int base)
     bases.push_back(static_cast<std::int32_t>(1000 * (d + 1)));
   }
   auto fill = program.kernel("fill").prepare(queue, MultiDevice<WorkSize>(sizes));
-  const auto events =
-      fill.enqueue(MultiDevice<Array>(outs), MultiDevice<std::int32_t>(bases));
+  const auto events = fill.enqueue(MultiDevice<Array>(outs), MultiDevice<std::int32_t>(bases));
   ASSERT_EQ(events.size(), ndev);
   for (const auto& e : events) e.wait();
   for (std::size_t d = 0; d < ndev; ++d) {
@@ -295,7 +294,8 @@ KERNEL void add_scaled(GLOBAL_MEM int* out, GLOBAL_MEM const int* in, int factor
   }
   for (std::size_t j = 0; j < 2 * queues; ++j) {
     const auto got = outs[j].get<std::int32_t>();
-    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[j][i]) << "output " << j << ", " << i;
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], want[j][i]) << "output " << j << ", " << i;
   }
 }
 
@@ -358,7 +358,7 @@ TEST_P(Programs, SizeAndNameErrors) {
     EXPECT_NE(std::string(e.what()).find("axpz"), std::string::npos) << e.what();
   }
   auto axpy = program.kernel("axpy");
-  EXPECT_THROW(axpy.prepare(queue, 100, 16), LogicError);             // not a multiple
+  EXPECT_THROW(axpy.prepare(queue, 100, 16), LogicError);                   // not a multiple
   EXPECT_THROW(axpy.prepare(queue, {64, 2}, LaunchSizes{64}), LogicError);  // dimensions differ
   const auto max_local = axpy.max_total_local_sizes().at(0);
   EXPECT_GT(max_local, 0u);
@@ -372,9 +372,9 @@ TEST_P(Programs, CompileErrorsPointAtTheLine) {
   auto ctx = context();
   const std::string source =
       "KERNEL void broken(GLOBAL_MEM float* y)\n"  // 1
-      "{\n"                                          // 2
-      "    const int i = get_global_id(0);\n"        // 3
-      "    y[i] = undeclared_thing * 2.0f;\n"        // 4
+      "{\n"                                        // 2
+      "    const int i = get_global_id(0);\n"      // 3
+      "    y[i] = undeclared_thing * 2.0f;\n"      // 4
       "}\n";
   try {
     Program program(ctx, source, {.name = "broken_source"});
@@ -472,7 +472,8 @@ TEST(CompileErrors, LinesOfCompilersThatIgnoreLineDirectivesAreTranslated) {
     FAIL();
   } catch (const CompileError& e) {
     EXPECT_NE(e.log().find("mine:4:12: error"), std::string::npos) << e.log();
-    EXPECT_NE(std::string(e.what()).find("    4 |     y[i] = oops;"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("    4 |     y[i] = oops;"), std::string::npos)
+        << e.what();
   }
   // Several references in one log: one in the prelude (named as such), two in the source, and
   // text that only looks like one ("<x>:12" without a colon after the number, "<>:1:").
@@ -497,8 +498,8 @@ TEST(CompileErrors, LinesOfCompilersThatIgnoreLineDirectivesAreTranslated) {
 TEST(CompileErrors, NvrtcLineReferencesShowTheLine) {
   try {
     detail::raise_compile_error("nvrtcCompileProgram", "dev", "mine",
-                                "mine(2): error: identifier \"oops\" is undefined", "a\nz = oops;\n",
-                                {"-x"});
+                                "mine(2): error: identifier \"oops\" is undefined",
+                                "a\nz = oops;\n", {"-x"});
     FAIL();
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("    2 | z = oops;"), std::string::npos) << e.what();
@@ -515,7 +516,8 @@ std::string run_child(const std::string& label, const std::string& cache_dir,
   for (char** e = environ; *e; ++e) {
     const std::string entry(*e);
     // The child's cache is this test's, on also where the run turned the process's cache off.
-    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0 || entry.rfind("SKEIN_DISABLE_CACHE=", 0) == 0) continue;
+    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0 || entry.rfind("SKEIN_DISABLE_CACHE=", 0) == 0)
+      continue;
     env_strings.push_back(entry);
   }
   env_strings.push_back("SKEIN_CACHE_DIR=" + cache_dir);
@@ -581,19 +583,21 @@ TEST(ProgramChild, CompileAndRun) {
     auto ctx = Context::from_devices(Platform::from_index(api, b.platform_idx).devices().front());
     Queue queue(ctx);
     const std::string source =
-        std::string("// tag ") + tag + "\n" + "KERNEL void twice(GLOBAL_MEM int* x) { x[get_global_id(0)] *= 2; }\n";
+        std::string("// tag ") + tag + "\n" +
+        "KERNEL void twice(GLOBAL_MEM int* x) { x[get_global_id(0)] *= 2; }\n";
     Program program(ctx, source);
     std::printf("child from_cache=%d\n", program.from_cache(0) ? 1 : 0);
     auto x = Array::from_host(queue, std::vector<std::int32_t>{1, 2, 3, 4});
     program.kernel("twice")(queue, 4, std::nullopt, x);
-    if (x.get<std::int32_t>() == std::vector<std::int32_t>{2, 4, 6, 8}) std::printf("child result ok\n");
+    if (x.get<std::int32_t>() == std::vector<std::int32_t>{2, 4, 6, 8})
+      std::printf("child result ok\n");
     return;
   }
   // Say what this process sees instead, to tell a missing platform from an empty one.
   std::string seen;
   for (const auto& status : Api::status()) {
-    seen += fmt::format("{}: {} {}\n", shortcut(status.id), status.available ? "available" : "unavailable",
-                        status.reason);
+    seen += fmt::format("{}: {} {}\n", shortcut(status.id),
+                        status.available ? "available" : "unavailable", status.reason);
     if (!status.available) continue;
     for (const auto& platform : Api::from_id(status.id).platforms()) {
       seen += fmt::format("  platform {} '{}': {} device(s)\n", platform.index(), platform.name(),

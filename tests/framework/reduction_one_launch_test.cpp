@@ -53,7 +53,8 @@ bool devices_have_device_fences(const Context& ctx) {
   for (const auto& device : ctx.devices()) {
     const auto& p = device.params();
     const auto has_version = [&](int major, int minor) {
-      return std::count(p.opencl_c_versions.begin(), p.opencl_c_versions.end(), std::pair{major, minor}) > 0;
+      return std::count(p.opencl_c_versions.begin(), p.opencl_c_versions.end(),
+                        std::pair{major, minor}) > 0;
     };
     const auto has_feature = [&](const char* f) {
       return std::count(p.opencl_c_features.begin(), p.opencl_c_features.end(), std::string(f)) > 0;
@@ -112,9 +113,10 @@ TEST_P(ReductionOneLaunch, OneLaunchWhereTheDevicesHaveDeviceScopeFences) {
   }
   // For the log: which path this backend's reductions of several groups take.
   std::cout << "[ note     ] " << ctx.device(0).description() << ": "
-            << (expected ? "one launch"
-                         : "two launches (no device-scope acquire/release in its OpenCL C; the "
-                           "one-launch code is checked by OneLaunchSourceCompilesWithNvrtc and on CUDA)")
+            << (expected
+                    ? "one launch"
+                    : "two launches (no device-scope acquire/release in its OpenCL C; the "
+                      "one-launch code is checked by OneLaunchSourceCompilesWithNvrtc and on CUDA)")
             << "\n";
 }
 
@@ -150,7 +152,8 @@ TEST_P(ReductionOneLaunch, OneLaunchSizesAndKernelsMatchTwoLaunches) {
   ReductionKernel norm1("float32 x", "float64 y", "(double)x * (double)x", "a + b", "0",
                         {.post_map = "y = sqrt(a) + 1.0", .name = "onelaunch_norm1"});
   StructType vi{{"v", Dtype::float32}, {"i", Dtype::int64}};
-  ReductionKernel argmin("float32 x", "int64 y", "pair(x, (int64_t)i)", "better(a, b)", "pair(1e30f, -1)",
+  ReductionKernel argmin("float32 x", "int64 y", "pair(x, (int64_t)i)", "better(a, b)",
+                         "pair(1e30f, -1)",
                          {.post_map = "y = a.i * 2 + 1",
                           .reduce_struct = vi,
                           .preamble = R"(
@@ -164,8 +167,9 @@ WITHIN_KERNEL INLINE reduce_t better(reduce_t a, reduce_t b)
                           .name = "onelaunch_argmin"});
 
   std::size_t most_groups = 0;
-  const std::size_t sizes[] = {1, 2, 3, 1000, b - 1, b, b + 1, 2 * b - 3, 2 * b - 2, 2 * b - 1, 2 * b + 1,
-                               3 * b + 7, 65537, (std::size_t{1} << 20) + 3};
+  const std::size_t sizes[] = {
+      1,         2,         3,         1000,      b - 1,     b,     b + 1,
+      2 * b - 3, 2 * b - 2, 2 * b - 1, 2 * b + 1, 3 * b + 7, 65537, (std::size_t{1} << 20) + 3};
   for (std::size_t n : sizes) {
     SCOPED_TRACE(fmt::format("n = {} (b = {})", n, b));
     const auto x = random_reals<float>(n, static_cast<std::uint32_t>(700 + n % 1000));
@@ -194,28 +198,42 @@ WITHIN_KERNEL INLINE reduce_t better(reduce_t a, reduce_t b)
     const auto imin = std::min_element(x.begin(), x.end()) - x.begin();
 
     struct Case {
-      const char* what;  // starting with "sum float32", "min float32", ..., "user" for float32 inputs
+      const char*
+          what;  // starting with "sum float32", "min float32", ..., "user" for float32 inputs
       std::function<Array()> call;
       std::function<void(const Array&)> check;
     };
     const std::vector<Case> cases{
         {"sum float32", [&] { return sum(queue, dx); },
-         [&](const Array& y) { EXPECT_LE(std::fabs(reduction_value<float>(y) - exact), 2e-5 * mag + 1e-30); }},
+         [&](const Array& y) {
+           EXPECT_LE(std::fabs(reduction_value<float>(y) - exact), 2e-5 * mag + 1e-30);
+         }},
         {"min float32", [&] { return min(queue, dx); },
-         [&](const Array& y) { EXPECT_EQ(reduction_value<float>(y), *std::min_element(x.begin(), x.end())); }},
+         [&](const Array& y) {
+           EXPECT_EQ(reduction_value<float>(y), *std::min_element(x.begin(), x.end()));
+         }},
         {"max float32", [&] { return max(queue, dx); },
-         [&](const Array& y) { EXPECT_EQ(reduction_value<float>(y), *std::max_element(x.begin(), x.end())); }},
+         [&](const Array& y) {
+           EXPECT_EQ(reduction_value<float>(y), *std::max_element(x.begin(), x.end()));
+         }},
         {"min int8", [&] { return min(queue, d8); },
-         [&](const Array& y) { EXPECT_EQ(reduction_value<std::int8_t>(y), *std::min_element(x8.begin(), x8.end())); }},
+         [&](const Array& y) {
+           EXPECT_EQ(reduction_value<std::int8_t>(y), *std::min_element(x8.begin(), x8.end()));
+         }},
         {"max int16", [&] { return max(queue, d16); },
-         [&](const Array& y) { EXPECT_EQ(reduction_value<std::int16_t>(y), *std::max_element(x16.begin(), x16.end())); }},
+         [&](const Array& y) {
+           EXPECT_EQ(reduction_value<std::int16_t>(y), *std::max_element(x16.begin(), x16.end()));
+         }},
         {"sum complex64", [&] { return sum(queue, dc); },
          [&](const Array& y) {
            const auto v = reduction_value<std::complex<float>>(y);
            EXPECT_LE(std::abs(std::complex<double>(v) - csum), 4e-5 * 2 * mag + 1e-30);
          }},
         {"nrm2 float64 (struct)", [&] { return nrm2(queue, dd); },
-         [&](const Array& y) { EXPECT_LE(std::fabs(reduction_value<double>(y) - std::sqrt(ssq)), 1e-12 * std::sqrt(ssq)); }},
+         [&](const Array& y) {
+           EXPECT_LE(std::fabs(reduction_value<double>(y) - std::sqrt(ssq)),
+                     1e-12 * std::sqrt(ssq));
+         }},
         {"user post-map, float64", [&] { return norm1(queue, {dx}); },
          [&](const Array& y) {
            const double e = std::sqrt(ssq) + 1.0;
@@ -308,7 +326,10 @@ TEST_P(ReductionOneLaunch, OneLaunchCounterIsResetByEveryCall) {
     if (i % 3 == 2) shifted(queue, {df}, {.out = outs[i]});
   }
   for (int i = 0; i < kCalls; ++i) {
-    EXPECT_EQ(result_bytes(outs[i]), i % 3 == 0 ? ref_m : i % 3 == 1 ? ref_f : ref_s) << "call " << i;
+    EXPECT_EQ(result_bytes(outs[i]), i % 3 == 0   ? ref_m
+                                     : i % 3 == 1 ? ref_f
+                                                  : ref_s)
+        << "call " << i;
   }
   const auto after = detail::red::finish_counts();
   EXPECT_EQ(after.one_launch - before.one_launch, one ? 2u * kCalls : 0u);
@@ -384,7 +405,8 @@ TEST_P(ReductionOneLaunch, OneLaunchOnEveryDeviceOfAQueue) {
       EXPECT_EQ(result_bytes(outs[i * ndev + d]), refs[d]) << "device " << d << ", call " << i;
     }
   }
-  for (std::size_t d = 0; d < ndev; ++d) expect_close_sum(reduction_value<float>(outs[d]), hosts[d]);
+  for (std::size_t d = 0; d < ndev; ++d)
+    expect_close_sum(reduction_value<float>(outs[d]), hosts[d]);
 }
 
 #if SKEIN_HAS_CUDA
@@ -399,15 +421,19 @@ TEST_P(ReductionOneLaunch, OneLaunchSourceCompilesWithNvrtc) {
   const auto xd = Array::zeros(queue, {10}, Dtype::float64);
   const auto xc = Array::zeros(queue, {10}, Dtype::complex64);
   const std::vector<std::pair<const ReductionKernel*, Array>> kernels{
-      {&sum_kernel(Dtype::float32), x}, {&min_kernel(Dtype::int8), x8}, {&max_kernel(Dtype::int16), x16},
-      {&nrm2_kernel(Dtype::float64), xd}, {&sum_kernel(Dtype::complex64), xc}};
+      {&sum_kernel(Dtype::float32), x},
+      {&min_kernel(Dtype::int8), x8},
+      {&max_kernel(Dtype::int16), x16},
+      {&nrm2_kernel(Dtype::float64), xd},
+      {&sum_kernel(Dtype::complex64), xc}};
   for (const auto& [kernel, input] : kernels) {
     SCOPED_TRACE(kernel->name());
     const std::vector<Operand> in{input};
     const std::string source = std::string(detail::cuda::prelude) +
                                detail::red::fast_source_for_tests(*kernel, queue, in, true);
     nvrtcProgram program;
-    ASSERT_EQ(nvrtcCreateProgram(&program, source.c_str(), "onelaunch.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+    ASSERT_EQ(nvrtcCreateProgram(&program, source.c_str(), "onelaunch.cu", 0, nullptr, nullptr),
+              NVRTC_SUCCESS);
     const char* options[] = {"--gpu-architecture=compute_80", "--std=c++17"};
     const nvrtcResult result = nvrtcCompileProgram(program, 2, options);
     std::size_t size = 0;
@@ -420,7 +446,8 @@ TEST_P(ReductionOneLaunch, OneLaunchSourceCompilesWithNvrtc) {
     std::string ptx(size, '\0');
     nvrtcGetPTX(program, ptx.data());
     nvrtcDestroyProgram(&program);
-    EXPECT_TRUE(ptx.find("membar.gl") != std::string::npos || ptx.find("fence.sc.gpu") != std::string::npos ||
+    EXPECT_TRUE(ptx.find("membar.gl") != std::string::npos ||
+                ptx.find("fence.sc.gpu") != std::string::npos ||
                 ptx.find("fence.acq_rel.gpu") != std::string::npos)
         << "no device-scope fence";
     EXPECT_NE(ptx.find("atom.global.add"), std::string::npos);

@@ -36,7 +36,6 @@ class Reduction : public BackendTest {};
 
 const std::size_t kSizes[] = {0, 1, 2, 3, 255, 1000, 4097, (std::size_t{1} << 20) + 3};
 
-
 TEST_P(Reduction, SumFloat32AllSizesBothModes) {
   auto ctx = context();
   Queue queue(ctx);
@@ -51,7 +50,8 @@ TEST_P(Reduction, SumFloat32AllSizesBothModes) {
     // Deterministic: exactly the canonical tree of float additions.
     const float det = reduction_value<float>(sum(queue, dx, {.deterministic = true}));
     const float ref = n ? canonical_tree<float>(x) : 0.0f;
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(det), std::bit_cast<std::uint32_t>(ref)) << det << " vs " << ref;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(det), std::bit_cast<std::uint32_t>(ref))
+        << det << " vs " << ref;
   }
 }
 
@@ -61,7 +61,8 @@ TEST_P(Reduction, SumOtherDtypes) {
   const std::size_t n = 100003;
   {
     std::vector<std::int32_t> x(n);
-    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<std::int32_t>(i * 2654435761u);  // large values
+    for (std::size_t i = 0; i < n; ++i)
+      x[i] = static_cast<std::int32_t>(i * 2654435761u);  // large values
     Array s = sum(queue, Array::from_host(queue, x));
     ASSERT_EQ(s.dtype(), Dtype::int64);  // NumPy: signed integers sum in int64
     std::int64_t e = 0;
@@ -125,7 +126,8 @@ TEST_P(Reduction, MinMax) {
     auto dx = Array::from_host(queue, x);
     EXPECT_EQ(reduction_value<float>(min(queue, dx)), *std::min_element(x.begin(), x.end()));
     EXPECT_EQ(reduction_value<float>(max(queue, dx)), *std::max_element(x.begin(), x.end()));
-    EXPECT_EQ(reduction_value<float>(min(queue, dx, {.deterministic = true})), *std::min_element(x.begin(), x.end()));
+    EXPECT_EQ(reduction_value<float>(min(queue, dx, {.deterministic = true})),
+              *std::min_element(x.begin(), x.end()));
     // A NaN anywhere wins, as NumPy's.
     x[n / 2] = std::nanf("");
     dx = Array::from_host(queue, x);
@@ -133,7 +135,8 @@ TEST_P(Reduction, MinMax) {
     EXPECT_TRUE(std::isnan(reduction_value<float>(max(queue, dx))));
   }
   std::vector<std::int16_t> xi(3001);
-  for (std::size_t i = 0; i < xi.size(); ++i) xi[i] = static_cast<std::int16_t>((i * 7919) % 60000 - 30000);
+  for (std::size_t i = 0; i < xi.size(); ++i)
+    xi[i] = static_cast<std::int16_t>((i * 7919) % 60000 - 30000);
   auto di = Array::from_host(queue, xi);
   Array mi = min(queue, di);
   EXPECT_EQ(mi.dtype(), Dtype::int16);
@@ -142,7 +145,8 @@ TEST_P(Reduction, MinMax) {
   std::vector<std::uint64_t> xu{5, std::numeric_limits<std::uint64_t>::max(), 0, 17};
   auto du = Array::from_host(queue, xu);
   EXPECT_EQ(reduction_value<std::uint64_t>(min(queue, du)), 0u);
-  EXPECT_EQ(reduction_value<std::uint64_t>(max(queue, du)), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(reduction_value<std::uint64_t>(max(queue, du)),
+            std::numeric_limits<std::uint64_t>::max());
   // No identity: empty arrays raise, as NumPy.
   EXPECT_THROW(min(queue, Array::empty(queue, {0}, Dtype::float32)), LogicError);
   EXPECT_THROW(max(queue, Array::zeros(queue, {2}, Dtype::complex64)), LogicError);
@@ -180,8 +184,7 @@ TEST_P(Reduction, Dot) {
   // Complex: no conjugation.
   std::vector<std::complex<double>> z{{1, 2}, {3, -1}};
   auto dz = Array::from_host(queue, z);
-  EXPECT_EQ(reduction_value<std::complex<double>>(dot(queue, dz, dz)),
-            z[0] * z[0] + z[1] * z[1]);
+  EXPECT_EQ(reduction_value<std::complex<double>>(dot(queue, dz, dz)), z[0] * z[0] + z[1] * z[1]);
 }
 
 TEST_P(Reduction, Nrm2WithoutOverflowOrUnderflow) {
@@ -211,7 +214,8 @@ TEST_P(Reduction, Nrm2WithoutOverflowOrUnderflow) {
     for (std::size_t i = 0; i < n; ++i) x[i] = base[i] * scale;
     const double got = reduction_value<double>(nrm2(queue, Array::from_host(queue, x)));
     EXPECT_LE(std::fabs(got / scale - norm), 1e-12 * norm) << scale;
-    const double det = reduction_value<double>(nrm2(queue, Array::from_host(queue, x), {.deterministic = true}));
+    const double det =
+        reduction_value<double>(nrm2(queue, Array::from_host(queue, x), {.deterministic = true}));
     EXPECT_LE(std::fabs(det / scale - norm), 1e-12 * norm) << scale;
   }
   // complex128: |z|^2 = re^2 + im^2; zeros and infinities.
@@ -236,15 +240,17 @@ TEST_P(Reduction, UserKernels) {
   const std::size_t n = 123457;
   const auto x = random_reals<float>(n, 48);
   auto dx = Array::from_host(queue, x);
-  ReductionKernel rms("T x, T w", "T y", "(double)(x * w) * (double)(x * w)", "a + b", "0",
-                      {.post_map = "y = (T)sqrt(a)", .reduce_type = Dtype::float64, .name = "norm_w"});
+  ReductionKernel rms(
+      "T x, T w", "T y", "(double)(x * w) * (double)(x * w)", "a + b", "0",
+      {.post_map = "y = (T)sqrt(a)", .reduce_type = Dtype::float64, .name = "norm_w"});
   double e = 0;
   for (float v : x) e += static_cast<double>(v * 0.5f) * static_cast<double>(v * 0.5f);
   e = std::sqrt(e);
   EXPECT_LE(std::fabs(reduction_value<float>(rms(queue, {dx, 0.5f})) - e), 1e-6 * e);
 
   StructType vi{{"v", Dtype::float32}, {"i", Dtype::int64}};
-  ReductionKernel argmax("float32 x", "int64 y", "pair(x, (int64_t)i)", "better(a, b)", "pair(-1e30f, -1)",
+  ReductionKernel argmax("float32 x", "int64 y", "pair(x, (int64_t)i)", "better(a, b)",
+                         "pair(-1e30f, -1)",
                          {.post_map = "y = a.i",
                           .reduce_struct = vi,
                           .preamble = R"(
@@ -277,12 +283,13 @@ WITHIN_KERNEL INLINE reduce_t better(reduce_t a, reduce_t b)
   EXPECT_EQ(same.out_dtype(std::vector<Operand>{ints}), Dtype::int16);
 
   // A raw input read at a reversed index: sum of x[i] * x[n-1-i].
-  ReductionKernel mirror("raw float32 r, float32 x", "float64 y", "(double)x * (double)r[n - 1 - i]", "a + b", "0",
-                         {.name = "mirror"});
+  ReductionKernel mirror("raw float32 r, float32 x", "float64 y",
+                         "(double)x * (double)r[n - 1 - i]", "a + b", "0", {.name = "mirror"});
   EXPECT_EQ(mirror.out_dtype(std::vector<Operand>{dx, dx}), Dtype::float64);
   double m = 0;
   for (std::size_t i = 0; i < n; ++i) m += static_cast<double>(x[i]) * x[n - 1 - i];
-  EXPECT_LE(std::fabs(reduction_value<double>(mirror(queue, {dx, dx})) - m), 1e-9 * std::fabs(m) + 1e-6);
+  EXPECT_LE(std::fabs(reduction_value<double>(mirror(queue, {dx, dx})) - m),
+            1e-9 * std::fabs(m) + 1e-6);
 }
 
 // Repeated whole-array reductions reuse the plan of an earlier call with the same argument kinds,
@@ -291,7 +298,8 @@ WITHIN_KERNEL INLINE reduce_t better(reduce_t a, reduce_t b)
 TEST_P(Reduction, KeptPlansFollowEachCall) {
   auto ctx = context();
   Queue queue(ctx);
-  ReductionKernel wsum("T x, T w", "float64 y", "(double)(x * w)", "a + b", "0", {.name = "kept_wsum"});
+  ReductionKernel wsum("T x, T w", "float64 y", "(double)(x * w)", "a + b", "0",
+                       {.name = "kept_wsum"});
   for (std::size_t n : {std::size_t{3}, std::size_t{1000}, std::size_t{70001}}) {
     SCOPED_TRACE(n);
     const auto x1 = random_reals<float>(n + 4, 61), x2 = random_reals<float>(n + 4, 62);
@@ -344,7 +352,12 @@ TEST_P(Reduction, KeptPlansFollowEachCall) {
 TEST_P(Reduction, PerAxis) {
   auto ctx = context();
   Queue queue(ctx);
-  for (auto [R, C] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 1000}, {1000, 3}, {257, 129}, {0, 5}, {4, 0}}) {
+  for (auto [R, C] : {std::pair<std::size_t, std::size_t>{1, 1},
+                      {3, 1000},
+                      {1000, 3},
+                      {257, 129},
+                      {0, 5},
+                      {4, 0}}) {
     SCOPED_TRACE(fmt::format("{}x{}", R, C));
     const auto m = random_reals<float>(R * C, 49);
     auto dm = Array::from_host(queue, m, {R, C});
@@ -391,7 +404,8 @@ TEST_P(Reduction, PerAxis) {
   auto m2 = Array::zeros(queue, {2, 3}, Dtype::float32);
   EXPECT_THROW(sum(queue, m2, {.axis = 2}), LogicError);
   EXPECT_THROW(sum(queue, m2, {.axis = 0, .deterministic = true}), LogicError);
-  EXPECT_THROW(sum(queue, m2, {.axis = 0, .out = Array::zeros(queue, {2}, Dtype::float32)}), LogicError);
+  EXPECT_THROW(sum(queue, m2, {.axis = 0, .out = Array::zeros(queue, {2}, Dtype::float32)}),
+               LogicError);
   EXPECT_THROW(min(queue, Array::zeros(queue, {0, 3}, Dtype::float32), {.axis = 0}), LogicError);
 }
 
@@ -426,7 +440,8 @@ TEST_P(Reduction, DeterministicAcrossSplitsOnOneDevice) {
   auto ctx = context();
   Queue queue(ctx);
   const auto& k = sum_kernel(Dtype::float32);
-  for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{4097}, std::size_t{12289}, std::size_t{1000003}}) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{4097}, std::size_t{12289},
+                        std::size_t{1000003}}) {
     SCOPED_TRACE(n);
     const auto x = random_reals<float>(n, 50);
     auto dx = Array::from_host(queue, x);
@@ -446,7 +461,8 @@ TEST_P(Reduction, DeterministicAcrossSplitsOnOneDevice) {
           ASSERT_EQ(valid_nodes(slot, rs), reduction_nodes(cuts[p], cuts[p + 1] - cuts[p], n));
         }
         const float got = reduction_value<float>(k.combine(queue, whole, all, n));
-        ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(ref)) << got << " vs " << ref;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(ref))
+            << got << " vs " << ref;
       }
     }
   }
@@ -477,8 +493,10 @@ TEST_P(Reduction, DeterministicAcrossDevices) {
       xs.set(d, {dx});
       xys.set(d, {dx, dy});
     }
-    const float det = reduction_value<float>(sum_kernel(Dtype::float32).per_device(queue, xs, {.deterministic = true}));
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(det), std::bit_cast<std::uint32_t>(ref)) << det << " vs " << ref;
+    const float det = reduction_value<float>(
+        sum_kernel(Dtype::float32).per_device(queue, xs, {.deterministic = true}));
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(det), std::bit_cast<std::uint32_t>(ref))
+        << det << " vs " << ref;
     const float det_dot = reduction_value<float>(
         dot_kernel(Dtype::float32, Dtype::float32).per_device(queue, xys, {.deterministic = true}));
     EXPECT_EQ(std::bit_cast<std::uint32_t>(det_dot), std::bit_cast<std::uint32_t>(ref_dot));
@@ -540,7 +558,8 @@ TEST_P(Reduction, PartialAndFinish) {
   }
   double ss = 0;
   for (double v : xd) ss += v * v;
-  EXPECT_LE(std::fabs(reduction_value<double>(k.finish(queue, whole, gathered)) - std::sqrt(ss)), 1e-12 * std::sqrt(ss));
+  EXPECT_LE(std::fabs(reduction_value<double>(k.finish(queue, whole, gathered)) - std::sqrt(ss)),
+            1e-12 * std::sqrt(ss));
   // A float partial dtype for sum.
   const auto& s = sum_kernel(Dtype::float32);
   const std::vector<Operand> in{dx};
@@ -573,9 +592,11 @@ TEST_P(Reduction, Errors) {
   auto x = Array::from_host(queue, std::vector<float>{1, 2, 3});
   auto xi = Array::from_host(queue, std::vector<std::int32_t>{1, 2, 3});
   ReductionKernel k("T x", "T y", "x", "a + b", "0", {.name = "errs"});
-  EXPECT_THROW(k(queue, {x, x}), LogicError);                                           // count
-  EXPECT_THROW(k(queue, {x}, {.out = Array::zeros(queue, {2}, Dtype::float32)}), LogicError);  // out size
-  EXPECT_THROW(k(queue, {x}, {.out = Array::zeros(queue, {1}, Dtype::float64)}), LogicError);  // out dtype
+  EXPECT_THROW(k(queue, {x, x}), LogicError);  // count
+  EXPECT_THROW(k(queue, {x}, {.out = Array::zeros(queue, {2}, Dtype::float32)}),
+               LogicError);  // out size
+  EXPECT_THROW(k(queue, {x}, {.out = Array::zeros(queue, {1}, Dtype::float64)}),
+               LogicError);  // out dtype
   ReductionKernel typed("float32 x", "float32 y", "x", "a + b", "0", {.name = "typed"});
   try {
     typed(queue, {xi});
@@ -592,7 +613,8 @@ TEST_P(Reduction, Errors) {
   EXPECT_THROW(ReductionKernel("T a", "T y", "a", "a + b", "0"), LogicError);  // reserved
   EXPECT_THROW(ReductionKernel("T x", "T y", "x", "", "0"), LogicError);
   EXPECT_THROW(ReductionKernel("T x", "T y", "x", "a + b", "0",
-                               {.reduce_type = Dtype::float64, .reduce_struct = StructType{{"v", Dtype::float32}}}),
+                               {.reduce_type = Dtype::float64,
+                                .reduce_struct = StructType{{"v", Dtype::float32}}}),
                LogicError);
   // A bad reduce expression: CompileError with the generated source.
   ReductionKernel bad("T x", "T y", "x", "a +* b", "0", {.name = "bad_reduce"});

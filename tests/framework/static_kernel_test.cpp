@@ -44,7 +44,9 @@ TEST_P(StaticKernels, SizesThatAreNotMultiplesOfTheLocalSize) {
   auto ctx = context();
   Queue queue(ctx);
   for (auto [gx, gy, lx] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1},
-                            {13, 7, 4}, {1000, 3, 64}, {33, 33, 32}}) {
+                            {13, 7, 4},
+                            {1000, 3, 64},
+                            {33, 33, 32}}) {
     SCOPED_TRACE(fmt::format("{}x{} local {}", gx, gy, lx));
     auto out = Array::empty(queue, {gx * gy * 4}, Dtype::int32);
     // Poison: every element must be written.
@@ -73,7 +75,8 @@ TEST_P(StaticKernels, AGridLargerThanTheHardwareAllowsInADimension) {
   // The real grid stays within the (possibly pretended) limits in every dimension.
   const auto real = kernel.real_global_size(0);
   for (unsigned d = 0; d < real.dims(); ++d) {
-    EXPECT_LE(real[d], std::max<std::size_t>(options.max_num_groups.value_or(p.max_num_groups[d]), 1));
+    EXPECT_LE(real[d],
+              std::max<std::size_t>(options.max_num_groups.value_or(p.max_num_groups[d]), 1));
   }
   kernel(out);
   check_ids(out, gx, gy, 1);
@@ -97,9 +100,9 @@ KERNEL void scale(GLOBAL_MEM float* out)
   kernel(out);
   const auto got = out.get<float>();
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], static_cast<float>(i) * 0.5f);
-  EXPECT_THROW(StaticKernel(queue, "KERNEL void k() {}", "k", 4, std::nullopt,
-                            {{"static_begin", "x"}}),
-               RenderError);
+  EXPECT_THROW(
+      StaticKernel(queue, "KERNEL void k() {}", "k", 4, std::nullopt, {{"static_begin", "x"}}),
+      RenderError);
   EXPECT_THROW(StaticKernel(queue, "KERNEL void k() { ${missing} }", "k", 4), RenderError);
 }
 

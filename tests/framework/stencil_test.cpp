@@ -28,8 +28,11 @@ struct Framed {
   Array with_halo, interior;
 
   Framed(const Queue& queue, Shape pts, Shape h, std::uint32_t seed, std::size_t components = 0)
-      : points(std::move(pts)), halo(std::move(h)), full(framed_shape(points, halo, components)),
-        host(random_reals<double>(count(full), seed)), with_halo(Array::from_host(queue, host, full)),
+      : points(std::move(pts)),
+        halo(std::move(h)),
+        full(framed_shape(points, halo, components)),
+        host(random_reals<double>(count(full), seed)),
+        with_halo(Array::from_host(queue, host, full)),
         interior(points_view(with_halo, points, halo, components)) {}
 
   static Shape framed_shape(const Shape& points, const Shape& halo, std::size_t components) {
@@ -43,7 +46,8 @@ struct Framed {
     for (auto e : shape) n *= e;
     return n;
   }
-  static Array points_view(const Array& with_halo, const Shape& points, const Shape& halo, std::size_t components) {
+  static Array points_view(const Array& with_halo, const Shape& points, const Shape& halo,
+                           std::size_t components) {
     const Shape& full = with_halo.shape();
     Strides strides(full.size());
     std::size_t step = sizeof(double);
@@ -69,7 +73,8 @@ struct Framed {
 };
 
 // Calls f(point) for every point of `shape` (C order).
-void for_points(const Shape& shape, const std::function<void(const std::vector<std::int64_t>&)>& f) {
+void for_points(const Shape& shape,
+                const std::function<void(const std::vector<std::int64_t>&)>& f) {
   std::size_t n = 1;
   for (auto e : shape) n *= e;
   std::vector<std::int64_t> p(shape.size());
@@ -85,7 +90,8 @@ void for_points(const Shape& shape, const std::function<void(const std::vector<s
 
 std::size_t flat(const Shape& shape, const std::vector<std::int64_t>& p) {
   std::size_t idx = 0;
-  for (std::size_t a = 0; a < shape.size(); ++a) idx = idx * shape[a] + static_cast<std::size_t>(p[a]);
+  for (std::size_t a = 0; a < shape.size(); ++a)
+    idx = idx * shape[a] + static_cast<std::size_t>(p[a]);
   return idx;
 }
 
@@ -103,9 +109,11 @@ bool in_interior(const std::vector<std::int64_t>& p, const Shape& points, const 
 TEST_P(Stencil, StarWidths1And2AtOddWidthsByRegion) {
   auto ctx = context();
   Queue queue(ctx);
-  StencilKernel star1("T u, T a", "T out", "out = u + a * (u(-1, 0) + u(1, 0) + u(0, -1) + u(0, 1) - 4 * u(0, 0))",
+  StencilKernel star1("T u, T a", "T out",
+                      "out = u + a * (u(-1, 0) + u(1, 0) + u(0, -1) + u(0, 1) - 4 * u(0, 0))",
                       {.name = "star1"});
-  StencilKernel star2("T u", "T out", "out = u(-2, 0) + 2 * u(-1, 0) + 3 * u(1, 0) + 4 * u(2, 0) "
+  StencilKernel star2("T u", "T out",
+                      "out = u(-2, 0) + 2 * u(-1, 0) + 3 * u(1, 0) + 4 * u(2, 0) "
                       "+ 5 * u(0, -2) + 6 * u(0, -1) + 7 * u(0, 1) + 8 * u(0, 2) - u(0, 0)",
                       {.name = "star2"});
   const double a = 0.125;
@@ -129,15 +137,16 @@ TEST_P(Stencil, StarWidths1And2AtOddWidthsByRegion) {
           for_points(points, [&](const std::vector<std::int64_t>& p) {
             const std::int64_t i = p[0], j = p[1];
             const bool inside = in_interior(p, points, halo);
-            const bool written = region == StencilRegion::all || (region == StencilRegion::interior) == inside;
+            const bool written =
+                region == StencilRegion::all || (region == StencilRegion::interior) == inside;
             double want = -7.5;
             if (written && width == 1) {
-              want = u.at({i, j}) + a * (u.at({i - 1, j}) + u.at({i + 1, j}) + u.at({i, j - 1}) + u.at({i, j + 1}) -
-                                         4 * u.at({i, j}));
+              want = u.at({i, j}) + a * (u.at({i - 1, j}) + u.at({i + 1, j}) + u.at({i, j - 1}) +
+                                         u.at({i, j + 1}) - 4 * u.at({i, j}));
             } else if (written) {
-              want = u.at({i - 2, j}) + 2 * u.at({i - 1, j}) + 3 * u.at({i + 1, j}) + 4 * u.at({i + 2, j}) +
-                     5 * u.at({i, j - 2}) + 6 * u.at({i, j - 1}) + 7 * u.at({i, j + 1}) + 8 * u.at({i, j + 2}) -
-                     u.at({i, j});
+              want = u.at({i - 2, j}) + 2 * u.at({i - 1, j}) + 3 * u.at({i + 1, j}) +
+                     4 * u.at({i + 2, j}) + 5 * u.at({i, j - 2}) + 6 * u.at({i, j - 1}) +
+                     7 * u.at({i, j + 1}) + 8 * u.at({i, j + 2}) - u.at({i, j});
             }
             ASSERT_NEAR(got[flat(points, p)], want, 1e-9 * (1 + std::abs(want))) << i << ", " << j;
           });
@@ -156,7 +165,8 @@ TEST_P(Stencil, ThreeDimensionalBoxAndStar) {
                     "T s = 0; for (int k = -1; k <= 1; ++k) for (int j = -1; j <= 1; ++j) "
                     "for (int i = -1; i <= 1; ++i) s += u(k, j, i); out = s",
                     {.name = "box27"});
-  StencilKernel star("T u", "T out", "out = u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0) - 2 * u",
+  StencilKernel star("T u", "T out",
+                     "out = u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0) - 2 * u",
                      {.name = "star7"});
   const Shape points{4, 6, 11};
   for (const Shape& halo : {Shape{1, 1, 1}, Shape{1, 1, 0}}) {
@@ -173,7 +183,8 @@ TEST_P(Stencil, ThreeDimensionalBoxAndStar) {
       const auto got = out.get<double>();
       for_points(points, [&](const std::vector<std::int64_t>& p) {
         const bool inside = in_interior(p, points, halo);
-        const bool written = region == StencilRegion::all || (region == StencilRegion::interior) == inside;
+        const bool written =
+            region == StencilRegion::all || (region == StencilRegion::interior) == inside;
         double want = -1.0;
         if (written && full_halo) {
           want = 0;
@@ -181,8 +192,8 @@ TEST_P(Stencil, ThreeDimensionalBoxAndStar) {
             for (int j = -1; j <= 1; ++j)
               for (int i = -1; i <= 1; ++i) want += u.at({p[0] + k, p[1] + j, p[2] + i});
         } else if (written) {
-          want = u.at({p[0] - 1, p[1], p[2]}) + u.at({p[0] + 1, p[1], p[2]}) + u.at({p[0], p[1] - 1, p[2]}) +
-                 u.at({p[0], p[1] + 1, p[2]}) - 2 * u.at(p);
+          want = u.at({p[0] - 1, p[1], p[2]}) + u.at({p[0] + 1, p[1], p[2]}) +
+                 u.at({p[0], p[1] - 1, p[2]}) + u.at({p[0], p[1] + 1, p[2]}) - 2 * u.at(p);
         }
         ASSERT_NEAR(got[flat(points, p)], want, 1e-9 * (1 + std::abs(want)))
             << p[0] << ", " << p[1] << ", " << p[2] << " region " << static_cast<int>(region);
@@ -203,8 +214,8 @@ TEST_P(Stencil, OneDimensionalFloat32WithRawTable) {
   const std::vector<std::uint8_t> table{3, 5};
   auto weights = Array::from_host(queue, table);
   auto out = Array::empty(queue, {n}, Dtype::float32);
-  StencilKernel k("T u, raw uint8_t w", "T out", "out = w[0] * (u(-2) + u(2)) + w[1] * (u(-1) + u(1))",
-                  {.name = "wide1d"});
+  StencilKernel k("T u, raw uint8_t w", "T out",
+                  "out = w[0] * (u(-2) + u(2)) + w[1] * (u(-1) + u(1))", {.name = "wide1d"});
   k(queue, {u, weights, out}, {.domain = {n}, .halo = {h}});
   const auto got = out.get<float>();
   for (std::size_t i = 0; i < n; ++i) {
@@ -218,7 +229,8 @@ TEST_P(Stencil, OneDimensionalFloat32WithRawTable) {
 TEST_P(Stencil, GlobalCoordinatesAndShape) {
   auto ctx = context();
   Queue queue(ctx);
-  StencilKernel init("", "double out", "out = gidx[0] * 1000000.0 + gidx[1] * 1000.0 + gshape[0] + gshape[1] * 0.5",
+  StencilKernel init("", "double out",
+                     "out = gidx[0] * 1000000.0 + gidx[1] * 1000.0 + gshape[0] + gshape[1] * 0.5",
                      {.name = "init_xy"});
   const Shape points{7, 13};
   Framed f(queue, points, Shape{1, 1}, 3);
@@ -243,7 +255,8 @@ TEST_P(Stencil, Components) {
   const Shape points{5, 11};
   Framed u(queue, points, Shape{1, 1}, 21, 3);
   auto out = Array::empty(queue, {5, 11, 2}, Dtype::float64);
-  StencilKernel k("T u", "T out", "out[0] = u(-1, 0, 2) - u(1, 0, 0); out[1] = u(0, 1, 1) * u(0, -1, 2)",
+  StencilKernel k("T u", "T out",
+                  "out[0] = u(-1, 0, 2) - u(1, 0, 0); out[1] = u(0, 1, 1) * u(0, -1, 2)",
                   {.name = "fields"});
   k(queue, {u.interior, out}, {.domain = points, .halo = {1, 1}});
   const auto got = out.get<double>();
@@ -295,7 +308,9 @@ TEST_P(Stencil, Errors) {
   EXPECT_THROW(bad(queue, {u.interior, out}, g), CompileError);
   k(queue, {u.interior, out}, g);
   const auto got = out.get<double>();
-  for_points(points, [&](const std::vector<std::int64_t>& p) { ASSERT_EQ(got[flat(points, p)], u.at({p[0], p[1] + 1})); });
+  for_points(points, [&](const std::vector<std::int64_t>& p) {
+    ASSERT_EQ(got[flat(points, p)], u.at({p[0], p[1] + 1}));
+  });
   EXPECT_EQ(k.programs_built(), 1u);
 }
 
@@ -321,10 +336,13 @@ TEST_P(Stencil, ReductionOfWhatItComputed) {
   auto ctx = context();
   Queue queue(ctx);
   const std::string op = "w = 4 * p - p(-1, 0) - p(1, 0) - p(0, -1) - p(0, 1)";
-  StencilKernel dot("T p", "T w", op, {.name = "apply_dot", .fp_contract = false,
-                                       .reduction = StencilReduction{.map = "p * w"}});
-  StencilKernel most("T p", "T w", op, {.name = "apply_max", .reduction = StencilReduction{
-                                            .map = "w + p(0, 1)", .reduce = "a > b ? a : b", .identity = "-1e300"}});
+  StencilKernel dot(
+      "T p", "T w", op,
+      {.name = "apply_dot", .fp_contract = false, .reduction = StencilReduction{.map = "p * w"}});
+  StencilKernel most("T p", "T w", op,
+                     {.name = "apply_max",
+                      .reduction = StencilReduction{
+                          .map = "w + p(0, 1)", .reduce = "a > b ? a : b", .identity = "-1e300"}});
   for (std::size_t nx : {1, 11, 37, 250}) {
     for (std::size_t ny : {1, 3, 64}) {
       SCOPED_TRACE(testing::Message() << ny << " x " << nx);
@@ -345,8 +363,8 @@ TEST_P(Stencil, ReductionOfWhatItComputed) {
       double all = 0, inner = 0, edge = 0, top = -1e300, scale = 0;
       for_points(points, [&](const std::vector<std::int64_t>& q) {
         const std::int64_t i = q[0], j = q[1];
-        const double want =
-            4 * p.at({i, j}) - p.at({i - 1, j}) - p.at({i + 1, j}) - p.at({i, j - 1}) - p.at({i, j + 1});
+        const double want = 4 * p.at({i, j}) - p.at({i - 1, j}) - p.at({i + 1, j}) -
+                            p.at({i, j - 1}) - p.at({i, j + 1});
         ASSERT_NEAR(got_w[flat(points, q)], want, 1e-12 * (1 + std::abs(want)));
         const double term = p.at({i, j}) * want;
         all += term;
@@ -372,7 +390,8 @@ TEST_P(Stencil, ReductionOfWhatItComputed) {
   auto out32 = Array::zeros(queue, {2}, Dtype::float32);
   EXPECT_THROW(dot.reduce(queue, {p.interior, w}, g, out32), LogicError);
   EXPECT_THROW(dot.reduce(queue, {p.interior, w}, g, out, 2), LogicError);
-  EXPECT_THROW(StencilKernel("T p", "T w", op, {.reduction = StencilReduction{.map = " "}}), LogicError);
+  EXPECT_THROW(StencilKernel("T p", "T w", op, {.reduction = StencilReduction{.map = " "}}),
+               LogicError);
   EXPECT_THROW(StencilKernel("T p", "T w", op,
                              {.reduction = StencilReduction{.map = "p", .dtype = Dtype::float16}}),
                LogicError);

@@ -24,7 +24,8 @@ std::string render_error(F&& f) {
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
-  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1))
+    ++n;
   return n;
 }
 
@@ -61,7 +62,8 @@ TEST(TemplateSnippet, ArgumentsSplitAtTopLevelCommas) {
             "[f(x, y)|a[i, j]|{1, 2}]");
   EXPECT_EQ(render("${show(\"a,b\", ',', )}", {{"show", show}}), "[\"a,b\"|','|]");
   // Arguments are rendered where the call is written: placeholders in them see the caller's names.
-  EXPECT_EQ(render("${show(${T}, ${n}, x)}", {{"show", show}, {"T", "int"}, {"n", 2}}), "[int|2|x]");
+  EXPECT_EQ(render("${show(${T}, ${n}, x)}", {{"show", show}, {"T", "int"}, {"n", 2}}),
+            "[int|2|x]");
 }
 
 TEST(TemplateSnippet, ParametersShadowGlobalsAndScopeIsLexical) {
@@ -146,8 +148,9 @@ TEST(TemplateModule, FromSnippetWithFixedArgumentsAndFromCallable) {
 }
 
 TEST(TemplateErrors, UnknownNameGivesTemplateLineAndKnownNames) {
-  const std::string e = render_error(
-      [] { render("line one\nline two\n x = ${missing};", {{"b", 1}, {"a", "x"}}, "kernel.cl"); });
+  const std::string e = render_error([] {
+    render("line one\nline two\n x = ${missing};", {{"b", 1}, {"a", "x"}}, "kernel.cl");
+  });
   EXPECT_NE(e.find("kernel.cl:3"), std::string::npos) << e;
   EXPECT_NE(e.find("'missing'"), std::string::npos) << e;
   EXPECT_NE(e.find("known names: a, b"), std::string::npos) << e;
@@ -155,8 +158,9 @@ TEST(TemplateErrors, UnknownNameGivesTemplateLineAndKnownNames) {
 
 TEST(TemplateErrors, ErrorsInsideSnippetsNameTheCallSite) {
   Snippet inner({"x"}, "\n${x} ${nope}", {}, "inner");
-  const std::string e =
-      render_error([&] { render("\n\n${inner(1)}", {{"inner", inner}}, "main.cu"); });
+  const std::string e = render_error([&] {
+    render("\n\n${inner(1)}", {{"inner", inner}}, "main.cu");
+  });
   EXPECT_NE(e.find("snippet 'inner':2"), std::string::npos) << e;
   EXPECT_NE(e.find("called from main.cu:3"), std::string::npos) << e;
   EXPECT_NE(e.find("known names: x"), std::string::npos) << e;

@@ -68,8 +68,8 @@ void check_interiors(const Context& ctx, const Queue& queue, std::size_t width, 
   const Array xi = x.slice(halo, halo + rows), yi = y.slice(halo, halo + rows);
   ASSERT_EQ(yi.offset(), halo * width * sizeof(T));
   const std::size_t n = rows * width;
-  program.kernel("axpy_rows").prepare(queue, round_up(n, 32), 32)(yi, xi, T(3),
-                                                                   static_cast<std::uint32_t>(n));
+  program.kernel("axpy_rows")
+      .prepare(queue, round_up(n, 32), 32)(yi, xi, T(3), static_cast<std::uint32_t>(n));
   const auto got = y.get<T>();
   const auto x_after = x.get<T>();
   ASSERT_EQ(got.size(), all);
@@ -177,11 +177,12 @@ std::size_t occurrences(const std::string& s, const std::string& part) {
 }
 
 TEST(ViewOffsetRewrite, APointerTakesTheAllocationAndTheOffsetOnTheSameLines) {
-  const std::string source = "KERNEL void k(GLOBAL_MEM const float* RESTRICT x,\n"
-                             "              GLOBAL_MEM float *y, int n)\n"
-                             "{\n"
-                             "    y[0] = x[n];\n"
-                             "}\n";
+  const std::string source =
+      "KERNEL void k(GLOBAL_MEM const float* RESTRICT x,\n"
+      "              GLOBAL_MEM float *y, int n)\n"
+      "{\n"
+      "    y[0] = x[n];\n"
+      "}\n";
   const auto out = rewrite_view_offsets(source, true);
   ASSERT_TRUE(out);
   EXPECT_EQ(out->source,
@@ -216,9 +217,9 @@ KERNEL void third(GLOBAL_MEM double* volatile c, uint n LOCAL_MEM_DYNAMIC_PARAM(
             (std::vector{ParamRole::view, ParamRole::view, ParamRole::local, ParamRole::value}));
   EXPECT_EQ(out->kernels.at("third"),
             (std::vector{ParamRole::view, ParamRole::value, ParamRole::local}));
-  for (const char* kept : {"not_this(GLOBAL_MEM float* a)", "nor_this(__global float* a)",
-                           "in_a_string(global float* a)", "helper(GLOBAL_MEM const float* p)",
-                           "second(void)"}) {
+  for (const char* kept :
+       {"not_this(GLOBAL_MEM float* a)", "nor_this(__global float* a)",
+        "in_a_string(global float* a)", "helper(GLOBAL_MEM const float* p)", "second(void)"}) {
     EXPECT_TRUE(contains(out->source, kept)) << kept;
   }
   EXPECT_TRUE(contains(out->source, "global const int* _skein_base_b, ulong _skein_off_b"));
@@ -239,8 +240,9 @@ TEST(ViewOffsetRewrite, WhatCannotBeReadStaysAsWritten) {
   // A preprocessor line inside the parameter list.
   untouched("KERNEL void k(GLOBAL_MEM float* x\n#ifdef WIDE\n, int n\n#endif\n) {}\n");
   // Definitions that differ (the one compiled is not known).
-  untouched("#if A\nKERNEL void k(GLOBAL_MEM float* x) {}\n#else\n"
-            "KERNEL void k(GLOBAL_MEM float* x, int n) {}\n#endif\n");
+  untouched(
+      "#if A\nKERNEL void k(GLOBAL_MEM float* x) {}\n#else\n"
+      "KERNEL void k(GLOBAL_MEM float* x, int n) {}\n#endif\n");
   untouched("KERNEL void k(GLOBAL_MEM float*);\nKERNEL void k(GLOBAL_MEM float* x) {}\n");
   // What is no view: constant, typedef'd and Skein's own pointers; no prelude, no KERNEL.
   untouched("KERNEL void k(CONSTANT_MEM_ARG float* c, __constant int* d) {}\n");
@@ -252,10 +254,11 @@ TEST(ViewOffsetRewrite, WhatCannotBeReadStaysAsWritten) {
 }
 
 TEST(ViewOffsetRewrite, IdenticalDefinitionsAndPrototypesAreRewrittenAlike) {
-  const std::string source = "#if A\nKERNEL void k(GLOBAL_MEM float* x) { x[0] = 1; }\n#else\n"
-                             "KERNEL void k(GLOBAL_MEM float* x) { x[0] = 2; }\n#endif\n"
-                             "__kernel void p(__global int* q);\n"
-                             "__kernel void p(__global int* q) {}\n";
+  const std::string source =
+      "#if A\nKERNEL void k(GLOBAL_MEM float* x) { x[0] = 1; }\n#else\n"
+      "KERNEL void k(GLOBAL_MEM float* x) { x[0] = 2; }\n#endif\n"
+      "__kernel void p(__global int* q);\n"
+      "__kernel void p(__global int* q) {}\n";
   const auto out = rewrite_view_offsets(source, true);
   ASSERT_TRUE(out);
   EXPECT_EQ(out->kernels.size(), 2u);
@@ -268,8 +271,8 @@ TEST(ViewOffsetRewrite, SlotsFromRolesAndFromParameterNames) {
   const std::vector roles{ParamRole::view, ParamRole::local, ParamRole::value, ParamRole::view};
   const KernelSlots want{{{0, true}, {3, false}, {4, true}}, {2}, 6};
   EXPECT_EQ(slots_from_roles(roles), want);
-  const std::vector<std::string> names{"_skein_base_a", "_skein_off_a", "t", "n", "_skein_base_b",
-                                       "_skein_off_b"};
+  const std::vector<std::string> names{"_skein_base_a", "_skein_off_a", "t", "n",
+                                       "_skein_base_b", "_skein_off_b"};
   const std::vector<char> local{0, 0, 1, 0, 0, 0};
   EXPECT_EQ(slots_from_arg_info(names, local), want);
   // A base without its offset right after it is a plain parameter.

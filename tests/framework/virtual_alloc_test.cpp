@@ -328,15 +328,9 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
       if (gen() % 10 < 3) {
         dep_keys.insert(key);
         switch (gen() % 3) {  // the forms a dependency can take
-          case 0:
-            deps.add(v.buffer);
-            break;
-          case 1:
-            deps.add(v.buffer.get_sub_region(0, v.buffer.size() / 2));
-            break;
-          default:
-            deps.add(Array(queue, v.buffer, {v.buffer.size()}, Dtype::uint8));
-            break;
+          case 0: deps.add(v.buffer); break;
+          case 1: deps.add(v.buffer.get_sub_region(0, v.buffer.size() / 2)); break;
+          default: deps.add(Array(queue, v.buffer, {v.buffer.size()}, Dtype::uint8)); break;
         }
       }
     }

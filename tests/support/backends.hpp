@@ -64,11 +64,11 @@ std::vector<T> random_reals(std::size_t n, std::uint32_t seed) {
 }  // namespace skein::test
 
 // Skips the current test when the backend's platform has fewer than n devices.
-#define SKEIN_NEED_DEVICES(n)                                                              \
-  do {                                                                                     \
+#define SKEIN_NEED_DEVICES(n)                                                                   \
+  do {                                                                                          \
     if (devices().size() < (n)) GTEST_SKIP() << "needs " << (n) << " devices on this platform"; \
   } while (0)
 
-#define SKEIN_INSTANTIATE_BACKENDS(suite) \
+#define SKEIN_INSTANTIATE_BACKENDS(suite)                                                 \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, testing::ValuesIn(::skein::test::backends()), \
                            ::skein::test::BackendName())

@@ -62,16 +62,20 @@ inline std::optional<CheckpointKill> parse_checkpoint_kill(const std::string& wh
 // as `program`, which rank it kills and when, before it does.
 inline void install_checkpoint_kill(const CheckpointKill& kill, const char* program) {
   auto writes = std::make_shared<std::uint64_t>(0);
-  detail::set_checkpoint_stage_observer([kill, writes, program](const detail::CheckpointStageEvent& e) {
-    if (e.stage == CheckpointStage::created) ++*writes;
-    if (e.rank != kill.rank || *writes != kill.write || e.stage != kill.stage) return;
-    std::fprintf(stderr, "%s: killing rank %d after stage '%s' of checkpoint write %llu (step %lld) in '%s'\n",
-                 program, e.rank, std::string(name(e.stage)).c_str(),
-                 static_cast<unsigned long long>(*writes), static_cast<long long>(e.step), e.directory.c_str());
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::kill(::getpid(), SIGKILL);
-  });
+  detail::set_checkpoint_stage_observer(
+      [kill, writes, program](const detail::CheckpointStageEvent& e) {
+        if (e.stage == CheckpointStage::created) ++*writes;
+        if (e.rank != kill.rank || *writes != kill.write || e.stage != kill.stage) return;
+        std::fprintf(
+            stderr,
+            "%s: killing rank %d after stage '%s' of checkpoint write %llu (step %lld) in '%s'\n",
+            program, e.rank, std::string(name(e.stage)).c_str(),
+            static_cast<unsigned long long>(*writes), static_cast<long long>(e.step),
+            e.directory.c_str());
+        std::fflush(stdout);
+        std::fflush(stderr);
+        ::kill(::getpid(), SIGKILL);
+      });
 }
 
 }  // namespace skein::test

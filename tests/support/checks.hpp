@@ -38,7 +38,9 @@ inline std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
-inline std::string context(const std::string& what) { return what.empty() ? "" : " (" + what + ")"; }
+inline std::string context(const std::string& what) {
+  return what.empty() ? "" : " (" + what + ")";
+}
 
 }  // namespace detail_checks
 
@@ -63,7 +65,8 @@ void expect_error(F&& bad, const std::vector<std::string>& words, const std::str
 
 // expect_error for LogicError.
 template <class F>
-void expect_logic_error(F&& bad, const std::vector<std::string>& words, const std::string& what = "") {
+void expect_logic_error(F&& bad, const std::vector<std::string>& words,
+                        const std::string& what = "") {
   expect_error<LogicError>(std::forward<F>(bad), words, what);
 }
 

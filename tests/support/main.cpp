@@ -46,7 +46,8 @@ TEST(Environment, OpenclDiscoveryLeavesTheLoaderVariablesAlone) {
 TEST(Environment, ExpectedBackendsArePresent) {
   const char* expect = std::getenv("SKEIN_TEST_EXPECT_APIS");
   const char* minimum = std::getenv("SKEIN_TEST_MIN_DEVICES");
-  if (!expect && !minimum) GTEST_SKIP() << "neither SKEIN_TEST_EXPECT_APIS nor SKEIN_TEST_MIN_DEVICES is set";
+  if (!expect && !minimum)
+    GTEST_SKIP() << "neither SKEIN_TEST_EXPECT_APIS nor SKEIN_TEST_MIN_DEVICES is set";
   for (const auto& shortcut : split(expect ? expect : "")) {
     EXPECT_GE(most_devices(skein::api_id_from_shortcut(shortcut)), 1u)
         << shortcut << " must be available with at least one device";
@@ -56,8 +57,8 @@ TEST(Environment, ExpectedBackendsArePresent) {
     ASSERT_NE(eq, std::string::npos) << "SKEIN_TEST_MIN_DEVICES takes API=N items, got " << item;
     const auto id = skein::api_id_from_shortcut(item.substr(0, eq));
     const std::size_t n = std::stoul(item.substr(eq + 1));
-    EXPECT_GE(most_devices(id), n) << item.substr(0, eq) << " must have a platform with at least "
-                                   << n << " devices";
+    EXPECT_GE(most_devices(id), n)
+        << item.substr(0, eq) << " must have a platform with at least " << n << " devices";
   }
 }
 

@@ -126,10 +126,12 @@ class RankFailurePrinter : public testing::EmptyTestEventListener {
  public:
   void OnTestPartResult(const testing::TestPartResult& result) override {
     // The agreement's own note ("failed on rank(s) ...") is rank 0's to print.
-    if (!result.failed() || std::string_view(result.message()).find(kAgreementNote) != std::string_view::npos) return;
+    if (!result.failed() ||
+        std::string_view(result.message()).find(kAgreementNote) != std::string_view::npos)
+      return;
     std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", world_rank(),
-                 result.file_name() ? result.file_name() : "(unknown file)",
-                 result.line_number(), result.message());
+                 result.file_name() ? result.file_name() : "(unknown file)", result.line_number(),
+                 result.message());
     std::fflush(stderr);
   }
 };

@@ -72,10 +72,10 @@ std::string Command::chosen_subcommand() const {
   return chosen.empty() ? std::string() : chosen.front()->get_name();
 }
 
-#define SKEIN_CLI_OPTION_TYPE(T)                                                              \
-  template Option Command::add_option<T>(const std::string&, T&, const std::string&);        \
-  template Option Command::add_option<std::vector<T>>(const std::string&, std::vector<T>&, \
-                                                      const std::string&);               \
+#define SKEIN_CLI_OPTION_TYPE(T)                                                               \
+  template Option Command::add_option<T>(const std::string&, T&, const std::string&);          \
+  template Option Command::add_option<std::vector<T>>(const std::string&, std::vector<T>&,     \
+                                                      const std::string&);                     \
   template Option Command::add_option<std::optional<T>>(const std::string&, std::optional<T>&, \
                                                         const std::string&);
 SKEIN_CLI_OPTION_TYPE(int)

@@ -97,11 +97,11 @@ bool query_cuda_aware() {
 
 int checked_int(std::size_t value, const char* what) {
   if (value > static_cast<std::size_t>(INT_MAX)) {
-    throw RuntimeError(ErrorInfo{
-        .what = fmt::format("{} is {} elements, more than MPI's int counts allow ({})", what,
-                            value, INT_MAX),
-        .call = "MPI collective",
-        .hint = "Split the operation into smaller calls."});
+    throw RuntimeError(
+        ErrorInfo{.what = fmt::format("{} is {} elements, more than MPI's int counts allow ({})",
+                                      what, value, INT_MAX),
+                  .call = "MPI collective",
+                  .hint = "Split the operation into smaller calls."});
   }
   return static_cast<int>(value);
 }
@@ -110,8 +110,12 @@ class MpiBackend final : public CollectiveBackendAdapter {
  public:
   MpiBackend(MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
              const std::vector<std::size_t>& device_idxs, double timeout_s)
-      : timeout_s_(timeout_s), comm_(comm), map_(members), first_member_(static_cast<std::size_t>(first_member)),
-        context_(context), size_(members.member_rank.size()) {
+      : timeout_s_(timeout_s),
+        comm_(comm),
+        map_(members),
+        first_member_(static_cast<std::size_t>(first_member)),
+        context_(context),
+        size_(members.member_rank.size()) {
     (void)device_idxs;  // the members of each call come with their queues and buffers
     SKEIN_MPI_CHECK(MPI_Comm_rank, (comm_, &rank_));
     SKEIN_MPI_CHECK(MPI_Comm_size, (comm_, &ranks_));
@@ -127,12 +131,13 @@ class MpiBackend final : public CollectiveBackendAdapter {
       const double n = static_cast<double>(phases_.executions) * 1e3;
       // A report asked for (SKEIN_PROFILE_COLLECTIVES=1): at warning, so that it shows by default.
       const auto per = [&](int phase) { return static_cast<double>(phases_.ns[phase]) / n; };
-      detail::log(LogLevel::warning, LogScope::rank,
-                  "MPI backend: {} exchanges, host us per exchange: ordering after the previous "
-                  "host->device copies {:.2f}, staging (device->host enqueued) {:.2f}, synchronising "
-                  "the queues {:.2f}, agreement {:.2f}, MPI (post and wait) {:.2f}, host->device "
-                  "enqueued {:.2f}",
-                  phases_.executions, per(0), per(1), per(2), per(3), per(4), per(5));
+      detail::log(
+          LogLevel::warning, LogScope::rank,
+          "MPI backend: {} exchanges, host us per exchange: ordering after the previous "
+          "host->device copies {:.2f}, staging (device->host enqueued) {:.2f}, synchronising "
+          "the queues {:.2f}, agreement {:.2f}, MPI (post and wait) {:.2f}, host->device "
+          "enqueued {:.2f}",
+          phases_.executions, per(0), per(1), per(2), per(3), per(4), per(5));
     }
     if (!aborted_) drain_noexcept();
     if (!mpi_finalized()) {
@@ -200,9 +205,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
   // What one call needs between its phases.
   struct Plan {
     const CollectiveCall* call = nullptr;
-    std::vector<std::byte*> in;  // per member: its staged input
-    std::byte* work = nullptr;   // the MPI buffer (after the local combination)
-    std::byte* out = nullptr;    // where the result is read from
+    std::vector<std::byte*> in;    // per member: its staged input
+    std::byte* work = nullptr;     // the MPI buffer (after the local combination)
+    std::byte* out = nullptr;      // where the result is read from
     std::vector<std::byte*> outs;  // all_to_all: per member
     std::vector<int> counts, displs, counts2, displs2;
     std::size_t recv_slot = 0;  // recv: its slot in the batch's set
@@ -223,7 +228,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
   // itself, always wrapping around (as NCCL and the local combination on the host do).
   static bool predefined(Dtype dtype, ReduceOp op) {
     if (dtype == Dtype::float16 || dtype == Dtype::bfloat16) return false;
-    if (is_integer(dtype) && itemsize(dtype) <= 2) return op == ReduceOp::min || op == ReduceOp::max;
+    if (is_integer(dtype) && itemsize(dtype) <= 2)
+      return op == ReduceOp::min || op == ReduceOp::max;
     return true;
   }
 
@@ -259,7 +265,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
   // between calls and grown geometrically.
   std::byte* slot(std::size_t i, std::size_t bytes) { return grow(slots_, i, bytes); }
   // A receive's slot: of the current batch's set.
-  std::byte* recv_slot(std::size_t i, std::size_t bytes) { return grow(recv_slots_[batches_ % 2], i, bytes); }
+  std::byte* recv_slot(std::size_t i, std::size_t bytes) {
+    return grow(recv_slots_[batches_ % 2], i, bytes);
+  }
   std::byte* grow(std::vector<HostBuffer>& set, std::size_t i, std::size_t bytes) {
     bytes = std::max<std::size_t>(bytes, 64);
     if (set.size() <= i) set.resize(i + 1);
@@ -290,7 +298,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
     }
   }
 
-  static void read(const MemberBuffers& m, std::byte* dst, std::size_t bytes, bool from_recv = false) {
+  static void read(const MemberBuffers& m, std::byte* dst, std::size_t bytes,
+                   bool from_recv = false) {
     if (bytes == 0) return;
     auto* buffer = const_cast<BufferAdapter*>(from_recv ? m.recv : m.send);
     m.queue->read(dst, *buffer, from_recv ? m.recv_offset : m.send_offset, bytes, false);
@@ -300,13 +309,17 @@ class MpiBackend final : public CollectiveBackendAdapter {
   void write(const MemberBuffers& m, const std::byte* src, std::size_t bytes) {
     if (bytes == 0) return;
     m.queue->write(*const_cast<BufferAdapter*>(m.recv), m.recv_offset, src, bytes, false);
-    if (std::find(written_.begin(), written_.end(), m.queue) == written_.end()) written_.push_back(m.queue);
+    if (std::find(written_.begin(), written_.end(), m.queue) == written_.end())
+      written_.push_back(m.queue);
   }
 
-  int rank_of_member(int member) const { return map_.member_rank[static_cast<std::size_t>(member)]; }
+  int rank_of_member(int member) const {
+    return map_.member_rank[static_cast<std::size_t>(member)];
+  }
 
   int tag(int src_member, int dst_member) const {
-    const long long t = static_cast<long long>(src_member) * static_cast<long long>(size_) + dst_member;
+    const long long t =
+        static_cast<long long>(src_member) * static_cast<long long>(size_) + dst_member;
     // tag_ub_ itself is the roll call's (execute()).
     if (t >= tag_ub_) {
       throw RuntimeError(ErrorInfo{
@@ -353,7 +366,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
       case CollectiveOp::broadcast: {
         p.work = slot(next_slot++, n * es);
         for (const auto& m : c.members) {
-          if (first_member_ + m.local_device == static_cast<std::size_t>(c.root)) read(m, p.work, n * es);
+          if (first_member_ + m.local_device == static_cast<std::size_t>(c.root))
+            read(m, p.work, n * es);
         }
         break;
       }
@@ -361,11 +375,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
         p.work = slot(next_slot++, n * es);
         read(c.members.at(0), p.work, n * es);
         break;
-      case CollectiveOp::recv:
-        p.work = recv_slot(p.recv_slot, n * es);
-        break;
-      case CollectiveOp::barrier:
-        break;
+      case CollectiveOp::recv: p.work = recv_slot(p.recv_slot, n * es); break;
+      case CollectiveOp::barrier: break;
     }
   }
 
@@ -420,7 +431,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
       requests.push_back(r);
     };
     auto combine_local = [&](std::size_t elements) {
-      for (std::size_t l = 1; l < L; ++l) reduce_bytes(c.dtype, p.in[0], p.in[l], elements, c.reduce_op);
+      for (std::size_t l = 1; l < L; ++l)
+        reduce_bytes(c.dtype, p.in[0], p.in[l], elements, c.reduce_op);
       p.work = p.in[0];
     };
     switch (c.op) {
@@ -435,9 +447,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
           // Elementwise: large counts go in chunks that fit MPI's int counts.
           for (std::size_t off = 0; off < n; off += INT_MAX) {
             const int chunk = static_cast<int>(std::min<std::size_t>(INT_MAX, n - off));
-            post([&](MPI_Request* r) {
-              return MPI_Iallreduce(MPI_IN_PLACE, p.work + off * es, chunk, type, op, comm_, r);
-            }, "MPI_Iallreduce");
+            post(
+                [&](MPI_Request* r) {
+                  return MPI_Iallreduce(MPI_IN_PLACE, p.work + off * es, chunk, type, op, comm_, r);
+                },
+                "MPI_Iallreduce");
           }
         }
         break;
@@ -451,10 +465,12 @@ class MpiBackend final : public CollectiveBackendAdapter {
           for (std::size_t off = 0; off < n; off += INT_MAX) {
             const int chunk = static_cast<int>(std::min<std::size_t>(INT_MAX, n - off));
             std::byte* buf = p.work + off * es;
-            post([&](MPI_Request* r) {
-              return MPI_Ireduce(rank_ == root_rank ? MPI_IN_PLACE : buf, buf, chunk, type, op,
-                                 root_rank, comm_, r);
-            }, "MPI_Ireduce");
+            post(
+                [&](MPI_Request* r) {
+                  return MPI_Ireduce(rank_ == root_rank ? MPI_IN_PLACE : buf, buf, chunk, type, op,
+                                     root_rank, comm_, r);
+                },
+                "MPI_Ireduce");
           }
         }
         break;
@@ -471,9 +487,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
         }
         checked_int(size_ * n, "reduce_scatter's input");
         const MPI_Op op = mpi_op(c.dtype, c.reduce_op);
-        post([&](MPI_Request* r) {
-          return MPI_Ireduce_scatter(p.work, p.out, p.counts.data(), type, op, comm_, r);
-        }, "MPI_Ireduce_scatter");
+        post(
+            [&](MPI_Request* r) {
+              return MPI_Ireduce_scatter(p.work, p.out, p.counts.data(), type, op, comm_, r);
+            },
+            "MPI_Ireduce_scatter");
         break;
       }
       case CollectiveOp::all_gather: {
@@ -484,10 +502,12 @@ class MpiBackend final : public CollectiveBackendAdapter {
           p.displs.push_back(checked_int(map_.first_member_of_rank[r] * n, "all_gather's output"));
         }
         checked_int(size_ * n, "all_gather's output");
-        post([&](MPI_Request* r) {
-          return MPI_Iallgatherv(MPI_IN_PLACE, 0, type, p.work, p.counts.data(), p.displs.data(),
-                                 type, comm_, r);
-        }, "MPI_Iallgatherv");
+        post(
+            [&](MPI_Request* r) {
+              return MPI_Iallgatherv(MPI_IN_PLACE, 0, type, p.work, p.counts.data(),
+                                     p.displs.data(), type, comm_, r);
+            },
+            "MPI_Iallgatherv");
         break;
       }
       case CollectiveOp::broadcast: {
@@ -506,19 +526,23 @@ class MpiBackend final : public CollectiveBackendAdapter {
         if (!across) break;
         p.out = slot(next_slot++, L * size_ * n * es);
         all_to_all_counts(p);
-        post([&](MPI_Request* r) {
-          return MPI_Ialltoallv(p.work, p.counts.data(), p.displs.data(), type, p.out,
-                                p.counts2.data(), p.displs2.data(), type, comm_, r);
-        }, "MPI_Ialltoallv");
+        post(
+            [&](MPI_Request* r) {
+              return MPI_Ialltoallv(p.work, p.counts.data(), p.displs.data(), type, p.out,
+                                    p.counts2.data(), p.displs2.data(), type, comm_, r);
+            },
+            "MPI_Ialltoallv");
         break;
       }
       case CollectiveOp::send: {
         const int src = static_cast<int>(first_member_ + c.members.at(0).local_device);
         const int count = checked_int(n, "send's data");
         const int t = tag(src, c.peer);
-        post([&](MPI_Request* r) {
-          return MPI_Isend(p.work, count, type, rank_of_member(c.peer), t, comm_, r);
-        }, "MPI_Isend");
+        post(
+            [&](MPI_Request* r) {
+              return MPI_Isend(p.work, count, type, rank_of_member(c.peer), t, comm_, r);
+            },
+            "MPI_Isend");
         break;
       }
       case CollectiveOp::recv: {
@@ -529,9 +553,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
         const int count = checked_int(n, "recv's data");
         const int t = tag(c.peer, dst);
         p.out = p.work;
-        post([&](MPI_Request* r) {
-          return MPI_Irecv(p.work, count, type, rank_of_member(c.peer), t, comm_, r);
-        }, "MPI_Irecv");
+        post(
+            [&](MPI_Request* r) {
+              return MPI_Irecv(p.work, count, type, rank_of_member(c.peer), t, comm_, r);
+            },
+            "MPI_Irecv");
         break;
       }
       case CollectiveOp::barrier:
@@ -591,12 +617,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
         }
         break;
       }
-      case CollectiveOp::recv:
-        write(c.members.at(0), p.out, n * es);
-        break;
+      case CollectiveOp::recv: write(c.members.at(0), p.out, n * es); break;
       case CollectiveOp::send:
-      case CollectiveOp::barrier:
-        break;
+      case CollectiveOp::barrier: break;
     }
   }
 
@@ -616,8 +639,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
         continue;
       }
       int done = 0;
-      while (requests[i] != MPI_REQUEST_NULL && MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-             !done && CollectiveClock::now() < until) {
+      while (requests[i] != MPI_REQUEST_NULL &&
+             MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+             CollectiveClock::now() < until) {
         std::this_thread::yield();
       }
       left = left || (requests[i] != MPI_REQUEST_NULL && !done);
@@ -638,7 +662,8 @@ class MpiBackend final : public CollectiveBackendAdapter {
     std::vector<QueueAdapter*> queues;
     for (const auto& c : calls) {
       for (const auto& m : c.members) {
-        if (std::find(queues.begin(), queues.end(), m.queue) == queues.end()) queues.push_back(m.queue);
+        if (std::find(queues.begin(), queues.end(), m.queue) == queues.end())
+          queues.push_back(m.queue);
       }
     }
     const std::uint64_t batch = batches_++;
@@ -674,8 +699,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
     // back were waited for by the last batch, unless it failed first: then here): a sender's
     // message then arrives, and its rendezvous progresses, while this rank waits for its own
     // device -> host copies below, instead of after them.
-    const bool early = std::any_of(plans.begin(), plans.end(), [](const Plan& p) { return p.call->op == CollectiveOp::recv; }) &&
-                       std::none_of(calls.begin(), calls.end(), [](const CollectiveCall& c) { return c.agreement != nullptr; });
+    const bool early =
+        std::any_of(plans.begin(), plans.end(),
+                    [](const Plan& p) { return p.call->op == CollectiveOp::recv; }) &&
+        std::none_of(calls.begin(), calls.end(),
+                     [](const CollectiveCall& c) { return c.agreement != nullptr; });
     try {
       if (early) {
         drain(batch == 0 ? 0 : batch - 1);
@@ -728,8 +756,9 @@ class MpiBackend final : public CollectiveBackendAdapter {
       // member-to-member tag reaches, see tag()), the others are named as lost.
       if (ranks_ <= 1) throw;
       ErrorInfo info = e.info();  // the hint, the place and the rest kept
-      info.what = fmt::format("{}; {}", info.what,
-                              absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend"));
+      info.what = fmt::format(
+          "{}; {}", info.what,
+          absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend"));
       throw TimeoutError(std::move(info));
     }
     phase(4);

@@ -45,8 +45,7 @@ std::string hint_for(ncclResult_t result) {
       return "NCCL rejected the arguments or the order of calls; every rank must issue the same "
              "collectives in the same order. If Skein's own checks let this through, this is a "
              "bug in Skein; please report it with this message.";
-    default:
-      return "See NCCL's documentation of this call; NCCL_DEBUG=INFO shows what NCCL did.";
+    default: return "See NCCL's documentation of this call; NCCL_DEBUG=INFO shows what NCCL did.";
   }
 }
 

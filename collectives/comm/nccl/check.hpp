@@ -40,7 +40,7 @@ ncclResult_t nccl_checked(ncclResult_t result, const char* call, DeviceFn&& devi
 // calls NCCL and yields ncclSuccess or ncclInProgress; anything else throws. The device
 // expression and the source location are evaluated only on failure, so the fast path costs one
 // comparison.
-#define SKEIN_NCCL_CHECK(function, arguments, device)                                  \
-  (::skein::detail::nccl_checked(::function arguments, #function,                      \
-                                 [&]() -> std::string { return (device); }, __FILE__, \
-                                 __LINE__))
+#define SKEIN_NCCL_CHECK(function, arguments, device)                                       \
+  (::skein::detail::nccl_checked(                                                           \
+      ::function arguments, #function, [&]() -> std::string { return (device); }, __FILE__, \
+      __LINE__))

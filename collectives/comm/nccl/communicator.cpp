@@ -111,7 +111,8 @@ class NcclBackend final : public CollectiveBackendAdapter {
 
   CollectiveBackend kind() const override { return CollectiveBackend::nccl; }
   std::string description() const override {
-    return nccl_version() + (blocking_ ? " (blocking communicators)" : " (non-blocking communicators)");
+    return nccl_version() +
+           (blocking_ ? " (blocking communicators)" : " (non-blocking communicators)");
   }
   bool supports(Dtype dtype, ReduceOp) const override { return nccl_type(dtype).has_value(); }
   void run(const CollectiveCall& call) override;
@@ -151,7 +152,8 @@ class NcclBackend final : public CollectiveBackendAdapter {
   void barrier(const CollectiveCall& call);
   // Polls the members' communicators until none is ncclInProgress. An asynchronous error or the
   // deadline aborts the communicators and throws.
-  void wait_ready(const std::vector<std::size_t>& locals, const char* what, Clock::time_point limit);
+  void wait_ready(const std::vector<std::size_t>& locals, const char* what,
+                  Clock::time_point limit);
   std::vector<std::size_t> locals_of(const CollectiveCall& call) const;
   std::vector<std::size_t> all_locals() const;
   // Now + the timeout given at creation (time_point::max() without one).
@@ -163,7 +165,7 @@ class NcclBackend final : public CollectiveBackendAdapter {
   std::shared_ptr<ContextAdapter> cuda_;  // keeps the CUDA contexts alive until the end
   double timeout_s_ = 0;
   bool blocking_ = true;  // ncclConfig_t::blocking of our communicators
-  int nranks_ = 0;  // members of the whole communicator (the clique's size)
+  int nranks_ = 0;        // members of the whole communicator (the clique's size)
   std::vector<Member> members_;
   int user_group_depth_ = 0;
   std::vector<Staging> staging_;
@@ -178,9 +180,7 @@ class NcclBackend final : public CollectiveBackendAdapter {
 NcclBackend::NcclBackend(MPI_Comm comm, const MemberMap& map, int first_member,
                          const Context& context, const std::vector<std::size_t>& device_idxs,
                          double timeout_s, bool blocking)
-    : cuda_(cuda_context_adapter(context)),
-      timeout_s_(timeout_s),
-      blocking_(blocking) {
+    : cuda_(cuda_context_adapter(context)), timeout_s_(timeout_s), blocking_(blocking) {
   if (!cuda_) {
     raise_in(SKEIN_HERE, "Communicator", "Use the MPI backend for OpenCL devices.",
              "the NCCL backend needs a CUDA context, and this context is not one");
@@ -352,8 +352,8 @@ NcclBackend::~NcclBackend() {
 
 Clock::time_point NcclBackend::deadline() const {
   if (timeout_s_ <= 0) return Clock::time_point::max();
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(timeout_s_));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
 }
 
 std::vector<std::size_t> NcclBackend::all_locals() const {
@@ -450,8 +450,8 @@ void NcclBackend::run(const CollectiveCall& call) {
     count *= itemsize(call.dtype);
   }
   if (!type) {
-    raise_in(SKEIN_HERE, std::string(name(call.op)), "",
-             "NCCL does not support dtype {}", name(call.dtype));
+    raise_in(SKEIN_HERE, std::string(name(call.op)), "", "NCCL does not support dtype {}",
+             name(call.dtype));
   }
   release_finished_staging();
   const std::string what(name(call.op));
@@ -476,7 +476,8 @@ void NcclBackend::run(const CollectiveCall& call) {
       throw;
     }
     if (group) {
-      launched = SKEIN_NCCL_CHECK(ncclGroupEnd, (), members_[call.members.front().local_device].device);
+      launched =
+          SKEIN_NCCL_CHECK(ncclGroupEnd, (), members_[call.members.front().local_device].device);
     }
     if (profile.on) {
       call_launch_ns() +=
@@ -532,28 +533,26 @@ void NcclBackend::enqueue(const CollectiveCall& call, const MemberBuffers& b, nc
       if (recv == 0) recv = send;
       if (send == 0) send = recv;
       SKEIN_NCCL_CHECK(ncclBroadcast,
-                       (ptr(send), ptr(recv), count, type, call.root, m.comm, stream),
-                       m.device);
+                       (ptr(send), ptr(recv), count, type, call.root, m.comm, stream), m.device);
       break;
     case CollectiveOp::reduce:
       // Only the root's recv is written; NCCL accepts a null recv elsewhere.
       if (call.in_place && recv == 0) recv = send;
-      SKEIN_NCCL_CHECK(ncclReduce,
-                       (ptr(send), ptr(recv), count, type, op, call.root, m.comm, stream),
-                       m.device);
+      SKEIN_NCCL_CHECK(
+          ncclReduce, (ptr(send), ptr(recv), count, type, op, call.root, m.comm, stream), m.device);
       break;
     case CollectiveOp::reduce_scatter:
-      SKEIN_NCCL_CHECK(ncclReduceScatter,
-                       (ptr(send), ptr(recv), count, type, op, m.comm, stream), m.device);
+      SKEIN_NCCL_CHECK(ncclReduceScatter, (ptr(send), ptr(recv), count, type, op, m.comm, stream),
+                       m.device);
       break;
     case CollectiveOp::send:
-      SKEIN_NCCL_CHECK(ncclSend, (ptr(send != 0 ? send : recv), count, type, call.peer,
-                                  m.comm, stream),
+      SKEIN_NCCL_CHECK(ncclSend,
+                       (ptr(send != 0 ? send : recv), count, type, call.peer, m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::recv:
-      SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv != 0 ? recv : send), count, type, call.peer,
-                                  m.comm, stream),
+      SKEIN_NCCL_CHECK(ncclRecv,
+                       (ptr(recv != 0 ? recv : send), count, type, call.peer, m.comm, stream),
                        m.device);
       break;
     case CollectiveOp::all_to_all: {
@@ -566,23 +565,20 @@ void NcclBackend::enqueue(const CollectiveCall& call, const MemberBuffers& b, nc
         const std::size_t bytes = block * static_cast<std::size_t>(nranks);
         auto staging = cuda_->allocate(m.device_idx, std::max<std::size_t>(bytes, 1));
         SKEIN_CU_CHECK(cuMemcpyDtoDAsync,
-                       (static_cast<CUdeviceptr>(staging->native()),
-                        static_cast<CUdeviceptr>(send), bytes, reinterpret_cast<CUstream>(stream)),
+                       (static_cast<CUdeviceptr>(staging->native()), static_cast<CUdeviceptr>(send),
+                        bytes, reinterpret_cast<CUstream>(stream)),
                        m.device);
         send = staging->native();
         after.push_back(AfterLaunch{.queue = b.queue, .staging = std::move(staging)});
       }
       for (int peer = 0; peer < nranks; ++peer) {
         const std::size_t at = static_cast<std::size_t>(peer) * block;
-        SKEIN_NCCL_CHECK(ncclSend, (ptr(send + at), count, type, peer, m.comm, stream),
-                         m.device);
-        SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv + at), count, type, peer, m.comm, stream),
-                         m.device);
+        SKEIN_NCCL_CHECK(ncclSend, (ptr(send + at), count, type, peer, m.comm, stream), m.device);
+        SKEIN_NCCL_CHECK(ncclRecv, (ptr(recv + at), count, type, peer, m.comm, stream), m.device);
       }
       break;
     }
-    case CollectiveOp::barrier:
-      break;  // handled by barrier()
+    case CollectiveOp::barrier: break;  // handled by barrier()
   }
 }
 
@@ -668,8 +664,8 @@ std::string NcclBackend::async_error() {
     if (r != ncclSuccess) state = r;
     if (state == ncclSuccess || state == ncclInProgress) continue;
     if (!text.empty()) text += "; ";
-    text += fmt::format("{} on {}: {}", nccl_error_name(state), m.device,
-                        ncclGetErrorString(state));
+    text +=
+        fmt::format("{} on {}: {}", nccl_error_name(state), m.device, ncclGetErrorString(state));
     if (const char* last = ncclGetLastError(m.comm); last != nullptr && *last != '\0') {
       text += fmt::format(" ({})", last);
     }
@@ -692,8 +688,8 @@ void NcclBackend::release_finished_staging() noexcept {
 std::unique_ptr<CollectiveBackendAdapter> make_nccl_backend(
     MPI_Comm comm, const MemberMap& members, int first_member, const Context& context,
     const std::vector<std::size_t>& device_idxs, double timeout_s, bool blocking) {
-  return std::make_unique<NcclBackend>(comm, members, first_member, context, device_idxs,
-                                       timeout_s, blocking);
+  return std::make_unique<NcclBackend>(comm, members, first_member, context, device_idxs, timeout_s,
+                                       blocking);
 }
 
 }  // namespace skein::detail

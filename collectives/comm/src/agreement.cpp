@@ -90,8 +90,9 @@ void wait_or_abandon(MPI_Request& request, CollectiveClock::time_point deadline,
     if (keep) keep_until_exit(std::move(keep));
     const double waited = std::chrono::duration<double>(CollectiveClock::now() - start).count();
     throw TimeoutError(ErrorInfo{
-        .what = fmt::format("{} did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s (this step waited {:.1f} s)",
-                            step, timeout_s, waited),
+        .what = fmt::format(
+            "{} did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s (this step waited {:.1f} s)",
+            step, timeout_s, waited),
         .call = call,
         .hint = hint,
         .location = SKEIN_HERE});
@@ -110,14 +111,17 @@ MPI_Comm duplicate_comm(MPI_Comm parent, CollectiveClock::time_point deadline, d
 
 // ---- Agreement --------------------------------------------------------------------------------
 
-Agreement::Agreement(MPI_Comm parent, std::string subject, std::string mismatch_hint, const std::string& call)
+Agreement::Agreement(MPI_Comm parent, std::string subject, std::string mismatch_hint,
+                     const std::string& call)
     : timeout_s_(collective_timeout(call.c_str())),
       subject_(std::move(subject)),
       mismatch_hint_(std::move(mismatch_hint)) {
-  comm_ = duplicate_comm(parent, deadline_after(timeout_s_), timeout_s_, call, fmt::format("duplicating the communicator for {}", subject_),
-                         "Every rank of the communicator must make this call; another rank is late, "
-                         "failed, or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is "
-                         "legitimately slow to get here.");
+  comm_ =
+      duplicate_comm(parent, deadline_after(timeout_s_), timeout_s_, call,
+                     fmt::format("duplicating the communicator for {}", subject_),
+                     "Every rank of the communicator must make this call; another rank is late, "
+                     "failed, or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is "
+                     "legitimately slow to get here.");
   SKEIN_MPI_CHECK(MPI_Comm_rank, (comm_, &rank_));
   SKEIN_MPI_CHECK(MPI_Comm_size, (comm_, &size_));
 }
@@ -155,15 +159,19 @@ void Agreement::release() {
 
 void Agreement::check_usable(const std::string& call) const {
   if (comm_ == MPI_COMM_NULL) {
-    throw LogicError(ErrorInfo{.what = fmt::format("{} is closed", subject_), .call = call,
-                               .hint = "Use an open object.", .location = SKEIN_HERE});
+    throw LogicError(ErrorInfo{.what = fmt::format("{} is closed", subject_),
+                               .call = call,
+                               .hint = "Use an open object.",
+                               .location = SKEIN_HERE});
   }
   if (!broken_.empty()) {
     throw TimeoutError(ErrorInfo{
-        .what = fmt::format("{} cannot be used after an earlier step timed out ({})", subject_, broken_),
+        .what = fmt::format("{} cannot be used after an earlier step timed out ({})", subject_,
+                            broken_),
         .call = call,
-        .hint = "End the job (the ranks no longer agree on where they are), and look for the rank that "
-                "failed or left in the job's output.",
+        .hint =
+            "End the job (the ranks no longer agree on where they are), and look for the rank that "
+            "failed or left in the job's output.",
         .location = SKEIN_HERE});
   }
 }
@@ -240,9 +248,10 @@ std::string absent_ranks(MPI_Comm comm, int tag, std::uint64_t step, double time
     }
   }
   if (missing.empty()) return fmt::format("every rank answered a roll call after the timeout");
-  return fmt::format("{} answered a roll call after the timeout; {} did not (lost: died, unreachable, "
-                     "or blocked in another call)",
-                     ranks_list(here), ranks_list(missing));
+  return fmt::format(
+      "{} answered a roll call after the timeout; {} did not (lost: died, unreachable, "
+      "or blocked in another call)",
+      ranks_list(here), ranks_list(missing));
 }
 
 std::vector<std::pair<int, std::uint64_t>> Agreement::roll_call(std::uint64_t step) {
@@ -277,7 +286,8 @@ void Agreement::wait(MPI_Request& request, const std::string& call, const std::s
         here.push_back(r);
       } else {
         elsewhere.push_back(r);
-        where_else += fmt::format("{}rank {} at its step {}", where_else.empty() ? "" : ", ", r, at);
+        where_else +=
+            fmt::format("{}rank {} at its step {}", where_else.empty() ? "" : ", ", r, at);
       }
       ++i;
     } else {
@@ -285,19 +295,24 @@ void Agreement::wait(MPI_Request& request, const std::string& call, const std::s
     }
   }
   std::string who = fmt::format("{} waited", ranks_list(here));
-  if (!elsewhere.empty()) who += fmt::format("; {} timed out at another step ({})", ranks_list(elsewhere), where_else);
+  if (!elsewhere.empty())
+    who += fmt::format("; {} timed out at another step ({})", ranks_list(elsewhere), where_else);
   if (!missing.empty()) {
-    who += fmt::format("; {} did not arrive (died, ended, or is blocked in another call)", ranks_list(missing));
+    who += fmt::format("; {} did not arrive (died, ended, or is blocked in another call)",
+                       ranks_list(missing));
   }
-  broken_ = fmt::format("{}: {} (step {}) did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s: {}", call, step,
-                        number, timeout_s_, who);
+  broken_ =
+      fmt::format("{}: {} (step {}) did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s: {}",
+                  call, step, number, timeout_s_, who);
   throw TimeoutError(ErrorInfo{
-      .what = fmt::format("{} on {} did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s: {}", step, subject_,
-                          timeout_s_, who),
+      .what = fmt::format("{} on {} did not complete within SKEIN_COLLECTIVE_TIMEOUT={} s: {}",
+                          step, subject_, timeout_s_, who),
       .call = call,
-      .hint = "Every rank must make the same calls on this object in the same order; look in the job's "
-              "output for the rank that failed, left or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT "
-              "if a rank is legitimately slow to get here.",
+      .hint =
+          "Every rank must make the same calls on this object in the same order; look in the job's "
+          "output for the rank that failed, left or took another path. Raise "
+          "SKEIN_COLLECTIVE_TIMEOUT "
+          "if a rank is legitimately slow to get here.",
       .location = SKEIN_HERE});
 }
 
@@ -305,15 +320,18 @@ void Agreement::agree_on_call(const std::string& call, const std::string& descri
   check_usable(call);
   const std::string numbered = fmt::format("#{} {}", ++calls_, description);
   const std::uint64_t h = agreement_hash(numbered);
-  auto buffer = std::make_shared<std::array<std::uint64_t, 4>>(std::array<std::uint64_t, 4>{h, ~h, 0, 0});
+  auto buffer =
+      std::make_shared<std::array<std::uint64_t, 4>>(std::array<std::uint64_t, 4>{h, ~h, 0, 0});
   MPI_Request request = MPI_REQUEST_NULL;
-  SKEIN_MPI_CHECK(MPI_Iallreduce, (buffer->data(), buffer->data() + 2, 2, MPI_UINT64_T, MPI_MAX, comm_, &request));
+  SKEIN_MPI_CHECK(MPI_Iallreduce,
+                  (buffer->data(), buffer->data() + 2, 2, MPI_UINT64_T, MPI_MAX, comm_, &request));
   wait(request, call, fmt::format("comparing the ranks' calls ({})", numbered), buffer);
   if ((*buffer)[2] == h && (*buffer)[3] == ~h) return;
   const std::string first = broadcast_string(call, numbered, 0);
   throw LogicError(ErrorInfo{
-      .what = fmt::format("rank {}: the ranks made different calls on {}: this rank called {}, rank 0 called {}", rank_,
-                          subject_, numbered, first),
+      .what = fmt::format(
+          "rank {}: the ranks made different calls on {}: this rank called {}, rank 0 called {}",
+          rank_, subject_, numbered, first),
       .call = call,
       .hint = mismatch_hint_,
       .location = SKEIN_HERE});
@@ -325,13 +343,16 @@ void Agreement::broadcast_bytes(const std::string& call, std::span<std::byte> da
   for (std::size_t done = 0; done < data.size();) {
     const std::size_t part = std::min(data.size() - done, kChunk);
     MPI_Request request = MPI_REQUEST_NULL;
-    SKEIN_MPI_CHECK(MPI_Ibcast, (data.data() + done, static_cast<int>(part), MPI_BYTE, root, comm_, &request));
-    wait(request, call, fmt::format("broadcasting {} bytes from rank {} (MPI_Ibcast)", data.size(), root), keep);
+    SKEIN_MPI_CHECK(MPI_Ibcast,
+                    (data.data() + done, static_cast<int>(part), MPI_BYTE, root, comm_, &request));
+    wait(request, call,
+         fmt::format("broadcasting {} bytes from rank {} (MPI_Ibcast)", data.size(), root), keep);
     done += part;
   }
 }
 
-std::string Agreement::broadcast_string(const std::string& call, const std::string& text, int root) {
+std::string Agreement::broadcast_string(const std::string& call, const std::string& text,
+                                        int root) {
   check_usable(call);
   auto n = std::make_shared<std::uint64_t>(text.size());
   MPI_Request request = MPI_REQUEST_NULL;
@@ -346,37 +367,50 @@ void Agreement::send(const std::string& call, std::span<const std::byte> data, i
                      std::shared_ptr<void> keep) {
   check_usable(call);
   if (data.size() > static_cast<std::size_t>(INT_MAX)) {
-    throw LogicError(ErrorInfo{.what = fmt::format("{} bytes are too many for one message", data.size()),
-                               .call = call, .hint = "Send in pieces of at most 2 GiB.", .location = SKEIN_HERE});
+    throw LogicError(
+        ErrorInfo{.what = fmt::format("{} bytes are too many for one message", data.size()),
+                  .call = call,
+                  .hint = "Send in pieces of at most 2 GiB.",
+                  .location = SKEIN_HERE});
   }
   MPI_Request request = MPI_REQUEST_NULL;
-  SKEIN_MPI_CHECK(MPI_Isend, (data.data(), static_cast<int>(data.size()), MPI_BYTE, to, tag, comm_, &request));
-  wait(request, call, fmt::format("sending {} bytes to rank {} (MPI_Isend)", data.size(), to), std::move(keep));
+  SKEIN_MPI_CHECK(MPI_Isend,
+                  (data.data(), static_cast<int>(data.size()), MPI_BYTE, to, tag, comm_, &request));
+  wait(request, call, fmt::format("sending {} bytes to rank {} (MPI_Isend)", data.size(), to),
+       std::move(keep));
 }
 
-std::size_t Agreement::receive(const std::string& call, std::span<std::byte> data, int from, int tag,
-                               std::shared_ptr<void> keep) {
+std::size_t Agreement::receive(const std::string& call, std::span<std::byte> data, int from,
+                               int tag, std::shared_ptr<void> keep) {
   check_usable(call);
   if (data.size() > static_cast<std::size_t>(INT_MAX)) {
-    throw LogicError(ErrorInfo{.what = fmt::format("{} bytes are too many for one message", data.size()),
-                               .call = call, .hint = "Receive in pieces of at most 2 GiB.", .location = SKEIN_HERE});
+    throw LogicError(
+        ErrorInfo{.what = fmt::format("{} bytes are too many for one message", data.size()),
+                  .call = call,
+                  .hint = "Receive in pieces of at most 2 GiB.",
+                  .location = SKEIN_HERE});
   }
   MPI_Request request = MPI_REQUEST_NULL;
-  SKEIN_MPI_CHECK(MPI_Irecv, (data.data(), static_cast<int>(data.size()), MPI_BYTE, from, tag, comm_, &request));
+  SKEIN_MPI_CHECK(MPI_Irecv, (data.data(), static_cast<int>(data.size()), MPI_BYTE, from, tag,
+                              comm_, &request));
   MPI_Status status{};
-  wait(request, call, fmt::format("receiving up to {} bytes from rank {} (MPI_Irecv)", data.size(), from),
+  wait(request, call,
+       fmt::format("receiving up to {} bytes from rank {} (MPI_Irecv)", data.size(), from),
        std::move(keep), &status);
   int got = 0;
   SKEIN_MPI_CHECK(MPI_Get_count, (&status, MPI_BYTE, &got));
   return static_cast<std::size_t>(std::max(got, 0));
 }
 
-Agreement::Failure Agreement::exchange_failure_impl(std::exception_ptr mine, const std::string& call, int my_kind,
+Agreement::Failure Agreement::exchange_failure_impl(std::exception_ptr mine,
+                                                    const std::string& call, int my_kind,
                                                     std::string my_message) {
   check_usable(call);
-  auto first = std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine ? rank_ : INT_MAX, INT_MAX});
+  auto first =
+      std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine ? rank_ : INT_MAX, INT_MAX});
   MPI_Request request = MPI_REQUEST_NULL;
-  SKEIN_MPI_CHECK(MPI_Iallreduce, (first->data(), first->data() + 1, 1, MPI_INT, MPI_MIN, comm_, &request));
+  SKEIN_MPI_CHECK(MPI_Iallreduce,
+                  (first->data(), first->data() + 1, 1, MPI_INT, MPI_MIN, comm_, &request));
   wait(request, call, "telling the ranks whether any failed (MPI_Iallreduce)", first);
   Failure f;
   f.first = (*first)[1];
@@ -394,7 +428,8 @@ ErrorInfo Agreement::failure_info(int first, const std::string& call, const std:
   // Its message (which has its own hint and place) goes inside this one.
   if (message.rfind("skein: ", 0) == 0) message.erase(0, 7);
   while (!message.empty() && message.back() == '.') message.pop_back();
-  return ErrorInfo{.what = fmt::format("rank {} failed in {} {}, so no rank went on: {}", first, call, where, message),
+  return ErrorInfo{.what = fmt::format("rank {} failed in {} {}, so no rank went on: {}", first,
+                                       call, where, message),
                    .call = call,
                    .location = SKEIN_HERE};
 }

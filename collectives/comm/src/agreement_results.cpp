@@ -11,11 +11,13 @@ void AgreementResults::raise(std::uint64_t ticket, const char* call) const {
     std::lock_guard lock(mutex);
     v = failure;
   }
-  if (!v) v = Communicator::Impl::Verdict{Communicator::Impl::Failure::error, "the communicator failed", {}};
-  const std::string what =
-      fmt::format("{}; the communicator was aborted, and {} does not hand over what collective #{} "
-                  "and the work after it wrote",
-                  v->message, call, ticket);
+  if (!v)
+    v = Communicator::Impl::Verdict{
+        Communicator::Impl::Failure::error, "the communicator failed", {}};
+  const std::string what = fmt::format(
+      "{}; the communicator was aborted, and {} does not hand over what collective #{} "
+      "and the work after it wrote",
+      v->message, call, ticket);
   using F = Communicator::Impl::Failure;
   reported.store(true, std::memory_order_relaxed);
   if (v->kind == F::mismatch) {
@@ -35,11 +37,11 @@ void AgreementResults::raise(std::uint64_t ticket, const char* call) const {
         .hint = "Another rank probably did not make this call, or failed. This queue keeps raising "
                 "this: create a new Communicator and Queue to go on."});
   }
-  throw RuntimeError(ErrorInfo{
-      .what = what,
-      .call = call,
-      .hint = "Another rank probably failed. This queue keeps raising this: create a new "
-              "Communicator and Queue to go on."});
+  throw RuntimeError(
+      ErrorInfo{.what = what,
+                .call = call,
+                .hint = "Another rank probably failed. This queue keeps raising this: create a new "
+                        "Communicator and Queue to go on."});
 }
 
 bool AgreementResults::poll(std::uint64_t ticket, const char* call) {

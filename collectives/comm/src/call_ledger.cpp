@@ -35,8 +35,9 @@ void CallLedger::record(const Fingerprint& f) {
 
 std::uint64_t CallLedger::chain_at(std::uint64_t sequence) const {
   if (sequence == agreed_.load(std::memory_order_relaxed)) return agreed_chain_;
-  const auto it = std::lower_bound(history_.begin(), history_.end(), sequence,
-                                   [](const Entry& e, std::uint64_t s) { return e.call.sequence < s; });
+  const auto it =
+      std::lower_bound(history_.begin(), history_.end(), sequence,
+                       [](const Entry& e, std::uint64_t s) { return e.call.sequence < s; });
   return it != history_.end() && it->call.sequence == sequence ? it->chain : 0;
 }
 
@@ -60,7 +61,8 @@ std::optional<CallLedger::Mismatch> CallLedger::progress() {
     const std::shared_ptr<Round> r = std::move(round_);
     if (auto mismatch = read(*r)) return mismatch;
   }
-  const std::uint64_t s = history_.empty() ? agreed_.load(std::memory_order_relaxed) : history_.back().call.sequence;
+  const std::uint64_t s =
+      history_.empty() ? agreed_.load(std::memory_order_relaxed) : history_.back().call.sequence;
   // Every rank posts after a round that found them at different calls; otherwise a rank posts
   // when it has calls beyond those it gave.
   if (compare_at_ || s > last_sent_) post();
@@ -69,7 +71,8 @@ std::optional<CallLedger::Mismatch> CallLedger::progress() {
 
 void CallLedger::post() {
   auto r = std::make_shared<Round>();
-  const std::uint64_t s = history_.empty() ? agreed_.load(std::memory_order_relaxed) : history_.back().call.sequence;
+  const std::uint64_t s =
+      history_.empty() ? agreed_.load(std::memory_order_relaxed) : history_.back().call.sequence;
   const std::uint64_t hs = chain_at(s);
   r->send[0] = s;
   r->send[1] = ~s;
@@ -81,7 +84,8 @@ void CallLedger::post() {
     r->send[5] = ~hm;
   }
   r->compared = compare_at_;
-  SKEIN_MPI_CHECK(MPI_Iallreduce, (r->send, r->recv, 6, MPI_UINT64_T, MPI_MAX, rounds_, &r->request),
+  SKEIN_MPI_CHECK(MPI_Iallreduce,
+                  (r->send, r->recv, 6, MPI_UINT64_T, MPI_MAX, rounds_, &r->request),
                   "the agreement check");
   last_sent_ = s;
   round_ = std::move(r);
@@ -115,15 +119,17 @@ CallLedger::Mismatch CallLedger::describe(std::uint64_t through) {
     std::vector<Fingerprint> mine(n);
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::uint64_t s = from + i;
-      const auto it = std::lower_bound(history_.begin(), history_.end(), s,
-                                       [](const Entry& e, std::uint64_t q) { return e.call.sequence < q; });
+      const auto it =
+          std::lower_bound(history_.begin(), history_.end(), s,
+                           [](const Entry& e, std::uint64_t q) { return e.call.sequence < q; });
       if (it != history_.end() && it->call.sequence == s) mine[i] = it->call;
     }
     auto sent = std::make_shared<std::vector<Fingerprint>>(std::move(mine));
     auto all = std::make_shared<std::vector<Fingerprint>>(n * static_cast<std::uint64_t>(size));
     const int bytes = static_cast<int>(n * sizeof(Fingerprint));
     MPI_Request request = MPI_REQUEST_NULL;
-    SKEIN_MPI_CHECK(MPI_Iallgather, (sent->data(), bytes, MPI_BYTE, all->data(), bytes, MPI_BYTE, diag_, &request),
+    SKEIN_MPI_CHECK(MPI_Iallgather,
+                    (sent->data(), bytes, MPI_BYTE, all->data(), bytes, MPI_BYTE, diag_, &request),
                     "the agreement check");
     try {
       wait_requests(std::span(&request, 1), deadline_after(timeout_s_),
@@ -132,21 +138,26 @@ CallLedger::Mismatch CallLedger::describe(std::uint64_t through) {
       skein::detail::abandon(request, "the agreement check's MPI_Iallgather of the fingerprints");
       keep_until_exit(std::move(sent));
       keep_until_exit(std::move(all));
-      return {fmt::format("calls #{} to #{}: the ranks made different calls (the fingerprints could "
-                          "not be gathered within SKEIN_COLLECTIVE_TIMEOUT={} s to say which)",
-                          from, through, timeout_s_),
-              {}};
+      return {
+          fmt::format("calls #{} to #{}: the ranks made different calls (the fingerprints could "
+                      "not be gathered within SKEIN_COLLECTIVE_TIMEOUT={} s to say which)",
+                      from, through, timeout_s_),
+          {}};
     }
     for (std::uint64_t i = 0; i < n; ++i) {
       std::vector<Fingerprint> column(static_cast<std::size_t>(size));
-      for (int q = 0; q < size; ++q) column[static_cast<std::size_t>(q)] = (*all)[static_cast<std::size_t>(q) * n + i];
-      if (std::any_of(column.begin(), column.end(), [&](const Fingerprint& f) { return !(f == column[0]); })) {
+      for (int q = 0; q < size; ++q)
+        column[static_cast<std::size_t>(q)] = (*all)[static_cast<std::size_t>(q) * n + i];
+      if (std::any_of(column.begin(), column.end(),
+                      [&](const Fingerprint& f) { return !(f == column[0]); })) {
         return {describe_differences(column, (*sent)[i]), call_of((*sent)[i])};
       }
     }
     from += n;
   }
-  return {fmt::format("calls up to #{}: the ranks made different calls (their digests differ)", through), {}};
+  return {fmt::format("calls up to #{}: the ranks made different calls (their digests differ)",
+                      through),
+          {}};
 }
 
 void CallLedger::abandon() noexcept {

@@ -101,7 +101,7 @@ class CallLedger {
   double timeout_s_;
 
   std::mutex recorded_mutex_;
-  std::deque<Entry> recorded_;  // the calls' pushes, moved into history_ by progress()
+  std::deque<Entry> recorded_;       // the calls' pushes, moved into history_ by progress()
   std::uint64_t chain_ = kHashSeed;  // the calling thread's running chain (record())
   std::atomic<std::uint64_t> made_{0};
 
@@ -109,8 +109,8 @@ class CallLedger {
   std::deque<Entry> history_;
   std::uint64_t agreed_chain_ = kHashSeed;
   std::atomic<std::uint64_t> agreed_{0};
-  std::shared_ptr<Round> round_;  // in flight, or null
-  std::uint64_t last_sent_ = 0;    // s of this rank's last round
+  std::shared_ptr<Round> round_;             // in flight, or null
+  std::uint64_t last_sent_ = 0;              // s of this rank's last round
   std::optional<std::uint64_t> compare_at_;  // m, compared in the next round
 };
 

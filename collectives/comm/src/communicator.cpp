@@ -111,7 +111,8 @@ namespace {
 std::atomic<CallProfile*> g_profile{nullptr};
 }  // namespace
 CallProfile& call_profile() {
-  static CallProfile profile{.on = detail::env_flag("SKEIN_PROFILE_COLLECTIVES", false, "Communicator",
+  static CallProfile profile{.on = detail::env_flag("SKEIN_PROFILE_COLLECTIVES", false,
+                                                    "Communicator",
                                                     "print the host time per collective call")};
   g_profile.store(&profile, std::memory_order_release);
   return profile;
@@ -128,7 +129,8 @@ long long& call_launch_ns() {
 }
 }  // namespace detail
 
-Communicator::Impl::Impl(Context c) : context(std::move(c)), results(std::make_shared<AgreementResults>()) {}
+Communicator::Impl::Impl(Context c)
+    : context(std::move(c)), results(std::make_shared<AgreementResults>()) {}
 
 Communicator::Impl::~Impl() {
   if (const auto* read = detail::call_profile_if_read(); read && read->on && read->calls > 0) {
@@ -138,9 +140,9 @@ Communicator::Impl::~Impl() {
     detail::log(LogLevel::warning, LogScope::rank,
                 "{} collective calls, host us per call: checks {:.2f}, backend {:.2f} (NCCL group "
                 "{:.2f}), events {:.2f}, watchdog {:.2f}",
-                p.calls.load(), static_cast<double>(p.checks_ns) / n, static_cast<double>(p.backend_ns) / n,
-                static_cast<double>(p.launch_ns) / n, static_cast<double>(p.events_ns) / n,
-                static_cast<double>(p.watch_ns) / n);
+                p.calls.load(), static_cast<double>(p.checks_ns) / n,
+                static_cast<double>(p.backend_ns) / n, static_cast<double>(p.launch_ns) / n,
+                static_cast<double>(p.events_ns) / n, static_cast<double>(p.watch_ns) / n);
   }
 #if SKEIN_HAS_MPI
   int finalized = 0;
@@ -156,12 +158,14 @@ Communicator::Impl::~Impl() {
                     timeout_s);
       }
       std::lock_guard lock(mutex);
-      if (watchdog_failure && broken.empty() && !results->reported.load(std::memory_order_relaxed)) {
-        detail::log(LogLevel::error, LogScope::rank, "{} (found when the Communicator was destroyed)",
-                    watchdog_failure->message);
+      if (watchdog_failure && broken.empty() &&
+          !results->reported.load(std::memory_order_relaxed)) {
+        detail::log(LogLevel::error, LogScope::rank,
+                    "{} (found when the Communicator was destroyed)", watchdog_failure->message);
       }
     } catch (const std::exception& e) {
-      detail::log(LogLevel::error, LogScope::rank, "{} (when the Communicator was destroyed)", e.what());
+      detail::log(LogLevel::error, LogScope::rank, "{} (when the Communicator was destroyed)",
+                  e.what());
     }
   }
 #endif
@@ -196,15 +200,17 @@ Communicator::Impl::~Impl() {
 #endif
 }
 
-
 namespace {
 
 // Checks one call's arguments and builds the backend's description of it.
 class CallBuilder {
  public:
   CallBuilder(Communicator::Impl& impl, CollectiveOp op, const Queue& queue)
-      : impl_(impl), queue_(queue), call_name_(call_name_of(op)),
-        created_(detail::call_profile().on ? CollectiveClock::now() : CollectiveClock::time_point()) {
+      : impl_(impl),
+        queue_(queue),
+        call_name_(call_name_of(op)),
+        created_(detail::call_profile().on ? CollectiveClock::now()
+                                           : CollectiveClock::time_point()) {
     call_.op = op;
     if (!(queue.context() == impl.context)) {
       fail(std::nullopt, "the queue belongs to another context than the communicator's",
@@ -229,23 +235,25 @@ class CallBuilder {
   void check_span(std::span<const Array> arrays, const char* role) const {
     if (arrays.size() != impl_.device_idxs.size()) {
       fail(std::nullopt,
-           fmt::format("{} {} arrays were given, but this rank has {} member(s)", arrays.size(), role,
-                       impl_.device_idxs.size()),
+           fmt::format("{} {} arrays were given, but this rank has {} member(s)", arrays.size(),
+                       role, impl_.device_idxs.size()),
            "Pass one array per local member, in local device order (Communicator::local_size()).");
     }
   }
 
   // Checks one member's array and returns (adapter, absolute byte offset).
-  std::pair<const detail::BufferAdapter*, std::size_t> check_array(
-      std::size_t local, const Array& a, const char* role, std::size_t expected_size) {
+  std::pair<const detail::BufferAdapter*, std::size_t> check_array(std::size_t local,
+                                                                   const Array& a, const char* role,
+                                                                   std::size_t expected_size) {
     const std::size_t dev = impl_.device_idxs[local];
     if (a.data().context_id() != detail::impl_of(impl_.context).get()) {
       fail(local, fmt::format("the {} array belongs to another context", role),
            "Allocate the arrays in the communicator's context (Communicator::context()).");
     }
     if (a.device_idx() != dev) {
-      fail(local, fmt::format("the {} array is on context device {}, not on this member's device {}",
-                              role, a.device_idx(), dev),
+      fail(local,
+           fmt::format("the {} array is on context device {}, not on this member's device {}", role,
+                       a.device_idx(), dev),
            "Pass the arrays in local device order: array i on Communicator::device_idx(i).");
     }
     if (!a.is_contiguous()) {
@@ -253,19 +261,22 @@ class CallBuilder {
            "Pass contiguous arrays (copy a strided view into a contiguous array first).");
     }
     if (dtype_ && *dtype_ != a.dtype()) {
-      fail(local, fmt::format("the {} array's dtype is {}, but the call's dtype is {}", role,
-                              name(a.dtype()), name(*dtype_)),
+      fail(local,
+           fmt::format("the {} array's dtype is {}, but the call's dtype is {}", role,
+                       name(a.dtype()), name(*dtype_)),
            "Use the same dtype for every array of the call.");
     }
     dtype_ = a.dtype();
     if (a.size() != expected_size) {
-      fail(local, fmt::format("the {} array has {} elements, but {} are needed{}", role, a.size(),
-                              expected_size, size_rule()),
+      fail(local,
+           fmt::format("the {} array has {} elements, but {} are needed{}", role, a.size(),
+                       expected_size, size_rule()),
            "Size the arrays as the operation requires (see <skein/communicator.hpp>).");
     }
     if (!queue_.has_device(dev)) {
-      fail(local, fmt::format("the queue has no queue on context device {} (its devices: {})", dev,
-                              fmt::join(queue_.device_idxs(), ", ")),
+      fail(local,
+           fmt::format("the queue has no queue on context device {} (its devices: {})", dev,
+                       fmt::join(queue_.device_idxs(), ", ")),
            "Use a queue over the communicator's devices, e.g. Queue(communicator.context()).");
     }
     const auto& buffer = a.data();
@@ -280,8 +291,9 @@ class CallBuilder {
     m.local_device = local;
     m.device_idx = impl_.device_idxs[local];
     if (!queue_.has_device(m.device_idx)) {
-      fail(local, fmt::format("the queue has no queue on context device {} (its devices: {})",
-                              m.device_idx, fmt::join(queue_.device_idxs(), ", ")),
+      fail(local,
+           fmt::format("the queue has no queue on context device {} (its devices: {})",
+                       m.device_idx, fmt::join(queue_.device_idxs(), ", ")),
            "Use a queue over the communicator's devices, e.g. Queue(communicator.context()).");
     }
     // Not Queue::device_queue, which would record the marker of the previous call on the device
@@ -345,9 +357,8 @@ class CallBuilder {
     for (const auto& m : call_.members) {
       if (m.recv == nullptr) continue;  // reduce: members other than the root receive nothing
       const std::size_t block = impl_.first_member + m.local_device;
-      const bool same =
-          m.send == m.recv &&
-          m.send_offset + block * recv_block_of_send * es == m.recv_offset + block * send_block_of_recv * es;
+      const bool same = m.send == m.recv && m.send_offset + block * recv_block_of_send * es ==
+                                                m.recv_offset + block * send_block_of_recv * es;
       all = all && same;
     }
     call_.in_place = all;
@@ -387,7 +398,8 @@ detail::CommunicatorRequest request_of(CollectiveBackend backend) {
   return {.options = {.backend = backend}, .backend_pinned = true};
 }
 
-std::shared_ptr<Communicator::Impl> over_runtime(const Runtime& runtime, const detail::CommunicatorRequest& request) {
+std::shared_ptr<Communicator::Impl> over_runtime(const Runtime& runtime,
+                                                 const detail::CommunicatorRequest& request) {
   if (!runtime.uses_mpi()) {
     detail::raise_in(SKEIN_HERE, "Communicator",
                      "Create the Runtime with Runtime(&argc, &argv) or Runtime(comm).",
@@ -398,13 +410,15 @@ std::shared_ptr<Communicator::Impl> over_runtime(const Runtime& runtime, const d
 
 }  // namespace
 
-Communicator::Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs,
-                           const CommunicatorOptions& options)
-    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs), {.options = options})) {}
+Communicator::Communicator(MPI_Comm comm, const Context& context,
+                           std::vector<std::size_t> device_idxs, const CommunicatorOptions& options)
+    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs),
+                                           {.options = options})) {}
 
-Communicator::Communicator(MPI_Comm comm, const Context& context, std::vector<std::size_t> device_idxs,
-                           CollectiveBackend backend)
-    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs), request_of(backend))) {}
+Communicator::Communicator(MPI_Comm comm, const Context& context,
+                           std::vector<std::size_t> device_idxs, CollectiveBackend backend)
+    : impl_(detail::make_communicator_impl(comm, context, std::move(device_idxs),
+                                           request_of(backend))) {}
 
 Communicator::Communicator(const Runtime& runtime, CollectiveBackend backend)
     : impl_(over_runtime(runtime, request_of(backend))) {}
@@ -419,7 +433,8 @@ Communicator::Communicator(const Runtime&, const CommunicatorOptions&) {
                    "this build of Skein has no MPI; a Communicator needs MPI");
 }
 
-Communicator::Communicator(const Runtime& runtime, CollectiveBackend) : Communicator(runtime, CommunicatorOptions{}) {}
+Communicator::Communicator(const Runtime& runtime, CollectiveBackend)
+    : Communicator(runtime, CommunicatorOptions{}) {}
 
 #endif
 
@@ -468,8 +483,9 @@ Communicator Communicator::split(int color, int key) const {
   SKEIN_MPI_CHECK(MPI_Comm_split, (impl_->comm, color, key, &part));
   try {
     // The parent's settings in effect, its backend included whatever SKEIN_BACKEND says now.
-    Communicator result(detail::make_communicator_impl(
-        part, impl_->context, impl_->device_idxs, {.options = impl_->options, .backend_pinned = true}));
+    Communicator result(
+        detail::make_communicator_impl(part, impl_->context, impl_->device_idxs,
+                                       {.options = impl_->options, .backend_pinned = true}));
     MPI_Comm_free(&part);
     return result;
   } catch (...) {
@@ -526,8 +542,9 @@ void watch_call(Communicator::Impl& impl, const Queue& queue, const detail::Coll
   const auto& queue_impl = detail::impl_of(queue);
   std::uint64_t devices = 0;
   for (const auto& m : call.members) {
-    devices = m.device_idx < 64 && devices != ~std::uint64_t{0} ? devices | (std::uint64_t{1} << m.device_idx)
-                                                                : ~std::uint64_t{0};
+    devices = m.device_idx < 64 && devices != ~std::uint64_t{0}
+                  ? devices | (std::uint64_t{1} << m.device_idx)
+                  : ~std::uint64_t{0};
   }
   constexpr auto kJoin = std::chrono::milliseconds(1);
   const auto same_adapters = [](const std::vector<Event>& a, const std::vector<Event>& b) {
@@ -642,7 +659,8 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
         std::deque<std::shared_ptr<Communicator::Impl::Exchange>> left{exchange};
         impl.abandon(left);
         // The ranks can no longer pair their exchanges: nothing more goes through.
-        if (impl.broken.empty()) impl.broken = fmt::format("{} failed before its agreement check completed", label.str());
+        if (impl.broken.empty())
+          impl.broken = fmt::format("{} failed before its agreement check completed", label.str());
       }
       throw;
     }
@@ -656,7 +674,8 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
   // Compared alongside: the call's results are the host's only once it agreed
   // (skein/detail/pending_results.hpp): every host completion on its queue confirms them first.
   if (alongside) {
-    for (const auto& m : call.members) detail::hold_results(queue, m.device_idx, impl.results, call.sequence);
+    for (const auto& m : call.members)
+      detail::hold_results(queue, m.device_idx, impl.results, call.sequence);
   }
   std::vector<Event> events(call.members.size());
   // Inside a group the work is only issued at group_end(): there is nothing to record yet.
@@ -671,7 +690,8 @@ std::vector<Event> launch(Communicator::Impl& impl, CallBuilder& b, const Queue&
     phase = CollectiveClock::now();
   }
   // The watchdog's work (watch_call: one watch per stream and millisecond, not per call).
-  if (impl.asynchronous() && impl.timeout_s > 0) watch_call(impl, queue, call, label, start, events);
+  if (impl.asynchronous() && impl.timeout_s > 0)
+    watch_call(impl, queue, call, label, start, events);
   if (profile.on) add_to_profile(profile, checks, backend, events_ns, ns_since(phase));
   return events;
 }
@@ -711,7 +731,8 @@ std::vector<Event> Communicator::all_gather(const Queue& queue, std::span<const 
   return launch(*impl_, b, queue);
 }
 
-std::vector<Event> Communicator::broadcast(const Queue& queue, std::span<const Array> data, int root) {
+std::vector<Event> Communicator::broadcast(const Queue& queue, std::span<const Array> data,
+                                           int root) {
   CallBuilder b(*impl_, CollectiveOp::broadcast, queue);
   b.check_span(data, "data");
   b.check_root(root);
@@ -786,8 +807,8 @@ void check_p2p(CallBuilder& b, const Communicator& c, std::size_t local_device, 
 
 }  // namespace
 
-std::vector<Event> Communicator::send(const Queue& queue, std::size_t local_device, const Array& data,
-                                      int peer) {
+std::vector<Event> Communicator::send(const Queue& queue, std::size_t local_device,
+                                      const Array& data, int peer) {
   CallBuilder b(*impl_, CollectiveOp::send, queue);
   check_p2p(b, *this, local_device, peer);
   b.send(local_device, data, data.size());
@@ -795,8 +816,8 @@ std::vector<Event> Communicator::send(const Queue& queue, std::size_t local_devi
   return launch(*impl_, b, queue);
 }
 
-std::vector<Event> Communicator::recv(const Queue& queue, std::size_t local_device, const Array& data,
-                                      int peer) {
+std::vector<Event> Communicator::recv(const Queue& queue, std::size_t local_device,
+                                      const Array& data, int peer) {
   CallBuilder b(*impl_, CollectiveOp::recv, queue);
   check_p2p(b, *this, local_device, peer);
   b.recv(local_device, data, data.size());
@@ -811,8 +832,10 @@ std::vector<Event> Communicator::all_to_all(const Queue& queue, std::span<const 
   b.check_span(recv, "recv");
   const std::size_t total = send[0].size();
   if (total % size() != 0) {
-    b.fail(0, fmt::format("the send array has {} elements, not a multiple of size() = {}", total, size()),
-           "Give every member size() blocks of the same count.");
+    b.fail(
+        0,
+        fmt::format("the send array has {} elements, not a multiple of size() = {}", total, size()),
+        "Give every member size() blocks of the same count.");
   }
   b.set_rule(" (all_to_all: size() blocks of the same count, {} * {})", size(), total / size());
   for (std::size_t l = 0; l < local_size(); ++l) {
@@ -828,12 +851,13 @@ void Communicator::barrier(const Queue& queue) {
   // Every call before the barrier is compared across ranks first: a mismatch raises here, on
   // every rank, before the barrier's own traffic (which a rank stuck on the mismatch would never
   // join).
-  if (impl_->async_agreement && impl_->checks() && impl_->group_depth == 0 && impl_->broken.empty() &&
-      !impl_->settle_exchanges(impl_->deadline())) {
+  if (impl_->async_agreement && impl_->checks() && impl_->group_depth == 0 &&
+      impl_->broken.empty() && !impl_->settle_exchanges(impl_->deadline())) {
     impl_->backend->abort();
-    impl_->broken = fmt::format("the agreement check of the calls before barrier #{} did not "
-                                "complete within SKEIN_COLLECTIVE_TIMEOUT={} s",
-                                impl_->collective_sequence + 1, impl_->timeout_s);
+    impl_->broken = fmt::format(
+        "the agreement check of the calls before barrier #{} did not "
+        "complete within SKEIN_COLLECTIVE_TIMEOUT={} s",
+        impl_->collective_sequence + 1, impl_->timeout_s);
     throw TimeoutError(ErrorInfo{.what = impl_->broken + "; the communicator was aborted",
                                  .call = "Communicator::barrier",
                                  .hint = "Another rank probably did not make these calls, or "

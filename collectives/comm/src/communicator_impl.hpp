@@ -46,13 +46,13 @@
 
 namespace skein {
 
-using detail::CallLabel;
-using detail::CollectiveClock;
-using detail::Fingerprint;
 using detail::call_name_of;
 using detail::call_of;
+using detail::CallLabel;
+using detail::CollectiveClock;
 using detail::describe_differences;
 using detail::digest;
+using detail::Fingerprint;
 using detail::has_root;
 using detail::is_reduction;
 using detail::kHostAllReduce;
@@ -155,7 +155,8 @@ struct Communicator::Impl {
   // backend outside a group).
   bool can_carry(const detail::CollectiveCall& call) const {
 #if SKEIN_HAS_MPI
-    return persistent && !async_agreement && group_depth == 0 && call.op == CollectiveOp::all_reduce &&
+    return persistent && !async_agreement && group_depth == 0 &&
+           call.op == CollectiveOp::all_reduce &&
            call.count * itemsize(call.dtype) <= kCarriedBytes;
 #else
     (void)call;
@@ -191,15 +192,16 @@ struct Communicator::Impl {
     std::weak_ptr<const void> queue;
     bool has_queue = false;
     std::uint64_t devices = 0;  // a bit per device index; ~0: not comparable (an index >= 64)
-    const void* queue_address = nullptr;  // for a quick look; the same queue only while `queue` lives
+    const void* queue_address =
+        nullptr;  // for a quick look; the same queue only while `queue` lives
     // Whether a call on `address`'s queue and `bits` devices is on this watch's streams.
     bool on_streams(const void* address, std::uint64_t bits) const {
       return has_queue && address == queue_address && !queue.expired() && devices == bits &&
              bits != ~std::uint64_t{0};
     }
     bool same_streams(const Watch& o) const {
-      return has_queue && o.has_queue && !queue.owner_before(o.queue) && !o.queue.owner_before(queue) &&
-             devices == o.devices && devices != ~std::uint64_t{0};
+      return has_queue && o.has_queue && !queue.owner_before(o.queue) &&
+             !o.queue.owner_before(queue) && devices == o.devices && devices != ~std::uint64_t{0};
     }
     // The device's own answer: Event::query would confirm the call's results first, which is not
     // this thread's to do.
@@ -245,8 +247,10 @@ struct Communicator::Impl {
   CollectiveClock::time_point deadline_from(CollectiveClock::time_point start) const {
     return timeout_s <= 0 ? CollectiveClock::time_point::max() : deadline_after(start, timeout_s);
   }
-  static CollectiveClock::time_point deadline_after(CollectiveClock::time_point start, double seconds) {
-    return start + std::chrono::duration_cast<CollectiveClock::duration>(std::chrono::duration<double>(seconds));
+  static CollectiveClock::time_point deadline_after(CollectiveClock::time_point start,
+                                                    double seconds) {
+    return start + std::chrono::duration_cast<CollectiveClock::duration>(
+                       std::chrono::duration<double>(seconds));
   }
   bool asynchronous() const { return backend && backend->kind() == CollectiveBackend::nccl; }
   bool checks() const { return check_agreement && mpi_size > 1; }
@@ -256,14 +260,16 @@ struct Communicator::Impl {
   // Runs `f` (which talks to other ranks); a failure other than a LogicError aborts the backend
   // and breaks the communicator, and a timeout becomes the TimeoutError the user sees.
   template <class F>
-  void guarded(const CallLabel& label, const std::string& call, CollectiveClock::time_point start, F&& f);
+  void guarded(const CallLabel& label, const std::string& call, CollectiveClock::time_point start,
+               F&& f);
 
   // The agreement check's steps. post() starts the exchange; test() says whether it completed;
   // differences() is "" when every rank made the same call, else what differs (gathering the
   // fingerprints on diag_comm: every rank sees the same digests, so every rank gathers).
   void post(Exchange& x);
   // post() with this rank's data in the exchange (the persistent request's record).
-  void post_carrying(Exchange& x, const std::byte* data, std::size_t bytes, Dtype dtype, ReduceOp op);
+  void post_carrying(Exchange& x, const std::byte* data, std::size_t bytes, Dtype dtype,
+                     ReduceOp op);
   bool test(Exchange& x);
   std::string differences(const Exchange& x);
   // Waits for a posted exchange (the call's deadline) and raises LogicError on a mismatch.
@@ -310,7 +316,8 @@ struct AgreementResults final : detail::ResultCheck {
   std::optional<Communicator::Impl::Verdict> failure;  // the first, under the mutex
 
   bool confirmed(std::uint64_t ticket) const noexcept override {
-    return !failed.load(std::memory_order_acquire) && agreed.load(std::memory_order_acquire) >= ticket;
+    return !failed.load(std::memory_order_acquire) &&
+           agreed.load(std::memory_order_acquire) >= ticket;
   }
   void fail(const Communicator::Impl::Verdict& v) noexcept {
     try {
@@ -353,12 +360,14 @@ void Communicator::Impl::guarded(const CallLabel& label, const std::string& call
     watchdog_verdict();
     backend->abort();
     const double waited = std::chrono::duration<double>(CollectiveClock::now() - start).count();
-    broken = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s", label.str(), timeout_s);
+    broken = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s", label.str(),
+                         timeout_s);
     results->fail(Verdict{Failure::timeout, broken, {}});
     throw TimeoutError(ErrorInfo{
-        .what = fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s (waited {:.1f} s; "
-                            "{}); the communicator was aborted",
-                            label.str(), timeout_s, waited, e.info().what),
+        .what =
+            fmt::format("{} did not finish within SKEIN_COLLECTIVE_TIMEOUT={} s (waited {:.1f} s; "
+                        "{}); the communicator was aborted",
+                        label.str(), timeout_s, waited, e.info().what),
         .call = call,
         .hint = "Another rank probably did not make this call, made a different one, or died. "
                 "Create a new Communicator to go on."});
@@ -377,7 +386,6 @@ void Communicator::Impl::guarded(const CallLabel& label, const std::string& call
   watchdog_verdict();
 }
 
-
 namespace detail {
 // What a constructor asks for: the settings given in code (the environment overrides them), and
 // whether an explicit backend among them wins over SKEIN_BACKEND instead (the constructors that
@@ -388,7 +396,8 @@ struct CommunicatorRequest {
 };
 // Creates a Communicator's state over `user_comm` (make_communicator.cpp).
 #if SKEIN_HAS_MPI
-std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
+std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm,
+                                                           const Context& context,
                                                            std::vector<std::size_t> device_idxs,
                                                            const CommunicatorRequest& request);
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The agreement check of a synchronous backend's call (the MPI backend): one exchange per call, on a
-// persistent request, completed before the call's data leaves the rank (it may carry a small
+// The agreement check of a synchronous backend's call (the MPI backend): one exchange per call, on
+// a persistent request, completed before the call's data leaves the rank (it may carry a small
 // all_reduce's data).
 #include "communicator_impl.hpp"
 
@@ -40,7 +40,9 @@ void Communicator::Impl::make_persistent() {
 #if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
   auto p = std::make_shared<Persistent>();
   if (record_type == MPI_DATATYPE_NULL) {
-    SKEIN_MPI_CHECK(MPI_Type_contiguous, (static_cast<int>(sizeof(AgreementRecord)), MPI_BYTE, &record_type), "the agreement check");
+    SKEIN_MPI_CHECK(MPI_Type_contiguous,
+                    (static_cast<int>(sizeof(AgreementRecord)), MPI_BYTE, &record_type),
+                    "the agreement check");
     SKEIN_MPI_CHECK(MPI_Type_commit, (&record_type), "the agreement check");
   }
   if (record_op == MPI_OP_NULL) {
@@ -70,7 +72,8 @@ void Communicator::Impl::post(Exchange& x) {
     SKEIN_MPI_CHECK(MPI_Start, (&persistent->request), "the agreement check");
     x.persistent = true;
   } else {
-    SKEIN_MPI_CHECK(MPI_Iallreduce, (x.send, x.recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm, &x.request), "the agreement check");
+    SKEIN_MPI_CHECK(MPI_Iallreduce, (x.send, x.recv, 2, MPI_UINT64_T, MPI_MAX, fp_comm, &x.request),
+                    "the agreement check");
   }
   x.posted = true;
 }
@@ -112,8 +115,10 @@ std::string Communicator::Impl::differences(const Exchange& x) {
   auto all = std::make_shared<std::vector<Fingerprint>>(static_cast<std::size_t>(mpi_size));
   auto mine = std::make_shared<Fingerprint>(x.mine);
   MPI_Request request = MPI_REQUEST_NULL;
-  SKEIN_MPI_CHECK(MPI_Iallgather, (mine.get(), sizeof(Fingerprint), MPI_BYTE, all->data(),
-                                   sizeof(Fingerprint), MPI_BYTE, diag_comm, &request), "the agreement check");
+  SKEIN_MPI_CHECK(MPI_Iallgather,
+                  (mine.get(), sizeof(Fingerprint), MPI_BYTE, all->data(), sizeof(Fingerprint),
+                   MPI_BYTE, diag_comm, &request),
+                  "the agreement check");
   try {
     detail::wait_requests(std::span(&request, 1), deadline(),
                           "the agreement check's MPI_Iallgather of the fingerprints");
@@ -121,15 +126,16 @@ std::string Communicator::Impl::differences(const Exchange& x) {
     detail::abandon(request, "the agreement check's MPI_Iallgather of the fingerprints");
     detail::keep_until_exit(std::move(all));
     detail::keep_until_exit(std::move(mine));
-    return fmt::format("{}: the ranks made different calls (the fingerprints could not be "
-                       "gathered within SKEIN_COLLECTIVE_TIMEOUT={} s to say what differs)",
-                       label_of(x.mine), timeout_s);
+    return fmt::format(
+        "{}: the ranks made different calls (the fingerprints could not be "
+        "gathered within SKEIN_COLLECTIVE_TIMEOUT={} s to say what differs)",
+        label_of(x.mine), timeout_s);
   }
   return describe_differences(*all, x.mine);
 }
 
-
-void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until) {
+void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x,
+                                CollectiveClock::time_point until) {
   if (!x->posted) post(*x);
   if (!x->done) {
     try {
@@ -156,8 +162,9 @@ void Communicator::Impl::finish(const std::shared_ptr<Exchange>& x, CollectiveCl
   }
 }
 
-bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>& x, CollectiveClock::time_point until,
-                                         std::byte* data, std::size_t bytes, Dtype dtype, ReduceOp op) {
+bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>& x,
+                                         CollectiveClock::time_point until, std::byte* data,
+                                         std::size_t bytes, Dtype dtype, ReduceOp op) {
   post_carrying(*x, data, bytes, dtype, op);
   finish(x, until);  // raises on a mismatch
   if (persistent->recv.carried == 0) return false;
@@ -191,8 +198,9 @@ bool Communicator::Impl::test(Exchange&) { return true; }
 std::string Communicator::Impl::differences(const Exchange&) { return {}; }
 void Communicator::Impl::finish(const std::shared_ptr<Exchange>&, CollectiveClock::time_point) {}
 void Communicator::Impl::post_carrying(Exchange&, const std::byte*, std::size_t, Dtype, ReduceOp) {}
-bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>&, CollectiveClock::time_point,
-                                         std::byte*, std::size_t, Dtype, ReduceOp) {
+bool Communicator::Impl::finish_carrying(const std::shared_ptr<Exchange>&,
+                                         CollectiveClock::time_point, std::byte*, std::size_t,
+                                         Dtype, ReduceOp) {
   return false;
 }
 void Communicator::Impl::abandon(std::deque<std::shared_ptr<Exchange>>& xs) { xs.clear(); }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Reductions of host values over the Communicator's ranks (detail::all_reduce_host, behind dist::sum,
-// min, max, dot), and the checks the distributed layer asks of a communicator.
+// Reductions of host values over the Communicator's ranks (detail::all_reduce_host, behind
+// dist::sum, min, max, dot), and the checks the distributed layer asks of a communicator.
 #include "communicator_impl.hpp"
 
 #include "host_reduce.hpp"
@@ -31,8 +31,8 @@ void require_outside_group(Communicator& comm, const char* call) {
   }
 }
 
-void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count, Dtype dtype,
-                     ReduceOp op, const char* call) {
+void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count,
+                     Dtype dtype, ReduceOp op, const char* call) {
   Communicator::Impl& impl = CommunicatorAccess::impl(comm);
   impl.check_usable(call);
   const std::size_t bytes = count * itemsize(dtype);
@@ -81,8 +81,9 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
     std::memcpy(mine->values, values.data(), bytes);
     auto all = std::make_shared<std::vector<HostRecord>>(static_cast<std::size_t>(impl.mpi_size));
     MPI_Request request = MPI_REQUEST_NULL;
-    SKEIN_MPI_CHECK(MPI_Iallgather, (mine.get(), sizeof(HostRecord), MPI_BYTE, all->data(),
-                                     sizeof(HostRecord), MPI_BYTE, impl.host_comm, &request),
+    SKEIN_MPI_CHECK(MPI_Iallgather,
+                    (mine.get(), sizeof(HostRecord), MPI_BYTE, all->data(), sizeof(HostRecord),
+                     MPI_BYTE, impl.host_comm, &request),
                     "all_reduce of host values");
     // The communicator ends with the agreement check's verdict (as check_usable() raises it).
     auto fail = [&](const Communicator::Impl::Verdict& verdict) {
@@ -98,11 +99,12 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
     try {
       // Between the tests, the verdict on the calls compared alongside: a rank that made another
       // call at this point never joins this gather.
-      wait_requests(std::span(&request, 1), deadline, label.str() + "'s MPI_Iallgather", nullptr, [&] {
-        if (!alongside) return;
-        impl.progress_shared();
-        if (auto verdict = watchdog_verdict()) fail(*verdict);
-      });
+      wait_requests(std::span(&request, 1), deadline, label.str() + "'s MPI_Iallgather", nullptr,
+                    [&] {
+                      if (!alongside) return;
+                      impl.progress_shared();
+                      if (auto verdict = watchdog_verdict()) fail(*verdict);
+                    });
     } catch (...) {
       // MPI still owns the gather and its buffers.
       abandon(request, label.str() + "'s MPI_Iallgather");
@@ -111,7 +113,8 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
       throw;
     }
     const std::uint64_t agreed = digest(f);
-    if (std::any_of(all->begin(), all->end(), [&](const HostRecord& r) { return digest(r.call) != agreed; })) {
+    if (std::any_of(all->begin(), all->end(),
+                    [&](const HostRecord& r) { return digest(r.call) != agreed; })) {
       if (alongside) {
         // This call's exchange differs too, and comparing it is collective (the fingerprints are
         // gathered after a mismatch): finish it as the other ranks do, whichever way they found

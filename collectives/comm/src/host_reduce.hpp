@@ -18,8 +18,8 @@ namespace skein::detail {
 template <class T>
 constexpr bool is_half = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 template <class T>
-constexpr bool is_cplx = std::is_same_v<T, std::complex<float>> ||
-                         std::is_same_v<T, std::complex<double>>;
+constexpr bool is_cplx =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 // One element of a reduction. Integers wrap around (computed unsigned: signed overflow would be
 // undefined behaviour); half types compute in float and round once per step.
@@ -31,8 +31,10 @@ T combine(T a, T b, ReduceOp op) {
     using U = std::make_unsigned_t<T>;
     switch (op) {
       case ReduceOp::sum:
-      case ReduceOp::avg: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case ReduceOp::prod: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case ReduceOp::avg:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case ReduceOp::prod:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
       case ReduceOp::min: return std::min(a, b);
       case ReduceOp::max: return std::max(a, b);
     }
@@ -79,7 +81,8 @@ void reduce_into(std::byte* acc, const std::byte* in, std::size_t n, ReduceOp op
   }
 }
 
-inline void reduce_bytes(Dtype dtype, std::byte* acc, const std::byte* in, std::size_t n, ReduceOp op) {
+inline void reduce_bytes(Dtype dtype, std::byte* acc, const std::byte* in, std::size_t n,
+                         ReduceOp op) {
   visit_dtype(dtype, [&](auto t) { reduce_into<decltype(t)>(acc, in, n, op); });
 }
 

@@ -17,36 +17,41 @@ namespace {
 
 // The Communicator's variables (detail::env_*: unset or empty is nullopt).
 std::optional<bool> agreement_check_from_environment() {
-  return detail::parse_env_flag("SKEIN_CHECK_COLLECTIVES", detail::env_value("SKEIN_CHECK_COLLECTIVES"),
-                                "Communicator", "check that the ranks make the same collective calls; the default");
+  return detail::parse_env_flag("SKEIN_CHECK_COLLECTIVES",
+                                detail::env_value("SKEIN_CHECK_COLLECTIVES"), "Communicator",
+                                "check that the ranks make the same collective calls; the default");
 }
 
 std::optional<CollectiveBackend> backend_from_environment() {
   return detail::env_choice<CollectiveBackend>(
       "SKEIN_BACKEND", "Communicator",
-      {{"auto", CollectiveBackend::automatic, "NCCL when every rank has CUDA devices of its own, else MPI"},
+      {{"auto", CollectiveBackend::automatic,
+        "NCCL when every rank has CUDA devices of its own, else MPI"},
        {"nccl", CollectiveBackend::nccl, "NCCL"},
        {"mpi", CollectiveBackend::mpi, "MPI, staged through host memory"}});
 }
 
 // SKEIN_COLLECTIVE_TIMEOUT: seconds; 0 waits forever.
 std::optional<double> timeout_from_environment() {
-  return detail::parse_env_seconds("SKEIN_COLLECTIVE_TIMEOUT", detail::env_value("SKEIN_COLLECTIVE_TIMEOUT"),
-                                   "Communicator", "waits forever");
+  return detail::parse_env_seconds("SKEIN_COLLECTIVE_TIMEOUT",
+                                   detail::env_value("SKEIN_COLLECTIVE_TIMEOUT"), "Communicator",
+                                   "waits forever");
 }
 
 // The settings in effect: each variable that is set overrides the code's value, which overrides the
 // default; a backend the request pins wins over SKEIN_BACKEND. Every variable is read (and a bad
 // value refused) whatever the code sets, so that a wrong one fails here on every rank alike.
 struct CommunicatorSettings {
-  CommunicatorOptions options;         // every field set; backend as requested (maybe automatic)
+  CommunicatorOptions options;          // every field set; backend as requested (maybe automatic)
   bool backend_by_environment = false;  // SKEIN_BACKEND chose nccl or mpi (for the hints)
 };
 
 CommunicatorSettings resolve_settings(const detail::CommunicatorRequest& request) {
   const CommunicatorOptions& code = request.options;
-  if (code.timeout_seconds && !(std::isfinite(*code.timeout_seconds) && *code.timeout_seconds >= 0)) {
-    detail::raise_in(SKEIN_HERE, "Communicator", "Pass a number of seconds >= 0 (0: no limit), or leave it empty.",
+  if (code.timeout_seconds &&
+      !(std::isfinite(*code.timeout_seconds) && *code.timeout_seconds >= 0)) {
+    detail::raise_in(SKEIN_HERE, "Communicator",
+                     "Pass a number of seconds >= 0 (0: no limit), or leave it empty.",
                      "CommunicatorOptions::timeout_seconds is {}", *code.timeout_seconds);
   }
   (void)detail::call_profile();
@@ -56,7 +61,8 @@ CommunicatorSettings resolve_settings(const detail::CommunicatorRequest& request
   const auto backend = backend_from_environment();
   CommunicatorSettings s;
   s.options.check_agreement = check.value_or(code.check_agreement.value_or(true));
-  s.options.timeout_seconds = timeout.value_or(code.timeout_seconds.value_or(detail::kDefaultCollectiveTimeout));
+  s.options.timeout_seconds =
+      timeout.value_or(code.timeout_seconds.value_or(detail::kDefaultCollectiveTimeout));
   s.options.nccl_blocking = blocking.value_or(code.nccl_blocking.value_or(true));
   const CollectiveBackend coded = code.backend.value_or(CollectiveBackend::automatic);
   if (backend && !(request.backend_pinned && coded != CollectiveBackend::automatic)) {
@@ -80,20 +86,24 @@ void learn_log_rank() {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  detail::set_log_rank({.rank = rank, .prefix = size > 1 ? fmt::format("rank {}: ", rank) : std::string()});
+  detail::set_log_rank(
+      {.rank = rank, .prefix = size > 1 ? fmt::format("rank {}: ", rank) : std::string()});
 }
 
 constexpr const char* kCreationHint =
-    "Every rank of the MPI communicator must create the Communicator; another rank is late, failed, "
-    "or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is legitimately slow to get here.";
+    "Every rank of the MPI communicator must create the Communicator; another rank is late, "
+    "failed, "
+    "or took another path. Raise SKEIN_COLLECTIVE_TIMEOUT if a rank is legitimately slow to get "
+    "here.";
 
 // A communicator-creation step's MPI request, waited on against the creation's one `deadline`
 // (agreement.hpp's wait_or_abandon: on a timeout `keep` is kept until exit and the TimeoutError
 // names the step, the variable and what to do).
-void wait_creation_step(MPI_Request& request, CollectiveClock::time_point deadline, double timeout_s,
-                        const char* step, std::shared_ptr<void> keep) {
+void wait_creation_step(MPI_Request& request, CollectiveClock::time_point deadline,
+                        double timeout_s, const char* step, std::shared_ptr<void> keep) {
   detail::wait_or_abandon(request, deadline, timeout_s, "Communicator",
-                          fmt::format("creating a Communicator: {}", step), std::move(keep), kCreationHint);
+                          fmt::format("creating a Communicator: {}", step), std::move(keep),
+                          kCreationHint);
 }
 
 // A duplicate of `parent` (MPI_Comm_idup) against the creation's deadline.
@@ -107,8 +117,8 @@ MPI_Comm duplicate(MPI_Comm parent, CollectiveClock::time_point deadline, double
 // is one, each device is listed once (every device of the context when none is), and this build
 // has the backend asked for. Returns the devices.
 std::vector<std::size_t> check_request(MPI_Comm user_comm, const Context& context,
-                                       std::vector<std::size_t> device_idxs, CollectiveBackend requested,
-                                       bool by_environment) {
+                                       std::vector<std::size_t> device_idxs,
+                                       CollectiveBackend requested, bool by_environment) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -134,13 +144,14 @@ std::vector<std::size_t> check_request(MPI_Comm user_comm, const Context& contex
   }
 #if !SKEIN_HAS_NCCL
   if (requested == CollectiveBackend::nccl) {
-    detail::raise_in(SKEIN_HERE, "Communicator",
-                     by_environment
-                         ? "Set SKEIN_BACKEND=mpi or auto, or build Skein with NCCL."
-                         : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend), or "
-                           "build Skein with NCCL.",
-                     "this build of Skein has no NCCL backend{}",
-                     by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
+    detail::raise_in(
+        SKEIN_HERE, "Communicator",
+        by_environment
+            ? "Set SKEIN_BACKEND=mpi or auto, or build Skein with NCCL."
+            : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend), or "
+              "build Skein with NCCL.",
+        "this build of Skein has no NCCL backend{}",
+        by_environment ? " (SKEIN_BACKEND=nccl asks for it)" : "");
   }
 #else
   (void)requested, (void)by_environment;
@@ -154,7 +165,8 @@ std::vector<int> gather_members(Communicator::Impl& impl, CollectiveClock::time_
   const bool cuda = impl.context.api().id() == ApiId::cuda;
   MPI_Request request = MPI_REQUEST_NULL;
   // On the heap: after a timeout MPI may still use the buffers, which are then kept until exit.
-  auto exchange = std::make_shared<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl.mpi_size));
+  auto exchange =
+      std::make_shared<std::vector<int>>(2 + 2 * static_cast<std::size_t>(impl.mpi_size));
   int* mine = exchange->data();
   mine[0] = static_cast<int>(impl.device_idxs.size());
   mine[1] = cuda ? 1 : 0;
@@ -181,18 +193,22 @@ struct SharedDevices {
   std::string text;                // in words, with this rank's shared devices
 };
 
-SharedDevices find_shared_devices(const Communicator::Impl& impl, CollectiveClock::time_point deadline) {
+SharedDevices find_shared_devices(const Communicator::Impl& impl,
+                                  CollectiveClock::time_point deadline) {
   const auto& map = impl.map;
   const auto& device_idxs = impl.device_idxs;
   const Context& context = impl.context;
-  auto keys = std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
+  auto keys =
+      std::make_shared<std::vector<std::uint64_t>>(device_idxs.size() + map.member_rank.size());
   char host_name[256] = {};
-  const std::string host = gethostname(host_name, sizeof(host_name) - 1) == 0 ? host_name : "unknown-host";
+  const std::string host =
+      gethostname(host_name, sizeof(host_name) - 1) == 0 ? host_name : "unknown-host";
   for (std::size_t i = 0; i < device_idxs.size(); ++i) {
     const Device& d = context.device(device_idxs[i]);
-    (*keys)[i] = detail::agreement_hash(fmt::format("{}|{}", host,
-                                   detail::device_key(host, d.params().pci_bus_id, context.api().id(),
-                                                      d.platform().index(), d.index())));
+    (*keys)[i] = detail::agreement_hash(
+        fmt::format("{}|{}", host,
+                    detail::device_key(host, d.params().pci_bus_id, context.api().id(),
+                                       d.platform().index(), d.index())));
   }
   std::vector<int> counts, displs;
   for (int r = 0; r < impl.mpi_size; ++r) {
@@ -223,43 +239,49 @@ SharedDevices find_shared_devices(const Communicator::Impl& impl, CollectiveCloc
   mine_shared.erase(std::unique(mine_shared.begin(), mine_shared.end()), mine_shared.end());
   if (!out.pairs.empty()) {
     out.text = fmt::format("{} share a device{}", fmt::join(out.pairs, ", "),
-                           mine_shared.empty() ? std::string()
-                                               : fmt::format(" (this rank's: {})", fmt::join(mine_shared, ", ")));
+                           mine_shared.empty()
+                               ? std::string()
+                               : fmt::format(" (this rank's: {})", fmt::join(mine_shared, ", ")));
   }
   return out;
 }
 
 // The backend, from what was asked for and what the ranks gathered; NCCL where it cannot run is
 // refused on every rank alike (the facts were gathered), so that no rank waits in NCCL's set-up.
-CollectiveBackend choose_backend(const Communicator::Impl& impl, CollectiveBackend requested, bool by_environment,
-                                 const std::vector<int>& non_cuda_ranks, const SharedDevices& shared) {
+CollectiveBackend choose_backend(const Communicator::Impl& impl, CollectiveBackend requested,
+                                 bool by_environment, const std::vector<int>& non_cuda_ranks,
+                                 const SharedDevices& shared) {
   if (requested == CollectiveBackend::automatic) {
     if (!SKEIN_HAS_NCCL || !non_cuda_ranks.empty()) return CollectiveBackend::mpi;
     if (shared.pairs.empty()) return CollectiveBackend::nccl;
     // Said once per process, and the same on every rank (from what they gathered): rank 0 says it.
     static std::once_flag said;
     std::call_once(said, [&] {
-      detail::log(LogLevel::warning, LogScope::collective,
-                  "Communicator: {}; NCCL allows one rank per GPU, so the collectives use the MPI "
-                  "backend (staged through host memory). SKEIN_BACKEND=mpi chooses it without this note.",
-                  shared.text);
+      detail::log(
+          LogLevel::warning, LogScope::collective,
+          "Communicator: {}; NCCL allows one rank per GPU, so the collectives use the MPI "
+          "backend (staged through host memory). SKEIN_BACKEND=mpi chooses it without this note.",
+          shared.text);
     });
     return CollectiveBackend::mpi;
   }
   if (requested == CollectiveBackend::nccl && !non_cuda_ranks.empty()) {
     std::vector<std::string> mine_described;
-    for (auto idx : impl.device_idxs) mine_described.push_back(impl.context.device(idx).description());
-    const bool me = std::find(non_cuda_ranks.begin(), non_cuda_ranks.end(), impl.mpi_rank) != non_cuda_ranks.end();
-    detail::raise_in(SKEIN_HERE, "Communicator",
-                     by_environment
-                         ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
-                           "every rank CUDA devices."
-                         : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend; MPI "
-                           "works with any device), or give every rank CUDA devices.",
-                     "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
-                     by_environment ? " (SKEIN_BACKEND=nccl)" : "", ranks_list(non_cuda_ranks),
-                     non_cuda_ranks.size() == 1 ? "has" : "have",
-                     me ? fmt::format(" (this rank's: {})", fmt::join(mine_described, ", ")) : "");
+    for (auto idx : impl.device_idxs)
+      mine_described.push_back(impl.context.device(idx).description());
+    const bool me = std::find(non_cuda_ranks.begin(), non_cuda_ranks.end(), impl.mpi_rank) !=
+                    non_cuda_ranks.end();
+    detail::raise_in(
+        SKEIN_HERE, "Communicator",
+        by_environment
+            ? "Set SKEIN_BACKEND=mpi or auto (MPI works with any device), or give "
+              "every rank CUDA devices."
+            : "Use CollectiveBackend::mpi or automatic (CommunicatorOptions::backend; MPI "
+              "works with any device), or give every rank CUDA devices.",
+        "the NCCL backend{} needs CUDA devices, but {} {} other devices{}",
+        by_environment ? " (SKEIN_BACKEND=nccl)" : "", ranks_list(non_cuda_ranks),
+        non_cuda_ranks.size() == 1 ? "has" : "have",
+        me ? fmt::format(" (this rank's: {})", fmt::join(mine_described, ", ")) : "");
   }
   if (requested == CollectiveBackend::nccl && !shared.pairs.empty()) {
     // Before NCCL would refuse it ("Duplicate GPU detected").
@@ -276,7 +298,8 @@ CollectiveBackend choose_backend(const Communicator::Impl& impl, CollectiveBacke
 }  // namespace
 
 namespace detail {
-std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, const Context& context,
+std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm,
+                                                           const Context& context,
                                                            std::vector<std::size_t> device_idxs,
                                                            const CommunicatorRequest& asked) {
   // Everything that can fail locally fails before the first collective, identically on every
@@ -286,7 +309,8 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
   const CommunicatorSettings settings = resolve_settings(asked);
   const double timeout_s = *settings.options.timeout_seconds;
   const CollectiveBackend requested = *settings.options.backend;
-  device_idxs = check_request(user_comm, context, std::move(device_idxs), requested, settings.backend_by_environment);
+  device_idxs = check_request(user_comm, context, std::move(device_idxs), requested,
+                              settings.backend_by_environment);
 
   learn_log_rank();
   auto impl = std::make_unique<Communicator::Impl>(context);
@@ -314,32 +338,38 @@ std::shared_ptr<Communicator::Impl> make_communicator_impl(MPI_Comm user_comm, c
   // The agreement check's communicators: the digests (posted by the watchdog of an asynchronous
   // backend) and the fingerprints after a mismatch, each apart from the data's traffic.
   if (impl->checks()) {
-    impl->fp_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
-    impl->diag_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
+    impl->fp_comm =
+        duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
+    impl->diag_comm =
+        duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (the agreement check)");
     if (chosen != CollectiveBackend::nccl) impl->make_persistent();
   }
   // The reductions of host values (detail::all_reduce_host): their own, so that a rank that made
   // another call at that point never pairs a gather with a backend's data traffic.
   if (impl->mpi_size > 1) {
-    impl->host_comm = duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (reductions of host values)");
+    impl->host_comm =
+        duplicate(impl->comm, deadline, timeout_s, "MPI_Comm_idup (reductions of host values)");
   }
 
   const int first = static_cast<int>(impl->first_member);
 #if SKEIN_HAS_NCCL
   if (chosen == CollectiveBackend::nccl) {
-    impl->backend = detail::make_nccl_backend(impl->comm, impl->map, first, context, device_idxs, timeout_s,
-                                              *settings.options.nccl_blocking);
+    impl->backend = detail::make_nccl_backend(impl->comm, impl->map, first, context, device_idxs,
+                                              timeout_s, *settings.options.nccl_blocking);
   }
 #endif
   if (chosen == CollectiveBackend::mpi) {
-    impl->backend = detail::make_mpi_backend(impl->comm, impl->map, first, context, device_idxs, timeout_s);
+    impl->backend =
+        detail::make_mpi_backend(impl->comm, impl->map, first, context, device_idxs, timeout_s);
   }
   impl->options.backend = chosen;
-  detail::log(LogLevel::info, LogScope::collective,
-              "Communicator: {} over {} member(s) on {} rank(s); collective timeout {}, agreement check {}",
-              impl->backend->description(), impl->map.member_rank.size(), impl->mpi_size,
-              timeout_s > 0 ? fmt::format("{} s", timeout_s) : std::string("none"),
-              impl->checks() ? "on" : (impl->check_agreement ? "on (nothing to compare on one rank)" : "off"));
+  detail::log(
+      LogLevel::info, LogScope::collective,
+      "Communicator: {} over {} member(s) on {} rank(s); collective timeout {}, agreement check {}",
+      impl->backend->description(), impl->map.member_rank.size(), impl->mpi_size,
+      timeout_s > 0 ? fmt::format("{} s", timeout_s) : std::string("none"),
+      impl->checks() ? "on"
+                     : (impl->check_agreement ? "on (nothing to compare on one rank)" : "off"));
   impl->async_agreement = impl->asynchronous();
   if (impl->asynchronous()) impl->start_watchdog();
   std::shared_ptr<Communicator::Impl> made = std::move(impl);

@@ -50,9 +50,12 @@ PlacementOptions PlacementOptions::from_environment(PlacementOptions given) {
     if (auto value = env("SKEIN_API")) {
       std::string lower = *value;
       for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower == "cuda") given.api = ApiId::cuda;
-      else if (lower == "opencl") given.api = ApiId::opencl;
-      else bad_variable("SKEIN_API", *value, "unknown API", "cuda, opencl");
+      if (lower == "cuda")
+        given.api = ApiId::cuda;
+      else if (lower == "opencl")
+        given.api = ApiId::opencl;
+      else
+        bad_variable("SKEIN_API", *value, "unknown API", "cuda, opencl");
     }
   }
   if (!given.device_masks) {
@@ -77,8 +80,7 @@ PlacementOptions PlacementOptions::from_environment(PlacementOptions given) {
       auto n = parse_size(*value);
       if (!n || *n == 0) {
         bad_variable("SKEIN_DEVICES_PER_RANK", *value,
-                     n ? "a rank needs at least one device" : "not a number",
-                     "a positive integer");
+                     n ? "a rank needs at least one device" : "not a number", "a positive integer");
       }
       given.devices_per_rank = n;
     }
@@ -95,9 +97,9 @@ PlacementOptions PlacementOptions::from_environment(PlacementOptions given) {
   }
   if (!given.share_devices) {
     if (auto value = env("SKEIN_SHARE_DEVICES")) {
-      given.share_devices = detail::parse_env_flag("SKEIN_SHARE_DEVICES", value,
-                                                   "PlacementOptions::from_environment",
-                                                   "ranks on one host may share devices");
+      given.share_devices =
+          detail::parse_env_flag("SKEIN_SHARE_DEVICES", value, "PlacementOptions::from_environment",
+                                 "ranks on one host may share devices");
     }
   }
   return given;
@@ -115,7 +117,8 @@ std::vector<std::size_t> choose_devices(const PlacementRequest& request,
   const std::string listing =
       n == 0 ? std::string("none") : fmt::format("{}", fmt::join(request.candidates, "; "));
 
-  if (request.local_size < 1 || request.local_rank < 0 || request.local_rank >= request.local_size) {
+  if (request.local_size < 1 || request.local_rank < 0 ||
+      request.local_rank >= request.local_size) {
     raise_in(SKEIN_HERE, call, "", "local rank {} of {} is out of range", request.local_rank,
              request.local_size);
   }
@@ -133,8 +136,8 @@ std::vector<std::size_t> choose_devices(const PlacementRequest& request,
   // A rank that sees a single device was given it by CUDA_VISIBLE_DEVICES or the scheduler's
   // binding: each rank's lone device is a different physical one, so this is not sharing (the
   // duplicate check compares PCI bus ids and still catches the case where it is the same one).
-  const bool asks_for_more = options.devices_per_rank.value_or(1) > 1 ||
-                             options.device_index.value_or(0) > 0;
+  const bool asks_for_more =
+      options.devices_per_rank.value_or(1) > 1 || options.device_index.value_or(0) > 0;
   if (n == 1 && !asks_for_more) return {0};
 
   std::vector<std::size_t> result;
@@ -155,8 +158,8 @@ std::vector<std::size_t> choose_devices(const PlacementRequest& request,
     const std::size_t k = *options.devices_per_rank;
     if (k > n) {
       raise_in(SKEIN_HERE, call, "Ask for fewer devices per rank (SKEIN_DEVICES_PER_RANK).",
-               "{} devices per rank, but host {} has {} matching device(s): {}", k, request.host,
-               n, listing);
+               "{} devices per rank, but host {} has {} matching device(s): {}", k, request.host, n,
+               listing);
     }
     if ((l + 1) * k > n && !share) {
       raise_in(SKEIN_HERE, call,

@@ -168,13 +168,14 @@ struct Runtime::Impl {
     std::vector<int> offsets(lengths.size(), 0);
     for (std::size_t r = 1; r < lengths.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
     std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
-    SKEIN_MPI_CHECK(MPI_Allgatherv, (mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                                     offsets.data(), MPI_CHAR, comm),
-                    "the ranks' host names and devices");
+    SKEIN_MPI_CHECK(
+        MPI_Allgatherv,
+        (mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm),
+        "the ranks' host names and devices");
     std::vector<std::string> result;
     for (std::size_t r = 0; r < lengths.size(); ++r) {
-      result.push_back(all.substr(static_cast<std::size_t>(offsets[r]),
-                                  static_cast<std::size_t>(lengths[r])));
+      result.push_back(
+          all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
     }
     return result;
 #else
@@ -267,8 +268,8 @@ struct Runtime::Impl {
   // The settings (the log level first, so that what follows logs at it), this rank's devices,
   // the check that no two ranks share one, and the context.
   void place(const RuntimeOptions& given) {
-    RankPlacement own{.rank = rank, .host = host, .local_rank = local_rank,
-                      .local_size = local_size};
+    RankPlacement own{
+        .rank = rank, .host = host, .local_rank = local_rank, .local_size = local_size};
     collectively("reading the log level", [&] {
       if (given.log_level) set_log_level(*given.log_level);
       (void)detail::read_log_level_from_environment("Runtime");
@@ -276,9 +277,8 @@ struct Runtime::Impl {
     effective.log_level = log_level();
     PlacementOptions& options = effective.placement;
     std::vector<Device> devices;
-    collectively("reading the placement options", [&] {
-      options = PlacementOptions::from_environment(given.placement);
-    });
+    collectively("reading the placement options",
+                 [&] { options = PlacementOptions::from_environment(given.placement); });
     collectively("choosing devices", [&] {
       const ApiId api_id = options.api ? *options.api : default_api();
       const Api api = Api::from_id(api_id);
@@ -286,20 +286,19 @@ struct Runtime::Impl {
       if (options.device_masks) filter.device_include_masks = *options.device_masks;
       const auto found = platforms_and_devices_by_mask(api, 1, filter);
       if (found.empty()) {
-        detail::raise_in(
-            SKEIN_HERE, "Runtime (device placement)",
-            "Run skein-info on that host, and check SKEIN_API, SKEIN_DEVICES and "
-            "CUDA_VISIBLE_DEVICES.",
-            "no {} devices{} on host {}", api.name(),
-            options.device_masks
-                ? fmt::format(" match SKEIN_DEVICES='{}'", fmt::join(*options.device_masks, ","))
-                : std::string(),
-            host);
+        detail::raise_in(SKEIN_HERE, "Runtime (device placement)",
+                         "Run skein-info on that host, and check SKEIN_API, SKEIN_DEVICES and "
+                         "CUDA_VISIBLE_DEVICES.",
+                         "no {} devices{} on host {}", api.name(),
+                         options.device_masks ? fmt::format(" match SKEIN_DEVICES='{}'",
+                                                            fmt::join(*options.device_masks, ","))
+                                              : std::string(),
+                         host);
       }
       // The first platform with matching devices: a context lives on one platform.
       const auto& [platform, candidates] = found.front();
-      detail::PlacementRequest request{.local_rank = local_rank, .local_size = local_size,
-                                       .host = host};
+      detail::PlacementRequest request{
+          .local_rank = local_rank, .local_size = local_size, .host = host};
       for (const auto& d : candidates) request.candidates.push_back(d.description());
       for (std::size_t i : detail::choose_devices(request, options)) {
         const Device& d = candidates[i];
@@ -329,7 +328,8 @@ struct Runtime::Impl {
   }
 };
 
-Runtime::Runtime(PlacementOptions options) : Runtime(WithOptions{}, RuntimeOptions{.placement = std::move(options)}) {}
+Runtime::Runtime(PlacementOptions options)
+    : Runtime(WithOptions{}, RuntimeOptions{.placement = std::move(options)}) {}
 
 Runtime::Runtime(WithOptions, const RuntimeOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->host = this_host();
@@ -370,7 +370,8 @@ Runtime::Runtime(WithOptions, int* argc, char*** argv, const RuntimeOptions& opt
   impl_->place(options);
 }
 
-Runtime::Runtime(WithOptions, MPI_Comm comm, const RuntimeOptions& options) : impl_(std::make_unique<Impl>()) {
+Runtime::Runtime(WithOptions, MPI_Comm comm, const RuntimeOptions& options)
+    : impl_(std::make_unique<Impl>()) {
   int initialised = 0, finalised = 0;
   SKEIN_MPI_CHECK(MPI_Initialized, (&initialised));
   SKEIN_MPI_CHECK(MPI_Finalized, (&finalised));

@@ -43,11 +43,12 @@ void Communicator::Impl::watchdog_loop() {
     if (in_call && now >= in_call->deadline) {
       backend->abort();
       const double waited = std::chrono::duration<double>(now - in_call->start).count();
-      set_failure_locked(Verdict{Failure::timeout,
-                                 fmt::format("{} did not return within SKEIN_COLLECTIVE_TIMEOUT={} s "
-                                             "(waited {:.1f} s)",
-                                             in_call->label.str(), timeout_s, waited),
-                                 {}});
+      set_failure_locked(
+          Verdict{Failure::timeout,
+                  fmt::format("{} did not return within SKEIN_COLLECTIVE_TIMEOUT={} s "
+                              "(waited {:.1f} s)",
+                              in_call->label.str(), timeout_s, waited),
+                  {}});
       in_call.reset();
       watches.clear();
       watched.clear();
@@ -100,20 +101,21 @@ void Communicator::Impl::raise_verdict(const Verdict& v, const std::string& call
       throw LogicError(ErrorInfo{
           .what = v.message + "; the communicator was aborted",
           .call = v.call.empty() ? call : v.call,
-          .hint = "Every rank must make the same collective calls, in the same order, with the "
-                  "same counts, dtypes, roots and reductions. Create a new Communicator to go on."});
+          .hint =
+              "Every rank must make the same collective calls, in the same order, with the "
+              "same counts, dtypes, roots and reductions. Create a new Communicator to go on."});
     case Failure::timeout:
-      throw TimeoutError(ErrorInfo{
-          .what = v.message + "; the communicator was aborted",
-          .call = call,
-          .hint = "Another rank probably did not make this call, or failed. Create a new "
-                  "Communicator to go on."});
-    case Failure::error:
-      break;
+      throw TimeoutError(
+          ErrorInfo{.what = v.message + "; the communicator was aborted",
+                    .call = call,
+                    .hint = "Another rank probably did not make this call, or failed. Create a new "
+                            "Communicator to go on."});
+    case Failure::error: break;
   }
-  throw RuntimeError(ErrorInfo{.what = v.message + "; the communicator was aborted",
-                               .call = call,
-                               .hint = "Another rank probably failed. Create a new Communicator to go on."});
+  throw RuntimeError(
+      ErrorInfo{.what = v.message + "; the communicator was aborted",
+                .call = call,
+                .hint = "Another rank probably failed. Create a new Communicator to go on."});
 }
 
 void Communicator::Impl::check_usable(const std::string& call) {
@@ -134,9 +136,10 @@ void Communicator::Impl::check_usable(const std::string& call) {
     }
   }
   if (!broken.empty()) {
-    throw RuntimeError(ErrorInfo{.what = fmt::format("the communicator was aborted earlier ({})", broken),
-                                 .call = call,
-                                 .hint = "Create a new Communicator."});
+    throw RuntimeError(
+        ErrorInfo{.what = fmt::format("the communicator was aborted earlier ({})", broken),
+                  .call = call,
+                  .hint = "Create a new Communicator."});
   }
 }
 

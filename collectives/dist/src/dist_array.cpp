@@ -93,7 +93,8 @@ BlockLayout::BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank,
   switch (split.kind()) {
     case RowSplit::Kind::even: {
       const std::size_t base = rows / M, extra = rows % M;
-      for (std::size_t m = 0; m < M; ++m) row_begin_[m + 1] = row_begin_[m] + base + (m < extra ? 1 : 0);
+      for (std::size_t m = 0; m < M; ++m)
+        row_begin_[m + 1] = row_begin_[m] + base + (m < extra ? 1 : 0);
       break;
     }
     case RowSplit::Kind::counts: {
@@ -156,7 +157,8 @@ BlockLayout::BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank,
                            "rows so that every block with rows has at least the halo's width.",
                            "halo width {} is wider than member {}'s block (rows [{}, {}), {} "
                            "row(s)), which a neighbour fills its halo from (shape {}, {} members)",
-                           halo_.width, m, row_begin_[m], row_begin_[m + 1], n, shape_text(shape_), M);
+                           halo_.width, m, row_begin_[m], row_begin_[m + 1], n, shape_text(shape_),
+                           M);
         }
       }
     }
@@ -164,7 +166,8 @@ BlockLayout::BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank,
 }
 
 BlockLayout BlockLayout::over(Communicator& comm, Shape shape, RowSplit split, Halo halo) {
-  return BlockLayout(std::move(shape), communicator_ranks(comm).members_per_rank, std::move(split), halo);
+  return BlockLayout(std::move(shape), communicator_ranks(comm).members_per_rank, std::move(split),
+                     halo);
 }
 
 void BlockLayout::check_member(std::size_t member, const char* call) const {
@@ -176,7 +179,8 @@ void BlockLayout::check_member(std::size_t member, const char* call) const {
 
 void BlockLayout::check_rank(int rank, const char* call) const {
   if (rank < 0 || rank >= ranks()) {
-    detail::raise_in(SKEIN_HERE, call, "Pass an MPI rank of the communicator's group (0 to ranks() - 1).",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass an MPI rank of the communicator's group (0 to ranks() - 1).",
                      "rank {} does not exist (the layout has {} ranks)", rank, ranks());
   }
 }
@@ -211,7 +215,8 @@ Shape BlockLayout::block_shape(std::size_t member, bool with_halo) const {
 
 MemberLocation BlockLayout::location(std::size_t member) const {
   check_member(member, "BlockLayout::location");
-  const auto it = std::upper_bound(first_member_of_rank_.begin(), first_member_of_rank_.end(), member);
+  const auto it =
+      std::upper_bound(first_member_of_rank_.begin(), first_member_of_rank_.end(), member);
   const auto rank = static_cast<std::size_t>(it - first_member_of_rank_.begin()) - 1;
   return {member, static_cast<int>(rank), member - first_member_of_rank_[rank]};
 }
@@ -220,7 +225,8 @@ std::size_t BlockLayout::member_of(int rank, std::size_t local_device) const {
   check_rank(rank, "BlockLayout::member_of");
   const auto r = static_cast<std::size_t>(rank);
   if (local_device >= members_per_rank_[r]) {
-    detail::raise_in(SKEIN_HERE, "BlockLayout::member_of", "Pass a local device below members_of_rank(rank).",
+    detail::raise_in(SKEIN_HERE, "BlockLayout::member_of",
+                     "Pass a local device below members_of_rank(rank).",
                      "rank {} has {} member(s); local device {} does not exist", rank,
                      members_per_rank_[r], local_device);
   }
@@ -271,10 +277,11 @@ std::string BlockLayout::describe() const {
   for (std::size_t m = 0; m < members(); ++m) {
     blocks.push_back(fmt::format("[{}, {})", row_begin_[m], row_begin_[m + 1]));
   }
-  return fmt::format("shape {} over {} members on {} ranks (members per rank: {}); rows per "
-                     "member: {}; halo {}{}",
-                     shape_text(shape_), members(), ranks(), fmt::join(members_per_rank_, ", "),
-                     fmt::join(blocks, " "), halo_.width, halo_.periodic ? " (periodic)" : "");
+  return fmt::format(
+      "shape {} over {} members on {} ranks (members per rank: {}); rows per "
+      "member: {}; halo {}{}",
+      shape_text(shape_), members(), ranks(), fmt::join(members_per_rank_, ", "),
+      fmt::join(blocks, " "), halo_.width, halo_.periodic ? " (periodic)" : "");
 }
 
 bool operator==(const BlockLayout& a, const BlockLayout& b) {
@@ -306,7 +313,9 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
 DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
                      std::vector<Buffer> foreign, bool use_foreign)
     : comm_(std::make_shared<Communicator>(detail::CommunicatorAccess::share(comm))),
-      queue_(queue), layout_(std::move(layout)), dtype_(dtype) {
+      queue_(queue),
+      layout_(std::move(layout)),
+      dtype_(dtype) {
   const std::string call = "DistArray";
   // What this rank alone can see is wrong: (what, hint), raised once every rank knows.
   std::optional<std::pair<std::string, std::string>> problem;
@@ -328,15 +337,16 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
         problem = {fmt::format("block buffer {} belongs to another context", l),
                    "Make the buffers in the communicator's context."};
       } else if (need > 0 && foreign[l].device_idx() != comm.device_idx(l)) {
-        problem = {fmt::format("block buffer {} is on device {}, but local member {} is device {}", l,
-                               foreign[l].device_idx(), l, comm.device_idx(l)),
+        problem = {fmt::format("block buffer {} is on device {}, but local member {} is device {}",
+                               l, foreign[l].device_idx(), l, comm.device_idx(l)),
                    "Give each local member a buffer on its own device (Communicator::device_idx)."};
       } else if (foreign[l].size() < need) {
-        problem = {fmt::format("block buffer {} has {} bytes; member {}'s block with its halo rows "
-                               "({} x {}) needs {}",
-                               l, foreign[l].size(), member,
-                               fmt::join(layout_.block_shape(member, true), " x "), name(dtype_), need),
-                   "Allocate layout.block_shape(member, true) elements for each block."};
+        problem = {
+            fmt::format("block buffer {} has {} bytes; member {}'s block with its halo rows "
+                        "({} x {}) needs {}",
+                        l, foreign[l].size(), member,
+                        fmt::join(layout_.block_shape(member, true), " x "), name(dtype_), need),
+            "Allocate layout.block_shape(member, true) elements for each block."};
       }
     }
   }
@@ -354,7 +364,8 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
   const auto info = exchange_member_info(comm, fp.value(), problem.has_value(), call.c_str());
   const auto ranks = rank_structure(comm, info);
   rank_ = ranks.rank;
-  raise_if_any_problem(info, ranks, problem_info(problem, rank_, call, SKEIN_HERE), call, "DistArray");
+  raise_if_any_problem(info, ranks, problem_info(problem, rank_, call, SKEIN_HERE), call,
+                       "DistArray");
   raise_if_fingerprints_differ(
       info, ranks, call, fmt::format("dtype {} and layout {}", name(dtype_), layout_.describe()),
       "Every rank must pass the same layout (shape, split, halo) and dtype.");
@@ -376,12 +387,13 @@ DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout,
     const Shape block_shape = layout_.block_shape(member, true);
     const std::size_t block_bytes = shape_size(block_shape) * itemsize(dtype_);
     // A member without rows needs no memory: its (empty) block is Skein's, whatever was given.
-    Array with_halo = use_foreign && block_bytes > 0
-                          ? Array(queue_, foreign[l].get_sub_region(0, block_bytes), block_shape, dtype_)
-                          : Array::zeros(queue_, block_shape, dtype_, device_idx,
-                                         plain_blocks(queue_.context()));
+    Array with_halo =
+        use_foreign && block_bytes > 0
+            ? Array(queue_, foreign[l].get_sub_region(0, block_bytes), block_shape, dtype_)
+            : Array::zeros(queue_, block_shape, dtype_, device_idx, plain_blocks(queue_.context()));
     Array interior = rows.empty() ? with_halo : with_halo.slice(h, h + rows.size());
-    blocks_.push_back(LocalBlock{l, member, device_idx, rows, std::move(interior), std::move(with_halo)});
+    blocks_.push_back(
+        LocalBlock{l, member, device_idx, rows, std::move(interior), std::move(with_halo)});
   }
 }
 
@@ -429,11 +441,12 @@ void DistArray::scatter(std::span<const std::byte> host, int root_rank) const {
   const bool ok = !is_root || host.size() == nbytes();
   if (!root_status(*comm_, queue_, ok, static_cast<int>(root_member), call)) {
     if (is_root) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "On the root rank, pass the whole global array (size() elements, row-major).",
-                       "rank {} (the root): the host array has {} bytes, but the distributed array "
-                       "of shape {} and dtype {} has {}",
-                       rank_, host.size(), shape_text(shape()), name(dtype_), nbytes());
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "On the root rank, pass the whole global array (size() elements, row-major).",
+          "rank {} (the root): the host array has {} bytes, but the distributed array "
+          "of shape {} and dtype {} has {}",
+          rank_, host.size(), shape_text(shape()), name(dtype_), nbytes());
     }
     detail::raise_in(SKEIN_HERE, call, "See the error reported on the root rank.",
                      "rank {}: the root rank {} passed a host array of the wrong size; nothing was "
@@ -443,7 +456,8 @@ void DistArray::scatter(std::span<const std::byte> host, int root_rank) const {
   const std::size_t row_bytes = layout_.row_size() * itemsize(dtype_);
   if (is_root) {
     for (const auto& b : blocks_) {
-      if (!b.rows.empty()) b.interior.set(host.subspan(b.rows.begin * row_bytes, b.rows.size() * row_bytes));
+      if (!b.rows.empty())
+        b.interior.set(host.subspan(b.rows.begin * row_bytes, b.rows.size() * row_bytes));
     }
     // Rank by rank: stage its rows on the root's first member and send each block on.
     for (int r = 0; r < layout_.ranks(); ++r) {
@@ -469,7 +483,8 @@ void DistArray::scatter(std::span<const std::byte> host, int root_rank) const {
   } else if (!rank_rows().empty()) {
     in_group(*comm_, [&] {
       for (const auto& b : blocks_) {
-        if (!b.rows.empty()) comm_->recv(queue_, b.local_device, b.interior, static_cast<int>(root_member));
+        if (!b.rows.empty())
+          comm_->recv(queue_, b.local_device, b.interior, static_cast<int>(root_member));
       }
     });
   }
@@ -488,7 +503,8 @@ void DistArray::scatter_local(std::span<const std::byte> host_rows) const {
   }
   for (const auto& b : blocks_) {
     if (b.rows.empty()) continue;
-    b.interior.set(host_rows.subspan((b.rows.begin - rows.begin) * row_bytes, b.rows.size() * row_bytes));
+    b.interior.set(
+        host_rows.subspan((b.rows.begin - rows.begin) * row_bytes, b.rows.size() * row_bytes));
   }
 }
 
@@ -496,7 +512,8 @@ void DistArray::get_rows(RowRange rows, std::span<std::byte> dest) const {
   const std::size_t row_bytes = layout_.row_size() * itemsize(dtype_);
   for (const auto& b : blocks_) {
     if (b.rows.empty()) continue;
-    b.interior.get(dest.subspan((b.rows.begin - rows.begin) * row_bytes, b.rows.size() * row_bytes));
+    b.interior.get(
+        dest.subspan((b.rows.begin - rows.begin) * row_bytes, b.rows.size() * row_bytes));
   }
 }
 
@@ -520,7 +537,8 @@ void DistArray::gather_into(std::span<std::byte> dest, int root_rank) const {
     if (rank_rows().empty()) return;
     in_group(*comm_, [&] {
       for (const auto& b : blocks_) {
-        if (!b.rows.empty()) comm_->send(queue_, b.local_device, b.interior, static_cast<int>(root_member));
+        if (!b.rows.empty())
+          comm_->send(queue_, b.local_device, b.interior, static_cast<int>(root_member));
       }
     });
     return;
@@ -570,18 +588,22 @@ void DistArray::all_gather_into(std::span<std::byte> dest) const {
     if (even) {
       send.push_back(b.interior.reshape({b.rows.size() * rs}));
     } else {
-      Array padded = Array::empty(queue_, {tallest * rs}, dtype_, b.device_idx, temporaries(queue_));
-      if (!b.rows.empty()) padded.view(0, {b.rows.size() * rs}).set(b.interior.reshape({b.rows.size() * rs}));
+      Array padded =
+          Array::empty(queue_, {tallest * rs}, dtype_, b.device_idx, temporaries(queue_));
+      if (!b.rows.empty())
+        padded.view(0, {b.rows.size() * rs}).set(b.interior.reshape({b.rows.size() * rs}));
       send.push_back(std::move(padded));
     }
-    recv.push_back(Array::empty(queue_, {M * tallest * rs}, dtype_, b.device_idx, temporaries(queue_)));
+    recv.push_back(
+        Array::empty(queue_, {M * tallest * rs}, dtype_, b.device_idx, temporaries(queue_)));
   }
   comm_->all_gather(queue_, send, recv);
   const std::size_t row_bytes = rs * itemsize(dtype_);
   for (std::size_t m = 0; m < M; ++m) {
     const RowRange mr = layout_.member_rows(m);
     if (mr.empty()) continue;
-    recv[0].view(m * tallest * rs, {mr.size() * rs})
+    recv[0]
+        .view(m * tallest * rs, {mr.size() * rs})
         .get(dest.subspan(mr.begin * row_bytes, mr.size() * row_bytes));
   }
   // The temporaries of the other members are freed on return: NCCL must be done with them.
@@ -614,7 +636,8 @@ void DistArray::exchange_halos(const Queue& queue) const {
   // Halo and edge rows of a block, as views of its storage (interior rows start at row h), used
   // on `queue`.
   auto on_queue = [&](const Array& a) {
-    return queue == queue_ ? a : Array(queue, a.data(), a.shape(), a.dtype(), a.strides(), a.offset());
+    return queue == queue_ ? a
+                           : Array(queue, a.data(), a.shape(), a.dtype(), a.strides(), a.offset());
   };
   auto top_halo = [&](const LocalBlock& b) { return on_queue(b.with_halo.slice(0, h)); };
   auto bottom_halo = [&](const LocalBlock& b) {
@@ -665,7 +688,8 @@ void DistArray::set(const DistArray& source) const {
     detail::raise_in(SKEIN_HERE, "DistArray::set",
                      "Copy between distributed arrays made with the same layout and dtype.",
                      "the source has dtype {} and layout {}; this array has dtype {} and layout {}",
-                     name(source.dtype_), source.layout_.describe(), name(dtype_), layout_.describe());
+                     name(source.dtype_), source.layout_.describe(), name(dtype_),
+                     layout_.describe());
   }
   if (source.blocks_.size() != blocks_.size() || !(source.queue_.context() == queue_.context())) {
     detail::raise_in(SKEIN_HERE, "DistArray::set", "Copy between arrays of the same communicator.",
@@ -673,7 +697,8 @@ void DistArray::set(const DistArray& source) const {
   }
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     if (source.blocks_[l].device_idx != blocks_[l].device_idx) {
-      detail::raise_in(SKEIN_HERE, "DistArray::set", "Copy between arrays of the same communicator.",
+      detail::raise_in(SKEIN_HERE, "DistArray::set",
+                       "Copy between arrays of the same communicator.",
                        "local block {} of the source is on context device {}, this one's on {}", l,
                        source.blocks_[l].device_idx, blocks_[l].device_idx);
     }
@@ -702,7 +727,9 @@ ReplicatedArray::ReplicatedArray(Communicator& comm, Shape shape, Dtype dtype)
 
 ReplicatedArray::ReplicatedArray(Communicator& comm, const Queue& queue, Shape shape, Dtype dtype)
     : comm_(std::make_shared<Communicator>(detail::CommunicatorAccess::share(comm))),
-      queue_(queue), shape_(std::move(shape)), dtype_(dtype) {
+      queue_(queue),
+      shape_(std::move(shape)),
+      dtype_(dtype) {
   const std::string call = "ReplicatedArray";
   std::optional<std::pair<std::string, std::string>> problem;
   if (auto q = queue_problem(comm, queue); !q.empty()) problem = {q, kQueueHint};
@@ -716,9 +743,9 @@ ReplicatedArray::ReplicatedArray(Communicator& comm, const Queue& queue, Shape s
   members_per_rank_ = ranks.members_per_rank;
   raise_if_any_problem(info, ranks, problem_info(problem, rank_, call, SKEIN_HERE), call,
                        "ReplicatedArray");
-  raise_if_fingerprints_differ(info, ranks, call,
-                               fmt::format("shape {} and dtype {}", shape_text(shape_), name(dtype_)),
-                               "Every rank must pass the same shape and dtype.");
+  raise_if_fingerprints_differ(
+      info, ranks, call, fmt::format("shape {} and dtype {}", shape_text(shape_), name(dtype_)),
+      "Every rank must pass the same shape and dtype.");
   for (std::size_t l = 0; l < comm.local_size(); ++l) {
     locals_.push_back(
         Array::zeros(queue_, shape_, dtype_, comm.device_idx(l), plain_blocks(queue_.context())));
@@ -735,7 +762,8 @@ void ReplicatedArray::check_host_type(Dtype host, const char* call) const {
 
 Array ReplicatedArray::local(std::size_t local_device) const {
   if (local_device >= locals_.size()) {
-    detail::raise_in(SKEIN_HERE, "ReplicatedArray::local", "Pass a local device below local_size().",
+    detail::raise_in(SKEIN_HERE, "ReplicatedArray::local",
+                     "Pass a local device below local_size().",
                      "local device {} does not exist (this rank has {} member(s))", local_device,
                      locals_.size());
   }
@@ -764,7 +792,8 @@ void ReplicatedArray::broadcast_from_host(std::span<const std::byte> host, int r
   if (root_rank < 0 || root_rank >= ranks) {
     detail::raise_in(SKEIN_HERE, call,
                      "Pass an MPI rank of the communicator's group (0 to ranks - 1) as the root.",
-                     "root rank {} does not exist (the communicator has {} ranks)", root_rank, ranks);
+                     "root rank {} does not exist (the communicator has {} ranks)", root_rank,
+                     ranks);
   }
   std::size_t root_member = 0;
   for (int r = 0; r < root_rank; ++r) root_member += members_per_rank_[static_cast<std::size_t>(r)];
@@ -772,7 +801,8 @@ void ReplicatedArray::broadcast_from_host(std::span<const std::byte> host, int r
   const bool ok = !is_root || host.size() == nbytes();
   if (!root_status(*comm_, queue_, ok, static_cast<int>(root_member), call)) {
     if (is_root) {
-      detail::raise_in(SKEIN_HERE, call, "On the root rank, pass the whole array (size() elements).",
+      detail::raise_in(SKEIN_HERE, call,
+                       "On the root rank, pass the whole array (size() elements).",
                        "rank {} (the root): the host array has {} bytes, but the replicated array "
                        "of shape {} and dtype {} has {}",
                        rank_, host.size(), shape_text(shape_), name(dtype_), nbytes());

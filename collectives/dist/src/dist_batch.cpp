@@ -17,7 +17,8 @@
 namespace skein::dist {
 
 struct PendingValues::State {
-  State(std::span<const reductions::Term> terms, const char* call_name) : ops(terms, call_name), call(call_name) {}
+  State(std::span<const reductions::Term> terms, const char* call_name)
+      : ops(terms, call_name), call(call_name) {}
 
   reductions::Operands ops;  // handles to every operand: their blocks and the communicator
   const char* call;
@@ -72,13 +73,14 @@ std::vector<double> PendingValues::wait() {
     detail::require_usable(comm, s.call);
   }
   std::vector<double> out(s.count);
-  for (std::size_t j = 0; j < s.count; ++j) out[j] = values::as_double(s.dtype, bytes.data() + j * item);
+  for (std::size_t j = 0; j < s.count; ++j)
+    out[j] = values::as_double(s.dtype, bytes.data() + j * item);
   state_.reset();
   return out;
 }
 
 PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, ReduceOp across,
-                          const DistReductionOptions& options, const char* call) {
+                                      const DistReductionOptions& options, const char* call) {
   auto state = std::make_unique<PendingValues::State>(terms, call);
   PendingValues::State& s = *state;
   const reductions::Operands& ops = s.ops;
@@ -88,15 +90,18 @@ PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, R
   s.across = across;
   s.count = terms.size();
   if (s.count * itemsize(s.dtype) > detail::HostValues::kMaxBytes) {
-    detail::raise_in(SKEIN_HERE, call, "Split the batch: at most 64 bytes of results in one (8 float64 values).",
-                     "rank {}: {} reductions of {} bytes each", ops.rank(), s.count, itemsize(s.dtype));
+    detail::raise_in(
+        SKEIN_HERE, call, "Split the batch: at most 64 bytes of results in one (8 float64 values).",
+        "rank {}: {} reductions of {} bytes each", ops.rank(), s.count, itemsize(s.dtype));
   }
   for (const reductions::Term& t : terms) {
     if (options.deterministic && t.custom != nullptr) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Use the fast mode, or the kernel without its reduction and a deterministic dist::reduce "
-                       "of what it wrote.",
-                       "rank {}: the reduction of {} has no deterministic mode", ops.rank(), reductions::term_name(t));
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "Use the fast mode, or the kernel without its reduction and a deterministic dist::reduce "
+          "of what it wrote.",
+          "rank {}: the reduction of {} has no deterministic mode", ops.rank(),
+          reductions::term_name(t));
     }
   }
   const Queue& queue = ops.queue();
@@ -114,7 +119,8 @@ PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, R
     }
   } else if (values::combine_on_devices(comm)) {
     for (std::size_t i = 0; i < ops.local_size(); ++i) {
-      s.keep.push_back(Array::empty(queue, {s.count}, s.dtype, ops.device(i), values::temporaries(queue)));
+      s.keep.push_back(
+          Array::empty(queue, {s.count}, s.dtype, ops.device(i), values::temporaries(queue)));
     }
     reductions::local_values(ops, terms, s.keep);
     comm.all_reduce(queue, s.keep, s.host->arrays(), across);
@@ -132,12 +138,14 @@ namespace {
 Dtype operand_dtype(const DistOperand& a, const char* call) {
   if (a.array() != nullptr) return a.array()->dtype();
   if (a.grid() != nullptr) return a.grid()->dtype();
-  detail::raise_in(SKEIN_HERE, call, "Pass DistArrays or GridArrays.", "a scalar where an array was expected");
+  detail::raise_in(SKEIN_HERE, call, "Pass DistArrays or GridArrays.",
+                   "a scalar where an array was expected");
 }
 
 }  // namespace
 
-PendingValues begin_reduce(std::span<const Reduction> batch, ReduceOp across, const DistReductionOptions& options) {
+PendingValues begin_reduce(std::span<const Reduction> batch, ReduceOp across,
+                           const DistReductionOptions& options) {
   std::vector<reductions::Term> terms;
   terms.reserve(batch.size());
   for (const Reduction& r : batch) terms.push_back({&r.kernel, r.operands});

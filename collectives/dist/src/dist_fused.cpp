@@ -12,17 +12,20 @@ namespace skein::dist {
 namespace {
 
 // The checks that do not depend on the rank (so that a bad call raises on every rank).
-void check_updated(const FusedKernel& kernel, std::span<const DistOperand> operands, const char* call) {
+void check_updated(const FusedKernel& kernel, std::span<const DistOperand> operands,
+                   const char* call) {
   const std::size_t ni = kernel.input_count(), nu = kernel.update_count();
   if (operands.size() != ni + nu) {
-    detail::raise_in(SKEIN_HERE, call, "Pass the inputs' operands, then the updated arrays.",
-                     "kernel '{}' takes {} input(s) and {} updated array(s); {} operands were given", kernel.name(),
-                     ni, nu, operands.size());
+    detail::raise_in(
+        SKEIN_HERE, call, "Pass the inputs' operands, then the updated arrays.",
+        "kernel '{}' takes {} input(s) and {} updated array(s); {} operands were given",
+        kernel.name(), ni, nu, operands.size());
   }
   for (std::size_t j = ni; j < ni + nu; ++j) {
     const DistOperand& a = operands[j];
     if (a.array() == nullptr && a.grid() == nullptr) {
-      detail::raise_in(SKEIN_HERE, call, "Pass a DistArray or a GridArray for each updated parameter.",
+      detail::raise_in(SKEIN_HERE, call,
+                       "Pass a DistArray or a GridArray for each updated parameter.",
                        "kernel '{}': updated operand {} is a scalar", kernel.name(), j - ni);
     }
     const Dtype d = a.array() != nullptr ? a.array()->dtype() : a.grid()->dtype();
@@ -34,9 +37,10 @@ void check_updated(const FusedKernel& kernel, std::span<const DistOperand> opera
       const GridLayout& layout = a.grid()->layout();
       for (std::size_t axis = 0; axis < layout.ndim(); ++axis) {
         if (layout.halo(axis) != 0) {
-          detail::raise_in(SKEIN_HERE, call, "Update GridArrays without halos (their blocks are then contiguous).",
-                           "kernel '{}': updated operand {} has a halo of {} along axis {}", kernel.name(), j - ni,
-                           layout.halo(axis), axis);
+          detail::raise_in(SKEIN_HERE, call,
+                           "Update GridArrays without halos (their blocks are then contiguous).",
+                           "kernel '{}': updated operand {} has a halo of {} along axis {}",
+                           kernel.name(), j - ni, layout.halo(axis), axis);
         }
       }
     }
@@ -45,20 +49,24 @@ void check_updated(const FusedKernel& kernel, std::span<const DistOperand> opera
 
 }  // namespace
 
-PendingValues begin_update_and_reduce(const FusedKernel& kernel, std::span<const DistOperand> operands,
-                                      ReduceOp across, const DistReductionOptions& options) {
+PendingValues begin_update_and_reduce(const FusedKernel& kernel,
+                                      std::span<const DistOperand> operands, ReduceOp across,
+                                      const DistReductionOptions& options) {
   const char* call = "dist::begin_update_and_reduce";
   check_updated(kernel, operands, call);
   std::vector<DistOperand> expanded(operands.begin(), operands.end());
-  for (std::size_t j = kernel.input_count(); j < operands.size(); ++j) expanded.push_back(operands[j]);
+  for (std::size_t j = kernel.input_count(); j < operands.size(); ++j)
+    expanded.push_back(operands[j]);
   const reductions::Term term{&kernel.reduction(), expanded};
   const std::span<const reductions::Term> terms(&term, 1);
   if (options.deterministic) {
     const reductions::Operands ops(terms, call);
     if (!ops.in_ranges()) {
       detail::raise_in(SKEIN_HERE, call,
-                       "Use DistArrays or grids split along axis 0 for a deterministic update, or the fast mode.",
-                       "kernel '{}': the grid's blocks are not ranges of global indices", kernel.name());
+                       "Use DistArrays or grids split along axis 0 for a deterministic update, or "
+                       "the fast mode.",
+                       "kernel '{}': the grid's blocks are not ranges of global indices",
+                       kernel.name());
     }
   }
   return reductions::begin_terms(terms, across, options, call);

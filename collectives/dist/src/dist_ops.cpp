@@ -22,9 +22,9 @@ namespace skein::dist {
 
 namespace {
 
-using detail::Ordering;
 using checks::check_same_layout;
 using checks::check_same_shape;
+using detail::Ordering;
 
 std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& kernel,
                                   ReduceOp across, const DistReductionOptions& options) {
@@ -35,9 +35,10 @@ std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& ker
 
 DistOperand::DistOperand(Operand scalar) {
   if (scalar.is_array()) {
-    detail::raise_in(SKEIN_HERE, "dist::DistOperand",
-                     "Pass a DistArray, a GridArray or a scalar; single-device arrays cannot take part.",
-                     "a single-device Array was given as a distributed operand");
+    detail::raise_in(
+        SKEIN_HERE, "dist::DistOperand",
+        "Pass a DistArray, a GridArray or a scalar; single-device arrays cannot take part.",
+        "a single-device Array was given as a distributed operand");
   }
   scalar_ = std::move(scalar);
 }
@@ -95,7 +96,8 @@ void scale(const Operand& a, const DistArray& x, const DistArray& out) {
   check_same_shape(x, out, "dist::scale", "x and out");
   Ordering order(x.queue(), values::local_devices(x));
   order.join(out.queue());
-  for (std::size_t i = 0; i < x.local_size(); ++i) skein::scale(x.queue(), a, x.local(i), out.local(i));
+  for (std::size_t i = 0; i < x.local_size(); ++i)
+    skein::scale(x.queue(), a, x.local(i), out.local(i));
   order.release();
 }
 
@@ -107,7 +109,8 @@ void copy(const DistArray& src, const DistArray& dst) {
   check_same_shape(src, dst, "dist::copy", "src and dst");
   Ordering order(src.queue(), values::local_devices(src));
   order.join(dst.queue());
-  for (std::size_t i = 0; i < src.local_size(); ++i) skein::copy(src.queue(), src.local(i), dst.local(i));
+  for (std::size_t i = 0; i < src.local_size(); ++i)
+    skein::copy(src.queue(), src.local(i), dst.local(i));
   order.release();
 }
 
@@ -132,13 +135,14 @@ namespace {
 double reduce_to_value(const DistArray& x, const ReductionKernel& kernel, ReduceOp across,
                        const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
-  if (options.deterministic) return values::checked_value(x, reduce_builtin(x, kernel, across, options).at(0), call);
+  if (options.deterministic)
+    return values::checked_value(x, reduce_builtin(x, kernel, across, options).at(0), call);
   const Operand first(x.local(0));
-  return values::combine_values(x, kernel.out_dtype(std::span<const Operand>(&first, 1)), across, call,
-                        [&](std::size_t i, const Array& out) {
-                          const Operand in(x.local(i));
-                          kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = out});
-                        });
+  return values::combine_values(x, kernel.out_dtype(std::span<const Operand>(&first, 1)), across,
+                                call, [&](std::size_t i, const Array& out) {
+                                  const Operand in(x.local(i));
+                                  kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = out});
+                                });
 }
 }  // namespace
 
@@ -169,7 +173,8 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
     // temporary.
     const DistOperand operands[] = {x, y};
     const reductions::Term term{&kernel, operands};
-    return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), ReduceOp::sum, options, "dist::dot")
+    return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), ReduceOp::sum,
+                                   options, "dist::dot")
         .wait()
         .at(0);
   }
@@ -177,10 +182,10 @@ double dot(const DistArray& x, const DistArray& y, const DistReductionOptions& o
   order.join(y.queue());
   const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
   return values::combine_values(x, kernel.out_dtype(first), ReduceOp::sum, "dist::dot",
-                        [&](std::size_t i, const Array& out) {
-                          const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
-                          kernel(queue, in, {.out = out});
-                        });
+                                [&](std::size_t i, const Array& out) {
+                                  const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
+                                  kernel(queue, in, {.out = out});
+                                });
 }
 
 double nrm2(const DistArray& x, const DistReductionOptions& options) {
@@ -309,7 +314,8 @@ ReplicatedArray replicate(const DistArray& x) {
   for (std::size_t m = 0; m < layout.members(); ++m) {
     tallest = std::max(tallest, layout.member_rows(m).size());
   }
-  for (std::size_t m = 0; m < layout.members(); ++m) even = even && layout.member_rows(m).size() == tallest;
+  for (std::size_t m = 0; m < layout.members(); ++m)
+    even = even && layout.member_rows(m).size() == tallest;
   if (even) {
     // Every block has the same rows: gather straight into the replicated arrays (blocks are
     // laid out in member order, which is row order).
@@ -330,7 +336,8 @@ ReplicatedArray replicate(const DistArray& x) {
     const Array local = x.local(i).reshape({x.local(i).size()});
     if (local.size() > 0) s.view(0, {local.size()}).set(local);
     send.push_back(s);
-    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev, values::temporaries(queue)));
+    recv.push_back(Array::empty(queue, {block * layout.members()}, x.dtype(), dev,
+                                values::temporaries(queue)));
   }
   comm.all_gather(queue, send, recv);
   for (std::size_t i = 0; i < x.local_size(); ++i) {

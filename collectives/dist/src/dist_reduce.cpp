@@ -11,8 +11,8 @@
 
 namespace skein::dist {
 
-std::vector<Array> reduce(const ReductionKernel& kernel, std::span<const DistOperand> inputs, ReduceOp across,
-                          const DistReductionOptions& options) {
+std::vector<Array> reduce(const ReductionKernel& kernel, std::span<const DistOperand> inputs,
+                          ReduceOp across, const DistReductionOptions& options) {
   const char* call = "dist::reduce";
   const reductions::Term term{&kernel, inputs};
   const std::span<const reductions::Term> terms(&term, 1);

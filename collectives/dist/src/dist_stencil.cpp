@@ -121,17 +121,20 @@ void stencil(const Queue& queue, const StencilKernel& kernel, std::span<const Di
     run_blocks(queue, kernel, args, region, *o.grid,
                [&](const LocalGridBlock& b) { return grid_geometry(*o.grid, b); });
   } else {
-    run_blocks(queue, kernel, args, region, *o.rows, [&](const LocalBlock& b) { return row_geometry(*o.rows, b); });
+    run_blocks(queue, kernel, args, region, *o.rows,
+               [&](const LocalBlock& b) { return row_geometry(*o.rows, b); });
   }
 }
 
-PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
-                                   StencilRegion region, const DistReductionOptions& options) {
+PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args,
+                                   ReduceOp across, StencilRegion region,
+                                   const DistReductionOptions& options) {
   const char* call = "dist::begin_stencil_reduce";
   const Operands o = check_operands(kernel, args);
   const std::optional<Dtype> dtype = kernel.reduction_dtype();
   if (!dtype) {
-    detail::raise_in(SKEIN_HERE, call, "Declare the reduction in StencilOptions::reduction, or call dist::stencil.",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Declare the reduction in StencilOptions::reduction, or call dist::stencil.",
                      "kernel {} has no reduction", kernel.name());
   }
   // The term writes member i's value: the kernel's reduction over the block's region (the
@@ -139,12 +142,13 @@ PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const 
   reductions::CustomTerm custom{.name = kernel.name(), .dtype = *dtype, .local_value = {}};
   custom.local_value = [&](const Queue& queue, std::size_t i, const Array& out) {
     const std::vector<Operand> local = local_args(args, i);
-    const StencilGeometry geometry =
-        o.grid != nullptr ? grid_geometry(*o.grid, o.grid->block(i)) : row_geometry(*o.rows, o.rows->block(i));
+    const StencilGeometry geometry = o.grid != nullptr ? grid_geometry(*o.grid, o.grid->block(i))
+                                                       : row_geometry(*o.rows, o.rows->block(i));
     kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, region);
   };
   const reductions::Term term{.kernel = nullptr, .operands = args, .custom = &custom};
-  return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), across, options, call);
+  return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), across, options,
+                                 call);
 }
 
 }  // namespace skein::dist

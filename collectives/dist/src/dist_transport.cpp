@@ -44,7 +44,8 @@ std::vector<MemberInfo> exchange_member_info(Communicator& comm, std::uint64_t f
                                              static_cast<std::uint64_t>(L), fingerprint,
                                              problem ? 1u : 0u};
     send.push_back(Array::from_host(queue, mine, {}, comm.device_idx(l)));
-    recv.push_back(Array::empty(queue, {M * kInfoFields}, Dtype::uint64, comm.device_idx(l), temporaries(queue)));
+    recv.push_back(Array::empty(queue, {M * kInfoFields}, Dtype::uint64, comm.device_idx(l),
+                                temporaries(queue)));
   }
   comm.all_gather(queue, send, recv);
   const auto all = recv[0].get<std::uint64_t>();
@@ -88,8 +89,8 @@ void raise_if_any_problem(const std::vector<MemberInfo>& info, const RankStructu
   if (failed.empty()) return;
   if (mine) throw LogicError(*mine);
   detail::raise_in(SKEIN_HERE, call, "See the error reported on that rank; fix the call there.",
-                   "rank {}: {} could not make its part of the {}, so no rank makes it",
-                   ranks.rank, ranks_text(failed), what_is_made);
+                   "rank {}: {} could not make its part of the {}, so no rank makes it", ranks.rank,
+                   ranks_text(failed), what_is_made);
 }
 
 // The ranks that disagree on a fingerprint, grouped, for messages.
@@ -113,7 +114,8 @@ void raise_if_fingerprints_differ(const std::vector<MemberInfo>& info, const Ran
 }
 
 // Collective: the root member's `ok` on every rank. `call` names the caller in errors.
-bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_member, const char* call) {
+bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_member,
+                 const char* call) {
   std::vector<Array> flags;
   for (std::size_t l = 0; l < comm.local_size(); ++l) {
     const std::vector<std::uint64_t> v = {ok ? 1u : 0u};
@@ -134,16 +136,18 @@ std::string queue_problem(const Communicator& comm, const Queue& queue) {
   }
   for (std::size_t l = 0; l < comm.local_size(); ++l) {
     if (!queue.has_device(comm.device_idx(l))) {
-      return fmt::format("the queue has no queue on context device {} (local member {}); its "
-                         "devices are {}",
-                         comm.device_idx(l), l, fmt::join(queue.device_idxs(), ", "));
+      return fmt::format(
+          "the queue has no queue on context device {} (local member {}); its "
+          "devices are {}",
+          comm.device_idx(l), l, fmt::join(queue.device_idxs(), ", "));
     }
   }
   return {};
 }
 
-std::optional<ErrorInfo> problem_info(const std::optional<std::pair<std::string, std::string>>& problem,
-                                      int rank, const std::string& call, std::string location) {
+std::optional<ErrorInfo> problem_info(
+    const std::optional<std::pair<std::string, std::string>>& problem, int rank,
+    const std::string& call, std::string location) {
   if (!problem) return std::nullopt;
   return ErrorInfo{.what = fmt::format("rank {}: {}", rank, problem->first),
                    .call = call,

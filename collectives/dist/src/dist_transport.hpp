@@ -67,7 +67,7 @@ struct MemberInfo {
   std::size_t first_member = 0;  // of its rank
   std::size_t local_size = 0;    // its rank's members
   std::uint64_t fingerprint = 0;
-  bool problem = false;          // its rank could not make its part (it raises with the reason)
+  bool problem = false;  // its rank could not make its part (it raises with the reason)
 };
 
 // Collective: one all_gather of each member's MemberInfo. `call` names the caller in errors.
@@ -94,14 +94,16 @@ void raise_if_fingerprints_differ(const std::vector<MemberInfo>& info, const Ran
                                   const std::string& hint);
 
 // Collective: the root member's `ok` on every rank. `call` names the caller in errors.
-bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_member, const char* call);
+bool root_status(Communicator& comm, const Queue& queue, bool ok, int root_member,
+                 const char* call);
 
 // A problem with the queue a distributed object is given ("" when it is fine).
 std::string queue_problem(const Communicator& comm, const Queue& queue);
 
 // A (what, hint) problem of this rank as the ErrorInfo it raises.
-std::optional<ErrorInfo> problem_info(const std::optional<std::pair<std::string, std::string>>& problem,
-                                      int rank, const std::string& call, std::string location);
+std::optional<ErrorInfo> problem_info(
+    const std::optional<std::pair<std::string, std::string>>& problem, int rank,
+    const std::string& call, std::string location);
 
 inline constexpr const char* kQueueHint =
     "Use a queue over the communicator's context that holds all its devices, e.g. "

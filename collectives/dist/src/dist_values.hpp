@@ -87,7 +87,8 @@ template <class Distributed>
 std::vector<Array> scalars(const Distributed& x, Dtype dtype) {
   std::vector<Array> out;
   for (std::size_t i = 0; i < x.local_size(); ++i) {
-    out.push_back(Array::empty(x.queue(), {1}, dtype, x.block(i).device_idx, temporaries(x.queue())));
+    out.push_back(
+        Array::empty(x.queue(), {1}, dtype, x.block(i).device_idx, temporaries(x.queue())));
   }
   return out;
 }
@@ -121,7 +122,8 @@ inline bool combine_on_devices(const Communicator& comm) {
 // the devices and the ranks with `across`. Every rank has a device (the layouts refuse a rank
 // without members).
 template <class Distributed, class Launch>
-double combine_values(const Distributed& x, Dtype dtype, ReduceOp across, const char* call, Launch&& launch) {
+double combine_values(const Distributed& x, Dtype dtype, ReduceOp across, const char* call,
+                      Launch&& launch) {
   Communicator& comm = x.communicator();
   // The values the host reads (HostValues: on CUDA page-locked host memory the devices write, so
   // the read is the wait for the devices; elsewhere small device arrays read by transfers).
@@ -151,7 +153,8 @@ double combine_values(const Distributed& x, Dtype dtype, ReduceOp across, const 
 // One value per local device of `kernel` over its points (a block without points gives the
 // identity), all_reduced over every member with `across`: the fast path of dist::reduce.
 template <class Distributed>
-std::vector<Array> reduce_fast(const ReductionKernel& kernel, const Distributed& x, ReduceOp across) {
+std::vector<Array> reduce_fast(const ReductionKernel& kernel, const Distributed& x,
+                               ReduceOp across) {
   std::vector<Array> results;
   if (x.local_size() > 0) {
     const Operand first(x.local(0));

@@ -78,12 +78,12 @@ void host_block_copy(const GridLayout& layout, std::size_t member, std::size_t i
 }
 
 // What is wrong with the application's block buffers on this rank, if anything: (what, hint).
-std::optional<std::pair<std::string, std::string>> foreign_block_problem(const Communicator& comm,
-                                                                         const GridLayout& layout, Dtype dtype,
-                                                                         const std::vector<Buffer>& foreign) {
+std::optional<std::pair<std::string, std::string>> foreign_block_problem(
+    const Communicator& comm, const GridLayout& layout, Dtype dtype,
+    const std::vector<Buffer>& foreign) {
   if (foreign.size() != comm.local_size()) {
-    return std::pair{fmt::format("{} block buffer(s) were given for this rank's {} member(s)", foreign.size(),
-                                 comm.local_size()),
+    return std::pair{fmt::format("{} block buffer(s) were given for this rank's {} member(s)",
+                                 foreign.size(), comm.local_size()),
                      std::string("Pass one Buffer per local member, in local order.")};
   }
   for (std::size_t l = 0; l < foreign.size(); ++l) {
@@ -96,15 +96,18 @@ std::optional<std::pair<std::string, std::string>> foreign_block_problem(const C
                        std::string("Make the buffers in the communicator's context.")};
     }
     if (foreign[l].device_idx() != comm.device_idx(l)) {
-      return std::pair{fmt::format("block buffer {} is on device {}, but local member {} is device {}", l,
-                                   foreign[l].device_idx(), l, comm.device_idx(l)),
-                       std::string("Give each local member a buffer on its own device (Communicator::device_idx).")};
+      return std::pair{
+          fmt::format("block buffer {} is on device {}, but local member {} is device {}", l,
+                      foreign[l].device_idx(), l, comm.device_idx(l)),
+          std::string(
+              "Give each local member a buffer on its own device (Communicator::device_idx).")};
     }
     if (foreign[l].size() < need) {
-      return std::pair{fmt::format("block buffer {} has {} bytes; member {}'s block with its halo ({} x {}) "
-                                   "needs {}",
-                                   l, foreign[l].size(), member, fmt::join(shape, " x "), name(dtype), need),
-                       std::string("Allocate layout.block_shape(member, true) elements for each block.")};
+      return std::pair{
+          fmt::format("block buffer {} has {} bytes; member {}'s block with its halo ({} x {}) "
+                      "needs {}",
+                      l, foreign[l].size(), member, fmt::join(shape, " x "), name(dtype), need),
+          std::string("Allocate layout.block_shape(member, true) elements for each block.")};
     }
   }
   return std::nullopt;
@@ -129,7 +132,9 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
 GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype,
                      std::vector<Buffer> foreign, bool use_foreign)
     : comm_(std::make_shared<Communicator>(detail::CommunicatorAccess::share(comm))),
-      queue_(queue), layout_(std::move(layout)), dtype_(dtype),
+      queue_(queue),
+      layout_(std::move(layout)),
+      dtype_(dtype),
       halo_cache_(std::make_shared<detail::grid::HaloCache>()) {
   const std::string call = "GridArray";
   std::optional<std::pair<std::string, std::string>> problem;
@@ -142,10 +147,12 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
   } else if (use_foreign) {
     problem = foreign_block_problem(comm, layout_, dtype_, foreign);
   }
-  const auto info = exchange_member_info(comm, grid_fingerprint(layout_, dtype_), problem.has_value(), call.c_str());
+  const auto info = exchange_member_info(comm, grid_fingerprint(layout_, dtype_),
+                                         problem.has_value(), call.c_str());
   const auto ranks = rank_structure(comm, info);
   rank_ = ranks.rank;
-  raise_if_any_problem(info, ranks, problem_info(problem, rank_, call, SKEIN_HERE), call, "GridArray");
+  raise_if_any_problem(info, ranks, problem_info(problem, rank_, call, SKEIN_HERE), call,
+                       "GridArray");
   raise_if_fingerprints_differ(
       info, ranks, call, fmt::format("dtype {} and layout {}", name(dtype_), layout_.describe()),
       "Every rank must pass the same layout (shape, grid, sizes, halo, boundaries) and dtype.");
@@ -164,9 +171,11 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
     const Shape with_halo_shape = layout_.block_shape(member, true);
     const std::size_t with_halo_bytes = shape_size(with_halo_shape) * itemsize(dtype_);
     // A member without points needs no memory: its (empty) block is Skein's, whatever was given.
-    Array with_halo = use_foreign && with_halo_bytes > 0
-                          ? Array(queue_, foreign[l].get_sub_region(0, with_halo_bytes), with_halo_shape, dtype_)
-                          : Array::zeros(queue_, with_halo_shape, dtype_, device_idx, plain_blocks(queue_.context()));
+    Array with_halo =
+        use_foreign && with_halo_bytes > 0
+            ? Array(queue_, foreign[l].get_sub_region(0, with_halo_bytes), with_halo_shape, dtype_)
+            : Array::zeros(queue_, with_halo_shape, dtype_, device_idx,
+                           plain_blocks(queue_.context()));
     Array interior = with_halo;
     const GridBlock b = layout_.block(member);
     if (!b.empty()) {
@@ -176,9 +185,11 @@ GridArray::GridArray(Communicator& comm, const Queue& queue, GridLayout layout, 
         const std::size_t k = a < layout_.ndim() ? detail::grid::slot(layout_.ndim(), a) : 3;
         strides.push_back(static_cast<std::size_t>(box.strides[k]) * itemsize(dtype_));
       }
-      interior = with_halo.view(static_cast<std::size_t>(box.offset), layout_.block_shape(member), strides);
+      interior = with_halo.view(static_cast<std::size_t>(box.offset), layout_.block_shape(member),
+                                strides);
     }
-    blocks_.push_back(LocalGridBlock{l, member, device_idx, b, std::move(with_halo), std::move(interior)});
+    blocks_.push_back(
+        LocalGridBlock{l, member, device_idx, b, std::move(with_halo), std::move(interior)});
   }
 }
 
@@ -200,7 +211,8 @@ MultiDevice<Array> GridArray::local_arrays(bool with_halo) const {
 void GridArray::check_host_type(Dtype host, const char* call) const {
   if (host != dtype_) {
     detail::raise_in(SKEIN_HERE, call, "Use host data of the array's dtype, or convert first.",
-                     "host type {} does not match the grid array's dtype {}", name(host), name(dtype_));
+                     "host type {} does not match the grid array's dtype {}", name(host),
+                     name(dtype_));
   }
 }
 
@@ -222,13 +234,15 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
   check_root_rank(root_rank, call);
   const std::size_t root_member = layout_.first_member_of_rank(root_rank);
   const bool is_root = rank_ == root_rank;
-  if (!root_status(*comm_, queue_, !is_root || host.size() == nbytes(), static_cast<int>(root_member), call)) {
+  if (!root_status(*comm_, queue_, !is_root || host.size() == nbytes(),
+                   static_cast<int>(root_member), call)) {
     if (is_root) {
       detail::raise_in(SKEIN_HERE, call,
                        "On the root rank, pass the whole global array (size() elements, C order).",
                        "rank {} (the root): the host array has {} bytes, but the grid array of "
                        "shape {} and dtype {} has {}",
-                       rank_, host.size(), to_string(layout_.global_shape()), name(dtype_), nbytes());
+                       rank_, host.size(), to_string(layout_.global_shape()), name(dtype_),
+                       nbytes());
     }
     detail::raise_in(SKEIN_HERE, call, "See the error reported on the root rank.",
                      "rank {}: the root rank {} passed a host array of the wrong size; nothing was "
@@ -248,7 +262,8 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
       if (b.block.empty()) continue;
       std::vector<std::byte> bytes(block_bytes(layout_, b.member, dtype_));
       host_block_copy(layout_, b.member, unit, host, bytes, false);
-      const Array packed = Array::empty(queue_, {bytes.size() / unit}, dtype_, b.device_idx, temporaries(queue_));
+      const Array packed =
+          Array::empty(queue_, {bytes.size() / unit}, dtype_, b.device_idx, temporaries(queue_));
       packed.set(bytes);
       unpack(b, packed);
     }
@@ -263,11 +278,12 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
         if (nb == 0) continue;
         parts.emplace_back(m, bytes.size());
         bytes.resize(bytes.size() + nb);
-        host_block_copy(layout_, m, unit, host, std::span(bytes).subspan(parts.back().second, nb), false);
+        host_block_copy(layout_, m, unit, host, std::span(bytes).subspan(parts.back().second, nb),
+                        false);
       }
       if (parts.empty()) continue;
-      const Array staging =
-          Array::empty(queue_, {bytes.size() / unit}, dtype_, blocks_[0].device_idx, temporaries(queue_));
+      const Array staging = Array::empty(queue_, {bytes.size() / unit}, dtype_,
+                                         blocks_[0].device_idx, temporaries(queue_));
       staging.set(bytes);
       in_group(*comm_, [&] {
         for (const auto& [m, off] : parts) {
@@ -284,8 +300,9 @@ void GridArray::scatter(std::span<const std::byte> host, int root_rank) const {
   in_group(*comm_, [&] {
     for (const auto& b : blocks_) {
       if (b.block.empty()) continue;
-      received[b.local_device] = Array::empty(queue_, {block_bytes(layout_, b.member, dtype_) / unit}, dtype_,
-                                              b.device_idx, temporaries(queue_));
+      received[b.local_device] =
+          Array::empty(queue_, {block_bytes(layout_, b.member, dtype_) / unit}, dtype_,
+                       b.device_idx, temporaries(queue_));
       comm_->recv(queue_, b.local_device, *received[b.local_device], static_cast<int>(root_member));
     }
   });
@@ -304,8 +321,8 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
   // A block's points, contiguous, on its device.
   auto pack = [&](const LocalGridBlock& b) {
     const auto ext = detail::grid::interior_extent(layout_, b.member);
-    Array packed = Array::empty(queue_, {block_bytes(layout_, b.member, dtype_) / unit}, dtype_, b.device_idx,
-                                temporaries(queue_));
+    Array packed = Array::empty(queue_, {block_bytes(layout_, b.member, dtype_) / unit}, dtype_,
+                                b.device_idx, temporaries(queue_));
     copy(unit, {packed, 0, detail::grid::contiguous(ext)},
          detail::grid::interior_box(layout_, b.member, b.with_halo), ext);
     return packed;
@@ -340,7 +357,8 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
       total += nb;
     }
     if (parts.empty()) continue;
-    const Array staging = Array::empty(queue_, {total / unit}, dtype_, blocks_[0].device_idx, temporaries(queue_));
+    const Array staging =
+        Array::empty(queue_, {total / unit}, dtype_, blocks_[0].device_idx, temporaries(queue_));
     in_group(*comm_, [&] {
       for (const auto& [m, off] : parts) {
         const Array part = staging.view(off / unit, {block_bytes(layout_, m, dtype_) / unit});
@@ -350,7 +368,8 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
     std::vector<std::byte> bytes(total);
     staging.get(bytes);
     for (const auto& [m, off] : parts) {
-      const auto part = std::span<const std::byte>(bytes).subspan(off, block_bytes(layout_, m, dtype_));
+      const auto part =
+          std::span<const std::byte>(bytes).subspan(off, block_bytes(layout_, m, dtype_));
       host_block_copy(layout_, m, unit, part, out, true);
     }
   }
@@ -359,7 +378,9 @@ std::vector<std::byte> GridArray::gather_bytes(int root_rank) const {
   return out;
 }
 
-void GridArray::exchange_halos() const { skein::exchange_halos(queue_, std::span<const GridArray>(this, 1)); }
+void GridArray::exchange_halos() const {
+  skein::exchange_halos(queue_, std::span<const GridArray>(this, 1));
+}
 
 void GridArray::exchange_halos(const Queue& queue) const {
   skein::exchange_halos(queue, std::span<const GridArray>(this, 1));

@@ -129,8 +129,10 @@ void BoxCopier::operator()(std::size_t unit, const BoxView& dst, const BoxView& 
     detail::raise_in(SKEIN_HERE, "GridArray", "Use a dtype of 1, 2, 4, 8 or 16 bytes.",
                      "no box copy for elements of {} bytes", unit);
   }
-  const auto groups = std::min<std::size_t>((static_cast<std::size_t>(total) + kLocal - 1) / kLocal, kMaxGroups);
-  const auto prepared = kernel->second.prepare(queue_, LaunchSizes(groups * kLocal), LaunchSizes(kLocal));
+  const auto groups =
+      std::min<std::size_t>((static_cast<std::size_t>(total) + kLocal - 1) / kLocal, kMaxGroups);
+  const auto prepared =
+      kernel->second.prepare(queue_, LaunchSizes(groups * kLocal), LaunchSizes(kLocal));
   const std::size_t devices[] = {dst.array.device_idx()};
   prepared.on_devices(std::span<const std::size_t>(devices), dst.array, src.array, dst.offset,
                       dst.strides[0], dst.strides[1], dst.strides[2], dst.strides[3], src.offset,
@@ -152,14 +154,16 @@ BoxBatch::BoxBatch(const Queue& queue, std::size_t device_idx, std::span<const B
     }
     if (c.dst_slot >= kBatchSlots || c.src_slot >= kBatchSlots) {
       detail::raise_in(SKEIN_HERE, "GridArray", "Split the batch (an internal error of Skein's).",
-                       "a batched box copy names slot {} of {}", std::max(c.dst_slot, c.src_slot), kBatchSlots);
+                       "a batched box copy names slot {} of {}", std::max(c.dst_slot, c.src_slot),
+                       kBatchSlots);
     }
     const auto& d = c.dst_strides;
     const auto& s = c.src_strides;
     const auto& n = c.extent;
-    const std::int64_t packed = static_cast<std::int64_t>(c.unit | c.dst_slot << 8 | c.src_slot << 16);
-    table.insert(table.end(), {c.dst_offset, d[0], d[1], d[2], d[3], c.src_offset, s[0], s[1], s[2], s[3], n[1],
-                               n[2], n[3], total, packed, 0});
+    const std::int64_t packed =
+        static_cast<std::int64_t>(c.unit | c.dst_slot << 8 | c.src_slot << 16);
+    table.insert(table.end(), {c.dst_offset, d[0], d[1], d[2], d[3], c.src_offset, s[0], s[1], s[2],
+                               s[3], n[1], n[2], n[3], total, packed, 0});
     largest = std::max(largest, total);
   }
   count_ = table.size() / kTableRow;
@@ -170,20 +174,24 @@ BoxBatch::BoxBatch(const Queue& queue, std::size_t device_idx, std::span<const B
                         });
   table_->set(std::span<const std::int64_t>(table));
   const Program program(queue.context(), kCopyBoxSource, {.name = "skein_grid_copy_box"});
-  const auto groups = std::min<std::size_t>((static_cast<std::size_t>(largest) + kLocal - 1) / kLocal, kMaxGroups / 4);
+  const auto groups = std::min<std::size_t>(
+      (static_cast<std::size_t>(largest) + kLocal - 1) / kLocal, kMaxGroups / 4);
   launch_ = program.kernel("skein_grid_copy_boxes")
-                .prepare(queue, LaunchSizes(WorkSize{groups * kLocal, count_}), LaunchSizes(WorkSize{kLocal, 1}));
+                .prepare(queue, LaunchSizes(WorkSize{groups * kLocal, count_}),
+                         LaunchSizes(WorkSize{kLocal, 1}));
 }
 
 void BoxBatch::operator()(std::span<const Array> slots) const {
   if (count_ == 0) return;
   if (slots.size() != kBatchSlots) {
-    detail::raise_in(SKEIN_HERE, "GridArray", "Give every slot an array (an internal error of Skein's).",
-                     "a batched box copy was given {} arrays for {} slots", slots.size(), kBatchSlots);
+    detail::raise_in(
+        SKEIN_HERE, "GridArray", "Give every slot an array (an internal error of Skein's).",
+        "a batched box copy was given {} arrays for {} slots", slots.size(), kBatchSlots);
   }
   const std::size_t devices[] = {device_idx_};
-  launch_->on_devices(std::span<const std::size_t>(devices), *table_, static_cast<std::int32_t>(count_), slots[0],
-                      slots[1], slots[2], slots[3], slots[4], slots[5], slots[6], slots[7]);
+  launch_->on_devices(std::span<const std::size_t>(devices), *table_,
+                      static_cast<std::int32_t>(count_), slots[0], slots[1], slots[2], slots[3],
+                      slots[4], slots[5], slots[6], slots[7]);
 }
 
 }  // namespace skein::detail::grid

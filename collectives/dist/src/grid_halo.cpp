@@ -35,13 +35,15 @@ void check_arrays(const Queue& queue, std::span<const GridArray> arrays) {
   const char* call = "exchange_halos";
   const GridArray& first = arrays[0];
   for (std::size_t i = 1; i < arrays.size(); ++i) {
-    if (!(arrays[i].layout() == first.layout()) || arrays[i].communicator() != first.communicator()) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Exchange arrays of one layout and one communicator together (or call once "
-                       "per layout).",
-                       "array {} has {}layout {}; array 0 has {}", i,
-                       arrays[i].communicator() != first.communicator() ? "another communicator and " : "",
-                       arrays[i].layout().describe(), first.layout().describe());
+    if (!(arrays[i].layout() == first.layout()) ||
+        arrays[i].communicator() != first.communicator()) {
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "Exchange arrays of one layout and one communicator together (or call once "
+          "per layout).",
+          "array {} has {}layout {}; array 0 has {}", i,
+          arrays[i].communicator() != first.communicator() ? "another communicator and " : "",
+          arrays[i].layout().describe(), first.layout().describe());
     }
   }
   if (!(queue.context() == first.queue().context())) {
@@ -51,8 +53,8 @@ void check_arrays(const Queue& queue, std::span<const GridArray> arrays) {
   for (const auto& b : first.blocks()) {
     if (!queue.has_device(b.device_idx)) {
       detail::raise_in(SKEIN_HERE, call, "Give a queue with every device of the arrays' queue.",
-                       "the queue has no device {}, where local block {} lives (rank {})", b.device_idx,
-                       b.local_device, first.rank());
+                       "the queue has no device {}, where local block {} lives (rank {})",
+                       b.device_idx, b.local_device, first.rank());
     }
   }
 }
@@ -81,7 +83,8 @@ Array bytes_of(const TransferData& d, const Queue& queue, std::span<const GridAr
 void run(const HaloRoutine& routine, const Queue& queue, std::span<const GridArray> arrays) {
   launch(routine.packs, arrays);
   launch(routine.direct, arrays);
-  for (const auto& c : routine.device_copies) bytes_of(c.to, queue, arrays).set(bytes_of(c.from, queue, arrays));
+  for (const auto& c : routine.device_copies)
+    bytes_of(c.to, queue, arrays).set(bytes_of(c.from, queue, arrays));
   if (!routine.transfers.empty()) {
     Communicator& comm = arrays[0].communicator();
     in_group(comm, [&] {
@@ -123,8 +126,8 @@ void exchange_halos(const Queue& queue, std::span<const GridArray> arrays) {
   auto cached = detail::grid::GridArrayAccess::halo_cache(first).find(queue, dtypes, [&] {
     std::vector<std::size_t> devices;
     for (const auto& b : first.blocks()) devices.push_back(b.device_idx);
-    return detail::grid::make_halo_routine(queue, first.layout(), dtypes,
-                                           first.layout().first_member_of_rank(first.rank()), devices);
+    return detail::grid::make_halo_routine(
+        queue, first.layout(), dtypes, first.layout().first_member_of_rank(first.rank()), devices);
   });
   const std::lock_guard lock(cached->running);
   run(cached->routine, queue, arrays);

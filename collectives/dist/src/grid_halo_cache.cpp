@@ -11,7 +11,8 @@ std::shared_ptr<CachedRoutine> HaloCache::find(const Queue& queue, std::span<con
   const std::lock_guard lock(mutex_);
   ++clock_;
   for (Entry& e : entries_) {
-    if (e.queue == queue && std::equal(e.dtypes.begin(), e.dtypes.end(), dtypes.begin(), dtypes.end())) {
+    if (e.queue == queue &&
+        std::equal(e.dtypes.begin(), e.dtypes.end(), dtypes.begin(), dtypes.end())) {
       e.last_used = clock_;
       return e.routine;
     }
@@ -21,10 +22,12 @@ std::shared_ptr<CachedRoutine> HaloCache::find(const Queue& queue, std::span<con
   routine->routine = make();
   ++made_;
   if (entries_.size() >= kMaxRoutines) {
-    entries_.erase(std::min_element(entries_.begin(), entries_.end(),
-                                    [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
+    entries_.erase(
+        std::min_element(entries_.begin(), entries_.end(),
+                         [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
   }
-  entries_.push_back(Entry{queue, std::vector<Dtype>(dtypes.begin(), dtypes.end()), routine, clock_});
+  entries_.push_back(
+      Entry{queue, std::vector<Dtype>(dtypes.begin(), dtypes.end()), routine, clock_});
   return routine;
 }
 

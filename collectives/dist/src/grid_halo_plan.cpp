@@ -44,7 +44,8 @@ std::size_t position_of(const GridLayout& layout, std::size_t axis, std::size_t 
   return sizes.size() - 1;  // unreachable: x is inside the axis
 }
 
-AxisPart axis_part(const GridLayout& layout, const GridBlock& b, std::size_t pos, std::size_t axis, int dir) {
+AxisPart axis_part(const GridLayout& layout, const GridBlock& b, std::size_t pos, std::size_t axis,
+                   int dir) {
   const auto h = static_cast<std::int64_t>(layout.halo(axis));
   const auto off = static_cast<std::int64_t>(b.offset[axis]);
   const auto n = static_cast<std::int64_t>(b.extent[axis]);
@@ -59,7 +60,8 @@ AxisPart axis_part(const GridLayout& layout, const GridBlock& b, std::size_t pos
   }
   p.extent = h;
   p.dst_start = dir < 0 ? 0 : h + n;
-  const std::int64_t first = dir < 0 ? off - h : off + n;  // global index of the region's first cell
+  const std::int64_t first =
+      dir < 0 ? off - h : off + n;  // global index of the region's first cell
   if (first >= 0 && first + h <= N) {
     p.pos = position_of(layout, axis, static_cast<std::size_t>(first));
     p.start = first;
@@ -130,7 +132,8 @@ std::vector<HaloRegion> plan_regions(const GridLayout& layout) {
         const GridBlock s = layout.block(r.src);
         for (std::size_t a = 0; a < n; ++a) {
           const std::size_t k = slot(n, a);
-          r.src_start[k] += static_cast<std::int64_t>(layout.halo(a)) - static_cast<std::int64_t>(s.offset[a]);
+          r.src_start[k] +=
+              static_cast<std::int64_t>(layout.halo(a)) - static_cast<std::int64_t>(s.offset[a]);
         }
       }
       out.push_back(r);
@@ -156,10 +159,12 @@ bool whole_planes(const GridLayout& layout, const HaloRegion& r) {
 PlaneRange plane_range(const GridLayout& layout, const HaloRegion& r) {
   const Shape dst = layout.block_shape(r.dst, true), src = layout.block_shape(r.src, true);
   if (dst.size() != src.size() || !std::equal(dst.begin() + 1, dst.end(), src.begin() + 1)) {
-    detail::raise_in(SKEIN_HERE, "exchange_halos", "Report this: it is a bug in Skein's halo exchange.",
-                     "members {} and {}, neighbours along axis 0, have blocks of other shapes along the "
-                     "other axes ({} and {})",
-                     r.dst, r.src, fmt::format("{}", fmt::join(dst, "x")), fmt::format("{}", fmt::join(src, "x")));
+    detail::raise_in(
+        SKEIN_HERE, "exchange_halos", "Report this: it is a bug in Skein's halo exchange.",
+        "members {} and {}, neighbours along axis 0, have blocks of other shapes along the "
+        "other axes ({} and {})",
+        r.dst, r.src, fmt::format("{}", fmt::join(dst, "x")),
+        fmt::format("{}", fmt::join(src, "x")));
   }
   std::size_t plane = 1;  // elements of one plane along axis 0, components included
   for (std::size_t a = 1; a < dst.size(); ++a) plane *= dst[a];
@@ -173,7 +178,9 @@ namespace {
 
 std::int64_t cells(const Int4& e) { return e[0] * e[1] * e[2] * e[3]; }
 
-std::int64_t dot(const Int4& a, const Int4& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]; }
+std::int64_t dot(const Int4& a, const Int4& b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
+}
 
 constexpr std::size_t kAlign = 16;
 
@@ -231,7 +238,8 @@ class BatchBuilder {
   static bool same(const SlotSource& a, const SlotSource& b) {
     if (a.is_block != b.is_block) return false;
     if (a.is_block) return a.array == b.array && a.local == b.local;
-    return a.fixed->data().adapter() == b.fixed->data().adapter() && a.fixed->offset() == b.fixed->offset() &&
+    return a.fixed->data().adapter() == b.fixed->data().adapter() &&
+           a.fixed->offset() == b.fixed->offset() &&
            a.fixed->data().offset() == b.fixed->data().offset();
   }
   static std::optional<std::size_t> find(const Open& open, const SlotSource& s) {
@@ -257,7 +265,9 @@ class BatchBuilder {
   std::vector<PlannedBatch> done_;
 };
 
-SlotSource block_slot(std::size_t array, std::size_t local) { return SlotSource{true, array, local, {}}; }
+SlotSource block_slot(std::size_t array, std::size_t local) {
+  return SlotSource{true, array, local, {}};
+}
 SlotSource fixed_slot(const Array& a) { return SlotSource{false, 0, 0, a}; }
 
 // Staging and constants: plain allocations held by the routine, used on its queue only.
@@ -275,8 +285,9 @@ struct Constants {
   std::map<std::tuple<std::size_t, std::size_t, std::uint64_t>, std::size_t> offsets;
 };
 
-Constants make_constants(const Queue& queue, const std::vector<HaloRegion>& regions, std::span<const Dtype> dtypes,
-                         std::size_t first, std::span<const std::size_t> devices) {
+Constants make_constants(const Queue& queue, const std::vector<HaloRegion>& regions,
+                         std::span<const Dtype> dtypes, std::size_t first,
+                         std::span<const std::size_t> devices) {
   Constants c;
   std::map<std::size_t, std::vector<std::byte>> bytes;
   for (const HaloRegion& r : regions) {
@@ -317,14 +328,15 @@ constexpr std::size_t kMessageAlign = 256;  // where each message starts in its 
 // message at a time, each at its own offset), so that one launch packs (or unpacks) all of a
 // device's messages for up to kBatchSlots - 1 arrays whatever the number of neighbours.
 void add_messages(const Queue& queue, const GridLayout& layout, std::span<const Dtype> dtypes,
-                  const MessageMap& messages, const Where& at, BatchBuilder& packs, BatchBuilder& unpacks,
-                  HaloRoutine& out) {
+                  const MessageMap& messages, const Where& at, BatchBuilder& packs,
+                  BatchBuilder& unpacks, HaloRoutine& out) {
   std::map<std::pair<std::size_t, std::size_t>, std::size_t> bytes_of, out_at, in_at;
   std::map<std::size_t, std::size_t> out_bytes, in_bytes;  // per device
   for (const auto& [key, message] : messages) {
     std::size_t bytes = 0;
     for (const Dtype dtype : dtypes) {
-      for (const HaloRegion* r : message) bytes += aligned(static_cast<std::size_t>(cells(r->extent)) * itemsize(dtype));
+      for (const HaloRegion* r : message)
+        bytes += aligned(static_cast<std::size_t>(cells(r->extent)) * itemsize(dtype));
     }
     bytes_of[key] = bytes;
     auto place = [&](std::size_t& used) {
@@ -336,10 +348,13 @@ void add_messages(const Queue& queue, const GridLayout& layout, std::span<const 
     if (at.is_local(key.second)) in_at[key] = place(in_bytes[at.device_of(key.second)]);
   }
   std::map<std::size_t, Array> outgoing, incoming;
-  for (const auto& [device, bytes] : out_bytes) outgoing.emplace(device, routine_buffer(queue, device, bytes));
-  for (const auto& [device, bytes] : in_bytes) incoming.emplace(device, routine_buffer(queue, device, bytes));
+  for (const auto& [device, bytes] : out_bytes)
+    outgoing.emplace(device, routine_buffer(queue, device, bytes));
+  for (const auto& [device, bytes] : in_bytes)
+    incoming.emplace(device, routine_buffer(queue, device, bytes));
   auto view = [&](const Array& arena, std::size_t offset, std::size_t bytes) {
-    return Array(queue, arena.data().get_sub_region(arena.offset() + offset, bytes), {bytes}, Dtype::uint8);
+    return Array(queue, arena.data().get_sub_region(arena.offset() + offset, bytes), {bytes},
+                 Dtype::uint8);
   };
   for (const auto& [key, message] : messages) {
     const auto [src, dst] = key;
@@ -352,17 +367,25 @@ void add_messages(const Queue& queue, const GridLayout& layout, std::span<const 
           const Int4 strides = block_strides(layout, src);
           Int4 steps{};
           for (std::size_t a = 0; a < 4; ++a) steps[a] = strides[a] * r->src_step[a];
-          packs.add(at.device_of(src), fixed_slot(outgoing.at(at.device_of(src))), block_slot(k, src - at.first),
-                    {.unit = unit, .dst_offset = static_cast<std::int64_t>((out_at.at(key) + offset) / unit),
-                     .src_offset = dot(r->src_start, strides), .dst_strides = contiguous(r->extent),
-                     .src_strides = steps, .extent = r->extent});
+          packs.add(at.device_of(src), fixed_slot(outgoing.at(at.device_of(src))),
+                    block_slot(k, src - at.first),
+                    {.unit = unit,
+                     .dst_offset = static_cast<std::int64_t>((out_at.at(key) + offset) / unit),
+                     .src_offset = dot(r->src_start, strides),
+                     .dst_strides = contiguous(r->extent),
+                     .src_strides = steps,
+                     .extent = r->extent});
         }
         if (to_here) {
           const Int4 strides = block_strides(layout, dst);
-          unpacks.add(at.device_of(dst), block_slot(k, dst - at.first), fixed_slot(incoming.at(at.device_of(dst))),
-                      {.unit = unit, .dst_offset = dot(r->dst_start, strides),
+          unpacks.add(at.device_of(dst), block_slot(k, dst - at.first),
+                      fixed_slot(incoming.at(at.device_of(dst))),
+                      {.unit = unit,
+                       .dst_offset = dot(r->dst_start, strides),
                        .src_offset = static_cast<std::int64_t>((in_at.at(key) + offset) / unit),
-                       .dst_strides = strides, .src_strides = contiguous(r->extent), .extent = r->extent});
+                       .dst_strides = strides,
+                       .src_strides = contiguous(r->extent),
+                       .extent = r->extent});
         }
         offset += aligned(static_cast<std::size_t>(cells(r->extent)) * unit);
       }
@@ -375,11 +398,13 @@ void add_messages(const Queue& queue, const GridLayout& layout, std::span<const 
       out.device_copies.push_back({staged(outgoing.at(at.device_of(src)), out_at.at(key)),
                                    staged(incoming.at(at.device_of(dst)), in_at.at(key))});
     } else if (from_here) {
-      out.transfers.push_back(
-          {src - at.first, staged(outgoing.at(at.device_of(src)), out_at.at(key)), static_cast<int>(dst), true});
+      out.transfers.push_back({src - at.first,
+                               staged(outgoing.at(at.device_of(src)), out_at.at(key)),
+                               static_cast<int>(dst), true});
     } else {
-      out.transfers.push_back(
-          {dst - at.first, staged(incoming.at(at.device_of(dst)), in_at.at(key)), static_cast<int>(src), false});
+      out.transfers.push_back({dst - at.first,
+                               staged(incoming.at(at.device_of(dst)), in_at.at(key)),
+                               static_cast<int>(src), false});
     }
   }
 }
@@ -387,17 +412,21 @@ void add_messages(const Queue& queue, const GridLayout& layout, std::span<const 
 // A face that moves as whole planes (whole_planes()): one device copy or one transfer per array,
 // straight between the blocks, after the staged messages (so that the two sides of a pair issue
 // their transfers in one order: the staged message, then the planes in the regions' order).
-void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const HaloRegion& r, const Where& at,
-                HaloRoutine& out) {
+void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const HaloRegion& r,
+                const Where& at, HaloRoutine& out) {
   const PlaneRange range = plane_range(layout, r);
   const bool from_here = at.is_local(r.src), to_here = at.is_local(r.dst);
   for (std::size_t k = 0; k < dtypes.size(); ++k) {
     const std::size_t unit = itemsize(dtypes[k]);
     // `local` only means something on the side that is this rank's (the other is not used).
-    const TransferData from{.array = k, .local = from_here ? r.src - at.first : 0,
-                            .offset = range.src_offset * unit, .bytes = range.count * unit};
-    const TransferData to{.array = k, .local = to_here ? r.dst - at.first : 0,
-                          .offset = range.dst_offset * unit, .bytes = range.count * unit};
+    const TransferData from{.array = k,
+                            .local = from_here ? r.src - at.first : 0,
+                            .offset = range.src_offset * unit,
+                            .bytes = range.count * unit};
+    const TransferData to{.array = k,
+                          .local = to_here ? r.dst - at.first : 0,
+                          .offset = range.dst_offset * unit,
+                          .bytes = range.count * unit};
     if (from_here && to_here) {
       out.device_copies.push_back({from, to});
     } else if (from_here) {
@@ -411,8 +440,9 @@ void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const H
 
 }  // namespace
 
-HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std::span<const Dtype> dtypes,
-                              std::size_t first, std::span<const std::size_t> devices) {
+HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
+                              std::span<const Dtype> dtypes, std::size_t first,
+                              std::span<const std::size_t> devices) {
   const auto regions = plan_regions(layout);
   auto is_local = [&](std::size_t m) { return m >= first && m < first + devices.size(); };
   auto device_of = [&](std::size_t m) { return devices[m - first]; };
@@ -427,22 +457,30 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std:
       const Int4 strides = block_strides(layout, r.dst);
       for (std::size_t k = 0; k < dtypes.size(); ++k) {
         const std::size_t unit = itemsize(dtypes[k]);
-        const std::size_t at = constants.offsets.at({device, k, std::bit_cast<std::uint64_t>(*r.constant)});
+        const std::size_t at =
+            constants.offsets.at({device, k, std::bit_cast<std::uint64_t>(*r.constant)});
         direct.add(device, block_slot(k, r.dst - first), fixed_slot(constants.buffers.at(device)),
-                   {.unit = unit, .dst_offset = dot(r.dst_start, strides),
-                    .src_offset = static_cast<std::int64_t>(at / unit), .dst_strides = strides,
-                    .src_strides = {0, 0, 0, 0}, .extent = r.extent});
+                   {.unit = unit,
+                    .dst_offset = dot(r.dst_start, strides),
+                    .src_offset = static_cast<std::int64_t>(at / unit),
+                    .dst_strides = strides,
+                    .src_strides = {0, 0, 0, 0},
+                    .extent = r.extent});
       }
     } else if (is_local(r.src) && is_local(r.dst) && device_of(r.src) == device_of(r.dst)) {
       // Same device: from the points to the ghost cells, nothing staged.
-      const Int4 dst_strides = block_strides(layout, r.dst), src_strides = block_strides(layout, r.src);
+      const Int4 dst_strides = block_strides(layout, r.dst),
+                 src_strides = block_strides(layout, r.src);
       Int4 steps{};
       for (std::size_t a = 0; a < 4; ++a) steps[a] = src_strides[a] * r.src_step[a];
       for (std::size_t k = 0; k < dtypes.size(); ++k) {
         direct.add(device_of(r.dst), block_slot(k, r.dst - first), block_slot(k, r.src - first),
-                   {.unit = itemsize(dtypes[k]), .dst_offset = dot(r.dst_start, dst_strides),
-                    .src_offset = dot(r.src_start, src_strides), .dst_strides = dst_strides,
-                    .src_strides = steps, .extent = r.extent});
+                   {.unit = itemsize(dtypes[k]),
+                    .dst_offset = dot(r.dst_start, dst_strides),
+                    .src_offset = dot(r.src_start, src_strides),
+                    .dst_strides = dst_strides,
+                    .src_strides = steps,
+                    .extent = r.extent});
       }
     } else if ((is_local(r.src) || is_local(r.dst)) && whole_planes(layout, r)) {
       planes.push_back(&r);

@@ -53,7 +53,7 @@ struct HaloRegion {
   std::size_t src = 0;
   Int4 src_start{0, 0, 0, 0};
   Int4 src_step{1, 1, 1, 1};
-  std::optional<double> constant;  // set: filled with this instead
+  std::optional<double> constant;   // set: filled with this instead
   std::array<int, 3> dir{0, 0, 0};  // the region's direction (-1, 0, +1) along each layout axis
 };
 
@@ -77,8 +77,8 @@ PlaneRange plane_range(const GridLayout& layout, const HaloRegion& region);
 // Where one slot of a batched launch finds its array at each call.
 struct SlotSource {
   bool is_block = true;
-  std::size_t array = 0;  // a block: of the call's array `array`,
-  std::size_t local = 0;  // this rank's member `local`
+  std::size_t array = 0;       // a block: of the call's array `array`,
+  std::size_t local = 0;       // this rank's member `local`
   std::optional<Array> fixed;  // else this array of the routine's own (staging, constants)
 };
 
@@ -92,8 +92,8 @@ struct PlannedBatch {
 // one of the call's blocks (made into a view at each call, on the call's queue).
 struct TransferData {
   std::optional<Array> staging;
-  std::size_t array = 0;  // else: the call's array `array`,
-  std::size_t local = 0;  // this rank's member `local`,
+  std::size_t array = 0;   // else: the call's array `array`,
+  std::size_t local = 0;   // this rank's member `local`,
   std::size_t offset = 0;  // from this byte of its block with halo,
   std::size_t bytes = 0;   // this many
 };
@@ -112,7 +112,7 @@ struct HaloRoutine {
   std::vector<PlannedBatch> packs;   // into the messages' staging, per source device
   std::vector<PlannedBatch> direct;  // ghost cells from points on the same device, and constants
   std::vector<DeviceCopy> device_copies;  // staged messages, then whole planes
-  std::vector<Transfer> transfers;   // one group of send/recv: staged messages, then whole planes
+  std::vector<Transfer> transfers;    // one group of send/recv: staged messages, then whole planes
   std::vector<PlannedBatch> unpacks;  // from the messages' staging, per destination device
   std::size_t messages = 0;           // staged: pairs of members this rank sends or receives for
   std::size_t plane_faces = 0;        // faces this rank sends or receives as whole planes
@@ -120,7 +120,8 @@ struct HaloRoutine {
 
 // This rank's routine for arrays of `dtypes` on `layout`: its members are first_member.. on
 // `devices` (one context device per local member), its launches and buffers on `queue`.
-HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout, std::span<const Dtype> dtypes,
-                              std::size_t first_member, std::span<const std::size_t> devices);
+HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
+                              std::span<const Dtype> dtypes, std::size_t first_member,
+                              std::span<const std::size_t> devices);
 
 }  // namespace skein::detail::grid

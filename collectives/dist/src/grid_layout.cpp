@@ -35,12 +35,12 @@ std::string boundary_text(const Boundary& b) {
 
 // One value per axis from a per-axis vector that may also hold one value for all (or none: `none`).
 template <class T>
-std::vector<T> per_axis(const std::vector<T>& given, std::size_t ndim, const T& none, const char* what) {
+std::vector<T> per_axis(const std::vector<T>& given, std::size_t ndim, const T& none,
+                        const char* what) {
   if (given.empty()) return std::vector<T>(ndim, none);
   if (given.size() == 1) return std::vector<T>(ndim, given[0]);
   if (given.size() != ndim) {
-    detail::raise_in(SKEIN_HERE, kCall,
-                     "Give one value per axis, or one value for every axis.",
+    detail::raise_in(SKEIN_HERE, kCall, "Give one value per axis, or one value for every axis.",
                      "{} has {} entries for a shape of {} dimensions", what, given.size(), ndim);
   }
   return given;
@@ -50,7 +50,8 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return b == 0 ? 0 : (a + b 
 
 // How good a grid is for `shape` (smaller is better): members beyond the points of an axis first,
 // then the faces of a block (the halo cells a block exchanges, per cell of width).
-std::tuple<std::size_t, std::size_t> grid_cost(const std::vector<std::size_t>& g, const Shape& shape) {
+std::tuple<std::size_t, std::size_t> grid_cost(const std::vector<std::size_t>& g,
+                                               const Shape& shape) {
   std::size_t excess = 0, faces = 0;
   for (std::size_t a = 0; a < g.size(); ++a) {
     if (g[a] > shape[a]) excess += g[a] - shape[a];
@@ -186,7 +187,8 @@ void GridLayout::split_axes(const GridOptions& options) {
     begin_[a].assign(g + 1, 0);
     for (std::size_t p = 0; p < g; ++p) begin_[a][p + 1] = begin_[a][p] + sizes_[a][p];
     if (begin_[a][g] != N) {
-      detail::raise_in(SKEIN_HERE, kCall, "Make the sizes of each axis add up to its length in the shape.",
+      detail::raise_in(SKEIN_HERE, kCall,
+                       "Make the sizes of each axis add up to its length in the shape.",
                        "the sizes of axis {} ({}) add up to {}, but shape {} has {} there", a,
                        fmt::join(sizes_[a], ", "), begin_[a][g], to_string(shape_), N);
     }
@@ -200,7 +202,8 @@ void GridLayout::set_halo(const GridOptions& options) {
   lower_ = per_axis<Boundary>(options.lower, n, Boundary::open(), "lower (the boundaries)");
   upper_ = per_axis<Boundary>(options.upper, n, Boundary::open(), "upper (the boundaries)");
   for (std::size_t a = 0; a < n; ++a) {
-    const bool lp = lower_[a].kind == BoundaryKind::periodic, up = upper_[a].kind == BoundaryKind::periodic;
+    const bool lp = lower_[a].kind == BoundaryKind::periodic,
+               up = upper_[a].kind == BoundaryKind::periodic;
     if (lp != up) {
       detail::raise_in(SKEIN_HERE, kCall, "Make both sides of a periodic axis periodic.",
                        "axis {} is periodic on one side only (lower {}, upper {})", a,
@@ -220,8 +223,10 @@ void GridLayout::check_halo_sources() const {
       if (sizes_[a][p] > 0) with_points.push_back(p);
     }
     if (with_points.empty()) continue;
-    const bool lower_source = lower_[a].kind == BoundaryKind::periodic || lower_[a].kind == BoundaryKind::reflect;
-    const bool upper_source = upper_[a].kind == BoundaryKind::periodic || upper_[a].kind == BoundaryKind::reflect;
+    const bool lower_source =
+        lower_[a].kind == BoundaryKind::periodic || lower_[a].kind == BoundaryKind::reflect;
+    const bool upper_source =
+        upper_[a].kind == BoundaryKind::periodic || upper_[a].kind == BoundaryKind::reflect;
     if (with_points.size() < 2 && !lower_source && !upper_source) continue;
     for (std::size_t p : with_points) {
       if (sizes_[a][p] < h) {
@@ -238,7 +243,8 @@ void GridLayout::check_halo_sources() const {
 }
 
 GridLayout GridLayout::over(Communicator& comm, Shape shape, GridOptions options) {
-  return GridLayout(std::move(shape), communicator_ranks(comm).members_per_rank, std::move(options));
+  return GridLayout(std::move(shape), communicator_ranks(comm).members_per_rank,
+                    std::move(options));
 }
 
 Shape GridLayout::global_shape() const {
@@ -256,7 +262,8 @@ void GridLayout::check_member(std::size_t member, const char* call) const {
 
 void GridLayout::check_rank(int rank, const char* call) const {
   if (rank < 0 || rank >= ranks()) {
-    detail::raise_in(SKEIN_HERE, call, "Pass an MPI rank of the communicator's group (0 to ranks() - 1).",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass an MPI rank of the communicator's group (0 to ranks() - 1).",
                      "rank {} does not exist (the layout has {} ranks)", rank, ranks());
   }
 }
@@ -305,7 +312,8 @@ std::size_t GridLayout::first_member_of_rank(int rank) const {
 
 MemberLocation GridLayout::location(std::size_t member) const {
   check_member(member, "GridLayout::location");
-  const auto it = std::upper_bound(first_member_of_rank_.begin(), first_member_of_rank_.end(), member);
+  const auto it =
+      std::upper_bound(first_member_of_rank_.begin(), first_member_of_rank_.end(), member);
   const auto rank = static_cast<std::size_t>(it - first_member_of_rank_.begin()) - 1;
   return {member, static_cast<int>(rank), member - first_member_of_rank_[rank]};
 }
@@ -314,7 +322,8 @@ std::size_t GridLayout::member_of(int rank, std::size_t local_device) const {
   check_rank(rank, "GridLayout::member_of");
   const auto r = static_cast<std::size_t>(rank);
   if (local_device >= members_per_rank_[r]) {
-    detail::raise_in(SKEIN_HERE, "GridLayout::member_of", "Pass a local device below members_of_rank(rank).",
+    detail::raise_in(SKEIN_HERE, "GridLayout::member_of",
+                     "Pass a local device below members_of_rank(rank).",
                      "rank {} has {} member(s); local device {} does not exist", rank,
                      members_per_rank_[r], local_device);
   }
@@ -380,7 +389,8 @@ std::size_t GridLayout::owner(std::span<const std::size_t> point) const {
   for (std::size_t a = 0; a < ndim(); ++a) {
     if (point[a] >= shape_[a]) {
       detail::raise_in(SKEIN_HERE, "GridLayout::owner", "Pass a point inside shape().",
-                       "coordinate {} on axis {} is outside shape {}", point[a], a, to_string(shape_));
+                       "coordinate {} on axis {} is outside shape {}", point[a], a,
+                       to_string(shape_));
     }
     // The last position starting at or before the point: empty ones before it share its start.
     const auto it = std::upper_bound(begin_[a].begin(), begin_[a].end(), point[a]);
@@ -433,11 +443,11 @@ std::string GridLayout::describe() const {
     axes.push_back(fmt::format("axis {}: {} (halo {}, {} / {})", a, fmt::join(sizes_[a], " "),
                                halo_[a], boundary_text(lower_[a]), boundary_text(upper_[a])));
   }
-  return fmt::format("shape {}{} over grid {} ({} members on {} ranks: {}); {}; {} stencil",
-                     to_string(shape_),
-                     components_ > 1 ? fmt::format(" x {} components", components_) : "",
-                     fmt::join(grid_, " x "), members(), ranks(), fmt::join(members_per_rank_, ", "),
-                     fmt::join(axes, "; "), stencil_ == Stencil::star ? "star" : "box");
+  return fmt::format(
+      "shape {}{} over grid {} ({} members on {} ranks: {}); {}; {} stencil", to_string(shape_),
+      components_ > 1 ? fmt::format(" x {} components", components_) : "", fmt::join(grid_, " x "),
+      members(), ranks(), fmt::join(members_per_rank_, ", "), fmt::join(axes, "; "),
+      stencil_ == Stencil::star ? "star" : "box");
 }
 
 bool operator==(const GridLayout& a, const GridLayout& b) {

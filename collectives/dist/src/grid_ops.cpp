@@ -50,9 +50,8 @@ GridLayout slab_layout(const GridLayout& layout) {
 std::vector<Array> reduce_in_slabs(const ReductionKernel& kernel, const GridArray& x) {
   GridArray slabs(x.communicator(), x.queue(), slab_layout(x.layout()), x.dtype());
   redistribute(x.queue(), x, slabs);
-  const std::size_t row = x.layout().ndim() == 0 || x.layout().shape()[0] == 0
-                              ? 0
-                              : x.size() / x.layout().shape()[0];
+  const std::size_t row =
+      x.layout().ndim() == 0 || x.layout().shape()[0] == 0 ? 0 : x.size() / x.layout().shape()[0];
   return values::reduce_canonical(kernel, GridPoints{slabs}, [&](std::size_t i) {
     return static_cast<std::uint64_t>(slabs.block(i).block.offset[0]) * row;
   });
@@ -62,10 +61,11 @@ double grid_reduce_to_value(const GridArray& x, const ReductionKernel& kernel, R
                             const DistReductionOptions& options, const char* call) {
   detail::require_outside_group(x.communicator(), call);
   const GridPoints points{x};
-  if (options.deterministic) return values::checked_value(points, reduce_in_slabs(kernel, x).at(0), call);
+  if (options.deterministic)
+    return values::checked_value(points, reduce_in_slabs(kernel, x).at(0), call);
   const Operand first(x.local(0));
-  return values::combine_values(points, kernel.out_dtype(std::span<const Operand>(&first, 1)), across, call,
-                                [&](std::size_t i, const Array& out) {
+  return values::combine_values(points, kernel.out_dtype(std::span<const Operand>(&first, 1)),
+                                across, call, [&](std::size_t i, const Array& out) {
                                   const Operand in(x.local(i));
                                   kernel(x.queue(), std::span<const Operand>(&in, 1), {.out = out});
                                 });
@@ -183,20 +183,23 @@ double dot(const GridArray& x, const GridArray& y, const DistReductionOptions& o
     // temporary where the blocks are ranges of global indices, else slab copies of x and y.
     const DistOperand operands[] = {x, y};
     const reductions::Term term{&dot_kernel(x.dtype(), y.dtype()), operands};
-    return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), ReduceOp::sum, options, call)
+    return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), ReduceOp::sum,
+                                   options, call)
         .wait()
         .at(0);
   }
   detail::Ordering order(queue, values::local_devices(x));
   order.join(y.queue());
   const Operand first[] = {Operand(x.local(0)), Operand(y.local(0))};
-  return values::combine_values(GridPoints{x}, dot_kernel(x.dtype(), y.dtype()).out_dtype(first), ReduceOp::sum,
-                                call, [&](std::size_t i, const Array& out) {
+  return values::combine_values(GridPoints{x}, dot_kernel(x.dtype(), y.dtype()).out_dtype(first),
+                                ReduceOp::sum, call, [&](std::size_t i, const Array& out) {
                                   const Operand in[] = {Operand(x.local(i)), Operand(y.local(i))};
                                   dot_kernel(x.dtype(), y.dtype())(queue, in, {.out = out});
                                 });
 }
 
-double nrm2(const GridArray& x, const DistReductionOptions& options) { return std::sqrt(dot(x, x, options)); }
+double nrm2(const GridArray& x, const DistReductionOptions& options) {
+  return std::sqrt(dot(x, x, options));
+}
 
 }  // namespace skein::dist

@@ -40,7 +40,8 @@ std::optional<Overlap> overlap(const GridBlock& a, const GridBlock& b) {
   Overlap o;
   for (std::size_t axis = 0; axis < a.offset.size(); ++axis) {
     const std::size_t lo = std::max(a.offset[axis], b.offset[axis]);
-    const std::size_t hi = std::min(a.offset[axis] + a.extent[axis], b.offset[axis] + b.extent[axis]);
+    const std::size_t hi =
+        std::min(a.offset[axis] + a.extent[axis], b.offset[axis] + b.extent[axis]);
     if (hi <= lo) return std::nullopt;
     o.start.push_back(lo);
     o.extent.push_back(hi - lo);
@@ -62,7 +63,8 @@ detail::grid::BoxView box_in(const GridLayout& layout, std::size_t member, const
 
 Int4 extent_of(const GridLayout& layout, const Overlap& o) {
   Int4 e{1, 1, 1, static_cast<std::int64_t>(layout.components())};
-  for (std::size_t a = 0; a < layout.ndim(); ++a) e[detail::grid::slot(layout.ndim(), a)] = static_cast<std::int64_t>(o.extent[a]);
+  for (std::size_t a = 0; a < layout.ndim(); ++a)
+    e[detail::grid::slot(layout.ndim(), a)] = static_cast<std::int64_t>(o.extent[a]);
   return e;
 }
 
@@ -77,13 +79,13 @@ void check_pair(const Queue& queue, const GridArray& from, const GridArray& to) 
   if (!(a.shape() == b.shape()) || a.components() != b.components()) {
     detail::raise_in(SKEIN_HERE, call,
                      "Redistribute between layouts of one global shape and number of components.",
-                     "the source is {} and the destination {} (rank {})", a.describe(), b.describe(),
-                     from.rank());
+                     "the source is {} and the destination {} (rank {})", a.describe(),
+                     b.describe(), from.rank());
   }
   if (from.dtype() != to.dtype()) {
     detail::raise_in(SKEIN_HERE, call, "Give arrays of one dtype (astype the result to convert).",
-                     "the source's dtype is {} and the destination's {} (rank {})", name(from.dtype()),
-                     name(to.dtype()), from.rank());
+                     "the source's dtype is {} and the destination's {} (rank {})",
+                     name(from.dtype()), name(to.dtype()), from.rank());
   }
   if (auto q = queue_problem(from.communicator(), queue); !q.empty()) {
     detail::raise_in(SKEIN_HERE, call, kQueueHint, "{} (rank {})", q, from.rank());
@@ -94,15 +96,23 @@ void check_pair(const Queue& queue, const GridArray& from, const GridArray& to) 
 class Redistribution {
  public:
   Redistribution(const Queue& queue, const GridArray& from, const GridArray& to)
-      : queue_(queue), from_(from), to_(to), a_(from.layout()), b_(to.layout()), copy_(queue),
-        comm_(from.communicator()), first_(a_.first_member_of_rank(from.rank())), local_(from.local_size()),
+      : queue_(queue),
+        from_(from),
+        to_(to),
+        a_(from.layout()),
+        b_(to.layout()),
+        copy_(queue),
+        comm_(from.communicator()),
+        first_(a_.first_member_of_rank(from.rank())),
+        local_(from.local_size()),
         unit_(itemsize(from.dtype())) {}
 
   void run() {
     for (std::size_t s = 0; s < a_.members(); ++s) {
       for (std::size_t d = 0; d < b_.members(); ++d) {
         if (!is_local(s) && !is_local(d)) continue;
-        if (auto o = overlap(a_.block(s), b_.block(d))) moves_.push_back(Move{s, d, std::move(*o), {}, {}});
+        if (auto o = overlap(a_.block(s), b_.block(d)))
+          moves_.push_back(Move{s, d, std::move(*o), {}, {}});
       }
     }
     for (Move& m : moves_) {
@@ -141,12 +151,13 @@ class Redistribution {
       copy_(unit_, box_in(b_, m.dst, to_block(m.dst).with_halo, m.box), source, extent);
       return;
     }
-    const Array buffer = Array::empty(queue_, {static_cast<std::size_t>(cells(m.box))}, from_.dtype(),
-                                      src.device_idx, temporaries(queue_));
+    const Array buffer = Array::empty(queue_, {static_cast<std::size_t>(cells(m.box))},
+                                      from_.dtype(), src.device_idx, temporaries(queue_));
     copy_(unit_, {buffer, 0, detail::grid::contiguous(extent)}, source, extent);
     m.packed = buffer;
     if (!is_local(m.dst)) return;
-    m.data = Array::empty(queue_, {buffer.size()}, from_.dtype(), to_block(m.dst).device_idx, temporaries(queue_));
+    m.data = Array::empty(queue_, {buffer.size()}, from_.dtype(), to_block(m.dst).device_idx,
+                          temporaries(queue_));
     m.data->set(buffer);
   }
 
@@ -194,7 +205,8 @@ void redistribute(const GridArray& from, const GridArray& to) {
   check_pair(to.queue(), from, to);
   // `from` was written on its own queue.
   if (!(from.queue() == to.queue())) {
-    for (const LocalGridBlock& b : from.blocks()) to.queue().wait_for(from.queue().record_marker(b.device_idx), b.device_idx);
+    for (const LocalGridBlock& b : from.blocks())
+      to.queue().wait_for(from.queue().record_marker(b.device_idx), b.device_idx);
   }
   Redistribution(to.queue(), from, to).run();
 }

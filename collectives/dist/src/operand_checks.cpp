@@ -12,7 +12,8 @@ namespace {
 const char* const kHint = "Make the distributed operands with the same BlockLayout.";
 
 const char* const kGridHint =
-    "Make the grid operands with one layout of points (shape, components, grid and sizes; halos may "
+    "Make the grid operands with one layout of points (shape, components, grid and sizes; halos "
+    "may "
     "differ).";
 
 }  // namespace
@@ -28,11 +29,11 @@ void check_same_layout(const DistArray& a, const DistArray& b, const char* call,
   }
   for (std::size_t m = 0; m < a.layout().members(); ++m) {
     if (!(a.layout().member_rows(m) == b.layout().member_rows(m))) {
-      detail::raise_in(SKEIN_HERE, call, kHint,
-                       "rank {}: {} split their rows differently (member {}: rows [{}, {}) vs [{}, {}))",
-                       a.rank(), what, m, a.layout().member_rows(m).begin,
-                       a.layout().member_rows(m).end, b.layout().member_rows(m).begin,
-                       b.layout().member_rows(m).end);
+      detail::raise_in(
+          SKEIN_HERE, call, kHint,
+          "rank {}: {} split their rows differently (member {}: rows [{}, {}) vs [{}, {}))",
+          a.rank(), what, m, a.layout().member_rows(m).begin, a.layout().member_rows(m).end,
+          b.layout().member_rows(m).begin, b.layout().member_rows(m).end);
     }
   }
 }
@@ -57,9 +58,10 @@ void check_same_points(const GridArray& a, const GridArray& b, const char* call,
   }
   const GridLayout& la = a.layout();
   const GridLayout& lb = b.layout();
-  bool same = la.shape() == lb.shape() && la.components() == lb.components() && la.grid() == lb.grid() &&
-              la.members_per_rank() == lb.members_per_rank();
-  for (std::size_t axis = 0; same && axis < la.ndim(); ++axis) same = la.sizes(axis) == lb.sizes(axis);
+  bool same = la.shape() == lb.shape() && la.components() == lb.components() &&
+              la.grid() == lb.grid() && la.members_per_rank() == lb.members_per_rank();
+  for (std::size_t axis = 0; same && axis < la.ndim(); ++axis)
+    same = la.sizes(axis) == lb.sizes(axis);
   if (!same) {
     detail::raise_in(SKEIN_HERE, call, kGridHint, "rank {}: {} have different layouts ({} vs {})",
                      a.rank(), what, la.describe(), lb.describe());

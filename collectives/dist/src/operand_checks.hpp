@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Whether the distributed operands of one operation agree (dist_ops.cpp, grid_ops.cpp,
-// dist_stencil.cpp): LogicError on every rank otherwise (layouts are the same on every rank, checked
-// when the arrays were made).
+// dist_stencil.cpp): LogicError on every rank otherwise (layouts are the same on every rank,
+// checked when the arrays were made).
 #pragma once
 
 #include "skein/dist_array.hpp"

@@ -71,7 +71,8 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
       }
     }
     if (!distributed) {
-      detail::raise_in(SKEIN_HERE, call, "Give every reduction at least one DistArray or GridArray.",
+      detail::raise_in(SKEIN_HERE, call,
+                       "Give every reduction at least one DistArray or GridArray.",
                        "kernel {}: only scalar operands", term_name(term));
     }
   }
@@ -80,14 +81,19 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
   }
   if (grid_) {
     const GridLayout& layout = grid_->layout();
-    for (std::size_t m = 0; ranges_ && m < layout.members(); ++m) ranges_ = block_is_range(layout, m);
+    for (std::size_t m = 0; ranges_ && m < layout.members(); ++m)
+      ranges_ = block_is_range(layout, m);
   }
 }
 
-Communicator& Operands::communicator() const { return dist_ ? dist_->communicator() : grid_->communicator(); }
+Communicator& Operands::communicator() const {
+  return dist_ ? dist_->communicator() : grid_->communicator();
+}
 const Queue& Operands::queue() const { return dist_ ? dist_->queue() : grid_->queue(); }
 int Operands::rank() const { return dist_ ? dist_->rank() : grid_->rank(); }
-std::size_t Operands::local_size() const { return dist_ ? dist_->local_size() : grid_->local_size(); }
+std::size_t Operands::local_size() const {
+  return dist_ ? dist_->local_size() : grid_->local_size();
+}
 std::size_t Operands::device(std::size_t i) const {
   return dist_ ? dist_->block(i).device_idx : grid_->block(i).device_idx;
 }
@@ -112,7 +118,8 @@ std::vector<Operand> Operands::local(const Term& term, std::size_t i) const {
 }
 
 std::uint64_t Operands::first_index(std::size_t i) const {
-  if (dist_) return static_cast<std::uint64_t>(dist_->local_rows(i).begin) * dist_->layout().row_size();
+  if (dist_)
+    return static_cast<std::uint64_t>(dist_->local_rows(i).begin) * dist_->layout().row_size();
   return block_first_index(grid_->layout(), grid_->block(i).block);
 }
 
@@ -157,7 +164,8 @@ SlabTerms::SlabTerms(std::span<const Term> terms, const Operands& operands) {
 Dtype common_out_dtype(const Operands& ops, std::span<const Term> terms, const char* call) {
   std::optional<Dtype> dtype;
   for (std::size_t j = 0; j < terms.size(); ++j) {
-    const Dtype d = terms[j].custom != nullptr ? terms[j].custom->dtype : terms[j].kernel->out_dtype(ops.local(terms[j], 0));
+    const Dtype d = terms[j].custom != nullptr ? terms[j].custom->dtype
+                                               : terms[j].kernel->out_dtype(ops.local(terms[j], 0));
     if (dtype && *dtype != d) {
       detail::raise_in(SKEIN_HERE, call, "Batch reductions whose results have one dtype.",
                        "rank {}: reduction {} ({}) gives {}, the first gives {}", ops.rank(), j,
@@ -208,7 +216,8 @@ std::vector<Array> canonical_values(const Operands& ops, std::span<const Term> t
                                m.view(offset[j], {offset[j + 1] - offset[j]}));
     }
     mine.push_back(m);
-    all.push_back(Array::empty(queue, {piece * members}, Dtype::uint8, dev, values::temporaries(queue)));
+    all.push_back(
+        Array::empty(queue, {piece * members}, Dtype::uint8, dev, values::temporaries(queue)));
   }
   comm.all_gather(queue, mine, all);
   for (std::size_t i = 0; i < ops.local_size(); ++i) {
@@ -218,7 +227,8 @@ std::vector<Array> canonical_values(const Operands& ops, std::span<const Term> t
       if (terms.size() > 1) {
         // Term j's records of every member, side by side: one rectangle copy.
         const std::size_t bytes = offset[j + 1] - offset[j];
-        records = Array::empty(queue, {members, bytes}, Dtype::uint8, ops.device(i), values::temporaries(queue));
+        records = Array::empty(queue, {members, bytes}, Dtype::uint8, ops.device(i),
+                               values::temporaries(queue));
         copy_rect(queue, records, all[i].view(offset[j], {members, bytes}, Strides{piece, 1}));
         records = records.reshape({members * bytes});
         keep.push_back(records);

@@ -104,7 +104,7 @@ std::vector<Array> canonical_values(const Operands& ops, std::span<const Term> t
 
 // The batch of `terms` enqueued (dist_batch.cpp: fast or deterministic, as begin_reduce), their
 // values to come on the host of every rank. Checks the operands (LogicError naming `call`).
-PendingValues begin_terms(std::span<const Term> terms, ReduceOp across, const DistReductionOptions& options,
-                          const char* call);
+PendingValues begin_terms(std::span<const Term> terms, ReduceOp across,
+                          const DistReductionOptions& options, const char* call);
 
 }  // namespace skein::dist::reductions

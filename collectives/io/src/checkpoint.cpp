@@ -98,7 +98,9 @@ std::string padded(std::int64_t step) { return fmt::format("{:010}", step); }
 std::string data_name(std::int64_t step) { return "checkpoint-" + padded(step) + ".h5"; }
 std::string marker_name(std::int64_t step) { return "checkpoint-" + padded(step) + ".done"; }
 std::string temp_name(std::int64_t step) { return ".checkpoint-" + padded(step) + ".h5.tmp"; }
-std::string marker_temp_name(std::int64_t step) { return ".checkpoint-" + padded(step) + ".done.tmp"; }
+std::string marker_temp_name(std::int64_t step) {
+  return ".checkpoint-" + padded(step) + ".done.tmp";
+}
 
 // The step of "checkpoint-<digits><suffix>", or nullopt for any other name.
 std::optional<std::int64_t> step_of(const std::string& file, std::string_view suffix) {
@@ -107,7 +109,8 @@ std::optional<std::int64_t> step_of(const std::string& file, std::string_view su
       file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return std::nullopt;
   }
-  const std::string digits = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+  const std::string digits =
+      file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
   if (digits.empty() || digits.size() > 18 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
@@ -156,7 +159,8 @@ struct Digest {
 
 Digest digest_of(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) raise_errno(errno, fmt::format("opening '{}' to compute its SHA-256", path.string()), "open");
+  if (!in)
+    raise_errno(errno, fmt::format("opening '{}' to compute its SHA-256", path.string()), "open");
   detail::Sha256 hash;
   std::vector<char> buffer(std::size_t{4} << 20);
   Digest d;
@@ -203,7 +207,8 @@ std::string time_bits(double t) { return fmt::format("{:016x}", std::bit_cast<st
 json info_to_json(const CheckpointInfo& info) {
   json arrays = json::object();
   for (const auto& [n, a] : info.arrays) {
-    arrays[n] = {{"dtype", std::string(name(a.dtype))}, {"shape", a.shape},
+    arrays[n] = {{"dtype", std::string(name(a.dtype))},
+                 {"shape", a.shape},
                  {"kind", std::string(detail::checkpoint_kind(a))}};
   }
   json j{{"format", "skein checkpoint marker"},
@@ -224,9 +229,10 @@ json info_to_json(const CheckpointInfo& info) {
 // The info a marker describes. Throws CheckpointError saying what is wrong with it.
 CheckpointInfo info_from_marker(const json& j, const fs::path& marker) {
   auto fail = [&](const std::string& what) -> CheckpointError {
-    return CheckpointError(ErrorInfo{.what = fmt::format("checkpoint marker '{}' {}", marker.string(), what),
-                                     .call = "CheckpointManager",
-                                     .hint = kCorruptHint});
+    return CheckpointError(
+        ErrorInfo{.what = fmt::format("checkpoint marker '{}' {}", marker.string(), what),
+                  .call = "CheckpointManager",
+                  .hint = kCorruptHint});
   };
   if (!j.is_object() || j.value("format", "") != "skein checkpoint marker") {
     throw fail("is not a Skein checkpoint marker (no \"format\": \"skein checkpoint marker\")");
@@ -238,7 +244,8 @@ CheckpointInfo info_from_marker(const json& j, const fs::path& marker) {
   CheckpointInfo info;
   try {
     info.step = j.at("step").get<std::int64_t>();
-    info.time = std::bit_cast<double>(std::stoull(j.at("time_bits").get<std::string>(), nullptr, 16));
+    info.time =
+        std::bit_cast<double>(std::stoull(j.at("time_bits").get<std::string>(), nullptr, 16));
     info.file = marker.parent_path() / j.at("file").get<std::string>();
     info.marker = marker;
     info.bytes = j.at("bytes").get<std::uint64_t>();
@@ -246,14 +253,15 @@ CheckpointInfo info_from_marker(const json& j, const fs::path& marker) {
     info.ranks = j.at("ranks").get<int>();
     for (const auto& [n, a] : j.at("arrays").items()) {
       info.arrays[n] = detail::checkpoint_entry_of_kind(
-          a.at("kind").get<std::string>(), dtype_from_name(a.at("dtype").get<std::string>()), a.at("shape").get<Shape>());
+          a.at("kind").get<std::string>(), dtype_from_name(a.at("dtype").get<std::string>()),
+          a.at("shape").get<Shape>());
     }
   } catch (const std::exception& e) {
     throw fail(fmt::format("is incomplete or malformed ({})", e.what()));
   }
   if (info.file.filename() != data_name(info.step) || marker.filename() != marker_name(info.step)) {
-    throw fail(fmt::format("names file '{}' for step {}; expected '{}'", info.file.filename().string(),
-                           info.step, data_name(info.step)));
+    throw fail(fmt::format("names file '{}' for step {}; expected '{}'",
+                           info.file.filename().string(), info.step, data_name(info.step)));
   }
   return info;
 }
@@ -272,7 +280,8 @@ CheckpointInfo read_marker(const fs::path& marker) {
     j = json::parse(text);
   } catch (const std::exception& e) {
     throw CheckpointError(ErrorInfo{
-        .what = fmt::format("checkpoint marker '{}' is not valid JSON ({})", marker.string(), e.what()),
+        .what =
+            fmt::format("checkpoint marker '{}' is not valid JSON ({})", marker.string(), e.what()),
         .call = "CheckpointManager",
         .hint = kCorruptHint});
   }
@@ -283,25 +292,29 @@ CheckpointInfo read_marker(const fs::path& marker) {
 CheckpointInfo check_checkpoint(const fs::path& marker) {
   CheckpointInfo info = read_marker(marker);
   auto fail = [&](const std::string& what) -> CheckpointError {
-    return CheckpointError(ErrorInfo{.what = what, .call = "CheckpointManager", .hint = kCorruptHint});
+    return CheckpointError(
+        ErrorInfo{.what = what, .call = "CheckpointManager", .hint = kCorruptHint});
   };
   std::error_code ec;
   const auto size = fs::file_size(info.file, ec);
   if (ec) {
-    throw fail(fmt::format("checkpoint file '{}' of step {} cannot be read ({}), although its marker "
-                           "'{}' says it is complete",
-                           info.file.string(), info.step, ec.message(), marker.string()));
+    throw fail(
+        fmt::format("checkpoint file '{}' of step {} cannot be read ({}), although its marker "
+                    "'{}' says it is complete",
+                    info.file.string(), info.step, ec.message(), marker.string()));
   }
   if (size != info.bytes) {
-    throw fail(fmt::format("checkpoint file '{}' of step {} has {} bytes, but its marker '{}' records "
-                           "{} (truncated or changed after it was written)",
-                           info.file.string(), info.step, size, marker.string(), info.bytes));
+    throw fail(
+        fmt::format("checkpoint file '{}' of step {} has {} bytes, but its marker '{}' records "
+                    "{} (truncated or changed after it was written)",
+                    info.file.string(), info.step, size, marker.string(), info.bytes));
   }
   const Digest d = digest_of(info.file);
   if (d.sha256 != info.sha256) {
-    throw fail(fmt::format("checkpoint file '{}' of step {} has SHA-256 {}, but its marker '{}' "
-                           "records {} (changed or damaged after it was written)",
-                           info.file.string(), info.step, d.sha256, marker.string(), info.sha256));
+    throw fail(
+        fmt::format("checkpoint file '{}' of step {} has SHA-256 {}, but its marker '{}' "
+                    "records {} (changed or damaged after it was written)",
+                    info.file.string(), info.step, d.sha256, marker.string(), info.sha256));
   }
   return info;
 }
@@ -317,16 +330,20 @@ Scan scan(const fs::path& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string n = entry.path().filename().string();
-    if (auto step = step_of(n, ".done")) s.markers.insert(*step);
-    else if (auto step = step_of(n, ".h5")) s.data.insert(*step);
-    else if (n.rfind(".checkpoint-", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0) {
+    if (auto step = step_of(n, ".done"))
+      s.markers.insert(*step);
+    else if (auto step = step_of(n, ".h5"))
+      s.data.insert(*step);
+    else if (n.rfind(".checkpoint-", 0) == 0 && n.size() > 4 &&
+             n.compare(n.size() - 4, 4, ".tmp") == 0) {
       s.temporaries.push_back(entry.path());
     }
   }
-  if (ec) raise_errno(ec.value(), fmt::format("listing checkpoint directory '{}'", dir.string()), "opendir");
+  if (ec)
+    raise_errno(ec.value(), fmt::format("listing checkpoint directory '{}'", dir.string()),
+                "opendir");
   return s;
 }
-
 
 }  // namespace
 
@@ -344,8 +361,8 @@ struct CheckpointManager::Impl {
   }
 
   void share_failure(std::exception_ptr mine, const std::string& call) {
-    agreement.share_failure<CheckpointError>(std::move(mine), call,
-                                             fmt::format("(checkpoint directory '{}')", dir.string()));
+    agreement.share_failure<CheckpointError>(
+        std::move(mine), call, fmt::format("(checkpoint directory '{}')", dir.string()));
   }
 
   // Runs `f` on rank 0, shares its failure, and returns its result on every rank.
@@ -413,9 +430,10 @@ struct CheckpointManager::Impl {
     const std::int64_t newest = chosen ? chosen->step : -1;
     for (std::int64_t step : s.data) {
       if (step > newest && !s.markers.count(step)) {
-        detail::log(LogLevel::warning, LogScope::rank,
-                    "checkpoint file '{}' has no completion marker (its write did not finish): not used",
-                    (dir / data_name(step)).string());
+        detail::log(
+            LogLevel::warning, LogScope::rank,
+            "checkpoint file '{}' has no completion marker (its write did not finish): not used",
+            (dir / data_name(step)).string());
       }
     }
     return chosen;
@@ -453,7 +471,9 @@ CheckpointInfo info_from_broadcast(const json& j, const fs::path& dir) {
   return info_from_marker(j, dir / marker_name(j.at("step").get<std::int64_t>()));
 }
 
-std::string describe_arrays(const CheckpointArrays& arrays) { return detail::describe_checkpoint_arrays(arrays); }
+std::string describe_arrays(const CheckpointArrays& arrays) {
+  return detail::describe_checkpoint_arrays(arrays);
+}
 
 std::string describe_attributes(const hdf5::Attributes& attributes) {
   std::vector<std::string> parts;
@@ -467,32 +487,37 @@ CheckpointManager::CheckpointManager(Communicator& comm, std::filesystem::path d
                                      CheckpointOptions options)
     : CheckpointManager(comm.mpi_comm(), std::move(directory), std::move(options)) {}
 
-CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path directory, CheckpointOptions options)
+CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path directory,
+                                     CheckpointOptions options)
     : impl_(std::make_unique<Impl>()) {
   const std::string call = "CheckpointManager";
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    detail::raise_in(SKEIN_HERE, call, "Create a skein::Runtime first, or call MPI_Init.", "MPI is not initialised");
+    detail::raise_in(SKEIN_HERE, call, "Create a skein::Runtime first, or call MPI_Init.",
+                     "MPI is not initialised");
   }
   if (comm == MPI_COMM_NULL) {
-    detail::raise_in(SKEIN_HERE, call, "Pass the arrays' communicator.", "the MPI communicator is MPI_COMM_NULL");
+    detail::raise_in(SKEIN_HERE, call, "Pass the arrays' communicator.",
+                     "the MPI communicator is MPI_COMM_NULL");
   }
   Impl& m = *impl_;
-  m.agreement = detail::Agreement(comm, fmt::format("checkpoint directory '{}'", directory.string()),
-                                  "Make every rank call the CheckpointManager in the same order with the same "
-                                  "arguments (step, time, array names, shapes, dtypes, attribute values).",
-                                  call);
+  m.agreement = detail::Agreement(
+      comm, fmt::format("checkpoint directory '{}'", directory.string()),
+      "Make every rank call the CheckpointManager in the same order with the same "
+      "arguments (step, time, array names, shapes, dtypes, attribute values).",
+      call);
   m.comm = m.agreement.comm();
   m.rank = m.agreement.rank();
   m.size = m.agreement.size();
   m.dir = std::move(directory);
   m.options = std::move(options);
-  m.agree_on_call(call, fmt::format("CheckpointManager '{}' keep {} on_corrupt {}", m.dir.string(), m.options.keep,
-                                    static_cast<int>(m.options.on_corrupt)));
+  m.agree_on_call(call, fmt::format("CheckpointManager '{}' keep {} on_corrupt {}", m.dir.string(),
+                                    m.options.keep, static_cast<int>(m.options.on_corrupt)));
   m.on_rank0(call, [&] {
     if (m.dir.empty()) {
-      detail::raise_in(SKEIN_HERE, call, "Pass the directory to keep checkpoints in.", "the directory is empty");
+      detail::raise_in(SKEIN_HERE, call, "Pass the directory to keep checkpoints in.",
+                       "the directory is empty");
     }
     std::error_code ec;
     fs::create_directories(m.dir, ec);
@@ -500,7 +525,8 @@ CheckpointManager::CheckpointManager(MPI_Comm comm, std::filesystem::path direct
       detail::raise_in<RuntimeError>(SKEIN_HERE, call,
                                      "Pass a directory that can be created and written (on a file "
                                      "system every rank sees).",
-                                     "checkpoint directory '{}' cannot be created: {}", m.dir.string(),
+                                     "checkpoint directory '{}' cannot be created: {}",
+                                     m.dir.string(),
                                      ec ? ec.message() : "a file of that name is in the way");
     }
     return std::string();
@@ -514,17 +540,20 @@ CheckpointManager& CheckpointManager::operator=(CheckpointManager&&) noexcept = 
 const std::filesystem::path& CheckpointManager::directory() const { return impl_->dir; }
 const CheckpointOptions& CheckpointManager::options() const { return impl_->options; }
 
-CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const CheckpointArrays& arrays,
+CheckpointInfo CheckpointManager::write(std::int64_t step, double time,
+                                        const CheckpointArrays& arrays,
                                         const hdf5::Attributes& attributes) {
   static const detail::TraceName trace_name = detail::trace_name("checkpoint write");
   detail::TraceRange trace(trace_name);
   const std::string call = "CheckpointManager::write";
   Impl& m = *impl_;
-  m.agree_on_call(call, fmt::format("write step {} time {} arrays {{{}}} attributes {{{}}}", step, time_bits(time),
-                                    describe_arrays(arrays), describe_attributes(attributes)));
+  m.agree_on_call(
+      call, fmt::format("write step {} time {} arrays {{{}}} attributes {{{}}}", step,
+                        time_bits(time), describe_arrays(arrays), describe_attributes(attributes)));
   m.everywhere(call, [&] {
     if (step < 0) {
-      detail::raise_in(SKEIN_HERE, call, "Pass a step number of 0 or more.", "step {} is negative", step);
+      detail::raise_in(SKEIN_HERE, call, "Pass a step number of 0 or more.", "step {} is negative",
+                       step);
     }
     for (const auto& [n, a] : arrays) {
       if (n.empty() || n.front() == '/') {
@@ -534,9 +563,10 @@ CheckpointInfo CheckpointManager::write(std::int64_t step, double time, const Ch
     }
     for (const auto& [k, v] : attributes) {
       if (k.empty() || k.rfind("skein_", 0) == 0) {
-        detail::raise_in(SKEIN_HERE, call,
-                         "Name user attributes without the skein_ prefix (Skein's own attributes use it).",
-                         "attribute name '{}' is {}", k, k.empty() ? "empty" : "reserved for Skein");
+        detail::raise_in(
+            SKEIN_HERE, call,
+            "Name user attributes without the skein_ prefix (Skein's own attributes use it).",
+            "attribute name '{}' is {}", k, k.empty() ? "empty" : "reserved for Skein");
       }
     }
   });
@@ -637,22 +667,26 @@ CheckpointInfo CheckpointManager::verify(std::int64_t step) {
   const std::string call = "CheckpointManager::verify";
   Impl& m = *impl_;
   m.agree_on_call(call, fmt::format("verify {}", step));
-  return info_from_broadcast(json::parse(m.on_rank0(call, [&] {
+  return info_from_broadcast(
+      json::parse(m.on_rank0(call,
+                             [&] {
                                const fs::path marker = m.dir / marker_name(step);
                                if (!fs::exists(marker)) {
-                                 throw CheckpointError(ErrorInfo{
-                                     .what = fmt::format("checkpoint of step {} has no completion marker "
-                                                         "'{}' (it was never completed, or was pruned)",
-                                                         step, marker.string()),
-                                     .call = call,
-                                     .hint = "list() shows the complete checkpoints."});
+                                 throw CheckpointError(
+                                     ErrorInfo{.what = fmt::format(
+                                                   "checkpoint of step {} has no completion marker "
+                                                   "'{}' (it was never completed, or was pruned)",
+                                                   step, marker.string()),
+                                               .call = call,
+                                               .hint = "list() shows the complete checkpoints."});
                                }
                                return info_to_json(check_checkpoint(marker)).dump();
                              })),
-                             m.dir);
+      m.dir);
 }
 
-CheckpointInfo CheckpointManager::restore(const CheckpointInfo& checkpoint, const CheckpointArrays& arrays) {
+CheckpointInfo CheckpointManager::restore(const CheckpointInfo& checkpoint,
+                                          const CheckpointArrays& arrays) {
   static const detail::TraceName trace_name = detail::trace_name("checkpoint restore");
   detail::TraceRange trace(trace_name);
   const std::string call = "CheckpointManager::restore";
@@ -665,16 +699,19 @@ CheckpointInfo CheckpointManager::restore(const CheckpointInfo& checkpoint, cons
     const auto size = fs::file_size(checkpoint.file, ec);
     if (ec || size != checkpoint.bytes) {
       throw CheckpointError(ErrorInfo{
-          .what = ec ? fmt::format("checkpoint file '{}' of step {} cannot be read ({})", checkpoint.file.string(),
-                                   checkpoint.step, ec.message())
-                     : fmt::format("checkpoint file '{}' of step {} has {} bytes, but its marker records {}",
-                                   checkpoint.file.string(), checkpoint.step, size, checkpoint.bytes),
+          .what =
+              ec ? fmt::format("checkpoint file '{}' of step {} cannot be read ({})",
+                               checkpoint.file.string(), checkpoint.step, ec.message())
+                 : fmt::format(
+                       "checkpoint file '{}' of step {} has {} bytes, but its marker records {}",
+                       checkpoint.file.string(), checkpoint.step, size, checkpoint.bytes),
           .call = call,
           .hint = kCorruptHint});
     }
     return std::string();
   });
-  hdf5::File file = hdf5::File::open(m.comm, checkpoint.file.string(), hdf5::Access::read_only, m.options.file);
+  hdf5::File file =
+      hdf5::File::open(m.comm, checkpoint.file.string(), hdf5::Access::read_only, m.options.file);
   hdf5::Attributes all = file.attributes("/");
   m.everywhere(call, [&] {
     const auto it = all.find("skein_checkpoint_step");
@@ -682,7 +719,8 @@ CheckpointInfo CheckpointManager::restore(const CheckpointInfo& checkpoint, cons
     if (!step || *step != checkpoint.step) {
       throw CheckpointError(ErrorInfo{
           .what = fmt::format("checkpoint file '{}' holds step {}, but its marker says step {}",
-                              checkpoint.file.string(), step ? std::to_string(*step) : "(none)", checkpoint.step),
+                              checkpoint.file.string(), step ? std::to_string(*step) : "(none)",
+                              checkpoint.step),
           .call = call,
           .hint = kCorruptHint});
     }
@@ -709,9 +747,9 @@ std::optional<CheckpointInfo> CheckpointManager::restore_latest(const Checkpoint
 
 namespace {
 [[noreturn]] void raise_unavailable(const std::string& call) {
-  detail::raise_in<RuntimeError>(SKEIN_HERE, call,
-                                 "Rebuild Skein with HDF5 and MPI (SKEIN_WITH_HDF5=ON, SKEIN_WITH_MPI=ON).",
-                                 "this build of Skein has no HDF5 I/O, which checkpoints are written with");
+  detail::raise_in<RuntimeError>(
+      SKEIN_HERE, call, "Rebuild Skein with HDF5 and MPI (SKEIN_WITH_HDF5=ON, SKEIN_WITH_MPI=ON).",
+      "this build of Skein has no HDF5 I/O, which checkpoints are written with");
 }
 }  // namespace
 
@@ -733,14 +771,19 @@ CheckpointManager::CheckpointManager(CheckpointManager&&) noexcept = default;
 CheckpointManager& CheckpointManager::operator=(CheckpointManager&&) noexcept = default;
 const std::filesystem::path& CheckpointManager::directory() const { return impl_->dir; }
 const CheckpointOptions& CheckpointManager::options() const { return impl_->options; }
-CheckpointInfo CheckpointManager::write(std::int64_t, double, const CheckpointArrays&, const hdf5::Attributes&) {
+CheckpointInfo CheckpointManager::write(std::int64_t, double, const CheckpointArrays&,
+                                        const hdf5::Attributes&) {
   raise_unavailable("CheckpointManager::write");
 }
-std::vector<CheckpointInfo> CheckpointManager::list() { raise_unavailable("CheckpointManager::list"); }
+std::vector<CheckpointInfo> CheckpointManager::list() {
+  raise_unavailable("CheckpointManager::list");
+}
 std::optional<CheckpointInfo> CheckpointManager::latest_complete() {
   raise_unavailable("CheckpointManager::latest_complete");
 }
-CheckpointInfo CheckpointManager::verify(std::int64_t) { raise_unavailable("CheckpointManager::verify"); }
+CheckpointInfo CheckpointManager::verify(std::int64_t) {
+  raise_unavailable("CheckpointManager::verify");
+}
 CheckpointInfo CheckpointManager::restore(const CheckpointInfo&, const CheckpointArrays&) {
   raise_unavailable("CheckpointManager::restore");
 }

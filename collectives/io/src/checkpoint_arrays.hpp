@@ -13,7 +13,8 @@ namespace skein::detail {
 
 // The marker's "kind" of an entry: "distributed", "replicated" or "grid"; and back.
 std::string_view checkpoint_kind(const CheckpointInfo::ArrayEntry& entry);
-CheckpointInfo::ArrayEntry checkpoint_entry_of_kind(std::string_view kind, Dtype dtype, Shape shape);
+CheckpointInfo::ArrayEntry checkpoint_entry_of_kind(std::string_view kind, Dtype dtype,
+                                                    Shape shape);
 
 // The entry an array gets in the marker: dtype, global shape, kind.
 CheckpointInfo::ArrayEntry checkpoint_entry(const CheckpointArray& array);

@@ -4,8 +4,8 @@
 // A GridArray goes into a checkpoint as hdf5::File writes it (hdf5_grid.cpp): one dataset of its
 // layout's global shape, each member's block a hyperslab written by its own rank (with MPI-IO
 // where HDF5 is parallel, else piece by piece through rank 0); restore() reads it back with
-// File::read, each rank the hyperslabs of the target's blocks, whatever its process grid. So what is
-// particular to grids here is only the bookkeeping: the marker's kind "grid", the global shape
+// File::read, each rank the hyperslabs of the target's blocks, whatever its process grid. So what
+// is particular to grids here is only the bookkeeping: the marker's kind "grid", the global shape
 // (GridLayout::global_shape(), with the components axis), and the check of a target's shape and
 // dtype against the marker before the file is opened (a LogicError on every rank, as every rank
 // holds the same CheckpointInfo).
@@ -26,7 +26,8 @@ std::string_view checkpoint_kind(const CheckpointInfo::ArrayEntry& entry) {
   return entry.replicated ? "replicated" : "distributed";
 }
 
-CheckpointInfo::ArrayEntry checkpoint_entry_of_kind(std::string_view kind, Dtype dtype, Shape shape) {
+CheckpointInfo::ArrayEntry checkpoint_entry_of_kind(std::string_view kind, Dtype dtype,
+                                                    Shape shape) {
   CheckpointInfo::ArrayEntry entry;
   entry.dtype = dtype;
   entry.shape = std::move(shape);
@@ -57,7 +58,8 @@ std::string describe_checkpoint_arrays(const CheckpointArrays& arrays) {
   std::vector<std::string> parts;
   for (const auto& [n, a] : arrays) {
     const CheckpointInfo::ArrayEntry entry = checkpoint_entry(a);
-    parts.push_back(fmt::format("{}: {} {} {}", n, checkpoint_kind(entry), name(entry.dtype), to_string(entry.shape)));
+    parts.push_back(fmt::format("{}: {} {} {}", n, checkpoint_kind(entry), name(entry.dtype),
+                                to_string(entry.shape)));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -75,13 +77,15 @@ void check_restore_targets(const CheckpointInfo& checkpoint, const CheckpointArr
     }
     const CheckpointInfo::ArrayEntry target = checkpoint_entry(a);
     if (target.shape != it->second.shape || target.dtype != it->second.dtype) {
-      raise_in(SKEIN_HERE, call,
-               "Restore into an array of the global shape and dtype it was written with (any layout, "
-               "any process grid, any number of ranks).",
-               "array '{}' of the checkpoint of step {} ('{}') is {} {} (written as a {} array), the {} "
-               "array to restore it into is {} {}",
-               n, checkpoint.step, checkpoint.file.string(), name(it->second.dtype), to_string(it->second.shape),
-               checkpoint_kind(it->second), checkpoint_kind(target), name(target.dtype), to_string(target.shape));
+      raise_in(
+          SKEIN_HERE, call,
+          "Restore into an array of the global shape and dtype it was written with (any layout, "
+          "any process grid, any number of ranks).",
+          "array '{}' of the checkpoint of step {} ('{}') is {} {} (written as a {} array), the {} "
+          "array to restore it into is {} {}",
+          n, checkpoint.step, checkpoint.file.string(), name(it->second.dtype),
+          to_string(it->second.shape), checkpoint_kind(it->second), checkpoint_kind(target),
+          name(target.dtype), to_string(target.shape));
     }
   }
 }

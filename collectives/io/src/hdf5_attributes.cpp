@@ -41,10 +41,14 @@ json attribute_to_json(const AttributeValue& value) {
   return std::visit(
       [](const auto& v) -> json {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::int64_t>) return {{"i", v}};
-        else if constexpr (std::is_same_v<V, double>) return {{"d", std::bit_cast<std::uint64_t>(v)}};
-        else if constexpr (std::is_same_v<V, std::string>) return {{"s", v}};
-        else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) return {{"I", v}};
+        if constexpr (std::is_same_v<V, std::int64_t>)
+          return {{"i", v}};
+        else if constexpr (std::is_same_v<V, double>)
+          return {{"d", std::bit_cast<std::uint64_t>(v)}};
+        else if constexpr (std::is_same_v<V, std::string>)
+          return {{"s", v}};
+        else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>)
+          return {{"I", v}};
         else {
           std::vector<std::uint64_t> bits;
           for (double d : v) bits.push_back(std::bit_cast<std::uint64_t>(d));
@@ -91,13 +95,16 @@ void write_attribute(hid_t object, const std::string& object_name, const std::st
           SKEIN_H5_CHECK(H5Tset_size, (type.get(), H5T_VARIABLE), where);
           SKEIN_H5_CHECK(H5Tset_cset, (type.get(), H5T_CSET_UTF8), where);
           Handle space(SKEIN_H5_CHECK(H5Screate, (H5S_SCALAR), where), H5Sclose);
-          Handle attr(SKEIN_H5_CHECK(H5Acreate2, (object, name.c_str(), type.get(), space.get(),
-                                                  H5P_DEFAULT, H5P_DEFAULT), where),
-                      H5Aclose);
+          Handle attr(
+              SKEIN_H5_CHECK(
+                  H5Acreate2,
+                  (object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where),
+              H5Aclose);
           const char* text = v.c_str();
           SKEIN_H5_CHECK(H5Awrite, (attr.get(), type.get(), &text), where);
         } else {
-          constexpr bool is_int = std::is_same_v<V, std::int64_t> || std::is_same_v<V, std::vector<std::int64_t>>;
+          constexpr bool is_int =
+              std::is_same_v<V, std::int64_t> || std::is_same_v<V, std::vector<std::int64_t>>;
           const hid_t type = is_int ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
           const void* data = nullptr;
           Handle space;
@@ -109,16 +116,17 @@ void write_attribute(hid_t object, const std::string& object_name, const std::st
             space = Handle(SKEIN_H5_CHECK(H5Screate_simple, (1, &n, nullptr), where), H5Sclose);
             data = v.data();
           }
-          Handle attr(SKEIN_H5_CHECK(H5Acreate2, (object, name.c_str(), type, space.get(),
-                                                  H5P_DEFAULT, H5P_DEFAULT), where),
-                      H5Aclose);
+          Handle attr(
+              SKEIN_H5_CHECK(H5Acreate2,
+                             (object, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                             where),
+              H5Aclose);
           static const std::int64_t dummy = 0;  // HDF5 wants a buffer even for no elements
           SKEIN_H5_CHECK(H5Awrite, (attr.get(), type, data ? data : &dummy), where);
         }
       },
       value);
 }
-
 
 namespace {
 
@@ -181,7 +189,8 @@ herr_t collect_attribute_name(hid_t, const char* name, const H5A_info_t*, void* 
 Attributes read_attributes(hid_t object, const std::string& object_name) {
   std::vector<std::string> names;
   hsize_t index = 0;
-  SKEIN_H5_CHECK(H5Aiterate2, (object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute_name, &names),
+  SKEIN_H5_CHECK(H5Aiterate2,
+                 (object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute_name, &names),
                  fmt::format("the attributes of '{}'", object_name));
   Attributes out;
   for (const auto& n : names) {
@@ -194,12 +203,14 @@ Attributes read_attributes(hid_t object, const std::string& object_name) {
 
 }  // namespace internal
 
-void File::set_attribute(const std::string& object_in, const std::string& name, const AttributeValue& value) {
+void File::set_attribute(const std::string& object_in, const std::string& name,
+                         const AttributeValue& value) {
   const std::string call = "hdf5::File::set_attribute";
   Impl& f = checked(call.c_str());
   const std::string object = object_in.empty() ? "/" : normalise(object_in);
   // The value is part of the agreement: parallel HDF5 wants the same attribute data on every rank.
-  f.agree_on_call(call, fmt::format("set_attribute '{}' '{}' = {}", object, name, attribute_to_json(value).dump()));
+  f.agree_on_call(call, fmt::format("set_attribute '{}' '{}' = {}", object, name,
+                                    attribute_to_json(value).dump()));
   f.on_file_ranks(call, [&] {
     f.check_writable(call);
     if (name.empty()) {

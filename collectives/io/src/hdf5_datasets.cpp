@@ -110,7 +110,8 @@ DatasetInfo File::Impl::read_info(hid_t dataset, const std::string& name) const 
   std::string why;
   const auto file_type = dtype_of_type(type.get(), why);
   if (!file_type) {
-    detail::raise_in(SKEIN_HERE, "hdf5::File", "Skein reads integers, floats and complex numbers "
+    detail::raise_in(SKEIN_HERE, "hdf5::File",
+                     "Skein reads integers, floats and complex numbers "
                      "({r, i} compounds); convert the dataset with another tool.",
                      "{} has {}, which no Skein dtype matches", where, why);
   }
@@ -182,7 +183,6 @@ DatasetInfo info_from_json(const json& j) {
 
 }  // namespace internal
 
-
 namespace internal {
 
 void check_name(const std::string& name, const std::string& call) {
@@ -194,14 +194,16 @@ void check_name(const std::string& name, const std::string& call) {
 
 void check_write_options(const WriteOptions& o, const std::string& call) {
   if (o.compression < 0 || o.compression > 9) {
-    detail::raise_in(SKEIN_HERE, call, "Use a deflate level from 1 (fast) to 9 (small), or 0 for none.",
+    detail::raise_in(SKEIN_HERE, call,
+                     "Use a deflate level from 1 (fast) to 9 (small), or 0 for none.",
                      "WriteOptions::compression is {}", o.compression);
   }
   for (const auto& [k, v] : o.attributes) {
     if (k.empty() || k.rfind("skein_", 0) == 0) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Name user attributes without the skein_ prefix (Skein's own attributes use it).",
-                       "attribute name '{}' is {}", k, k.empty() ? "empty" : "reserved for Skein");
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "Name user attributes without the skein_ prefix (Skein's own attributes use it).",
+          "attribute name '{}' is {}", k, k.empty() ? "empty" : "reserved for Skein");
     }
   }
 }
@@ -209,32 +211,37 @@ void check_write_options(const WriteOptions& o, const std::string& call) {
 std::string describe_options(const WriteOptions& o) {
   std::vector<std::string> attrs;
   for (const auto& [k, v] : o.attributes) attrs.push_back(k + "=" + to_string(v));
-  return fmt::format("chunk_rows {} compression {} shuffle {} checksum {} step {} time {} overwrite {} "
-                     "attributes {{{}}}",
-                     o.chunk_rows, o.compression, o.shuffle, o.checksum, o.step ? std::to_string(*o.step) : "-",
-                     o.time ? fmt::format("{:a}", *o.time) : "-", o.overwrite, fmt::join(attrs, ", "));
+  return fmt::format(
+      "chunk_rows {} compression {} shuffle {} checksum {} step {} time {} overwrite {} "
+      "attributes {{{}}}",
+      o.chunk_rows, o.compression, o.shuffle, o.checksum, o.step ? std::to_string(*o.step) : "-",
+      o.time ? fmt::format("{:a}", *o.time) : "-", o.overwrite, fmt::join(attrs, ", "));
 }
 
-
 Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, Dtype dtype,
-                    const WriteOptions& o, const Attributes& skein_attributes, const std::string& call) {
+                    const WriteOptions& o, const Attributes& skein_attributes,
+                    const std::string& call) {
   const std::string where = fmt::format("dataset '{}' in HDF5 file '{}'", name, f.path);
   Handle dataset;
   if (f.is_dataset(name)) {
-    const Handle existing(SKEIN_H5_CHECK(H5Dopen2, (f.file.get(), name.c_str(), H5P_DEFAULT), where), H5Dclose);
+    const Handle existing(
+        SKEIN_H5_CHECK(H5Dopen2, (f.file.get(), name.c_str(), H5P_DEFAULT), where), H5Dclose);
     const DatasetInfo info = f.read_info(existing.get(), name);
     if (!o.overwrite || info.shape != shape || info.dtype != dtype) {
-      detail::raise_in(SKEIN_HERE, call,
-                       o.overwrite ? "Write over it only with the same shape and dtype, or use another name."
-                                   : "Use another name, or set WriteOptions::overwrite to write over "
-                                     "it (same shape and dtype).",
-                       "{} exists already ({} {}; this write: {} {})", where, skein::name(info.dtype),
-                       shape_text(info.shape), skein::name(dtype), shape_text(shape));
+      detail::raise_in(
+          SKEIN_HERE, call,
+          o.overwrite ? "Write over it only with the same shape and dtype, or use another name."
+                      : "Use another name, or set WriteOptions::overwrite to write over "
+                        "it (same shape and dtype).",
+          "{} exists already ({} {}; this write: {} {})", where, skein::name(info.dtype),
+          shape_text(info.shape), skein::name(dtype), shape_text(shape));
     }
-    dataset = Handle(SKEIN_H5_CHECK(H5Dopen2, (f.file.get(), name.c_str(), H5P_DEFAULT), where), H5Dclose);
+    dataset = Handle(SKEIN_H5_CHECK(H5Dopen2, (f.file.get(), name.c_str(), H5P_DEFAULT), where),
+                     H5Dclose);
     // A step or time the new data does not have must not stay from the old.
     for (const char* stale : {"skein_step", "skein_time"}) {
-      const bool given = std::string(stale) == "skein_step" ? o.step.has_value() : o.time.has_value();
+      const bool given =
+          std::string(stale) == "skein_step" ? o.step.has_value() : o.time.has_value();
       if (!given && SKEIN_H5_CHECK(H5Aexists, (dataset.get(), stale), where) > 0) {
         SKEIN_H5_CHECK(H5Adelete, (dataset.get(), stale), where);
       }
@@ -248,7 +255,8 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
       space = Handle(SKEIN_H5_CHECK(H5Screate, (H5S_SCALAR), where), H5Sclose);
     } else {
       const std::vector<hsize_t> dims(shape.begin(), shape.end());
-      space = Handle(SKEIN_H5_CHECK(H5Screate_simple, (static_cast<int>(dims.size()), dims.data(), nullptr), where),
+      space = Handle(SKEIN_H5_CHECK(H5Screate_simple,
+                                    (static_cast<int>(dims.size()), dims.data(), nullptr), where),
                      H5Sclose);
     }
     Handle dcpl(SKEIN_H5_CHECK(H5Pcreate, (H5P_DATASET_CREATE), where), H5Pclose);
@@ -264,7 +272,8 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
     if (chunked) {
       std::vector<hsize_t> chunk(shape.begin(), shape.end());
       chunk[0] = std::min(chunk_rows, shape[0]);
-      SKEIN_H5_CHECK(H5Pset_chunk, (dcpl.get(), static_cast<int>(chunk.size()), chunk.data()), where);
+      SKEIN_H5_CHECK(H5Pset_chunk, (dcpl.get(), static_cast<int>(chunk.size()), chunk.data()),
+                     where);
       if (o.compression > 0) {
         if (o.shuffle) SKEIN_H5_CHECK(H5Pset_shuffle, (dcpl.get()), where);
         SKEIN_H5_CHECK(H5Pset_deflate, (dcpl.get(), static_cast<unsigned>(o.compression)), where);
@@ -279,8 +288,9 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
     Handle lcpl(SKEIN_H5_CHECK(H5Pcreate, (H5P_LINK_CREATE), where), H5Pclose);
     SKEIN_H5_CHECK(H5Pset_create_intermediate_group, (lcpl.get(), 1), where);
     Handle type = type_of(dtype);
-    dataset = Handle(SKEIN_H5_CHECK(H5Dcreate2, (f.file.get(), name.c_str(), type.get(), space.get(),
-                                                 lcpl.get(), dcpl.get(), H5P_DEFAULT),
+    dataset = Handle(SKEIN_H5_CHECK(H5Dcreate2,
+                                    (f.file.get(), name.c_str(), type.get(), space.get(),
+                                     lcpl.get(), dcpl.get(), H5P_DEFAULT),
                                     where),
                      H5Dclose);
   }
@@ -293,7 +303,6 @@ Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, 
   for (const auto& [k, v] : all) write_attribute(dataset.get(), name, k, v);
   return dataset;
 }
-
 
 }  // namespace internal
 

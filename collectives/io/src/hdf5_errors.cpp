@@ -26,7 +26,6 @@ std::vector<std::string> hdf5_error_lines() {
   return lines;
 }
 
-
 std::string hdf5_error_stack(std::vector<std::string> lines) {
   if (lines.empty()) return "HDF5 gave no details";
   if (lines.size() > 4) {
@@ -37,7 +36,8 @@ std::string hdf5_error_stack(std::vector<std::string> lines) {
 
 std::string hdf5_error_stack() { return hdf5_error_stack(hdf5_error_lines()); }
 
-[[noreturn]] void raise_hdf5(const char* call, const std::string& where, const char* file, int line) {
+[[noreturn]] void raise_hdf5(const char* call, const std::string& where, const char* file,
+                             int line) {
   throw RuntimeError(ErrorInfo{
       .what = fmt::format("{}: {}", where, hdf5_error_stack()),
       .call = call,

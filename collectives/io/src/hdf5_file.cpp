@@ -37,15 +37,14 @@ namespace skein::hdf5 {
 
 namespace {
 
-
 // SKEIN_HDF5_SERIAL: through rank 0 even where HDF5 has MPI-IO (default: no).
 bool serial_from_environment() {
   return detail::env_flag("SKEIN_HDF5_SERIAL", false, "hdf5::File",
                           "read and write HDF5 files through rank 0");
 }
 
-std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, const FileOptions& options,
-                                      const std::string& call) {
+std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path,
+                                      const FileOptions& options, const std::string& call) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -59,10 +58,11 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   auto impl = std::make_unique<File::Impl>();
   impl->path = path;
   impl->options = options;
-  impl->agreement = detail::Agreement(comm, fmt::format("HDF5 file '{}'", path),
-                                      "Make every rank call the same File operations in the same order with the "
-                                      "same arguments (names, shapes, dtypes, options, attribute values).",
-                                      call);
+  impl->agreement =
+      detail::Agreement(comm, fmt::format("HDF5 file '{}'", path),
+                        "Make every rank call the same File operations in the same order with the "
+                        "same arguments (names, shapes, dtypes, options, attribute values).",
+                        call);
   impl->comm = impl->agreement.comm();
   impl->rank = impl->agreement.rank();
   impl->size = impl->agreement.size();
@@ -73,10 +73,12 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   try {
     serial_env = serial_from_environment();
     if (path.empty()) {
-      detail::raise_in(SKEIN_HERE, call, "Pass the path of the HDF5 file.", "the file path is empty");
+      detail::raise_in(SKEIN_HERE, call, "Pass the path of the HDF5 file.",
+                       "the file path is empty");
     }
     if (options.max_bytes_per_call == 0) {
-      detail::raise_in(SKEIN_HERE, call, "Pass a positive FileOptions::max_bytes_per_call (the "
+      detail::raise_in(SKEIN_HERE, call,
+                       "Pass a positive FileOptions::max_bytes_per_call (the "
                        "default is 256 MiB).",
                        "FileOptions::max_bytes_per_call is 0");
     }
@@ -85,7 +87,8 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   }
   impl->share_failure(failure, call);
   // MPI message counts are ints: pieces stay below 1 GiB.
-  impl->options.max_bytes_per_call = std::min<std::size_t>(options.max_bytes_per_call, std::size_t{1} << 30);
+  impl->options.max_bytes_per_call =
+      std::min<std::size_t>(options.max_bytes_per_call, std::size_t{1} << 30);
 
   bool parallel = false;
 #ifdef H5_HAVE_PARALLEL
@@ -94,9 +97,9 @@ std::unique_ptr<File::Impl> make_impl(MPI_Comm comm, const std::string& path, co
   (void)serial_env;  // only one way without MPI-IO (the variable was still checked above)
 #endif
   impl->parallel = parallel;
-  impl->agree_on_call(call, fmt::format("{} '{}' through {} in pieces of {} bytes", call, path,
-                                        parallel ? "MPI-IO" : kRankZeroTag,
-                                        impl->options.max_bytes_per_call));
+  impl->agree_on_call(
+      call, fmt::format("{} '{}' through {} in pieces of {} bytes", call, path,
+                        parallel ? "MPI-IO" : kRankZeroTag, impl->options.max_bytes_per_call));
   if (!parallel) {
     // Once per process, and the same on every rank (the options and the environment are agreed
     // on): rank 0 says it.
@@ -164,7 +167,8 @@ File::~File() {
   try {
     close();
   } catch (const std::exception& e) {
-    detail::log(LogLevel::error, LogScope::rank, "closing HDF5 file '{}' failed: {}", impl_->path, e.what());
+    detail::log(LogLevel::error, LogScope::rank, "closing HDF5 file '{}' failed: {}", impl_->path,
+                e.what());
   }
 }
 
@@ -183,9 +187,10 @@ File File::create(MPI_Comm comm, const std::string& path, FileOptions options) {
   File::Impl& f = *impl;
   f.on_file_ranks(call, [&] {
     Handle fapl = file_access_list(f);
-    f.file = Handle(SKEIN_H5_CHECK(H5Fcreate, (path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                                   fmt::format("creating HDF5 file '{}'", path)),
-                    H5Fclose);
+    f.file =
+        Handle(SKEIN_H5_CHECK(H5Fcreate, (path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                              fmt::format("creating HDF5 file '{}'", path)),
+               H5Fclose);
     Handle root = f.open_object("/");
     write_attribute(root.get(), "/", "skein_version", std::string(SKEIN_VERSION_STRING));
     write_attribute(root.get(), "/", "skein_format_version", format_version);
@@ -204,7 +209,8 @@ File File::open(MPI_Comm comm, const std::string& path, Access access, FileOptio
   std::exception_ptr missing;
   if (f.rank == 0 && !std::filesystem::exists(path)) {
     try {
-      detail::raise_in<RuntimeError>(SKEIN_HERE, call, "Check the path (relative paths are from the "
+      detail::raise_in<RuntimeError>(SKEIN_HERE, call,
+                                     "Check the path (relative paths are from the "
                                      "working directory of rank 0).",
                                      "HDF5 file '{}' does not exist", path);
     } catch (...) {
@@ -214,9 +220,11 @@ File File::open(MPI_Comm comm, const std::string& path, Access access, FileOptio
   f.share_failure(missing, call);
   f.on_file_ranks(call, [&] {
     Handle fapl = file_access_list(f);
-    f.file = Handle(SKEIN_H5_CHECK(H5Fopen, (path.c_str(), f.writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
-                                   fmt::format("opening HDF5 file '{}'", path)),
-                    H5Fclose);
+    f.file =
+        Handle(SKEIN_H5_CHECK(
+                   H5Fopen, (path.c_str(), f.writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
+                   fmt::format("opening HDF5 file '{}'", path)),
+               H5Fclose);
     return std::string();
   });
   return File(std::move(impl));
@@ -288,7 +296,8 @@ void File::flush() {
   const std::string call = "hdf5::File::flush";
   f.agree_on_call(call, call);
   f.on_file_ranks(call, [&] {
-    SKEIN_H5_CHECK(H5Fflush, (f.file.get(), H5F_SCOPE_GLOBAL), fmt::format("flushing HDF5 file '{}'", f.path));
+    SKEIN_H5_CHECK(H5Fflush, (f.file.get(), H5F_SCOPE_GLOBAL),
+                   fmt::format("flushing HDF5 file '{}'", f.path));
     return std::string();
   });
 }

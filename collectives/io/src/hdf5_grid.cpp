@@ -63,8 +63,8 @@ Array piece_view(const LocalGridBlock& b, const Box& part) {
 }
 
 // The checks every rank makes before a GridArray's transfer (shared: all raise, or none).
-void check_grid_call(File::Impl& f, const GridArray& array, const std::string& name, const std::string& call,
-                     const WriteOptions* options) {
+void check_grid_call(File::Impl& f, const GridArray& array, const std::string& name,
+                     const std::string& call, const WriteOptions* options) {
   std::exception_ptr failure;
   try {
     check_name(name, call);
@@ -87,8 +87,9 @@ void File::write(const std::string& name_in, const GridArray& array, const Write
   Impl& f = checked(call.c_str());
   const std::string name = normalise(name_in);
   const GridLayout& layout = array.layout();
-  f.agree_on_call(call, fmt::format("write GridArray '{}' {} {} over {} ({})", name, skein::name(array.dtype()),
-                                    shape_text(layout.global_shape()), layout.describe(), describe_options(options)));
+  f.agree_on_call(call, fmt::format("write GridArray '{}' {} {} over {} ({})", name,
+                                    skein::name(array.dtype()), shape_text(layout.global_shape()),
+                                    layout.describe(), describe_options(options)));
   check_grid_call(f, array, name, call, &options);
   Handle dataset;
   f.on_file_ranks(call, [&] {
@@ -110,8 +111,9 @@ void File::read(const std::string& name_in, const GridArray& array) {
   Impl& f = checked(call.c_str());
   const std::string name = normalise(name_in);
   const GridLayout& layout = array.layout();
-  f.agree_on_call(call, fmt::format("read GridArray '{}' {} {} over {}", name, skein::name(array.dtype()),
-                                    shape_text(layout.global_shape()), layout.describe()));
+  f.agree_on_call(call,
+                  fmt::format("read GridArray '{}' {} {} over {}", name, skein::name(array.dtype()),
+                              shape_text(layout.global_shape()), layout.describe()));
   check_grid_call(f, array, name, call, nullptr);
   Handle dataset;
   const DatasetInfo found = info_from_json(json::parse(f.on_file_ranks(call, [&] {
@@ -120,11 +122,12 @@ void File::read(const std::string& name_in, const GridArray& array) {
   })));
   // The same verdict on every rank: the info came from the file ranks to all.
   if (found.shape != layout.global_shape() || found.dtype != array.dtype()) {
-    detail::raise_in(SKEIN_HERE, call,
-                     "Read it into a GridArray of the dataset's global shape and dtype (any process grid).",
-                     "dataset '{}' of HDF5 file '{}' is {} {}, the GridArray {} {}", name, f.path,
-                     skein::name(found.dtype), shape_text(found.shape), skein::name(array.dtype()),
-                     shape_text(layout.global_shape()));
+    detail::raise_in(
+        SKEIN_HERE, call,
+        "Read it into a GridArray of the dataset's global shape and dtype (any process grid).",
+        "dataset '{}' of HDF5 file '{}' is {} {}, the GridArray {} {}", name, f.path,
+        skein::name(found.dtype), shape_text(found.shape), skein::name(array.dtype()),
+        shape_text(layout.global_shape()));
   }
   std::vector<const LocalGridBlock*> local;
   Impl::BoxPlan plan = grid_plan(array, local);

@@ -106,12 +106,13 @@ struct File::Impl {
   // A distributed array's communicator must be the file's: as many ranks, and this rank the same.
   void check_array_ranks(std::size_t array_ranks, int array_rank, const std::string& call) const {
     if (array_ranks != static_cast<std::size_t>(size) || array_rank != rank) {
-      detail::raise_in(SKEIN_HERE, call,
-                       "Open or create the file over the array's communicator (File::open(comm, ...), "
-                       "File::create(comm, ...)).",
-                       "the array's communicator has {} ranks (this is its rank {}), the file's {} "
-                       "(this is its rank {})",
-                       array_ranks, array_rank, size, rank);
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "Open or create the file over the array's communicator (File::open(comm, ...), "
+          "File::create(comm, ...)).",
+          "the array's communicator has {} ranks (this is its rank {}), the file's {} "
+          "(this is its rank {})",
+          array_ranks, array_rank, size, rank);
     }
   }
 
@@ -161,12 +162,18 @@ struct File::Impl {
     std::function<void(std::size_t box, const Box& part, std::span<std::byte>)> fetch;
     std::function<void(std::size_t box, const Box& part, std::span<const std::byte>)> store;
   };
-  void write_boxes(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
-  void read_boxes(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
-  void write_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
-  void read_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
-  void write_boxes_rank0(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
-  void read_boxes_rank0(hid_t dataset, const std::string& name, const BoxPlan& plan, const std::string& call);
+  void write_boxes(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                   const std::string& call);
+  void read_boxes(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                  const std::string& call);
+  void write_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                            const std::string& call);
+  void read_boxes_parallel(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                           const std::string& call);
+  void write_boxes_rank0(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                         const std::string& call);
+  void read_boxes_rank0(hid_t dataset, const std::string& name, const BoxPlan& plan,
+                        const std::string& call);
 
   // Rows, the case of one box of whole rows per rank (a DistArray's, or one rank's whole
   // dataset): moved as such a BoxPlan.
@@ -178,14 +185,17 @@ struct File::Impl {
     std::function<void(RowRange, std::span<std::byte>)> fetch;
     std::function<void(RowRange, std::span<const std::byte>)> store;
   };
-  void write_rows(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
-  void read_rows(hid_t dataset, const std::string& name, const RowPlan& plan, const std::string& call);
+  void write_rows(hid_t dataset, const std::string& name, const RowPlan& plan,
+                  const std::string& call);
+  void read_rows(hid_t dataset, const std::string& name, const RowPlan& plan,
+                 const std::string& call);
 
   // H5Dread of `what` ("rows [4, 8)", hdf5_transfer.hpp's describe_box) of dataset `name`. A
   // chunk whose Fletcher32 checksum does not match (the file changed after it was written) is
   // named as such: HDF5 says so only deep in its stack (hdf5_verify.cpp).
   void read_checked(hid_t dataset, hid_t type, hid_t mem, hid_t space, hid_t dxpl, void* buffer,
-                    const std::string& name, const std::string& what, const std::string& call) const;
+                    const std::string& name, const std::string& what,
+                    const std::string& call) const;
 };
 
 namespace internal {
@@ -193,7 +203,8 @@ namespace internal {
 // Creates (or, with overwrite, reopens) a dataset and writes Skein's and the user's attributes
 // (hdf5_datasets.cpp).
 Handle make_dataset(File::Impl& f, const std::string& name, const Shape& shape, Dtype dtype,
-                    const WriteOptions& o, const Attributes& skein_attributes, const std::string& call);
+                    const WriteOptions& o, const Attributes& skein_attributes,
+                    const std::string& call);
 
 }  // namespace internal
 

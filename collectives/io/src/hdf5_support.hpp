@@ -60,11 +60,13 @@ std::vector<std::string> hdf5_error_lines();
 std::string hdf5_error_stack(std::vector<std::string> lines);
 std::string hdf5_error_stack();
 
-[[noreturn]] void raise_hdf5(const char* call, const std::string& where, const char* file, int line);
+[[noreturn]] void raise_hdf5(const char* call, const std::string& where, const char* file,
+                             int line);
 
 template <class T, class Where>
 T hdf5_checked(T result, const char* call, Where&& where, const char* file, int line) {
-  if (result < 0) [[unlikely]] raise_hdf5(call, where(), file, line);
+  if (result < 0) [[unlikely]]
+    raise_hdf5(call, where(), file, line);
   return result;
 }
 
@@ -73,9 +75,10 @@ T hdf5_checked(T result, const char* call, Where&& where, const char* file, int 
 // SKEIN_H5_CHECK(H5Dopen2, (file, name, H5P_DEFAULT), describe_where) calls HDF5 and yields its
 // result; a negative one (every HDF5 call's failure) throws RuntimeError with the call, where it
 // was (an expression evaluated only on failure) and HDF5's error stack.
-#define SKEIN_H5_CHECK(function, arguments, where)                                                   \
-  (::skein::hdf5::internal::hdf5_checked(                                                           \
-      function arguments, #function, [&]() -> std::string { return std::string(where); }, __FILE__, __LINE__))
+#define SKEIN_H5_CHECK(function, arguments, where)                                        \
+  (::skein::hdf5::internal::hdf5_checked(                                                 \
+      function arguments, #function, [&]() -> std::string { return std::string(where); }, \
+      __FILE__, __LINE__))
 
 namespace internal {
 

@@ -60,7 +60,8 @@ std::vector<Piece> pieces_of(const std::vector<Box>& boxes, Dtype dtype, std::si
 std::size_t rounds_of(const File::Impl::BoxPlan& plan, std::size_t max_bytes) {
   if (shape_size(plan.shape) == 0) return 0;
   std::size_t rounds = 0;
-  for (const auto& boxes : plan.rank_boxes) rounds = std::max(rounds, pieces_of(boxes, plan.dtype, max_bytes).size());
+  for (const auto& boxes : plan.rank_boxes)
+    rounds = std::max(rounds, pieces_of(boxes, plan.dtype, max_bytes).size());
   return rounds;
 }
 
@@ -104,8 +105,8 @@ void select_box(hid_t space, const Shape& shape, const Box* box, const std::stri
   }
   const std::vector<hsize_t> start(box->offset.begin(), box->offset.end());
   const std::vector<hsize_t> count(box->extent.begin(), box->extent.end());
-  SKEIN_H5_CHECK(H5Sselect_hyperslab, (space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-                 where);
+  SKEIN_H5_CHECK(H5Sselect_hyperslab,
+                 (space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), where);
 }
 
 Handle memory_space(std::size_t elements, const std::string& where) {
@@ -128,7 +129,9 @@ File::Impl::BoxPlan boxes_of(const File::Impl::RowPlan& rows) {
     plan.rank_boxes.push_back(std::move(boxes));
   }
   if (rows.fetch) {
-    plan.fetch = [&rows](std::size_t, const Box& part, std::span<std::byte> dest) { rows.fetch(box_rows(part), dest); };
+    plan.fetch = [&rows](std::size_t, const Box& part, std::span<std::byte> dest) {
+      rows.fetch(box_rows(part), dest);
+    };
   }
   if (rows.store) {
     plan.store = [&rows](std::size_t, const Box& part, std::span<const std::byte> src) {

@@ -14,8 +14,8 @@ void File::Impl::write_boxes_parallel(hid_t dataset, const std::string& name, co
                                       const std::string& call) {
   const std::string where = fmt::format("writing dataset '{}' of HDF5 file '{}'", name, path);
   const std::size_t unit = itemsize(plan.dtype);
-  const std::vector<Piece> mine =
-      pieces_of(plan.rank_boxes[static_cast<std::size_t>(rank)], plan.dtype, options.max_bytes_per_call);
+  const std::vector<Piece> mine = pieces_of(plan.rank_boxes[static_cast<std::size_t>(rank)],
+                                            plan.dtype, options.max_bytes_per_call);
   const std::size_t rounds = rounds_of(plan, options.max_bytes_per_call);
   TransferState t(agreement);
   for (std::size_t k = 0; k < rounds; ++k) {
@@ -40,8 +40,9 @@ void File::Impl::write_boxes_parallel(hid_t dataset, const std::string& name, co
       Handle type = transfer_type(dataset, plan.dtype);
       Handle dxpl = transfer_list();
       static std::byte dummy[16];
-      SKEIN_H5_CHECK(H5Dwrite, (dataset, type.get(), mem.get(), space.get(), dxpl.get(),
-                                t.buffer.empty() ? dummy : t.buffer.data()),
+      SKEIN_H5_CHECK(H5Dwrite,
+                     (dataset, type.get(), mem.get(), space.get(), dxpl.get(),
+                      t.buffer.empty() ? dummy : t.buffer.data()),
                      where);
     } catch (...) {
       t.remember();
@@ -54,8 +55,8 @@ void File::Impl::read_boxes_parallel(hid_t dataset, const std::string& name, con
                                      const std::string& call) {
   const std::string where = fmt::format("reading dataset '{}' of HDF5 file '{}'", name, path);
   const std::size_t unit = itemsize(plan.dtype);
-  const std::vector<Piece> mine =
-      pieces_of(plan.rank_boxes[static_cast<std::size_t>(rank)], plan.dtype, options.max_bytes_per_call);
+  const std::vector<Piece> mine = pieces_of(plan.rank_boxes[static_cast<std::size_t>(rank)],
+                                            plan.dtype, options.max_bytes_per_call);
   const std::size_t rounds = rounds_of(plan, options.max_bytes_per_call);
   TransferState t(agreement);
   for (std::size_t k = 0; k < rounds; ++k) {

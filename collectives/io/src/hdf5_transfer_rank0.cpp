@@ -39,7 +39,8 @@ void File::Impl::write_boxes_rank0(hid_t dataset, const std::string& name, const
         count = 0;  // an empty message tells rank 0 this piece is missing
       }
       try {
-        agreement.send(call, std::as_bytes(std::span(t.buffer).first(count)), 0, kTransferTag, t.owner);
+        agreement.send(call, std::as_bytes(std::span(t.buffer).first(count)), 0, kTransferTag,
+                       t.owner);
       } catch (...) {
         t.remember();
       }
@@ -64,8 +65,8 @@ void File::Impl::write_boxes_rank0(hid_t dataset, const std::string& name, const
           if (!t.failure) plan.fetch(piece.box, piece.part, t.buffer);
         } else {
           // Received even after a failure: the sender must not be left waiting.
-          const std::size_t got = agreement.receive(call, std::as_writable_bytes(std::span(t.buffer)), r,
-                                                    kTransferTag, t.owner);
+          const std::size_t got = agreement.receive(
+              call, std::as_writable_bytes(std::span(t.buffer)), r, kTransferTag, t.owner);
           if (got != t.buffer.size() && !t.failure) {
             throw RuntimeError(ErrorInfo{
                 .what = fmt::format("rank {} could not send {} of dataset '{}' (it says why)", r,
@@ -79,7 +80,8 @@ void File::Impl::write_boxes_rank0(hid_t dataset, const std::string& name, const
           Handle space(SKEIN_H5_CHECK(H5Dget_space, (dataset), where), H5Sclose);
           select_box(space.get(), plan.shape, &piece.part, where);
           Handle mem = memory_space(piece.part.elements(), where);
-          SKEIN_H5_CHECK(H5Dwrite, (dataset, type.get(), mem.get(), space.get(), dxpl.get(), t.buffer.data()),
+          SKEIN_H5_CHECK(H5Dwrite,
+                         (dataset, type.get(), mem.get(), space.get(), dxpl.get(), t.buffer.data()),
                          where);
         }
       } catch (...) {
@@ -107,8 +109,8 @@ void File::Impl::read_boxes_rank0(hid_t dataset, const std::string& name, const 
                                         options.max_bytes_per_call)) {
       t.buffer.resize(piece.part.elements() * unit);
       try {
-        const std::size_t got = agreement.receive(call, std::as_writable_bytes(std::span(t.buffer)), 0,
-                                                  kTransferTag, t.owner);
+        const std::size_t got = agreement.receive(call, std::as_writable_bytes(std::span(t.buffer)),
+                                                  0, kTransferTag, t.owner);
         if (got == t.buffer.size()) {
           count_staged(got);
           if (!t.failure && !missing) plan.store(piece.box, piece.part, t.buffer);
@@ -121,10 +123,10 @@ void File::Impl::read_boxes_rank0(hid_t dataset, const std::string& name, const 
     }
     if (missing && !t.failure) {
       share_failure(t.failure, call);  // raises rank 0's error, which it always has then
-      throw RuntimeError(ErrorInfo{
-          .what = fmt::format("rank 0 could not read {} of dataset '{}' for this rank",
-                              describe_box(*missing, plan.shape), name),
-          .call = call});
+      throw RuntimeError(
+          ErrorInfo{.what = fmt::format("rank 0 could not read {} of dataset '{}' for this rank",
+                                        describe_box(*missing, plan.shape), name),
+                    .call = call});
     }
     share_failure(t.failure, call);
     return;
@@ -148,8 +150,8 @@ void File::Impl::read_boxes_rank0(hid_t dataset, const std::string& name, const 
           Handle space(SKEIN_H5_CHECK(H5Dget_space, (dataset), where), H5Sclose);
           select_box(space.get(), plan.shape, &piece.part, where);
           Handle mem = memory_space(piece.part.elements(), where);
-          read_checked(dataset, type.get(), mem.get(), space.get(), dxpl.get(), t.buffer.data(), name,
-                       describe_box(piece.part, plan.shape), call);
+          read_checked(dataset, type.get(), mem.get(), space.get(), dxpl.get(), t.buffer.data(),
+                       name, describe_box(piece.part, plan.shape), call);
           read = true;
           count_staged(t.buffer.size());
         }
@@ -161,8 +163,8 @@ void File::Impl::read_boxes_rank0(hid_t dataset, const std::string& name, const 
           if (read) plan.store(piece.box, piece.part, t.buffer);
         } else {
           // Sent even after a failure (empty): the receiver must not be left waiting.
-          agreement.send(call, std::as_bytes(std::span(t.buffer).first(read ? t.buffer.size() : 0)), r,
-                         kTransferTag, t.owner);
+          agreement.send(call, std::as_bytes(std::span(t.buffer).first(read ? t.buffer.size() : 0)),
+                         r, kTransferTag, t.owner);
         }
       } catch (...) {
         t.remember();

@@ -51,24 +51,28 @@ Handle type_of(Dtype dtype, const std::string& real_name, const std::string& ima
       t = H5Tcreate(H5T_COMPOUND, 2 * part);
       if (t >= 0 &&
           (H5Tinsert(t, real_name.c_str(), 0, single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE) < 0 ||
-           H5Tinsert(t, imag_name.c_str(), part, single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE) < 0)) {
+           H5Tinsert(t, imag_name.c_str(), part, single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE) <
+               0)) {
         H5Tclose(t);
         t = -1;
       }
       break;
     }
   }
-  if (t < 0) raise_hdf5("H5Tcopy", fmt::format("making the HDF5 type of dtype {}", name(dtype)), __FILE__, __LINE__);
+  if (t < 0)
+    raise_hdf5("H5Tcopy", fmt::format("making the HDF5 type of dtype {}", name(dtype)), __FILE__,
+               __LINE__);
   return Handle(t, H5Tclose);
 }
-
 
 namespace {
 
 // A file type in words, for messages: "a 3-byte integer", "an H5T_STRING".
 std::string type_words(hid_t t) {
   switch (H5Tget_class(t)) {
-    case H5T_INTEGER: return fmt::format("a {}-byte {}integer", H5Tget_size(t), H5Tget_sign(t) == H5T_SGN_NONE ? "unsigned " : "");
+    case H5T_INTEGER:
+      return fmt::format("a {}-byte {}integer", H5Tget_size(t),
+                         H5Tget_sign(t) == H5T_SGN_NONE ? "unsigned " : "");
     case H5T_FLOAT: return fmt::format("a {}-byte float", H5Tget_size(t));
     case H5T_STRING: return "a string type";
     case H5T_COMPOUND: return fmt::format("a compound type of {} members", H5Tget_nmembers(t));
@@ -115,8 +119,10 @@ std::optional<FileType> dtype_of_type(hid_t t, std::string& why) {
         H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize);
         if (esize == 5 && msize == 10) return FileType{Dtype::float16};
         if (esize == 8 && msize == 7) return FileType{Dtype::bfloat16};
-        why = fmt::format("a 2-byte float with {} exponent and {} mantissa bits (neither float16 "
-                          "nor bfloat16)", esize, msize);
+        why = fmt::format(
+            "a 2-byte float with {} exponent and {} mantissa bits (neither float16 "
+            "nor bfloat16)",
+            esize, msize);
         return std::nullopt;
       }
       break;
@@ -134,8 +140,9 @@ std::optional<FileType> dtype_of_type(hid_t t, std::string& why) {
           }
         }
       }
-      why = "a compound type that is not a complex number (two float members named r, i or "
-            "real, imag)";
+      why =
+          "a compound type that is not a complex number (two float members named r, i or "
+          "real, imag)";
       return std::nullopt;
     }
     default: break;

@@ -9,14 +9,16 @@
 
 namespace skein::hdf5 {
 
-void File::Impl::read_checked(hid_t dataset, hid_t type, hid_t mem, hid_t space, hid_t dxpl, void* buffer,
-                              const std::string& name, const std::string& what, const std::string& call) const {
+void File::Impl::read_checked(hid_t dataset, hid_t type, hid_t mem, hid_t space, hid_t dxpl,
+                              void* buffer, const std::string& name, const std::string& what,
+                              const std::string& call) const {
   if (H5Dread(dataset, type, mem, space, dxpl, buffer) >= 0) return;
   std::vector<std::string> lines = hdf5_error_lines();
   const bool checksum = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
     return l.find("Fletcher32") != std::string::npos;
   });
-  const std::string where = fmt::format("reading {} of dataset '{}' of HDF5 file '{}'", what, name, path);
+  const std::string where =
+      fmt::format("reading {} of dataset '{}' of HDF5 file '{}'", what, name, path);
   if (!checksum) {
     throw RuntimeError(ErrorInfo{
         .what = fmt::format("{}: {}", where, hdf5_error_stack(std::move(lines))),

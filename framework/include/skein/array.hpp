@@ -61,30 +61,32 @@ class SKEIN_EXPORT Array {
   // or, with the context's array pool off (Context::set_array_pool, SKEIN_ARRAY_POOL=0), from
   // Buffer::allocate; every call of Skein's that returns a new array makes it this way.
   [[nodiscard]] static Array empty(const Queue& queue, Shape shape, Dtype dtype,
-                     std::optional<std::size_t> device_idx = std::nullopt,
-                     const Allocator& allocator = {});
+                                   std::optional<std::size_t> device_idx = std::nullopt,
+                                   const Allocator& allocator = {});
   [[nodiscard]] static Array zeros(const Queue& queue, Shape shape, Dtype dtype,
-                     std::optional<std::size_t> device_idx = std::nullopt,
-                     const Allocator& allocator = {});
+                                   std::optional<std::size_t> device_idx = std::nullopt,
+                                   const Allocator& allocator = {});
   // The same in the given memory order (pygpu's empty(..., order='F')).
   [[nodiscard]] static Array empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
-                     std::optional<std::size_t> device_idx = std::nullopt,
-                     const Allocator& allocator = {});
+                                   std::optional<std::size_t> device_idx = std::nullopt,
+                                   const Allocator& allocator = {});
   [[nodiscard]] static Array zeros(const Queue& queue, Shape shape, Dtype dtype, Order order,
-                     std::optional<std::size_t> device_idx = std::nullopt,
-                     const Allocator& allocator = {});
+                                   std::optional<std::size_t> device_idx = std::nullopt,
+                                   const Allocator& allocator = {});
   // A new array holding a copy of host data; the shape defaults to 1-D.
   template <class T>
-  [[nodiscard]] static Array from_host(const Queue& queue, std::span<const T> host, Shape shape = {},
-                         std::optional<std::size_t> device_idx = std::nullopt) {
+  [[nodiscard]] static Array from_host(const Queue& queue, std::span<const T> host,
+                                       Shape shape = {},
+                                       std::optional<std::size_t> device_idx = std::nullopt) {
     if (shape.empty()) shape = {host.size()};
     Array a = empty(queue, std::move(shape), dtype_of<T>, device_idx);
     a.set(host);
     return a;
   }
   template <class T>
-  [[nodiscard]] static Array from_host(const Queue& queue, const std::vector<T>& host, Shape shape = {},
-                         std::optional<std::size_t> device_idx = std::nullopt) {
+  [[nodiscard]] static Array from_host(const Queue& queue, const std::vector<T>& host,
+                                       Shape shape = {},
+                                       std::optional<std::size_t> device_idx = std::nullopt) {
     return from_host(queue, std::span<const T>(host), std::move(shape), device_idx);
   }
   // An array over an existing buffer (no copy).
@@ -118,7 +120,7 @@ class SKEIN_EXPORT Array {
   // padded to the device's base address alignment. Copies between such arrays and dense ones go
   // through cuMemcpy2D/3D and clEnqueue*BufferRect (set, get, copy_rect).
   [[nodiscard]] static Array empty_pitched(const Queue& queue, Shape shape, Dtype dtype,
-                             std::optional<std::size_t> device_idx = std::nullopt);
+                                           std::optional<std::size_t> device_idx = std::nullopt);
 
   // Device -> host into `dest` (dest.size() == size(), C order); works for strided views too: one
   // 2-D or 3-D rectangular copy (cuMemcpy2D/3D, clEnqueueReadBufferRect) when the view's layout is
@@ -189,8 +191,9 @@ class SKEIN_EXPORT Array {
 // layouts is a rectangle of up to three dimensions (rows of contiguous bytes, pitched rows and
 // slices; dimensions of size 1 and dense runs of dimensions merged) it is one cuMemcpy2DAsync /
 // cuMemcpy3DAsync (the peer form between devices) or clEnqueueCopyBufferRect; otherwise the copy
-// kernel (skein::copy), through contiguous temporaries between devices. LogicError for different shapes or dtypes, arrays of
-// another context or on a device the queue lacks, and overlapping views of one allocation.
+// kernel (skein::copy), through contiguous temporaries between devices. LogicError for different
+// shapes or dtypes, arrays of another context or on a device the queue lacks, and overlapping views
+// of one allocation.
 SKEIN_EXPORT void copy_rect(const Queue& queue, const Array& dst, const Array& src,
                             Sync sync = Sync::async);
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Operations on whole arrays after pygpu's (and NumPy's) array API: copies in a memory order,
 // concatenate and stack (and vstack, hstack, dstack), split, take (gather by index), copies into
-// another context, and may_share_memory. Views without copies (transpose, Fortran-ordered arrays, flags) are members
-// of Array (skein/array.hpp); reductions along any axes are ReductionArgs::axis / axes
-// (skein/reduction.hpp).
+// another context, and may_share_memory. Views without copies (transpose, Fortran-ordered arrays,
+// flags) are members of Array (skein/array.hpp); reductions along any axes are ReductionArgs::axis
+// / axes (skein/reduction.hpp).
 //
 // Every function here that makes device work enqueues it on `queue` (on the device of its array
 // arguments, which must all be on one device of the queue's context) and returns without waiting,
@@ -35,7 +35,8 @@ SKEIN_EXPORT Array concatenate(const Queue& queue, const std::vector<Array>& arr
                                std::size_t axis = 0);
 // NumPy's stack: the arrays (one dtype, equal shapes, one device; at least one) joined along a new
 // axis at position `axis` (0 .. ndim).
-SKEIN_EXPORT Array stack(const Queue& queue, const std::vector<Array>& arrays, std::size_t axis = 0);
+SKEIN_EXPORT Array stack(const Queue& queue, const std::vector<Array>& arrays,
+                         std::size_t axis = 0);
 
 // NumPy's vstack, hstack, dstack (pygpu.operations'): concatenate along axis 0 after making 1-D
 // arrays (N) rows (1, N); along axis 0 for 1-D arrays, 1 otherwise; along axis 2 after making
@@ -63,7 +64,8 @@ enum class TakeMode {
   wrap,   // index modulo n (negative ones too): no wait
   clip,   // clamped to [0, n - 1] (a negative index gives 0, as NumPy): no wait
 };
-// NumPy's take (pygpu's take1 is axis 0 with 1-D indices): out[..., idx..., ...] = a[..., indices[idx...],
+// NumPy's take (pygpu's take1 is axis 0 with 1-D indices): out[..., idx..., ...] = a[...,
+// indices[idx...],
 // ...], the shape a.shape[:axis] + indices.shape + a.shape[axis + 1:]. `indices` is an array of any
 // integer dtype and shape on a's device; a any layout and dtype. The result is a new C-ordered
 // array. An empty axis with a non-empty `indices` is a LogicError in every mode.
@@ -75,9 +77,9 @@ SKEIN_EXPORT Array take(const Queue& queue, const Array& a, const Array& indices
 // copies enqueued on `dest`, nothing waited for on the host; when a.queue() is another queue, the
 // copies wait (on the device) for the work it holds, and its later work waits for the copies (so
 // that it reuses a's memory from its pool only after them: memory_pool.hpp). Work of other queues
-// on `a` is the caller's to order, as for Buffer::set. Otherwise (another context: another API, platform,
-// or a context over the same devices; or a queue without a's device) it goes through the host and
-// waits: for a.queue(), then for the copy on `dest`.
+// on `a` is the caller's to order, as for Buffer::set. Otherwise (another context: another API,
+// platform, or a context over the same devices; or a queue without a's device) it goes through the
+// host and waits: for a.queue(), then for the copy on `dest`.
 SKEIN_EXPORT Array transfer(const Array& a, const Queue& dest,
                             std::optional<std::size_t> device_idx = std::nullopt);
 

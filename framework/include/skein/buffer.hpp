@@ -32,7 +32,8 @@ class SKEIN_EXPORT Buffer {
   Buffer() = default;
   // Allocates `size` bytes on device `device_idx` of the context. Throws MemoryError when it does
   // not fit, with the requested and the available size.
-  [[nodiscard]] static Buffer allocate(const Context& context, std::size_t device_idx, std::size_t size);
+  [[nodiscard]] static Buffer allocate(const Context& context, std::size_t device_idx,
+                                       std::size_t size);
 
   Context context() const;
   std::size_t device_idx() const { return device_idx_; }
@@ -109,15 +110,16 @@ class SKEIN_EXPORT HostBuffer {
   // `size` bytes of page-locked memory (cuMemHostAlloc; OpenCL: a buffer with
   // CL_MEM_ALLOC_HOST_PTR, kept mapped), freed when the last copy of the handle goes (PyCUDA's
   // pagelocked_empty / HostAllocation).
-  [[nodiscard]] static HostBuffer allocate(const Context& context, std::size_t size, HostMemoryFlags flags = {});
+  [[nodiscard]] static HostBuffer allocate(const Context& context, std::size_t size,
+                                           HostMemoryFlags flags = {});
   // Page-locks `size` bytes of the caller's memory at `data` in place (cuMemHostRegister; OpenCL:
   // a buffer over it with CL_MEM_USE_HOST_PTR, kept mapped), so that transfers from and to it are
   // asynchronous as with allocate(); data() is `data`. The registration ends (cuMemHostUnregister)
   // when the last copy of the handle goes; the memory stays the caller's, who must keep it alive
   // until then (PyCUDA's register_host_memory / RegisteredHostMemory). Refuses a null pointer, a
   // size of 0, write_combined, and (CUDA) memory that is already registered, with LogicError.
-  [[nodiscard]] static HostBuffer register_memory(const Context& context, void* data, std::size_t size,
-                                    HostMemoryFlags flags = {});
+  [[nodiscard]] static HostBuffer register_memory(const Context& context, void* data,
+                                                  std::size_t size, HostMemoryFlags flags = {});
   // A host buffer over an adapter (PageLockedMemoryPool hands out its blocks this way).
   explicit HostBuffer(std::shared_ptr<detail::HostBufferAdapter> adapter)
       : adapter_(std::move(adapter)) {}

@@ -15,7 +15,7 @@ namespace skein {
 namespace detail {
 class ContextAdapter;
 struct ImplAccess;
-}
+}  // namespace detail
 
 // Some devices of one platform that work together; a cheap handle (copies are the same context).
 // Threads: a Context and its copies may be used from any number of threads at once: its program

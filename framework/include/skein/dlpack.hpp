@@ -23,10 +23,9 @@ namespace skein {
 
 // Exports `array` (CuPy's toDlpack): a DLManagedTensor over its memory, with its shape and
 // strides, that keeps the memory alive until the consumer calls its deleter; memory from a queue's
-// pool (an array made without an allocator) is then freed, never reused, since the consumer's work may
-// run on streams Skein does not see. LogicError for a
-// dtype DLPack cannot describe exactly (none: every Skein dtype has a DLPack code) or a stride
-// that is not a whole number of elements.
+// pool (an array made without an allocator) is then freed, never reused, since the consumer's work
+// may run on streams Skein does not see. LogicError for a dtype DLPack cannot describe exactly
+// (none: every Skein dtype has a DLPack code) or a stride that is not a whole number of elements.
 SKEIN_EXPORT DLManagedTensor* to_dlpack(const Array& array);
 
 // Imports `tensor` (CuPy's fromDlpack): an Array over its memory on `queue`, no copy. Skein owns

@@ -59,7 +59,8 @@ SKEIN_EXPORT void set_limit(const Context& context, std::size_t device_idx, Cont
 enum class CacheConfig { prefer_none, prefer_shared, prefer_l1, prefer_equal };
 SKEIN_EXPORT const char* name(CacheConfig config);  // "prefer_shared"
 // cuCtxGetCacheConfig / cuCtxSetCacheConfig (PyCUDA's Context.get_cache_config / set_cache_config).
-// Per context and device only: Skein has no per-kernel setting (PyCUDA's Function.set_cache_config).
+// Per context and device only: Skein has no per-kernel setting (PyCUDA's
+// Function.set_cache_config).
 SKEIN_EXPORT CacheConfig get_cache_config(const Context& context, std::size_t device_idx);
 SKEIN_EXPORT void set_cache_config(const Context& context, std::size_t device_idx,
                                    CacheConfig config);
@@ -81,9 +82,9 @@ SKEIN_EXPORT void enable_peer_access(const Context& context, std::size_t from, s
 SKEIN_EXPORT void disable_peer_access(const Context& context, std::size_t from, std::size_t to);
 
 // The profiler's collection (cuProfilerStart / cuProfilerStop, PyCUDA's start_profiler /
-// stop_profiler), for every device of the context: with `nsys profile --capture-range=cudaProfilerApi`
-// or `ncu --profile-from-start off`, only the work between them is recorded. OpenCL: nothing to do
-// (no such call exists), so both return at once.
+// stop_profiler), for every device of the context: with `nsys profile
+// --capture-range=cudaProfilerApi` or `ncu --profile-from-start off`, only the work between them is
+// recorded. OpenCL: nothing to do (no such call exists), so both return at once.
 SKEIN_EXPORT void start_profiler(const Context& context);
 SKEIN_EXPORT void stop_profiler(const Context& context);
 

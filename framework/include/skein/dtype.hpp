@@ -17,16 +17,26 @@
 namespace skein {
 
 enum class Dtype : std::uint8_t {
-  int8, int16, int32, int64,
-  uint8, uint16, uint32, uint64,
-  float16, bfloat16, float32, float64,
-  complex64, complex128,
+  int8,
+  int16,
+  int32,
+  int64,
+  uint8,
+  uint16,
+  uint32,
+  uint64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+  complex64,
+  complex128,
 };
 
 inline constexpr Dtype all_dtypes[] = {
-    Dtype::int8,    Dtype::int16,    Dtype::int32,   Dtype::int64,   Dtype::uint8,
-    Dtype::uint16,  Dtype::uint32,   Dtype::uint64,  Dtype::float16, Dtype::bfloat16,
-    Dtype::float32, Dtype::float64,  Dtype::complex64, Dtype::complex128};
+    Dtype::int8,    Dtype::int16,   Dtype::int32,     Dtype::int64,     Dtype::uint8,
+    Dtype::uint16,  Dtype::uint32,  Dtype::uint64,    Dtype::float16,   Dtype::bfloat16,
+    Dtype::float32, Dtype::float64, Dtype::complex64, Dtype::complex128};
 
 SKEIN_EXPORT std::size_t itemsize(Dtype dtype);
 // NumPy's name: "int8", ..., "float32", "complex128".
@@ -69,10 +79,10 @@ struct SKEIN_EXPORT bfloat16 {
 template <class T>
 struct dtype_traits;  // no definition: a type without a Dtype fails to compile
 
-#define SKEIN_DTYPE_TRAIT(T, D)                       \
-  template <>                                         \
-  struct dtype_traits<T> {                            \
-    static constexpr Dtype value = Dtype::D;          \
+#define SKEIN_DTYPE_TRAIT(T, D)              \
+  template <>                                \
+  struct dtype_traits<T> {                   \
+    static constexpr Dtype value = Dtype::D; \
   };
 SKEIN_DTYPE_TRAIT(std::int8_t, int8)
 SKEIN_DTYPE_TRAIT(std::int16_t, int16)

@@ -97,13 +97,14 @@ struct ElementwiseOptions {
 // built-in operations (axpy, scale, fill, copy, astype, binary, compare, unary), whose kernels the
 // whole process shares: the compiled programs are kept in a locked cache, the build count is
 // atomic, and on OpenCL the launches of one compiled kernel take turns on the host (each sets its
-// arguments on one cl_kernel). The elementwise test ThreadsShareOneKernel runs this on every backend.
+// arguments on one cl_kernel). The elementwise test ThreadsShareOneKernel runs this on every
+// backend.
 class SKEIN_EXPORT ElementwiseKernel {
  public:
   // LogicError for a malformed parameter list, a duplicated or reserved name (i, n, and names
   // starting with `_skein`), or no output.
-  ElementwiseKernel(std::string_view in_params, std::string_view out_params,
-                    std::string operation, ElementwiseOptions options = {});
+  ElementwiseKernel(std::string_view in_params, std::string_view out_params, std::string operation,
+                    ElementwiseOptions options = {});
 
   // Runs on the device of the array arguments (all on one device of the queue's context),
   // enqueued on `queue`; returns the outputs (given or allocated), in declaration order.
@@ -177,7 +178,18 @@ SKEIN_EXPORT Array compare(const Queue& queue, CompareOp op, const Operand& a, c
                            const std::optional<Array>& out = std::nullopt);
 
 enum class UnaryOp {
-  negative, absolute, square, sqrt, exp, log, sin, cos, tanh, floor, ceil, conjugate
+  negative,
+  absolute,
+  square,
+  sqrt,
+  exp,
+  log,
+  sin,
+  cos,
+  tanh,
+  floor,
+  ceil,
+  conjugate
 };
 // NumPy's ufuncs. Float functions (sqrt ... ceil) of integers give NumPy's float type: int8 and
 // uint8 -> float16, int16 and uint16 -> float32, wider -> float64 (floor and ceil of integers

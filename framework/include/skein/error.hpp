@@ -12,15 +12,15 @@ namespace skein {
 
 // Where and why a call failed. Every field is optional; the message is built from those set.
 struct ErrorInfo {
-  std::string what{};       // what went wrong, in words
-  std::string call{};       // the backend call or Skein call that failed, e.g. "cuMemAlloc"
+  std::string what{};  // what went wrong, in words
+  std::string call{};  // the backend call or Skein call that failed, e.g. "cuMemAlloc"
   // The backend's name for the error code, e.g. "CUDA_ERROR_OUT_OF_MEMORY".
   std::string code_name{};
   long long code = 0;
   bool has_code = false;
-  std::string device{};     // e.g. "CUDA device 0 (NVIDIA H100 80GB HBM3)"
-  std::string hint{};       // what the user can do about it
-  std::string location{};   // source file:line inside Skein
+  std::string device{};    // e.g. "CUDA device 0 (NVIDIA H100 80GB HBM3)"
+  std::string hint{};      // what the user can do about it
+  std::string location{};  // source file:line inside Skein
 };
 
 // Base class of all of Skein's exceptions.
@@ -81,7 +81,10 @@ class SKEIN_EXPORT LaunchError : public Error {
 class SKEIN_EXPORT CompileError : public Error {
  public:
   CompileError(const ErrorInfo& info, std::string log, std::string source, std::string options)
-      : Error(info), log_(std::move(log)), source_(std::move(source)), options_(std::move(options)) {}
+      : Error(info),
+        log_(std::move(log)),
+        source_(std::move(source)),
+        options_(std::move(options)) {}
   const std::string& log() const noexcept { return log_; }
   const std::string& source() const noexcept { return source_; }
   const std::string& options() const noexcept { return options_; }

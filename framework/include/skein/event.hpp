@@ -12,7 +12,7 @@ namespace detail {
 class EventAdapter;
 class PendingResults;
 struct EventAccess;
-}
+}  // namespace detail
 
 // A cheap handle: copies are the same event.
 // Threads: an Event and its copies may be waited for, queried and timed from any number of threads

@@ -82,8 +82,10 @@ class SKEIN_EXPORT FusedKernel {
   // one-element array). LogicError for the wrong number of operands, an updated operand that is a
   // scalar, a strided view, a float16/bfloat16 array or of another shape than the first updated
   // one, inputs that do not broadcast to it, and as ReductionKernel.
-  Array operator()(const Queue& queue, std::span<const Operand> operands, const FusedArgs& args = {}) const;
-  Array operator()(const Queue& queue, std::initializer_list<Operand> operands, const FusedArgs& args = {}) const {
+  Array operator()(const Queue& queue, std::span<const Operand> operands,
+                   const FusedArgs& args = {}) const;
+  Array operator()(const Queue& queue, std::initializer_list<Operand> operands,
+                   const FusedArgs& args = {}) const {
     return (*this)(queue, std::span<const Operand>(operands.begin(), operands.size()), args);
   }
 

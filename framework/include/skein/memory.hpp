@@ -34,7 +34,8 @@ enum class ManagedAttach {
 // (memory_info), and with LogicError on a device without managed memory and on OpenCL.
 // A size of 0 gives an empty buffer.
 SKEIN_EXPORT Buffer allocate_managed(const Context& context, std::size_t device_idx,
-                                     std::size_t size, ManagedAttach attach = ManagedAttach::global);
+                                     std::size_t size,
+                                     ManagedAttach attach = ManagedAttach::global);
 
 // Whether the buffer's memory came from allocate_managed().
 SKEIN_EXPORT bool is_managed(const Buffer& buffer);
@@ -57,8 +58,9 @@ struct MemoryLocation {
 };
 
 // Moves the buffer's pages to `to` ahead of use (cuMemPrefetchAsync, the runtime's
-// cudaMemPrefetchAsync), ordered on the queue's queue of the buffer's device. A hint: results are the same without it. LogicError for memory
-// that is not managed, a device index outside the context, a queue of another context.
+// cudaMemPrefetchAsync), ordered on the queue's queue of the buffer's device. A hint: results are
+// the same without it. LogicError for memory that is not managed, a device index outside the
+// context, a queue of another context.
 SKEIN_EXPORT void prefetch(const Queue& queue, const Buffer& managed, MemoryLocation to);
 
 // Usage hints for managed memory (CUmem_advise).
@@ -82,15 +84,15 @@ SKEIN_EXPORT void advise(const Buffer& managed, MemoryAdvice advice,
 // host and device, and carries a checksum, so that open_ipc_memory() refuses a damaged handle, a
 // handle from another node or unreachable device, or from this very process, with LogicError.
 struct IpcMemoryHandle {
-  std::uint32_t magic = 0;     // "SKIM"
+  std::uint32_t magic = 0;  // "SKIM"
   std::uint32_t version = 0;
-  std::uint64_t process = 0;   // the exporter's process id
-  std::uint64_t host = 0;      // a hash of the exporter's host name
-  char device[32] = {};        // the exporting device's PCI bus id, NUL-padded
-  std::uint64_t offset = 0;    // bytes from the start of the allocation to the view
-  std::uint64_t size = 0;      // bytes of the view
+  std::uint64_t process = 0;      // the exporter's process id
+  std::uint64_t host = 0;         // a hash of the exporter's host name
+  char device[32] = {};           // the exporting device's PCI bus id, NUL-padded
+  std::uint64_t offset = 0;       // bytes from the start of the allocation to the view
+  std::uint64_t size = 0;         // bytes of the view
   unsigned char native[64] = {};  // CUipcMemHandle
-  std::uint64_t checksum = 0;  // FNV-1a (64 bits) of every byte above
+  std::uint64_t checksum = 0;     // FNV-1a (64 bits) of every byte above
 };
 static_assert(std::is_trivially_copyable_v<IpcMemoryHandle> &&
               std::is_standard_layout_v<IpcMemoryHandle>);
@@ -98,7 +100,8 @@ static_assert(std::is_trivially_copyable_v<IpcMemoryHandle> &&
 // The handle of the buffer's bytes (PyCUDA's mem_get_ipc_handle, pygpu's get_ipc_handle). The
 // exporter keeps the buffer alive while other processes use it (a block of a queue's pool, e.g. an
 // array made without an allocator, is then freed when its last handle goes, never reused).
-// LogicError on OpenCL, for an empty buffer, and (from the driver) for memory CUDA cannot export (managed, host, virtual memory).
+// LogicError on OpenCL, for an empty buffer, and (from the driver) for memory CUDA cannot export
+// (managed, host, virtual memory).
 SKEIN_EXPORT IpcMemoryHandle export_ipc_memory(const Buffer& buffer);
 
 // Another process's memory on device `device_idx` of the context (cuIpcOpenMemHandle; PyCUDA's

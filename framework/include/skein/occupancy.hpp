@@ -17,7 +17,6 @@
 
 namespace skein {
 
-
 // The limits of one CUDA device that decide occupancy, and the alignments that make global memory
 // accesses coalesce. "MP" is a multiprocessor (SM), "block" a thread block (work group).
 class SKEIN_EXPORT DeviceData {

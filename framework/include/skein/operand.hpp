@@ -45,8 +45,12 @@ class SKEIN_EXPORT Operand {
   Operand(std::complex<T> value) {  // NOLINT
     set_complex(std::complex<double>(value), dtype_of<std::complex<T>>, true);
   }
-  Operand(float16 value) { set_float(static_cast<double>(static_cast<float>(value)), Dtype::float16, false); }
-  Operand(bfloat16 value) { set_float(static_cast<double>(static_cast<float>(value)), Dtype::bfloat16, false); }
+  Operand(float16 value) {
+    set_float(static_cast<double>(static_cast<float>(value)), Dtype::float16, false);
+  }
+  Operand(bfloat16 value) {
+    set_float(static_cast<double>(static_cast<float>(value)), Dtype::bfloat16, false);
+  }
 
   // A strongly typed scalar: `value` converted to `dtype` (promotes like an array of `dtype`).
   // LogicError when the value does not fit (an integer out of range, a complex value for a real
@@ -86,7 +90,12 @@ class SKEIN_EXPORT Operand {
   std::optional<Array> array_;
   Dtype dtype_ = Dtype::int32;
   bool weak_ = true;
-  enum class Kind : std::uint8_t { integer, unsigned_integer, floating, complex } kind_ = Kind::integer;
+  enum class Kind : std::uint8_t {
+    integer,
+    unsigned_integer,
+    floating,
+    complex
+  } kind_ = Kind::integer;
   std::int64_t int_ = 0;
   std::uint64_t uint_ = 0;
   std::complex<double> value_;

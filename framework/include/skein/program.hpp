@@ -77,7 +77,7 @@ class LaunchSizes {
  public:
   LaunchSizes(std::size_t x) : common_(WorkSize(x)) {}  // NOLINT
   LaunchSizes(std::initializer_list<std::size_t> sizes) : common_(WorkSize(sizes)) {}
-  LaunchSizes(WorkSize size) : common_(size) {}  // NOLINT
+  LaunchSizes(WorkSize size) : common_(size) {}                                // NOLINT
   LaunchSizes(MultiDevice<WorkSize> sizes) : per_device_(std::move(sizes)) {}  // NOLINT
   const WorkSize& for_device(std::size_t device_idx) const {
     return common_ ? *common_ : per_device_[device_idx];

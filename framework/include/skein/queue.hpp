@@ -15,7 +15,7 @@ namespace skein {
 namespace detail {
 class QueueAdapter;
 struct ImplAccess;
-}
+}  // namespace detail
 
 // The priority of a new queue's streams (PyCUDA's Stream(priority=...)), resolved per device
 // against its range (queue_priority_range() in skein/driver.hpp): low() is the range's least
@@ -29,7 +29,9 @@ class QueuePriority {
   constexpr QueuePriority() = default;
   static constexpr QueuePriority low() { return QueuePriority(Kind::low, 0); }
   static constexpr QueuePriority high() { return QueuePriority(Kind::high, 0); }
-  static constexpr QueuePriority value(int priority) { return QueuePriority(Kind::value, priority); }
+  static constexpr QueuePriority value(int priority) {
+    return QueuePriority(Kind::value, priority);
+  }
 
   enum class Kind { low, high, value };
   constexpr Kind kind() const { return kind_; }

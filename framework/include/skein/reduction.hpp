@@ -157,8 +157,9 @@ class SKEIN_EXPORT ReductionKernel {
   // --- Building blocks for deterministic reductions across ranks ---
   // The records of the piece [global_offset, global_offset + size) of a global array of
   // `global_size` elements, the piece being the inputs given (size = their broadcast size). The
-  // result (or `out`) is a uint8 array of record_capacity(global_size) x record_size() bytes; unused
-  // slots are marked empty. Every piece has the same capacity, so pieces all_gather directly.
+  // result (or `out`) is a uint8 array of record_capacity(global_size) x record_size() bytes;
+  // unused slots are marked empty. Every piece has the same capacity, so pieces all_gather
+  // directly.
   Array records(const Queue& queue, std::span<const Operand> inputs, std::uint64_t global_offset,
                 std::uint64_t global_size, const std::optional<Array>& out = std::nullopt) const;
   // Combines the records of pieces that tile [0, global_size) exactly (concatenated in any order;
@@ -208,7 +209,7 @@ T reduction_value(const Array& result) {
   return value;
 }
 
-// --- Built-in reductions --------------------------------------------------------------------------
+// --- Built-in reductions -------------------------------------------------------------------------
 // Each returns the kernel (built once per dtype and kept) so that distributed code can use
 // partial()/finish() and records()/combine(), and a function doing the whole call.
 //

@@ -36,7 +36,8 @@ struct StaticKernelOptions {
 class SKEIN_EXPORT StaticKernel {
  public:
   StaticKernel(const Queue& queue, std::string_view template_source, const std::string& name,
-               const WorkSize& global_size, const std::optional<WorkSize>& local_size = std::nullopt,
+               const WorkSize& global_size,
+               const std::optional<WorkSize>& local_size = std::nullopt,
                const RenderGlobals& globals = {}, StaticKernelOptions options = {});
 
   template <class... Args>

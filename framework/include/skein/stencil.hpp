@@ -64,11 +64,12 @@ namespace skein {
 enum class StencilRegion { all, interior, edges };
 
 // A reduction of what the operation computed, over the points of a region (StencilKernel::reduce):
-// the matvec w = A p of a CG that also gives the dot product of p and w in the same pass. `map` is an expression of the
-// reduced dtype for one point, evaluated after the operation with the operation's names (inputs'
-// values and neighbour reads, outputs' new values); `reduce` combines two values `a` and `b`;
-// `identity` is the value of no points. As ReductionKernel's map, reduce and identity (a fast-mode
-// reduction: the order of the combining depends on the launch, as ReductionKernel's fast mode).
+// the matvec w = A p of a CG that also gives the dot product of p and w in the same pass. `map` is
+// an expression of the reduced dtype for one point, evaluated after the operation with the
+// operation's names (inputs' values and neighbour reads, outputs' new values); `reduce` combines
+// two values `a` and `b`; `identity` is the value of no points. As ReductionKernel's map, reduce
+// and identity (a fast-mode reduction: the order of the combining depends on the launch, as
+// ReductionKernel's fast mode).
 struct StencilReduction {
   std::string map{};
   std::string reduce = "a + b";
@@ -115,9 +116,10 @@ class SKEIN_EXPORT StencilKernel {
   // wider than half the block's extent is allowed: then the interior is empty), an output
   // sharing memory with an input field; CompileError (with the generated source) when the
   // operation does not compile.
-  void operator()(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
-                  StencilRegion region = StencilRegion::all) const;
-  void operator()(const Queue& queue, std::initializer_list<Operand> args, const StencilGeometry& geometry,
+  void operator()(const Queue& queue, std::span<const Operand> args,
+                  const StencilGeometry& geometry, StencilRegion region = StencilRegion::all) const;
+  void operator()(const Queue& queue, std::initializer_list<Operand> args,
+                  const StencilGeometry& geometry,
                   StencilRegion region = StencilRegion::all) const {
     (*this)(queue, std::span<const Operand>(args.begin(), args.size()), geometry, region);
   }
@@ -128,18 +130,21 @@ class SKEIN_EXPORT StencilKernel {
   // value already there (reduce(old, new): an interior call, then an edges call). An empty region
   // gives the identity. Enqueued, not waited for. LogicError as operator(), and for a kernel
   // without a reduction, an `out` of another dtype or device, an index outside it.
-  void reduce(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry, const Array& out,
-              std::size_t index = 0, StencilRegion region = StencilRegion::all, bool accumulate = false) const;
-  void reduce(const Queue& queue, std::initializer_list<Operand> args, const StencilGeometry& geometry,
+  void reduce(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry,
               const Array& out, std::size_t index = 0, StencilRegion region = StencilRegion::all,
-              bool accumulate = false) const {
-    reduce(queue, std::span<const Operand>(args.begin(), args.size()), geometry, out, index, region, accumulate);
+              bool accumulate = false) const;
+  void reduce(const Queue& queue, std::initializer_list<Operand> args,
+              const StencilGeometry& geometry, const Array& out, std::size_t index = 0,
+              StencilRegion region = StencilRegion::all, bool accumulate = false) const {
+    reduce(queue, std::span<const Operand>(args.begin(), args.size()), geometry, out, index, region,
+           accumulate);
   }
   // The reduction's dtype, if the kernel has one.
   std::optional<Dtype> reduction_dtype() const;
 
   // The source that a call with these arguments compiles (for reading and debugging).
-  std::string source(const Queue& queue, std::span<const Operand> args, const StencilGeometry& geometry) const;
+  std::string source(const Queue& queue, std::span<const Operand> args,
+                     const StencilGeometry& geometry) const;
 
   const std::string& name() const;
   // Programs generated and compiled by this kernel and its copies (one per context and signature).

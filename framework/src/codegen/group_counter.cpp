@@ -18,7 +18,8 @@ Buffer group_counter(const Queue& queue, std::size_t device_idx) {
   if (!counter.adapter()) {
     Buffer fresh = Buffer::allocate(queue.context(), device_idx, sizeof(std::uint32_t));
     // On the queue: its kernels come after the fill.
-    queue.device_queue(device_idx).fill_zero(*fresh.adapter(), fresh.offset(), sizeof(std::uint32_t));
+    queue.device_queue(device_idx)
+        .fill_zero(*fresh.adapter(), fresh.offset(), sizeof(std::uint32_t));
     counter = std::move(fresh);
   }
   return counter;

@@ -13,7 +13,8 @@ void ArgPack::buffer(const Buffer& b, std::uint64_t byte_offset) {
   add_buffer(b, byte_offset, false, b.device_idx());
 }
 
-void ArgPack::add_buffer(const Buffer& b, std::uint64_t byte_offset, bool array, std::size_t device) {
+void ArgPack::add_buffer(const Buffer& b, std::uint64_t byte_offset, bool array,
+                         std::size_t device) {
   args_.push_back(KernelArg{.kind = KernelArg::Kind::buffer,
                             .array = array,
                             .device = device,

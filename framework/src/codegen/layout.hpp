@@ -19,8 +19,9 @@ struct Layout {
   std::uint64_t size = 0;
   bool contiguous = false;  // one dimension, every stride the array's itemsize
 };
-// What make_layout needs of an array (outputs to be allocated have no Array yet; kernel_operands.hpp's
-// shape_of gives an Array's): its Shape and byte Strides (skein/array.hpp's types) and itemsize.
+// What make_layout needs of an array (outputs to be allocated have no Array yet;
+// kernel_operands.hpp's shape_of gives an Array's): its Shape and byte Strides (skein/array.hpp's
+// types) and itemsize.
 struct ArrayShape {
   std::vector<std::size_t> shape;
   std::vector<std::size_t> strides;

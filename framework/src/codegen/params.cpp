@@ -42,16 +42,15 @@ std::vector<ParamDecl> parse_params(std::string_view text, bool output, const st
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto comma = text.find(',', start);
-    const std::string item =
-        trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                : comma - start));
+    const std::string item = trim(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     const auto words = split_words(item);
     auto bad = [&](const std::string& why) {
       raise_in(SKEIN_HERE, call,
                "Write each parameter as `TYPE NAME` or `raw TYPE NAME`, separated by commas, "
                "e.g. \"T x, float32 a, raw T y\".",
-               "kernel '{}': {} parameter '{}' in \"{}\": {}", kernel,
-               output ? "output" : "input", item, text, why);
+               "kernel '{}': {} parameter '{}' in \"{}\": {}", kernel, output ? "output" : "input",
+               item, text, why);
     };
     if (item.empty()) bad("empty parameter");
     if (item.find_first_of("*&[]()") != std::string::npos) {
@@ -68,12 +67,14 @@ std::vector<ParamDecl> parse_params(std::string_view text, bool output, const st
     if (words.size() < first + 2) bad("a type and a name are needed");
     p.name = words.back();
     std::string type;
-    for (std::size_t i = first; i + 1 < words.size(); ++i) type += (type.empty() ? "" : " ") + words[i];
+    for (std::size_t i = first; i + 1 < words.size(); ++i)
+      type += (type.empty() ? "" : " ") + words[i];
     p.type = type;
     if (!is_identifier(p.name)) bad(fmt::format("'{}' is not a C identifier", p.name));
     p.dtype = dtype_from_type_name(type);
     if (!p.dtype && !is_identifier(type)) {
-      bad(fmt::format("'{}' is neither a dtype (float32, int64, ..., or a C name such as float) "
+      bad(
+          fmt::format("'{}' is neither a dtype (float32, int64, ..., or a C name such as float) "
                       "nor a placeholder identifier",
                       type));
     }
@@ -119,23 +120,26 @@ namespace {
 
 // OpenCL C's built-in functions (1.2 to 3.0) that a kernel's name could take, and the prefixes of
 // whole families of them. Sorted.
+// clang-format off
 constexpr std::string_view kBuiltins[] = {
-    "abs", "abs_diff", "acos", "acosh", "acospi", "add_sat", "all", "any", "asin", "asinh", "asinpi", "atan",
-    "atan2", "atan2pi", "atanh", "atanpi", "barrier", "bitselect", "cbrt", "ceil", "clamp", "clz", "copysign",
-    "cos", "cosh", "cospi", "cross", "ctz", "degrees", "distance", "dot", "erf", "erfc", "exp", "exp10", "exp2",
-    "expm1", "fabs", "fast_distance", "fast_length", "fast_normalize", "fdim", "floor", "fma", "fmax", "fmin",
-    "fmod", "fract", "frexp", "hadd", "hypot", "ilogb", "isequal", "isfinite", "isgreater", "isgreaterequal",
-    "isinf", "isless", "islessequal", "islessgreater", "isnan", "isnormal", "isnotequal", "isordered",
-    "isunordered", "ldexp", "length", "lgamma", "lgamma_r", "log", "log10", "log1p", "log2", "logb", "mad",
-    "mad24", "mad_hi", "mad_sat", "max", "maxmag", "mem_fence", "min", "minmag", "mix", "modf", "mul24",
-    "mul_hi", "nan", "nextafter", "normalize", "popcount", "pow", "pown", "powr", "prefetch", "printf",
-    "radians", "read_mem_fence", "remainder", "remquo", "rhadd", "rint", "rootn", "rotate", "round", "rsqrt",
-    "select", "shuffle", "shuffle2", "sign", "signbit", "sin", "sincos", "sinh", "sinpi", "smoothstep", "sqrt",
-    "step", "sub_sat", "tan", "tanh", "tanpi", "tgamma", "trunc", "upsample", "wait_group_events",
-    "write_mem_fence"};
+    "abs", "abs_diff", "acos", "acosh", "acospi", "add_sat", "all", "any", "asin", "asinh",
+    "asinpi", "atan", "atan2", "atan2pi", "atanh", "atanpi", "barrier", "bitselect", "cbrt", "ceil",
+    "clamp", "clz", "copysign", "cos", "cosh", "cospi", "cross", "ctz", "degrees", "distance",
+    "dot", "erf", "erfc", "exp", "exp10", "exp2", "expm1", "fabs", "fast_distance", "fast_length",
+    "fast_normalize", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "fract", "frexp", "hadd",
+    "hypot", "ilogb", "isequal", "isfinite", "isgreater", "isgreaterequal", "isinf", "isless",
+    "islessequal", "islessgreater", "isnan", "isnormal", "isnotequal", "isordered", "isunordered",
+    "ldexp", "length", "lgamma", "lgamma_r", "log", "log10", "log1p", "log2", "logb", "mad",
+    "mad24", "mad_hi", "mad_sat", "max", "maxmag", "mem_fence", "min", "minmag", "mix", "modf",
+    "mul24", "mul_hi", "nan", "nextafter", "normalize", "popcount", "pow", "pown", "powr",
+    "prefetch", "printf", "radians", "read_mem_fence", "remainder", "remquo", "rhadd", "rint",
+    "rootn", "rotate", "round", "rsqrt", "select", "shuffle", "shuffle2", "sign", "signbit", "sin",
+    "sincos", "sinh", "sinpi", "smoothstep", "sqrt", "step", "sub_sat", "tan", "tanh", "tanpi",
+    "tgamma", "trunc", "upsample", "wait_group_events", "write_mem_fence"};
+// clang-format on
 constexpr std::string_view kBuiltinPrefixes[] = {
-    "as_", "async_", "atom_", "atomic_", "convert_", "get_", "half_", "native_", "read_image", "sub_group_",
-    "vload", "vstore", "work_group_", "write_image"};
+    "as_",     "async_",     "atom_",      "atomic_", "convert_", "get_",        "half_",
+    "native_", "read_image", "sub_group_", "vload",   "vstore",   "work_group_", "write_image"};
 
 bool is_opencl_builtin(std::string_view name) {
   if (std::binary_search(std::begin(kBuiltins), std::end(kBuiltins), name)) return true;
@@ -147,11 +151,13 @@ bool is_opencl_builtin(std::string_view name) {
 
 void check_kernel_name(const std::string& kernel, const std::string& call) {
   if (!is_identifier(kernel) || kernel.rfind("_skein", 0) == 0) {
-    raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.", "'{}' is not a usable kernel name", kernel);
+    raise_in(SKEIN_HERE, call, "Name the kernel with a C identifier.",
+             "'{}' is not a usable kernel name", kernel);
   }
   if (is_opencl_builtin(kernel)) {
     raise_in(SKEIN_HERE, call,
-             "Choose another name (e.g. with a prefix of your code's: 'my_{}'): the kernel's entry point would "
+             "Choose another name (e.g. with a prefix of your code's: 'my_{}'): the kernel's entry "
+             "point would "
              "clash with the built-in function on OpenCL.",
              "'{}' is the name of an OpenCL C built-in function", kernel, kernel);
   }
@@ -167,7 +173,8 @@ std::vector<ParamDecl> declare_kernel(std::string_view in_params, std::string_vi
   n_in = params.size();
   auto outs = parse_params(out_params, true, call, kernel);
   if (outs.empty()) {
-    raise_in(SKEIN_HERE, call, "Declare at least one output parameter.", "kernel '{}' has no output", kernel);
+    raise_in(SKEIN_HERE, call, "Declare at least one output parameter.",
+             "kernel '{}' has no output", kernel);
   }
   params.insert(params.end(), outs.begin(), outs.end());
   check_reserved(params, reserved, call, kernel);
@@ -184,9 +191,11 @@ std::vector<ParamDecl> declare_kernel(std::string_view in_params, std::string_vi
   return params;
 }
 
-std::vector<std::string> describe_arguments(const std::vector<ParamDecl>& params, const std::string& kernel) {
+std::vector<std::string> describe_arguments(const std::vector<ParamDecl>& params,
+                                            const std::string& kernel) {
   std::vector<std::string> what;
-  for (const auto& p : params) what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, kernel));
+  for (const auto& p : params)
+    what.push_back(fmt::format("argument '{}' of kernel '{}'", p.name, kernel));
   return what;
 }
 

@@ -19,8 +19,8 @@ namespace skein::detail::codegen {
 
 struct ParamDecl {
   std::string name;
-  std::string type;             // as written
-  std::optional<Dtype> dtype;   // set for a concrete type, empty for a placeholder
+  std::string type;            // as written
+  std::optional<Dtype> dtype;  // set for a concrete type, empty for a placeholder
   bool raw = false;
   bool output = false;
 };
@@ -28,8 +28,9 @@ struct ParamDecl {
 // Parses "T x, raw float32 y, ..." (see elementwise.hpp). `call` names the constructor in errors.
 std::vector<ParamDecl> parse_params(std::string_view text, bool output, const std::string& call,
                                     const std::string& kernel);
-void check_reserved(const std::vector<ParamDecl>& params, std::span<const std::string_view> reserved,
-                    const std::string& call, const std::string& kernel);
+void check_reserved(const std::vector<ParamDecl>& params,
+                    std::span<const std::string_view> reserved, const std::string& call,
+                    const std::string& kernel);
 
 // Refuses a generated kernel's name that is not a C identifier, starts with `_skein`, or is the
 // name of an OpenCL C built-in function (distance, abs_diff, dot, sin, ...: PoCL builds an entry
@@ -46,7 +47,8 @@ std::vector<ParamDecl> declare_kernel(std::string_view in_params, std::string_vi
                                       std::span<const std::string> taken, const std::string& call,
                                       std::string_view example, std::size_t& n_in);
 // "argument 'x' of kernel 'k'" for each parameter (for conversion errors).
-std::vector<std::string> describe_arguments(const std::vector<ParamDecl>& params, const std::string& kernel);
+std::vector<std::string> describe_arguments(const std::vector<ParamDecl>& params,
+                                            const std::string& kernel);
 
 // Placeholder name -> dtype, as bound by one call (kernel_operands.hpp's bind_types).
 using Bindings = std::map<std::string, Dtype, std::less<>>;

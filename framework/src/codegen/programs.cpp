@@ -110,15 +110,17 @@ void drop_cache_owner(std::uint64_t owner) {
 std::size_t group_size_for(const Context& context) {
   std::size_t size = 256;
   for (const auto& d : context.devices()) {
-    size = std::min<std::size_t>(size, floor_pow2(std::max<std::size_t>(1, d.params().max_total_local_size)));
+    size = std::min<std::size_t>(
+        size, floor_pow2(std::max<std::size_t>(1, d.params().max_total_local_size)));
   }
   return std::max<std::size_t>(size, 1);
 }
 
-std::shared_ptr<const CompiledProgram> cached_program(
-    std::uint64_t owner, const Context& context, const std::string& signature,
-    const std::function<std::string()>& build, const std::vector<std::string>& kernel_names,
-    const ProgramOptions& options) {
+std::shared_ptr<const CompiledProgram> cached_program(std::uint64_t owner, const Context& context,
+                                                      const std::string& signature,
+                                                      const std::function<std::string()>& build,
+                                                      const std::vector<std::string>& kernel_names,
+                                                      const ProgramOptions& options) {
   auto& cache = program_cache();
   const void* ctx = detail::impl_of(context).get();
   std::string key = fmt::format("{}\x1f{}\x1f", owner, ctx);

@@ -38,10 +38,11 @@ void drop_cache_owner(std::uint64_t owner);
 // The program for (owner, context, signature); `build` renders the source (only on a miss).
 // Entries whose context nobody else holds any more are dropped on the way (the cache keeps
 // contexts alive only while they are used elsewhere).
-std::shared_ptr<const CompiledProgram> cached_program(
-    std::uint64_t owner, const Context& context, const std::string& signature,
-    const std::function<std::string()>& build, const std::vector<std::string>& kernel_names,
-    const ProgramOptions& options);
+std::shared_ptr<const CompiledProgram> cached_program(std::uint64_t owner, const Context& context,
+                                                      const std::string& signature,
+                                                      const std::function<std::string()>& build,
+                                                      const std::vector<std::string>& kernel_names,
+                                                      const ProgramOptions& options);
 
 // The work-group size generated kernels are written for on the context's devices: a power of
 // two, at most 256 and at most what every device allows.

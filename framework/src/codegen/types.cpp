@@ -15,18 +15,29 @@ std::optional<Dtype> dtype_from_type_name(std::string_view text) {
     if (name(d) == text) return d;
   }
   static const std::pair<std::string_view, Dtype> c_names[] = {
-      {"float", Dtype::float32},          {"double", Dtype::float64},
-      {"int8_t", Dtype::int8},            {"int16_t", Dtype::int16},
-      {"int32_t", Dtype::int32},          {"int64_t", Dtype::int64},
-      {"uint8_t", Dtype::uint8},          {"uint16_t", Dtype::uint16},
-      {"uint32_t", Dtype::uint32},        {"uint64_t", Dtype::uint64},
-      {"signed char", Dtype::int8},       {"unsigned char", Dtype::uint8},
-      {"short", Dtype::int16},            {"unsigned short", Dtype::uint16},
-      {"int", Dtype::int32},              {"unsigned int", Dtype::uint32},
-      {"unsigned", Dtype::uint32},        {"long long", Dtype::int64},
+      {"float", Dtype::float32},
+      {"double", Dtype::float64},
+      {"int8_t", Dtype::int8},
+      {"int16_t", Dtype::int16},
+      {"int32_t", Dtype::int32},
+      {"int64_t", Dtype::int64},
+      {"uint8_t", Dtype::uint8},
+      {"uint16_t", Dtype::uint16},
+      {"uint32_t", Dtype::uint32},
+      {"uint64_t", Dtype::uint64},
+      {"signed char", Dtype::int8},
+      {"unsigned char", Dtype::uint8},
+      {"short", Dtype::int16},
+      {"unsigned short", Dtype::uint16},
+      {"int", Dtype::int32},
+      {"unsigned int", Dtype::uint32},
+      {"unsigned", Dtype::uint32},
+      {"long long", Dtype::int64},
       {"unsigned long long", Dtype::uint64},
-      {"skein_float16", Dtype::float16},  {"skein_bfloat16", Dtype::bfloat16},
-      {"skein_complex64", Dtype::complex64}, {"skein_complex128", Dtype::complex128},
+      {"skein_float16", Dtype::float16},
+      {"skein_bfloat16", Dtype::bfloat16},
+      {"skein_complex64", Dtype::complex64},
+      {"skein_complex128", Dtype::complex128},
   };
   for (const auto& [n, d] : c_names) {
     if (n == text) return d;
@@ -84,7 +95,8 @@ bool is_identifier(std::string_view s) {
   if (s.empty()) return false;
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (!alpha(s[0])) return false;
-  return std::all_of(s.begin(), s.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
 }
 
 std::string array_param(const std::string& name) {
@@ -93,8 +105,9 @@ std::string array_param(const std::string& name) {
 
 std::string array_pointer(const std::string& name, const std::string& storage_type, bool is_const) {
   const char* c = is_const ? "const " : "";
-  return fmt::format("GLOBAL_MEM {0}{1}* _skein_p_{2} = (GLOBAL_MEM {0}{1}*)(_skein_b_{2} + _skein_o_{2});",
-                     c, storage_type, name);
+  return fmt::format(
+      "GLOBAL_MEM {0}{1}* _skein_p_{2} = (GLOBAL_MEM {0}{1}*)(_skein_b_{2} + _skein_o_{2});", c,
+      storage_type, name);
 }
 
 }  // namespace skein::detail::codegen

@@ -37,7 +37,8 @@ std::string scalar_param_ctype(Dtype dtype);
 bool is_identifier(std::string_view s);
 
 // Kernel parameter declarations and setup for arrays, by the names the generated code uses.
-std::string array_param(const std::string& name);  // "GLOBAL_MEM char* _skein_b_NAME, const uint64_t _skein_o_NAME"
+std::string array_param(
+    const std::string& name);  // "GLOBAL_MEM char* _skein_b_NAME, const uint64_t _skein_o_NAME"
 // "GLOBAL_MEM [const] T* _skein_p_NAME = (GLOBAL_MEM [const] T*)(_skein_b_NAME + _skein_o_NAME);"
 std::string array_pointer(const std::string& name, const std::string& storage_type, bool is_const);
 

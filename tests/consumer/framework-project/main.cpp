@@ -18,7 +18,8 @@ int main() {
   try {
     const char* expect = std::getenv("SKEIN_TEST_EXPECT_APIS");
     const bool need_opencl =
-        expect != nullptr && (std::string(",") + expect + ",").find(",opencl,") != std::string::npos;
+        expect != nullptr &&
+        (std::string(",") + expect + ",").find(",opencl,") != std::string::npos;
     bool opencl = false;
     for (const skein::ApiStatus& s : skein::Api::status()) {
       if (s.id == skein::ApiId::opencl) opencl = s.available;
@@ -57,7 +58,8 @@ int main() {
     for (std::size_t i = 0; i < n; ++i) {
       const float want = a * x[i] + y[i];
       if (got[i] != want) {
-        std::cerr << "FAIL: axpy element " << i << " is " << got[i] << ", expected " << want << "\n";
+        std::cerr << "FAIL: axpy element " << i << " is " << got[i] << ", expected " << want
+                  << "\n";
         return 1;
       }
       sum += want;

@@ -28,7 +28,8 @@ double host_sum(const std::vector<double>& v) {
   return s;
 }
 
-void check_dist_array(skein::Communicator& comm, const skein::Queue& queue, int rank, Checker& check) {
+void check_dist_array(skein::Communicator& comm, const skein::Queue& queue, int rank,
+                      Checker& check) {
   const std::size_t rows = 23, cols = 6;
   const auto global = ramp(rows * cols, 13);
   const skein::DistArray u(comm, queue,
@@ -42,7 +43,8 @@ void check_dist_array(skein::Communicator& comm, const skein::Queue& queue, int 
     if (b.member != 0) continue;
     const auto with_halo = b.with_halo.get<double>();
     bool wrapped = with_halo.size() >= cols;
-    for (std::size_t c = 0; wrapped && c < cols; ++c) wrapped = with_halo[c] == global[(rows - 1) * cols + c];
+    for (std::size_t c = 0; wrapped && c < cols; ++c)
+      wrapped = with_halo[c] == global[(rows - 1) * cols + c];
     check.expect(wrapped, "Halo{.width = 1, .periodic = true}");
   }
   check.expect(skein::dist::sum(u, {.deterministic = true}) == host_sum(global),
@@ -55,12 +57,12 @@ void check_grid_and_hdf5(skein::Communicator& comm, const skein::Queue& queue, i
                          const std::string& directory, Checker& check) {
   // Designated initializers (docs/examples/domains.cpp) ...
   const std::size_t nx = 14, ny = 10;
-  const skein::GridLayout written = skein::GridLayout::over(
-      comm, {nx, ny},
-      {.halo = {1},
-       .stencil = skein::Stencil::star,
-       .lower = {skein::Boundary::reflect(), skein::Boundary::periodic()},
-       .upper = {skein::Boundary::reflect(), skein::Boundary::periodic()}});
+  const skein::GridLayout written =
+      skein::GridLayout::over(comm, {nx, ny},
+                              {.halo = {1},
+                               .stencil = skein::Stencil::star,
+                               .lower = {skein::Boundary::reflect(), skein::Boundary::periodic()},
+                               .upper = {skein::Boundary::reflect(), skein::Boundary::periodic()}});
   const skein::GridArray a(comm, queue, written, skein::Dtype::float64);
   const auto global = ramp(nx * ny, 17);
   a.scatter(global, /*root_rank=*/0);
@@ -74,7 +76,8 @@ void check_grid_and_hdf5(skein::Communicator& comm, const skein::Queue& queue, i
   skein::GridOptions options;
   options.halo = {1};
   options.grid = {1, 0};  // another process grid: all members along the second axis
-  const skein::GridArray b(comm, queue, skein::GridLayout::over(comm, {nx, ny}, options), skein::Dtype::float64);
+  const skein::GridArray b(comm, queue, skein::GridLayout::over(comm, {nx, ny}, options),
+                           skein::Dtype::float64);
   auto g = skein::hdf5::File::open(comm, path);
   g.read("fields/a", b);
   const skein::hdf5::DatasetInfo info = g.info("fields/a");
@@ -104,12 +107,15 @@ void check_checkpoints(skein::Communicator& comm, const skein::Queue& queue, int
     check.expect(checkpoints.list().size() == 3, "CheckpointOptions{.keep = 3}");
   }
   // A restart into fresh arrays, of another layout.
-  const skein::DistArray v(comm, queue, skein::BlockLayout::over(comm, {rows, cols}, skein::RowSplit::even(),
-                                                                 skein::Halo{.width = 1}),
+  const skein::DistArray v(comm, queue,
+                           skein::BlockLayout::over(comm, {rows, cols}, skein::RowSplit::even(),
+                                                    skein::Halo{.width = 1}),
                            skein::Dtype::float64);
-  const skein::GridArray h(comm, queue, skein::GridLayout::over(comm, {rows, cols}, {.grid = {0, 1}}),
+  const skein::GridArray h(comm, queue,
+                           skein::GridLayout::over(comm, {rows, cols}, {.grid = {0, 1}}),
                            skein::Dtype::float64);
-  skein::CheckpointManager restarted(comm, dir, {.keep = 3, .on_corrupt = skein::OnCorrupt::fall_back});
+  skein::CheckpointManager restarted(comm, dir,
+                                     {.keep = 3, .on_corrupt = skein::OnCorrupt::fall_back});
   std::int64_t step = 0;
   if (auto restored = restarted.restore_latest({{"u", v}, {"g", h}})) step = restored->step;
   check.expect(step == 4, "restore_latest finds the newest checkpoint");
@@ -120,7 +126,8 @@ void check_checkpoints(skein::Communicator& comm, const skein::Queue& queue, int
 
 }  // namespace
 
-void check_collectives(const skein::Runtime& runtime, const std::string& directory, Checker& check) {
+void check_collectives(const skein::Runtime& runtime, const std::string& directory,
+                       Checker& check) {
   skein::Communicator comm(runtime);
   const skein::Queue queue(comm.context());
   const int rank = runtime.rank();

@@ -111,7 +111,8 @@ void check_kernels(const skein::Context& ctx, const skein::Queue& queue, Checker
                                     skein::LocalMem{.bytes = group * sizeof(float)})(dy, dx);
   const auto y = dy.get<float>();
   bool same = true;
-  for (std::size_t i = 0; same && i < n; ++i) same = y[i] == x[i / group * group + group - 1 - i % group];
+  for (std::size_t i = 0; same && i < n; ++i)
+    same = y[i] == x[i / group * group + group - 1 - i % group];
   check.expect(same, "Program {.fast_math, .name} with LocalMem{.bytes}");
 
   // StaticKernel on a virtual grid with fewer real groups than virtual ones.
@@ -125,8 +126,8 @@ KERNEL void scale(GLOBAL_MEM float* out)
     out[i] = (float)i * ${factor};
 }
 )",
-                                  "scale", m, skein::WorkSize{32}, {{"factor", skein::literal(0.5f)}},
-                                  {.max_num_groups = 4});
+                                  "scale", m, skein::WorkSize{32},
+                                  {{"factor", skein::literal(0.5f)}}, {.max_num_groups = 4});
   scale(out);
   const auto scaled = out.get<float>();
   same = scaled.size() == m;
@@ -144,7 +145,8 @@ KERNEL void scale(GLOBAL_MEM float* out)
   const auto d_out = skein::Array::empty(queue, {xs.size()}, skein::dtype_of<float>);
   const skein::Program bilinear(ctx, kBilinear);
   const int count = static_cast<int>(xs.size());
-  bilinear.kernel("bilinear")(queue, xs.size(), std::nullopt, d_out, d_field, w, h, d_xs, d_ys, count);
+  bilinear.kernel("bilinear")(queue, xs.size(), std::nullopt, d_out, d_field, w, h, d_xs, d_ys,
+                              count);
   std::vector<float> got(xs.size());
   d_out.get(std::span<float>(got));
   check.expect(got == std::vector<float>{2.5f, 6.25f, 3.0f}, "in-kernel bilinear interpolation");
@@ -159,29 +161,35 @@ void check_driver_controls(const skein::Context& ctx, Checker& check) {
   // The code's own host array, page-locked in place, copied on a high-priority queue and back.
   std::vector<double> host(1 << 12);
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = 0.5 * static_cast<double>(i);
-  const auto pinned = skein::HostBuffer::register_memory(ctx, host.data(), host.size() * sizeof(double));
+  const auto pinned =
+      skein::HostBuffer::register_memory(ctx, host.data(), host.size() * sizeof(double));
   const skein::Queue halo(ctx, skein::QueuePriority::high());
   const auto device = skein::Buffer::allocate(ctx, 0, pinned.size());
   device.set(halo, pinned.bytes(), skein::Sync::async);
-  const auto staging = skein::HostBuffer::allocate(ctx, pinned.size(), skein::HostMemoryFlags{.portable = true});
+  const auto staging =
+      skein::HostBuffer::allocate(ctx, pinned.size(), skein::HostMemoryFlags{.portable = true});
   device.get(halo, staging.bytes(), skein::Sync::async);
   halo.synchronize();
   const auto back = staging.as<double>();
-  check.expect(std::vector<double>(back.begin(), back.end()) == host, "registered host memory round trip");
+  check.expect(std::vector<double>(back.begin(), back.end()) == host,
+               "registered host memory round trip");
 }
 
 void check_errors(const skein::Context& ctx, Checker& check) {
   // A code's own errors in Skein's form.
   try {
-    throw skein::LogicError(skein::ErrorInfo{.what = "a bad grid", .call = "mysim", .hint = "give 2 x 2"});
+    throw skein::LogicError(
+        skein::ErrorInfo{.what = "a bad grid", .call = "mysim", .hint = "give 2 x 2"});
   } catch (const skein::LogicError& e) {
-    check.expect(std::string(e.what()).find("a bad grid") != std::string::npos && e.call() == "mysim",
-                 "LogicError(ErrorInfo{.what, .call, .hint})");
+    check.expect(
+        std::string(e.what()).find("a bad grid") != std::string::npos && e.call() == "mysim",
+        "LogicError(ErrorInfo{.what, .call, .hint})");
   }
   // A compile error names the kernel's source.
   bool compile_error = false;
   try {
-    const skein::Program broken(ctx, "KERNEL void broken(GLOBAL_MEM float* y) { y[0] = undefined_name; }");
+    const skein::Program broken(
+        ctx, "KERNEL void broken(GLOBAL_MEM float* y) { y[0] = undefined_name; }");
   } catch (const skein::CompileError&) {
     compile_error = true;
   }

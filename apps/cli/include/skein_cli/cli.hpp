@@ -38,7 +38,8 @@ class Option {
   Option& non_negative();  // >= 0
   // `check` returns an empty string when the text is good, else what is wrong with it;
   // `description` is shown in --help (e.g. "in (0, 1)").
-  Option& check(std::function<std::string(const std::string&)> check, const std::string& description);
+  Option& check(std::function<std::string(const std::string&)> check,
+                const std::string& description);
   // Several values in one argument, split at `separator` ("--sizes 1,2,3").
   Option& delimiter(char separator);
   // Exactly `count` values.

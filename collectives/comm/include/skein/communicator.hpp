@@ -59,7 +59,15 @@ struct CommunicatorOptions {
 };
 
 enum class CollectiveOp {
-  all_reduce, all_gather, broadcast, reduce, reduce_scatter, send, recv, barrier, all_to_all
+  all_reduce,
+  all_gather,
+  broadcast,
+  reduce,
+  reduce_scatter,
+  send,
+  recv,
+  barrier,
+  all_to_all
 };
 SKEIN_EXPORT std::string_view name(CollectiveOp op);
 
@@ -148,8 +156,10 @@ class SKEIN_EXPORT Communicator {
                                     std::span<const Array> recv, ReduceOp op);
   // Point to point between members: this rank's `local_device` sends to / receives from member
   // `peer` (a communicator rank).
-  std::vector<Event> send(const Queue& queue, std::size_t local_device, const Array& data, int peer);
-  std::vector<Event> recv(const Queue& queue, std::size_t local_device, const Array& data, int peer);
+  std::vector<Event> send(const Queue& queue, std::size_t local_device, const Array& data,
+                          int peer);
+  std::vector<Event> recv(const Queue& queue, std::size_t local_device, const Array& data,
+                          int peer);
   // Every member's `send` (size() blocks of n) goes block j to member j's `recv` block i.
   std::vector<Event> all_to_all(const Queue& queue, std::span<const Array> send,
                                 std::span<const Array> recv);
@@ -163,7 +173,9 @@ class SKEIN_EXPORT Communicator {
 
   // Whether two handles are the same communicator (an array's communicator() and the Communicator
   // it was made over are).
-  friend bool operator==(const Communicator& a, const Communicator& b) { return a.impl_ == b.impl_; }
+  friend bool operator==(const Communicator& a, const Communicator& b) {
+    return a.impl_ == b.impl_;
+  }
 
   struct Impl;
 

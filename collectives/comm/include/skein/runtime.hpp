@@ -94,7 +94,8 @@ class SKEIN_EXPORT Runtime {
   // Initialises MPI unless it is already initialised; then works on MPI_COMM_WORLD.
   Runtime(int* argc, char*** argv, PlacementOptions options = {});
   template <std::same_as<RuntimeOptions> Options = RuntimeOptions>
-  Runtime(int* argc, char*** argv, const Options& options) : Runtime(WithOptions{}, argc, argv, options) {}
+  Runtime(int* argc, char*** argv, const Options& options)
+      : Runtime(WithOptions{}, argc, argv, options) {}
   // Adopts the simulation code's MPI and works on `comm` (e.g. a sub-communicator). MPI must be
   // initialised; Skein will not finalise it.
   explicit Runtime(MPI_Comm comm, PlacementOptions options = {});

@@ -12,11 +12,12 @@
 // GridArrays of one layout of points (not both), and scalars for inputs. The updated operands are
 // distributed, of a dtype computed as stored (not float16/bfloat16), and GridArrays without halos
 // (their blocks must be contiguous). Fast mode: each device's value, then one all_reduce (as
-// dist::begin_reduce). Deterministic mode: the canonical tree over the global indices, bit-identical
-// for any number of ranks and devices, without full-size temporaries; it needs members whose points
-// are ranges of global indices (DistArrays, GridArrays split along axis 0 only): other grids raise
-// LogicError (dist::reduce copies them into slabs, which an update cannot write through).
-// LogicError on every rank for bad operands (as dist::begin_reduce and FusedKernel check them).
+// dist::begin_reduce). Deterministic mode: the canonical tree over the global indices,
+// bit-identical for any number of ranks and devices, without full-size temporaries; it needs
+// members whose points are ranges of global indices (DistArrays, GridArrays split along axis 0
+// only): other grids raise LogicError (dist::reduce copies them into slabs, which an update cannot
+// write through). LogicError on every rank for bad operands (as dist::begin_reduce and FusedKernel
+// check them).
 #pragma once
 
 #include <initializer_list>
@@ -29,24 +30,24 @@
 namespace skein::dist {
 
 // Split-phase: the update and the reduction enqueued; wait() gives the one value.
-[[nodiscard]] SKEIN_EXPORT PendingValues begin_update_and_reduce(const FusedKernel& kernel,
-                                                                 std::span<const DistOperand> operands,
-                                                                 ReduceOp across,
-                                                                 const DistReductionOptions& options = {});
-[[nodiscard]] inline PendingValues begin_update_and_reduce(const FusedKernel& kernel,
-                                                           std::initializer_list<DistOperand> operands,
-                                                           ReduceOp across, const DistReductionOptions& options = {}) {
-  return begin_update_and_reduce(kernel, std::span<const DistOperand>(operands.begin(), operands.size()), across,
-                                 options);
+[[nodiscard]] SKEIN_EXPORT PendingValues
+begin_update_and_reduce(const FusedKernel& kernel, std::span<const DistOperand> operands,
+                        ReduceOp across, const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_update_and_reduce(
+    const FusedKernel& kernel, std::initializer_list<DistOperand> operands, ReduceOp across,
+    const DistReductionOptions& options = {}) {
+  return begin_update_and_reduce(
+      kernel, std::span<const DistOperand>(operands.begin(), operands.size()), across, options);
 }
 
 // The same, waited for: the reduced value (as double) on every rank.
-inline double update_and_reduce(const FusedKernel& kernel, std::span<const DistOperand> operands, ReduceOp across,
-                                const DistReductionOptions& options = {}) {
+inline double update_and_reduce(const FusedKernel& kernel, std::span<const DistOperand> operands,
+                                ReduceOp across, const DistReductionOptions& options = {}) {
   return begin_update_and_reduce(kernel, operands, across, options).wait().at(0);
 }
-inline double update_and_reduce(const FusedKernel& kernel, std::initializer_list<DistOperand> operands,
-                                ReduceOp across, const DistReductionOptions& options = {}) {
+inline double update_and_reduce(const FusedKernel& kernel,
+                                std::initializer_list<DistOperand> operands, ReduceOp across,
+                                const DistReductionOptions& options = {}) {
   return begin_update_and_reduce(kernel, operands, across, options).wait().at(0);
 }
 

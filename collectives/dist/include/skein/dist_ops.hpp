@@ -58,7 +58,7 @@ class SKEIN_EXPORT DistOperand {
  public:
   DistOperand(const DistArray& array) : array_(&array) {}  // NOLINT: implicit on purpose
   DistOperand(const GridArray& grid) : grid_(&grid) {}     // NOLINT: implicit on purpose
-  DistOperand(Operand scalar);                            // NOLINT: scalars only
+  DistOperand(Operand scalar);                             // NOLINT: scalars only
   template <class T>
     requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
   DistOperand(T value) : DistOperand(Operand(value)) {}  // NOLINT
@@ -113,11 +113,14 @@ SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, const Dist
 // copy of each grid input per call, as the single-input path). Deterministic calls wait for the
 // device before returning. dist_reductions.hpp has several reductions in one collective and the
 // split-phase form.
-SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, std::span<const DistOperand> inputs,
-                                       ReduceOp across, const DistReductionOptions& options = {});
-inline std::vector<Array> reduce(const ReductionKernel& kernel, std::initializer_list<DistOperand> inputs,
-                                 ReduceOp across, const DistReductionOptions& options = {}) {
-  return reduce(kernel, std::span<const DistOperand>(inputs.begin(), inputs.size()), across, options);
+SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel,
+                                       std::span<const DistOperand> inputs, ReduceOp across,
+                                       const DistReductionOptions& options = {});
+inline std::vector<Array> reduce(const ReductionKernel& kernel,
+                                 std::initializer_list<DistOperand> inputs, ReduceOp across,
+                                 const DistReductionOptions& options = {}) {
+  return reduce(kernel, std::span<const DistOperand>(inputs.begin(), inputs.size()), across,
+                options);
 }
 
 // Built-ins, returned to the host on every rank (as double; integers are exact up to 2^53).
@@ -164,7 +167,8 @@ SKEIN_EXPORT ReplicatedArray replicate(const DistArray& x);
 // Deterministic reductions: the points are first redistributed into slabs along axis 0 over the
 // same members (each one range of global indices), then reduced as a DistArray's: the same bits
 // for any process grid, number of ranks or devices, and as a DistArray holding the same values.
-SKEIN_EXPORT void axpy(const Operand& a, const GridArray& x, const GridArray& y, const GridArray& out);
+SKEIN_EXPORT void axpy(const Operand& a, const GridArray& x, const GridArray& y,
+                       const GridArray& out);
 SKEIN_EXPORT void scale(const Operand& a, const GridArray& x, const GridArray& out);
 SKEIN_EXPORT void fill(const GridArray& out, const Operand& value);
 SKEIN_EXPORT void copy(const GridArray& src, const GridArray& dst);

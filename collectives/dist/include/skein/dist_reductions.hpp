@@ -9,10 +9,10 @@
 //   const std::vector<double> v = pending.wait();
 //
 // Each reduction of a batch is a ReductionKernel and its operands, as dist::reduce over several
-// operands (dist_ops.hpp): DistArrays, or GridArrays' points, and scalars; every distributed operand
-// of the batch has one layout and shape (or one layout of points), and every reduction's result one
-// dtype, of at most 64 bytes for the whole batch (8 float64 values): LogicError on every rank
-// otherwise. The values come back to the host of every rank as double (a complex value's real
+// operands (dist_ops.hpp): DistArrays, or GridArrays' points, and scalars; every distributed
+// operand of the batch has one layout and shape (or one layout of points), and every reduction's
+// result one dtype, of at most 64 bytes for the whole batch (8 float64 values): LogicError on every
+// rank otherwise. The values come back to the host of every rank as double (a complex value's real
 // part), the same bits on every rank, in the batch's order.
 //
 // How one batch runs. Each local device reduces every term into one small array (one value per
@@ -85,21 +85,28 @@ class SKEIN_EXPORT PendingValues {
 
 // Split-phase: enqueues the batch and returns. `across` combines the members' values (sum for
 // sums and dot products, min, max).
-[[nodiscard]] SKEIN_EXPORT PendingValues begin_reduce(std::span<const Reduction> batch, ReduceOp across,
-                                        const DistReductionOptions& options = {});
-[[nodiscard]] inline PendingValues begin_reduce(std::initializer_list<Reduction> batch, ReduceOp across,
-                                  const DistReductionOptions& options = {}) {
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_reduce(std::span<const Reduction> batch,
+                                                      ReduceOp across,
+                                                      const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_reduce(std::initializer_list<Reduction> batch,
+                                                ReduceOp across,
+                                                const DistReductionOptions& options = {}) {
   return begin_reduce(std::span<const Reduction>(batch.begin(), batch.size()), across, options);
 }
 // x . y of each pair (dot_kernel: no conjugation), and the sum of each array (sum_kernel).
-[[nodiscard]] SKEIN_EXPORT PendingValues begin_dots(std::span<const std::pair<DistOperand, DistOperand>> pairs,
-                                      const DistReductionOptions& options = {});
-[[nodiscard]] inline PendingValues begin_dots(std::initializer_list<std::pair<DistOperand, DistOperand>> pairs,
-                                const DistReductionOptions& options = {}) {
-  return begin_dots(std::span<const std::pair<DistOperand, DistOperand>>(pairs.begin(), pairs.size()), options);
+[[nodiscard]] SKEIN_EXPORT PendingValues
+begin_dots(std::span<const std::pair<DistOperand, DistOperand>> pairs,
+           const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_dots(
+    std::initializer_list<std::pair<DistOperand, DistOperand>> pairs,
+    const DistReductionOptions& options = {}) {
+  return begin_dots(
+      std::span<const std::pair<DistOperand, DistOperand>>(pairs.begin(), pairs.size()), options);
 }
-[[nodiscard]] SKEIN_EXPORT PendingValues begin_sums(std::span<const DistOperand> arrays, const DistReductionOptions& options = {});
-[[nodiscard]] inline PendingValues begin_sums(std::initializer_list<DistOperand> arrays, const DistReductionOptions& options = {}) {
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_sums(std::span<const DistOperand> arrays,
+                                                    const DistReductionOptions& options = {});
+[[nodiscard]] inline PendingValues begin_sums(std::initializer_list<DistOperand> arrays,
+                                              const DistReductionOptions& options = {}) {
   return begin_sums(std::span<const DistOperand>(arrays.begin(), arrays.size()), options);
 }
 
@@ -120,10 +127,12 @@ inline std::vector<double> dots(std::span<const std::pair<DistOperand, DistOpera
                                 const DistReductionOptions& options = {}) {
   return begin_dots(pairs, options).wait();
 }
-inline std::vector<double> sums(std::initializer_list<DistOperand> arrays, const DistReductionOptions& options = {}) {
+inline std::vector<double> sums(std::initializer_list<DistOperand> arrays,
+                                const DistReductionOptions& options = {}) {
   return begin_sums(arrays, options).wait();
 }
-inline std::vector<double> sums(std::span<const DistOperand> arrays, const DistReductionOptions& options = {}) {
+inline std::vector<double> sums(std::span<const DistOperand> arrays,
+                                const DistReductionOptions& options = {}) {
   return begin_sums(arrays, options).wait();
 }
 

@@ -13,8 +13,8 @@
 // (without components), the offset the block's first point, the halo the layout's width per axis
 // (a DistArray: its rows' first index and halo rows along axis 0, none along axis 1). Fields are
 // the blocks' points (views into the blocks with their halos, so neighbour reads within the halo
-// width see the ghost cells: exchange_halos() first), scalars are broadcast; a raw parameter's pointer is
-// at the block's first point. Members without points launch nothing.
+// width see the ghost cells: exchange_halos() first), scalars are broadcast; a raw parameter's
+// pointer is at the block's first point. Members without points launch nothing.
 //
 // Overlapping the exchange with the update, without a launcher of the user's:
 //
@@ -46,7 +46,8 @@ namespace skein::dist {
 // product of p and w:
 //
 //   skein::StencilKernel apply("double p", "double w", "w = 4 * p - p(-1, 0) - p(1, 0) - ...",
-//                              {.name = "poisson", .reduction = skein::StencilReduction{.map = "p * w"}});
+//                              {.name = "poisson", .reduction = skein::StencilReduction{.map = "p *
+//                              w"}});
 //   const double pw = skein::dist::stencil_reduce(apply, {p, w}, skein::ReduceOp::sum);
 //
 // runs the stencil over every local block as dist::stencil does and, in the same pass, reduces
@@ -55,35 +56,39 @@ namespace skein::dist {
 // (options.deterministic: LogicError; for a deterministic value, run the kernel without its
 // reduction and reduce what it wrote with dist::reduce). begin_stencil_reduce is the split-phase
 // form (PendingValues::wait() gives the one value).
-[[nodiscard]] SKEIN_EXPORT PendingValues begin_stencil_reduce(const StencilKernel& kernel,
-                                                              std::span<const DistOperand> args, ReduceOp across,
-                                                              StencilRegion region = StencilRegion::all,
-                                                              const DistReductionOptions& options = {});
+[[nodiscard]] SKEIN_EXPORT PendingValues begin_stencil_reduce(
+    const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
+    StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {});
 [[nodiscard]] inline PendingValues begin_stencil_reduce(const StencilKernel& kernel,
-                                                        std::initializer_list<DistOperand> args, ReduceOp across,
+                                                        std::initializer_list<DistOperand> args,
+                                                        ReduceOp across,
                                                         StencilRegion region = StencilRegion::all,
                                                         const DistReductionOptions& options = {}) {
-  return begin_stencil_reduce(kernel, std::span<const DistOperand>(args.begin(), args.size()), across, region,
-                              options);
+  return begin_stencil_reduce(kernel, std::span<const DistOperand>(args.begin(), args.size()),
+                              across, region, options);
 }
-inline double stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
-                             StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {}) {
+inline double stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args,
+                             ReduceOp across, StencilRegion region = StencilRegion::all,
+                             const DistReductionOptions& options = {}) {
   return begin_stencil_reduce(kernel, args, across, region, options).wait().at(0);
 }
-inline double stencil_reduce(const StencilKernel& kernel, std::initializer_list<DistOperand> args, ReduceOp across,
-                             StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {}) {
+inline double stencil_reduce(const StencilKernel& kernel, std::initializer_list<DistOperand> args,
+                             ReduceOp across, StencilRegion region = StencilRegion::all,
+                             const DistReductionOptions& options = {}) {
   return begin_stencil_reduce(kernel, args, across, region, options).wait().at(0);
 }
 
 SKEIN_EXPORT void stencil(const StencilKernel& kernel, std::span<const DistOperand> args,
                           StencilRegion region = StencilRegion::all);
-SKEIN_EXPORT void stencil(const Queue& queue, const StencilKernel& kernel, std::span<const DistOperand> args,
+SKEIN_EXPORT void stencil(const Queue& queue, const StencilKernel& kernel,
+                          std::span<const DistOperand> args,
                           StencilRegion region = StencilRegion::all);
 inline void stencil(const StencilKernel& kernel, std::initializer_list<DistOperand> args,
                     StencilRegion region = StencilRegion::all) {
   stencil(kernel, std::span<const DistOperand>(args.begin(), args.size()), region);
 }
-inline void stencil(const Queue& queue, const StencilKernel& kernel, std::initializer_list<DistOperand> args,
+inline void stencil(const Queue& queue, const StencilKernel& kernel,
+                    std::initializer_list<DistOperand> args,
                     StencilRegion region = StencilRegion::all) {
   stencil(queue, kernel, std::span<const DistOperand>(args.begin(), args.size()), region);
 }

@@ -63,7 +63,8 @@ class SKEIN_EXPORT GridArray {
   // blocks keep their contents. A buffer of another context, on the wrong device or too small, or
   // a count other than local members, raises LogicError on every rank. A member without points
   // needs no memory (its buffer may be empty; the array's empty block is its own).
-  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype, std::vector<Buffer> blocks);
+  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype,
+            std::vector<Buffer> blocks);
 
   Communicator& communicator() const { return *comm_; }
   const Queue& queue() const { return queue_; }
@@ -114,8 +115,8 @@ class SKEIN_EXPORT GridArray {
   void fill_zero() const;
 
  private:
-  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype, std::vector<Buffer> foreign,
-            bool use_foreign);
+  GridArray(Communicator& comm, const Queue& queue, GridLayout layout, Dtype dtype,
+            std::vector<Buffer> foreign, bool use_foreign);
   void check_host_type(Dtype host, const char* call) const;
   void check_root_rank(int root_rank, const char* call) const;
   friend struct detail::grid::GridArrayAccess;

@@ -17,7 +17,7 @@
 //
 //   skein::CheckpointManager checkpoints(comm, "run/checkpoints", {.keep = 3});
 //   const skein::CheckpointArrays arrays = {{"u", u}, {"v", v}};   // DistArray / ReplicatedArray /
-                                                                    // GridArray
+// GridArray
 //   std::int64_t step = 0;
 //   if (auto restored = checkpoints.restore_latest(arrays)) step = restored->step;
 //   for (++step; step <= last; ++step) {
@@ -29,8 +29,9 @@
 // against it (size and SHA-256, which reads the whole file on rank 0). A file that does not match
 // (truncated, changed, damaged) is refused with a CheckpointError naming the file and what did not
 // match; with OnCorrupt::fall_back the manager says so in the log (a warning of rank 0, see
-// <skein/log.hpp>) and takes the next older one instead. Restarting is the application's choice, so refusing is the default: a silent step back
-// could hide lost work. Rank 0 decides and broadcasts, so every rank restarts from the same one.
+// <skein/log.hpp>) and takes the next older one instead. Restarting is the application's choice, so
+// refusing is the default: a silent step back could hide lost work. Rank 0 decides and broadcasts,
+// so every rank restarts from the same one.
 //
 // Arrays are restored into arrays of any layout (another number of ranks or devices than wrote
 // them) with the same global shape and dtype. The bytes are the ones written, so a run restarted
@@ -141,12 +142,14 @@ struct CheckpointOptions {
 
 // Threads: as hdf5::File, which it uses: one thread at a time per manager (its state is not
 // locked), no other HDF5 use at the same time unless HDF5 is built thread-safe, and its creation
-// over a Communicator is a call on that Communicator; after_stage runs on the thread calling write().
+// over a Communicator is a call on that Communicator; after_stage runs on the thread calling
+// write().
 class SKEIN_EXPORT CheckpointManager {
  public:
   // Collective: over the ranks of `comm` (the arrays' communicator) or an MPI communicator that
   // has the arrays' ranks in the same order. Rank 0 creates the directory if needed.
-  CheckpointManager(Communicator& comm, std::filesystem::path directory, CheckpointOptions options = {});
+  CheckpointManager(Communicator& comm, std::filesystem::path directory,
+                    CheckpointOptions options = {});
 #if SKEIN_HAS_MPI
   CheckpointManager(MPI_Comm comm, std::filesystem::path directory, CheckpointOptions options = {});
 #endif

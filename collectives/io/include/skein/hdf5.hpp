@@ -35,7 +35,8 @@
 //   complex64, complex128              a compound {r, i} of two floats, as h5py writes complex
 //                                      numbers: h5py reads it as complex
 // Reading maps the file's type back (also for files made by other tools: any integer, 2-, 4- and
-// 8-byte floats, compounds {r, i} or {real, imag}); a type with no Skein dtype is an error naming it.
+// 8-byte floats, compounds {r, i} or {real, imag}); a type with no Skein dtype is an error naming
+// it.
 //
 // Attributes Skein writes (h5dump -A shows them):
 //   on the file (root group)  skein_version ("0.1.0"), skein_format_version (format_version)
@@ -110,8 +111,8 @@ SKEIN_EXPORT std::string library_description();
 
 // Attribute values: what HDF5 tools show as a scalar or a 1-D array of integers or floats, or a
 // string (stored as variable-length UTF-8, which h5py reads as str).
-using AttributeValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
-                                    std::vector<double>>;
+using AttributeValue =
+    std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>>;
 using Attributes = std::map<std::string, AttributeValue>;
 // "42", "0.5", "\"text\"", "[1, 2, 3]", for messages and logs.
 SKEIN_EXPORT std::string to_string(const AttributeValue& value);
@@ -224,11 +225,13 @@ class SKEIN_EXPORT File {
   // Collective: dataset `name` into a GridArray of any layout (another process grid, another number
   // of ranks) of the dataset's shape and dtype (else LogicError naming both, on every rank). Each
   // rank reads its own members' hyperslabs (through rank 0: rank 0 reads them and sends them on,
-  // piece by piece). Fills every block's points; halos are left as they were (call exchange_halos()).
+  // piece by piece). Fills every block's points; halos are left as they were (call
+  // exchange_halos()).
   void read(const std::string& name, const GridArray& array);
 
   // Collective: a replicated array, from rank 0's first device.
-  void write(const std::string& name, const ReplicatedArray& array, const WriteOptions& options = {});
+  void write(const std::string& name, const ReplicatedArray& array,
+             const WriteOptions& options = {});
   // Collective: into every device of every rank.
   void read(const std::string& name, const ReplicatedArray& array);
 
@@ -269,7 +272,8 @@ class SKEIN_EXPORT File {
 
   // Collective: sets (or replaces) an attribute of a dataset or group ("/" is the file). Every
   // rank must pass the same value (checked).
-  void set_attribute(const std::string& object, const std::string& name, const AttributeValue& value);
+  void set_attribute(const std::string& object, const std::string& name,
+                     const AttributeValue& value);
   // Collective: the attributes of a dataset or group that HDF5 can show as AttributeValues.
   Attributes attributes(const std::string& object = "/");
   // Collective: one attribute, nullopt when the object has none of that name.

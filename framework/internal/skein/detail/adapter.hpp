@@ -222,8 +222,7 @@ class SKEIN_EXPORT KernelAdapter {
   // default); the front-end has checked the amount against the device's limit.
   virtual void allow_local_mem(std::size_t bytes) { (void)bytes; }
   // Enqueues on `queue` (of this kernel's device); records an event after it when `event`.
-  virtual void launch(QueueAdapter& queue, const LaunchDims& dims,
-                      std::span<const KernelArg> args,
+  virtual void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
                       std::shared_ptr<EventAdapter>* event) = 0;
 };
 

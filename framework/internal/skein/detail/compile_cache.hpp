@@ -29,7 +29,8 @@ namespace skein::detail {
 class SKEIN_EXPORT CompileCache {
  public:
   // The process-wide cache, configured from the environment on first use:
-  //   SKEIN_DISABLE_CACHE  "1"/"true"/"yes" disables, "0"/"false"/"no"/"" enables (case-insensitive);
+  //   SKEIN_DISABLE_CACHE  "1"/"true"/"yes" disables, "0"/"false"/"no"/"" enables
+  //   (case-insensitive);
   //                        anything else throws skein::LogicError.
   //   SKEIN_CACHE_DIR      the directory (absolute; a relative one throws skein::LogicError);
   //                        else $XDG_CACHE_HOME/skein (when absolute); else $HOME/.cache/skein.
@@ -37,8 +38,8 @@ class SKEIN_EXPORT CompileCache {
 
   // What instance() does, with the environment's values passed in (nullptr for unset), so that
   // tests need no setenv.
-  static CompileCache from_environment(const char* disable, const char* dir, const char* xdg_cache_home,
-                                       const char* home);
+  static CompileCache from_environment(const char* disable, const char* dir,
+                                       const char* xdg_cache_home, const char* home);
 
   // A cache on `directory` (created with mode 0700 when missing), or a disabled one for
   // std::nullopt. A directory that is a symbolic link, group- or world-writable, or owned by

@@ -64,7 +64,9 @@ class SKEIN_EXPORT DeferredMarker final : public EventAdapter {
       : slots_(std::move(slots)), device_idx_(device_idx) {}
   void wait() override { recorded().wait(); }
   bool query() override { return recorded().query(); }
-  double time_since(EventAdapter& start) override { return recorded().time_since(start.recorded()); }
+  double time_since(EventAdapter& start) override {
+    return recorded().time_since(start.recorded());
+  }
   EventAdapter& recorded() override;
   std::shared_ptr<const PendingResults> held_results() const override { return results_; }
 
@@ -75,7 +77,7 @@ class SKEIN_EXPORT DeferredMarker final : public EventAdapter {
   friend struct MarkerSlots;
   std::shared_ptr<MarkerSlots> slots_;
   std::size_t device_idx_;
-  std::atomic<bool> done_{false};       // event_ (or failure_) is set
+  std::atomic<bool> done_{false};  // event_ (or failure_) is set
   std::shared_ptr<EventAdapter> event_;
   // The results held on the device when it was recorded (every call it stands for, and perhaps
   // calls after them): taken then rather than per call, which cost an allocation each.

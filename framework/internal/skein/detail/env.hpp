@@ -36,8 +36,8 @@ SKEIN_EXPORT std::optional<bool> parse_env_flag(const char* name,
                                                 const std::optional<std::string>& value,
                                                 std::string_view call, std::string_view meaning,
                                                 Where where = Where::current());
-inline bool env_flag(const char* name, bool fallback, std::string_view call, std::string_view meaning,
-                     Where where = Where::current()) {
+inline bool env_flag(const char* name, bool fallback, std::string_view call,
+                     std::string_view meaning, Where where = Where::current()) {
   return parse_env_flag(name, env_value(name), call, meaning, where).value_or(fallback);
 }
 
@@ -46,8 +46,8 @@ SKEIN_EXPORT std::optional<double> parse_env_seconds(const char* name,
                                                      const std::optional<std::string>& value,
                                                      std::string_view call, std::string_view zero,
                                                      Where where = Where::current());
-inline double env_seconds(const char* name, double fallback, std::string_view call, std::string_view zero,
-                          Where where = Where::current()) {
+inline double env_seconds(const char* name, double fallback, std::string_view call,
+                          std::string_view zero, Where where = Where::current()) {
   return parse_env_seconds(name, env_value(name), call, zero, where).value_or(fallback);
 }
 
@@ -59,7 +59,8 @@ struct EnvChoice {
   const char* meaning;
 };
 template <class T>
-std::optional<T> env_choice(const char* name, std::string_view call, std::initializer_list<EnvChoice<T>> choices,
+std::optional<T> env_choice(const char* name, std::string_view call,
+                            std::initializer_list<EnvChoice<T>> choices,
                             Where where = Where::current()) {
   const auto value = env_value(name);
   if (!value) return std::nullopt;
@@ -67,7 +68,8 @@ std::optional<T> env_choice(const char* name, std::string_view call, std::initia
   std::size_t i = 0;
   for (const auto& c : choices) {
     if (*value == c.word) return c.value;
-    accepted += fmt::format("{}{} ({})", i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", "), c.word, c.meaning);
+    accepted += fmt::format("{}{} ({})", i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", "),
+                            c.word, c.meaning);
     ++i;
   }
   bad_env(name, *value, accepted, call, {}, where);

@@ -24,7 +24,7 @@ namespace skein {
 namespace detail {
 class BlasAdapter;
 struct HostValueSlots;
-}
+}  // namespace detail
 
 struct Context::Impl {
   std::shared_ptr<detail::ContextAdapter> adapter;

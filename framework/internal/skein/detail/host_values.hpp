@@ -35,7 +35,8 @@ class SKEIN_EXPORT HostValues {
  public:
   // One array of `count` elements of `dtype` per entry of `devices` (device indices of the
   // queue's context, each in the queue), in that order. At most kMaxBytes per device.
-  HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype, std::size_t count = 1);
+  HostValues(const Queue& queue, std::span<const std::size_t> devices, Dtype dtype,
+             std::size_t count = 1);
   static constexpr std::size_t kMaxBytes = 64;
   // Without a read(), waits for the devices first (work may still write the memory), so that the
   // memory is never handed out while a kernel writes it.
@@ -60,7 +61,7 @@ class SKEIN_EXPORT HostValues {
 
   Queue queue_;
   std::vector<std::size_t> devices_;
-  std::size_t item_;  // bytes of one device's values (count x itemsize)
+  std::size_t item_;          // bytes of one device's values (count x itemsize)
   std::vector<Event> marks_;  // after start_read(): one per device, where the values are complete
   std::shared_ptr<HostValueSlots> slots_;
   std::vector<Array> arrays_;

@@ -34,8 +34,9 @@ using IpcDeviceCheck = std::function<std::string(std::string_view exporter)>;
 // LogicError naming `call` and `description` (the device the handle is opened on) for a handle
 // that is malformed (magic, version, checksum), from another host, of a device that `device_check`
 // refuses, or exported by this very process.
-SKEIN_EXPORT void check_ipc_handle(const IpcMemoryHandle& handle, const IpcDeviceCheck& device_check,
-                                   const char* call, const std::string& description);
+SKEIN_EXPORT void check_ipc_handle(const IpcMemoryHandle& handle,
+                                   const IpcDeviceCheck& device_check, const char* call,
+                                   const std::string& description);
 SKEIN_EXPORT void check_ipc_handle(const IpcEventHandle& handle, const IpcDeviceCheck& device_check,
                                    const char* call, const std::string& description);
 

@@ -32,7 +32,8 @@ SKEIN_EXPORT void set_log_rank(LogRank rank);
 // log(LogLevel::warning, LogScope::rank, "closing '{}' failed: {}", path, what): formats only
 // when the message will be printed; never throws (a message may come from a destructor).
 template <class... Args>
-void log(LogLevel level, LogScope scope, fmt::format_string<Args...> format, Args&&... args) noexcept {
+void log(LogLevel level, LogScope scope, fmt::format_string<Args...> format,
+         Args&&... args) noexcept {
   if (!log_enabled(level)) return;
   try {
     log_message(level, fmt::format(format, std::forward<Args>(args)...), scope);

@@ -82,7 +82,8 @@ SKEIN_EXPORT MPI_Comm duplicate_comm(MPI_Comm parent, CollectiveClock::time_poin
 // object in what is left outstanding. Every rank that timed out takes part, so the ranks that do
 // not answer are those that died, cannot be reached, or are blocked elsewhere.
 SKEIN_EXPORT std::vector<std::pair<int, std::uint64_t>> roll_call(MPI_Comm comm, int tag,
-                                                                  std::uint64_t step, double timeout_s,
+                                                                  std::uint64_t step,
+                                                                  double timeout_s,
                                                                   const std::string& subject);
 // The roll call, said in words: "ranks 0, 1 answered a roll call after the timeout; ranks 2, 3 did
 // not (lost: ...)".
@@ -104,7 +105,8 @@ class SKEIN_EXPORT Agreement {
   Agreement() = default;
   // Duplicates `parent` (under the deadline). `subject` names the object in messages ("HDF5 file
   // 'out.h5'"); `mismatch_hint` says what to do when the ranks' calls differ.
-  Agreement(MPI_Comm parent, std::string subject, std::string mismatch_hint, const std::string& call);
+  Agreement(MPI_Comm parent, std::string subject, std::string mismatch_hint,
+            const std::string& call);
   Agreement(Agreement&& other) noexcept;
   Agreement& operator=(Agreement&& other) noexcept;
   Agreement(const Agreement&) = delete;
@@ -171,7 +173,8 @@ class SKEIN_EXPORT Agreement {
     std::string message;
   };
   template <class IsSpecific>
-  Failure exchange_failure(std::exception_ptr mine, const std::string& call, IsSpecific is_specific);
+  Failure exchange_failure(std::exception_ptr mine, const std::string& call,
+                           IsSpecific is_specific);
   Failure exchange_failure_impl(std::exception_ptr mine, const std::string& call, int my_kind,
                                 std::string my_message);
   ErrorInfo failure_info(int first, const std::string& call, const std::string& where,
@@ -181,8 +184,8 @@ class SKEIN_EXPORT Agreement {
   // with the step it is at.
   std::vector<std::pair<int, std::uint64_t>> roll_call(std::uint64_t step);
   void release();
-  void wait(MPI_Request& request, const std::string& call, const std::string& step, std::shared_ptr<void> keep,
-            MPI_Status* status);
+  void wait(MPI_Request& request, const std::string& call, const std::string& step,
+            std::shared_ptr<void> keep, MPI_Status* status);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -190,10 +193,10 @@ class SKEIN_EXPORT Agreement {
   double timeout_s_ = 300.0;
   std::string subject_;
   std::string mismatch_hint_;
-  std::uint64_t calls_ = 0;     // numbers the calls, for agree_on_call
-  std::uint64_t steps_ = 0;     // numbers the waits, for the roll call
+  std::uint64_t calls_ = 0;  // numbers the calls, for agree_on_call
+  std::uint64_t steps_ = 0;  // numbers the waits, for the roll call
   std::string broken_;
-  bool abandoned_ = false;      // a request on comm_ was given up on: never freed then
+  bool abandoned_ = false;  // a request on comm_ was given up on: never freed then
 };
 
 template <class IsSpecific>

@@ -53,8 +53,8 @@ struct CallProfile {
   std::atomic<long long> events_ns{0};   // the events returned to the caller
   std::atomic<long long> watch_ns{0};    // registering the call with the watchdog
 };
-// Read (and a bad SKEIN_PROFILE_COLLECTIVES refused, with LogicError) when the first Communicator is
-// made; call_profile_if_read() never throws (null while unread), for destructors.
+// Read (and a bad SKEIN_PROFILE_COLLECTIVES refused, with LogicError) when the first Communicator
+// is made; call_profile_if_read() never throws (null while unread), for destructors.
 CallProfile& call_profile();
 CallProfile* call_profile_if_read() noexcept;
 // SKEIN_NCCL_BLOCKING: blocking NCCL communicators (the default) or non-blocking ones; nullopt when
@@ -89,9 +89,9 @@ struct CollectiveCall {
   CollectiveOp op = CollectiveOp::all_reduce;
   ReduceOp reduce_op = ReduceOp::sum;
   Dtype dtype = Dtype::float32;
-  std::size_t count = 0;   // elements per member block (as in NCCL's count arguments)
-  int root = 0;            // broadcast / reduce
-  int peer = 0;            // send / recv
+  std::size_t count = 0;  // elements per member block (as in NCCL's count arguments)
+  int root = 0;           // broadcast / reduce
+  int peer = 0;           // send / recv
   bool in_place = false;
   std::vector<MemberBuffers> members;  // this rank's members taking part (all, or one for p2p)
   // The front-end's number for this call (collectives and point-to-point are counted apart), for
@@ -110,7 +110,7 @@ struct CollectiveCall {
 
 // The layout of a communicator: which (MPI rank, local device) each member is.
 struct MemberMap {
-  std::vector<int> member_rank;         // member -> MPI rank
+  std::vector<int> member_rank;                   // member -> MPI rank
   std::vector<std::size_t> first_member_of_rank;  // MPI rank -> its first member
   std::vector<std::size_t> members_of_rank;       // MPI rank -> how many
 };

@@ -30,7 +30,7 @@ SKEIN_EXPORT void require_usable(Communicator& comm, const char* call);
 // check's own MPI reduction carries and combines them instead). Every rank has the same result,
 // bit for bit (min and max over NaN aside). One MPI exchange. `call` names the caller in errors.
 // Raises LogicError inside a group, or where the ranks made different calls.
-SKEIN_EXPORT void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count,
-                                  Dtype dtype, ReduceOp op, const char* call);
+SKEIN_EXPORT void all_reduce_host(Communicator& comm, std::span<std::byte> values,
+                                  std::size_t count, Dtype dtype, ReduceOp op, const char* call);
 
 }  // namespace skein::detail

@@ -49,22 +49,24 @@ inline std::string mpi_error_string(int code) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  throw RuntimeError(ErrorInfo{
-      .what = rank >= 0 ? fmt::format("{} (on MPI rank {})", mpi_error_string(code), rank)
-                        : mpi_error_string(code),
-      .call = call,
-      .code = code,
-      .has_code = true,
-      .hint = "An MPI rank probably failed or left; see its output.",
-      .location = std::move(location)});
+  throw RuntimeError(
+      ErrorInfo{.what = rank >= 0 ? fmt::format("{} (on MPI rank {})", mpi_error_string(code), rank)
+                                  : mpi_error_string(code),
+                .call = call,
+                .code = code,
+                .has_code = true,
+                .hint = "An MPI rank probably failed or left; see its output.",
+                .location = std::move(location)});
 }
 
 // For a return code already in hand; otherwise use SKEIN_MPI_CHECK.
 inline void check_mpi(int code, const char* call, std::string_view location) {
-  if (code != MPI_SUCCESS) [[unlikely]] throw_mpi_error(code, call, std::string(location));
+  if (code != MPI_SUCCESS) [[unlikely]]
+    throw_mpi_error(code, call, std::string(location));
 }
 inline void check_mpi(int code, const char* call, const char* file, int line) {
-  if (code != MPI_SUCCESS) [[unlikely]] throw_mpi_error(code, call, source_location(file, line));
+  if (code != MPI_SUCCESS) [[unlikely]]
+    throw_mpi_error(code, call, source_location(file, line));
 }
 
 }  // namespace skein::detail
@@ -73,9 +75,9 @@ inline void check_mpi(int code, const char* call, const char* file, int line) {
 // what the call is for, SKEIN_MPI_CHECK(MPI_Start, (&request), "the agreement check"). A failure
 // throws RuntimeError with the call, MPI's message, the rank and the place in Skein's source;
 // the fast path costs one comparison.
-#define SKEIN_MPI_CHECK(function, arguments, ...)                                      \
-  ::skein::detail::check_mpi(::function arguments,                                     \
-                             #function __VA_OPT__(" (" __VA_ARGS__ ")"), __FILE__, __LINE__)
+#define SKEIN_MPI_CHECK(function, arguments, ...)                                              \
+  ::skein::detail::check_mpi(::function arguments, #function __VA_OPT__(" (" __VA_ARGS__ ")"), \
+                             __FILE__, __LINE__)
 
 namespace skein::detail {
 
@@ -92,15 +94,15 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
   for (;;) {
     int done = 0;
     SKEIN_MPI_CHECK(MPI_Testall, (static_cast<int>(requests.size()), requests.data(), &done,
-                          statuses ? statuses : MPI_STATUSES_IGNORE));
+                                  statuses ? statuses : MPI_STATUSES_IGNORE));
     if (done) return;
     if (between) between();
     const auto now = CollectiveClock::now();
     if (now >= deadline) {
       const double waited = std::chrono::duration<double>(now - start).count();
-      throw TimeoutError(ErrorInfo{
-          .what = fmt::format("{} did not complete after {:.1f} s", what, waited),
-          .call = "MPI_Testall"});
+      throw TimeoutError(
+          ErrorInfo{.what = fmt::format("{} did not complete after {:.1f} s", what, waited),
+                    .call = "MPI_Testall"});
     }
     // MPI's non-blocking collectives only progress inside MPI calls, so a sleeping rank stalls
     // the operation for every rank (a staged all_reduce of a few MiB took 5 x longer with short
@@ -111,7 +113,8 @@ inline void wait_requests(std::span<MPI_Request> requests, CollectiveClock::time
     if (waited < std::chrono::seconds(1)) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::seconds(10) ? 50 : 500));
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(waited < std::chrono::seconds(10) ? 50 : 500));
     }
   }
 }

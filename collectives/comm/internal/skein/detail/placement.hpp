@@ -46,5 +46,4 @@ SKEIN_EXPORT std::string device_key(const std::string& host,
 // (empty when there are none). `placement` is every rank's, in rank order.
 SKEIN_EXPORT std::vector<std::string> shared_devices(const std::vector<RankPlacement>& placement);
 
-
 }  // namespace skein::detail

@@ -17,7 +17,7 @@ namespace skein::detail {
 struct CheckpointStageEvent {
   CheckpointStage stage = CheckpointStage::created;
   std::int64_t step = 0;
-  int rank = 0;            // in the manager's communicator
+  int rank = 0;             // in the manager's communicator
   std::string directory{};  // the manager's
 };
 using CheckpointStageObserver = std::function<void(const CheckpointStageEvent&)>;
@@ -27,6 +27,7 @@ using CheckpointStageObserver = std::function<void(const CheckpointStageEvent&)>
 // (created and written on every rank, renamed and marked on rank 0 alone), on the thread calling
 // write(), before CheckpointOptions::after_stage; what it throws abandons the write as
 // after_stage's does (every rank raises). Thread-safe to install; install it before the writes.
-SKEIN_EXPORT CheckpointStageObserver set_checkpoint_stage_observer(CheckpointStageObserver observer);
+SKEIN_EXPORT CheckpointStageObserver
+set_checkpoint_stage_observer(CheckpointStageObserver observer);
 
 }  // namespace skein::detail

@@ -37,20 +37,20 @@ std::string cuda_error_description(CUresult result);
 // SKEIN_CU_CHECK(cuMemAlloc, (&ptr, size), describe(device)) calls the driver's cuMemAlloc
 // (cuMemAlloc_v2, through the loaded function table). The device expression is evaluated only on
 // failure, so describing the device costs nothing on the fast path.
-#define SKEIN_CU_CHECK(function, arguments, device)                                    \
-  do {                                                                                 \
-    const CUresult skein_cu_result_ = ::skein::detail::cu().function arguments;        \
-    if (skein_cu_result_ != CUDA_SUCCESS) [[unlikely]] {                               \
+#define SKEIN_CU_CHECK(function, arguments, device)                                         \
+  do {                                                                                      \
+    const CUresult skein_cu_result_ = ::skein::detail::cu().function arguments;             \
+    if (skein_cu_result_ != CUDA_SUCCESS) [[unlikely]] {                                    \
       ::skein::detail::throw_cuda_error(skein_cu_result_, #function, (device), SKEIN_HERE); \
-    }                                                                                  \
+    }                                                                                       \
   } while (false)
 
 // SKEIN_NVRTC_CHECK(nvrtcCreateProgram, (&program, ...), describe(device)); NVRTC is linked
 // directly, it has no driver dependency.
-#define SKEIN_NVRTC_CHECK(function, arguments, device)                                 \
-  do {                                                                                 \
-    const nvrtcResult skein_nvrtc_result_ = ::function arguments;                      \
-    if (skein_nvrtc_result_ != NVRTC_SUCCESS) [[unlikely]] {                           \
+#define SKEIN_NVRTC_CHECK(function, arguments, device)                                          \
+  do {                                                                                          \
+    const nvrtcResult skein_nvrtc_result_ = ::function arguments;                               \
+    if (skein_nvrtc_result_ != NVRTC_SUCCESS) [[unlikely]] {                                    \
       ::skein::detail::throw_nvrtc_error(skein_nvrtc_result_, #function, (device), SKEIN_HERE); \
-    }                                                                                  \
+    }                                                                                           \
   } while (false)

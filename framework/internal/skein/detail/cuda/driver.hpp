@@ -15,80 +15,80 @@ namespace skein::detail {
 // Every driver function Skein calls. cuda.h maps most names to versioned entry points
 // (cuMemAlloc -> cuMemAlloc_v2); the member names go through the same macros, so `cu().cuMemAlloc`
 // is the pointer to cuMemAlloc_v2, which is the symbol we look up.
-#define SKEIN_CU_FUNCTIONS(X)                     \
-  X(cuInit)                                       \
-  X(cuDriverGetVersion)                           \
-  X(cuGetErrorName)                               \
-  X(cuGetErrorString)                             \
-  X(cuDeviceGetCount)                             \
-  X(cuDeviceGet)                                  \
-  X(cuDeviceGetName)                              \
-  X(cuDeviceTotalMem)                             \
-  X(cuDeviceGetAttribute)                         \
-  X(cuDeviceGetPCIBusId)                          \
-  X(cuDeviceGetByPCIBusId)                        \
-  X(cuDeviceCanAccessPeer)                        \
-  X(cuDevicePrimaryCtxRetain)                     \
-  X(cuDevicePrimaryCtxRelease)                    \
-  X(cuCtxGetCurrent)                              \
-  X(cuCtxPushCurrent)                             \
-  X(cuCtxPopCurrent)                              \
-  X(cuCtxGetDevice)                               \
-  X(cuCtxDestroy)                                 \
-  X(cuCtxSynchronize)                             \
-  X(cuCtxEnablePeerAccess)                        \
-  X(cuCtxDisablePeerAccess)                       \
-  X(cuCtxGetStreamPriorityRange)                  \
-  X(cuCtxGetLimit)                                \
-  X(cuCtxSetLimit)                                \
-  X(cuCtxGetCacheConfig)                          \
-  X(cuCtxSetCacheConfig)                          \
-  X(cuProfilerStart)                              \
-  X(cuProfilerStop)                               \
-  X(cuMemGetInfo)                                 \
-  X(cuMemAlloc)                                   \
-  X(cuMemFree)                                    \
-  X(cuMemAllocManaged)                            \
-  X(cuIpcGetMemHandle)                            \
-  X(cuIpcOpenMemHandle)                           \
-  X(cuIpcCloseMemHandle)                          \
-  X(cuIpcGetEventHandle)                          \
-  X(cuIpcOpenEventHandle)                         \
-  X(cuMemHostAlloc)                               \
-  X(cuMemFreeHost)                                \
-  X(cuMemHostRegister)                            \
-  X(cuMemHostUnregister)                          \
-  X(cuMemHostGetDevicePointer)                    \
-  X(cuMemcpyHtoDAsync)                            \
-  X(cuMemcpyDtoHAsync)                            \
-  X(cuMemcpyDtoDAsync)                            \
-  X(cuMemcpyPeerAsync)                            \
-  X(cuMemcpy2DAsync)                              \
-  X(cuMemcpy3DAsync)                              \
-  X(cuMemcpy3DPeerAsync)                          \
-  X(cuMemAllocPitch)                              \
-  X(cuMemsetD8Async)                              \
-  X(cuStreamCreate)                               \
-  X(cuStreamCreateWithPriority)                   \
-  X(cuStreamGetPriority)                          \
-  X(cuStreamDestroy)                              \
-  X(cuStreamSynchronize)                          \
-  X(cuStreamWaitEvent)                            \
-  X(cuEventCreate)                                \
-  X(cuEventDestroy)                               \
-  X(cuEventRecord)                                \
-  X(cuEventSynchronize)                           \
-  X(cuEventQuery)                                 \
-  X(cuEventElapsedTime)                           \
-  X(cuModuleLoadData)                             \
-  X(cuModuleGetFunction)                          \
-  X(cuModuleGetGlobal)                            \
-  X(cuModuleUnload)                               \
-  X(cuFuncGetAttribute)                           \
-  X(cuFuncSetAttribute)                           \
-  X(cuPointerGetAttribute)                        \
-  X(cuMemGetAddressRange)                         \
-  X(cuLaunchKernel)                               \
+#define SKEIN_CU_FUNCTIONS(X)    \
+  X(cuInit)                      \
+  X(cuDriverGetVersion)          \
+  X(cuGetErrorName)              \
+  X(cuGetErrorString)            \
+  X(cuDeviceGetCount)            \
+  X(cuDeviceGet)                 \
+  X(cuDeviceGetName)             \
+  X(cuDeviceTotalMem)            \
+  X(cuDeviceGetAttribute)        \
+  X(cuDeviceGetPCIBusId)         \
+  X(cuDeviceGetByPCIBusId)       \
+  X(cuDeviceCanAccessPeer)       \
+  X(cuDevicePrimaryCtxRetain)    \
+  X(cuDevicePrimaryCtxRelease)   \
+  X(cuCtxGetCurrent)             \
+  X(cuCtxPushCurrent)            \
+  X(cuCtxPopCurrent)             \
+  X(cuCtxGetDevice)              \
+  X(cuCtxDestroy)                \
+  X(cuCtxSynchronize)            \
+  X(cuCtxEnablePeerAccess)       \
+  X(cuCtxDisablePeerAccess)      \
+  X(cuCtxGetStreamPriorityRange) \
+  X(cuCtxGetLimit)               \
+  X(cuCtxSetLimit)               \
+  X(cuCtxGetCacheConfig)         \
+  X(cuCtxSetCacheConfig)         \
+  X(cuProfilerStart)             \
+  X(cuProfilerStop)              \
+  X(cuMemGetInfo)                \
+  X(cuMemAlloc)                  \
+  X(cuMemFree)                   \
+  X(cuMemAllocManaged)           \
+  X(cuIpcGetMemHandle)           \
+  X(cuIpcOpenMemHandle)          \
+  X(cuIpcCloseMemHandle)         \
+  X(cuIpcGetEventHandle)         \
+  X(cuIpcOpenEventHandle)        \
+  X(cuMemHostAlloc)              \
+  X(cuMemFreeHost)               \
+  X(cuMemHostRegister)           \
+  X(cuMemHostUnregister)         \
+  X(cuMemHostGetDevicePointer)   \
+  X(cuMemcpyHtoDAsync)           \
+  X(cuMemcpyDtoHAsync)           \
+  X(cuMemcpyDtoDAsync)           \
+  X(cuMemcpyPeerAsync)           \
+  X(cuMemcpy2DAsync)             \
+  X(cuMemcpy3DAsync)             \
+  X(cuMemcpy3DPeerAsync)         \
+  X(cuMemAllocPitch)             \
+  X(cuMemsetD8Async)             \
+  X(cuStreamCreate)              \
+  X(cuStreamCreateWithPriority)  \
+  X(cuStreamGetPriority)         \
+  X(cuStreamDestroy)             \
+  X(cuStreamSynchronize)         \
+  X(cuStreamWaitEvent)           \
+  X(cuEventCreate)               \
+  X(cuEventDestroy)              \
+  X(cuEventRecord)               \
+  X(cuEventSynchronize)          \
+  X(cuEventQuery)                \
+  X(cuEventElapsedTime)          \
+  X(cuModuleLoadData)            \
+  X(cuModuleGetFunction)         \
+  X(cuModuleGetGlobal)           \
+  X(cuModuleUnload)              \
+  X(cuFuncGetAttribute)          \
+  X(cuFuncSetAttribute)          \
+  X(cuPointerGetAttribute)       \
+  X(cuMemGetAddressRange)        \
+  X(cuLaunchKernel)              \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 // NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is declared here, not an expression
@@ -98,7 +98,8 @@ struct CudaDriver {
   SKEIN_CU_FUNCTIONS(SKEIN_CU_DECLARE_FUNCTION)
   // Optional (CUDA 12.4+): lets launches check argument counts and sizes; null on older drivers.
   decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
-  // Optional: checks that a foreign stream (skein::cuda::queue_from_native) is in the right context.
+  // Optional: checks that a foreign stream (skein::cuda::queue_from_native) is in the right
+  // context.
   decltype(&::cuStreamGetCtx) cuStreamGetCtx = nullptr;
   // Optional (CUDA 12.2+: the versions that take a CUmemLocation): managed memory's prefetch and
   // advice; null on older drivers, where those calls raise RuntimeError.

@@ -40,9 +40,9 @@ struct ArgSlot {
 
 // How a launch's arguments fill a kernel's parameters.
 struct KernelSlots {
-  std::vector<ArgSlot> args;           // one per launch argument
-  std::vector<std::uint32_t> locals;   // the `__local` parameters (dynamic local memory)
-  std::uint32_t parameters = 0;        // the kernel's parameters in all
+  std::vector<ArgSlot> args;          // one per launch argument
+  std::vector<std::uint32_t> locals;  // the `__local` parameters (dynamic local memory)
+  std::uint32_t parameters = 0;       // the kernel's parameters in all
   bool operator==(const KernelSlots&) const = default;
 };
 
