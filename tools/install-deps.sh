@@ -3,7 +3,9 @@
 # Installs the Debian 12 packages Skein needs to build and test, and only those that are missing:
 # a second run finds everything installed and returns at once, without touching the network.
 #
-#   bash tools/install-deps.sh
+#   bash tools/install-deps.sh           what building, the demo and the tests need
+#   bash tools/install-deps.sh --lint    and clang-format 16 and clang-tidy 16, for
+#                                        tools/lint.sh (CI's lint phase; SKEIN_LINT=ON's tests)
 #
 # Runs as root, or through sudo when it is not root. The CUDA toolkit is not a Debian package here:
 # install it separately (at /usr/local/cuda) if you want the CUDA backend compiled in.
@@ -34,6 +36,13 @@ PACKAGES=(
   # plugin (in slurm-wlm-basic-plugins) loads the unversioned libpmix.so of libpmix-dev
   slurm-wlm munge libpmix-dev
 )
+if [[ "${1:-}" == --lint ]]; then
+  # One version of each, so that every machine formats and checks alike (tools/lint.sh).
+  PACKAGES+=(clang-format-16 clang-tidy-16)
+elif (($# > 0)); then
+  echo "install-deps: unknown argument '$1' (usage: $0 [--lint])" >&2
+  exit 2
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: this script needs a Debian-based system (dpkg-query and apt-get)." >&2

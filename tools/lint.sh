@@ -9,9 +9,8 @@
 #                                         them (its compile_commands.json; build/ by default)
 #
 # Both exit non-zero on any finding. One version of each tool, so that every machine formats and
-# checks alike: LLVM 16 (Debian 12's clang-format-16 and clang-tidy-16: `apt-get install
-# clang-format-16 clang-tidy-16`; tools/install-deps.sh will install them once CI runs these checks,
-# not before, to keep CI's time). LLVM 14, Debian 12's default, cannot read libstdc++ 12's
+# checks alike: LLVM 16 (Debian 12's clang-format-16 and clang-tidy-16: `bash tools/install-deps.sh
+# --lint` installs them, as CI's deps phase does). LLVM 14, Debian 12's default, cannot read libstdc++ 12's
 # <source_location>.
 # CLANG_FORMAT and CLANG_TIDY name other binaries; JOBS sets clang-tidy's parallel runs (one per
 # core by default).
@@ -27,8 +26,8 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 need() {
   if ! command -v "$1" >/dev/null 2>&1; then
-    echo "lint: '$1' is not installed: apt-get install clang-format-16 clang-tidy-16 (or set $2 to" \
-         "another binary of LLVM 16)." >&2
+    echo "lint: '$1' is not installed: bash tools/install-deps.sh --lint installs clang-format-16" \
+         "and clang-tidy-16 (or set $2 to another binary of LLVM 16)." >&2
     exit 2
   fi
 }
