@@ -176,7 +176,7 @@ std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaCont
 std::unique_ptr<QueueAdapter> make_cuda_foreign_queue(std::shared_ptr<CudaContextAdapter> context,
                                                       std::size_t device_idx, CUstream stream);
 // Records a new event on `stream` of the context's device `device_idx`.
-std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
+std::shared_ptr<EventAdapter> record_cuda_event(const std::shared_ptr<CudaContextAdapter>& context,
                                                 std::size_t device_idx, CUstream stream,
                                                 bool timing = true);
 // The CUevent of one of our event adapters (LogicError naming `call` for another backend's).

@@ -75,7 +75,7 @@ std::shared_ptr<EventAdapter> make_cuda_unpooled_event(std::shared_ptr<CudaConte
   return std::make_shared<CudaEventAdapter>(std::move(context), device_idx, event, false, false);
 }
 
-std::shared_ptr<EventAdapter> record_cuda_event(std::shared_ptr<CudaContextAdapter> context,
+std::shared_ptr<EventAdapter> record_cuda_event(const std::shared_ptr<CudaContextAdapter>& context,
                                                 std::size_t device_idx, CUstream stream,
                                                 bool timing) {
   CUevent event = context->take_event(device_idx, timing);

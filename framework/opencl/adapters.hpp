@@ -54,7 +54,7 @@ class OclPlatform final : public PlatformAdapter, public std::enable_shared_from
 
 class OclDevice final : public DeviceAdapter {
  public:
-  OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id, std::size_t index);
+  OclDevice(const std::shared_ptr<PlatformAdapter>& platform, cl_device_id id, std::size_t index);
   std::shared_ptr<PlatformAdapter> platform() const override { return platform_.lock(); }
   std::size_t index() const override { return index_; }
   const DeviceParameters& params() const override { return params_; }

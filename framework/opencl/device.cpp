@@ -73,7 +73,8 @@ void read_opencl_c(cl_device_id id, DeviceParameters& p) {
 }
 }  // namespace
 
-OclDevice::OclDevice(std::shared_ptr<PlatformAdapter> platform, cl_device_id id, std::size_t index)
+OclDevice::OclDevice(const std::shared_ptr<PlatformAdapter>& platform, cl_device_id id,
+                     std::size_t index)
     : platform_(platform), id_(id), index_(index) {
   auto& p = params_;
   const auto type = device_value<cl_device_type>(id, CL_DEVICE_TYPE);

@@ -8,7 +8,7 @@
 
 namespace skein {
 
-Buffer::Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter,
+Buffer::Buffer(const Context& context, std::shared_ptr<detail::BufferAdapter> adapter,
                std::size_t device_idx, std::size_t offset, std::size_t size)
     : context_(detail::impl_of(context)),
       adapter_(std::move(adapter)),

@@ -97,7 +97,7 @@ Shape call_shape(const ElementwiseKernel::Impl& impl, std::span<const Operand> a
              "elements is unknown",
              kname);
   }
-  const Shape shape = codegen::broadcast_shapes(args, take, params, kCall, kname);
+  Shape shape = codegen::broadcast_shapes(args, take, params, kCall, kname);
   for (std::size_t k = impl.n_in; k < args.size(); ++k) {
     if (params[k].raw) continue;
     if (args[k].array().shape() != shape) {
@@ -208,7 +208,7 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue,
   options.fast_math = impl.options.fast_math;
   options.name = impl.options.name;
   if (!impl.options.fp_contract && queue.context().api().id() == ApiId::cuda) {
-    options.compiler_options.push_back("--fmad=false");
+    options.compiler_options.emplace_back("--fmad=false");
   }
   plan.program = codegen::cached_program(
       impl.owner, queue.context(), r.signature,

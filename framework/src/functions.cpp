@@ -14,9 +14,8 @@ namespace {
 
 bool is_storage_only(Dtype d) { return d == Dtype::float16 || d == Dtype::bfloat16; }
 
-[[noreturn]] void reject(std::string_view fn, std::string what, std::string hint = {}) {
-  detail::raise_in(SKEIN_HERE, fmt::format("skein::functions::{}", fn), std::move(hint), "{}",
-                   what);
+[[noreturn]] void reject(std::string_view fn, const std::string& what, std::string_view hint = {}) {
+  detail::raise_in(SKEIN_HERE, fmt::format("skein::functions::{}", fn), hint, "{}", what);
 }
 
 void require_arithmetic(std::string_view fn, Dtype d) {
@@ -229,8 +228,12 @@ Dtype result_type(std::span<const Dtype> dtypes) {
 
 namespace functions {
 
-Module add(std::vector<Dtype> in, std::optional<Dtype> out) { return fold("add", '+', in, out); }
-Module mul(std::vector<Dtype> in, std::optional<Dtype> out) { return fold("mul", '*', in, out); }
+Module add(const std::vector<Dtype>& in, std::optional<Dtype> out) {
+  return fold("add", '+', in, out);
+}
+Module mul(const std::vector<Dtype>& in, std::optional<Dtype> out) {
+  return fold("mul", '*', in, out);
+}
 
 Module div(Dtype a, Dtype b, std::optional<Dtype> out_opt) {
   constexpr std::string_view fn = "div";

@@ -74,8 +74,9 @@ struct FusedKernel::Impl {
 };
 
 FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_params,
-                         std::string operation, std::string_view out_param, std::string map_expr,
-                         std::string reduce_expr, std::string identity, FusedOptions options) {
+                         const std::string& operation, std::string_view out_param,
+                         const std::string& map_expr, std::string reduce_expr, std::string identity,
+                         FusedOptions options) {
   const std::string call = "FusedKernel";
   const std::string& k = options.name;
   detail::codegen::check_kernel_name(k, call);

@@ -159,7 +159,7 @@ void load_program(Program::Impl& impl, std::size_t d, std::string full) {
 
 }  // namespace
 
-Program::Program(const Context& context, std::string source, ProgramOptions options) {
+Program::Program(const Context& context, const std::string& source, ProgramOptions options) {
   auto impl = std::make_shared<Impl>(Impl{context, std::move(options), {}, {}, {}, {}, {}, {}});
   const auto& opts = impl->options;
   auto& adapter = *detail::impl_of(context)->adapter;
@@ -291,8 +291,10 @@ Program Program::from_file(const Context& context, const std::filesystem::path& 
 
 Program Program::from_template(const Context& context, std::string_view template_source,
                                const RenderGlobals& globals, ProgramOptions options) {
-  std::string rendered = render(template_source, globals, options.name);
-  return Program(context, std::move(rendered), std::move(options));
+  // Rendered first: `options` is moved into the Program below, and the order in which a call's
+  // arguments are evaluated is unspecified.
+  const std::string rendered = render(template_source, globals, options.name);
+  return Program(context, rendered, std::move(options));
 }
 
 const Context& Program::context() const { return impl_->context; }

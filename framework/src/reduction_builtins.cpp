@@ -77,8 +77,7 @@ Dtype nrm2_dtype(Dtype x) {
     case Dtype::float32:
     case Dtype::float64: return x;
     case Dtype::complex64: return Dtype::float32;
-    case Dtype::complex128: return Dtype::float64;
-    default: return Dtype::float64;
+    default: return Dtype::float64;  // complex128, and the integers
   }
 }
 

@@ -190,7 +190,7 @@ std::shared_ptr<const codegen::CompiledProgram> program_for(const ReductionKerne
       sig = fmt::format("red1|det|{}|L{}{}", layout_sig, L, r.types_sig);
       kernels = {k + "_dleaf", k + "_dmid", k + "_dcombine"};
       build = [&] { return det_source(impl, r, L); };
-      if (context.api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
+      if (context.api().id() == ApiId::cuda) options.compiler_options.emplace_back("--fmad=false");
       break;
     case Mode::axis:
       sig = fmt::format("red1|axis|L{}{}", L, r.types_sig);

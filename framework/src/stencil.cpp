@@ -296,7 +296,7 @@ void enqueue(const StencilKernel::Impl& impl, const Queue& queue, std::span<cons
   options.fast_math = impl.options.fast_math;
   options.name = impl.options.name;
   if (!impl.options.fp_contract && queue.context().api().id() == ApiId::cuda) {
-    options.compiler_options.push_back("--fmad=false");
+    options.compiler_options.emplace_back("--fmad=false");
   }
   const std::string& base = impl.options.name;
   std::vector<std::string> names{base, base + "_i64"};

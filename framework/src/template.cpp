@@ -141,7 +141,11 @@ Module Module::from_snippet(const Snippet& snippet, std::vector<std::string> arg
         args.size());
   }
   auto impl = std::make_shared<ModuleImpl>();
-  impl->name = name.empty() ? snippet.name() : std::move(name);
+  if (name.empty()) {
+    impl->name = snippet.name();
+  } else {
+    impl->name = std::move(name);
+  }
   impl->snippet = RenderAccess::impl(snippet);
   impl->args = std::move(args);
   return RenderAccess::make_module(std::move(impl));
@@ -171,14 +175,14 @@ std::string render(std::string_view text, const RenderGlobals& globals,
   detail::tmpl::Renderer r;
   std::string main =
       r.render_template(text, detail::tmpl::Scope{.globals = &globals}, std::string(template_name));
-  return r.finish(std::move(main));
+  return r.finish(main);
 }
 
 std::string render(const Snippet& snippet, std::span<const std::string> args) {
   detail::tmpl::Renderer r;
   std::string main = r.call(*RenderAccess::impl(snippet),
                             std::vector<std::string>(args.begin(), args.end()), "<render>", 1);
-  return r.finish(std::move(main));
+  return r.finish(main);
 }
 
 }  // namespace skein

@@ -568,7 +568,7 @@ class Evaluator {
     if (e.operands.size() != 1) {
       error(fmt::format("{}() takes 1 argument, {} given", e.text, e.operands.size()));
     }
-    const RenderValue v = eval(*e.operands[0]);
+    RenderValue v = eval(*e.operands[0]);
     if (e.text == "len") {
       if (const auto& list = RenderAccess::list(v)) return RenderValue(list->size());
       if (is_text(v)) return RenderValue(RenderAccess::text(v).size());

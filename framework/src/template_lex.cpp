@@ -25,10 +25,10 @@ std::string call_chain(const std::vector<std::string>& calls) {
   return out;
 }
 
-void fail_at(const Where& where, std::string_view message, std::string hint,
+void fail_at(const Where& where, std::string_view message, std::string_view hint,
              std::string_view tail) {
-  detail::raise_in<RenderError>(SKEIN_HERE, "skein::render", std::move(hint), "{}:{}: {}{}{}",
-                                where.name, where.line, message, call_chain(where.calls), tail);
+  detail::raise_in<RenderError>(SKEIN_HERE, "skein::render", hint, "{}:{}: {}{}{}", where.name,
+                                where.line, message, call_chain(where.calls), tail);
 }
 
 bool is_identifier(std::string_view s) {

@@ -23,7 +23,7 @@ struct Where {
 std::string call_chain(const std::vector<std::string>& calls);
 
 // Throws RenderError "NAME:LINE: MESSAGE, called from ...TAIL" with `hint` as what to do.
-[[noreturn]] void fail_at(const Where& where, std::string_view message, std::string hint = {},
+[[noreturn]] void fail_at(const Where& where, std::string_view message, std::string_view hint = {},
                           std::string_view tail = {});
 
 inline bool is_ident_start(char c) {

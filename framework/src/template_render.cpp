@@ -27,7 +27,7 @@ std::string_view kind_of(const RenderValue& v) {
 
 }  // namespace
 
-std::string Renderer::finish(std::string main) {
+std::string Renderer::finish(const std::string& main) {
   std::string out = std::move(modules_);
   out += main;
   return out;

@@ -19,7 +19,7 @@ namespace skein::detail::tmpl {
 class Renderer {
  public:
   // The modules' code, then `main`.
-  std::string finish(std::string main);
+  std::string finish(const std::string& main);
 
   // Renders a template text (control lines, defs, placeholders) with `scope` (its parameters
   // and globals); `name` names it in messages.

@@ -822,6 +822,9 @@ TEST_P(Elementwise, KernelNamesOfOpenClBuiltinsAreRefused) {
       ADD_FAILURE() << "no exception";
     } catch (const LogicError& e) {
       EXPECT_NE(std::string(e.what()).find("built-in function"), std::string::npos) << e.what();
+      // The hint names the kernel's own prefixed name, not a placeholder.
+      EXPECT_NE(std::string(e.what()).find(std::string("'my_") + name + "'"), std::string::npos)
+          << e.what();
     }
     EXPECT_THROW(ReductionKernel("T x", "T y", "x", "a + b", "0", {.name = name}), LogicError);
     EXPECT_THROW(StencilKernel("T u", "T out", "out = u", {.name = name}), LogicError);

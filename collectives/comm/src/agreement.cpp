@@ -338,7 +338,7 @@ void Agreement::agree_on_call(const std::string& call, const std::string& descri
 }
 
 void Agreement::broadcast_bytes(const std::string& call, std::span<std::byte> data, int root,
-                                std::shared_ptr<void> keep) {
+                                const std::shared_ptr<void>& keep) {
   check_usable(call);
   for (std::size_t done = 0; done < data.size();) {
     const std::size_t part = std::min(data.size() - done, kChunk);
@@ -402,9 +402,9 @@ std::size_t Agreement::receive(const std::string& call, std::span<std::byte> dat
   return static_cast<std::size_t>(std::max(got, 0));
 }
 
-Agreement::Failure Agreement::exchange_failure_impl(std::exception_ptr mine,
+Agreement::Failure Agreement::exchange_failure_impl(const std::exception_ptr& mine,
                                                     const std::string& call, int my_kind,
-                                                    std::string my_message) {
+                                                    const std::string& my_message) {
   check_usable(call);
   auto first =
       std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine ? rank_ : INT_MAX, INT_MAX});

@@ -51,7 +51,7 @@ void CallLedger::advance(std::uint64_t to) {
 std::optional<CallLedger::Mismatch> CallLedger::progress() {
   {
     std::lock_guard lock(recorded_mutex_);
-    for (auto& e : recorded_) history_.push_back(std::move(e));
+    for (const auto& e : recorded_) history_.push_back(e);  // trivially copyable
     recorded_.clear();
   }
   if (round_) {

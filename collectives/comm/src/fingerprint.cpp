@@ -99,7 +99,7 @@ std::string describe_differences(std::span<const Fingerprint> all, const Fingerp
       [](std::int32_t v) {
         return v < 0 ? std::string("none") : std::string(name(static_cast<ReduceOp>(v)));
       });
-  if (found.empty()) found.push_back("the fingerprints' digests differ");  // cannot happen
+  if (found.empty()) found.emplace_back("the fingerprints' digests differ");  // cannot happen
   return fmt::format("{}: the ranks made different calls: {}", label_of(mine),
                      fmt::join(found, "; "));
 }

@@ -176,7 +176,7 @@ std::vector<int> gather_members(Communicator::Impl& impl, CollectiveClock::time_
   auto& map = impl.map;
   std::vector<int> non_cuda_ranks;
   for (int r = 0; r < impl.mpi_size; ++r) {
-    const auto count = static_cast<std::size_t>(all[2 * r]);
+    const auto count = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r)]);
     map.first_member_of_rank.push_back(map.member_rank.size());
     map.members_of_rank.push_back(count);
     for (std::size_t i = 0; i < count; ++i) map.member_rank.push_back(r);

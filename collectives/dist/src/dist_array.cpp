@@ -57,8 +57,8 @@ RowSplit RowSplit::weights(std::vector<double> weights_per_member) {
 
 // ---- BlockLayout ----------------------------------------------------------------------------
 
-BlockLayout::BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank, RowSplit split,
-                         Halo halo)
+BlockLayout::BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank,
+                         const RowSplit& split, Halo halo)
     : shape_(std::move(shape)), members_per_rank_(std::move(members_per_rank)), halo_(halo) {
   const char* call = "BlockLayout";
   if (shape_.empty() || shape_.size() > 2) {
@@ -165,9 +165,8 @@ BlockLayout::BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank,
   }
 }
 
-BlockLayout BlockLayout::over(Communicator& comm, Shape shape, RowSplit split, Halo halo) {
-  return BlockLayout(std::move(shape), communicator_ranks(comm).members_per_rank, std::move(split),
-                     halo);
+BlockLayout BlockLayout::over(Communicator& comm, Shape shape, const RowSplit& split, Halo halo) {
+  return BlockLayout(std::move(shape), communicator_ranks(comm).members_per_rank, split, halo);
 }
 
 void BlockLayout::check_member(std::size_t member, const char* call) const {

@@ -116,7 +116,8 @@ std::vector<std::size_t> GridLayout::choose_grid(std::size_t members, const Shap
   return best;
 }
 
-GridLayout::GridLayout(Shape shape, std::vector<std::size_t> members_per_rank, GridOptions options)
+GridLayout::GridLayout(Shape shape, std::vector<std::size_t> members_per_rank,
+                       const GridOptions& options)
     : shape_(std::move(shape)), members_per_rank_(std::move(members_per_rank)) {
   if (shape_.empty() || shape_.size() > 3) {
     detail::raise_in(SKEIN_HERE, kCall,
@@ -242,9 +243,8 @@ void GridLayout::check_halo_sources() const {
   }
 }
 
-GridLayout GridLayout::over(Communicator& comm, Shape shape, GridOptions options) {
-  return GridLayout(std::move(shape), communicator_ranks(comm).members_per_rank,
-                    std::move(options));
+GridLayout GridLayout::over(Communicator& comm, Shape shape, const GridOptions& options) {
+  return GridLayout(std::move(shape), communicator_ranks(comm).members_per_rank, options);
 }
 
 Shape GridLayout::global_shape() const {

@@ -68,8 +68,8 @@ class SKEIN_EXPORT Buffer {
   // Identifies the buffer's context without copying a handle (for checks on hot paths).
   const void* context_id() const { return context_.get(); }
 
-  Buffer(Context context, std::shared_ptr<detail::BufferAdapter> adapter, std::size_t device_idx,
-         std::size_t offset, std::size_t size);
+  Buffer(const Context& context, std::shared_ptr<detail::BufferAdapter> adapter,
+         std::size_t device_idx, std::size_t offset, std::size_t size);
 
  private:
   std::shared_ptr<Context::Impl> context_;

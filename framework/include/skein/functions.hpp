@@ -35,8 +35,8 @@ inline Dtype result_type(std::initializer_list<Dtype> dtypes) {
 namespace functions {
 
 // out f(in0 a0, in1 a1, ...): the sum / product of one or more values.
-SKEIN_EXPORT Module add(std::vector<Dtype> in, std::optional<Dtype> out = std::nullopt);
-SKEIN_EXPORT Module mul(std::vector<Dtype> in, std::optional<Dtype> out = std::nullopt);
+SKEIN_EXPORT Module add(const std::vector<Dtype>& in, std::optional<Dtype> out = std::nullopt);
+SKEIN_EXPORT Module mul(const std::vector<Dtype>& in, std::optional<Dtype> out = std::nullopt);
 
 // out f(dividend a, divisor b): a / b. Integers divide like C (truncating).
 SKEIN_EXPORT Module div(Dtype dividend, Dtype divisor, std::optional<Dtype> out = std::nullopt);

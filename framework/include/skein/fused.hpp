@@ -73,9 +73,9 @@ class SKEIN_EXPORT FusedKernel {
  public:
   // LogicError for malformed or raw parameters, no updated array, not exactly one output, a name
   // declared twice, reserved names, an empty operation or expression, both reduce types set.
-  FusedKernel(std::string_view in_params, std::string_view update_params, std::string operation,
-              std::string_view out_param, std::string map_expr, std::string reduce_expr,
-              std::string identity, FusedOptions options = {});
+  FusedKernel(std::string_view in_params, std::string_view update_params,
+              const std::string& operation, std::string_view out_param, const std::string& map_expr,
+              std::string reduce_expr, std::string identity, FusedOptions options = {});
 
   // Updates the arrays and reduces, on the device of the arrays, enqueued on `queue`; nothing is
   // waited for. `operands`: in_params' then update_params'. Returns the output (args.out or a new

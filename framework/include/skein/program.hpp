@@ -136,7 +136,7 @@ class SKEIN_EXPORT Program {
  public:
   // Compiles `source` (already rendered) for each device, or loads it from the compile cache.
   // Throws CompileError with the compiler's log, the options and the numbered source.
-  Program(const Context& context, std::string source, ProgramOptions options = {});
+  Program(const Context& context, const std::string& source, ProgramOptions options = {});
   // Renders `template_source` with `globals` (see skein/template.hpp), then compiles it.
   static Program from_template(const Context& context, std::string_view template_source,
                                const RenderGlobals& globals, ProgramOptions options = {});

@@ -156,10 +156,10 @@ void check_kernel_name(const std::string& kernel, const std::string& call) {
   }
   if (is_opencl_builtin(kernel)) {
     raise_in(SKEIN_HERE, call,
-             "Choose another name (e.g. with a prefix of your code's: 'my_{}'): the kernel's entry "
-             "point would "
-             "clash with the built-in function on OpenCL.",
-             "'{}' is the name of an OpenCL C built-in function", kernel, kernel);
+             fmt::format("Choose another name (e.g. with a prefix of your code's: 'my_{}'): the "
+                         "kernel's entry point would clash with the built-in function on OpenCL.",
+                         kernel),
+             "'{}' is the name of an OpenCL C built-in function", kernel);
   }
 }
 

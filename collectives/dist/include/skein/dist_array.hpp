@@ -102,10 +102,11 @@ class SKEIN_EXPORT BlockLayout {
   // `members_per_rank[r]`: how many members (devices) MPI rank r has; members are numbered rank
   // by rank (Communicator's order). Throws LogicError for a shape that is not 1-D or 2-D, a rank
   // without members, a split that does not fit, or a halo wider than a neighbour's block.
-  BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank, RowSplit split = {},
+  BlockLayout(Shape shape, std::vector<std::size_t> members_per_rank, const RowSplit& split = {},
               Halo halo = {});
   // The same over the members of `comm`. Collective (it learns how many members each rank has).
-  static BlockLayout over(Communicator& comm, Shape shape, RowSplit split = {}, Halo halo = {});
+  static BlockLayout over(Communicator& comm, Shape shape, const RowSplit& split = {},
+                          Halo halo = {});
 
   const Shape& shape() const { return shape_; }
   std::size_t ndim() const { return shape_.size(); }

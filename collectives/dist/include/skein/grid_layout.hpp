@@ -104,9 +104,10 @@ struct GridBlock {
 class SKEIN_EXPORT GridLayout {
  public:
   // `members_per_rank[r]`: how many members (devices) MPI rank r has, as for BlockLayout.
-  GridLayout(Shape shape, std::vector<std::size_t> members_per_rank, GridOptions options = {});
+  GridLayout(Shape shape, std::vector<std::size_t> members_per_rank,
+             const GridOptions& options = {});
   // The same over the members of `comm`. Collective (it learns how many members each rank has).
-  static GridLayout over(Communicator& comm, Shape shape, GridOptions options = {});
+  static GridLayout over(Communicator& comm, Shape shape, const GridOptions& options = {});
   // The grid chosen for `members` over `shape` with some counts given (0: choose), as above.
   // Raises LogicError when the given counts cannot be completed to `members`.
   static std::vector<std::size_t> choose_grid(std::size_t members, const Shape& shape,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "skein/error.hpp"
@@ -23,12 +24,12 @@ template <class E = LogicError>
 
 // raise_logic(SKEIN_HERE, "Buffer::get_sub_region", "hint", "fmt {}", args...)
 template <class E = LogicError, class... Args>
-[[noreturn]] void raise_in(std::string location, std::string call, std::string hint,
+[[noreturn]] void raise_in(std::string_view location, std::string_view call, std::string_view hint,
                            fmt::format_string<Args...> what, Args&&... args) {
   throw E(ErrorInfo{.what = fmt::format(what, std::forward<Args>(args)...),
-                    .call = std::move(call),
-                    .hint = std::move(hint),
-                    .location = std::move(location)});
+                    .call = std::string(call),
+                    .hint = std::string(hint),
+                    .location = std::string(location)});
 }
 
 }  // namespace skein::detail

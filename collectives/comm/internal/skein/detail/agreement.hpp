@@ -131,7 +131,7 @@ class SKEIN_EXPORT Agreement {
   // Rank `root`'s bytes into `data` on every rank (each rank passes the same size). `data` must
   // stay valid until the process ends if this throws TimeoutError: pass `keep` to own it.
   void broadcast_bytes(const std::string& call, std::span<std::byte> data, int root,
-                       std::shared_ptr<void> keep);
+                       const std::shared_ptr<void>& keep);
 
   // Point to point on this object's communicator, under the deadline. receive() returns the
   // number of bytes that arrived (at most data.size()). As for broadcast_bytes, `keep` owns what
@@ -173,10 +173,10 @@ class SKEIN_EXPORT Agreement {
     std::string message;
   };
   template <class IsSpecific>
-  Failure exchange_failure(std::exception_ptr mine, const std::string& call,
+  Failure exchange_failure(const std::exception_ptr& mine, const std::string& call,
                            IsSpecific is_specific);
-  Failure exchange_failure_impl(std::exception_ptr mine, const std::string& call, int my_kind,
-                                std::string my_message);
+  Failure exchange_failure_impl(const std::exception_ptr& mine, const std::string& call,
+                                int my_kind, const std::string& my_message);
   ErrorInfo failure_info(int first, const std::string& call, const std::string& where,
                          std::string message) const;
   void check_usable(const std::string& call) const;
@@ -200,8 +200,8 @@ class SKEIN_EXPORT Agreement {
 };
 
 template <class IsSpecific>
-Agreement::Failure Agreement::exchange_failure(std::exception_ptr mine, const std::string& call,
-                                               IsSpecific is_specific) {
+Agreement::Failure Agreement::exchange_failure(const std::exception_ptr& mine,
+                                               const std::string& call, IsSpecific is_specific) {
   int kind = 3;
   std::string message;
   if (mine) {
@@ -217,7 +217,7 @@ Agreement::Failure Agreement::exchange_failure(std::exception_ptr mine, const st
       message = "unknown exception";
     }
   }
-  return exchange_failure_impl(mine, call, kind, std::move(message));
+  return exchange_failure_impl(mine, call, kind, message);
 }
 
 }  // namespace skein::detail
