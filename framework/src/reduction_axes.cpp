@@ -19,101 +19,17 @@ namespace skein::detail::red {
 
 // --- 2-D program: K_rows (axis 1), K_cols + K_cols2 (axis 0) -------------------------------------
 
+// The skeleton reduction_axis.tmpl says how the kernels go; this computes its values.
 std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L) {
-  const std::string& k = impl.name();
-  std::string src = common_source(impl, r, false);
-  auto base = input_params(impl, r);
-  base.emplace_back("const uint64_t _skein_R");
-  base.emplace_back("const uint64_t _skein_C");
-  for (std::size_t j = 0; j < r.layout_count; ++j) {
-    base.push_back(fmt::format("const uint64_t _skein_s{}_0", j));
-    base.push_back(fmt::format("const uint64_t _skein_s{}_1", j));
-  }
-  auto element = [&](std::size_t j) {
-    return fmt::format(
-        "*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_row * _skein_s{}_0 + _skein_col * "
-        "_skein_s{}_1)",
-        ctype(r.dtypes[j]), impl.params[j].name, r.layout_index[j], r.layout_index[j]);
-  };
-  const std::string setup =
-      input_setup(impl, r, true) + "    const VSIZE_T _skein_n = _skein_R * _skein_C;\n";
-  // axis 1: a group per row.
-  {
-    auto params = base;
-    params.push_back(codegen::array_param("_y"));
-    src += fmt::format("KERNEL void {}_rows({})\n{{\n", k, fmt::join(params, ",\n    "));
-    src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
-    src += setup;
-    src += "    const unsigned int _skein_lid = get_local_id(0);\n";
-    src +=
-        "    for (VSIZE_T _skein_row = get_group_id(0); _skein_row < _skein_R; _skein_row += "
-        "get_num_groups(0)) {\n";
-    src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
-    src += fmt::format(
-        "        for (VSIZE_T _skein_col = _skein_lid; _skein_col < _skein_C; _skein_col += {}) "
-        "{{\n",
-        L);
-    src += fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
-                       map_call(impl, r, "_skein_row * _skein_C + _skein_col", element));
-    src += "        }\n";
-    src += "        _skein_sd[_skein_lid] = _skein_acc;\n";
-    std::string block = block_reduce_any(k, L);
-    // indent the block reduction one level
-    std::string indented;
-    std::size_t pos = 0;
-    while (pos < block.size()) {
-      const auto e = block.find('\n', pos);
-      indented += "    " + block.substr(pos, e - pos + 1);
-      pos = e + 1;
-    }
-    src += indented;
-    src += fmt::format(
-        "        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, "
-        "_skein_row);\n",
-        k);
-    src += "        LOCAL_BARRIER;\n    }\n}\n";
-  }
-  // axis 0: partial values per (chunk of rows, column), then a thread per column.
-  {
-    auto params = base;
-    params.emplace_back("const uint64_t _skein_rpc");
-    params.emplace_back("const uint64_t _skein_ncb");
-    params.push_back(codegen::array_param("_part"));
-    src += fmt::format("KERNEL void {}_cols({})\n{{\n", k, fmt::join(params, ",\n    "));
-    src += setup;
-    src += "    const VSIZE_T _skein_g = get_group_id(0);\n";
-    src += fmt::format(
-        "    const VSIZE_T _skein_col = (_skein_g % _skein_ncb) * {} + get_local_id(0);\n", L);
-    src += "    const VSIZE_T _skein_ch = _skein_g / _skein_ncb;\n";
-    src += "    if (_skein_col >= _skein_C) return;\n";
-    src += fmt::format("    reduce_t _skein_acc = {}_identity();\n", k);
-    src +=
-        "    const VSIZE_T _skein_r1 = (_skein_ch + 1) * _skein_rpc < _skein_R ? (_skein_ch + 1) * "
-        "_skein_rpc : _skein_R;\n";
-    src +=
-        "    for (VSIZE_T _skein_row = _skein_ch * _skein_rpc; _skein_row < _skein_r1; "
-        "++_skein_row) {\n";
-    src += fmt::format("        _skein_acc = {}_reduce(_skein_acc, {});\n", k,
-                       map_call(impl, r, "_skein_row * _skein_C + _skein_col", element));
-    src += "    }\n";
-    src +=
-        "    ((GLOBAL_MEM reduce_t*)(_skein_b__part + _skein_o__part))[_skein_ch * _skein_C + "
-        "_skein_col] = _skein_acc;\n";
-    src += "}\n";
-    src += fmt::format(
-        "KERNEL void {0}_cols2({1}, const uint64_t _skein_C, const uint64_t _skein_chunks, "
-        "{2})\n{{\n"
-        "    const VSIZE_T _skein_col = get_global_id(0);\n"
-        "    if (_skein_col >= _skein_C) return;\n"
-        "    GLOBAL_MEM const reduce_t* _skein_p = (GLOBAL_MEM const reduce_t*)(_skein_b__part + "
-        "_skein_o__part);\n"
-        "    reduce_t _skein_acc = {0}_identity();\n"
-        "    for (VSIZE_T _skein_ch = 0; _skein_ch < _skein_chunks; ++_skein_ch) _skein_acc = "
-        "{0}_reduce(_skein_acc, _skein_p[_skein_ch * _skein_C + _skein_col]);\n"
-        "    {0}_finish(_skein_acc, _skein_b__y, _skein_o__y, _skein_col);\n}}\n",
-        k, codegen::array_param("_part"), codegen::array_param("_y"));
-  }
-  return render(src, impl.options.globals, k);
+  RenderGlobals g = input_globals(impl, r);
+  g.insert({{"L", static_cast<std::int64_t>(L)},
+            {"layouts", static_cast<std::int64_t>(r.layout_count)},
+            {"p_y", codegen::array_param("_y")},
+            {"p_part", codegen::array_param("_part")}});
+  const std::string src =
+      common_source(impl, r, false) + render_reduction("reduction_axis.tmpl", g);
+  // Then the user's globals, over the whole text, as for every generated kernel.
+  return render(src, impl.options.globals, impl.name());
 }
 
 namespace {
@@ -246,102 +162,21 @@ AxesPlan plan_axes(const ReductionKernel::Impl& impl, const Resolved& r,
   return p;
 }
 
+// The skeleton reduction_axes.tmpl says how the kernels go; this computes its values, for `nk`
+// kept and `nr` reduced dimensions (after merging).
 std::string axes_source(const ReductionKernel::Impl& impl, const Resolved& r, std::size_t L,
                         std::size_t nk, std::size_t nr) {
-  const std::string& k = impl.name();
-  const std::size_t layouts = r.layout_count + 1;
-  std::string src = common_source(impl, r, false);
-  auto params = input_params(impl, r);
-  params.emplace_back("const uint64_t _skein_M");
-  params.emplace_back("const uint64_t _skein_N");
-  for (std::size_t t = 0; t < nk; ++t)
-    params.push_back(fmt::format("const uint64_t _skein_kd{}", t));
-  for (std::size_t t = 0; t < nr; ++t)
-    params.push_back(fmt::format("const uint64_t _skein_rd{}", t));
-  for (std::size_t j = 0; j < layouts; ++j) {
-    for (std::size_t t = 0; t < nk; ++t)
-      params.push_back(fmt::format("const uint64_t _skein_ks{}_{}", j, t));
-    for (std::size_t t = 0; t < nr; ++t)
-      params.push_back(fmt::format("const uint64_t _skein_rs{}_{}", j, t));
-  }
-  params.push_back(codegen::array_param("_y"));
-  // Offsets of output _skein_o's first element: _skein_kb<j>.
-  std::string kept = "        VSIZE_T _skein_ox = _skein_o;\n";
-  for (std::size_t j = 0; j < layouts; ++j)
-    kept += fmt::format("        uint64_t _skein_kb{} = 0;\n", j);
-  for (std::size_t t = nk; t-- > 0;) {
-    kept += fmt::format(
-        "        if (_skein_kd{0} != 1) {{\n            const VSIZE_T _skein_x = _skein_ox % "
-        "_skein_kd{0};\n"
-        "            _skein_ox /= _skein_kd{0};\n",
-        t);
-    for (std::size_t j = 0; j < layouts; ++j) {
-      kept += fmt::format("            _skein_kb{0} += _skein_x * _skein_ks{0}_{1};\n", j, t);
-    }
-    kept += "        }\n";
-  }
-  // Offsets of reduced element _skein_j: _skein_off<j>.
-  std::string red = "            VSIZE_T _skein_jx = _skein_j;\n";
-  for (std::size_t j = 0; j < layouts; ++j)
-    red += fmt::format("            uint64_t _skein_off{0} = _skein_kb{0};\n", j);
-  for (std::size_t t = nr; t-- > 0;) {
-    red += fmt::format(
-        "            if (_skein_rd{0} != 1) {{\n                const VSIZE_T _skein_x = _skein_jx "
-        "% _skein_rd{0};\n"
-        "                _skein_jx /= _skein_rd{0};\n",
-        t);
-    for (std::size_t j = 0; j < layouts; ++j) {
-      red += fmt::format("                _skein_off{0} += _skein_x * _skein_rs{0}_{1};\n", j, t);
-    }
-    red += "            }\n";
-  }
-  auto element = [&](std::size_t j) {
-    return fmt::format("*(GLOBAL_MEM const {}*)(_skein_q_{} + _skein_off{})", ctype(r.dtypes[j]),
-                       impl.params[j].name, r.layout_index[j]);
-  };
-  const std::string acc =
-      fmt::format("            _skein_acc = {}_reduce(_skein_acc, {});\n", k,
-                  map_call(impl, r, fmt::format("_skein_off{}", layouts - 1), element));
-  const std::string setup =
-      input_setup(impl, r, true) + "    const VSIZE_T _skein_n = _skein_M * _skein_N;\n";
-  // A group per output.
-  src += fmt::format("KERNEL void {}_axg({})\n{{\n", k, fmt::join(params, ",\n    "));
-  src += fmt::format("    LOCAL_MEM reduce_t _skein_sd[{}];\n", L);
-  src += setup;
-  src += "    const unsigned int _skein_lid = get_local_id(0);\n";
-  src +=
-      "    for (VSIZE_T _skein_o = get_group_id(0); _skein_o < _skein_M; _skein_o += "
-      "get_num_groups(0)) {\n";
-  src += kept;
-  src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
-  src += fmt::format(
-      "        for (VSIZE_T _skein_j = _skein_lid; _skein_j < _skein_N; _skein_j += {}) {{\n", L);
-  src += red + acc;
-  src += "        }\n        _skein_sd[_skein_lid] = _skein_acc;\n";
-  const std::string block = block_reduce_any(k, L);
-  for (std::size_t pos = 0; pos < block.size();) {
-    const auto e = block.find('\n', pos);
-    src += "    " + block.substr(pos, e - pos + 1);
-    pos = e + 1;
-  }
-  src += fmt::format(
-      "        if (_skein_lid == 0) {}_finish(_skein_sd[0], _skein_b__y, _skein_o__y, _skein_o);\n",
-      k);
-  src += "        LOCAL_BARRIER;\n    }\n}\n";
-  // A thread per output, its elements in order.
-  src += fmt::format("KERNEL void {}_axt({})\n{{\n", k, fmt::join(params, ",\n    "));
-  src += setup;
-  src +=
-      "    for (VSIZE_T _skein_o = get_global_id(0); _skein_o < _skein_M; _skein_o += "
-      "get_global_size(0)) {\n";
-  src += kept;
-  src += fmt::format("        reduce_t _skein_acc = {}_identity();\n", k);
-  src += "        for (VSIZE_T _skein_j = 0; _skein_j < _skein_N; ++_skein_j) {\n";
-  src += red + acc;
-  src += "        }\n";
-  src += fmt::format("        {}_finish(_skein_acc, _skein_b__y, _skein_o__y, _skein_o);\n", k);
-  src += "    }\n}\n";
-  return render(src, impl.options.globals, k);
+  RenderGlobals g = input_globals(impl, r);
+  // The inputs' layouts, then the output's (its offset is the element index the map sees).
+  g.insert({{"L", static_cast<std::int64_t>(L)},
+            {"nk", static_cast<std::int64_t>(nk)},
+            {"nr", static_cast<std::int64_t>(nr)},
+            {"layouts", static_cast<std::int64_t>(r.layout_count + 1)},
+            {"p_y", codegen::array_param("_y")}});
+  const std::string src =
+      common_source(impl, r, false) + render_reduction("reduction_axes.tmpl", g);
+  // Then the user's globals, over the whole text, as for every generated kernel.
+  return render(src, impl.options.globals, impl.name());
 }
 
 Array reduce_n_axes(const ReductionKernel::Impl& impl, const Queue& queue, const Resolved& r,

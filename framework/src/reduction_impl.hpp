@@ -9,7 +9,8 @@
 //   reduction_axes.cpp       reductions along axes: the 2-D kernels and the n-d ones, planned
 //                            and generated
 //   reduction_source.cpp     what every generated program of a reduction starts with, and the
-//                            pieces of code its kernels share
+//                            render of a program's skeleton with the pieces of code its kernels
+//                            share (the skeletons: framework/src/kernels/reduction_*.tmpl)
 //   reduction_source_fast.cpp, reduction_source_det.cpp   the whole-array programs' sources
 //   reduction_builtins.cpp   sum, min, max, dot, nrm2 and their kernels
 #pragma once
@@ -25,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arithmetic.hpp"
@@ -34,6 +36,7 @@
 #include "codegen/programs.hpp"
 #include "kernel_operands.hpp"
 #include "skein/reduction.hpp"
+#include "skein/template.hpp"
 
 namespace skein::detail::red {
 
@@ -211,28 +214,19 @@ std::string axis_source(const ReductionKernel::Impl& impl, const Resolved& r, st
 // What every program of a reduction starts with: types, the preamble, and the map, reduce,
 // identity and post-map functions.
 std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r, bool deterministic);
-// Pointers to the inputs and the values of scalar inputs, at the top of a kernel.
-std::string input_setup(const ReductionKernel::Impl& impl, const Resolved& r, bool byte_pointers);
-// The inputs' kernel parameters.
-std::vector<std::string> input_params(const ReductionKernel::Impl& impl, const Resolved& r);
-// `K_map(index, n, ...)` with each non-raw array input's element given by `element(k)`.
-std::string map_call(const ReductionKernel::Impl& impl, const Resolved& r, const std::string& index,
-                     const std::function<std::string(std::size_t)>& element);
-// Layout parameters of the general (strided) path, and the code computing byte offsets
-// _skein_off<j> of flat element `index`.
+// The globals every program's skeleton takes for its inputs and layout (reduction_defs.tmpl says
+// which): per input its name, role, types, pointer line and load conversion; the indents; the
+// inputs' parameters joined for a signature.
+RenderGlobals input_globals(const ReductionKernel::Impl& impl, const Resolved& r);
+// The skeleton `name` (reduction_fast.tmpl, ...) rendered with the shared defs of
+// reduction_defs.tmpl appended (the engine has no include).
+std::string render_reduction(std::string_view name, const RenderGlobals& globals);
+// Per input, the uint4 words of its view of W elements in a contiguous program (the `nvec` of
+// the whole-array skeletons): W times the item size over 16 for a non-raw array, else 0.
+std::vector<std::int64_t> vector_words(const ReductionKernel::Impl& impl, const Resolved& r,
+                                       std::size_t W);
+// Layout parameters of the general (strided) path: the shape, then every layout's strides.
 std::vector<std::string> strided_params(const Resolved& r);
-std::string strided_offsets(const Resolved& r, const std::string& index, const std::string& indent);
-// Input k's element (storage type) at the offsets strided_offsets computed.
-std::string strided_element(const Resolved& r, std::size_t k, const std::string& name);
-// Reduces _skein_sd[0..L) into _skein_sd[0] in any order (fast mode), for a group of L items.
-std::string block_reduce_any(const std::string& k, std::size_t L,
-                             const std::string& indent = "    ");
-// One group's combine of _skein_count partial values, as K_p2 and the last group of a one-launch
-// K_p1 both do (the same loop and tree, so both paths give the same bits): `acc` is declared and
-// accumulates `load` (partial value _skein_t) in a loop of stride L; the result is left in
-// _skein_sd[0].
-std::string combine_partials(const std::string& k, std::size_t L, const std::string& acc,
-                             const std::string& load, const std::string& indent);
 
 // --- reduction_source_fast.cpp, reduction_source_det.cpp ---------------------------------------
 
