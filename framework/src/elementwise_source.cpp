@@ -34,8 +34,8 @@ void add_parameters(const ElementwiseKernel::Impl& impl, const Resolved& r, Rend
     compute_ctypes.emplace_back(codegen::compute_ctype(d));
     scalar_ctypes.emplace_back(r.is_array[k] ? "" : codegen::scalar_param_ctype(d));
     array_params.emplace_back(r.is_array[k] ? codegen::array_param(p.name) : "");
-    array_pointers.emplace_back(
-        r.is_array[k] ? codegen::array_pointer(p.name, ctype(d), !p.output) : "");
+    array_pointers.emplace_back(r.is_array[k] ? codegen::array_pointer(p.name, ctype(d), !p.output)
+                                              : "");
     const bool in_layout = r.layout_index[k] != npos;
     layout_index.emplace_back(in_layout ? static_cast<std::int64_t>(r.layout_index[k]) : -1);
     // A chunk of W elements is whole 16-byte words: W is chosen so for every array of the layout.

@@ -124,7 +124,9 @@ RenderGlobals input_globals(const ReductionKernel::Impl& impl, const Resolved& r
 
 // The engine has no include: the defs go after the program's text (a def may be called before it
 // is defined), so that errors in the program's own lines keep their line numbers.
-std::string render_reduction(std::string_view name, const RenderGlobals& globals) {
+std::string render_reduction(std::string_view name, const RenderGlobals& given) {
+  RenderGlobals globals = given;
+  globals.emplace("join_lines", codegen::line_joiner("", "join_lines"));
   const std::string_view main = codegen::skeleton(name);
   const std::string_view defs = codegen::skeleton("reduction_defs.tmpl");
   const auto lines = static_cast<std::size_t>(std::count(main.begin(), main.end(), '\n'));

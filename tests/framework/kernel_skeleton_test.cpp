@@ -42,7 +42,8 @@ TEST_P(ElementwiseSkeleton, VectorPathHalfFloatsAndTwoOutputsAtEdgeSizes) {
   auto ctx = context();
   Queue queue(ctx);
   ElementwiseKernel k("float16 x, float32 y, float16 a", "float16 h, float64 d",
-                      "h = a * x + y; d = (double)x - y", {.name = "sk_half_two", .fp_contract = false});
+                      "h = a * x + y; d = (double)x - y",
+                      {.name = "sk_half_two", .fp_contract = false});
   const std::size_t skip = 3;
   for (std::size_t n : {1, 5, 8, 13, 16, 31, 64, 67, 1029}) {
     SCOPED_TRACE(n);
@@ -145,7 +146,8 @@ TEST_P(StencilSkeleton, HalfFloatFieldsAndScalar1D) {
   auto ctx = context();
   Queue queue(ctx);
   StencilKernel k("float16 u, float16 a, raw float32 w", "float16 out",
-                  "out = a * (u(-1) + u(1)) + w[0] * u", {.name = "sk_half1d", .fp_contract = false});
+                  "out = a * (u(-1) + u(1)) + w[0] * u",
+                  {.name = "sk_half1d", .fp_contract = false});
   const std::size_t n = 37;
   const auto host = halves(n + 2, 5);
   auto with_halo = Array::from_host(queue, host);

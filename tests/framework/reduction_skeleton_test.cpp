@@ -82,6 +82,40 @@ TEST_P(ReductionSkeleton, WholeArrayLayoutsAndTails) {
   }
 }
 
+// Many inputs: the map call lists every input's argument on one line, whatever their number
+// (its list once came from a def that called itself per input, and the engine's depth of calls,
+// 64, refused 60 inputs). 8 arrays and 56 scalars, fast and deterministic.
+TEST_P(ReductionSkeleton, SixtyFourInputs) {
+  auto ctx = context();
+  Queue queue(ctx);
+  constexpr std::size_t kArrays = 8, kScalars = 56, n = 1000;
+  std::string params, map;
+  for (std::size_t j = 0; j < kArrays; ++j) {
+    params += fmt::format("{}float64 a{}", j ? ", " : "", j);
+    map += fmt::format("{}a{}", j ? " + " : "", j);
+  }
+  for (std::size_t j = 0; j < kScalars; ++j) {
+    params += fmt::format(", float64 s{}", j);
+    map += fmt::format(" + s{}", j);
+  }
+  ReductionKernel k(params, "float64 y", map, "a + b", "0", {.name = "many_inputs"});
+  std::vector<Operand> ins;
+  double exact = 0;
+  for (std::size_t j = 0; j < kArrays; ++j) {
+    std::vector<double> h(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<double>((i * (j + 3)) % 17);
+    for (double v : h) exact += v;
+    ins.emplace_back(Array::from_host(queue, h));
+  }
+  for (std::size_t j = 0; j < kScalars; ++j) {
+    ins.emplace_back(static_cast<double>(j) / 4);
+    exact += static_cast<double>(n) * static_cast<double>(j) / 4;
+  }
+  // Every term is a multiple of 1/4 below 2^40: the sums are exact in float64.
+  EXPECT_EQ(reduction_value<double>(k(queue, ins)), exact);
+  EXPECT_EQ(reduction_value<double>(k(queue, ins, {.deterministic = true})), exact);
+}
+
 // Along one axis of a 2-D shape (K_rows; K_cols and K_cols2) and along axes 0 and 2 of a 3-D one
 // (K_axg, K_axt), with the same inputs.
 TEST_P(ReductionSkeleton, AlongAxes) {
