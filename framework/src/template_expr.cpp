@@ -122,8 +122,8 @@ class ExprParser {
   }
 
  private:
-  [[noreturn]] void error(std::string_view detail, std::string hint = {}) {
-    fail_at(where_, fmt::format("{}: {}", what_, detail), std::move(hint));
+  [[noreturn]] void error(std::string_view detail, std::string_view hint = {}) {
+    fail_at(where_, fmt::format("{}: {}", what_, detail), hint);
   }
 
   std::string shown() const {
@@ -239,7 +239,7 @@ class ExprParser {
       case '=': hint = "Comparison is '=='; templates do not assign."; break;
       default: break;
     }
-    error(fmt::format("'{}' is not part of template expressions", c), std::move(hint));
+    error(fmt::format("'{}' is not part of template expressions", c), hint);
   }
 
   static ExprPtr node(Expr::Kind kind, std::vector<ExprPtr> operands, std::string text = {}) {
@@ -461,8 +461,8 @@ class Evaluator {
     return it;
   }
 
-  [[noreturn]] void error(std::string_view message, std::string hint = {}) {
-    fail_at(where_, fmt::format("in '{}': {}", trim(source_), message), std::move(hint));
+  [[noreturn]] void error(std::string_view message, std::string_view hint = {}) {
+    fail_at(where_, fmt::format("in '{}': {}", trim(source_), message), hint);
   }
 
  private:

@@ -299,8 +299,8 @@ CommunicatorRanks communicator_ranks(Communicator& comm) {
 DistArray::DistArray(Communicator& comm, BlockLayout layout, Dtype dtype)
     : DistArray(comm, Queue(comm.context()), std::move(layout), dtype) {}
 
-DistArray::DistArray(Communicator& comm, Shape shape, Dtype dtype, RowSplit split, Halo halo)
-    : DistArray(comm, BlockLayout::over(comm, std::move(shape), std::move(split), halo), dtype) {}
+DistArray::DistArray(Communicator& comm, Shape shape, Dtype dtype, const RowSplit& split, Halo halo)
+    : DistArray(comm, BlockLayout::over(comm, std::move(shape), split, halo), dtype) {}
 
 DistArray::DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype)
     : DistArray(comm, queue, std::move(layout), dtype, {}, false) {}

@@ -198,7 +198,8 @@ class SKEIN_EXPORT DistArray {
   DistArray(Communicator& comm, const Queue& queue, BlockLayout layout, Dtype dtype,
             std::vector<Buffer> blocks);
   // Collective: the layout over `comm` (BlockLayout::over).
-  DistArray(Communicator& comm, Shape shape, Dtype dtype, RowSplit split = {}, Halo halo = {});
+  DistArray(Communicator& comm, Shape shape, Dtype dtype, const RowSplit& split = {},
+            Halo halo = {});
 
   Communicator& communicator() const { return *comm_; }
   const Queue& queue() const { return queue_; }
