@@ -103,7 +103,6 @@ class OclKernel final : public KernelAdapter {
             const std::string& name, const std::vector<ParamRole>* roles)
       : trace_(trace_name(name.c_str())),
         context_(std::move(context)),
-        device_idx_(device_idx),
         device_(context_->describe_device(device_idx)),
         name_(name),
         align_(context_->devices()[device_idx]->params().base_address_align),
@@ -234,7 +233,6 @@ class OclKernel final : public KernelAdapter {
 
   TraceName trace_;  // NVTX's handle of the kernel's name (null without a profiler)
   std::shared_ptr<OclContext> context_;
-  std::size_t device_idx_;
   std::string device_;
   std::string name_;
   std::mutex launch_mutex_;
