@@ -49,10 +49,10 @@ set(SKEIN_TEST_FULL_STACK_ENV
 # than after it.
 if(SKEIN_SANITIZE)
   set(SKEIN_TEST_COSTS
-    collectives.np1 45 collectives.np2 40 framework.pocl4 39 checkpoint.kill 20 docs.examples 15
-    collectives.fault.checkpoint_skip 14 docs.examples.build 11 collectives.fault.late 11
-    collectives.fault.skip 11 collectives.fault.skip_unchecked 9 framework.pocl4.nocache 8
-    collectives.grid.np1 16 collectives.grid.np2 13)
+    collectives.np1 50 collectives.grid.np1 34 collectives.np2 34 framework.pocl4 25
+    checkpoint.kill 19 collectives.grid.np2 15 collectives.fault.checkpoint_skip 13
+    collectives.fault.late 11 collectives.fault.skip 11 collectives.fault.skip_sum 10
+    collectives.fault.skip_unchecked 10 collectives.fault.read_skip 7)
 else()
   set(SKEIN_TEST_COSTS
     slurm.multinode 70 collectives.np3 65 collectives.np4 61 collectives.np2 41 slurm.scripts 41
