@@ -12,9 +12,8 @@
 // and 3-D shapes, grids 1 x N, N x 1, 2 x 2, 2 x 1 x 2 and chosen ones,
 // widths 1 and 2 and different per axis, star and box, every boundary kind and mixed ones,
 // several arrays of different dtypes in one call, components, uneven splits, members without
-// points; scatter / gather round trips; bad calls raise on every rank. Redistribution between
-// every pair of a set of layouts (chosen, slabs, pencils, uneven with an empty member, 2 x 1 x 2),
-// every element of every block with halo checked.
+// points; scatter / gather round trips; bad calls raise on every rank. (Redistribution:
+// grid_redistribute_test.cpp; the host values both use: grid_values.hpp.)
 //
 // Two device set-ups, as in dist_array_test.cpp: the Runtime's own placement and exactly two
 // devices per rank.
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "dist_support.hpp"
+#include "grid_values.hpp"
 #include "mpi_support.hpp"
 
 namespace {
@@ -47,60 +47,13 @@ using ::skein::test::placement_name;
 using ::skein::test::Rig;
 using ::skein::test::world_rank;
 using ::skein::test::world_size;
+using namespace ::skein::test::grid;
 
 class GridArrays : public ::skein::test::PlacementTest {};
 
 INSTANTIATE_TEST_SUITE_P(Layouts, GridArrays,
                          testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
-
-// ---- values -------------------------------------------------------------------------------------
-
-// Exact in float32, float64 and int32: below 2^24.
-double global_value(std::size_t flat_point, std::size_t comp, std::size_t components,
-                    std::size_t salt) {
-  return static_cast<double>(((flat_point * components + comp) * 5 + salt * 11 + 1) % 1000003);
-}
-
-// What a ghost cell holds before the exchange: negative, so never a global value, and below every
-// constant used here.
-double sentinel(std::size_t member, std::size_t index, std::size_t salt) {
-  return -1000.0 - static_cast<double>((member * 104729 + index * 3 + salt) % 1000000);
-}
-
-std::vector<std::byte> to_bytes(const std::vector<double>& v, Dtype dtype) {
-  std::vector<std::byte> out(v.size() * itemsize(dtype));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (dtype == Dtype::float64) {
-      std::memcpy(out.data() + 8 * i, &v[i], 8);
-    } else if (dtype == Dtype::float32) {
-      const auto f = static_cast<float>(v[i]);
-      std::memcpy(out.data() + 4 * i, &f, 4);
-    } else {
-      const auto n = static_cast<std::int32_t>(v[i]);
-      std::memcpy(out.data() + 4 * i, &n, 4);
-    }
-  }
-  return out;
-}
-
-std::vector<double> from_bytes(const std::vector<std::byte>& b, Dtype dtype) {
-  std::vector<double> out(b.size() / itemsize(dtype));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (dtype == Dtype::float64) {
-      std::memcpy(&out[i], b.data() + 8 * i, 8);
-    } else if (dtype == Dtype::float32) {
-      float f = 0;
-      std::memcpy(&f, b.data() + 4 * i, 4);
-      out[i] = f;
-    } else {
-      std::int32_t n = 0;
-      std::memcpy(&n, b.data() + 4 * i, 4);
-      out[i] = n;
-    }
-  }
-  return out;
-}
 
 // ---- the reference ------------------------------------------------------------------------------
 
@@ -149,51 +102,6 @@ Expected expected_cell(const GridLayout& l, const GridBlock& b,
   if (outside > 0 && open) return {Expected::keep, 0, {}};
   if (outside > 0 && constant) return {Expected::constant, *constant, {}};
   return e;
-}
-
-std::size_t flat(const Shape& shape, const std::vector<std::size_t>& p) {
-  std::size_t f = 0;
-  for (std::size_t a = 0; a < shape.size(); ++a) f = f * shape[a] + p[a];
-  return f;
-}
-
-// Calls f(index) for every multi-index of `shape`, in C order.
-template <class F>
-void for_each_index(const Shape& shape, F&& f) {
-  if (shape_size(shape) == 0) return;
-  std::vector<std::size_t> i(shape.size(), 0);
-  while (true) {
-    f(i);
-    std::size_t a = shape.size();
-    while (a-- > 0) {
-      if (++i[a] < shape[a]) break;
-      i[a] = 0;
-    }
-    if (a == static_cast<std::size_t>(-1)) return;
-  }
-}
-
-// The host contents of a member's block with halo: the global points inside, sentinels outside.
-std::vector<double> initial_block(const GridLayout& l, std::size_t member, std::size_t salt) {
-  const GridBlock b = l.block(member);
-  const std::size_t n = l.ndim(), C = l.components();
-  const Shape full = l.block_shape(member, true);
-  const Shape spatial(full.begin(), full.begin() + static_cast<long>(n));
-  std::vector<double> out;
-  std::size_t k = 0;
-  for_each_index(spatial, [&](const std::vector<std::size_t>& idx) {
-    bool inside = true;
-    std::vector<std::size_t> g(n);
-    for (std::size_t a = 0; a < n; ++a) {
-      inside = inside && idx[a] >= l.halo(a) && idx[a] < l.halo(a) + b.extent[a];
-      g[a] = b.offset[a] + idx[a] - (inside ? l.halo(a) : 0);
-    }
-    for (std::size_t c = 0; c < C; ++c, ++k) {
-      out.push_back(inside ? global_value(flat(l.shape(), g), c, C, salt)
-                           : sentinel(member, k, salt));
-    }
-  });
-  return out;
 }
 
 // Compares a block with halo after the exchange to the reference; one failure per block at most.
@@ -926,115 +834,6 @@ TEST_P(GridArrays, BadCallsRaiseOnEveryRank) {
   check_exchange(s_, {2 * M, 3},
                  {.halo = {1}, .lower = {Boundary::periodic()}, .upper = {Boundary::periodic()}},
                  "after the errors");
-}
-
-// ---- redistribution ----------------------------------------------------------------------------
-
-// Fills `a`'s blocks (halos included) from initial_block with `salt`.
-void fill_blocks(const GridArray& a, std::size_t salt) {
-  for (const auto& b : a.blocks()) {
-    if (b.with_halo.size() > 0)
-      b.with_halo.set(to_bytes(initial_block(a.layout(), b.member, salt), a.dtype()));
-  }
-}
-
-// After redistribute(from, to): every local block of `to` holds the global values (salt `salt`)
-// at its points and, in its halo, what it held before (filled with salt `before`).
-void check_redistributed(const GridArray& to, std::size_t salt, std::size_t before,
-                         const std::string& what) {
-  for (const auto& b : to.blocks()) {
-    if (b.block.empty()) continue;
-    const auto want_points = initial_block(to.layout(), b.member, salt);
-    const auto want_halo = initial_block(to.layout(), b.member, before);
-    std::vector<std::byte> bytes(b.with_halo.nbytes());
-    b.with_halo.get(bytes);
-    const auto got = from_bytes(bytes, to.dtype());
-    ASSERT_EQ(got.size(), want_points.size()) << what;
-    for (std::size_t k = 0; k < got.size(); ++k) {
-      // Global values are never negative; halo cells hold negative sentinels.
-      const double want = want_points[k] >= 0 ? want_points[k] : want_halo[k];
-      if (got[k] != want) {
-        ADD_FAILURE() << what << ": member " << b.member << ", element " << k
-                      << " of its block with halo: got " << got[k] << ", want " << want << " (from "
-                      << to.layout().describe() << ")";
-        break;
-      }
-    }
-  }
-}
-
-// The layouts of one 3-D global array (two components per point) that redistribute moves between:
-// the grid chosen, slabs, pencils, uneven slabs with a member that owns no points, and a 2 x 1 x 2
-// grid where there are four members; with different halos and stencils.
-std::vector<std::pair<std::string, GridOptions>> redistribution_layouts(std::size_t M,
-                                                                        const Shape& shape) {
-  std::vector<std::pair<std::string, GridOptions>> out = {
-      {"chosen, halo 1", {.components = 2, .halo = {1}}},
-      {"slabs", {.grid = {M, 1, 1}, .components = 2}},
-      {"pencils, halo 2 1 1 box",
-       {.grid = {1, 0, 0}, .components = 2, .halo = {2, 1, 1}, .stencil = Stencil::box}},
-  };
-  if (M > 1) {
-    std::vector<std::size_t> sizes(M, 1);
-    sizes[0] = 0;
-    sizes[M - 1] = shape[0] - (M - 2);
-    out.push_back({"uneven slabs, member 0 empty",
-                   {.grid = {M, 1, 1}, .sizes = {sizes, {}, {}}, .components = 2}});
-  }
-  if (M == 4)
-    out.push_back(
-        {"2 x 1 x 2, halo 1 0 2", {.grid = {2, 1, 2}, .components = 2, .halo = {1, 0, 2}}});
-  return out;
-}
-
-TEST_P(GridArrays, RedistributeBetweenEveryPairOfLayouts) {
-  const std::size_t M = s_.M();
-  const Shape shape = {2 * M + 1, 6, 5};
-  const auto layouts = redistribution_layouts(M, shape);
-  for (const auto& [from_name, from_options] : layouts) {
-    for (const auto& [to_name, to_options] : layouts) {
-      const std::string what = fmt::format("{} to {}", from_name, to_name);
-      const GridArray from(*s_.comm, GridLayout::over(*s_.comm, shape, from_options),
-                           Dtype::float64);
-      const GridArray to(*s_.comm, GridLayout::over(*s_.comm, shape, to_options), Dtype::float64);
-      fill_blocks(from, 0);
-      fill_blocks(to, 7);  // other values at its points: the test fails if nothing moves
-      redistribute(from, to);
-      check_redistributed(to, 0, 7, what);
-    }
-  }
-  // Another dtype, on a queue of its own, and back: the round trip gives the global array again.
-  const Queue queue(s_.comm->context());
-  const GridArray a(*s_.comm, GridLayout::over(*s_.comm, shape, layouts[1].second), Dtype::int32);
-  const GridArray b(*s_.comm, GridLayout::over(*s_.comm, shape, layouts[2].second), Dtype::int32);
-  const GridArray c(*s_.comm, GridLayout::over(*s_.comm, shape, layouts[1].second), Dtype::int32);
-  fill_blocks(a, 3);
-  fill_blocks(b, 9);
-  fill_blocks(c, 5);
-  redistribute(queue, a, b);
-  redistribute(queue, b, c);
-  queue.synchronize();
-  check_redistributed(b, 3, 9, "int32 slabs to pencils on another queue");
-  check_redistributed(c, 3, 5, "int32 pencils back to slabs");
-}
-
-TEST_P(GridArrays, RedistributeRefusesArraysThatDoNotMatch) {
-  const std::size_t M = s_.M();
-  const GridArray a(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}), Dtype::float32);
-  const GridArray wider(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 5}), Dtype::float32);
-  const GridArray doubles(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}), Dtype::float64);
-  const GridArray pairs(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.components = 2}),
-                        Dtype::float32);
-  expect_logic_error([&] { redistribute(a, wider); }, {"redistribute", "one global shape"});
-  expect_logic_error([&] { redistribute(a, pairs); }, {"redistribute", "one global shape"});
-  expect_logic_error([&] { redistribute(a, doubles); }, {"redistribute", "float32", "float64"});
-  // Nothing was left half done: a redistribution that matches still works on every rank.
-  const GridArray b(*s_.comm, GridLayout::over(*s_.comm, {2 * M, 4}, {.grid = {1, 0}}),
-                    Dtype::float32);
-  fill_blocks(a, 1);
-  fill_blocks(b, 4);
-  redistribute(a, b);
-  check_redistributed(b, 1, 4, "after the errors");
 }
 
 }  // namespace grid_halo_test
