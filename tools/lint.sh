@@ -32,11 +32,14 @@ need() {
   fi
 }
 
-# The tree's C and C++ sources: what git tracks, or every file when the tree is not a git clone.
+# The tree's C and C++ sources: what git tracks or would, or every file when the tree is not a git
+# clone.
 sources() {
   local patterns=('*.c' '*.h' '*.cpp' '*.hpp' '*.cu')
   if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$ROOT" ls-files -z -- "${patterns[@]}"
+    # Tracked files and new ones not yet added (not the ignored): a file about to be committed is
+    # checked before it is.
+    git -C "$ROOT" ls-files -z --cached --others --exclude-standard -- "${patterns[@]}"
   else
     (cd "$ROOT" && find framework collectives apps tests docs tools -type f \
       \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' \) -print0)

@@ -15,7 +15,7 @@ namespace skein::test::grid {
 
 // Exact in float32, float64 and int32: below 2^24.
 inline double global_value(std::size_t flat_point, std::size_t comp, std::size_t components,
-                    std::size_t salt) {
+                           std::size_t salt) {
   return static_cast<double>(((flat_point * components + comp) * 5 + salt * 11 + 1) % 1000003);
 }
 
@@ -59,7 +59,6 @@ inline std::vector<double> from_bytes(const std::vector<std::byte>& b, Dtype dty
   return out;
 }
 
-
 inline std::size_t flat(const Shape& shape, const std::vector<std::size_t>& p) {
   std::size_t f = 0;
   for (std::size_t a = 0; a < shape.size(); ++a) f = f * shape[a] + p[a];
@@ -83,7 +82,8 @@ inline void for_each_index(const Shape& shape, F&& f) {
 }
 
 // The host contents of a member's block with halo: the global points inside, sentinels outside.
-inline std::vector<double> initial_block(const GridLayout& l, std::size_t member, std::size_t salt) {
+inline std::vector<double> initial_block(const GridLayout& l, std::size_t member,
+                                         std::size_t salt) {
   const GridBlock b = l.block(member);
   const std::size_t n = l.ndim(), C = l.components();
   const Shape full = l.block_shape(member, true);
