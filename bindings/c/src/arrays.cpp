@@ -33,9 +33,10 @@ void check_queue_device(const Queue& queue, std::size_t device) {
 
 void check_nbytes(const Array& array, std::size_t nbytes, const char* what) {
   if (nbytes != array.nbytes()) {
-    invalid(std::string(what) + " has nbytes " + std::to_string(nbytes) + ", but the array of shape " +
-                to_string(array.shape()) + " and dtype " + std::string(name(array.dtype())) +
-                " has " + std::to_string(array.nbytes()) + " bytes",
+    invalid(std::string(what) + " has nbytes " + std::to_string(nbytes) +
+                ", but the array of shape " + to_string(array.shape()) + " and dtype " +
+                std::string(name(array.dtype())) + " has " + std::to_string(array.nbytes()) +
+                " bytes",
             "Pass exactly the array's bytes (skein_array_size() * skein_dtype_size()).");
   }
 }
@@ -63,8 +64,7 @@ skein_status skein_array_create(const skein_queue* queue, size_t device, skein_d
 
 skein_status skein_array_from_native(const skein_queue* queue, size_t device, void* native,
                                      size_t nbytes, skein_dtype dtype, size_t ndim,
-                                     const size_t* shape, skein_order order,
-                                     skein_array** array) {
+                                     const size_t* shape, skein_order order, skein_array** array) {
   return guard("skein_array_from_native", [&] {
     require(queue, "queue");
     require(array, "array");
@@ -78,9 +78,9 @@ skein_status skein_array_from_native(const skein_queue* queue, size_t device, vo
                   std::to_string(needed),
               "Pass the size of the native allocation, at least the shape's bytes.");
     }
-    skein::Buffer buffer =
-        buffer_from_native(queue->queue.context(), device, native, nbytes);
-    *array = new skein_array{skein::Array(queue->queue, std::move(buffer), std::move(c_shape), type)};
+    skein::Buffer buffer = buffer_from_native(queue->queue.context(), device, native, nbytes);
+    *array =
+        new skein_array{skein::Array(queue->queue, std::move(buffer), std::move(c_shape), type)};
   });
 }
 

@@ -31,9 +31,14 @@ CheckpointArrays named_grids(const char* const* names, const skein_grid* const* 
   require(grids, "grids");
   CheckpointArrays arrays;
   for (std::size_t i = 0; i < count; ++i) {
-    const std::string at = "[" + std::to_string(i) + "]";
+    // Appended piece by piece: GCC 12 takes "[" + std::to_string(i) for an overlapping copy
+    // (a false -Wrestrict).
+    std::string at = "[";
+    at += std::to_string(i);
+    at += "]";
     if (names[i] == nullptr) invalid("names" + at + " is NULL", "Name every grid.");
-    if (grids[i] == nullptr) invalid("grids" + at + " is NULL", "Pass grids made by skein_grid_create.");
+    if (grids[i] == nullptr)
+      invalid("grids" + at + " is NULL", "Pass grids made by skein_grid_create.");
     if (!arrays.emplace(names[i], grids[i]->grid).second) {
       invalid(std::string("names") + at + " \"" + names[i] + "\" is given twice",
               "Give each grid a name of its own.");

@@ -17,7 +17,8 @@ namespace {
 // list of the call) has the same pointer, the same Array, so that the call runs in place.
 std::vector<Array> wrap(const Communicator& comm, const Queue& queue, void* const* pointers,
                         std::size_t count, std::size_t elements, Dtype type, const char* parameter,
-                        void* const* same = nullptr, const std::vector<Array>* same_arrays = nullptr) {
+                        void* const* same = nullptr,
+                        const std::vector<Array>* same_arrays = nullptr) {
   if (count != comm.local_size()) {
     invalid("count is " + std::to_string(count) + ", but the communicator has " +
                 std::to_string(comm.local_size()) + " local devices",
@@ -39,7 +40,8 @@ std::vector<Array> wrap(const Communicator& comm, const Queue& queue, void* cons
                   " (CUdeviceptr as void*, or cl_mem).");
     }
     const std::size_t device = comm.device_idx(i);
-    Buffer buffer = buffer_from_native(queue.context(), device, pointers[i], elements * itemsize(type));
+    Buffer buffer =
+        buffer_from_native(queue.context(), device, pointers[i], elements * itemsize(type));
     out.emplace_back(queue, std::move(buffer), Shape{elements}, type);
   }
   return out;
@@ -92,8 +94,7 @@ skein_status skein_broadcast_native(skein_communicator* comm, const skein_queue*
 
 skein_status skein_reduce_native(skein_communicator* comm, const skein_queue* queue,
                                  void* const* send, void* const* recv, size_t count,
-                                 size_t elements, skein_dtype dtype, skein_reduce_op op,
-                                 int root) {
+                                 size_t elements, skein_dtype dtype, skein_reduce_op op, int root) {
   return guard("skein_reduce_native", [&] {
     skein::Communicator& c = checked(comm, queue);
     const skein::Dtype type = skein::capi::dtype(dtype);

@@ -14,14 +14,9 @@ CommunicatorOptions communicator_options(const skein_communicator_options* optio
   CommunicatorOptions o;
   if (options == nullptr) return o;
   switch (options->backend) {
-    case SKEIN_BACKEND_DEFAULT:
-      break;
-    case SKEIN_BACKEND_NCCL:
-      o.backend = CollectiveBackend::nccl;
-      break;
-    case SKEIN_BACKEND_MPI:
-      o.backend = CollectiveBackend::mpi;
-      break;
+    case SKEIN_BACKEND_DEFAULT: break;
+    case SKEIN_BACKEND_NCCL: o.backend = CollectiveBackend::nccl; break;
+    case SKEIN_BACKEND_MPI: o.backend = CollectiveBackend::mpi; break;
     default:
       invalid("options->backend is " + std::to_string(static_cast<int>(options->backend)) +
                   ", not a skein_backend",
@@ -100,7 +95,7 @@ skein_status skein_communicator_backend(const skein_communicator* comm, skein_ba
     require(comm, "comm");
     require(backend, "backend");
     *backend = comm->comm->backend() == skein::CollectiveBackend::nccl ? SKEIN_BACKEND_NCCL
-                                                                        : SKEIN_BACKEND_MPI;
+                                                                       : SKEIN_BACKEND_MPI;
   });
 }
 

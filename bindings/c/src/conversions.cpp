@@ -27,16 +27,11 @@ skein_dtype c_dtype(Dtype value) { return static_cast<skein_dtype>(static_cast<i
 
 ReduceOp reduce_op(skein_reduce_op value) {
   switch (value) {
-    case SKEIN_SUM:
-      return ReduceOp::sum;
-    case SKEIN_PROD:
-      return ReduceOp::prod;
-    case SKEIN_MIN:
-      return ReduceOp::min;
-    case SKEIN_MAX:
-      return ReduceOp::max;
-    case SKEIN_AVG:
-      return ReduceOp::avg;
+    case SKEIN_SUM: return ReduceOp::sum;
+    case SKEIN_PROD: return ReduceOp::prod;
+    case SKEIN_MIN: return ReduceOp::min;
+    case SKEIN_MAX: return ReduceOp::max;
+    case SKEIN_AVG: return ReduceOp::avg;
   }
   invalid("op is " + std::to_string(static_cast<int>(value)) + ", not a skein_reduce_op",
           "Pass one of SKEIN_SUM (0), SKEIN_PROD, SKEIN_MIN, SKEIN_MAX, SKEIN_AVG (4).");

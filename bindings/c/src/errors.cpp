@@ -88,9 +88,7 @@ skein_status fail(const char* function) noexcept {
 
 extern "C" {
 
-const char* skein_last_error_message(void) {
-  return skein::capi::last_error().message.c_str();
-}
+const char* skein_last_error_message(void) { return skein::capi::last_error().message.c_str(); }
 
 skein_status skein_last_error_status(void) { return skein::capi::last_error().status; }
 
@@ -102,28 +100,17 @@ void skein_clear_error(void) {
 
 const char* skein_status_name(skein_status status) {
   switch (status) {
-    case SKEIN_SUCCESS:
-      return "SKEIN_SUCCESS";
-    case SKEIN_ERROR_INVALID_ARGUMENT:
-      return "SKEIN_ERROR_INVALID_ARGUMENT";
-    case SKEIN_ERROR_RUNTIME:
-      return "SKEIN_ERROR_RUNTIME";
-    case SKEIN_ERROR_API_UNAVAILABLE:
-      return "SKEIN_ERROR_API_UNAVAILABLE";
-    case SKEIN_ERROR_OUT_OF_MEMORY:
-      return "SKEIN_ERROR_OUT_OF_MEMORY";
-    case SKEIN_ERROR_LAUNCH:
-      return "SKEIN_ERROR_LAUNCH";
-    case SKEIN_ERROR_COMPILE:
-      return "SKEIN_ERROR_COMPILE";
-    case SKEIN_ERROR_TIMEOUT:
-      return "SKEIN_ERROR_TIMEOUT";
-    case SKEIN_ERROR_CHECKPOINT:
-      return "SKEIN_ERROR_CHECKPOINT";
-    case SKEIN_ERROR_UNSUPPORTED:
-      return "SKEIN_ERROR_UNSUPPORTED";
-    case SKEIN_ERROR_INTERNAL:
-      return "SKEIN_ERROR_INTERNAL";
+    case SKEIN_SUCCESS: return "SKEIN_SUCCESS";
+    case SKEIN_ERROR_INVALID_ARGUMENT: return "SKEIN_ERROR_INVALID_ARGUMENT";
+    case SKEIN_ERROR_RUNTIME: return "SKEIN_ERROR_RUNTIME";
+    case SKEIN_ERROR_API_UNAVAILABLE: return "SKEIN_ERROR_API_UNAVAILABLE";
+    case SKEIN_ERROR_OUT_OF_MEMORY: return "SKEIN_ERROR_OUT_OF_MEMORY";
+    case SKEIN_ERROR_LAUNCH: return "SKEIN_ERROR_LAUNCH";
+    case SKEIN_ERROR_COMPILE: return "SKEIN_ERROR_COMPILE";
+    case SKEIN_ERROR_TIMEOUT: return "SKEIN_ERROR_TIMEOUT";
+    case SKEIN_ERROR_CHECKPOINT: return "SKEIN_ERROR_CHECKPOINT";
+    case SKEIN_ERROR_UNSUPPORTED: return "SKEIN_ERROR_UNSUPPORTED";
+    case SKEIN_ERROR_INTERNAL: return "SKEIN_ERROR_INTERNAL";
   }
   return "unknown status";
 }

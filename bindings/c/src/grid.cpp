@@ -17,14 +17,10 @@ namespace {
 
 Boundary boundary(const skein_boundary& b, const char* side, std::size_t axis) {
   switch (b.kind) {
-    case SKEIN_BOUNDARY_OPEN:
-      return Boundary::open();
-    case SKEIN_BOUNDARY_PERIODIC:
-      return Boundary::periodic();
-    case SKEIN_BOUNDARY_REFLECT:
-      return Boundary::reflect();
-    case SKEIN_BOUNDARY_CONSTANT:
-      return Boundary::constant(b.value);
+    case SKEIN_BOUNDARY_OPEN: return Boundary::open();
+    case SKEIN_BOUNDARY_PERIODIC: return Boundary::periodic();
+    case SKEIN_BOUNDARY_REFLECT: return Boundary::reflect();
+    case SKEIN_BOUNDARY_CONSTANT: return Boundary::constant(b.value);
   }
   invalid(std::string("options->") + side + "[" + std::to_string(axis) + "].kind is " +
               std::to_string(static_cast<int>(b.kind)) + ", not a skein_boundary_kind",
@@ -241,7 +237,8 @@ skein_status skein_grid_exchange_halos_many(const skein_grid* const* grids, size
     arrays.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
       if (grids[i] == nullptr) {
-        invalid("grids[" + std::to_string(i) + "] is NULL", "Pass grids made by skein_grid_create.");
+        invalid("grids[" + std::to_string(i) + "] is NULL",
+                "Pass grids made by skein_grid_create.");
       }
       arrays.push_back(grids[i]->grid);
     }

@@ -78,9 +78,9 @@ namespace skein::capi {
 template <class T>
 void require(const T* pointer, const char* parameter) {
   if (pointer == nullptr) {
-    invalid(std::string(parameter) + " is NULL",
-            std::string("Pass a valid ") + parameter + " (a handle made by its *_create function, "
-                                                       "or a pointer to memory of the caller's).");
+    invalid(std::string(parameter) + " is NULL", std::string("Pass a valid ") + parameter +
+                                                     " (a handle made by its *_create function, "
+                                                     "or a pointer to memory of the caller's).");
   }
 }
 

@@ -34,8 +34,7 @@ using namespace skein::capi;
 
 extern "C" {
 
-skein_status skein_hdf5_create(skein_communicator* comm, const char* path,
-                               skein_hdf5_file** file) {
+skein_status skein_hdf5_create(skein_communicator* comm, const char* path, skein_hdf5_file** file) {
   const char* function = "skein_hdf5_create";
   return guard(function, [&] {
     need_hdf5(function);

@@ -17,16 +17,11 @@ namespace {
 
 Operand scalar(const skein_operand& a) {
   switch (a.kind) {
-    case SKEIN_OPERAND_FLOAT64:
-      return Operand(a.real_value);
-    case SKEIN_OPERAND_FLOAT32:
-      return Operand(static_cast<float>(a.real_value));
-    case SKEIN_OPERAND_INT64:
-      return Operand(static_cast<std::int64_t>(a.int_value));
-    case SKEIN_OPERAND_INT32:
-      return Operand(static_cast<std::int32_t>(a.int_value));
-    case SKEIN_OPERAND_GRID:
-      break;
+    case SKEIN_OPERAND_FLOAT64: return Operand(a.real_value);
+    case SKEIN_OPERAND_FLOAT32: return Operand(static_cast<float>(a.real_value));
+    case SKEIN_OPERAND_INT64: return Operand(static_cast<std::int64_t>(a.int_value));
+    case SKEIN_OPERAND_INT32: return Operand(static_cast<std::int32_t>(a.int_value));
+    case SKEIN_OPERAND_GRID: break;
   }
   invalid("an operand's kind is " + std::to_string(static_cast<int>(a.kind)) +
               ", not a skein_operand_kind",
@@ -65,12 +60,9 @@ const StencilKernel& stencil_kernel(const skein_kernel* kernel) {
 
 StencilRegion region_of(skein_region region) {
   switch (region) {
-    case SKEIN_REGION_ALL:
-      return StencilRegion::all;
-    case SKEIN_REGION_INTERIOR:
-      return StencilRegion::interior;
-    case SKEIN_REGION_EDGES:
-      return StencilRegion::edges;
+    case SKEIN_REGION_ALL: return StencilRegion::all;
+    case SKEIN_REGION_INTERIOR: return StencilRegion::interior;
+    case SKEIN_REGION_EDGES: return StencilRegion::edges;
   }
   invalid("region is " + std::to_string(static_cast<int>(region)) + ", not a skein_region",
           "Pass SKEIN_REGION_ALL (0), SKEIN_REGION_INTERIOR (1) or SKEIN_REGION_EDGES (2).");
@@ -150,8 +142,8 @@ skein_status skein_grid_elementwise(const skein_kernel* kernel, const skein_oper
   });
 }
 
-skein_status skein_grid_stencil(const skein_kernel* kernel, const skein_operand* args,
-                                size_t count, skein_region region) {
+skein_status skein_grid_stencil(const skein_kernel* kernel, const skein_operand* args, size_t count,
+                                skein_region region) {
   return guard("skein_grid_stencil", [&] {
     const skein::StencilKernel& k = stencil_kernel(kernel);
     const skein::StencilRegion r = region_of(region);

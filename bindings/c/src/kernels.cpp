@@ -116,8 +116,8 @@ Translated translate(const std::string& params, std::string operation) {
       t.written.push_back(k);
       t.out_params += (t.out_params.empty() ? "" : ", ") + p.type + " skein_out_" + p.name;
     }
-    operation = std::regex_replace(operation,
-                                   std::regex("\\b" + p.name + "\\s*\\[\\s*i\\s*\\]"), p.name);
+    operation =
+        std::regex_replace(operation, std::regex("\\b" + p.name + "\\s*\\[\\s*i\\s*\\]"), p.name);
   }
   if (t.written.empty()) {
     invalid("the operation assigns none of the parameters (\"" + params + "\")",
@@ -156,9 +156,9 @@ skein_status skein_kernel_create_elementwise(const char* params, const char* ope
 }
 
 skein_status skein_kernel_create_stencil(const char* in_params, const char* out_params,
-                                         const char* operation, const char* map,
-                                         const char* reduce, const char* identity,
-                                         const char* name, skein_kernel** kernel) {
+                                         const char* operation, const char* map, const char* reduce,
+                                         const char* identity, const char* name,
+                                         skein_kernel** kernel) {
   return guard("skein_kernel_create_stencil", [&] {
     require(kernel, "kernel");
     skein::StencilOptions options;

@@ -40,9 +40,9 @@ Buffer buffer_from_native(const Context& context, std::size_t device, void* nati
   }
   if (context.api().id() == ApiId::cuda) {
 #if SKEIN_HAS_CUDA
-    return cuda::buffer_from_native(context, device,
-                                    static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(native)),
-                                    nbytes);
+    return cuda::buffer_from_native(
+        context, device, static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(native)),
+        nbytes);
 #endif
   } else {
 #if SKEIN_HAS_OPENCL

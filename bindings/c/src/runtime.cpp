@@ -35,18 +35,13 @@ PlacementOptions placement(const skein_runtime_options* options) {
   PlacementOptions p;
   if (options == nullptr) return p;
   switch (options->api) {
-    case SKEIN_API_DEFAULT:
-      break;
-    case SKEIN_API_CUDA:
-      p.api = ApiId::cuda;
-      break;
-    case SKEIN_API_OPENCL:
-      p.api = ApiId::opencl;
-      break;
+    case SKEIN_API_DEFAULT: break;
+    case SKEIN_API_CUDA: p.api = ApiId::cuda; break;
+    case SKEIN_API_OPENCL: p.api = ApiId::opencl; break;
     default:
-      invalid("options->api is " + std::to_string(static_cast<int>(options->api)) +
-                  ", not a skein_api",
-              "Pass SKEIN_API_DEFAULT (0), SKEIN_API_CUDA (1) or SKEIN_API_OPENCL (2).");
+      invalid(
+          "options->api is " + std::to_string(static_cast<int>(options->api)) + ", not a skein_api",
+          "Pass SKEIN_API_DEFAULT (0), SKEIN_API_CUDA (1) or SKEIN_API_OPENCL (2).");
   }
   if (options->devices_per_rank > 0) p.devices_per_rank = options->devices_per_rank;
   if (options->device_index < -1) {
@@ -183,7 +178,7 @@ skein_status skein_runtime_api(const skein_runtime* runtime, skein_api* api) {
     require(runtime, "runtime");
     require(api, "api");
     *api = runtime->runtime->context().api().id() == skein::ApiId::cuda ? SKEIN_API_CUDA
-                                                                         : SKEIN_API_OPENCL;
+                                                                        : SKEIN_API_OPENCL;
   });
 }
 
