@@ -108,8 +108,10 @@ contains
     ! Per-axis values of the wrong length (checked in Fortran), and a shape C refuses.
     call skein_grid_create(bad, comm, [nx, ny], SKEIN_FLOAT64, halo=[1, 1, 1], ierr=ierr)
     call check_error(ierr, SKEIN_ERROR_INVALID_ARGUMENT, "skein_grid_create", "halo of 3 values")
-    call skein_grid_create(bad, comm, [nx, 0], SKEIN_FLOAT64, ierr=ierr)
-    call check_error(ierr, SKEIN_ERROR_INVALID_ARGUMENT, "skein_grid_create", "an empty axis")
+    call skein_grid_create(bad, comm, [nx, ny], 77_c_int, ierr=ierr)
+    call check_error(ierr, SKEIN_ERROR_INVALID_ARGUMENT, "skein_grid_create", "dtype 77")
+    call skein_grid_create(bad, comm, [nx, ny, 2, 2], SKEIN_FLOAT64, ierr=ierr)
+    call check_error(ierr, SKEIN_ERROR_INVALID_ARGUMENT, "skein_grid_create", "4 axes")
     ! A host array of the wrong kind, and of the wrong size.
     wrong_kind = 0
     call skein_grid_gather(grid, wrong_kind, ierr=ierr)
@@ -138,7 +140,9 @@ contains
     call skein_kernel_create_stencil(kernel, "double u", "double v", "v = u +* ;", &
                                      name="fortran_broken", ierr=ierr)
     if (ierr == SKEIN_SUCCESS) then
-      call skein_grid_stencil(kernel, [skein_arg(grid), skein_arg(grid)], ierr=ierr)
+      call make_grid(bad, comm, SKEIN_FLOAT64, 1)
+      call skein_grid_stencil(kernel, [skein_arg(grid), skein_arg(bad)], ierr=ierr)
+      call skein_destroy(bad)
       call check_error(ierr, SKEIN_ERROR_COMPILE, "skein_grid_stencil", "a broken kernel")
     else
       call check_error(ierr, SKEIN_ERROR_COMPILE, "skein_kernel_create_stencil", "a broken kernel")
