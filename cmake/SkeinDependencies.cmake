@@ -59,6 +59,21 @@ else()
 endif()
 skein_resolve_dependency(DLPACK _skein_dlpack_found)
 
+# Fortran, for the module `use skein` (bindings/fortran) and its tests. enable_language() belongs in
+# the top directory, above every target that compiles or links Fortran (the library, the tests,
+# the example): this file is included there.
+if(NOT SKEIN_WITH_FORTRAN STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(Fortran)
+  if(CMAKE_Fortran_COMPILER)
+    enable_language(Fortran)
+    set(_skein_fortran_found TRUE)
+  else()
+    set(_skein_fortran_found FALSE)
+  endif()
+endif()
+skein_resolve_dependency(FORTRAN _skein_fortran_found)
+
 foreach(dep CUDA NCCL OPENCL CLBLAST MPI HDF5 DLPACK)
   if(SKEIN_HAS_${dep})
     set(SKEIN_CONFIG_HAS_${dep} 1)

@@ -10,8 +10,8 @@
 #      examples are compiled by the `docs-examples` target, so the quoted code compiles), and
 #   4. every SVG picture in docs/ is well-formed XML, and
 #   5. LICENSE exists, and every source, build and script file under framework/, collectives/,
-#      apps/, tests/, tools/, cmake/, slurm/, docs/ and .ci/ names its license in an SPDX line
-#      among its first three lines.
+#      bindings/, apps/, tests/, tools/, cmake/, slurm/, docs/ and .ci/ names its license in an
+#      SPDX line among its first three lines.
 #
 #   bash tools/check-docs.sh               the checks; exit status 1 with a list of what is wrong
 #   bash tools/check-docs.sh --self-test   first proves that the checks fail on a guide that lacks
@@ -198,15 +198,15 @@ def broken_pictures():
 
 LICENSE_ID = "SPDX-License-Identifier: BSD-3-Clause"
 LICENSED_SUFFIXES = (".cpp", ".hpp", ".h", ".c", ".cu", ".py", ".sh", ".cmake", ".txt", ".in",
-                     ".supp", ".sbatch")
+                     ".supp", ".sbatch", ".f90")
 
 def unlicensed():
     """LICENSE must exist, and every source, build and script file must carry the SPDX line."""
     problems = []
     if not os.path.exists(os.path.join(root, "LICENSE")):
         problems.append("LICENSE does not exist at the top of the tree")
-    paths = list(files_under(["framework", "collectives", "apps", "tests", "tools", "cmake",
-                              "slurm", "docs"], LICENSED_SUFFIXES))
+    paths = list(files_under(["framework", "collectives", "bindings", "apps", "tests", "tools",
+                              "cmake", "slurm", "docs"], LICENSED_SUFFIXES))
     paths += [os.path.join(root, "CMakeLists.txt"), os.path.join(root, ".ci", "run")]
     paths += [p for p in os.environ.get("CHECK_DOCS_LICENSE_EXTRA", "").split(":") if p]
     for path in paths:

@@ -18,8 +18,10 @@ PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libdlpack-dev
   # SHA-256 (compile cache, checkpoints): OpenSSL's libcrypto
   libssl-dev
-  # MPI
+  # MPI (libopenmpi-dev has the `use mpi` module for gfortran too)
   openmpi-bin libopenmpi-dev
+  # Fortran: the module `use skein` (bindings/fortran), its tests and example
+  gfortran
   # OpenCL: ICD loader, headers, PoCL (CPU devices, so that everything runs without a GPU), clinfo
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   # BLAS for OpenCL
