@@ -15,6 +15,8 @@
 #              separated by spaces, runs only those: e.g. "skip-nccl read_count-nccl-np2")
 #   demo       the README's demo (tools/quickstart.sh demo) and skein-heat on two ranks sharing
 #              the first GPU
+#   bindings   the C API's tests and the C and Fortran heat2d examples on CUDA: one rank, two
+#              ranks sharing the first GPU, and one GPU per rank where there are two (bindings.log)
 #   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
 #              MPI backend on two ranks sharing a GPU, NCCL on every GPU (two or more)
 #   memcheck   the CUDA tests under compute-sanitizer (less the one test whose kernel writes
@@ -278,6 +280,45 @@ if want demo && ((ngpu > 0)); then
     timeout 300 mpirun -np 2 --oversubscribe -x CUDA_VISIBLE_DEVICES -x SKEIN_SHARE_DEVICES \
     "$BUILD_DIR/apps/skein-heat/skein-heat" --nx 2049 --ny 2051 --steps 200 --report-every 100 \
     --out "$(mktemp -d)" --overwrite
+fi
+
+# The C API and the Fortran module on CUDA (issue 38): the C API's test program and the guide's
+# heat2d examples (docs/examples/heat2d.c, heat2d.f90: each checks itself against the exact
+# discrete solution; their HDF5 files are read back by tests/bindings/heat2d_check.py) on one rank,
+# on 2 ranks sharing the first GPU (the MPI backend), and on one GPU per rank where there are two
+# or more (NCCL). The Fortran parts where the build has the module (a Fortran compiler: FC, or
+# CMAKE_EXTRA_ARGS=-DCMAKE_Fortran_COMPILER=...).
+if want bindings && ((ngpu > 0)); then
+  bind="$BUILD_DIR/tests/bindings"
+  bind_tmp="$(mktemp -d)"
+  bind_env=(-x SKEIN_API=cuda -x SKEIN_TEST_TIMEOUT=120 -x NCCL_NVLS_ENABLE)
+  step capi-1rank "$OUTDIR/bindings.log" timeout 300 mpirun -np 1 "${bind_env[@]}" \
+    "$bind/skein-capi-tests"
+  step capi-shared "$OUTDIR/bindings.log" env CUDA_VISIBLE_DEVICES=0 SKEIN_SHARE_DEVICES=1 \
+    timeout 300 mpirun -np 2 --oversubscribe -x CUDA_VISIBLE_DEVICES -x SKEIN_SHARE_DEVICES \
+    "${bind_env[@]}" "$bind/skein-capi-tests"
+  if ((ngpu > 1)); then
+    step capi-1pr "$OUTDIR/bindings.log" timeout 300 mpirun -np 2 "${bind_env[@]}" \
+      "$bind/skein-capi-tests"
+  fi
+  for lang in c fortran; do
+    exe="$bind/heat2d"
+    [[ $lang == fortran ]] && exe="$bind/fortran/heat2d"
+    if [[ ! -x "$exe" ]]; then
+      echo "=== $lang heat2d: $exe was not built" | tee -a "$OUTDIR/bindings.log"
+      continue
+    fi
+    step "$lang-heat2d-shared" "$OUTDIR/bindings.log" env CUDA_VISIBLE_DEVICES=0 \
+      SKEIN_SHARE_DEVICES=1 timeout 300 mpirun -np 2 --oversubscribe -x CUDA_VISIBLE_DEVICES \
+      -x SKEIN_SHARE_DEVICES "${bind_env[@]}" "$exe" "$bind_tmp/$lang-shared.h5"
+    step "$lang-heat2d-h5" "$OUTDIR/bindings.log" python3 tests/bindings/heat2d_check.py \
+      "$bind_tmp/$lang-shared.h5"
+    if ((ngpu > 1)); then
+      step "$lang-heat2d-1pr" "$OUTDIR/bindings.log" timeout 300 mpirun -np 2 "${bind_env[@]}" \
+        "$exe" "$bind_tmp/$lang-1pr.h5"
+    fi
+  done
+  rm -rf "$bind_tmp"
 fi
 
 # The agreement check's cost on the 8-byte all_reduce, on and off in one run: the MPI backend on

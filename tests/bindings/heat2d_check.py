@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Checks the HDF5 file of docs/examples/heat2d.f90 (ctest fortran.heat2d.h5) with h5py, which
-shares no code with Skein: the field u(nx, ny) of the Fortran program is the dataset "u" of
-dimensions (ny, nx) (HDF5's C order), equal to lambda**steps u0 within the bound the program
+"""Checks the HDF5 file of docs/examples/heat2d.c or heat2d.f90 (ctest capi.heat2d.h5,
+fortran.heat2d.h5) with h5py, which shares no code with Skein: the field (u[ny][nx] of the C
+program, u(nx, ny) of the Fortran one) is the dataset "u" of dimensions (ny, nx) (HDF5's C order),
+equal to lambda**steps u0 within the bound the program
 used, and the attributes are there. Exits 77 (skipped) when h5py is missing."""
 import math
 import sys
