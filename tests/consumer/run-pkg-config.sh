@@ -37,16 +37,17 @@ cmake "${install_args[@]}" >"$WORK_DIR/install.log" || { cat "$WORK_DIR/install.
 pc="$(find "$PREFIX" -path '*/pkgconfig/skein.pc' | head -n 1)"
 [[ -n "$pc" ]] || { echo "pkg-config consumer: FAIL: no skein.pc under $PREFIX" >&2; exit 1; }
 step "installed $pc"
-export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export PKG_CONFIG_PATH
 libdir="$(pkg-config --variable=libdir skein)"
 # The paths are relative to the .pc file: they must lead into this prefix.
 [[ "$(cd "$libdir" && pwd -P)" == "$(cd "$PREFIX" && pwd -P)"/* ]] || {
   echo "pkg-config consumer: FAIL: libdir $libdir is not under $PREFIX" >&2; exit 1; }
 step "skein $(pkg-config --modversion skein): $(pkg-config --cflags --libs skein)"
 
+step "$COMPILER ${FLAGS[*]} $SOURCE \$(pkg-config --cflags --libs skein)"
 # Word splitting of pkg-config's output is intended: it is a list of flags.
 # shellcheck disable=SC2046
-step "$COMPILER ${FLAGS[*]} $SOURCE \$(pkg-config --cflags --libs skein)"
 "$COMPILER" "${FLAGS[@]}" "$SOURCE" $(pkg-config --cflags --libs skein) -o "$WORK_DIR/program"
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

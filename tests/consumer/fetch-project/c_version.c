@@ -14,7 +14,8 @@ int main(void) {
     return 1;
   }
   skein_version_numbers(&major, &minor, &patch);
-  if (major != SKEIN_VERSION_MAJOR || minor != SKEIN_VERSION_MINOR || patch != SKEIN_VERSION_PATCH) {
+  if (major != SKEIN_VERSION_MAJOR || minor != SKEIN_VERSION_MINOR ||
+      patch != SKEIN_VERSION_PATCH) {
     fprintf(stderr, "FAIL: skein_version_numbers() gave %d.%d.%d, the headers say %s\n", major,
             minor, patch, SKEIN_VERSION_STRING);
     return 1;
