@@ -38,7 +38,8 @@ class Skein(CMakePackage):
     and checkpoints."""
 
     # Skein has no published repository or release yet: `main` is the branch of the clone this
-    # recipe is in (a local git fetch). `spack develop` builds the clone's working tree instead.
+    # recipe is in (a local git fetch); `spack develop --path <clone> skein@main` in an
+    # environment builds the clone's working tree instead.
     # A release adds version("X.Y.Z", tag="vX.Y.Z", commit="<hash>") once it is tagged.
     git = "file://" + _SOURCE_TREE
 
