@@ -43,6 +43,12 @@ install_args=(--install "$BUILD_DIR" --prefix "$PREFIX")
 step "cmake ${install_args[*]}"
 cmake "${install_args[@]}" >"$WORK_DIR/install.log" || { cat "$WORK_DIR/install.log"; exit 1; }
 step "installed $(grep -c . "$WORK_DIR/install.log") file(s) under $PREFIX"
+# The Slurm scripts and the examples are installed for users to copy (share/skein).
+for f in slurm/one-node.sbatch slurm/multi-node.sbatch examples/quickstart.cpp; do
+  [[ -f "$PREFIX/share/skein/$f" ]] || { echo "consumer: FAIL: no share/skein/$f in $PREFIX" >&2; exit 1; }
+done
+[[ -x "$PREFIX/share/skein/slurm/one-node.sbatch" ]] ||
+  { echo "consumer: FAIL: share/skein/slurm/one-node.sbatch is not executable" >&2; exit 1; }
 
 configure_args=(-S "$HERE/$PROJECT" -B "$CONSUMER_BUILD" "-DCMAKE_PREFIX_PATH=$PREFIX")
 [[ -n "$GENERATOR" ]] && configure_args+=(-G "$GENERATOR")

@@ -35,4 +35,5 @@
 #include "skein/static_kernel.hpp"
 #include "skein/stencil.hpp"
 #include "skein/template.hpp"
+#include "skein/version.hpp"
 #include "skein/virtual_alloc.hpp"
