@@ -90,8 +90,8 @@ for e in entries:
     # A library's own sources: a file under framework/ or collectives/ of the tree, or a unity
     # batch of a library target (skein_framework, skein_comm, ...; not the tests' programs).
     rel = os.path.relpath(f, root)
-    own = re.match(r"(framework|collectives)/", rel) is not None
-    batch = re.search(r"/CMakeFiles/skein_(framework|comm|dist|io)\.dir/Unity/", f) is not None
+    own = re.match(r"(framework|collectives|bindings)/", rel) is not None
+    batch = re.search(r"/CMakeFiles/skein_(framework|comm|dist|io|c)\.dir/Unity/", f) is not None
     if not (own or batch):
         continue
     command = re.sub(r"-include \S*cmake_pch\.hxx", "", command).replace("-Winvalid-pch", "")
@@ -113,7 +113,7 @@ PY
   # is a header to the batch), not in system or third-party headers.
   xargs -P "$JOBS" -n 1 "$CLANG_TIDY" -p "$work" --quiet --config-file="$ROOT/.clang-tidy" \
     --extra-arg=-Wno-unknown-warning-option \
-    --header-filter="^$ROOT/(framework|collectives)/" <"$work/files" >"$work/out" 2>&1 || status=$?
+    --header-filter="^$ROOT/(framework|collectives|bindings)/" <"$work/files" >"$work/out" 2>&1 || status=$?
   # Each header's findings come once per batch that includes it: print each once.
   grep -E '^[^ ].*(warning|error):' "$work/out" | sort -u >"$work/findings" || true
   if ((status != 0)) || [[ -s "$work/findings" ]]; then

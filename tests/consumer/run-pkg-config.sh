@@ -23,7 +23,12 @@ BUILD_TYPE="$3"
 COMPILER="$4"
 SOURCE="$5"
 shift 5
-FLAGS=("$@")
+# Libraries (-l...) among FLAGS go after pkg-config's flags, as the linker needs them; the rest
+# before the source.
+FLAGS=() LIBS=()
+for f in "$@"; do
+  if [[ "$f" == -l* ]]; then LIBS+=("$f"); else FLAGS+=("$f"); fi
+done
 
 rm -rf "$WORK_DIR"
 mkdir -p "$WORK_DIR"
@@ -45,12 +50,13 @@ libdir="$(pkg-config --variable=libdir skein)"
   echo "pkg-config consumer: FAIL: libdir $libdir is not under $PREFIX" >&2; exit 1; }
 step "skein $(pkg-config --modversion skein): $(pkg-config --cflags --libs skein)"
 
-step "$COMPILER ${FLAGS[*]} $SOURCE \$(pkg-config --cflags --libs skein)"
+step "$COMPILER ${FLAGS[*]} $SOURCE \$(pkg-config --cflags --libs skein) ${LIBS[*]}"
 # Word splitting of pkg-config's output is intended: it is a list of flags.
 # shellcheck disable=SC2046
-"$COMPILER" "${FLAGS[@]}" "$SOURCE" $(pkg-config --cflags --libs skein) -o "$WORK_DIR/program"
+"$COMPILER" "${FLAGS[@]}" "$SOURCE" $(pkg-config --cflags --libs skein) "${LIBS[@]}" -o "$WORK_DIR/program"
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-step "running $WORK_DIR/program"
+step "running $WORK_DIR/program (in $WORK_DIR: its files go there)"
+cd "$WORK_DIR"
 "$WORK_DIR/program"
 step "passed"

@@ -13,10 +13,6 @@ namespace skein::capi {
 
 namespace {
 
-void need_hdf5(const char* function) {
-  if (!(SKEIN_HAS_HDF5 && SKEIN_HAS_MPI)) unsupported(function, "HDF5 with MPI");
-}
-
 CheckpointManager& manager_of(skein_checkpoint* checkpoints) {
   require(checkpoints, "checkpoints");
   return *checkpoints->manager;

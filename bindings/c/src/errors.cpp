@@ -2,6 +2,7 @@
 // The thread's last error (skein_last_error_message, skein_last_error_status) and the mapping of
 // each of Skein's exception types to a skein_status.
 #include "errors.hpp"
+#include "skein/config.h"
 
 #include <exception>
 #include <new>
@@ -70,6 +71,10 @@ void unsupported(const char* function, const std::string& lacks) {
   throw Unsupported(std::string(function) + " needs " + lacks +
                     ", which this build of Skein lacks (skein_has_mpi(), skein_has_hdf5() say "
                     "what it has). Use a Skein built with it.");
+}
+
+void need_hdf5(const char* function) {
+  if (!(SKEIN_HAS_HDF5 && SKEIN_HAS_MPI)) unsupported(function, "HDF5 with MPI");
 }
 
 skein_status fail(const char* function) noexcept {

@@ -17,6 +17,8 @@ class Unsupported : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 [[noreturn]] void unsupported(const char* function, const std::string& lacks);
+// UNSUPPORTED unless this build has HDF5 and MPI (the io layer needs both): files, checkpoints.
+void need_hdf5(const char* function);
 
 // Inside a catch block: records the exception in flight as this thread's last error, its message
 // prefixed with the C function's name, and returns its status.

@@ -15,12 +15,6 @@ namespace skein::capi {
 
 namespace {
 
-constexpr bool kHaveHdf5 = SKEIN_HAS_HDF5 && SKEIN_HAS_MPI;
-
-void need_hdf5(const char* function) {
-  if (!kHaveHdf5) unsupported(function, "HDF5 with MPI");
-}
-
 hdf5::File& file_of(skein_hdf5_file* file) {
   require(file, "file");
   return *file->file;

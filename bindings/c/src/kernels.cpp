@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "errors.hpp"
 #include "handles.hpp"
 
@@ -52,7 +54,7 @@ std::vector<Param> parse_params(const std::string& params) {
     }
     const std::string type = trim(text.substr(0, begin));
     if (begin == end || type.empty()) {
-      invalid("params \"" + params + "\": \"" + text + "\" is not `TYPE NAME`",
+      invalid(fmt::format("params \"{}\": \"{}\" is not `TYPE NAME`", params, text),
               "Declare each parameter with a type and a name, e.g. \"T x\" or \"double a\".");
     }
     out.push_back(Param{text, text.substr(begin), type, type.rfind("raw", 0) == 0});
@@ -90,7 +92,7 @@ bool rewrite_writes(std::string& op, const std::string& name) {
     if (compound.empty()) {
       replacement += op.substr(after, end - after);
     } else {
-      replacement += name + " " + compound + " (" + op.substr(after, end - after) + ")";
+      replacement += fmt::format("{} {} ({})", name, compound, op.substr(after, end - after));
     }
     op.replace(at, end - at, replacement);
     pos = at + replacement.size();

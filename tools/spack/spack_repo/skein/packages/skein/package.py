@@ -26,6 +26,7 @@ SKEIN_WITH_VARIANTS = {
     "mpi": "SKEIN_WITH_MPI",
     "hdf5": "SKEIN_WITH_HDF5",
     "dlpack": "SKEIN_WITH_DLPACK",
+    "fortran": "SKEIN_WITH_FORTRAN",
 }
 
 # The clone this recipe sits in: tools/spack/spack_repo/skein/packages/skein/package.py.
@@ -54,6 +55,7 @@ class Skein(CMakePackage):
     variant("mpi", default=True, description="MPI: ranks and the MPI collectives backend")
     variant("hdf5", default=True, description="Parallel HDF5 I/O and checkpoints")
     variant("dlpack", default=False, description="DLPack tensors (<skein/dlpack.hpp>)")
+    variant("fortran", default=False, description="The Fortran module `use skein` (over the C API)")
     variant("shared", default=True, description="Shared libraries")
     variant("apps", default=False, description="skein-info, skein-heat, skein-cg, skein-bench")
 
@@ -76,6 +78,7 @@ class Skein(CMakePackage):
     depends_on("hdf5+mpi", when="+hdf5")
     depends_on("nlohmann-json", type="build", when="+hdf5")  # checkpoint markers (io)
     depends_on("dlpack", when="+dlpack")
+    depends_on("fortran", type="build", when="+fortran")
     depends_on("cli11", type="build", when="+apps")
     depends_on("nlohmann-json", type="build", when="+apps")
     depends_on("libpng", when="+apps")  # skein-heat --png
