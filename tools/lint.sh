@@ -90,7 +90,8 @@ for e in entries:
     # A library's own sources: a file under framework/ or collectives/ of the tree, or a unity
     # batch of a library target (skein_framework, skein_comm, ...; not the tests' programs).
     rel = os.path.relpath(f, root)
-    own = re.match(r"(framework|collectives|bindings)/", rel) is not None
+    own = re.match(r"(framework|collectives|bindings)/", rel) is not None and \
+        not rel.endswith((".f90", ".F90"))  # the Fortran module's sources are gfortran's
     batch = re.search(r"/CMakeFiles/skein_(framework|comm|dist|io|c)\.dir/Unity/", f) is not None
     if not (own or batch):
         continue

@@ -360,6 +360,14 @@ module skein_c_api
       import :: c_int, c_ptr
       type(c_ptr), value :: comm, queue
     end function
+    integer(c_int) function c_skein_group_start(comm) bind(C, name="skein_group_start")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+    end function
+    integer(c_int) function c_skein_group_end(comm) bind(C, name="skein_group_end")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+    end function
     integer(c_int) function c_skein_all_reduce_native(comm, queue, send, recv, count, elements, &
                                                       dtype, op) &
         bind(C, name="skein_all_reduce_native")

@@ -17,6 +17,7 @@ module skein_collectives
 
   public :: skein_all_reduce, skein_all_gather, skein_broadcast, skein_reduce
   public :: skein_reduce_scatter, skein_all_to_all, skein_send, skein_recv, skein_barrier
+  public :: skein_group_start, skein_group_end
   public :: skein_all_reduce_native, skein_all_gather_native, skein_broadcast_native
   public :: skein_reduce_native, skein_reduce_scatter_native
 
@@ -118,6 +119,20 @@ contains
     type(skein_queue), intent(in) :: queue
     integer, intent(out), optional :: ierr
     call skein_check(c_skein_barrier(comm%handle, queue%handle), ierr)
+  end subroutine
+
+  ! The operations between the two are launched together (a send and a recv between two devices
+  ! of one rank, a ring).
+  subroutine skein_group_start(comm, ierr)
+    type(skein_communicator), intent(in) :: comm
+    integer, intent(out), optional :: ierr
+    call skein_check(c_skein_group_start(comm%handle), ierr)
+  end subroutine
+
+  subroutine skein_group_end(comm, ierr)
+    type(skein_communicator), intent(in) :: comm
+    integer, intent(out), optional :: ierr
+    call skein_check(c_skein_group_end(comm%handle), ierr)
   end subroutine
 
   ! ---- on the program's device memory: `elements` elements of `dtype` per pointer ----

@@ -244,6 +244,34 @@ TEST_P(CApiCollectives, SendRecvBetweenRanks) {
   }
 }
 
+// A ring inside a group: every member sends its block to the next member and receives the
+// previous one's, devices of one rank included (without the group they would wait on each other).
+TEST_P(CApiCollectives, RingInAGroup) {
+  const std::size_t M = s.members;
+  if (M < 2) GTEST_SKIP() << "needs two members";
+  for (const skein_dtype d : {SKEIN_FLOAT64, SKEIN_INT16}) {
+    SCOPED_TRACE(skein_dtype_name(d));
+    Arrays out, in;
+    make(out, d, kN);
+    make(in, d, kN);
+    for (std::size_t l = 0; l < s.local; ++l) set(out.a[l], movement(d, member(l), kN));
+    CAPI_OK(skein_group_start(s.comm));
+    for (std::size_t l = 0; l < s.local; ++l) {
+      const int next = static_cast<int>((member(l) + 1) % M);
+      const int previous = static_cast<int>((member(l) + M - 1) % M);
+      CAPI_OK(skein_send(s.comm, s.queue, l, out.a[l], next));
+      CAPI_OK(skein_recv(s.comm, s.queue, l, in.a[l], previous));
+    }
+    CAPI_OK(skein_group_end(s.comm));
+    for (std::size_t l = 0; l < s.local; ++l) {
+      EXPECT_EQ(get(in.a[l]), movement(d, (member(l) + M - 1) % M, kN));
+    }
+  }
+  // A NULL communicator: refused, nothing started.
+  CAPI_STATUS(SKEIN_ERROR_INVALID_ARGUMENT, skein_group_start(nullptr));
+  CAPI_STATUS(SKEIN_ERROR_INVALID_ARGUMENT, skein_group_end(nullptr));
+}
+
 // The native forms on the native memory of Skein's own arrays (allocated whole, offset 0: the
 // native forms take no offset).
 TEST_P(CApiCollectives, NativeFormsEveryDtype) {

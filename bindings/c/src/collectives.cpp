@@ -132,4 +132,18 @@ skein_status skein_barrier(skein_communicator* comm, const skein_queue* queue) {
   return guard("skein_barrier", [&] { checked(comm, queue).barrier(queue->queue); });
 }
 
+skein_status skein_group_start(skein_communicator* comm) {
+  return guard("skein_group_start", [&] {
+    require(comm, "comm");
+    comm->comm->group_start();
+  });
+}
+
+skein_status skein_group_end(skein_communicator* comm) {
+  return guard("skein_group_end", [&] {
+    require(comm, "comm");
+    comm->comm->group_end();
+  });
+}
+
 }  // extern "C"

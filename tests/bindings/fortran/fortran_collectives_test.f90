@@ -56,6 +56,7 @@ contains
     end do
     call rooted_cases(comm, queue, member, members)
     call point_to_point(runtime, comm, queue, member)
+    call ring_in_a_group(comm, queue, member, members)
     call native_cases(comm, queue, member, members)
     call skein_barrier(comm, queue)
     call skein_destroy(queue)
@@ -233,6 +234,34 @@ contains
     end if
     call skein_queue_synchronize(queue)
     call skein_destroy(data)
+  end subroutine
+
+  ! A ring inside a group: each member sends its block to the next member and receives the
+  ! previous one's, devices of one rank included.
+  subroutine ring_in_a_group(comm, queue, member, members)
+    type(skein_communicator), intent(in) :: comm
+    type(skein_queue), intent(in) :: queue
+    integer, intent(in) :: member(:), members
+    type(skein_array) :: out(size(member)), in(size(member))
+    integer :: l, i
+    if (members < 2) return
+    do l = 1, size(member)
+      call skein_array_create(out(l), queue, l - 1, SKEIN_INT32, [n])
+      call skein_array_create(in(l), queue, l - 1, SKEIN_INT32, [n])
+      call upload(out(l), SKEIN_INT32, [(v(member(l), i), i = 1, n)])
+    end do
+    call skein_group_start(comm)
+    do l = 1, size(member)
+      call skein_send(comm, queue, l - 1, out(l), mod(member(l) + 1, members))
+      call skein_recv(comm, queue, l - 1, in(l), mod(member(l) + members - 1, members))
+    end do
+    call skein_group_end(comm)
+    do l = 1, size(member)
+      call check_equal(download(in(l), SKEIN_INT32, n), &
+                       [(v(mod(member(l) + members - 1, members), i), i = 1, n)], "ring in a group")
+      call skein_destroy(out(l))
+      call skein_destroy(in(l))
+    end do
   end subroutine
 
   ! The native forms on Skein's own arrays' device memory (skein_array_native), float32.

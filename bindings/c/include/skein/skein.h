@@ -334,6 +334,12 @@ SKEIN_C_EXPORT skein_status skein_send(skein_communicator* comm, const skein_que
 SKEIN_C_EXPORT skein_status skein_recv(skein_communicator* comm, const skein_queue* queue,
                                        size_t local_device, const skein_array* data, int peer);
 SKEIN_C_EXPORT skein_status skein_barrier(skein_communicator* comm, const skein_queue* queue);
+/* The operations between skein_group_start and skein_group_end are launched together (NCCL's
+ * groups; the MPI backend runs them in order at skein_group_end): a send and a recv between two
+ * devices of one rank, or a ring, which would wait on each other one by one. Both on the calling
+ * thread; the collectives' events inside a group complete at its end. */
+SKEIN_C_EXPORT skein_status skein_group_start(skein_communicator* comm);
+SKEIN_C_EXPORT skein_status skein_group_end(skein_communicator* comm);
 
 /* The same on the application's device memory: one native pointer (CUdeviceptr as void*, or
  * cl_mem) per local device, `elements` elements of `dtype` each (for all_gather, recv holds
@@ -404,8 +410,9 @@ SKEIN_C_EXPORT skein_status skein_grid_local_block(const skein_grid* grid, size_
                                                    skein_order order, size_t* offset,
                                                    size_t* extent);
 /* Local block `local` as an array (a view: the grid's memory, alive as long as the grid): its
- * points (with_halo 0: a strided view) or its points and halo (with_halo 1, contiguous), with
- * the components axis, in the grid's order. Destroy the view when done. */
+ * points (with_halo 0: a strided view) or its points and halo (with_halo 1, contiguous), plus an
+ * axis of components when the grid has more than one (last in C order, first in Fortran order:
+ * skein_array_shape gives the shape in either). Destroy the view when done. */
 SKEIN_C_EXPORT skein_status skein_grid_local_array(const skein_grid* grid, size_t local,
                                                    int with_halo, skein_array** array);
 /* Blocking copies of local block `local`'s points (without halo) from and to host memory, packed
