@@ -45,9 +45,20 @@
 extern "C" {
 #endif
 
+/* The enumerations' type. In C an enumeration is an integer type, and a C caller may pass any
+ * value (one out of range is refused with SKEIN_ERROR_INVALID_ARGUMENT); in C++ the value of an
+ * enumeration without a fixed underlying type must lie within its enumerators' range, so the
+ * library (C++) sees them as enumerations over int, where every int value is valid: the same size
+ * and the same passing as the C type. */
+#ifdef __cplusplus
+#define SKEIN_ENUM_BASE : int
+#else
+#define SKEIN_ENUM_BASE
+#endif
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
-typedef enum skein_status {
+typedef enum skein_status SKEIN_ENUM_BASE {
   SKEIN_SUCCESS = 0,
   /* The caller did something wrong: a bad size, dtype, device, root, layout, option, a NULL
    * handle (C++ skein::LogicError). Fix the calling code. */
@@ -102,7 +113,7 @@ SKEIN_C_EXPORT int skein_has_nccl(void);
 
 /* Element types, as NumPy's (and skein::Dtype's order). float16 and bfloat16 are stored as 16-bit
  * patterns (uint16_t on the host); complex64 and complex128 as pairs of float and double. */
-typedef enum skein_dtype {
+typedef enum skein_dtype SKEIN_ENUM_BASE {
   SKEIN_INT8 = 0,
   SKEIN_INT16 = 1,
   SKEIN_INT32 = 2,
@@ -123,15 +134,15 @@ SKEIN_C_EXPORT size_t skein_dtype_size(skein_dtype dtype);
 /* NumPy's name, e.g. "float64" ("unknown dtype" for other values). */
 SKEIN_C_EXPORT const char* skein_dtype_name(skein_dtype dtype);
 
-typedef enum skein_order { SKEIN_ORDER_C = 0, SKEIN_ORDER_FORTRAN = 1 } skein_order;
+typedef enum skein_order SKEIN_ENUM_BASE { SKEIN_ORDER_C = 0, SKEIN_ORDER_FORTRAN = 1 } skein_order;
 
-typedef enum skein_api {
+typedef enum skein_api SKEIN_ENUM_BASE {
   SKEIN_API_DEFAULT = 0, /* SKEIN_API's value, else CUDA when available, else OpenCL */
   SKEIN_API_CUDA = 1,
   SKEIN_API_OPENCL = 2
 } skein_api;
 
-typedef enum skein_reduce_op {
+typedef enum skein_reduce_op SKEIN_ENUM_BASE {
   SKEIN_SUM = 0,
   SKEIN_PROD = 1,
   SKEIN_MIN = 2,
@@ -139,25 +150,25 @@ typedef enum skein_reduce_op {
   SKEIN_AVG = 4
 } skein_reduce_op;
 
-typedef enum skein_backend {
+typedef enum skein_backend SKEIN_ENUM_BASE {
   SKEIN_BACKEND_DEFAULT = 0, /* SKEIN_BACKEND's value, else NCCL when every rank has CUDA devices */
   SKEIN_BACKEND_NCCL = 1,
   SKEIN_BACKEND_MPI = 2
 } skein_backend;
 
-typedef enum skein_boundary_kind {
+typedef enum skein_boundary_kind SKEIN_ENUM_BASE {
   SKEIN_BOUNDARY_OPEN = 0,     /* the halo beyond the domain is left as it is */
   SKEIN_BOUNDARY_PERIODIC = 1, /* the domain wraps around */
   SKEIN_BOUNDARY_REFLECT = 2,  /* the halo mirrors the points next to the boundary */
   SKEIN_BOUNDARY_CONSTANT = 3  /* the halo holds a value (Dirichlet) */
 } skein_boundary_kind;
 
-typedef enum skein_stencil_shape {
+typedef enum skein_stencil_shape SKEIN_ENUM_BASE {
   SKEIN_STENCIL_STAR = 0, /* halos of the faces */
   SKEIN_STENCIL_BOX = 1   /* and of the edges and corners */
 } skein_stencil_shape;
 
-typedef enum skein_region {
+typedef enum skein_region SKEIN_ENUM_BASE {
   SKEIN_REGION_ALL = 0,
   SKEIN_REGION_INTERIOR = 1, /* the points at least a halo width from every side of the block */
   SKEIN_REGION_EDGES = 2     /* the others */
@@ -454,7 +465,7 @@ SKEIN_C_EXPORT skein_status skein_grid_nrm2(const skein_grid* x, double* result)
 /* ---- kernels: one source for CUDA and OpenCL, compiled at run time and cached --------------- */
 
 /* An argument of a kernel run over grids: a grid (its blocks, member by member) or a scalar. */
-typedef enum skein_operand_kind {
+typedef enum skein_operand_kind SKEIN_ENUM_BASE {
   SKEIN_OPERAND_GRID = 0,
   SKEIN_OPERAND_FLOAT64 = 1, /* real_value as double */
   SKEIN_OPERAND_FLOAT32 = 2, /* real_value as float */
