@@ -109,6 +109,20 @@ TEST_P(CApiKernels, StencilAndStencilReduce) {
   for (std::size_t l = 0; l < s.local; ++l) {
     CAPI_OK(skein_array_create(s.queue, l, SKEIN_FLOAT64, 1, &one, SKEIN_ORDER_C, &partials[l]));
   }
+  // A grid of another shape among the operands: refused on every rank before any block is read.
+  {
+    GridSpec other = spec;
+    other.shape = {spec.shape[0] + 1, spec.shape[1]};
+    skein_grid* x = nullptr;
+    ASSERT_NO_FATAL_FAILURE(make_grid(s, other, &x));
+    const skein_operand mixed[2] = {into_w[0], {SKEIN_OPERAND_GRID, x, 0.0, 0}};
+    CAPI_STATUS(
+        SKEIN_ERROR_INVALID_ARGUMENT,
+        skein_grid_stencil_reduce(lap, mixed, 2, SKEIN_REGION_ALL, partials.data(), s.local));
+    EXPECT_NE(std::string(skein_last_error_message()).find("another layout"), std::string::npos)
+        << skein_last_error_message();
+    CAPI_OK(skein_grid_destroy(x));
+  }
   CAPI_OK(skein_grid_stencil_reduce(lap, into_w, 2, SKEIN_REGION_ALL, partials.data(), s.local));
   CAPI_OK(skein_all_reduce(s.comm, s.queue, partials.data(), partials.data(), s.local, SKEIN_SUM));
   for (std::size_t l = 0; l < s.local; ++l) {

@@ -82,6 +82,30 @@ std::vector<Operand> block_operands(const std::vector<dist::DistOperand>& args, 
   return out;
 }
 
+// Every grid among the operands on the points of `first` (one communicator, shape, components,
+// process grid and split; halos may differ), as skein::dist checks its operands: the blocks are
+// read at the first grid's geometry, so another layout would be read out of its bounds. Layouts are
+// the same on every rank, so every rank refuses.
+void check_same_points(const GridArray& first, const std::vector<dist::DistOperand>& args) {
+  const GridLayout& a = first.layout();
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const GridArray* g = args[k].grid();
+    if (g == nullptr || g == &first) continue;
+    const GridLayout& b = g->layout();
+    bool same = g->communicator() == first.communicator() && a.shape() == b.shape() &&
+                a.components() == b.components() && a.grid() == b.grid() &&
+                a.members_per_rank() == b.members_per_rank();
+    for (std::size_t axis = 0; same && axis < a.ndim(); ++axis)
+      same = a.sizes(axis) == b.sizes(axis);
+    if (!same) {
+      invalid("args[" + std::to_string(k) + "] is a grid of another layout (" + b.describe() +
+                  ") than the first grid operand's (" + a.describe() + ")",
+              "Make the grid operands with one layout of points (shape, components, process grid "
+              "and split; halos may differ) and one communicator.");
+    }
+  }
+}
+
 // The partial arrays, checked: one float64 array per local block, on that block's device.
 void check_partials(const GridArray& grid, skein_array* const* partials, std::size_t count) {
   if (count != grid.local_size()) {
@@ -168,6 +192,7 @@ skein_status skein_grid_stencil_reduce(const skein_kernel* kernel, const skein_o
     if (first == nullptr) {
       invalid("no operand is a grid", "Pass at least one grid among the operands.");
     }
+    check_same_points(*first, list);
     check_partials(*first, partials, partials_count);
     const skein::GridLayout& layout = first->layout();
     const skein::Queue& queue = first->queue();
