@@ -74,6 +74,14 @@ if(NOT SKEIN_WITH_FORTRAN STREQUAL "OFF")
 endif()
 skein_resolve_dependency(FORTRAN _skein_fortran_found)
 
+# Python 3 with NumPy and pybind11, for the package `skein` (bindings/python, cmake/SkeinPython.cmake).
+set(_skein_python_found FALSE)
+if(NOT SKEIN_WITH_PYTHON STREQUAL "OFF")
+  include(SkeinPython)
+  skein_find_python(_skein_python_found)
+endif()
+skein_resolve_dependency(PYTHON _skein_python_found)
+
 foreach(dep CUDA NCCL OPENCL CLBLAST MPI HDF5 DLPACK)
   if(SKEIN_HAS_${dep})
     set(SKEIN_CONFIG_HAS_${dep} 1)

@@ -13,6 +13,7 @@ skein_dependency_option(MPI     "MPI: ranks and the MPI collectives backend")
 skein_dependency_option(HDF5    "HDF5 I/O (parallel preferred)")
 skein_dependency_option(DLPACK  "DLPack tensors (header only: Debian's libdlpack-dev)")
 skein_dependency_option(FORTRAN "The Fortran module `use skein` over the C API (a Fortran compiler: gfortran)")
+skein_dependency_option(PYTHON  "The Python package `skein` (pybind11 and NumPy of the Python 3 found)")
 
 # skein_resolve_dependency(NAME FOUND_VAR) sets SKEIN_HAS_<NAME> from the option and what was found.
 function(skein_resolve_dependency name found)
@@ -32,7 +33,7 @@ endfunction()
 
 function(skein_print_summary)
   message(STATUS "Skein ${PROJECT_VERSION} configuration:")
-  foreach(dep CUDA NCCL OPENCL CLBLAST MPI HDF5 DLPACK FORTRAN)
+  foreach(dep CUDA NCCL OPENCL CLBLAST MPI HDF5 DLPACK FORTRAN PYTHON)
     message(STATUS "  ${dep}: ${SKEIN_HAS_${dep}} (option ${SKEIN_WITH_${dep}})")
   endforeach()
   if(SKEIN_HAS_HDF5)

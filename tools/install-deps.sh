@@ -28,8 +28,9 @@ PACKAGES=(
   libclblast-dev
   # parallel HDF5 and its command-line tools
   libhdf5-openmpi-dev hdf5-tools
-  # Python for checking outputs
-  python3 python3-numpy python3-h5py
+  # Python: the package `skein` (bindings/python: pybind11 over the headers of python3-dev) and its
+  # suite (pytest, mpi4py for the distributed layer); NumPy and h5py also check the apps' outputs
+  python3 python3-dev python3-numpy python3-h5py pybind11-dev python3-pytest python3-mpi4py
   # PNG output of the apps
   libpng-dev
   # the API reference (target docs, test docs.doxygen); no graphviz: the reference draws no graphs

@@ -27,6 +27,7 @@ SKEIN_WITH_VARIANTS = {
     "hdf5": "SKEIN_WITH_HDF5",
     "dlpack": "SKEIN_WITH_DLPACK",
     "fortran": "SKEIN_WITH_FORTRAN",
+    "python": "SKEIN_WITH_PYTHON",
 }
 
 # The clone this recipe sits in: tools/spack/spack_repo/skein/packages/skein/package.py.
@@ -56,6 +57,7 @@ class Skein(CMakePackage):
     variant("hdf5", default=True, description="Parallel HDF5 I/O and checkpoints")
     variant("dlpack", default=False, description="DLPack tensors (<skein/dlpack.hpp>)")
     variant("fortran", default=False, description="The Fortran module `use skein` (over the C API)")
+    variant("python", default=False, description="The Python package `skein` (pybind11, NumPy)")
     variant("shared", default=True, description="Shared libraries")
     variant("apps", default=False, description="skein-info, skein-heat, skein-cg, skein-bench")
 
@@ -79,6 +81,10 @@ class Skein(CMakePackage):
     depends_on("nlohmann-json", type="build", when="+hdf5")  # checkpoint markers (io)
     depends_on("dlpack", when="+dlpack")
     depends_on("fortran", type="build", when="+fortran")
+    extends("python", when="+python")
+    depends_on("py-pybind11", type="build", when="+python")
+    depends_on("py-numpy", type=("build", "run"), when="+python")
+    depends_on("py-mpi4py", type="run", when="+python+mpi")
     depends_on("cli11", type="build", when="+apps")
     depends_on("nlohmann-json", type="build", when="+apps")
     depends_on("libpng", when="+apps")  # skein-heat --png

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Skein from Python: multi-device GPU arrays, kernels and collectives over CUDA and OpenCL.
+
+The names follow grunnur's (and pygpu's and PyCUDA's where they carry over):
+
+    import numpy, skein
+    api = skein.API.all_available()[0]
+    context = skein.Context.from_criteria(api)
+    queue = skein.Queue(context)
+    a = skein.Array.from_host(queue, numpy.arange(10, dtype=numpy.float32))
+    print(a.get())
+
+Everything is a thin layer over Skein's C++ library (the extension module skein._skein); errors
+are the classes of skein.errors, with the C++ library's messages.
+"""
+
+from . import errors
+from .errors import *  # noqa: F401,F403 (the error classes are part of the package's API)
+from ._skein import *  # noqa: F401,F403
+from ._skein import __version__  # noqa: F401
