@@ -92,6 +92,7 @@ case "$mode" in
     # runs more ranks at once than there are cores (or one test alone when it has more).
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" ${ctest_args[@]+"${ctest_args[@]}"} || status=$?
     bash "$ROOT/tools/slowest-tests.sh" "$BUILD_DIR"
+    bash "$ROOT/tools/pytest-summary.sh" "$BUILD_DIR"
     if ((status == 0)); then
       echo "== quickstart: all tests passed"
     else
