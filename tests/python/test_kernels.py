@@ -145,7 +145,7 @@ def test_reduction_kernel(queue):
 def test_render_snippets_and_modules():
     sq = skein.Snippet(["x"], "((${x}) * (${x}))")
     mod = skein.Module("WITHIN_KERNEL float ${prefix}(float v) { return v; }", name="ident")
-    text = skein.render("%for i in range(n):\n${sq(i)} ${m}\n%endfor\n",
+    text = skein.render("%for i in range(n):\n${sq(${i})} ${m}\n%endfor\n",
                         {"n": 2, "sq": sq, "m": mod})
     assert "((0) * (0))" in text and "((1) * (1))" in text and "WITHIN_KERNEL float" in text
     assert skein.literal(0.5) == "0.5"
