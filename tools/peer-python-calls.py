@@ -167,7 +167,7 @@ def main():
             rows.append(row)
 
             def f(v, fmt):
-                return format(v, fmt) if v is not None else "-"
+                return format(v, fmt) if v is not None else "-".rjust(int(fmt.split(".")[0]))
             print(f"{nbytes:>9} {name:>12} {f(row['python'], '9.3f')} {f(row['cpp'], '9.3f')} "
                   f"{f(row['cupy'], '9.3f')} {f(row['python_minus_cpp_us'], '10.3f')} "
                   f"{f(row['python_over_cupy'], '8.3f')}")
