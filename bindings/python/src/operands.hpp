@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Python values as the arguments of Skein's generated kernels and array functions (skein::Operand):
+// what functions.cpp, functions_blas.cpp and kernels_generated.cpp share. Kept inline and free of
+// NumPy round trips, since a kernel call converts every argument on each call.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "bindings.hpp"
+
+namespace skein::python {
+
+// Called by bind_functions and bind_kernels: the parts in files of their own.
+void bind_math(py::module_& m);               // functions_math.cpp: ufuncs, operators, BLAS
+void bind_generated_kernels(py::module_& m);  // kernels_generated.cpp: Elementwise-, Reduction-
+
+// Skein's dtype of a NumPy scalar (numpy.float32(1), numpy.int8(3), ...) from its kind and size,
+// or nothing for anything else (Python numbers included: they are not numpy.generic).
+inline std::optional<Dtype> numpy_scalar_dtype(const py::handle& obj) {
+  static const py::object generic = py::module_::import("numpy").attr("generic");
+  if (!PyObject_IsInstance(obj.ptr(), generic.ptr())) return std::nullopt;
+  const py::dtype dt = py::reinterpret_steal<py::dtype>(
+      PyObject_GetAttrString(obj.ptr(), "dtype"));  // a new reference
+  if (!dt) throw py::error_already_set();
+  const char kind = dt.kind();
+  const auto size = static_cast<std::size_t>(dt.itemsize());
+  switch (kind) {
+    case 'f':
+      if (size == 2) return Dtype::float16;
+      if (size == 4) return Dtype::float32;
+      if (size == 8) return Dtype::float64;
+      break;
+    case 'c':
+      if (size == 8) return Dtype::complex64;
+      if (size == 16) return Dtype::complex128;
+      break;
+    case 'i':
+    case 'u': {
+      const bool is_signed = kind == 'i';
+      if (size == 1) return is_signed ? Dtype::int8 : Dtype::uint8;
+      if (size == 2) return is_signed ? Dtype::int16 : Dtype::uint16;
+      if (size == 4) return is_signed ? Dtype::int32 : Dtype::uint32;
+      if (size == 8) return is_signed ? Dtype::int64 : Dtype::uint64;
+      break;
+    }
+    default: break;
+  }
+  return std::nullopt;
+}
+
+// A Python value as an Operand: a skein.Array; a Python int, float or complex (weak in promotion,
+// as NumPy 2 treats Python scalars); a NumPy scalar (strong: its dtype promotes like an array's).
+// Anything else (bool included: Skein has no bool dtype) is a LogicError naming `call` and `what`.
+inline Operand to_operand(const py::handle& obj, const char* call, const std::string& what) {
+  if (py::isinstance<Array>(obj)) return Operand(py::cast<const Array&>(obj));
+  if (PyBool_Check(obj.ptr()) || PyObject_IsInstance(obj.ptr(), (PyObject*)&PyBool_Type)) {
+    raise_argument(call, what + " is a bool; Skein has no bool dtype",
+                   "Pass 0 or 1, or a NumPy scalar such as numpy.uint8(1).");
+  }
+  if (PyLong_CheckExact(obj.ptr())) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow == 0) return Operand(static_cast<std::int64_t>(v));
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+      if (!PyErr_Occurred()) return Operand(static_cast<std::uint64_t>(u));
+      PyErr_Clear();
+    }
+    raise_argument(call, what + " (" + py::str(obj).cast<std::string>() + ") does not fit 64 bits",
+                   "Pass a value within int64 or uint64.");
+  }
+  if (PyFloat_CheckExact(obj.ptr())) return Operand(PyFloat_AS_DOUBLE(obj.ptr()));
+  if (PyComplex_CheckExact(obj.ptr())) {
+    return Operand(
+        std::complex<double>(PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr())));
+  }
+  if (const auto dtype = numpy_scalar_dtype(obj)) {
+    if (is_complex(*dtype)) {
+      return Operand::typed(*dtype, py::cast<std::complex<double>>(obj));
+    }
+    if (is_integer(*dtype)) {
+      if (*dtype == Dtype::uint64) {
+        // Values above INT64_MAX exist only as uint64: keep them exact (weak, as a C++ unsigned
+        // value is; uint64 scalars are rare enough in kernels for this to be harmless).
+        return Operand(py::cast<std::uint64_t>(obj));
+      }
+      return Operand::typed_int(*dtype, py::cast<std::int64_t>(obj));
+    }
+    return Operand::typed(*dtype, py::cast<double>(obj));
+  }
+  // Other Python numbers (subclasses of int or float, numbers with __index__ / __float__).
+  if (PyLong_Check(obj.ptr())) return Operand(py::cast<std::int64_t>(obj));
+  if (PyFloat_Check(obj.ptr())) return Operand(py::cast<double>(obj));
+  raise_argument(call,
+                 what + " is a " + std::string(Py_TYPE(obj.ptr())->tp_name) +
+                     ", not a skein.Array or a number",
+                 "Pass a skein.Array (Array.from_host(queue, host) for a NumPy array), a Python "
+                 "number or a NumPy scalar.");
+}
+
+// An optional output array: None or a skein.Array.
+inline std::optional<Array> to_out(const py::handle& obj, const char* call) {
+  if (obj.is_none()) return std::nullopt;
+  if (!py::isinstance<Array>(obj)) {
+    raise_argument(
+        call,
+        "out must be a skein.Array or None; got a " + std::string(Py_TYPE(obj.ptr())->tp_name),
+        "Pass out=Array.empty(queue, shape, dtype), or leave it out for a new array.");
+  }
+  return py::cast<Array>(obj);
+}
+
+}  // namespace skein::python
