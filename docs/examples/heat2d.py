@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """heat2d: the 2-D heat equation u_t = alpha (u_xx + u_yy) on the unit square from Python, over
 every device of every MPI rank, with mpi4py (docs/examples/heat2d.c does the same from C).
