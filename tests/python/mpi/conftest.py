@@ -66,7 +66,8 @@ def pytest_runtest_makereport(item, call):
     if failed and not mine and report.passed:
         text = "\n".join(f"---- rank {r} ----\n" + "\n".join(everyone[r]) for r in failed)
         report.outcome = "failed"
-        report.longrepr = f"the test failed on rank(s) {failed} (this is rank {WORLD.rank}):\n{text}"
+        report.longrepr = (f"the test failed on rank(s) {failed} (this is rank {WORLD.rank}):\n"
+                           f"{text}")
 
 
 @pytest.fixture(scope="session")
