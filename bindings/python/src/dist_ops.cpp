@@ -314,47 +314,9 @@ void bind_kernels_over_blocks(py::module_& d) {
       "Collective: a FusedKernel's update of every block and its reduction, on every rank.");
 }
 
-// skein.StencilKernel, unless the kernels' file (kernels.cpp) registers it: the distributed
-// stencil needs one, and a second registration of the type would fail the import.
-void bind_stencil_kernel_fallback(py::module_& m) {
-  if (py::detail::get_type_info(typeid(StencilReduction)) == nullptr) {
-    py::class_<StencilReduction>(m, "StencilReduction",
-                                 "A reduction of what a stencil computed, over its points.")
-        .def(py::init([](std::string map, std::string reduce, std::string identity,
-                         const py::object& dtype) {
-               return StencilReduction{std::move(map), std::move(reduce), std::move(identity),
-                                       to_dtype(dtype, "StencilReduction")};
-             }),
-             py::arg("map"), py::arg("reduce") = "a + b", py::arg("identity") = "0",
-             py::arg("dtype") = "float64",
-             "map: an expression per point (the operation's names); reduce: combines a and b; "
-             "identity: the value of no points.");
-  }
-  if (py::detail::get_type_info(typeid(StencilKernel)) != nullptr) return;
-  py::class_<StencilKernel>(m, "StencilKernel",
-                            "A stencil operation over 1-3-D fields: u(-1, 0) reads the neighbour "
-                            "one point back along axis 0 (C order).")
-      .def(py::init([](std::string_view in_params, std::string_view out_params,
-                       std::string operation, std::string name, std::string preamble,
-                       bool fast_math, bool fp_contract, std::optional<StencilReduction> red) {
-             StencilOptions o;
-             o.name = std::move(name);
-             o.preamble = std::move(preamble);
-             o.fast_math = fast_math;
-             o.fp_contract = fp_contract;
-             o.reduction = std::move(red);
-             return StencilKernel(in_params, out_params, std::move(operation), std::move(o));
-           }),
-           py::arg("in_params"), py::arg("out_params"), py::arg("operation"), py::kw_only(),
-           py::arg("name") = "stencil", py::arg("preamble") = "", py::arg("fast_math") = false,
-           py::arg("fp_contract") = true, py::arg("reduction") = py::none())
-      .def_property_readonly("name", &StencilKernel::name);
-}
-
 }  // namespace
 
 void bind_dist_ops(py::module_& m) {
-  bind_stencil_kernel_fallback(m);
   py::module_ d = m.def_submodule(
       "dist",
       "Operations on distributed arrays (DistArray, GridArray's points): every call "

@@ -438,6 +438,7 @@ void bind_kernels(py::module_& m) {
   bind_kernel(m);
   bind_static_kernel(m);
   bind_generated_kernels(m);
+  bind_stencil_kernels(m);
 }
 
 }  // namespace skein::python

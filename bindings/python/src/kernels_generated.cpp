@@ -12,14 +12,6 @@ namespace skein::python {
 
 namespace {
 
-void to_operands(const py::args& args, std::size_t first, std::vector<Operand>& out,
-                 const char* call) {
-  out.reserve(args.size() - first);
-  for (std::size_t i = first; i < args.size(); ++i) {
-    out.push_back(to_operand(args[i], call, "argument " + std::to_string(i - first)));
-  }
-}
-
 py::object outputs_object(std::vector<Array>&& outs) {
   if (outs.size() == 1) return py::cast(std::move(outs[0]));
   py::tuple t(outs.size());

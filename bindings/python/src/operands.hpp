@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bindings.hpp"
 
@@ -16,6 +17,7 @@ namespace skein::python {
 // Called by bind_functions and bind_kernels: the parts in files of their own.
 void bind_math(py::module_& m);               // functions_math.cpp: ufuncs, operators, BLAS
 void bind_generated_kernels(py::module_& m);  // kernels_generated.cpp: Elementwise-, Reduction-
+void bind_stencil_kernels(py::module_& m);    // kernels_stencil.cpp: StencilKernel
 
 // Skein's dtype of a NumPy scalar (numpy.float32(1), numpy.int8(3), ...) from its kind and size,
 // or nothing for anything else (Python numbers included: they are not numpy.generic).
@@ -99,6 +101,15 @@ inline Operand to_operand(const py::handle& obj, const char* call, const std::st
                      ", not a skein.Array or a number",
                  "Pass a skein.Array (Array.from_host(queue, host) for a NumPy array), a Python "
                  "number or a NumPy scalar.");
+}
+
+// The positional arguments args[first:] of a kernel call as Operands (appended to `out`).
+inline void to_operands(const py::args& args, std::size_t first, std::vector<Operand>& out,
+                        const char* call) {
+  out.reserve(args.size() - first);
+  for (std::size_t i = first; i < args.size(); ++i) {
+    out.push_back(to_operand(args[i], call, "argument " + std::to_string(i - first)));
+  }
 }
 
 // An optional output array: None or a skein.Array.
