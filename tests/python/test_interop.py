@@ -49,7 +49,7 @@ class HostView:
         return self.array.__dlpack__(dl_device=(KDL_CPU, 0))
 
 
-# --- DLPack between Skein arrays (every backend) ----------------------------------------------------
+# --- DLPack between Skein arrays (every backend) --------------------------------------------------
 
 def test_dlpack_device_names_the_backend_and_device(queue):
     a = skein.Array.zeros(queue, 4, numpy.float32)
@@ -121,7 +121,7 @@ def test_unconsumed_capsules_are_deleted_with_them(queue):
     numpy.testing.assert_array_equal(a.get(), numpy.zeros(1 << 16, numpy.float32))
 
 
-# --- NumPy (host): copies through DLPack ---------------------------------------------------------------
+# --- NumPy (host): copies through DLPack ----------------------------------------------------------
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (257,), (4, 33)])
 def test_numpy_round_trip(queue, shape):
@@ -180,7 +180,7 @@ class _Producer:
         return self.array.__dlpack__(stream=self.stream)
 
 
-# --- The CUDA array interface -------------------------------------------------------------------------
+# --- The CUDA array interface ---------------------------------------------------------------------
 
 def test_cuda_array_interface_exists_on_cuda_only(queue):
     a = skein.Array.from_host(queue, values((4, 6), numpy.float32))
@@ -219,7 +219,7 @@ def test_cuda_array_interface_import_shares_memory(queue):
         skein.from_dlpack(_CaiOnly(readonly), queue)
 
 
-# --- CuPy and PyTorch (the GPU machine) ---------------------------------------------------------------
+# --- CuPy and PyTorch (the GPU machine) -----------------------------------------------------------
 
 def _cuda_ordinal(queue):
     """The CUDA ordinal of the queue's device (skips on other backends)."""
