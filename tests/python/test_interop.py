@@ -5,6 +5,8 @@ that keep the device pointer. Every value is checked against the NumPy array it 
 
 import ctypes
 import gc
+import os
+import runpy
 
 import numpy
 import pytest
@@ -271,3 +273,21 @@ def test_torch_round_trip_keeps_the_pointer(queue):
     # A transposed (strided) tensor keeps its strides.
     st = skein.from_dlpack(t.t(), queue)
     numpy.testing.assert_array_equal(st.get(), values((3, 4), numpy.float64).T)
+
+
+# --- The guide's examples (docs/examples/*.py in "From Python"), run as written -----------------
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples")
+
+
+def test_example_python_basics_runs(capsys):
+    runpy.run_path(os.path.join(EXAMPLES, "python_basics.py"), run_name="__main__")
+    assert "python_basics: OK" in capsys.readouterr().out
+
+
+def test_example_cupy_interop_runs(capsys):
+    pytest.importorskip("cupy", reason="CuPy is not installed (only the GPU machine has it)")
+    if "cuda" not in {api.shortcut for api in skein.API.all_available()}:
+        pytest.skip("no CUDA device")
+    runpy.run_path(os.path.join(EXAMPLES, "cupy_interop.py"), run_name="__main__")
+    assert "cupy_interop: OK" in capsys.readouterr().out
