@@ -4,19 +4,21 @@
 # nothing but PYTHONPATH=<prefix>/lib/pythonX.Y/site-packages (no LD_LIBRARY_PATH): the module and
 # every Skein library it loads must come from the prefix (its RPATH), never from the build tree.
 #
-#   tests/python/test_install.sh PREFIX PYTHON
+#   tests/python/test_install.sh PREFIX PYTHON [SITE]
 #
-# Called by tests/consumer/run.sh after its install (one install serves both checks).
+# SITE (default PREFIX/lib/pythonX.Y/site-packages) is the folder that holds the package (a wheel
+# installed with pip --target: SITE is PREFIX). Called by tests/consumer/run.sh after its install
+# (one install serves both checks) and by tests/python/test_wheel.sh.
 set -euo pipefail
 
-if (($# != 2)); then
-  echo "usage: $0 PREFIX PYTHON" >&2
+if (($# < 2 || $# > 3)); then
+  echo "usage: $0 PREFIX PYTHON [SITE]" >&2
   exit 2
 fi
 PREFIX="$(cd "$1" && pwd -P)"
 PYTHON="$2"
 version="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-site="$PREFIX/lib/python$version/site-packages"
+site="${3:-$PREFIX/lib/python$version/site-packages}"
 [[ -f "$site/skein/__init__.py" ]] || {
   echo "python install: FAIL: no $site/skein/__init__.py (installed: $(find "$PREFIX" -name '_skein*.so' | head -n 1))" >&2
   exit 1
