@@ -189,9 +189,19 @@ read -r -a extra_args <<<"${CMAKE_EXTRA_ARGS:-}"
 python_ok=0
 if want python; then
   rm -f "$OUTDIR/python.log"
-  if step python-deps "$OUTDIR/python.log" python3 -c \
-    'import numpy, pybind11, sys; print(sys.version.split()[0], "numpy", numpy.__version__, "pybind11", pybind11.__version__)' &&
-    tail -n 1 "$SUMMARY" | grep -q '^python-deps *0 '; then
+  # pybind11: pip's Python module (these machines), or a distribution's CMake package
+  # (Debian's pybind11-dev) that CMake finds without it.
+  step python-deps "$OUTDIR/python.log" python3 -c '
+import glob, sys, numpy
+try:
+    import pybind11
+    found = "pybind11 " + pybind11.__version__ + " (pip)"
+except ImportError:
+    found = ", ".join(glob.glob("/usr/lib/cmake/pybind11") + glob.glob("/usr/share/cmake/pybind11"))
+    if not found:
+        sys.exit("python-deps: pybind11 is missing: pip install pybind11, or the pybind11-dev package")
+print("python", sys.version.split()[0], "numpy", numpy.__version__, found)'
+  if tail -n 1 "$SUMMARY" | grep -q '^python-deps *0 '; then
     python_ok=1
     extra_args+=(-DSKEIN_WITH_PYTHON=ON "-DPython3_EXECUTABLE=$(command -v python3)")
   fi
