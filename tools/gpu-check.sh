@@ -17,6 +17,16 @@
 #              the first GPU
 #   bindings   the C API's tests and the C and Fortran heat2d examples on CUDA: one rank, two
 #              ranks sharing the first GPU, and one GPU per rank where there are two (bindings.log)
+#   python     the Python package on CUDA (issue 39): configured with SKEIN_WITH_PYTHON=ON when
+#              python3 imports numpy and pybind11 (pip's: `python3 -m pybind11 --cmakedir`; else
+#              the step python-deps fails and says what is missing), the module built; the
+#              package's suite (tests/python less mpi/) with SKEIN_TEST_EXPECT_APIS=cuda, by pytest
+#              where it imports, else by tests/python/minipytest.py (the log says which), which
+#              includes the CuPy and PyTorch round trips (the same device pointer both ways; they
+#              skip where CuPy or PyTorch do not import, and the log names the versions);
+#              docs/examples/cupy_interop.py and python_basics.py as a user runs them; and the
+#              Python overhead benchmark tools/peer-python-calls.py where it exists (--api cuda
+#              --json python-calls.json) (python.log)
 #   agree      the agreement check's cost on the 8-byte all_reduce (on and off in one run): the
 #              MPI backend on two ranks sharing a GPU, NCCL on every GPU (two or more)
 #   memcheck   the CUDA tests under compute-sanitizer (less the one test whose kernel writes
@@ -95,7 +105,7 @@
 # CMAKE_EXTRA_ARGS adds configure arguments.
 # It writes these files, and the scaling runs' scaling-*.json and scaling-*.svg, the apps'
 # apps.log and heat-weak-*.json, the halo step's halo.txt and halo-*.json, heat3d's heat3d.log and
-# heat3d-*.json, and nothing else:
+# heat3d-*.json, the python group's python.log and python-calls.json, and nothing else:
 #   summary.txt      step, exit code, log and seconds of every step
 #   build.log        nvidia-smi, configure, build
 #   ctest.log        the whole test suite
@@ -137,7 +147,7 @@ rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTD
 rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json "$OUTDIR"/cg-floor.json
 rm -f "$OUTDIR"/heat3d.log "$OUTDIR"/heat3d-*.json
 rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
-rm -f "$OUTDIR"/halo.txt "$OUTDIR"/halo-*.json
+rm -f "$OUTDIR"/halo.txt "$OUTDIR"/halo-*.json "$OUTDIR"/python-calls.json
 rm -rf "$OUTDIR"/coll-json
 : >"$SUMMARY"
 failed=0
@@ -174,10 +184,34 @@ fi
 # CMAKE_EXTRA_ARGS: more configure arguments (e.g. -DDLPACK_INCLUDE_DIR=... where the machine has
 # no dlpack/dlpack.h of its own).
 read -r -a extra_args <<<"${CMAKE_EXTRA_ARGS:-}"
+# The Python package (group python): ON, so that a package CMake cannot build fails the configure,
+# only where python3 has what it needs; otherwise python-deps fails and names what is missing.
+python_ok=0
+if want python; then
+  rm -f "$OUTDIR/python.log"
+  # pybind11: pip's Python module (these machines), or a distribution's CMake package
+  # (Debian's pybind11-dev) that CMake finds without it.
+  step python-deps "$OUTDIR/python.log" python3 -c '
+import glob, sys, numpy
+try:
+    import pybind11
+    found = "pybind11 " + pybind11.__version__ + " (pip)"
+except ImportError:
+    found = ", ".join(glob.glob("/usr/lib/cmake/pybind11") + glob.glob("/usr/share/cmake/pybind11"))
+    if not found:
+        sys.exit("python-deps: pybind11 is missing: pip install pybind11, or the pybind11-dev package")
+print("python", sys.version.split()[0], "numpy", numpy.__version__, found)'
+  if tail -n 1 "$SUMMARY" | grep -q '^python-deps *0 '; then
+    python_ok=1
+    extra_args+=(-DSKEIN_WITH_PYTHON=ON "-DPython3_EXECUTABLE=$(command -v python3)")
+  fi
+fi
 step configure "$OUTDIR/build.log" \
   cmake --preset gpu -S . -B "$BUILD_DIR" "${generator[@]}" "${cuda_root[@]}" "${extra_args[@]}"
 targets=()
 for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+# A short run's targets get the module too when the python group runs.
+if ((python_ok)) && [[ -n "${BUILD_TARGETS:-}" ]]; then targets+=(--target skein_python); fi
 step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"
 
 if want tests; then
@@ -319,6 +353,45 @@ if want bindings && ((ngpu > 0)); then
     fi
   done
   rm -rf "$bind_tmp"
+fi
+
+# The Python package on CUDA (issue 39): its suite with CUDA required (the CuPy and PyTorch round
+# trips are in it: tests/python/test_interop.py), the guide's Python examples, and the overhead
+# benchmark where tools/peer-python-calls.py exists. pytest where it imports, else the stand-in
+# tests/python/minipytest.py (same files, same fixtures).
+if want python && ((ngpu > 0)) && ((python_ok)); then
+  py_env=(env "PYTHONPATH=$SOURCE_DIR/$BUILD_DIR/python" SKEIN_TEST_EXPECT_APIS=cuda
+    POCL_DEVICES="basic basic" PYTHONDONTWRITEBYTECODE=1)
+  [[ "$BUILD_DIR" == /* ]] && py_env[1]="PYTHONPATH=$BUILD_DIR/python"
+  step python-env "$OUTDIR/python.log" python3 -c '
+import importlib
+for name in ("numpy", "pybind11", "pytest", "cupy", "torch", "mpi4py"):
+    try:
+        print(name, importlib.import_module(name).__version__)
+    except Exception as e:  # missing or broken: said, and the tests that need it skip
+        print(name, "MISSING:", type(e).__name__, e)'
+  py_files=()
+  for f in tests/python/test_*.py; do py_files+=("$f"); done
+  if python3 -c 'import pytest' 2>/dev/null; then
+    step python-suite "$OUTDIR/python.log" timeout 900 "${py_env[@]}" python3 -m pytest \
+      -p no:cacheprovider -rfEs --rootdir=tests/python "${py_files[@]}"
+  else
+    echo "=== python-suite: pytest is not installed: tests/python/minipytest.py runs the files" |
+      tee -a "$OUTDIR/python.log"
+    step python-suite "$OUTDIR/python.log" timeout 900 "${py_env[@]}" python3 \
+      tests/python/minipytest.py "${py_files[@]}"
+  fi
+  step python-cupy-example "$OUTDIR/python.log" timeout 300 "${py_env[@]}" python3 \
+    docs/examples/cupy_interop.py
+  step python-basics-example "$OUTDIR/python.log" timeout 300 "${py_env[@]}" python3 \
+    docs/examples/python_basics.py
+  if [[ -f tools/peer-python-calls.py ]]; then
+    step python-calls "$OUTDIR/python.log" timeout 600 "${py_env[@]}" python3 \
+      tools/peer-python-calls.py --api cuda --json "$OUTDIR/python-calls.json"
+  else
+    echo "=== python-calls: tools/peer-python-calls.py does not exist (yet): not run" |
+      tee -a "$OUTDIR/python.log"
+  fi
 fi
 
 # The agreement check's cost on the 8-byte all_reduce, on and off in one run: the MPI backend on

@@ -49,6 +49,11 @@ for f in slurm/one-node.sbatch slurm/multi-node.sbatch examples/quickstart.cpp; 
 done
 [[ -x "$PREFIX/share/skein/slurm/one-node.sbatch" ]] ||
   { echo "consumer: FAIL: share/skein/slurm/one-node.sbatch is not executable" >&2; exit 1; }
+# The Python package from the same install, where the build has one (SKEIN_PYTHON: its interpreter,
+# set by tests/consumer/CMakeLists.txt): import skein from another directory with PYTHONPATH alone.
+if [[ -n "${SKEIN_PYTHON:-}" ]]; then
+  bash "$HERE/../python/test_install.sh" "$PREFIX" "$SKEIN_PYTHON"
+fi
 
 configure_args=(-S "$HERE/$PROJECT" -B "$CONSUMER_BUILD" "-DCMAKE_PREFIX_PATH=$PREFIX")
 [[ -n "$GENERATOR" ]] && configure_args+=(-G "$GENERATOR")

@@ -10,8 +10,15 @@ The names follow grunnur's (and pygpu's and PyCUDA's where they carry over):
     a = skein.Array.from_host(queue, numpy.arange(10, dtype=numpy.float32))
     print(a.get())
 
+Other libraries' device arrays pass in and out without a copy: skein.from_dlpack(x) takes CuPy's,
+PyTorch's, JAX's (DLPack) and, on CUDA, objects with __cuda_array_interface__; a skein.Array has
+__dlpack__, __dlpack_device__ and, on CUDA, __cuda_array_interface__ (cupy.from_dlpack(a),
+torch.from_dlpack(a)). NumPy arrays are copied (Array.from_host, Array.get, or from_dlpack with a
+queue).
+
 Everything is a thin layer over Skein's C++ library (the extension module skein._skein); errors
-are the classes of skein.errors, with the C++ library's messages.
+are the classes of skein.errors, with the C++ library's messages. The guide's "From Python"
+(docs/guide.md) has the rest.
 """
 
 from . import errors
