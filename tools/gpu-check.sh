@@ -211,7 +211,9 @@ step configure "$OUTDIR/build.log" \
 targets=()
 for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 # A short run's targets get the module too when the python group runs.
-if ((python_ok)) && [[ -n "${BUILD_TARGETS:-}" ]]; then targets+=(--target skein_python); fi
+if ((python_ok)) && [[ -n "${BUILD_TARGETS:-}" ]]; then
+  targets+=(--target skein_python --target skein-bench-small)
+fi
 step build "$OUTDIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"
 
 if want tests; then
@@ -387,7 +389,8 @@ for name in ("numpy", "pybind11", "pytest", "cupy", "torch", "mpi4py"):
     docs/examples/python_basics.py
   if [[ -f tools/peer-python-calls.py ]]; then
     step python-calls "$OUTDIR/python.log" timeout 600 "${py_env[@]}" python3 \
-      tools/peer-python-calls.py --api cuda --json "$OUTDIR/python-calls.json"
+      tools/peer-python-calls.py --api cuda --json "$OUTDIR/python-calls.json" \
+      --cpp "$BUILD_DIR/tests/bench/skein-bench-small"
   else
     echo "=== python-calls: tools/peer-python-calls.py does not exist (yet): not run" |
       tee -a "$OUTDIR/python.log"
