@@ -25,3 +25,26 @@ from . import errors
 from .errors import *  # noqa: F401,F403 (the error classes are part of the package's API)
 from ._skein import *  # noqa: F401,F403
 from ._skein import __version__  # noqa: F401
+
+
+def _group(self):
+    """``with comm.group(): ...``: group_start() before the block and group_end() after it, also
+    when the block raises (an open group would make every later collective of the communicator
+    refuse to run)."""
+    return _Group(self)
+
+
+class _Group:
+    def __init__(self, comm):
+        self._comm = comm
+
+    def __enter__(self):
+        self._comm.group_start()
+        return self._comm
+
+    def __exit__(self, *exc):
+        self._comm.group_end()
+        return False
+
+
+Communicator.group = _group  # noqa: F405 (from ._skein)

@@ -76,6 +76,16 @@ void bind_elementwise(py::module_& m) {
             return k.kernel.source(q, operands);
           },
           py::arg("queue"), "The source a call with these arguments compiles.")
+      .def(
+          "_convert_only",
+          [](const PyElementwise&, const Queue&, const py::args& args) {
+            std::vector<Operand> operands;
+            to_operands(args, 0, operands, "ElementwiseKernel._convert_only");
+            return operands.size();
+          },
+          py::arg("queue"),
+          "The call's argument conversion without the launch (tools/peer-python-calls.py "
+          "--breakdown times it: where a call's host time goes).")
       .def_property_readonly("name", [](const PyElementwise& k) { return k.kernel.name(); })
       .def_property_readonly("programs_built",
                              [](const PyElementwise& k) { return k.kernel.programs_built(); });

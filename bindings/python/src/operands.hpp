@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bindings.hpp"
@@ -22,6 +23,38 @@ void bind_stencil_kernels(py::module_& m);    // kernels_stencil.cpp: StencilKer
 // Skein's dtype of a NumPy scalar (numpy.float32(1), numpy.int8(3), ...) from its kind and size,
 // or nothing for anything else (Python numbers included: they are not numpy.generic).
 inline std::optional<Dtype> numpy_scalar_dtype(const py::handle& obj) {
+  // The common case first: an exact NumPy scalar type (numpy.float32, numpy.int64, ...), found by
+  // its type object in a table made once, without an attribute lookup.
+  struct Entry {
+    PyTypeObject* type;
+    Dtype dtype;
+  };
+  static const std::vector<Entry> exact = [] {
+    const py::module_ np = py::module_::import("numpy");
+    std::vector<Entry> table;
+    for (const auto& [name, dtype] : {std::pair{"float32", Dtype::float32},
+                                      {"float64", Dtype::float64},
+                                      {"int32", Dtype::int32},
+                                      {"int64", Dtype::int64},
+                                      {"uint32", Dtype::uint32},
+                                      {"uint64", Dtype::uint64},
+                                      {"float16", Dtype::float16},
+                                      {"int8", Dtype::int8},
+                                      {"int16", Dtype::int16},
+                                      {"uint8", Dtype::uint8},
+                                      {"uint16", Dtype::uint16},
+                                      {"complex64", Dtype::complex64},
+                                      {"complex128", Dtype::complex128}}) {
+      // Leaked on purpose: the module outlives every call, and a type object's reference kept
+      // past the interpreter's end must not be released by a static destructor.
+      table.push_back(
+          {reinterpret_cast<PyTypeObject*>(py::object(np.attr(name)).release().ptr()), dtype});
+    }
+    return table;
+  }();
+  for (const Entry& e : exact) {
+    if (Py_TYPE(obj.ptr()) == e.type) return e.dtype;
+  }
   static const py::object generic = py::module_::import("numpy").attr("generic");
   if (!PyObject_IsInstance(obj.ptr(), generic.ptr())) return std::nullopt;
   const py::dtype dt = py::reinterpret_steal<py::dtype>(
@@ -53,13 +86,43 @@ inline std::optional<Dtype> numpy_scalar_dtype(const py::handle& obj) {
   return std::nullopt;
 }
 
+// How an error names an argument: "a", "the other operand", or "argument 3" (text and index). The
+// text is made only when an error needs it: a kernel call converts every argument on every call.
+struct OperandName {
+  OperandName(std::string_view text) : text(text) {}  // NOLINT(google-explicit-constructor)
+  OperandName(const char* text) : text(text) {}       // NOLINT(google-explicit-constructor)
+  // A temporary's text (kernels_args.cpp's where()): it lives until to_operand returns.
+  OperandName(const std::string& text) : text(text) {}  // NOLINT(google-explicit-constructor)
+  OperandName(std::string_view text, std::size_t index) : text(text), index(index) {}
+  std::string str() const {
+    return index ? std::string(text) + " " + std::to_string(*index) : std::string(text);
+  }
+  std::string_view text;
+  std::optional<std::size_t> index;
+};
+
 // A Python value as an Operand: a skein.Array; a Python int, float or complex (weak in promotion,
 // as NumPy 2 treats Python scalars); a NumPy scalar (strong: its dtype promotes like an array's).
-// Anything else (bool included: Skein has no bool dtype) is a LogicError naming `call` and `what`.
-inline Operand to_operand(const py::handle& obj, const char* call, const std::string& what) {
-  if (py::isinstance<Array>(obj)) return Operand(py::cast<const Array&>(obj));
+// Anything else (bool included: Skein has no bool dtype) is a LogicError naming `call` and `name`.
+inline Operand to_operand(const py::handle& obj, const char* call, const OperandName& name) {
+  // An Array first, the argument kernels take most, recognised by its Python type: pybind11's
+  // caster alone would, for every other value, look up an attribute of the value's type that is
+  // not there (its foreign-module check), which made a float argument cost 0.7 us.
+  static PyTypeObject* const array_type =
+      reinterpret_cast<PyTypeObject*>(py::type::of<Array>().ptr());
+  if (Py_TYPE(obj.ptr()) == array_type) {
+    // Exactly skein.Array: its instance holds one C++ value, reached without a type lookup.
+    auto* inst = reinterpret_cast<py::detail::instance*>(obj.ptr());
+    return Operand(*static_cast<const Array*>(inst->get_value_and_holder().value_ptr()));
+  }
+  if (PyObject_TypeCheck(obj.ptr(), array_type)) {  // a Python subclass: pybind11's caster
+    py::detail::make_caster<Array> array_caster;
+    if (array_caster.load(obj, /*convert=*/false)) {
+      return Operand(py::detail::cast_op<const Array&>(array_caster));
+    }
+  }
   if (PyBool_Check(obj.ptr()) || PyObject_IsInstance(obj.ptr(), (PyObject*)&PyBool_Type)) {
-    raise_argument(call, what + " is a bool; Skein has no bool dtype",
+    raise_argument(call, name.str() + " is a bool; Skein has no bool dtype",
                    "Pass 0 or 1, or a NumPy scalar such as numpy.uint8(1).");
   }
   if (PyLong_CheckExact(obj.ptr())) {
@@ -71,7 +134,8 @@ inline Operand to_operand(const py::handle& obj, const char* call, const std::st
       if (!PyErr_Occurred()) return Operand(static_cast<std::uint64_t>(u));
       PyErr_Clear();
     }
-    raise_argument(call, what + " (" + py::str(obj).cast<std::string>() + ") does not fit 64 bits",
+    raise_argument(call,
+                   name.str() + " (" + py::str(obj).cast<std::string>() + ") does not fit 64 bits",
                    "Pass a value within int64 or uint64.");
   }
   if (PyFloat_CheckExact(obj.ptr())) return Operand(PyFloat_AS_DOUBLE(obj.ptr()));
@@ -97,7 +161,7 @@ inline Operand to_operand(const py::handle& obj, const char* call, const std::st
   if (PyLong_Check(obj.ptr())) return Operand(py::cast<std::int64_t>(obj));
   if (PyFloat_Check(obj.ptr())) return Operand(py::cast<double>(obj));
   raise_argument(call,
-                 what + " is a " + std::string(Py_TYPE(obj.ptr())->tp_name) +
+                 name.str() + " is a " + std::string(Py_TYPE(obj.ptr())->tp_name) +
                      ", not a skein.Array or a number",
                  "Pass a skein.Array (Array.from_host(queue, host) for a NumPy array), a Python "
                  "number or a NumPy scalar.");
@@ -108,7 +172,7 @@ inline void to_operands(const py::args& args, std::size_t first, std::vector<Ope
                         const char* call) {
   out.reserve(args.size() - first);
   for (std::size_t i = first; i < args.size(); ++i) {
-    out.push_back(to_operand(args[i], call, "argument " + std::to_string(i - first)));
+    out.push_back(to_operand(args[i], call, OperandName("argument", i - first)));
   }
 }
 
