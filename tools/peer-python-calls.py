@@ -135,10 +135,15 @@ def main():
             cp_calls = {"elementwise": lambda: cp_kernel(a, cx, cy, cz), "sum": lambda: cx.sum()}
         if cpp:
             cpp.ask(f"size {nbytes}")
-        for name in calls:  # warm-up: compile, plans, pools
-            timed(calls[name], 10, queue.synchronize)
+        # Warm-up, a whole batch of each (compile, plans, pools, and the host's caches and clocks:
+        # with 10 calls, the first size's Python and CuPy rows came out 1.5 us slower than the next
+        # sizes' on the H200 machine, C++'s not).
+        for name in calls:
+            timed(calls[name], args.batch, queue.synchronize)
             if cp is not None:
-                timed(cp_calls[name], 10, stream.synchronize)
+                timed(cp_calls[name], args.batch, stream.synchronize)
+            if cpp:
+                cpp.ask(f"batch {VARIANTS[name]}")
         times = {name: {"python": [], "cpp": [], "cupy": []} for name in calls}
         for _ in range(args.rounds):
             for name in calls:

@@ -143,6 +143,10 @@ class CudaQueueAdapter final : public QueueAdapter {
   }
 
   void wait_for(EventAdapter& event) override {
+    // In the context, as every other call here: a queue over the legacy or the per-thread default
+    // stream (cuda::queue_from_native with CU_STREAM_LEGACY, as DLPack's stream 1 names it) has
+    // no context of its own, and the wait on it fails without a current one.
+    CudaContextScope scope(cu_context(), device());
     SKEIN_CU_CHECK(cuStreamWaitEvent, (stream_, cuda_event_of(event, "Queue::wait_for"), 0),
                    device());
   }
@@ -155,7 +159,13 @@ class CudaQueueAdapter final : public QueueAdapter {
     // it, so that a wait never takes another thread's later record.
     std::lock_guard lock(other.marker_mutex_);
     CUevent marker = other.marker();
-    SKEIN_CU_CHECK(cuEventRecord, (marker, other.stream_), other.device());
+    {
+      // Each call in its stream's context (the default streams have none of their own: see
+      // wait_for).
+      CudaContextScope scope(other.cu_context(), other.device());
+      SKEIN_CU_CHECK(cuEventRecord, (marker, other.stream_), other.device());
+    }
+    CudaContextScope scope(cu_context(), device());
     SKEIN_CU_CHECK(cuStreamWaitEvent, (stream_, marker, 0), device());
   }
 
