@@ -33,7 +33,6 @@
 #include "canonical_tree.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
-#include "sanitizers.hpp"
 #include "scoped_env.hpp"
 #include "skein/detail/backend.hpp"
 
@@ -43,7 +42,6 @@ namespace dist_ops_test {
 using namespace skein;
 using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
-using ::skein::test::kUnderSanitizers;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
 using ::skein::test::placement_rig;
@@ -198,15 +196,6 @@ std::vector<Case> cases(std::size_t M, std::size_t itemsize, bool big = true) {
   return out;
 }
 
-// The few-MiB cases of a test's dtypes after its first: all of them in the release build, none
-// under the sanitizers (support/sanitizers.hpp), where the first dtype's take the same host code
-// path (more elements per block, the same calls) and every dtype still runs every small case.
-// They were most of the sanitizer phase's MPI suite: AddressSanitizer's checks on megabytes of
-// host data made and compared per case.
-constexpr bool kBigForEveryDtype = !kUnderSanitizers;
-// A case of a few MiB (the sizes above; the BLAS tests' largest).
-constexpr std::size_t kBigElements = 100000;
-
 // A distributed array of `global` (flat, row-major): each rank writes its own rows.
 template <class T>
 DistArray make_dist(Rig& s, const Shape& shape, const RowSplit& split, const std::vector<T>& global,
@@ -269,10 +258,10 @@ void check_user_kernels(Rig& s, const Case& c, T a, const std::string& what) {
 }
 
 TEST_P(DistOps, ElementwiseUserKernels) {
-  for (const auto& c : cases(s_.M(), 4))
+  for (const auto& c : cases(s_.M(), 4)) {
     check_user_kernels<float>(s_, c, 2.5f, c.name + " float32");
-  for (const auto& c : cases(s_.M(), 4, kBigForEveryDtype))
     check_user_kernels<std::int32_t>(s_, c, -3, c.name + " int32");
+  }
   for (const auto& c : cases(s_.M(), 8, false))
     check_user_kernels<double>(s_, c, -0.75, c.name + " float64");
 }
@@ -333,10 +322,10 @@ void check_builtins(Rig& s, const Case& c, T a, T value, const std::string& what
 }
 
 TEST_P(DistOps, AxpyScaleFillCopy) {
-  for (const auto& c : cases(s_.M(), 4))
+  for (const auto& c : cases(s_.M(), 4)) {
     check_builtins<float>(s_, c, 1.5f, 0.75f, c.name + " float32");
-  for (const auto& c : cases(s_.M(), 4, kBigForEveryDtype))
     check_builtins<std::int32_t>(s_, c, 3, -7, c.name + " int32");
+  }
   for (const auto& c : cases(s_.M(), 8, false))
     check_builtins<double>(s_, c, -2.25, 9.5, c.name + " float64");
 }
@@ -438,11 +427,11 @@ void check_fast_reductions(Rig& s, const Case& c, const std::string& what) {
 }
 
 TEST_P(DistOps, FastReductionsMatchTheHost) {
-  for (const auto& c : cases(s_.M(), 4)) check_fast_reductions<float>(s_, c, c.name + " float32");
-  for (const auto& c : cases(s_.M(), 4, kBigForEveryDtype))
+  for (const auto& c : cases(s_.M(), 4)) {
+    check_fast_reductions<float>(s_, c, c.name + " float32");
     check_fast_reductions<std::int32_t>(s_, c, c.name + " int32");
-  for (const auto& c : cases(s_.M(), 8, kBigForEveryDtype))
-    check_fast_reductions<double>(s_, c, c.name + " float64");
+  }
+  for (const auto& c : cases(s_.M(), 8)) check_fast_reductions<double>(s_, c, c.name + " float64");
 }
 
 // dist::sum, min, max and dot finish on the host: each device's value is read, and the ranks'
@@ -697,7 +686,6 @@ TEST_P(DistOps, SumRowsAndColumns) {
   for (const auto& [shape, split] : shapes) {
     const std::string what = to_string(shape);
     check_axis_sums<float>(s_, shape, split, what + " float32");
-    if (!kBigForEveryDtype && shape_size(shape) > kBigElements) continue;
     check_axis_sums<double>(s_, shape, split, what + " float64");
     check_axis_sums<std::int32_t>(s_, shape, split, what + " int32");
   }
@@ -730,8 +718,7 @@ void check_blas_dot(Rig& s, const Case& c, const std::string& what) {
 TEST_P(DistOps, BlasDotAndNrm2) {
   if (!blas::status(ApiId::opencl).available) GTEST_SKIP() << blas::status(ApiId::opencl).reason;
   for (const auto& c : cases(s_.M(), 4)) check_blas_dot<float>(s_, c, c.name + " float32");
-  for (const auto& c : cases(s_.M(), 8, kBigForEveryDtype))
-    check_blas_dot<double>(s_, c, c.name + " float64");
+  for (const auto& c : cases(s_.M(), 8)) check_blas_dot<double>(s_, c, c.name + " float64");
 }
 
 // Host matrix products in double of exact values (every partial sum is exact in float32 for the
@@ -803,7 +790,6 @@ TEST_P(DistOps, Gemv) {
   if (M > 1) gs.push_back({M - 1, 3, {}, {}, "fewer rows than members"});
   for (const auto& g : gs) {
     check_gemv<float>(s_, g, g.name + " float32");
-    if (!kBigForEveryDtype && g.m * g.n > kBigElements) continue;
     check_gemv<double>(s_, g, g.name + " float64");
   }
 }
@@ -871,7 +857,6 @@ TEST_P(DistOps, Gemm) {
   if (M > 1) gs.push_back({M - 1, 4, 3, {}, {}, "fewer rows than members"});
   for (const auto& g : gs) {
     check_gemm<float>(s_, g, g.name + " float32");
-    if (!kBigForEveryDtype && g.m * g.n > kBigElements) continue;
     check_gemm<double>(s_, g, g.name + " float64");
   }
 }
@@ -898,11 +883,9 @@ TEST_P(DistOps, ReplicateGathersTheWholeArrayOnEveryDevice) {
   all.push_back({{3 * M + 2, 5}, gaps_split(3 * M + 2, M), "3M+2 x 5 on odd members"});
   for (const auto& c : all) {
     check_replicate<float>(s_, c, c.name + " float32");
-    if (!kBigForEveryDtype && shape_size(c.shape) > kBigElements) continue;
     check_replicate<std::int32_t>(s_, c, c.name + " int32");
   }
-  for (const auto& c : cases(M, 8, kBigForEveryDtype))
-    check_replicate<double>(s_, c, c.name + " float64");
+  for (const auto& c : cases(M, 8)) check_replicate<double>(s_, c, c.name + " float64");
 }
 
 // ---- bad calls ----------------------------------------------------------------------------------
