@@ -662,8 +662,10 @@ if [[ -n "$SKEIN_HEAT" ]]; then
   # once killed the node after the ranks had begun the next checkpoint: they hung inside HDF5's
   # own MPI_Comm_dup in H5Fcreate (gdb), which no timeout of Skein's reaches (docs/guide.md,
   # Files), and Slurm cancelled the job 46 s later with no Skein error. The job used to run from
-  # step 0 and was killed at its first checkpoint, step 4000: 45-50 s of 4 busy ranks on CI's 2
-  # cores; the seed's checkpoint costs a job of about 6 s instead.
+  # step 0 and was killed at its first checkpoint, step 4000: 4 busy ranks for 11 s on 2 otherwise
+  # idle cores, 45-50 s beside other work (CI's release phase has the sanitizer build beside its
+  # tests); the seed costs a job of 3-10 s instead (the whole test alone: 66 s and 80 CPU-s ->
+  # 57 s and 62 CPU-s; beside other builds: 132 -> 98 CPU-s).
   submit heat-seed SHOW_PLACEMENT=0 -- -N 2 --ntasks-per-node=2 "$SCRIPTS/multi-node.sbatch" \
     skein-heat --nx 64 --ny 64 --steps 100 --checkpoint-every 100 --keep 2 --report-every 0 --out "$D"
   wait_job heat-seed 120
