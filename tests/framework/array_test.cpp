@@ -7,6 +7,7 @@
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
+#include "sanitizers.hpp"
 
 namespace skein::test {
 namespace {
@@ -38,6 +39,10 @@ TEST_P(Arrays, RoundTripEveryDtypeAndShape) {
                              Shape{257, 129}, Shape{2, 3, 5}, Shape{1 << 20}}) {
     SCOPED_TRACE(to_string(shape));
     for (Dtype dtype : all_dtypes) {
+      // Under the sanitizers the MiB shape for the first dtype only (support/sanitizers.hpp):
+      // every dtype's own code runs on the smaller shapes, and the others' MiB round trips were
+      // AddressSanitizer's checks on up to 16 MiB of host data each.
+      if (kUnderSanitizers && shape_size(shape) == (1u << 20) && dtype != all_dtypes[0]) continue;
       SCOPED_TRACE(name(dtype));
       visit_dtype(dtype, [&](auto v) { round_trip<decltype(v)>(queue, shape, seed++); });
     }

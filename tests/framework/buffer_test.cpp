@@ -6,6 +6,7 @@
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
+#include "sanitizers.hpp"
 
 namespace skein::test {
 namespace {
@@ -22,6 +23,11 @@ TEST_P(Buffers, RoundTripEveryDtypeAndSize) {
   std::uint32_t seed = 1;
   for (Dtype dtype : all_dtypes) {
     for (std::size_t n : kSizes) {
+      // A Buffer holds bytes: the dtype only scales the count. Under the sanitizers the
+      // several-MiB count for the first dtype only (support/sanitizers.hpp); each of the others
+      // was AddressSanitizer's checks on up to 48 MiB of host data.
+      if (kUnderSanitizers && n == kSizes[std::size(kSizes) - 1] && dtype != all_dtypes[0])
+        continue;
       SCOPED_TRACE(fmt::format("{} x {}", name(dtype), n));
       const std::size_t nbytes = n * itemsize(dtype);
       const auto host = random_bytes(nbytes, seed++);

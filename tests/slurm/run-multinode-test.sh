@@ -16,7 +16,8 @@
 #   restart      skein-heat 2 nodes x 2 ranks to step 10 with checkpoints in a directory shared by
 #                the nodes, restarted on 1 node x 3 ranks to step 20: the field (h5dump -b of /u)
 #                byte-identical (cmp, SHA-256) to an uninterrupted 2 x 2 run of 20 steps
-#   dead node    during a 2-node skein-heat job, the second node dies (its link goes down, then its
+#   dead node    during a 2-node skein-heat job (restarted from a checkpoint that a short job wrote),
+#                the second node dies (its link goes down, then its
 #                slurmd and every process in it are killed, as in a power loss): the ranks on the
 #                surviving node must exit within SKEIN_COLLECTIVE_TIMEOUT plus a margin, the job
 #                non-zero, with Skein's error naming the lost ranks; a restart from the newest checkpoint on the surviving node completes
@@ -653,19 +654,33 @@ fi
 if [[ -n "$SKEIN_HEAT" ]]; then
   TIMEOUT_S=5
   D="$WORK/shared/heat-dead"
+  # The job that loses a node restarts from a checkpoint of step 100, which a short job of the same
+  # layout (heat-seed) writes first, and would write its own next checkpoint at step 4000; the node
+  # is killed as soon as it has reported step 200: the ranks are then in their steps' halo
+  # exchanges (the Communicator's MPI backend), thousands of steps (tens of seconds) before that
+  # checkpoint. With a checkpoint every 500 steps (a few hundred steps a second here) a CI run
+  # once killed the node after the ranks had begun the next checkpoint: they hung inside HDF5's
+  # own MPI_Comm_dup in H5Fcreate (gdb), which no timeout of Skein's reaches (docs/guide.md,
+  # Files), and Slurm cancelled the job 46 s later with no Skein error. The job used to run from
+  # step 0 and was killed at its first checkpoint, step 4000: 4 busy ranks for 11 s on 2 otherwise
+  # idle cores, 45-50 s beside other work (CI's release phase has the sanitizer build beside its
+  # tests); the seed costs a job of 3-10 s instead (the whole test alone: 66 s and 80 CPU-s ->
+  # 57 s and 62 CPU-s; beside other builds: 132 -> 98 CPU-s).
+  submit heat-seed SHOW_PLACEMENT=0 -- -N 2 --ntasks-per-node=2 "$SCRIPTS/multi-node.sbatch" \
+    skein-heat --nx 64 --ny 64 --steps 100 --checkpoint-every 100 --keep 2 --report-every 0 --out "$D"
+  wait_job heat-seed 120
+  expect_state heat-seed COMPLETED 0:0
+  # The seed's final field: the survivor's restart below must write its own.
+  rm -f "$D/heat.h5"
   submit heat-dead SHOW_PLACEMENT=0 SKEIN_COLLECTIVE_TIMEOUT=$TIMEOUT_S -- -N 2 --ntasks-per-node=2 \
     "$SCRIPTS/multi-node.sbatch" skein-heat --nx 64 --ny 64 --steps 100000000 --checkpoint-every 4000 \
-    --keep 2 --report-every 0 --out "$D"
-  # Killed as soon as the job has written its first checkpoint: the ranks are then in their steps'
-  # halo exchanges (the Communicator's MPI backend), thousands of steps (several seconds) before
-  # the next checkpoint. With a checkpoint every 500 steps (a few hundred steps a second here) a
-  # CI run once killed the node after the ranks had begun the next checkpoint: they hung inside
-  # HDF5's own MPI_Comm_dup in H5Fcreate (gdb), which no timeout of Skein's reaches (docs/guide.md,
-  # Files), and Slurm cancelled the job 46 s later with no Skein error. The marker is looked for
-  # every 0.2 s; squeue, which takes a while on loaded cores, only every 5 s.
+    --keep 2 --report-every 100 --restart --out "$D"
+  # The marker is looked for every 0.2 s; squeue, which takes a while on loaded cores, only every
+  # 5 s.
+  stepping() { grep -qE '^step +200/' "$WORK/jobs/heat-dead.out" 2>/dev/null; }
   t0=$SECONDS
   last_squeue=$SECONDS
-  while ((SECONDS - t0 < 120)) && (($(ls "$D/checkpoints/"*.done 2>/dev/null | wc -l) < 1)); do
+  while ((SECONDS - t0 < 120)) && ! stepping; do
     if ((SECONDS - last_squeue >= 5)); then
       state="$(timeout 10 squeue -h -j "${JOB_OF[heat-dead]}" -o %T 2>/dev/null)"
       [[ -z "$state" ]] && break
@@ -673,8 +688,9 @@ if [[ -n "$SKEIN_HEAT" ]]; then
     fi
     sleep 0.2
   done
-  if (($(ls "$D/checkpoints/"*.done 2>/dev/null | wc -l) < 1)); then
-    check heat-dead "the job wrote a checkpoint within 120 s" 0
+  if ! stepping; then
+    check heat-dead "the job restarted from step 100 and reported step 200 within 120 s" 0
+    show_output heat-seed
     show_output heat-dead
   else
     victim="${NODE_NAMES[1]}"
@@ -715,7 +731,7 @@ if [[ -n "$SKEIN_HEAT" ]]; then
     expect_state heat-survivor COMPLETED 0:0
     check heat-survivor "restarted from step $newest on ${NODE_NAMES[0]} and wrote heat.h5" \
       "$(yes_no test -s "$D/heat.h5")"
-    for name in heat-dead heat-survivor; do
+    for name in heat-seed heat-dead heat-survivor; do
       [[ -n "${FAILED_CASE[$name]:-}" ]] && show_output "$name"
     done
   fi
