@@ -97,6 +97,11 @@ def main():
                                                  "skein-bench-small"),
                    help="the skein-bench-small command line (run with --serve); '' to skip C++")
     p.add_argument("--json")
+    p.add_argument("--cpu", type=int, default=None,
+                   help="the CPU this process and the C++ process run on (default: the last one "
+                        "allowed): one core for both, so that neither gains from the core it lands "
+                        "on (unpinned, both Python libraries' rows came out 1.2-1.7 us slower in "
+                        "some sizes than in others, C++'s not); -1: not pinned")
     args = p.parse_args()
 
     api = next((a for a in skein.API.all_available() if a.shortcut == args.api), None)
@@ -105,6 +110,11 @@ def main():
     context = skein.Context.from_criteria(api)
     queue = skein.Queue(context)
     cp, no_cupy = cupy_module(args.api)
+    pinned = "not pinned"
+    if args.cpu != -1 and hasattr(os, "sched_setaffinity"):
+        cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpu})  # the C++ process, started next, inherits it
+        pinned = f"both on CPU {cpu}"
     cpp = Cpp(args.cpp, args.api, args.batch) if args.cpp else None
     kernel = skein.ElementwiseKernel("float a, float x, float y", "float z", "z = a * x + y",
                                      name="py_bench_axpy")
@@ -112,7 +122,7 @@ def main():
         cp_kernel = cp.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 z",
                                          "z = a * x + y", "peer_axpy")
     a = np.float32(2)
-    print(f"skein {skein.__version__} on {context.devices[0].name} ({args.api}); "
+    print(f"skein {skein.__version__} on {context.devices[0].name} ({args.api}), {pinned}; "
           f"{'CuPy ' + cp.__version__ if cp else no_cupy}; host us per call, batches of "
           f"{args.batch}, median of {args.rounds} rounds")
     head = (f"{'bytes':>9} {'call':>12} {'python':>9} {'cpp':>9} {'cupy':>9} "
