@@ -119,13 +119,13 @@ Array index(const Array& a, const py::object& key) {
   return a.view(offset_bytes / itemsize, std::move(shape), std::move(strides));
 }
 
+}  // namespace
+
 Order to_order(const std::string& order, const char* call) {
   if (order == "C") return Order::C;
   if (order == "F") return Order::F;
   raise_argument(call, "order '" + order + "' is not 'C' or 'F'", "Give order='C' or order='F'.");
 }
-
-}  // namespace
 
 void bind_array(py::module_& m) {
   py::class_<Array>(m, "Array", "An n-dimensional array on one device (NumPy's conventions).")

@@ -44,6 +44,8 @@ py::dtype to_numpy(Dtype dtype);
 Shape to_shape(const py::handle& obj, const char* call);
 // A tuple of Python ints from a shape or strides.
 py::tuple to_tuple(const std::vector<std::size_t>& values);
+// Order::C or Order::F from 'C' or 'F' (anything else refused, naming `call`).
+Order to_order(const std::string& order, const char* call);
 // An optional device index from None or an int (negative refused, naming `call`).
 std::optional<std::size_t> to_device_idx(const py::handle& obj, const char* call);
 

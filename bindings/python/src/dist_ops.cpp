@@ -122,7 +122,7 @@ void bind_elementwise_of(py::module_& d) {
       py::arg("dst"));
 }
 
-void bind_blas(py::module_& d) {
+void bind_dist_blas(py::module_& d) {
   d.def(
       "sum_rows", [](const DistArray& x, const DistArray& out) { dist::sum_rows(x, out); },
       py::arg("x"), py::arg("out"), "out[i] = sum of row i (out: 1-D, the same row layout).");
@@ -325,7 +325,7 @@ void bind_dist_ops(py::module_& m) {
   bind_reductions_of<GridArray>(d);
   bind_elementwise_of<DistArray>(d);
   bind_elementwise_of<GridArray>(d);
-  bind_blas(d);
+  bind_dist_blas(d);
   bind_batches(d);
   bind_kernels_over_blocks(d);
 }

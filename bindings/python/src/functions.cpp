@@ -28,7 +28,7 @@ std::size_t to_axis(py::ssize_t axis, std::size_t ndim, const char* call) {
   return static_cast<std::size_t>(axis < 0 ? axis + n : axis);
 }
 
-std::vector<Array> to_arrays(const py::handle& seq, const char* call) {
+std::vector<Array> array_list(const py::handle& seq, const char* call) {
   std::vector<Array> arrays;
   if (py::isinstance<Array>(seq) || !py::isinstance<py::sequence>(seq)) {
     raise_argument(call, "the arrays must be a sequence (list or tuple) of skein.Array",
@@ -44,12 +44,6 @@ std::vector<Array> to_arrays(const py::handle& seq, const char* call) {
     arrays.push_back(item.cast<Array>());
   }
   return arrays;
-}
-
-Order to_order(const std::string& order, const char* call) {
-  if (order == "C") return Order::C;
-  if (order == "F") return Order::F;
-  raise_argument(call, "order '" + order + "' is not 'C' or 'F'", "Give order='C' or order='F'.");
 }
 
 TakeMode to_take_mode(const std::string& mode) {
@@ -134,7 +128,7 @@ void bind_joins(py::module_& m) {
   m.def(
       "concatenate",
       [](const Queue& q, const py::object& arrays, py::ssize_t axis) {
-        auto list = to_arrays(arrays, "skein.concatenate");
+        auto list = array_list(arrays, "skein.concatenate");
         const std::size_t ndim = list.empty() ? 0 : list[0].ndim();
         return skein::concatenate(q, list, list.empty() ? 0 : to_axis(axis, ndim, "concatenate"));
       },
@@ -143,7 +137,7 @@ void bind_joins(py::module_& m) {
   m.def(
       "stack",
       [](const Queue& q, const py::object& arrays, py::ssize_t axis) {
-        auto list = to_arrays(arrays, "skein.stack");
+        auto list = array_list(arrays, "skein.stack");
         const std::size_t ndim = list.empty() ? 0 : list[0].ndim() + 1;
         return skein::stack(q, list, list.empty() ? 0 : to_axis(axis, ndim, "skein.stack"));
       },
@@ -152,19 +146,19 @@ void bind_joins(py::module_& m) {
   m.def(
       "vstack",
       [](const Queue& q, const py::object& arrays) {
-        return skein::vstack(q, to_arrays(arrays, "skein.vstack"));
+        return skein::vstack(q, array_list(arrays, "skein.vstack"));
       },
       py::arg("queue"), py::arg("arrays"));
   m.def(
       "hstack",
       [](const Queue& q, const py::object& arrays) {
-        return skein::hstack(q, to_arrays(arrays, "skein.hstack"));
+        return skein::hstack(q, array_list(arrays, "skein.hstack"));
       },
       py::arg("queue"), py::arg("arrays"));
   m.def(
       "dstack",
       [](const Queue& q, const py::object& arrays) {
-        return skein::dstack(q, to_arrays(arrays, "skein.dstack"));
+        return skein::dstack(q, array_list(arrays, "skein.dstack"));
       },
       py::arg("queue"), py::arg("arrays"));
   m.def(

@@ -145,7 +145,7 @@ void bind_operators() {
                        py::name("__abs__"), py::is_method(cls));
 }
 
-void bind_blas(py::module_& m) {
+void bind_array_blas(py::module_& m) {
   auto blas = m.def_submodule("blas",
                               "BLAS on one device (pygpu.blas) over cuBLAS / CLBlast: "
                               "float32 and float64, C-ordered arrays, NumPy's results.");
@@ -243,7 +243,7 @@ void bind_blas(py::module_& m) {
 void bind_math(py::module_& m) {
   bind_ufuncs(m);
   bind_operators();
-  bind_blas(m);
+  bind_array_blas(m);
 }
 
 }  // namespace skein::python

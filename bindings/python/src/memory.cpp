@@ -18,12 +18,6 @@ Allocator to_allocator(const py::handle& obj, const char* call) {
                  "Pass allocator=skein.DeviceMemoryPool(context), or leave it out.");
 }
 
-Order to_order(const std::string& order, const char* call) {
-  if (order == "C") return Order::C;
-  if (order == "F") return Order::F;
-  raise_argument(call, "order '" + order + "' is not 'C' or 'F'", "Give order='C' or order='F'.");
-}
-
 // Array.empty and Array.zeros with allocator=: an overload added after array.cpp's, tried when
 // that one does not take the call (it has no allocator parameter).
 void add_allocator_overloads() {
