@@ -51,6 +51,22 @@ class HostView:
         return self.array.__dlpack__(dl_device=(KDL_CPU, 0))
 
 
+NEEDS_DLPACK = pytest.mark.skipif(
+    not skein.config["dlpack"],
+    reason="this Skein was built without DLPack (SKEIN_WITH_DLPACK found no dlpack.h): "
+           "test_without_dlpack_the_calls_say_so checks its error instead")
+
+
+@pytest.mark.skipif(skein.config["dlpack"], reason="this Skein has DLPack")
+def test_without_dlpack_the_calls_say_so(queue):
+    a = skein.Array.from_host(queue, numpy.arange(4, dtype=numpy.float32))
+    with pytest.raises(skein.LogicError, match="no DLPack"):
+        a.__dlpack__()
+    with pytest.raises(skein.LogicError, match="no DLPack"):
+        skein.from_dlpack(a)
+    numpy.testing.assert_array_equal(a.get(), numpy.arange(4))
+
+
 # --- DLPack between Skein arrays (every backend) --------------------------------------------------
 
 def test_dlpack_device_names_the_backend_and_device(queue):
@@ -60,6 +76,7 @@ def test_dlpack_device_names_the_backend_and_device(queue):
     assert device == 0 if not is_cuda(queue) else device >= 0
 
 
+@NEEDS_DLPACK
 @pytest.mark.parametrize("shape, dtype", [
     ((0,), numpy.float32), ((1,), numpy.int8), ((1000,), numpy.float64),
     ((3, 17), numpy.complex64), ((2, 3, 5), numpy.uint16)])
@@ -75,6 +92,7 @@ def test_round_trip_shares_memory_both_ways(queue, shape, dtype):
     numpy.testing.assert_array_equal(a.get(), values(shape, dtype, seed=2))
 
 
+@NEEDS_DLPACK
 def test_views_and_bfloat16_keep_their_layout(queue):
     host = values((6, 10), numpy.float32)
     a = skein.Array.from_host(queue, host)
@@ -89,6 +107,7 @@ def test_views_and_bfloat16_keep_their_layout(queue):
     numpy.testing.assert_array_equal(out.get().view(numpy.uint16), bits)
 
 
+@NEEDS_DLPACK
 def test_copy_true_gives_a_separate_array(queue):
     a = skein.Array.from_host(queue, values((9,), numpy.int32))
     b = skein.from_dlpack(a, copy=True)
@@ -96,6 +115,7 @@ def test_copy_true_gives_a_separate_array(queue):
     numpy.testing.assert_array_equal(b.get(), values((9,), numpy.int32))
 
 
+@NEEDS_DLPACK
 def test_an_exported_capsule_keeps_the_memory_after_the_array_is_gone(queue):
     a = skein.Array.from_host(queue, values((1000,), numpy.float64))
     capsule = a.__dlpack__()
@@ -111,6 +131,7 @@ def test_an_exported_capsule_keeps_the_memory_after_the_array_is_gone(queue):
     numpy.testing.assert_array_equal(b.get(), values((1000,), numpy.float64))
 
 
+@NEEDS_DLPACK
 def test_unconsumed_capsules_are_deleted_with_them(queue):
     # Many unconsumed exports of a large array: each capsule's destructor runs the deleter, which
     # drops its reference; memory then stays bounded (a leak would exhaust a device in the loop
@@ -155,6 +176,7 @@ def test_objects_without_a_protocol_are_refused(queue):
         skein.from_dlpack([1, 2, 3], queue)
 
 
+@NEEDS_DLPACK
 def test_streams_are_cuda_only(queue):
     a = skein.Array.from_host(queue, values((8,), numpy.float32))
     if is_cuda(queue):
@@ -230,6 +252,7 @@ def _cuda_ordinal(queue):
     return skein.Array.zeros(queue, 1, numpy.int8).__dlpack_device__()[1]
 
 
+@NEEDS_DLPACK
 def test_cupy_round_trip_keeps_the_pointer(queue):
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed (only the GPU machine has it)")
     with cupy.cuda.Device(_cuda_ordinal(queue)):
@@ -255,6 +278,7 @@ def _cupy_round_trip(cupy, queue):
     numpy.testing.assert_array_equal(d.get(), numpy.ones(3, numpy.int64))
 
 
+@NEEDS_DLPACK
 def test_torch_round_trip_keeps_the_pointer(queue):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (only the GPU machine "
                                                 "has it)")
@@ -285,6 +309,7 @@ def test_example_python_basics_runs(capsys):
     assert "python_basics: OK" in capsys.readouterr().out
 
 
+@NEEDS_DLPACK
 def test_example_cupy_interop_runs(capsys):
     pytest.importorskip("cupy", reason="CuPy is not installed (only the GPU machine has it)")
     if "cuda" not in {api.shortcut for api in skein.API.all_available()}:

@@ -6,6 +6,18 @@
 PYBIND11_MODULE(_skein, m) {
   m.doc() = "Skein's C++ layers for Python; import skein, which re-exports these names.";
   m.attr("__version__") = skein::version();
+  // What this Skein was built with (<skein/config.h>): a program or test asks before it uses an
+  // optional part (DLPack, HDF5, ...), whose calls otherwise raise saying that it is missing.
+  pybind11::dict config;
+  config["cuda"] = SKEIN_HAS_CUDA != 0;
+  config["nccl"] = SKEIN_HAS_NCCL != 0;
+  config["opencl"] = SKEIN_HAS_OPENCL != 0;
+  config["clblast"] = SKEIN_HAS_CLBLAST != 0;
+  config["mpi"] = SKEIN_HAS_MPI != 0;
+  config["hdf5"] = SKEIN_HAS_HDF5 != 0;
+  config["hdf5_parallel"] = SKEIN_HAS_HDF5_PARALLEL != 0;
+  config["dlpack"] = SKEIN_HAS_DLPACK != 0;
+  m.attr("config") = config;
   using namespace skein::python;
   bind_errors(m);
   bind_dtypes(m);
