@@ -8,25 +8,10 @@ namespace skein::python {
 
 namespace {
 
-// NumPy's name for each Skein dtype that NumPy has (all but bfloat16).
-const char* numpy_name(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::int8: return "int8";
-    case Dtype::int16: return "int16";
-    case Dtype::int32: return "int32";
-    case Dtype::int64: return "int64";
-    case Dtype::uint8: return "uint8";
-    case Dtype::uint16: return "uint16";
-    case Dtype::uint32: return "uint32";
-    case Dtype::uint64: return "uint64";
-    case Dtype::float16: return "float16";
-    case Dtype::bfloat16: return "uint16";
-    case Dtype::float32: return "float32";
-    case Dtype::float64: return "float64";
-    case Dtype::complex64: return "complex64";
-    case Dtype::complex128: return "complex128";
-  }
-  return "uint8";
+// NumPy's name for each Skein dtype: Skein's own (the same words), but for bfloat16, which NumPy
+// lacks and whose bits are a uint16.
+std::string numpy_name(Dtype dtype) {
+  return dtype == Dtype::bfloat16 ? std::string("uint16") : std::string(name(dtype));
 }
 
 py::dtype make_bfloat16() {

@@ -51,17 +51,6 @@ std::pair<int, int> device_of(const Array& a) {
   return {kDeviceOpenCL, static_cast<int>(a.device_idx())};
 }
 
-// Strides in bytes for `shape` laid out C-contiguously.
-Strides c_strides(const Shape& shape, std::size_t itemsize) {
-  Strides strides(shape.size());
-  std::size_t stride = itemsize;
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= shape[i];
-  }
-  return strides;
-}
-
 // Bytes from the first element to past the last (0 for an empty array).
 std::size_t extent_of(const Shape& shape, const Strides& strides, std::size_t itemsize) {
   std::size_t extent = itemsize;
@@ -253,7 +242,7 @@ py::dict array_cai(const Array& a) {
     cai["typestr"] = to_numpy(a.dtype()).attr("str");
     const CUdeviceptr base = cuda::native_pointer(a.data());
     cai["data"] = py::make_tuple(py::int_(base == 0 ? 0 : base + a.offset()), false);
-    cai["strides"] = a.strides() == c_strides(a.shape(), a.itemsize())
+    cai["strides"] = a.strides() == contiguous_strides(a.shape(), a.itemsize())
                          ? py::object(py::none())
                          : py::object(to_tuple(a.strides()));
     cai["version"] = 3;
@@ -346,7 +335,7 @@ Array import_cai(const py::object& obj, const Queue& queue) {
   const Dtype dtype = to_dtype(py::dtype(cai["typestr"].cast<std::string>()), call);
   const Shape shape = to_shape(cai["shape"], call);
   const std::size_t es = itemsize(dtype);
-  Strides strides = c_strides(shape, es);
+  Strides strides = contiguous_strides(shape, es);
   if (cai.contains("strides") && !cai["strides"].is_none()) {
     const py::tuple given = cai["strides"];
     for (std::size_t i = 0; i < shape.size(); ++i) {

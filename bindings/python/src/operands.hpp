@@ -32,23 +32,12 @@ inline std::optional<Dtype> numpy_scalar_dtype(const py::handle& obj) {
   static const std::vector<Entry> exact = [] {
     const py::module_ np = py::module_::import("numpy");
     std::vector<Entry> table;
-    for (const auto& [name, dtype] : {std::pair{"float32", Dtype::float32},
-                                      {"float64", Dtype::float64},
-                                      {"int32", Dtype::int32},
-                                      {"int64", Dtype::int64},
-                                      {"uint32", Dtype::uint32},
-                                      {"uint64", Dtype::uint64},
-                                      {"float16", Dtype::float16},
-                                      {"int8", Dtype::int8},
-                                      {"int16", Dtype::int16},
-                                      {"uint8", Dtype::uint8},
-                                      {"uint16", Dtype::uint16},
-                                      {"complex64", Dtype::complex64},
-                                      {"complex128", Dtype::complex128}}) {
+    for (const Dtype dtype : all_dtypes) {
+      if (dtype == Dtype::bfloat16) continue;  // NumPy has none
       // Leaked on purpose: the module outlives every call, and a type object's reference kept
       // past the interpreter's end must not be released by a static destructor.
-      table.push_back(
-          {reinterpret_cast<PyTypeObject*>(py::object(np.attr(name)).release().ptr()), dtype});
+      const py::object type = np.attr(std::string(name(dtype)).c_str());
+      table.push_back({reinterpret_cast<PyTypeObject*>(type.inc_ref().ptr()), dtype});
     }
     return table;
   }();
