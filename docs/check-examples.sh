@@ -55,7 +55,7 @@ run() {
 }
 
 four="POCL_DEVICES=pthread pthread pthread pthread"
-for example in quickstart kernels; do
+for example in quickstart kernels seeds; do
   [[ -x $dir/$example ]] || { echo "FAIL $example: $dir/$example is missing (build target docs-examples)"; failures=$((failures + 1)); continue; }
   run "$example" ok "" "$four" -- "$dir/$example"
 done

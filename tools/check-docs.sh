@@ -6,12 +6,15 @@
 #   2. every relative link in docs/*.md and README.md points to a file that exists (and, for a
 #      #anchor into a Markdown file, to one of its headings), and
 #   3. every code block marked `<!-- example: docs/examples/X.cpp -->` is that file's text, less
-#      its license line (the
+#      its license line (`<!-- example: docs/examples/X.cpp#NAME -->`: the lines between
+#      `// [NAME]` and `// [end NAME]` in it, less their common indentation) (the
 #      examples are compiled by the `docs-examples` target, so the quoted code compiles), and
 #   4. every SVG picture in docs/ is well-formed XML, and
 #   5. LICENSE exists, and every source, build and script file under framework/, collectives/,
 #      bindings/, apps/, tests/, tools/, cmake/, slurm/, docs/ and .ci/ names its license in an
-#      SPDX line among its first three lines.
+#      SPDX line among its first three lines, and
+#   6. docs/seeds.md, the migration guide, answers every name of the seeds' references and names
+#      only C++ and Python names that exist, with no PENDING row (tools/check-seeds-doc.py).
 #
 #   bash tools/check-docs.sh               the checks; exit status 1 with a list of what is wrong
 #   bash tools/check-docs.sh --self-test   first proves that the checks fail on a guide that lacks
@@ -152,11 +155,21 @@ def broken_links(path):
                                 f"anchor #{anchor}")
     return problems
 
-EXAMPLE = re.compile(r"^<!--\s*example:\s*(\S+)\s*-->\s*$")
+EXAMPLE = re.compile(r"^<!--\s*example:\s*([^\s#]+)(?:#([\w-]+))?\s*-->\s*$")
 
-def example_text(source):
-    """An example file's text as the documents quote it: without its license line."""
+def example_text(source, region=None):
+    """An example file's text as the documents quote it: without its license line; or, for
+    FILE#REGION, the lines between `// [REGION]` and `// [end REGION]`, without their common
+    indentation (None when the file has no such region)."""
     lines = read(source).rstrip().split("\n")
+    if region:
+        marks = [i for i, l in enumerate(lines) if l.strip() in (f"// [{region}]",
+                                                                   f"// [end {region}]")]
+        if len(marks) != 2:
+            return None
+        body = lines[marks[0] + 1:marks[1]]
+        indent = min((len(l) - len(l.lstrip()) for l in body if l.strip()), default=0)
+        return "\n".join(l[indent:] for l in body).rstrip()
     if lines and "SPDX-License-Identifier:" in lines[0]:
         lines = lines[1:]
     return "\n".join(lines)
@@ -180,9 +193,13 @@ def stale_examples(path):
         if not os.path.exists(source):
             problems.append(f"{os.path.relpath(path, root)}:{number}: example {m.group(1)} does "
                             "not exist")
-        elif example_text(source) != quoted:
+        elif example_text(source, m.group(2)) is None:
+            problems.append(f"{os.path.relpath(path, root)}:{number}: {m.group(1)} has no region "
+                            f"'// [{m.group(2)}]' ... '// [end {m.group(2)}]'")
+        elif example_text(source, m.group(2)) != quoted:
+            what = f"{m.group(1)}#{m.group(2)}" if m.group(2) else m.group(1)
             problems.append(f"{os.path.relpath(path, root)}:{number}: the code block differs from "
-                            f"{m.group(1)}: copy the file into the block again")
+                            f"{what}: copy the file (or region) into the block again")
     return problems
 
 def broken_pictures():
@@ -330,4 +347,11 @@ if [[ "$MODE" == "self-test" ]]; then
        "a file without its license line all fail, as they must"
 fi
 
-run_checks "$GUIDE" "${DOCS[@]}"
+status=0
+run_checks "$GUIDE" "${DOCS[@]}" || status=1
+# The migration guide's tables: every seed name answered, every skein:: and skein. name real, no
+# PENDING row (tools/check-seeds-doc.py; its --self-test is ctest docs.seeds).
+seeds_args=()
+[[ "$MODE" == "self-test" ]] && seeds_args=(--self-test)
+python3 "$ROOT/tools/check-seeds-doc.py" "${seeds_args[@]}" || status=1
+exit "$status"

@@ -73,6 +73,9 @@ KEYWORDS = {"requires", "if", "sizeof", "decltype", "alignas", "static_assert", 
 def strip_prefixes(head):
     """A statement's head without access specifiers, template headers and requires-clauses."""
     head = re.sub(r"\b(public|private|protected)\s*:(?!:)", " ", head)
+    # Invocations of macros that declare things of their own and end without ';' (a run of
+    # SKEIN_DTYPE_TRAIT(...) lines before the next declaration).
+    head = re.sub(r"^\s*(?:[A-Z][A-Z0-9_]*\s*\([^()]*\)\s*)+", " ", head)
     while True:
         m = re.search(r"\btemplate\s*<", head)
         if not m:
@@ -227,7 +230,7 @@ def cpp_name_declared(name, declared, bases):
 # --- Python: what the package binds -------------------------------------------------------------
 
 PY_BINDING = [
-    r"(?:class_|enum_|exception|register_exception)\s*<[^;]*?>\s*\(\s*\w+\s*,\s*\"(\w+)\"",
+    r"(?:class_|enum_|exception|register_exception)\s*<[^;]*?>\s*\w*\s*\(\s*\w+\s*,\s*\"(\w+)\"",
     r"\.def(?:_static|_property|_property_readonly|_property_static|_readonly|_readwrite|"
     r"_readonly_static|_readwrite_static)?\s*\(\s*\"(\w+)\"",
     r"\.value\s*\(\s*\"(\w+)\"",
