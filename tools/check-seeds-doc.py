@@ -238,10 +238,14 @@ PY_BINDING = [
     r"submodule\s*\(\s*\"(\w+)\"",
     r"register_exception\s*<[^>]*>\s*\(\s*\w+\s*,\s*\"(\w+)\"",
     r"\w+\s*\[\s*\"(\w+)\"\s*\]\s*=",
+    # Local helpers that bind under a name given to them: unary("sum", &skein::sum, ...),
+    # gemm("gemm_batched", true).
+    r"(?<![\w:])\w+\s*\(\s*\"(\w+)\"\s*,\s*(?:true|false|&)",
 ]
 
 
 def python_names():
+    """Every name the package binds anywhere (the fallback for containers not parsed below)."""
     names = set()
     for path in glob.glob(os.path.join(ROOT, "bindings/python/src/*.[ch]pp")):
         text = read(path)
@@ -254,6 +258,97 @@ def python_names():
         names.update(re.findall(r"^\w+\.(\w+)\s*=", text, re.M))
         names.add(os.path.splitext(os.path.basename(path))[0])
     return names
+
+
+def cpp_statements(text):
+    """The statements of a C++ file (split at ';' outside parentheses, braces of lambdas inside
+    parentheses included), without comments and with string contents kept."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c in ";{}" and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+        i += 1
+    out.append(text[start:])
+    return out
+
+
+MEMBER = re.compile(r"\.(?:def\w*|value)\s*\(\s*\"(\w+)\"")
+
+
+def python_classes():
+    """{Python class name: the names bound on it} for the classes and enums of the bindings
+    (members bound in the chain after py::class_<T>(m, "Name") and through any variable of type
+    py::class_<T>), and the Python classes of bindings/python/skein/*.py (with their bases')."""
+    name_of_type, members = {}, {}
+    texts = [read(p) for p in sorted(glob.glob(os.path.join(ROOT, "bindings/python/src/*.cpp")))]
+    head = re.compile(r"^\s*(?:py::)?(?:class_|enum_)\s*<\s*([\w:]+)[^>]*>+\s*&?\s*(\w*)")
+    for text in texts:
+        for st in cpp_statements(text):
+            for m in re.finditer(r"(?:class_|enum_)\s*<\s*([\w:]+)[^;]*?>\s*\w*\s*\(\s*\w+\s*,"
+                                 r"\s*\"(\w+)\"", st):
+                name_of_type[m.group(1)] = m.group(2)
+    for text in texts:
+        # A variable of type py::class_<T> (a declaration or a helper's parameter) in this file.
+        type_of_var = {}
+        for m in re.finditer(r"(?:class_|enum_)\s*<\s*([\w:]+)[^;{]*?>\s*&?\s*(\w+)\s*[(,)]",
+                             text):
+            type_of_var[m.group(2)] = m.group(1)
+        for st in cpp_statements(text):
+            m = head.match(st)
+            if m:
+                owner = m.group(1)
+            else:
+                m = re.match(r"^\s*(\w+)\s*\.\s*(?:def|attr)", st)
+                owner = type_of_var.get(m.group(1)) if m else None
+            if owner is None:
+                continue
+            members.setdefault(owner, set()).update(MEMBER.findall(st))
+    classes = {name_of_type[t]: names for t, names in members.items() if t in name_of_type}
+    # Python classes (the errors, ...): their methods and class attributes, and their bases'.
+    py_classes, py_bases = {}, {}
+    for path in glob.glob(os.path.join(ROOT, "bindings/python/skein/*.py")):
+        current = None
+        for line in read(path).splitlines():
+            m = re.match(r"^class\s+(\w+)\s*(?:\((.*)\))?:", line)
+            if m:
+                current = m.group(1)
+                py_classes.setdefault(current, set())
+                py_bases[current] = [b.strip().split(".")[-1] for b in (m.group(2) or "").split(",")
+                                     if b.strip()]
+            elif re.match(r"^(\w+)\.(\w+)\s*=", line):  # Communicator.group = _group
+                m = re.match(r"^(\w+)\.(\w+)\s*=", line)
+                py_classes.setdefault(m.group(1), set()).add(m.group(2))
+                current = None
+            elif current and re.match(r"^\S", line):
+                current = None
+            elif current:
+                m = re.match(r"^\s+(?:def\s+(\w+)|(\w+)\s*(?::[^=]*)?=)", line)
+                if m:
+                    py_classes[current].add(m.group(1) or m.group(2))
+
+    def with_bases(name, seen=()):
+        out = set(py_classes.get(name, ()))
+        for b in py_bases.get(name, []):
+            if b not in seen:
+                out |= with_bases(b, seen + (name,))
+        return out
+    for name in py_classes:
+        classes.setdefault(name, set()).update(with_bases(name))
+    return classes
 
 
 # --- The guide's tables ---------------------------------------------------------------------------
@@ -269,23 +364,21 @@ def cells(line):
 
 def seed_rows(path):
     """(line number, cells) of every row of the seed tables."""
-    rows, in_table, fenced = [], False, False
+    rows, previous_in_table, seed_table, fenced = [], False, False, False
     lines = read(path).splitlines()
     for number, line in enumerate(lines, 1):
         if line.lstrip().startswith("```"):
             fenced = not fenced
-        if fenced:
-            continue
-        if not line.startswith("|"):
-            in_table = False
+        if fenced or not line.startswith("|"):
+            previous_in_table = False
             continue
         c = cells(line)
-        if not in_table:
-            in_table = c[0].lower() == "seed name"
-            continue  # the header
-        if re.fullmatch(r"[\s|:-]+", line):
+        if not previous_in_table:  # a table's first line: its header
+            previous_in_table = True
+            seed_table = c[0].lower() == "seed name"
             continue
-        rows.append((number, c))
+        if seed_table and not re.fullmatch(r"[\s|:-]+", line):
+            rows.append((number, c))
     return rows
 
 
@@ -307,6 +400,7 @@ def check(doc, names_file):
     known = set(seed_names)
     declared, bases = cpp_declarations()
     py = python_names()
+    py_classes = python_classes()
     rel = os.path.relpath(doc, ROOT)
     rows = seed_rows(doc)
     if not rows:
@@ -331,14 +425,18 @@ def check(doc, names_file):
         else:
             counts["equivalent"] += len(row_names)
         code = " ".join(re.findall(r"`([^`]+)`", rest))
-        for m in re.finditer(r"(?<![\w:])skein::((?:\w+::)*(?:operator\(\)|operator\S+?|~?\w+))",
+        for m in re.finditer(r"(?<![\w:])skein::((?:\w+::)*(?:operator(?:\(\)|[=!<>+\-*/%&|^~\[\]]+)|~?\w+))",
                              code):
             name = "skein::" + m.group(1)
             if not cpp_name_declared(name, declared, bases):
                 errors.append(f"{where}: {name} is not declared in an installed header "
                               "(*/include/skein/): name one that is, or fix the header")
         for m in re.finditer(r"(?<![\w.])skein\.((?:\w+\.)*\w+)", code):
-            missing = [p for p in m.group(1).split(".") if p not in py]
+            parts = m.group(1).split(".")
+            missing = [p for p in parts if p not in py]
+            if not missing and len(parts) >= 2 and parts[0] in py_classes and \
+                    parts[1] not in py_classes[parts[0]]:
+                missing = [f"{parts[1]}' in class '{parts[0]}"]
             if missing:
                 errors.append(f"{where}: skein.{m.group(1)}: the Python package binds no "
                               f"'{missing[0]}' (bindings/python/src/*.cpp, bindings/python/skein)")
