@@ -157,6 +157,104 @@ bool events_example(const skein::Queue& queue) {
   return ms >= 0.0 && end.query();
 }
 
+bool operations_example(const skein::Queue& queue) {
+  // [operations]
+  // pygpu.operations: concatenate, vstack, split; pygpu.blas: gemm(alpha, A, B, beta, C)
+  const auto a = skein::Array::from_host(queue, std::vector<float>{1, 2, 3, 4}, {2, 2});
+  const auto b = skein::Array::from_host(queue, std::vector<float>{5, 6, 7, 8}, {2, 2});
+  const auto ab = skein::concatenate(queue, {a, b}, 1);          // (2, 4)
+  const auto rows = skein::vstack(queue, {a, b});                // (4, 2)
+  const std::vector<skein::Array> halves = skein::split(ab, 2, 1);  // two (2, 2) views
+  bool gemm_ok = true;
+  if (skein::blas::status(queue.context().api().id()).available) {
+    const auto c = skein::blas::gemm(queue, 1.0, a, b);  // a @ b, as NumPy
+    gemm_ok = c.get<float>() == std::vector<float>{19, 22, 43, 50};
+  }
+  // [end operations]
+  return ab.shape() == skein::Shape{2, 4} && rows.shape() == skein::Shape{4, 2} &&
+         skein::copy(queue, halves[1]).get<float>() == b.get<float>() && gemm_ok;
+}
+
+bool errors_example(const skein::Queue& queue) {
+  // [errors]
+  // PyCUDA: except cuda.CompileError as e: print(e.stderr)
+  try {
+    const skein::Program broken(queue.context(), "KERNEL void k() { no_such_function(); }");
+    return false;
+  } catch (const skein::CompileError& e) {
+    std::cout << "the compiler said:\n" << e.log() << "\n";  // also e.source(), e.options()
+  }
+  try {
+    (void)skein::Buffer::allocate(queue.context(), 99, 16);  // no device 99
+    return false;
+  } catch (const skein::LogicError& e) {
+    std::cout << e.what() << "\n";  // what was wrong, where, and what to do
+  }
+  // [end errors]
+  return true;
+}
+
+bool driver_example(const skein::Queue& queue) {
+  // [driver]
+  // PyCUDA: dev.compute_capability(), Context.set_limit(limit.STACK_SIZE, n),
+  //         Context.set_cache_config(func_cache.PREFER_L1), Device.can_access_peer(other)
+  const skein::Context& ctx = queue.context();
+  const skein::DeviceParameters& params = ctx.device(0).params();
+  std::cout << params.name << ": " << params.global_mem_size << " bytes\n";
+  if (ctx.api().id() == skein::ApiId::cuda) {  // CUDA only; OpenCL raises LogicError saying so
+    skein::set_limit(ctx, 0, skein::ContextLimit::stack_size, 4096);
+    skein::set_cache_config(ctx, 0, skein::CacheConfig::prefer_l1);
+    std::cout << "compute capability " << params.compute_capability->first << "\n";
+  }
+  const bool peers = ctx.num_devices() < 2 || skein::can_access_peer(ctx, 0, 1);
+  const skein::QueuePriorityRange range = skein::queue_priority_range(ctx, 0);
+  {
+    const skein::ProfileRange range_name("seeds example");  // an NVTX range under Nsight
+    skein::start_profiler(ctx);
+    skein::stop_profiler(ctx);
+  }
+  // [end driver]
+  return peers && range.greatest <= range.least;
+}
+
+bool transfers_example(const skein::Queue& queue) {
+  // [transfers]
+  // PyCUDA: memset_d32(dest, value, count); memcpy_dtod(dest, src, size);
+  //         Memcpy2D with pitches (a column block of a matrix into a dense array)
+  const skein::Context& ctx = queue.context();
+  const auto src = skein::Buffer::allocate(ctx, 0, 64 * sizeof(std::int32_t));
+  const skein::Array ints(queue, src, {64}, skein::Dtype::int32);  // an array over the buffer
+  skein::fill(queue, ints, 7);                                      // memset_d32
+  const auto dst = skein::Buffer::allocate(ctx, ctx.num_devices() - 1, src.size());
+  dst.set(queue, src);  // device to device (or peer: the context's last device)
+  // An 8 x 8 matrix; copy its columns 2..5 of rows 1..6 (a 6 x 4 window) into a dense array.
+  const auto matrix = skein::Array::from_host(queue, std::vector<double>(64, 1.5), {8, 8});
+  const auto window = matrix.view(1 * 8 + 2, {6, 4}, {8 * sizeof(double), sizeof(double)});
+  const auto dense = skein::Array::empty(queue, {6, 4}, skein::Dtype::float64);
+  skein::copy_rect(queue, dense, window);  // one cuMemcpy2D / clEnqueueCopyBufferRect
+  std::vector<std::int32_t> back(64);
+  dst.get(queue, std::span<std::int32_t>(back));
+  // [end transfers]
+  bool ok = dense.get<double>() == std::vector<double>(24, 1.5);
+  for (auto v : back) ok = ok && v == 7;
+  return ok;
+}
+
+bool occupancy_example(const skein::Queue& queue) {
+  // [occupancy]
+  // pycuda.tools: OccupancyRecord(DeviceData(dev), threads=256, registers=32).occupancy
+  const skein::Device& device = queue.context().device(0);
+  if (device.platform().api().id() != skein::ApiId::cuda) {
+    return true;  // DeviceData raises LogicError for a device that is not a CUDA device
+  }
+  const skein::DeviceData data(device);
+  const skein::OccupancyRecord record(data, 256, 0, 32);
+  std::cout << "occupancy " << record.occupancy << ", limited by " << skein::name(record.limited_by)
+            << "\n";
+  // [end occupancy]
+  return record.occupancy > 0.0;
+}
+
 }  // namespace
 
 int main() try {
@@ -168,7 +266,9 @@ int main() try {
   if (!discovery_example(ctx)) return 1;
   const skein::Queue queue(ctx);
   const bool ok = arrays_example(queue) && kernels_example(queue) && templates_example(queue) &&
-                  elementwise_example(queue) && memory_example(queue) && events_example(queue);
+                  elementwise_example(queue) && memory_example(queue) && events_example(queue) &&
+                  operations_example(queue) && errors_example(queue) && driver_example(queue) &&
+                  transfers_example(queue) && occupancy_example(queue);
   std::cout << (ok ? "ok" : "FAILED") << "\n";
   return ok ? 0 : 1;
 } catch (const skein::Error& e) {
