@@ -518,6 +518,9 @@ def main():
         print(f"check-seeds-doc: {len(errors)} problem(s) in {rel}:")
         for e in errors:
             print(f"  {e}")
+        print(f"check-seeds-doc: the tables name {counts['equivalent']} seed names with an "
+              f"equivalent, {counts['not offered']} not offered and {counts['pending']} PENDING, "
+              f"of {total}")
         return 1
     print(f"check-seeds-doc: OK: {rel} names all {total} names of the seeds' references "
           f"({counts['equivalent']} with an equivalent, {counts['not offered']} not offered), and "

@@ -81,7 +81,8 @@ bool kernels_example(const skein::Queue& queue) {
 bool templates_example(const skein::Queue& queue) {
   // [templates]
   // grunnur: Program(ctx, template, render_globals=dict(mul=functions.mul(c64, c64), n=4))
-  const skein::Module mul = skein::functions::mul({skein::Dtype::complex64, skein::Dtype::complex64});
+  const skein::Module mul =
+      skein::functions::mul({skein::Dtype::complex64, skein::Dtype::complex64});
   const auto program = skein::Program::from_template(queue.context(), R"(
     KERNEL void square(GLOBAL_MEM skein_complex64* z) {
       const int i = (int)get_global_id(0);
@@ -162,8 +163,8 @@ bool operations_example(const skein::Queue& queue) {
   // pygpu.operations: concatenate, vstack, split; pygpu.blas: gemm(alpha, A, B, beta, C)
   const auto a = skein::Array::from_host(queue, std::vector<float>{1, 2, 3, 4}, {2, 2});
   const auto b = skein::Array::from_host(queue, std::vector<float>{5, 6, 7, 8}, {2, 2});
-  const auto ab = skein::concatenate(queue, {a, b}, 1);          // (2, 4)
-  const auto rows = skein::vstack(queue, {a, b});                // (4, 2)
+  const auto ab = skein::concatenate(queue, {a, b}, 1);             // (2, 4)
+  const auto rows = skein::vstack(queue, {a, b});                   // (4, 2)
   const std::vector<skein::Array> halves = skein::split(ab, 2, 1);  // two (2, 2) views
   bool gemm_ok = true;
   if (skein::blas::status(queue.context().api().id()).available) {
@@ -224,7 +225,7 @@ bool transfers_example(const skein::Queue& queue) {
   const skein::Context& ctx = queue.context();
   const auto src = skein::Buffer::allocate(ctx, 0, 64 * sizeof(std::int32_t));
   const skein::Array ints(queue, src, {64}, skein::Dtype::int32);  // an array over the buffer
-  skein::fill(queue, ints, 7);                                      // memset_d32
+  skein::fill(queue, ints, 7);                                     // memset_d32
   const auto dst = skein::Buffer::allocate(ctx, ctx.num_devices() - 1, src.size());
   dst.set(queue, src);  // device to device (or peer: the context's last device)
   // An 8 x 8 matrix; copy its columns 2..5 of rows 1..6 (a 6 x 4 window) into a dense array.
