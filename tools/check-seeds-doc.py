@@ -13,7 +13,8 @@
   3. name only Python names (`skein.X.Y` in backticks) that the package defines: every component
      after `skein` must be a name bound in bindings/python/src/*.cpp (class_, enum_, def, value,
      attr, submodule, ...) or defined in bindings/python/skein/*.py;
-  4. hold no PENDING marker: a row whose Skein column is still to be filled fails the check.
+  4. hold no PENDING marker: a row whose Skein column is still to be filled fails the check;
+  5. give a reason (the notes column) in every row whose C++ column says "not offered".
 Every failure names the row (file:line and its first cell).
 
     python3 tools/check-seeds-doc.py [DOC]        the check (default docs/seeds.md); exit 1 on a
@@ -419,9 +420,14 @@ def check(doc, names_file):
         rest = " | ".join(c[1:])
         if "PENDING" in rest:
             errors.append(f"{where}: PENDING: the Skein equivalent is still to be written in")
+            if len(c) < 4 or not c[3].strip():
+                errors.append(f"{where}: PENDING without a note of what the seed's call does")
             counts["pending"] += len(row_names)
         elif re.search(r"\bnot offered\b", c[1] if len(c) > 1 else "", re.I):
             counts["not offered"] += len(row_names)
+            if len(c) < 4 or not c[3].strip():
+                errors.append(f"{where}: not offered, without the reason and what to do instead "
+                              "(the notes column)")
         else:
             counts["equivalent"] += len(row_names)
         code = " ".join(re.findall(r"`([^`]+)`", rest))
