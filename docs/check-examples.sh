@@ -63,6 +63,8 @@ done
 run "quickstart, POCL_DEVICES=nonsense" error "skein: select_devices: no OpenCL platform has" \
   "POCL_DEVICES=nonsense" -- "$dir/quickstart"
 run "kernels, POCL_DEVICES=nonsense" error "no device here" "POCL_DEVICES=nonsense" -- "$dir/kernels"
+run "seeds, POCL_DEVICES=nonsense" error "skein: select_devices: no OpenCL platform has" \
+  "POCL_DEVICES=nonsense" -- "$dir/seeds"
 run "kernels, SKEIN_DISABLE_CACHE=nonsense" error "SKEIN_DISABLE_CACHE='nonsense' is not valid" "$four" "SKEIN_DISABLE_CACHE=nonsense" \
   -- "$dir/kernels"
 
