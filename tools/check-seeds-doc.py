@@ -29,7 +29,6 @@ Every failure names the row (file:line and its first cell).
 import glob
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -392,6 +391,11 @@ def expand(name):
     return [name]
 
 
+# A qualified C++ name in the tables: skein::A::b, skein::A::operator(), skein::A::operator==.
+CPP_NAME = re.compile(r"(?<![\w:])skein::((?:\w+::)*"
+                      r"(?:operator(?:\(\)|[=!<>+\-*/%&|^~\[\]]+)|~?\w+))")
+
+
 def check(doc, names_file):
     errors = []
     seed_names = []
@@ -431,8 +435,7 @@ def check(doc, names_file):
         else:
             counts["equivalent"] += len(row_names)
         code = " ".join(re.findall(r"`([^`]+)`", rest))
-        for m in re.finditer(r"(?<![\w:])skein::((?:\w+::)*(?:operator(?:\(\)|[=!<>+\-*/%&|^~\[\]]+)|~?\w+))",
-                             code):
+        for m in CPP_NAME.finditer(code):
             name = "skein::" + m.group(1)
             if not cpp_name_declared(name, declared, bases):
                 errors.append(f"{where}: {name} is not declared in an installed header "
