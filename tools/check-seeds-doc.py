@@ -12,7 +12,9 @@
      passes only if class skein::Array declares reshape (or a base class of it does);
   3. name only Python names (`skein.X.Y` in backticks) that the package defines: every component
      after `skein` must be a name bound in bindings/python/src/*.cpp (class_, enum_, def, value,
-     attr, submodule, ...) or defined in bindings/python/skein/*.py;
+     attr, submodule, ...) or defined in bindings/python/skein/*.py, and when X is a class, Y one
+     bound on that class (py::class_<T>(m, "X").def("Y", ...), through any variable of type
+     py::class_<T>, or a member of the Python class X and its bases);
   4. hold no PENDING marker: a row whose Skein column is still to be filled fails the check;
   5. give a reason (the notes column) in every row whose C++ column says "not offered".
 Every failure names the row (file:line and its first cell).
@@ -22,8 +24,9 @@ Every failure names the row (file:line and its first cell).
     python3 tools/check-seeds-doc.py --self-test  first proves that doctored copies of the guide
                                                    fail (a row naming a C++ name no header
                                                    declares, a Python name the package lacks, a
-                                                   PENDING row, a seed name left out), then checks
-                                                   the guide (ctest docs.seeds)
+                                                   PENDING row, a row not offered without a
+                                                   reason, a misspelt seed name, a seed name left
+                                                   out), then checks the guide (ctest docs.seeds)
     python3 tools/check-seeds-doc.py --names      prints the C++ names the headers declare
 """
 import glob
@@ -466,11 +469,15 @@ def self_test(doc, names_file):
     victim = expand(re.findall(r"`([^`]+)`", c[0])[0])[0]
     extra = ["| `grunnur.API` | `skein::Array::no_such_member` | | a doctored row |",
              "| `grunnur.API` | `skein::Api` | `skein.API.no_such_attribute` | a doctored row |",
-             "| `grunnur.API` | PENDING | | a doctored row |"]
+             "| `grunnur.API` | PENDING | | a doctored row |",
+             "| `grunnur.API` | not offered | | |",
+             "| `grunnur.APi.all_available` | `skein::Api::all_available` | | a doctored row |"]
     cases = [
         ("a C++ name no header declares", extra[0], "skein::Array::no_such_member is not declared"),
         ("a Python name the package lacks", extra[1], "binds no 'no_such_attribute'"),
         ("a PENDING row", extra[2], "PENDING: the Skein equivalent"),
+        ("a row not offered without a reason", extra[3], "not offered, without the reason"),
+        ("a misspelt seed name", extra[4], "'grunnur.APi.all_available' is not a name of the seeds'"),
     ]
     with tempfile.TemporaryDirectory() as scratch:
         copy = os.path.join(scratch, "seeds.md")
@@ -505,7 +512,8 @@ def self_test(doc, names_file):
             sys.exit(f"check-seeds-doc: self-test: the header parser finds {must_not}, which no "
                      "header declares")
     print("check-seeds-doc: self-test: rows naming an undeclared C++ name, a Python name the "
-          f"package lacks, a PENDING marker, and a guide without {victim}, all fail, as they must")
+          "package lacks, a PENDING marker, a name not offered without a reason, a misspelt seed "
+          f"name, and a guide without {victim}, all fail, as they must")
 
 
 def main():
