@@ -417,6 +417,9 @@ def check(doc, names_file):
     counts = {"not offered": 0, "pending": 0, "equivalent": 0}
     for number, c in rows:
         where = f"{rel}:{number}: row {c[0]}"
+        if len(c) != 4:
+            errors.append(f"{where}: {len(c)} cells, not 4 (seed name, C++, Python, notes): a '|' "
+                          "inside a cell must be written '\\|'")
         first = re.findall(r"`([^`]+)`", c[0])
         row_names = [n for f in first for n in expand(f)]
         for n in row_names:
