@@ -332,6 +332,18 @@ if [[ "$MODE" == "self-test" ]]; then
     echo "$out" >&2
     exit 1
   }
+  # The same for a quoted region of an example (docs/seeds.md quotes docs/examples/seeds.cpp#NAME).
+  sed '0,/const auto apis = skein::Api::all_available();/s//const auto apis = skein::Api::all_available();  \/\/ edited/' \
+    "$ROOT/docs/seeds.md" > "$scratch/seeds-edited.md"
+  if out="$(run_checks "$GUIDE" "$scratch/seeds-edited.md" 2>&1)"; then
+    echo "check-docs: self-test: an edited copy of a quoted region passed the check" >&2
+    exit 1
+  fi
+  grep -q "differs from docs/examples/seeds.cpp#discovery" <<<"$out" || {
+    echo "check-docs: self-test: the check failed without naming the edited region:" >&2
+    echo "$out" >&2
+    exit 1
+  }
   # A source file without its license line must fail, naming it.
   printf '// a file without its license line\nint main() { return 0; }\n' > "$scratch/unlicensed.cpp"
   if out="$(CHECK_DOCS_LICENSE_EXTRA="$scratch/unlicensed.cpp" run_checks "$GUIDE" 2>&1)"; then
@@ -343,8 +355,8 @@ if [[ "$MODE" == "self-test" ]]; then
     echo "$out" >&2
     exit 1
   }
-  echo "check-docs: self-test: a guide without ${victims[*]}, a broken link, an edited example and" \
-       "a file without its license line all fail, as they must"
+  echo "check-docs: self-test: a guide without ${victims[*]}, a broken link, an edited example, an" \
+       "edited region of one and a file without its license line all fail, as they must"
 fi
 
 status=0
