@@ -10,6 +10,7 @@
 #include "kernel_impl.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/impl_access.hpp"
+#include "skein/detail/kernel_source.hpp"
 
 namespace skein {
 
@@ -43,10 +44,21 @@ namespace {
 
 bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// The number of parameters of kernel `name` as `source` declares it (`KERNEL void name(...)` or
-// `__global__ void name(...)`), or -1 where the source has no such declaration. Parameters are
-// split at the commas outside parentheses, so LOCAL_MEM_DYNAMIC_PARAM(T, x) joins the one before.
-long count_source_params(std::string_view source, const std::string& name) {
+// Whether `word` is in `text` as a whole word (KERNEL, not WITHIN_KERNEL).
+bool has_word(std::string_view text, std::string_view word) {
+  for (std::size_t at = text.find(word); at != std::string_view::npos;
+       at = text.find(word, at + 1)) {
+    const std::size_t end = at + word.size();
+    if ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+long detail::count_source_params(std::string_view source, const std::string& name) {
   for (std::size_t pos = source.find(name); pos != std::string_view::npos;
        pos = source.find(name, pos + 1)) {
     const std::size_t end = pos + name.size();
@@ -59,8 +71,7 @@ long count_source_params(std::string_view source, const std::string& name) {
     const std::size_t from = line == std::string_view::npos ? 0 : line + 1;
     const std::string_view before = source.substr(from, pos - from);
     if (open >= source.size() || source[open] != '(' ||
-        (before.find("KERNEL") == std::string_view::npos &&
-         before.find("__global__") == std::string_view::npos)) {
+        (!has_word(before, "KERNEL") && !has_word(before, "__global__"))) {
       continue;
     }
     long commas = 0;
@@ -79,8 +90,6 @@ long count_source_params(std::string_view source, const std::string& name) {
   return -1;
 }
 
-}  // namespace
-
 std::size_t Kernel::preferred_local_size_multiple(std::size_t device_idx) const {
   return attributes(device_idx).preferred_local_size_multiple;
 }
@@ -88,7 +97,7 @@ std::size_t Kernel::preferred_local_size_multiple(std::size_t device_idx) const 
 std::size_t Kernel::num_args() const {
   const std::size_t d = impl_->program.device_idxs().front();
   if (const auto& params = impl_->kernels[d]->params()) return params->size();
-  const long count = count_source_params(impl_->program.source(d), impl_->name);
+  const long count = detail::count_source_params(impl_->program.source(d), impl_->name);
   if (count < 0) {
     detail::raise_in(SKEIN_HERE, "Kernel::num_args",
                      "Use a driver of CUDA 12.4 or later (cuFuncGetParamInfo), or build the "

@@ -9,6 +9,7 @@
 #include <skein/skein.hpp>
 
 #include "backends.hpp"
+#include "skein/detail/kernel_source.hpp"
 
 namespace skein::test {
 namespace {
@@ -371,6 +372,30 @@ TEST_P(KernelLaunches, TimedCallGivesTheDeviceTime) {
   EXPECT_EQ(timing.seconds(0), seconds);
   EXPECT_THROW((void)timing.seconds(7), LogicError);
   b.check(n, prepared);
+}
+
+// The parameter count Kernel::num_args falls back on where a CUDA driver cannot count (before
+// 12.4): read from the source as the compiler sees it.
+TEST(KernelSourceParams, CountedFromTheDeclaration) {
+  const std::string source = R"(
+WITHIN_KERNEL float helper(float a, float b) { return a + b; }
+KERNEL void four(GLOBAL_MEM float* a, GLOBAL_MEM const float* b, float c, int n) { }
+KERNEL void none() { }
+KERNEL void none_void( void ) { }
+extern "C" __global__ void one(float* out) { }
+KERNEL void tiled(GLOBAL_MEM float* out, unsigned int n LOCAL_MEM_DYNAMIC_PARAM(float, tile)) { }
+KERNEL void nested(GLOBAL_MEM float* out, int (*f)(int, int), int n) { }
+// four(1, 2) in a comment without a qualifier is not a declaration
+)";
+  EXPECT_EQ(detail::count_source_params(source, "four"), 4);
+  EXPECT_EQ(detail::count_source_params(source, "none"), 0);
+  EXPECT_EQ(detail::count_source_params(source, "none_void"), 0);
+  EXPECT_EQ(detail::count_source_params(source, "one"), 1);
+  EXPECT_EQ(detail::count_source_params(source, "tiled"), 2);
+  EXPECT_EQ(detail::count_source_params(source, "nested"), 3);
+  EXPECT_EQ(detail::count_source_params(source, "helper"), -1);  // not a kernel
+  EXPECT_EQ(detail::count_source_params(source, "fou"), -1);     // a prefix of a name
+  EXPECT_EQ(detail::count_source_params("", "four"), -1);        // a program from a binary
 }
 
 SKEIN_INSTANTIATE_BACKENDS(KernelLaunches);
