@@ -219,7 +219,9 @@ KERNEL void tiled(GLOBAL_MEM float* out, unsigned int n LOCAL_MEM_DYNAMIC_PARAM(
   const std::size_t multiple = four.preferred_local_size_multiple(0);
   EXPECT_GE(multiple, 1u);
   EXPECT_LE(multiple, four.max_total_local_sizes().at(0));
-  if (ctx.api().id() == ApiId::cuda) EXPECT_EQ(multiple, ctx.devices().front().params().warp_size);
+  if (ctx.api().id() == ApiId::cuda) {
+    EXPECT_EQ(multiple, ctx.devices().front().params().warp_size);
+  }
   EXPECT_EQ(four.attributes(0).preferred_local_size_multiple, multiple);
   EXPECT_THROW((void)four.preferred_local_size_multiple(99), LogicError);
 }
