@@ -42,14 +42,15 @@ const char* name(SharedConfig config) {
 
 namespace {
 
-bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // Whether `word` is in `text` as a whole word (KERNEL, not WITHIN_KERNEL).
-bool has_word(std::string_view text, std::string_view word) {
+bool has_name_word(std::string_view text, std::string_view word) {
   for (std::size_t at = text.find(word); at != std::string_view::npos;
        at = text.find(word, at + 1)) {
     const std::size_t end = at + word.size();
-    if ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end]))) {
+    if ((at == 0 || !is_name_char(text[at - 1])) &&
+        (end == text.size() || !is_name_char(text[end]))) {
       return true;
     }
   }
@@ -62,7 +63,8 @@ long detail::count_source_params(std::string_view source, const std::string& nam
   for (std::size_t pos = source.find(name); pos != std::string_view::npos;
        pos = source.find(name, pos + 1)) {
     const std::size_t end = pos + name.size();
-    if ((pos > 0 && is_word(source[pos - 1])) || (end < source.size() && is_word(source[end]))) {
+    if ((pos > 0 && is_name_char(source[pos - 1])) ||
+        (end < source.size() && is_name_char(source[end]))) {
       continue;
     }
     std::size_t open = end;
@@ -71,7 +73,7 @@ long detail::count_source_params(std::string_view source, const std::string& nam
     const std::size_t from = line == std::string_view::npos ? 0 : line + 1;
     const std::string_view before = source.substr(from, pos - from);
     if (open >= source.size() || source[open] != '(' ||
-        (!has_word(before, "KERNEL") && !has_word(before, "__global__"))) {
+        (!has_name_word(before, "KERNEL") && !has_name_word(before, "__global__"))) {
       continue;
     }
     long commas = 0;

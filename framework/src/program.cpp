@@ -444,7 +444,7 @@ enum class SizeMode {
   grid,    // prepare_grid: groups (blocks) of `local` work items
 };
 
-const char* call_of(SizeMode mode) {
+const char* prepare_call_name(SizeMode mode) {
   switch (mode) {
     case SizeMode::items: return "Kernel::prepare_items";
     case SizeMode::grid: return "Kernel::prepare_grid";
@@ -484,11 +484,11 @@ struct DeviceSizes {
 };
 
 // The sizes of one device's launch, checked against the kernel's and the device's limits.
-DeviceSizes device_sizes(SizeMode mode, const std::string& kernel, const std::string& where,
-                         const DeviceParameters& params, std::size_t max_total,
-                         std::size_t preferred, const WorkSize& given,
-                         const std::optional<WorkSize>& local) {
-  const char* call = call_of(mode);
+DeviceSizes launch_sizes_on(SizeMode mode, const std::string& kernel, const std::string& where,
+                            const DeviceParameters& params, std::size_t max_total,
+                            std::size_t preferred, const WorkSize& given,
+                            const std::optional<WorkSize>& local) {
+  const char* call = prepare_call_name(mode);
   for (unsigned dim = 0; dim < given.dims() && mode != SizeMode::global; ++dim) {
     if (given[dim] == 0) {
       detail::raise_in(SKEIN_HERE, call, "Skip the launch when there is nothing to do.",
@@ -551,7 +551,7 @@ PreparedKernel prepare_kernel(const Kernel& kernel, const Queue& queue, const La
                               SizeMode mode) {
   const auto& k = *detail::impl_of(kernel);
   const auto& program = k.program;
-  const char* call = call_of(mode);
+  const char* call = prepare_call_name(mode);
   if (!(queue.context() == program.context())) {
     detail::raise_in(SKEIN_HERE, call, "Use a queue of the program's context.",
                      "the queue belongs to another context than kernel '{}'", k.name);
@@ -572,7 +572,7 @@ PreparedKernel prepare_kernel(const Kernel& kernel, const Queue& queue, const La
     const std::size_t max_total =
         std::min(adapter.attributes().max_total_local_size, params.max_total_local_size);
     const std::string where = program.context().device(d).description();
-    const DeviceSizes sz = device_sizes(
+    const DeviceSizes sz = launch_sizes_on(
         mode, k.name, where, params, max_total, adapter.attributes().preferred_local_size_multiple,
         sizes.for_device(d), local ? std::optional<WorkSize>(local->for_device(d)) : std::nullopt);
     if (local_mem.bytes > 0) {
