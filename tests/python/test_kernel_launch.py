@@ -109,8 +109,11 @@ KERNEL void scratch(GLOBAL_MEM float* out)
     # The kernel's own limit; max_total_local_sizes also takes the device's into account.
     assert kernel.get_attribute(A.max_threads_per_block) >= kernel.max_total_local_sizes()[0]
     assert kernel.get_attribute(A.shared_size_bytes) >= 256 * 4
+    assert kernel.shared_size_bytes == kernel.get_attribute(A.shared_size_bytes)
+    assert kernel.local_size_bytes == kernel.get_attribute(A.local_size_bytes)
     if queue.context.api.shortcut == "cuda":
         assert kernel.get_attribute(A.num_regs) > 0
+        assert kernel.num_regs == kernel.get_attribute(A.num_regs)
         kernel.set_attribute(A.max_dynamic_shared_size_bytes, 4096)
         assert kernel.get_attribute(A.max_dynamic_shared_size_bytes) == 4096
         with pytest.raises(skein.LogicError):
@@ -121,6 +124,8 @@ KERNEL void scratch(GLOBAL_MEM float* out)
     else:
         with pytest.raises(skein.LogicError, match="OpenCL"):
             kernel.get_attribute(A.num_regs)
+        with pytest.raises(skein.LogicError, match="OpenCL"):
+            kernel.num_regs
         with pytest.raises(skein.LogicError, match="OpenCL"):
             kernel.set_attribute(A.max_dynamic_shared_size_bytes, 4096)
         with pytest.raises(skein.LogicError, match="OpenCL"):

@@ -122,6 +122,23 @@ void bind_kernel_settings(py::class_<PyKernel, std::shared_ptr<PyKernel>>& kerne
           py::arg("attribute"), py::arg("device_idx") = 0,
           "PyCUDA's Function.get_attribute (skein.KernelAttribute); LogicError on OpenCL for "
           "those it does not report.")
+      .def_property_readonly(
+          "num_regs",
+          [](const PyKernel& k) { return k.kernel.get_attribute(0, KernelAttribute::num_regs); },
+          "PyCUDA's Function.num_regs: get_attribute(KernelAttribute.num_regs) on device 0 "
+          "(CUDA; LogicError on OpenCL).")
+      .def_property_readonly(
+          "shared_size_bytes",
+          [](const PyKernel& k) {
+            return k.kernel.get_attribute(0, KernelAttribute::shared_size_bytes);
+          },
+          "PyCUDA's Function.shared_size_bytes: static local memory per group, device 0.")
+      .def_property_readonly(
+          "local_size_bytes",
+          [](const PyKernel& k) {
+            return k.kernel.get_attribute(0, KernelAttribute::local_size_bytes);
+          },
+          "PyCUDA's Function.local_size_bytes: local (spill) memory per work item, device 0.")
       .def(
           "set_attribute",
           [](const PyKernel& k, KernelAttribute a, std::int64_t v) {

@@ -167,9 +167,11 @@ class In {
  public:
   template <std::ranges::contiguous_range R>
     requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>>
-  explicit In(R&& host)  // NOLINT(cppcoreguidelines-missing-std-forward): only viewed
+  // an In is no range, so copies and moves never come here; the range is only viewed.
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload,cppcoreguidelines-missing-std-forward)
+  explicit In(R&& host)
       : bytes_(std::as_bytes(std::span(std::ranges::data(host), std::ranges::size(host)))) {}
-  std::span<const std::byte> bytes() const { return bytes_; }
+  std::span<const std::byte> bytes() const { return bytes_; }  // the host memory
 
  private:
   std::span<const std::byte> bytes_;
@@ -179,10 +181,12 @@ class Out {
   template <std::ranges::contiguous_range R>
     requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
              (!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>)
-  explicit Out(R&& host)  // NOLINT(cppcoreguidelines-missing-std-forward): only viewed
+  // an Out is no range, so copies and moves never come here; the range is only viewed.
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload,cppcoreguidelines-missing-std-forward)
+  explicit Out(R&& host)
       : bytes_(
             std::as_writable_bytes(std::span(std::ranges::data(host), std::ranges::size(host)))) {}
-  std::span<std::byte> bytes() const { return bytes_; }
+  std::span<std::byte> bytes() const { return bytes_; }  // the host memory
 
  private:
   std::span<std::byte> bytes_;
@@ -192,10 +196,12 @@ class InOut {
   template <std::ranges::contiguous_range R>
     requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
              (!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>)
-  explicit InOut(R&& host)  // NOLINT(cppcoreguidelines-missing-std-forward): only viewed
+  // an InOut is no range, so copies and moves never come here; the range is only viewed.
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload,cppcoreguidelines-missing-std-forward)
+  explicit InOut(R&& host)
       : bytes_(
             std::as_writable_bytes(std::span(std::ranges::data(host), std::ranges::size(host)))) {}
-  std::span<std::byte> bytes() const { return bytes_; }
+  std::span<std::byte> bytes() const { return bytes_; }  // the host memory
 
  private:
   std::span<std::byte> bytes_;
