@@ -160,7 +160,7 @@ def test_in_out_inout(queue, n):
     kernel.prepare_items(queue, n)(skein.InOut(y), skein.In(x), skein.Out(z), 0.5, n)
     numpy.testing.assert_allclose(y, numpy.float32(0.5) * x + y0, rtol=1e-6)
     numpy.testing.assert_array_equal(z, numpy.float32(3) * x)
-    # In takes any array-like (a strided view is copied contiguous); a device array beside it.
+    # In takes a strided view (copied contiguous first); a device array beside it.
     xs = numpy.repeat(x, 2)[::2]
     dy = skein.Array.from_host(queue, y0)
     z2 = numpy.zeros(n, numpy.float32)
@@ -176,6 +176,8 @@ def test_host_argument_errors(queue):
     z = numpy.full(8, -1, numpy.float32)
     with pytest.raises(skein.LogicError):  # a handler for the scalar `a`
         kernel.prepare_items(queue, 8)(skein.InOut(y), skein.In(x), skein.Out(z), skein.In(x), 8)
+    with pytest.raises(skein.LogicError):  # a list: its dtype would be a guess
+        skein.In([1.0, 2.0])
     with pytest.raises(skein.LogicError):  # not contiguous: results could not land
         skein.Out(numpy.zeros(16, numpy.float32)[::2])
     ro = numpy.zeros(8, numpy.float32)

@@ -28,14 +28,16 @@ py::tuple work_size_tuple(const WorkSize& w) {
 }
 
 HostArg make_host_arg(const py::handle& obj, detail::KernelArg::Kind kind, const char* call) {
-  if (kind == detail::KernelArg::Kind::host_in) {
-    // Read only: any array-like, made contiguous (a copy when it is not).
-    const py::module_ np = py::module_::import("numpy");
-    return HostArg{np.attr("ascontiguousarray")(obj).cast<py::array>(), kind};
-  }
+  // A NumPy array, whose dtype says what the kernel reads (a list would become float64 or int64
+  // unseen).
   if (!py::isinstance<py::array>(obj)) {
     raise_argument(call, std::string("a ") + Py_TYPE(obj.ptr())->tp_name + " was given",
-                   "Pass a NumPy array (the launch writes the kernel's results into it).");
+                   "Pass a NumPy array of the dtype the kernel's pointer parameter points to.");
+  }
+  if (kind == detail::KernelArg::Kind::host_in) {
+    // Read only: made contiguous (a copy when it is not).
+    const py::module_ np = py::module_::import("numpy");
+    return HostArg{np.attr("ascontiguousarray")(obj).cast<py::array>(), kind};
   }
   auto array = py::reinterpret_borrow<py::array>(obj);
   const int flags = py::detail::array_proxy(array.ptr())->flags;
