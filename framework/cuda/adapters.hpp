@@ -31,6 +31,9 @@ std::shared_ptr<DeviceAdapter> make_cuda_device(std::weak_ptr<PlatformAdapter> p
 // left to free.
 void report_cuda_cleanup_failure(CUresult result, const char* call, const std::string& device);
 
+// The driver's value of a cache preference (context.cpp); LogicError for a value not in the enum.
+CUfunc_cache cu_cache(CacheConfig config);
+
 // How the contexts of a CudaContextAdapter came to be, which says how to let go of them.
 enum class CudaContextOwnership {
   primary,   // retained primary contexts: released at the end

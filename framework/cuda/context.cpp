@@ -159,6 +159,8 @@ CUlimit cu_limit(ContextLimit limit) {
            "unknown context limit {}", static_cast<int>(limit));
 }
 
+}  // namespace
+
 CUfunc_cache cu_cache(CacheConfig config) {
   switch (config) {
     case CacheConfig::prefer_none: return CU_FUNC_CACHE_PREFER_NONE;
@@ -169,8 +171,6 @@ CUfunc_cache cu_cache(CacheConfig config) {
   raise_in(SKEIN_HERE, "set_cache_config", "Pass one of the CacheConfig values.",
            "unknown cache configuration {}", static_cast<int>(config));
 }
-
-}  // namespace
 
 std::size_t CudaContextAdapter::get_limit(std::size_t device_idx, ContextLimit limit) {
   const std::string& device = description(device_idx);

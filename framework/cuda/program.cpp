@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -30,6 +31,25 @@ std::string nvrtc_version() {
   return fmt::format("nvrtc {}.{}", major, minor);
 }
 
+CUfunction_attribute cu_attribute(KernelAttribute attribute) {
+  switch (attribute) {
+    case KernelAttribute::max_threads_per_block: return CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    case KernelAttribute::shared_size_bytes: return CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+    case KernelAttribute::const_size_bytes: return CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES;
+    case KernelAttribute::local_size_bytes: return CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
+    case KernelAttribute::num_regs: return CU_FUNC_ATTRIBUTE_NUM_REGS;
+    case KernelAttribute::ptx_version: return CU_FUNC_ATTRIBUTE_PTX_VERSION;
+    case KernelAttribute::binary_version: return CU_FUNC_ATTRIBUTE_BINARY_VERSION;
+    case KernelAttribute::cache_mode_ca: return CU_FUNC_ATTRIBUTE_CACHE_MODE_CA;
+    case KernelAttribute::max_dynamic_shared_size_bytes:
+      return CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    case KernelAttribute::preferred_shared_memory_carveout:
+      return CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+  }
+  raise_in(SKEIN_HERE, "Kernel::get_attribute", "Pass one of the KernelAttribute values.",
+           "unknown kernel attribute {}", static_cast<int>(attribute));
+}
+
 class CudaKernelAdapter final : public KernelAdapter {
  public:
   CudaKernelAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
@@ -49,7 +69,8 @@ class CudaKernelAdapter final : public KernelAdapter {
     attributes_.local_mem_size = attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
     attributes_.private_mem_size = attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
     attributes_.constant_mem_size = attribute(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES);
-    allowed_local_mem_ = attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+    attributes_.preferred_local_size_multiple =
+        std::max<std::size_t>(context_->devices()[device_idx_]->params().warp_size, 1);
     // Parameter sizes (CUDA 12.4+ drivers): the count is where the driver says INVALID_VALUE.
     if (cu().cuFuncGetParamInfo) {
       std::vector<ParamInfo> params;
@@ -80,16 +101,104 @@ class CudaKernelAdapter final : public KernelAdapter {
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(function_); }
 
   void allow_local_mem(std::size_t bytes) override {
-    // The attribute belongs to the CUfunction, which every PreparedKernel of this kernel shares:
-    // it only ever grows, so a launch prepared with less keeps working.
+    // The attribute belongs to the CUfunction, which every PreparedKernel of this kernel (and
+    // every Kernel of this name from the same module) shares: it only ever grows here, so a launch
+    // prepared with less keeps working. Read from the driver each time, since set_attribute (of
+    // this or another Kernel over the same CUfunction) may have lowered it.
     std::lock_guard lock(local_mem_mutex_);
-    if (bytes <= allowed_local_mem_) return;
     CudaContextScope scope(context_->context(device_idx_), context_->description(device_idx_));
+    int allowed = 0;
+    SKEIN_CU_CHECK(cuFuncGetAttribute,
+                   (&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function_),
+                   context_->description(device_idx_));
+    if (bytes <= static_cast<std::size_t>(allowed)) return;
     SKEIN_CU_CHECK(
         cuFuncSetAttribute,
         (function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
         context_->description(device_idx_));
-    allowed_local_mem_ = bytes;
+  }
+
+  std::int64_t get_attribute(KernelAttribute attribute) const override {
+    const std::string& where = context_->description(device_idx_);
+    CudaContextScope scope(context_->context(device_idx_), where);
+    int value = 0;
+    SKEIN_CU_CHECK(cuFuncGetAttribute, (&value, cu_attribute(attribute), function_), where);
+    return value;
+  }
+
+  void set_attribute(KernelAttribute attribute, std::int64_t value) override {
+    const std::string& where = context_->description(device_idx_);
+    if (attribute != KernelAttribute::max_dynamic_shared_size_bytes &&
+        attribute != KernelAttribute::preferred_shared_memory_carveout) {
+      throw LogicError(ErrorInfo{
+          .what = fmt::format("the attribute {} is read-only", name(attribute)),
+          .call = "Kernel::set_attribute",
+          .device = where,
+          .hint = "Set max_dynamic_shared_size_bytes or preferred_shared_memory_carveout; the "
+                  "others are decided by the compiler (see Kernel::get_attribute).",
+          .location = SKEIN_HERE});
+    }
+    std::lock_guard lock(local_mem_mutex_);
+    CudaContextScope scope(context_->context(device_idx_), where);
+    const CUresult result =
+        value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()
+            ? CUDA_ERROR_INVALID_VALUE
+            : cu().cuFuncSetAttribute(function_, cu_attribute(attribute), static_cast<int>(value));
+    if (result == CUDA_SUCCESS) return;
+    const ErrorInfo info{
+        .what = fmt::format("the driver refused {} = {}: {}", name(attribute), value,
+                            cuda_error_description(result)),
+        .call = "cuFuncSetAttribute",
+        .code_name = cuda_error_name(result),
+        .code = static_cast<long long>(result),
+        .has_code = true,
+        .device = where,
+        .hint =
+            "max_dynamic_shared_size_bytes: 0 up to the device's opt-in limit less the "
+            "kernel's static shared memory (Kernel::max_local_mem); "
+            "preferred_shared_memory_carveout: -1 or 0 to 100. The attribute keeps its "
+            "value.",
+        .location = SKEIN_HERE};
+    if (result == CUDA_ERROR_INVALID_VALUE) throw LogicError(info);
+    throw RuntimeError(info);
+  }
+
+  void set_cache_config(CacheConfig config) override {
+    const std::string& where = context_->description(device_idx_);
+    const CUfunc_cache value = cu_cache(config);
+    CudaContextScope scope(context_->context(device_idx_), where);
+    SKEIN_CU_CHECK(cuFuncSetCacheConfig, (function_, value), where);
+  }
+
+  void set_shared_config(SharedConfig config) override {
+    const std::string& where = context_->description(device_idx_);
+    CUsharedconfig value = CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE;
+    switch (config) {
+      case SharedConfig::default_bank_size: break;
+      case SharedConfig::four_byte_bank_size:
+        value = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+        break;
+      case SharedConfig::eight_byte_bank_size:
+        value = CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE;
+        break;
+      default:
+        raise_in(SKEIN_HERE, "Kernel::set_shared_config", "Pass one of the SharedConfig values.",
+                 "unknown shared memory configuration {}", static_cast<int>(config));
+    }
+    if (!cu().cuFuncSetSharedMemConfig) {
+      // Banks are 4 bytes wide on every device this driver runs: the two widths it has are
+      // already in effect; 8 bytes cannot be had.
+      if (config != SharedConfig::eight_byte_bank_size) return;
+      throw LogicError(ErrorInfo{
+          .what = "8-byte shared memory banks are not available: this driver no longer has "
+                  "cuFuncSetSharedMemConfig, and its devices have 4-byte banks only",
+          .call = "Kernel::set_shared_config",
+          .device = where,
+          .hint = "Drop the call: since Maxwell (sm_50) the bank width is fixed at 4 bytes.",
+          .location = SKEIN_HERE});
+    }
+    CudaContextScope scope(context_->context(device_idx_), where);
+    SKEIN_CU_CHECK(cuFuncSetSharedMemConfig, (function_, value), where);
   }
 
   void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
@@ -266,8 +375,7 @@ class CudaKernelAdapter final : public KernelAdapter {
   TraceName trace_;  // NVTX's handle of the kernel's name (null without a profiler)
   KernelAttributes attributes_;
   std::optional<std::vector<ParamInfo>> params_;
-  std::mutex local_mem_mutex_;
-  std::size_t allowed_local_mem_ = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  std::mutex local_mem_mutex_;  // allow_local_mem and set_attribute, one at a time
   // Graph launches: usable when the driver has the graph calls, the parameters' sizes are known
   // and SKEIN_CUDA_GRAPH_LAUNCH allows.
   bool graphs_usable_ = false;

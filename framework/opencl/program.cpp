@@ -118,9 +118,15 @@ class OclKernel final : public KernelAdapter {
                    device_);
     clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof(priv), &priv,
                              nullptr);
+    std::size_t multiple = 1;
+    SKEIN_CL_CHECK(
+        clGetKernelWorkGroupInfo(kernel_, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                 sizeof(multiple), &multiple, nullptr),
+        device_);
     attributes_.max_total_local_size = wg;
     attributes_.local_mem_size = local;
     attributes_.private_mem_size = priv;
+    attributes_.preferred_local_size_multiple = std::max<std::size_t>(multiple, 1);
     try {
       set_params(roles);
     } catch (...) {
@@ -134,6 +140,41 @@ class OclKernel final : public KernelAdapter {
   const KernelAttributes& attributes() const override { return attributes_; }
   const std::optional<std::vector<ParamInfo>>& params() const override { return params_; }
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(kernel_); }
+
+  std::int64_t get_attribute(KernelAttribute attribute) const override {
+    switch (attribute) {
+      case KernelAttribute::max_threads_per_block:
+        return static_cast<std::int64_t>(attributes_.max_total_local_size);
+      case KernelAttribute::shared_size_bytes:
+        return static_cast<std::int64_t>(attributes_.local_mem_size);
+      case KernelAttribute::local_size_bytes:
+        return static_cast<std::int64_t>(attributes_.private_mem_size);
+      default:
+        throw LogicError(ErrorInfo{
+            .what = fmt::format("OpenCL does not report the kernel attribute {}", name(attribute)),
+            .call = "Kernel::get_attribute",
+            .device = device_,
+            .hint = "On OpenCL ask for max_threads_per_block, shared_size_bytes or "
+                    "local_size_bytes (clGetKernelWorkGroupInfo); the others are CUDA's.",
+            .location = SKEIN_HERE});
+    }
+  }
+
+  void set_attribute(KernelAttribute attribute, std::int64_t) override {
+    refuse("Kernel::set_attribute", fmt::format("setting the kernel attribute {}", name(attribute)),
+           "OpenCL kernels have no settable attributes (CUDA's cuFuncSetAttribute); dynamic "
+           "local memory is sized per launch (LocalMem).");
+  }
+  void set_cache_config(CacheConfig) override {
+    refuse("Kernel::set_cache_config", "a kernel's cache configuration",
+           "The L1 / shared memory split is CUDA's (cuFuncSetCacheConfig); OpenCL has no "
+           "counterpart. Check api().id() == ApiId::cuda before calling.");
+  }
+  void set_shared_config(SharedConfig) override {
+    refuse("Kernel::set_shared_config", "a kernel's shared memory bank width",
+           "The bank width is CUDA's (cuFuncSetSharedMemConfig); OpenCL has no counterpart. "
+           "Check api().id() == ApiId::cuda before calling.");
+  }
 
   void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
               std::shared_ptr<EventAdapter>* event) override {
@@ -215,6 +256,14 @@ class OclKernel final : public KernelAdapter {
       }
     }
     params_ = std::move(params);
+  }
+
+  [[noreturn]] void refuse(const char* call, const std::string& what, const char* hint) const {
+    throw LogicError(ErrorInfo{.what = what + " is not supported on OpenCL",
+                               .call = call,
+                               .device = device_,
+                               .hint = hint,
+                               .location = SKEIN_HERE});
   }
 
   ParamInfo param_info(const ArgSlot& slot, const ArgInfo& info) const {

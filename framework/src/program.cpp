@@ -20,6 +20,7 @@
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
 #include "codegen/launch.hpp"
+#include "kernel_impl.hpp"
 
 namespace skein {
 
@@ -363,12 +364,6 @@ void Program::set_constant_array(const Queue& queue, const std::string& name,
 
 // --- kernels -----------------------------------------------------------------------------------
 
-struct Kernel::Impl {
-  Program program;
-  std::string name;
-  std::vector<std::shared_ptr<detail::KernelAdapter>> kernels;  // by device index
-};
-
 Kernel Program::kernel(const std::string& name) const {
   auto impl = std::make_shared<Kernel::Impl>(Kernel::Impl{*this, name, {}});
   impl->kernels.resize(impl_->programs.size());
@@ -407,22 +402,6 @@ std::uintptr_t Kernel::native(std::size_t device_idx) const {
   return impl_->kernels[device_idx]->native();
 }
 
-struct PreparedKernel::Impl {
-  struct PerDevice {
-    detail::KernelAdapter* kernel = nullptr;
-    detail::QueueAdapter* queue = nullptr;
-    detail::LaunchDims dims;
-    WorkSize global = 1;
-    WorkSize local = 1;
-  };
-  Kernel kernel;
-  Queue queue;
-  std::vector<std::size_t> device_idxs;
-  std::vector<std::optional<PerDevice>> per_device;  // by device index
-  const void* context_id = nullptr;
-  detail::ContextAdapter* context = nullptr;
-};
-
 namespace {
 
 // The local size: the largest that divides the global size in each dimension and fits the
@@ -456,94 +435,195 @@ std::size_t Kernel::max_local_mem(std::size_t device_idx) const {
   return limit > attributes.local_mem_size ? limit - attributes.local_mem_size : 0;
 }
 
-PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
-                               const std::optional<LaunchSizes>& local, LocalMem local_mem) const {
-  const auto& program = impl_->program;
-  if (!(queue.context() == program.context())) {
-    detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Use a queue of the program's context.",
-                     "the queue belongs to another context than kernel '{}'", impl_->name);
+namespace {
+
+// How Kernel's prepare functions read their sizes.
+enum class SizeMode {
+  global,  // prepare: global sizes, multiples of the local sizes
+  items,   // prepare_items: work items, rounded up to whole groups
+  grid,    // prepare_grid: groups (blocks) of `local` work items
+};
+
+const char* prepare_call_name(SizeMode mode) {
+  switch (mode) {
+    case SizeMode::items: return "Kernel::prepare_items";
+    case SizeMode::grid: return "Kernel::prepare_grid";
+    default: return "Kernel::prepare";
   }
-  auto impl = std::make_shared<PreparedKernel::Impl>(PreparedKernel::Impl{*this, queue});
+}
+
+// prepare_items' local size when none is given: in dimension 0 a multiple of the preferred
+// multiple up to the budget (no larger than the items rounded up to it), in the others the largest
+// power of two within what is left and the items.
+WorkSize choose_items_local(const WorkSize& items, std::size_t max_total,
+                            const std::vector<std::size_t>& max_per_dim, std::size_t warp,
+                            std::size_t preferred) {
+  std::size_t budget = std::min<std::size_t>(max_total, std::max<std::size_t>(256, warp));
+  std::size_t sizes[3] = {1, 1, 1};
+  for (unsigned d = 0; d < items.dims(); ++d) {
+    const std::size_t limit =
+        std::max<std::size_t>(std::min(budget, d < max_per_dim.size() ? max_per_dim[d] : 1), 1);
+    std::size_t size = 1;
+    if (d == 0) {
+      const std::size_t rounded = (items[0] + preferred - 1) / preferred * preferred;
+      size = limit >= preferred ? std::min(limit / preferred * preferred, rounded)
+                                : std::min(limit, items[0]);
+    } else {
+      while (size * 2 <= std::min(limit, items[d])) size *= 2;
+    }
+    sizes[d] = std::max<std::size_t>(size, 1);
+    budget /= sizes[d];
+  }
+  return WorkSize(std::span<const std::size_t>(sizes, items.dims()));
+}
+
+struct DeviceSizes {
+  WorkSize global;
+  WorkSize local;
+  WorkSize items;
+};
+
+// The sizes of one device's launch, checked against the kernel's and the device's limits.
+DeviceSizes launch_sizes_on(SizeMode mode, const std::string& kernel, const std::string& where,
+                            const DeviceParameters& params, std::size_t max_total,
+                            std::size_t preferred, const WorkSize& given,
+                            const std::optional<WorkSize>& local) {
+  const char* call = prepare_call_name(mode);
+  for (unsigned dim = 0; dim < given.dims() && mode != SizeMode::global; ++dim) {
+    if (given[dim] == 0) {
+      detail::raise_in(SKEIN_HERE, call, "Skip the launch when there is nothing to do.",
+                       "kernel '{}' on {}: {} {} has 0 in dimension {}", kernel, where,
+                       mode == SizeMode::grid ? "grid" : "items", given.to_string(), dim);
+    }
+  }
+  WorkSize l = local ? *local
+               : mode == SizeMode::items
+                   ? choose_items_local(given, max_total, params.max_local_sizes, params.warp_size,
+                                        preferred)
+                   : choose_local_size(given, max_total, params.max_local_sizes, params.warp_size);
+  if (l.dims() != given.dims()) {
+    detail::raise_in(SKEIN_HERE, call, "Give both sizes the same dimensions.",
+                     "kernel '{}' on {}: size {} and local size {} differ in dimensions", kernel,
+                     where, given.to_string(), l.to_string());
+  }
+  if (l.total() > max_total) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Use a smaller local size (see Kernel::max_total_local_sizes()).",
+                     "kernel '{}' on {}: local size {} has {} work items; at most {} fit", kernel,
+                     where, l.to_string(), l.total(), max_total);
+  }
+  std::size_t global[3] = {1, 1, 1};
+  for (unsigned dim = 0; dim < given.dims(); ++dim) {
+    if (l[dim] == 0) {
+      detail::raise_in(SKEIN_HERE, call, "Give local sizes of at least 1.",
+                       "kernel '{}' on {}: local size {} has 0 in dimension {}", kernel, where,
+                       l.to_string(), dim);
+    }
+    if (mode == SizeMode::global && given[dim] % l[dim] != 0) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Launch with Kernel::prepare_items (the launch is rounded up to whole "
+                       "groups, and the kernel skips the work items past its count), or round the "
+                       "global size up yourself, or use a StaticKernel.",
+                       "kernel '{}' on {}: global size {} is not a multiple of local size {}",
+                       kernel, where, given.to_string(), l.to_string());
+    }
+    global[dim] =
+        mode == SizeMode::grid ? given[dim] * l[dim] : (given[dim] + l[dim] - 1) / l[dim] * l[dim];
+    if (dim < params.max_local_sizes.size() && l[dim] > params.max_local_sizes[dim]) {
+      detail::raise_in(SKEIN_HERE, call, "Use a smaller local size.",
+                       "kernel '{}' on {}: local size {} exceeds the device's {} in dimension {}",
+                       kernel, where, l.to_string(), params.max_local_sizes[dim], dim);
+    }
+    if (dim < params.max_num_groups.size() && global[dim] / l[dim] > params.max_num_groups[dim]) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Use a larger local size, or a StaticKernel, whose virtual grid has no "
+                       "such limit.",
+                       "kernel '{}' on {}: {} groups in dimension {}; the device allows {}", kernel,
+                       where, global[dim] / l[dim], dim, params.max_num_groups[dim]);
+    }
+  }
+  const WorkSize g(std::span<const std::size_t>(global, given.dims()));
+  return {g, l, mode == SizeMode::items ? given : g};
+}
+
+PreparedKernel prepare_kernel(const Kernel& kernel, const Queue& queue, const LaunchSizes& sizes,
+                              const std::optional<LaunchSizes>& local, LocalMem local_mem,
+                              SizeMode mode) {
+  const auto& k = *detail::impl_of(kernel);
+  const auto& program = k.program;
+  const char* call = prepare_call_name(mode);
+  if (!(queue.context() == program.context())) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue of the program's context.",
+                     "the queue belongs to another context than kernel '{}'", k.name);
+  }
+  auto impl = std::make_shared<PreparedKernel::Impl>(PreparedKernel::Impl{kernel, queue});
   impl->device_idxs = queue.device_idxs();
   impl->per_device.resize(program.context().num_devices());
   impl->context_id = detail::impl_of(program.context()).get();
   impl->context = detail::impl_of(program.context())->adapter.get();
   for (std::size_t d : impl->device_idxs) {
-    if (d >= impl_->kernels.size() || !impl_->kernels[d]) {
-      detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+    if (d >= k.kernels.size() || !k.kernels[d]) {
+      detail::raise_in(SKEIN_HERE, call,
                        "Compile the program for every device of the queue (device_idxs).",
-                       "kernel '{}' was not compiled for device {} of the queue", impl_->name, d);
+                       "kernel '{}' was not compiled for device {} of the queue", k.name, d);
     }
-    auto& kernel = *impl_->kernels[d];
+    auto& adapter = *k.kernels[d];
     const auto& params = program.context().device(d).params();
-    const WorkSize g = global.for_device(d);
     const std::size_t max_total =
-        std::min(kernel.attributes().max_total_local_size, params.max_total_local_size);
-    const WorkSize l =
-        local ? local->for_device(d)
-              : choose_local_size(g, max_total, params.max_local_sizes, params.warp_size);
+        std::min(adapter.attributes().max_total_local_size, params.max_total_local_size);
     const std::string where = program.context().device(d).description();
-    if (l.dims() != g.dims()) {
-      detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Give both sizes the same dimensions.",
-                       "kernel '{}' on {}: global size {} and local size {} differ in dimensions",
-                       impl_->name, where, g.to_string(), l.to_string());
-    }
-    if (l.total() > max_total) {
-      detail::raise_in(SKEIN_HERE, "Kernel::prepare",
-                       "Use a smaller local size (see Kernel::max_total_local_sizes()).",
-                       "kernel '{}' on {}: local size {} has {} work items; at most {} fit",
-                       impl_->name, where, l.to_string(), l.total(), max_total);
-    }
-    for (unsigned dim = 0; dim < g.dims(); ++dim) {
-      if (l[dim] == 0 || g[dim] % l[dim] != 0) {
-        detail::raise_in(SKEIN_HERE, "Kernel::prepare",
-                         "Round the global size up to a multiple of the local size and skip the "
-                         "extra work items in the kernel, or use a StaticKernel.",
-                         "kernel '{}' on {}: global size {} is not a multiple of local size {}",
-                         impl_->name, where, g.to_string(), l.to_string());
-      }
-      if (dim < params.max_local_sizes.size() && l[dim] > params.max_local_sizes[dim]) {
-        detail::raise_in(SKEIN_HERE, "Kernel::prepare", "Use a smaller local size.",
-                         "kernel '{}' on {}: local size {} exceeds the device's {} in dimension {}",
-                         impl_->name, where, l.to_string(), params.max_local_sizes[dim], dim);
-      }
-      if (dim < params.max_num_groups.size() && g[dim] / l[dim] > params.max_num_groups[dim]) {
-        detail::raise_in(SKEIN_HERE, "Kernel::prepare",
-                         "Use a StaticKernel, whose virtual grid has no such limit.",
-                         "kernel '{}' on {}: {} groups in dimension {}; the device allows {}",
-                         impl_->name, where, g[dim] / l[dim], dim, params.max_num_groups[dim]);
-      }
-    }
+    const DeviceSizes sz = launch_sizes_on(
+        mode, k.name, where, params, max_total, adapter.attributes().preferred_local_size_multiple,
+        sizes.for_device(d), local ? std::optional<WorkSize>(local->for_device(d)) : std::nullopt);
     if (local_mem.bytes > 0) {
-      const std::size_t most = max_local_mem(d);
+      const std::size_t most = kernel.max_local_mem(d);
       if (local_mem.bytes > most) {
-        detail::raise_in(SKEIN_HERE, "Kernel::prepare",
+        detail::raise_in(SKEIN_HERE, call,
                          "Ask for less dynamic local memory (Kernel::max_local_mem()), or use "
                          "smaller tiles.",
                          "kernel '{}' on {}: {} bytes of dynamic local memory asked; beside its {} "
                          "bytes of static local memory the device allows {}",
-                         impl_->name, where, local_mem.bytes, kernel.attributes().local_mem_size,
-                         most);
+                         k.name, where, local_mem.bytes, adapter.attributes().local_mem_size, most);
       }
-      kernel.allow_local_mem(local_mem.bytes);
+      adapter.allow_local_mem(local_mem.bytes);
     }
     PreparedKernel::Impl::PerDevice pd;
-    pd.kernel = &kernel;
+    pd.kernel = &adapter;
     pd.queue = &queue.device_queue(d);
-    pd.global = g;
-    pd.local = l;
-    pd.dims.dims = g.dims();
+    pd.global = sz.global;
+    pd.local = sz.local;
+    pd.items = sz.items;
+    pd.dims.dims = sz.global.dims();
     pd.dims.local_mem = local_mem.bytes;
     for (unsigned dim = 0; dim < 3; ++dim) {
-      pd.dims.global[dim] = g[dim];
-      pd.dims.local[dim] = l[dim];
+      pd.dims.global[dim] = sz.global[dim];
+      pd.dims.local[dim] = sz.local[dim];
     }
     impl->per_device[d] = pd;
   }
   return PreparedKernel(std::move(impl));
 }
 
+}  // namespace
+
+PreparedKernel Kernel::prepare(const Queue& queue, const LaunchSizes& global,
+                               const std::optional<LaunchSizes>& local, LocalMem local_mem) const {
+  return prepare_kernel(*this, queue, global, local, local_mem, SizeMode::global);
+}
+
+PreparedKernel Kernel::prepare_items(const Queue& queue, const LaunchSizes& items,
+                                     const std::optional<LaunchSizes>& local,
+                                     LocalMem local_mem) const {
+  return prepare_kernel(*this, queue, items, local, local_mem, SizeMode::items);
+}
+
+PreparedKernel Kernel::prepare_grid(const Queue& queue, const LaunchSizes& grid,
+                                    const LaunchSizes& block, LocalMem local_mem) const {
+  return prepare_kernel(*this, queue, grid, block, local_mem, SizeMode::grid);
+}
+
 const std::vector<std::size_t>& PreparedKernel::device_idxs() const { return impl_->device_idxs; }
+const Queue& PreparedKernel::queue() const { return impl_->queue; }
 
 const WorkSize& PreparedKernel::global_size(std::size_t device_idx) const {
   if (device_idx >= impl_->per_device.size() || !impl_->per_device[device_idx]) {
@@ -556,6 +636,11 @@ const WorkSize& PreparedKernel::global_size(std::size_t device_idx) const {
 const WorkSize& PreparedKernel::local_size(std::size_t device_idx) const {
   (void)global_size(device_idx);
   return impl_->per_device[device_idx]->local;
+}
+
+const WorkSize& PreparedKernel::items(std::size_t device_idx) const {
+  (void)global_size(device_idx);
+  return impl_->per_device[device_idx]->items;
 }
 
 namespace {
@@ -642,6 +727,13 @@ void PreparedKernel::check(std::size_t device_idx, std::span<const detail::Kerne
 
 void PreparedKernel::launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
                             std::vector<Event>* events) const {
+  for (const auto& arg : args) {
+    if (arg.kind != detail::KernelArg::Kind::buffer && arg.kind != detail::KernelArg::Kind::scalar)
+        [[unlikely]] {
+      detail::launch_with_host_args(*this, device_idx, args, events);
+      return;
+    }
+  }
   check(device_idx, args);
   const auto& pd = *impl_->per_device[device_idx];
   if (events) {

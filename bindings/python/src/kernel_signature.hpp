@@ -78,6 +78,25 @@ struct PyPreparedKernel {
   void launch(const py::args& args) const { launch_prepared(*kernel, prepared, args); }
 };
 
+// skein.In, skein.Out, skein.InOut (PyCUDA's argument handlers): a NumPy array whose memory a
+// launch copies to a device temporary before the kernel (In, InOut) and back after it (Out,
+// InOut); see skein::In in <skein/program.hpp>. The array is held, contiguous (In: copied to a
+// contiguous one when it is not; Out, InOut: LogicError unless contiguous and writable).
+struct HostArg {
+  py::array array;
+  detail::KernelArg::Kind kind = detail::KernelArg::Kind::host_in;
+};
+
+// The launch with its device time (kernels_launch.cpp): PreparedKernel::timed_call from Python.
+TimedLaunch timed_launch(const PyKernel& kernel, const PreparedKernel& prepared,
+                         const py::args& args);
+// kernels_launch.cpp: skein.In / Out / InOut, skein.KernelAttribute, skein.SharedConfig,
+// skein.TimedLaunch, and Kernel's and PreparedKernel's methods for them (prepare_items,
+// prepare_grid, num_args, preferred_local_size_multiple, get_attribute, set_attribute,
+// set_cache_config, set_shared_config, timed_call, items).
+void bind_kernel_launch(py::module_& m, py::class_<PyKernel, std::shared_ptr<PyKernel>>& kernel,
+                        py::class_<PyPreparedKernel>& prepared);
+
 // A Python dict of render globals (str, int, float, lists, Snippet, Module).
 RenderGlobals to_render_globals(const py::handle& obj);
 

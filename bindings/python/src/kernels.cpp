@@ -167,8 +167,8 @@ void bind_program(py::module_& m) {
 }
 
 void bind_kernel(py::module_& m) {
-  py::class_<PyKernel, std::shared_ptr<PyKernel>>(m, "Kernel", "A kernel of a Program.")
-      .def_property_readonly("name", [](const PyKernel& k) { return k.kernel.name(); })
+  py::class_<PyKernel, std::shared_ptr<PyKernel>> kernel(m, "Kernel", "A kernel of a Program.");
+  kernel.def_property_readonly("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_property_readonly(
           "parameters",
           [](const PyKernel& k) {
@@ -200,20 +200,29 @@ void bind_kernel(py::module_& m) {
       .def(
           "__call__",
           [](const std::shared_ptr<PyKernel>& k, const Queue& q, const py::handle& global,
-             const py::handle& local, const py::args& args, std::size_t local_mem) {
-            launch_prepared(*k, k->prepared_for(q, global, local, local_mem), args);
+             const py::handle& local, const py::args& args, std::size_t local_mem,
+             bool time_kernel) -> py::object {
+            const auto& prepared = k->prepared_for(q, global, local, local_mem);
+            if (time_kernel) return py::float_(timed_launch(*k, prepared, args).seconds());
+            launch_prepared(*k, prepared, args);
+            return py::none();
           },
           py::arg("queue"), py::arg("global_size"), py::arg("local_size"), py::kw_only(),
-          py::arg("local_mem") = 0,
+          py::arg("local_mem") = 0, py::arg("time_kernel") = false,
           "Launches on every device of the queue (global/local sizes: ints or tuples; local "
-          "None to let Skein choose); the arguments follow. Does not wait.")
+          "None to let Skein choose); the arguments follow (skein.Array, skein.Buffer, numbers, "
+          "skein.In / Out / InOut of NumPy arrays). Does not wait, unless an argument is an In, "
+          "Out or InOut, or time_kernel=True: then it returns the kernel's device time in seconds "
+          "(PyCUDA's time_kernel; the longest over the devices).")
       .def("max_total_local_sizes",
            [](const PyKernel& k) { return k.kernel.max_total_local_sizes(); });
 
-  py::class_<PyPreparedKernel>(m, "PreparedKernel", "A kernel with its queue and sizes fixed.")
-      .def("__call__", [](const PyPreparedKernel& p, const py::args& args) { p.launch(args); })
+  py::class_<PyPreparedKernel> prepared(m, "PreparedKernel",
+                                        "A kernel with its queue and sizes fixed.");
+  prepared.def("__call__", [](const PyPreparedKernel& p, const py::args& args) { p.launch(args); })
       .def_property_readonly("device_idxs",
                              [](const PyPreparedKernel& p) { return p.prepared.device_idxs(); });
+  bind_kernel_launch(m, kernel, prepared);
 }
 
 }  // namespace
@@ -241,6 +250,20 @@ void launch_prepared(const PyKernel& kernel, const PreparedKernel& prepared, con
   for (std::size_t k = 0; k < devices.size(); ++k) {
     packed[k] = pack_kernel_args(kernel.signature, kernel.kernel.name(), args, devices[k],
                                  std::span(slots).subspan(k * args.size(), args.size()));
+  }
+  if (devices.size() > 1) {
+    for (const auto& arg : packed[0]) {
+      if (arg.kind != detail::KernelArg::Kind::buffer &&
+          arg.kind != detail::KernelArg::Kind::scalar) {
+        raise_argument("Kernel.__call__",
+                       "kernel '" + kernel.kernel.name() +
+                           "': skein.In, Out and InOut take a launch on one device; this one is "
+                           "on " +
+                           std::to_string(devices.size()) + " devices",
+                       "Launch on a queue of one device, or pass skein.Arrays (a list with one "
+                       "per device).");
+      }
+    }
   }
   for (std::size_t k = 0; k < devices.size(); ++k) prepared.launch_packed(devices[k], packed[k]);
 }

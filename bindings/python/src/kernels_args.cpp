@@ -217,11 +217,22 @@ std::vector<detail::KernelArg> pack_kernel_args(
       packed[i] = detail::make_kernel_arg(py::cast<const Buffer&>(a));
       continue;
     }
+    if (py::isinstance<HostArg>(a)) {
+      const auto& host = py::cast<const HostArg&>(a);
+      if (param && !param->pointer) {
+        raise_argument(call, where() + " is a scalar parameter; a skein.In / Out / InOut was given",
+                       "Pass a number of the parameter's type.");
+      }
+      packed[i] = detail::KernelArg{.kind = host.kind,
+                                    .size = static_cast<std::size_t>(host.array.nbytes()),
+                                    .value = host.array.data()};
+      continue;
+    }
     if (param && param->pointer) {
       raise_argument(
           call,
           where() + " is a pointer; a " + std::string(Py_TYPE(a.ptr())->tp_name) + " was given",
-          "Pass a skein.Array or skein.Buffer.");
+          "Pass a skein.Array, a skein.Buffer, or host memory as skein.In / Out / InOut.");
     }
     const Operand value = to_operand(a, call, where());
     std::optional<Dtype> dtype = param ? param->dtype : std::nullopt;

@@ -59,11 +59,16 @@ SKEIN_EXPORT void set_limit(const Context& context, std::size_t device_idx, Cont
 enum class CacheConfig { prefer_none, prefer_shared, prefer_l1, prefer_equal };
 SKEIN_EXPORT const char* name(CacheConfig config);  // "prefer_shared"
 // cuCtxGetCacheConfig / cuCtxSetCacheConfig (PyCUDA's Context.get_cache_config / set_cache_config).
-// Per context and device only: Skein has no per-kernel setting (PyCUDA's
-// Function.set_cache_config).
+// For one kernel, Kernel::set_cache_config (PyCUDA's Function.set_cache_config), whose preference
+// wins over the context's for that kernel.
 SKEIN_EXPORT CacheConfig get_cache_config(const Context& context, std::size_t device_idx);
 SKEIN_EXPORT void set_cache_config(const Context& context, std::size_t device_idx,
                                    CacheConfig config);
+
+// The width of shared memory banks (CUsharedconfig, PyCUDA's shared_config), for
+// Kernel::set_shared_config. Devices since Maxwell have 4-byte banks only.
+enum class SharedConfig { default_bank_size, four_byte_bank_size, eight_byte_bank_size };
+SKEIN_EXPORT const char* name(SharedConfig config);  // "four_byte_bank_size"
 
 // Peer access: whether kernels of device `from` can read and write memory allocated on device
 // `to` (Skein turns it on for every pair that can when it makes a context; copies between devices

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -19,6 +20,7 @@
 #include "skein/array.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
+#include "skein/driver.hpp"
 #include "skein/dtype.hpp"
 #include "skein/event.hpp"
 #include "skein/export.hpp"
@@ -36,15 +38,17 @@ class BufferAdapter;
 
 // One kernel argument as the backends see it.
 struct KernelArg {
-  enum class Kind : std::uint8_t { buffer, scalar };
+  // host_*: host memory (In, Out, InOut) that PreparedKernel's launch puts in a device temporary
+  // and passes as a buffer; the backends never see these kinds.
+  enum class Kind : std::uint8_t { buffer, scalar, host_in, host_out, host_inout };
   Kind kind = Kind::scalar;
   // buffer: whether it is an Array's, and then the Array's device_idx() (for an
   // Array::single_device_view, the device it is viewed from): launches refuse an Array of another
   // device. A Buffer only needs to be where the launching device can reach it.
   bool array = false;
   std::size_t device = 0;
-  std::size_t size = 0;         // scalar: bytes
-  const void* value = nullptr;  // scalar: the bytes
+  std::size_t size = 0;         // scalar, host_*: bytes
+  const void* value = nullptr;  // scalar, host_*: the bytes
   const BufferAdapter* buffer = nullptr;
   std::size_t offset = 0;         // buffer: bytes from the allocation's start
   std::size_t buffer_device = 0;  // buffer: the device it was allocated on
@@ -119,10 +123,110 @@ struct KernelAttributes {
   std::size_t local_mem_size = 0;        // static shared / local memory per block, bytes
   std::size_t private_mem_size = 0;      // local (spill) memory per thread, bytes
   std::size_t constant_mem_size = 0;     // CUDA
+  // The multiple of the work group size the device runs best (pygpu's preflsize): OpenCL's
+  // CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, CUDA's warp size.
+  std::size_t preferred_local_size_multiple = 1;
 };
+
+// What Kernel::get_attribute and set_attribute read and write: the values of CUDA's
+// CUfunction_attribute (PyCUDA's function_attribute) that describe one compiled kernel. On OpenCL
+// only the first three and local_size_bytes are known (clGetKernelWorkGroupInfo); the others raise
+// LogicError there.
+enum class KernelAttribute {
+  max_threads_per_block,             // largest block (OpenCL: CL_KERNEL_WORK_GROUP_SIZE)
+  shared_size_bytes,                 // static local memory (OpenCL: CL_KERNEL_LOCAL_MEM_SIZE)
+  const_size_bytes,                  // CUDA: constant memory the kernel uses
+  local_size_bytes,                  // per-thread local (spill) memory (CL_KERNEL_PRIVATE_MEM_SIZE)
+  num_regs,                          // CUDA: registers per thread
+  ptx_version,                       // CUDA: the PTX ISA version, major * 10 + minor
+  binary_version,                    // CUDA: the binary's architecture, major * 10 + minor
+  cache_mode_ca,                     // CUDA: 1 when compiled with -Xptxas --dlcm=ca
+  max_dynamic_shared_size_bytes,     // CUDA, settable: the most dynamic shared memory per block
+  preferred_shared_memory_carveout,  // CUDA, settable: percent of L1 as shared memory (-1: none)
+};
+SKEIN_EXPORT const char* name(KernelAttribute attribute);  // "num_regs"
 
 class Kernel;
 class PreparedKernel;
+
+// PyCUDA's argument handlers In, Out and InOut: host memory given to a kernel launch (Kernel,
+// PreparedKernel) where the kernel takes a pointer. The launch copies it to a device temporary of
+// the same size before the kernel (In, InOut), passes the temporary, and copies the temporary back
+// to the host memory after the kernel (Out, InOut; an Out's temporary starts uninitialised, as
+// device memory does). A launch with any of them returns when the kernel and the copies back are
+// done (the host memory is then read or written; a launch without them does not wait), and takes
+// one device only: on a queue of several devices, LogicError before anything runs (use
+// PreparedKernel::on_devices with one device, or Arrays). The host memory must stay valid and
+// untouched during the call; its size in bytes is what the temporary holds (0 bytes: a 1-byte
+// temporary). A temporary that does not fit raises MemoryError; nothing is copied back then.
+//   std::vector<float> in(n), out(n);
+//   kernel.prepare_items(queue, n)(skein::Out(out), skein::In(in), std::uint32_t(n));
+// Arguments of a contiguous range of trivially copyable elements (std::vector, std::array,
+// std::span, a C array); Out and InOut need writable elements.
+class In {
+ public:
+  template <std::ranges::contiguous_range R>
+    requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>>
+  // an In is no range, so copies and moves never come here; the range is only viewed.
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload,cppcoreguidelines-missing-std-forward)
+  explicit In(R&& host)
+      : bytes_(std::as_bytes(std::span(std::ranges::data(host), std::ranges::size(host)))) {}
+  std::span<const std::byte> bytes() const { return bytes_; }  // the host memory
+
+ private:
+  std::span<const std::byte> bytes_;
+};
+class Out {
+ public:
+  template <std::ranges::contiguous_range R>
+    requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
+             (!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>)
+  // an Out is no range, so copies and moves never come here; the range is only viewed.
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload,cppcoreguidelines-missing-std-forward)
+  explicit Out(R&& host)
+      : bytes_(
+            std::as_writable_bytes(std::span(std::ranges::data(host), std::ranges::size(host)))) {}
+  std::span<std::byte> bytes() const { return bytes_; }  // the host memory
+
+ private:
+  std::span<std::byte> bytes_;
+};
+class InOut {
+ public:
+  template <std::ranges::contiguous_range R>
+    requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
+             (!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>)
+  // an InOut is no range, so copies and moves never come here; the range is only viewed.
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload,cppcoreguidelines-missing-std-forward)
+  explicit InOut(R&& host)
+      : bytes_(
+            std::as_writable_bytes(std::span(std::ranges::data(host), std::ranges::size(host)))) {}
+  std::span<std::byte> bytes() const { return bytes_; }  // the host memory
+
+ private:
+  std::span<std::byte> bytes_;
+};
+
+// The device time of one launch on each of its devices (PreparedKernel::timed_call, PyCUDA's
+// prepared_timed_call and time_kernel=True): events recorded before and after the kernel on its
+// queue. seconds() waits for the kernel. A cheap handle.
+class SKEIN_EXPORT TimedLaunch {
+ public:
+  // The seconds the kernel took on the device (LogicError for a device it was not launched on).
+  double seconds(std::size_t device_idx) const;
+  // The longest over the devices it was launched on.
+  double seconds() const;
+  const std::vector<std::size_t>& device_idxs() const { return device_idxs_; }
+
+  // Made by PreparedKernel::timed_call.
+  TimedLaunch(std::vector<std::size_t> device_idxs, std::vector<Event> starts,
+              std::vector<Event> ends)
+      : device_idxs_(std::move(device_idxs)), starts_(std::move(starts)), ends_(std::move(ends)) {}
+
+ private:
+  std::vector<std::size_t> device_idxs_;
+  std::vector<Event> starts_, ends_;  // by position in device_idxs_
+};
 
 // A cheap handle: copies are the same program.
 // Threads: Programs may be constructed from several threads at once (the context's program cache
@@ -221,11 +325,31 @@ class SKEIN_EXPORT Kernel {
   const Program& program() const;
 
   // Fixes the queue, the sizes and the dynamic local memory of each work group. `local` is chosen
-  // from the device's and the kernel's limits when not given. Each global size must be a multiple
-  // of the local size in every dimension.
+  // from the device's and the kernel's limits when not given (the largest that divides the global
+  // size, up to 256). Each global size must be a multiple of the local size in every dimension
+  // (LogicError otherwise: use prepare_items or prepare_grid for other sizes).
   PreparedKernel prepare(const Queue& queue, const LaunchSizes& global,
                          const std::optional<LaunchSizes>& local = std::nullopt,
                          LocalMem local_mem = {}) const;
+  // Launches over at least `items` work items in each dimension, any number (pygpu's
+  // `kernel(args, n=n)`): the launch covers `items` rounded up to whole work groups, the same on
+  // CUDA and OpenCL, so the kernel must skip the work items past the count it is passed:
+  //   KERNEL void k(GLOBAL_MEM float* out, unsigned n) {
+  //     const VSIZE_T i = get_global_id(0); if (i >= n) return; ...
+  // In the kernel get_global_size() and get_num_groups() are those of the rounded launch, as
+  // PreparedKernel::global_size() says; PreparedKernel::items() gives `items` back. `local` is
+  // chosen when not given: in dimension 0 a multiple of the kernel's
+  // preferred_local_size_multiple() up to 256 work items (no larger than `items` rounded up to
+  // that multiple), in the others the largest power of two that fits what is left. Any local size
+  // the kernel and device allow is taken. LogicError for a count of 0 (a launch needs a work item),
+  // and as prepare() for local sizes and group counts beyond the device's limits.
+  PreparedKernel prepare_items(const Queue& queue, const LaunchSizes& items,
+                               const std::optional<LaunchSizes>& local = std::nullopt,
+                               LocalMem local_mem = {}) const;
+  // PyCUDA's `function(args, grid=grid, block=block)`: `grid` work groups (blocks) of `block`
+  // work items each, in every dimension; the global size is grid * block. Errors as prepare().
+  PreparedKernel prepare_grid(const Queue& queue, const LaunchSizes& grid, const LaunchSizes& block,
+                              LocalMem local_mem = {}) const;
   // The most dynamic local memory a launch of this kernel can have on one device of its program:
   // the device's limit per group (on CUDA with the opt-in) less the kernel's static local memory.
   std::size_t max_local_mem(std::size_t device_idx) const;
@@ -235,6 +359,43 @@ class SKEIN_EXPORT Kernel {
   KernelAttributes attributes(std::size_t device_idx) const;
   // The backend's kernel object on one device (CUfunction or cl_kernel), for interop.
   std::uintptr_t native(std::size_t device_idx) const;
+
+  // pygpu's preflsize: local sizes should be multiples of this on the device (OpenCL:
+  // CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE; CUDA: the warp size). LogicError for a device
+  // the program was not compiled for.
+  std::size_t preferred_local_size_multiple(std::size_t device_idx) const;
+  // pygpu's numargs: how many arguments a launch passes (OpenCL: clGetKernelInfo's
+  // CL_KERNEL_NUM_ARGS less the parameters Skein fills itself, a view's offset and dynamic local
+  // memory; CUDA: cuFuncGetParamInfo, or where the driver lacks it (before CUDA 12.4) the kernel's
+  // parameter list in the program's source). LogicError where neither tells (a CUDA program from
+  // a binary on an old driver).
+  std::size_t num_args() const;
+
+  // PyCUDA's Function.get_attribute: the value on one device of the program (LogicError for
+  // another device, and on OpenCL for the attributes OpenCL does not report, naming them).
+  std::int64_t get_attribute(std::size_t device_idx, KernelAttribute attribute) const;
+  // PyCUDA's Function.set_attribute, on every device of the program (cuFuncSetAttribute). Settable:
+  // max_dynamic_shared_size_bytes (0 up to the device's opt-in limit less the static shared
+  // memory; prepare() raises it again when a launch asks for more) and
+  // preferred_shared_memory_carveout (-1 or 0 to 100). LogicError for the others, for a value the
+  // driver refuses (naming it; the attribute keeps its value), and on OpenCL, which has none.
+  // Attributes, like the configurations below, belong to the backend's function, which every
+  // Kernel of this name from this program shares (and programs of the same source and options in
+  // the same context, whose module Skein loads once): set them before launching from several
+  // threads, not during.
+  void set_attribute(KernelAttribute attribute, std::int64_t value) const;
+  // PyCUDA's Function.set_cache_config: this kernel's preferred L1 / shared memory split, on
+  // every device of the program (cuFuncSetCacheConfig; it wins over the context's, see
+  // skein::set_cache_config). A preference the driver may ignore. OpenCL: LogicError, as for the
+  // context's setting: OpenCL has no such control, and code that tunes it for CUDA should know
+  // it did nothing (check api().id() == ApiId::cuda first).
+  void set_cache_config(CacheConfig config) const;
+  // PyCUDA's Function.set_shared_config: the shared memory bank width for this kernel
+  // (cuFuncSetSharedMemConfig). Devices since Maxwell (sm_50) have 4-byte banks only and the
+  // driver ignores the setting; where the driver no longer exports the call, default_bank_size
+  // and four_byte_bank_size return without a call (the banks are 4 bytes) and
+  // eight_byte_bank_size raises LogicError. OpenCL: LogicError, as set_cache_config.
+  void set_shared_config(SharedConfig config) const;
 
   // prepare() and launch in one call.
   template <class... Args>
@@ -253,9 +414,23 @@ class SKEIN_EXPORT Kernel {
 namespace detail {
 
 template <class T>
+inline constexpr bool is_host_arg =
+    std::is_same_v<T, In> || std::is_same_v<T, Out> || std::is_same_v<T, InOut>;
+
+template <class T>
 inline constexpr bool is_scalar_arg =
     std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_same_v<T, Buffer> &&
-    !std::is_same_v<T, Array> && !is_multi_device<T>::value;
+    !std::is_same_v<T, Array> && !is_multi_device<T>::value && !is_host_arg<T>;
+
+inline KernelArg make_kernel_arg(const In& h) {
+  return {.kind = KernelArg::Kind::host_in, .size = h.bytes().size(), .value = h.bytes().data()};
+}
+inline KernelArg make_kernel_arg(const Out& h) {
+  return {.kind = KernelArg::Kind::host_out, .size = h.bytes().size(), .value = h.bytes().data()};
+}
+inline KernelArg make_kernel_arg(const InOut& h) {
+  return {.kind = KernelArg::Kind::host_inout, .size = h.bytes().size(), .value = h.bytes().data()};
+}
 
 inline KernelArg make_kernel_arg(const Buffer& b) {
   return {.kind = KernelArg::Kind::buffer,
@@ -321,26 +496,49 @@ class SKEIN_EXPORT PreparedKernel {
     launch_all<Args...>(device_idxs(), &events, args...);
     return events;
   }
+  // PyCUDA's prepared_timed_call (and time_kernel=True): launches as operator() does, between
+  // two timed events per device; TimedLaunch::seconds() waits for the kernel and gives its device
+  // time. For timing many launches together, Queue::record_event() around them.
+  template <class... Args>
+  TimedLaunch timed_call(const Args&... args) const {
+    std::vector<Event> starts, ends;
+    for (std::size_t d : device_idxs()) starts.push_back(start_timing(d));
+    launch_all<Args...>(device_idxs(), nullptr, args...);
+    for (std::size_t d : device_idxs()) ends.push_back(start_timing(d));
+    return TimedLaunch(device_idxs(), std::move(starts), std::move(ends));
+  }
   // Enqueues on one device with arguments packed already: for generated kernels whose parameter
-  // list is only known at run time (elementwise and reduction kernels). Checked as above.
+  // list is only known at run time (elementwise and reduction kernels). Checked as above; In,
+  // Out and InOut arguments (their KernelArg kinds) are handled as in operator().
   void launch_packed(std::size_t device_idx, std::span<const detail::KernelArg> args,
                      std::vector<Event>* events = nullptr) const {
     launch(device_idx, args, events);
   }
 
   const std::vector<std::size_t>& device_idxs() const;
+  // The queue it was prepared with.
+  const Queue& queue() const;
+  // The work items launched on a device: what get_global_size() reports in the kernel. For
+  // Kernel::prepare_items, the items asked for rounded up to whole work groups.
   const WorkSize& global_size(std::size_t device_idx) const;
   const WorkSize& local_size(std::size_t device_idx) const;
+  // The work items asked for: Kernel::prepare_items' `items`; global_size() for the others.
+  const WorkSize& items(std::size_t device_idx) const;
 
   struct Impl;
   PreparedKernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
 
  private:
+  friend struct detail::ImplAccess;
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
   // Every device's arguments are checked before any device's launch is enqueued, so that a
   // refused call (an Array of device 0 given to every device) launches nothing.
   template <class... Args>
   void launch_all(std::span<const std::size_t> device_idxs, std::vector<Event>* events,
                   const Args&... args) const {
+    if constexpr ((detail::is_host_arg<Args> || ...)) {
+      if (device_idxs.size() != 1) refuse_host_args(device_idxs.size());
+    }
     if (device_idxs.size() > 1) {
       for (std::size_t d : device_idxs) {
         const detail::KernelArg packed[sizeof...(Args) + 1] = {detail::kernel_arg_for(args, d)...,
@@ -358,6 +556,10 @@ class SKEIN_EXPORT PreparedKernel {
   }
   // LogicError when the arguments do not fit the kernel on this device.
   void check(std::size_t device_idx, std::span<const detail::KernelArg> args) const;
+  // LogicError: In, Out and InOut take a launch on one device.
+  [[noreturn]] void refuse_host_args(std::size_t devices) const;
+  // A timed event recorded now on the device's queue.
+  Event start_timing(std::size_t device_idx) const;
   void launch(std::size_t device_idx, std::span<const detail::KernelArg> args,
               std::vector<Event>* events) const;
 

@@ -224,6 +224,12 @@ class SKEIN_EXPORT KernelAdapter {
   // Enqueues on `queue` (of this kernel's device); records an event after it when `event`.
   virtual void launch(QueueAdapter& queue, const LaunchDims& dims, std::span<const KernelArg> args,
                       std::shared_ptr<EventAdapter>* event) = 0;
+  // Kernel::get_attribute, set_attribute, set_cache_config and set_shared_config on this device;
+  // LogicError naming the backend for what it cannot do.
+  virtual std::int64_t get_attribute(KernelAttribute attribute) const = 0;
+  virtual void set_attribute(KernelAttribute attribute, std::int64_t value) = 0;
+  virtual void set_cache_config(CacheConfig config) = 0;
+  virtual void set_shared_config(SharedConfig config) = 0;
 };
 
 // A program loaded on one device.

@@ -86,6 +86,7 @@ namespace skein::detail {
   X(cuModuleUnload)              \
   X(cuFuncGetAttribute)          \
   X(cuFuncSetAttribute)          \
+  X(cuFuncSetCacheConfig)        \
   X(cuPointerGetAttribute)       \
   X(cuMemGetAddressRange)        \
   X(cuLaunchKernel)              \
@@ -98,6 +99,10 @@ struct CudaDriver {
   SKEIN_CU_FUNCTIONS(SKEIN_CU_DECLARE_FUNCTION)
   // Optional (CUDA 12.4+): lets launches check argument counts and sizes; null on older drivers.
   decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
+  // Optional: deprecated since CUDA 12.4 (banks have been 4 bytes wide since Maxwell); declared
+  // by its signature, not decltype, to keep the deprecation warning out. Null where the driver no
+  // longer exports it.
+  CUresult (*cuFuncSetSharedMemConfig)(CUfunction, CUsharedconfig) = nullptr;
   // Optional: checks that a foreign stream (skein::cuda::queue_from_native) is in the right
   // context.
   decltype(&::cuStreamGetCtx) cuStreamGetCtx = nullptr;
