@@ -6,15 +6,17 @@
 // (c_constant).
 //
 // What takes a record dtype: Array (empty, zeros, the Array constructor over a buffer, set/get of
-// bytes, set(Array) and copy_rect, slice, view, reshape, transpose), skein::copy between arrays of
-// the same record dtype, Program (every registered record's C type is defined after the prelude:
-// record_definition), ElementwiseKernel and ReductionKernel (a parameter declared with the
-// record's name; the generated source defines the C types of the records it uses). What refuses
-// it with a LogicError naming the dtype and the call: visit_dtype, arithmetic and promotion
-// (result_type, the built-in operations), conversions of scalars (Operand::bytes_as), host-typed
-// get<T>/set<T>; the HDF5 layer, the C and Fortran APIs and the collectives (reduce, all-reduce;
-// plain byte moves such as broadcast and send of a record array go through as bytes where the
-// layer allows) say so too (see their headers).
+// bytes, set(Array) and copy_rect, fill_zero, slice, view, reshape, transpose), skein::copy between
+// arrays of the same record dtype, Program (every registered record's C type is defined after the
+// prelude, by record_definition; with ProgramOptions::no_prelude the source defines what it uses),
+// ElementwiseKernel and ReductionKernel (a parameter declared with the record's name; the
+// generated source defines the C types of the records it uses). What refuses it with a LogicError
+// naming the dtype and the call: visit_dtype, arithmetic and promotion (result_type,
+// promote_types, the built-in elementwise operations and reductions), conversions of scalars
+// (Operand::bytes_as), copies to another dtype, host-typed get<T>/set<T>, every collective of a
+// Communicator (broadcast and send included), HDF5 files, and a dist grid's constant boundary
+// values. The C and Fortran APIs have no record dtypes (skein_dtype lists the built-in ones only:
+// skein_dtype_size gives 0 and skein_dtype_name "unknown dtype" for any other value).
 #pragma once
 
 #include <complex>
