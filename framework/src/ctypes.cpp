@@ -112,6 +112,11 @@ StructType& StructType::add(std::string name, const StructType& type, std::size_
 }
 
 void StructType::push(StructField field) {
+  // A record dtype's field is its struct, nested (so it is written inline and flattened).
+  if (!field.is_struct() && is_record(std::get<0>(field.type))) {
+    field.type = std::make_shared<const StructType>(
+        detail::record_entry(std::get<0>(field.type), "skein::StructType").type);
+  }
   if (!is_identifier(field.name)) {
     detail::raise_in(SKEIN_HERE, "skein::StructType", {}, "field name '{}' is not a C identifier",
                      field.name);

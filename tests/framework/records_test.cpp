@@ -127,6 +127,15 @@ TEST(RecordDtypes, RegistryAndWhatKnowsRecords) {
   EXPECT_NE(q, p);
   EXPECT_EQ(itemsize(q), 32u);
   EXPECT_EQ(point(), p);  // and the first is still there
+  // A field of a record dtype is the record's struct, nested.
+  const StructType with_record{{"k", Dtype::int8}, {"p", p, 2}};
+  EXPECT_TRUE(with_record == (StructType{{"k", Dtype::int8}, {"p", point_type(), 2}}));
+  EXPECT_EQ(with_record.offsets(), (std::vector<std::size_t>{0, 8}));
+  EXPECT_EQ(with_record.itemsize(), 72u);
+  const auto flat = flatten_dtype(with_record);
+  ASSERT_EQ(flat.size(), 11u);
+  EXPECT_EQ(c_path(flat[6].path), "p[1].x");
+  EXPECT_EQ(flat[6].offset, 40u);
 }
 
 TEST(RecordDtypes, NumericCallsRefuseRecordsByName) {

@@ -155,3 +155,28 @@ def test_min_scalar_type_complex_for_real_for():
         skein.complex_for(numpy.int32)
     with pytest.raises(skein.LogicError):
         skein.real_for(numpy.float32)
+
+
+def test_struct_type_registers_and_nests(queue):
+    point()
+    t = skein.StructType([("k", numpy.int8), ("p", "py_point", 2)])
+    t.add("z", numpy.complex64)
+    assert t.names == ["k", "p", "z"]
+    assert t.offsets == [0, 8, 72]
+    assert t.itemsize == 80 and t.alignment == 8
+    assert t.aligned(32).itemsize == 96
+    assert t == skein.StructType([("k", "int8"), ("p", skein.StructType(
+        [("x", numpy.float32), ("w", numpy.float64), ("n", numpy.int32, 3)]), 2),
+        ("z", numpy.complex64)])
+    d = skein.register_dtype(t, "py_holder")
+    assert skein.record_numpy_dtype(d) == t.numpy_dtype()
+    assert "typedef struct ALIGN(8)" in skein.ctype_struct(t, "holder")
+    h = numpy.zeros(3, dtype=t.numpy_dtype())
+    h["p"]["w"] = numpy.arange(6, dtype=numpy.float64).reshape(3, 2)
+    h["z"] = [1j, 2, 3 - 1j]
+    a = skein.Array.from_host(queue, h)
+    numpy.testing.assert_array_equal(a.get(), h)
+    numpy.testing.assert_array_equal(skein.extract_field(a, ["p", 1, "w"]).get(), h["p"][:, 1]["w"])
+    numpy.testing.assert_array_equal(skein.extract_field(a, "z").get(), h["z"])
+    with pytest.raises(skein.LogicError):
+        skein.StructType([("a",)])

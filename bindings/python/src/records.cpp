@@ -127,8 +127,33 @@ py::list from_path(const FieldPath& path) {
   return out;
 }
 
+// One field of a skein.StructType from (name, type) or (name, type, count): the type a
+// skein.StructType or anything skein.dtype takes.
+void add_field(StructType& t, const std::string& name, const py::handle& type, std::size_t count) {
+  if (py::isinstance<StructType>(type)) {
+    t.add(name, type.cast<const StructType&>(), count);
+  } else {
+    t.add(name, to_dtype(type, "skein.StructType"), count);
+  }
+}
+
+StructType struct_from_list(const py::object& fields) {
+  StructType t;
+  if (fields.is_none()) return t;
+  for (const auto item : fields.cast<py::sequence>()) {
+    const auto f = item.cast<py::sequence>();
+    if (f.size() < 2 || f.size() > 3) {
+      raise_argument("skein.StructType", "a field must be (name, type) or (name, type, count)",
+                     "Give e.g. [('x', numpy.float32), ('n', numpy.int32, 3)].");
+    }
+    add_field(t, f[0].cast<std::string>(), f[1], f.size() == 3 ? f[2].cast<std::size_t>() : 0);
+  }
+  return t;
+}
+
 Dtype register_numpy(const py::object& obj, const std::string& cname) {
   constexpr const char* call = "skein.register_dtype";
+  if (py::isinstance<StructType>(obj)) return register_dtype(obj.cast<const StructType&>(), cname);
   const py::dtype dt = py::dtype::from_args(obj);
   const Dtype d = register_dtype(struct_from_numpy(dt, call), cname);
   numpy_of_records().emplace(d, dt);  // the first NumPy dtype registered for it stays
@@ -160,9 +185,40 @@ py::dtype record_to_numpy(Dtype dtype) {
 }
 
 void bind_records(py::module_& m) {
+  py::class_<StructType>(m, "StructType",
+                         "A C struct's fields and layout (skein::StructType): "
+                         "StructType([('x', numpy.float32), ('n', numpy.int32, 3), ('s', other)]).")
+      .def(py::init(&struct_from_list), py::arg("fields") = py::none())
+      .def(
+          "add",
+          [](StructType& t, const std::string& name, const py::object& type,
+             std::size_t count) -> StructType& {
+            add_field(t, name, type, count);
+            return t;
+          },
+          py::arg("name"), py::arg("type"), py::arg("count") = 0,
+          py::return_value_policy::reference_internal,
+          "Appends a field (a dtype or a StructType; count > 0: an array of count elements).")
+      .def_property_readonly("names",
+                             [](const StructType& t) {
+                               py::list out;
+                               for (const auto& f : t.fields()) out.append(f.name);
+                               return out;
+                             })
+      .def_property_readonly("offsets", &StructType::offsets)
+      .def_property_readonly("itemsize", &StructType::itemsize)
+      .def_property_readonly("alignment", &StructType::alignment)
+      .def(
+          "aligned", [](const StructType& t, std::size_t a) { return align(t, a); },
+          py::arg("alignment"), "A copy aligned to at least `alignment` (skein::align).")
+      .def("numpy_dtype", &numpy_from_struct, "The NumPy dtype with this layout.")
+      .def(
+          "__eq__", [](const StructType& a, const StructType& b) { return a == b; },
+          py::is_operator());
   m.def("register_dtype", &register_numpy, py::arg("dtype"), py::arg("cname"),
-        "pygpu's register_dtype: a skein.Dtype for arrays of a NumPy structured dtype (with "
-        "the C layout: numpy.dtype([...], align=True)), called `cname` in kernel source. Arrays "
+        "pygpu's register_dtype: a skein.Dtype for arrays of a skein.StructType or of a NumPy "
+        "structured dtype (with the C layout: numpy.dtype([...], align=True)), called `cname` in "
+        "kernel source. Arrays "
         "of it go to and from NumPy structured arrays (Array.from_host, get, set); kernels "
         "declare parameters as `cname x`. The same dtype under the same name gives the same "
         "skein.Dtype; a different one under a taken name raises skein.LogicError.");
@@ -178,12 +234,17 @@ void bind_records(py::module_& m) {
   m.def(
       "ctype_struct",
       [](const py::object& d, const std::optional<std::string>& name, bool ignore_alignment) {
+        if (py::isinstance<StructType>(d)) {
+          return ctype_struct(d.cast<const StructType&>(), name ? *name : std::string("record"),
+                              ignore_alignment);
+        }
         const Dtype dt = to_dtype(d, "skein.ctype_struct");
         return ctype_struct(record_type(dt), name ? *name : std::string(skein::name(dt)),
                             ignore_alignment);
       },
       py::arg("dtype"), py::arg("name") = py::none(), py::arg("ignore_alignment") = false,
-      "grunnur's ctype_struct: the C typedef of a record dtype (under its cname, or `name`); "
+      "grunnur's ctype_struct: the C typedef of a record dtype (under its cname, or `name`) or "
+      "of a skein.StructType (under `name`, default 'record'); "
       "ignore_alignment drops the ALIGN attributes.");
   m.def(
       "flatten_dtype",

@@ -41,6 +41,8 @@ namespace skein {
 // a cname that is not a C identifier, is a built-in dtype's name or C type, or is taken by a
 // different struct (register it under another name), and when 192 records are registered.
 // Registrations last for the process. Threads: any (the registry is locked).
+// A StructType field of a record dtype (StructType{{"p", point}}) is kept as that record's
+// StructType, nested: it is written inline by ctype_struct and flattened by flatten_dtype.
 SKEIN_EXPORT Dtype register_dtype(const StructType& type, std::string cname);
 
 // The StructType of a record dtype. LogicError for a built-in dtype. Threads: any.
