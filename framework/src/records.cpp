@@ -19,13 +19,13 @@ namespace skein {
 
 namespace {
 
-struct Registry {
+struct RecordRegistry {
   std::shared_mutex mutex;
   std::deque<detail::RecordEntry> entries;  // value first_record_dtype + index; never erased
 };
 
-Registry& registry() {
-  static Registry r;
+RecordRegistry& record_registry() {
+  static RecordRegistry r;
   return r;
 }
 
@@ -44,7 +44,7 @@ Dtype record_value(std::size_t index) {
 
 const detail::RecordEntry* detail::find_record(Dtype dtype) noexcept {
   if (!is_record(dtype)) return nullptr;
-  auto& r = registry();
+  auto& r = record_registry();
   std::shared_lock lock(r.mutex);
   const std::size_t i = static_cast<std::size_t>(dtype) - first_record_dtype;
   return i < r.entries.size() ? &r.entries[i] : nullptr;
@@ -58,7 +58,7 @@ const detail::RecordEntry& detail::record_entry(Dtype dtype, std::string_view ca
 }
 
 std::optional<Dtype> detail::record_by_name(std::string_view cname) noexcept {
-  auto& r = registry();
+  auto& r = record_registry();
   std::shared_lock lock(r.mutex);
   for (std::size_t i = 0; i < r.entries.size(); ++i) {
     if (r.entries[i].cname == cname) return record_value(i);
@@ -67,7 +67,7 @@ std::optional<Dtype> detail::record_by_name(std::string_view cname) noexcept {
 }
 
 std::string detail::record_names() {
-  auto& r = registry();
+  auto& r = record_registry();
   std::shared_lock lock(r.mutex);
   std::string out;
   for (const auto& e : r.entries) out += (out.empty() ? "" : ", ") + e.cname;
@@ -88,7 +88,7 @@ Dtype register_dtype(const StructType& type, std::string cname) {
   }
   // Checks the fields (and writes the definition once, for the registry's itemsize).
   (void)ctype_struct(type, cname);
-  auto& r = registry();
+  auto& r = record_registry();
   std::unique_lock lock(r.mutex);
   for (std::size_t i = 0; i < r.entries.size(); ++i) {
     if (r.entries[i].cname != cname) continue;
@@ -114,7 +114,7 @@ const StructType& record_type(Dtype dtype) {
 }
 
 std::vector<Dtype> record_dtypes() {
-  auto& r = registry();
+  auto& r = record_registry();
   std::shared_lock lock(r.mutex);
   std::vector<Dtype> out;
   for (std::size_t i = 0; i < r.entries.size(); ++i) out.push_back(record_value(i));
@@ -215,7 +215,7 @@ struct PathEnd {
   std::size_t trailing_stride = 0;
 };
 
-PathEnd walk(const StructType& top, const FieldPath& path, std::string_view record) {
+PathEnd walk_path(const StructType& top, const FieldPath& path, std::string_view record) {
   constexpr const char* call = "skein::extract_field";
   if (path.empty()) {
     detail::raise_in(SKEIN_HERE, call, "Name a field.", "the path into '{}' is empty", record);
@@ -283,7 +283,7 @@ Array extract_field(const Array& array, const FieldPath& path) {
                      "the array's dtype {} has no fields", name(array.dtype()));
   }
   const std::string record(name(array.dtype()));
-  const PathEnd end = walk(record_type(array.dtype()), path, record);
+  const PathEnd end = walk_path(record_type(array.dtype()), path, record);
   Dtype dtype;
   if (end.leaf.index() == 0) {
     dtype = std::get<0>(end.leaf);

@@ -16,6 +16,7 @@
 
 namespace skein::test {
 namespace {
+namespace records_test {
 
 // struct { float x; double w; int32_t n[3]; }: x at 0, w at 8, n at 16, 32 bytes, aligned to 8.
 StructType point_type() {
@@ -541,5 +542,6 @@ TEST_P(Records, NestedStructFieldsAndPadding) {
 
 SKEIN_INSTANTIATE_BACKENDS(Records);
 
+}  // namespace records_test
 }  // namespace
 }  // namespace skein::test
