@@ -9,10 +9,12 @@
 
 #include "skein/detail/errors.hpp"
 #include "arithmetic.hpp"
+#include "record_registry.hpp"
 
 namespace skein {
 
 std::string ctype(Dtype dtype) {
+  if (is_record(dtype)) return detail::record_entry(dtype, "skein::ctype").cname;
   switch (dtype) {
     case Dtype::int8: return "int8_t";
     case Dtype::int16: return "int16_t";
@@ -32,7 +34,10 @@ std::string ctype(Dtype dtype) {
   detail::raise_in(SKEIN_HERE, "skein::ctype", {}, "invalid dtype value {}", int(dtype));
 }
 
-std::size_t alignment_of(Dtype dtype) { return itemsize(dtype); }
+std::size_t alignment_of(Dtype dtype) {
+  if (is_record(dtype)) return detail::record_entry(dtype, "skein::alignment_of").alignment;
+  return itemsize(dtype);
+}
 
 namespace {
 
@@ -55,14 +60,18 @@ std::size_t field_size(const StructField& f) {
   return one * std::max<std::size_t>(f.count, 1);
 }
 
-void write_body(std::string& out, const StructType& type, int indent) {
+void write_body(std::string& out, const StructType& type, int indent, bool aligned) {
   const std::string pad(static_cast<std::size_t>(indent) * 2, ' ');
   for (const auto& f : type.fields()) {
     const std::string dims = f.count ? fmt::format("[{}]", f.count) : "";
     if (f.is_struct()) {
       const auto& inner = *std::get<1>(f.type);
-      out += fmt::format("{}struct ALIGN({}) {{\n", pad, inner.alignment());
-      write_body(out, inner, indent + 1);
+      if (aligned) {
+        out += fmt::format("{}struct ALIGN({}) {{\n", pad, inner.alignment());
+      } else {
+        out += fmt::format("{}struct {{\n", pad);
+      }
+      write_body(out, inner, indent + 1, aligned);
       out += fmt::format("{}}} {}{};\n", pad, f.name, dims);
     } else {
       out += fmt::format("{}{} {}{};\n", pad, ctype(std::get<0>(f.type)), f.name, dims);
@@ -103,6 +112,11 @@ StructType& StructType::add(std::string name, const StructType& type, std::size_
 }
 
 void StructType::push(StructField field) {
+  // A record dtype's field is its struct, nested (so it is written inline and flattened).
+  if (!field.is_struct() && is_record(std::get<0>(field.type))) {
+    field.type = std::make_shared<const StructType>(
+        detail::record_entry(std::get<0>(field.type), "skein::StructType").type);
+  }
   if (!is_identifier(field.name)) {
     detail::raise_in(SKEIN_HERE, "skein::StructType", {}, "field name '{}' is not a C identifier",
                      field.name);
@@ -163,7 +177,7 @@ StructType align(const StructType& type, std::size_t alignment) {
   return out;
 }
 
-std::string ctype_struct(const StructType& type, std::string_view name) {
+std::string ctype_struct(const StructType& type, std::string_view name, bool ignore_alignment) {
   check_nonempty(type, "skein::ctype_struct");
   if (!is_identifier(name)) {
     detail::raise_in(SKEIN_HERE, "skein::ctype_struct", {},
@@ -171,8 +185,10 @@ std::string ctype_struct(const StructType& type, std::string_view name) {
   }
   // Every field type has its natural alignment equal to the one used for the layout, so the only
   // explicit alignment needed is the struct's own (which align() may have raised).
-  std::string out = fmt::format("typedef struct ALIGN({}) {{\n", type.alignment());
-  write_body(out, type, 1);
+  std::string out = ignore_alignment
+                        ? std::string("typedef struct {\n")
+                        : fmt::format("typedef struct ALIGN({}) {{\n", type.alignment());
+  write_body(out, type, 1, !ignore_alignment);
   out += fmt::format("}} {};\n", name);
   return out;
 }

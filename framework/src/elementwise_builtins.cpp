@@ -199,6 +199,13 @@ void fill(const Queue& queue, const Array& out, const Operand& value) { copy(que
 void copy(const Queue& queue, const Operand& src, const Array& dst) {
   const Dtype s = src.is_array() ? src.dtype() : dst.dtype();
   const Dtype d = dst.dtype();
+  if ((is_record(s) || is_record(d)) && s != d) {
+    detail::raise_in(SKEIN_HERE, "skein::copy",
+                     "Copy between arrays of one record dtype, or a field's view (extract_field) "
+                     "into a numeric array.",
+                     "cannot convert {} to {}: record dtypes copy only to themselves", name(s),
+                     name(d));
+  }
   if (is_complex(s) && !is_complex(d)) {
     detail::raise_in(SKEIN_HERE, "skein::copy",
                      "Take the real part explicitly (an ElementwiseKernel with z = x.re).",
@@ -221,7 +228,14 @@ void detail::strided_copy(const Queue& queue, const Array& src, const Array& dst
   copy(queue, src, dst);
 }
 
-void detail::strided_fill_zero(const Queue& queue, const Array& dst) { fill(queue, dst, 0); }
+void detail::strided_fill_zero(const Queue& queue, const Array& dst) {
+  if (is_record(dst.dtype())) {  // a record has no scalar zero: copy from a zeroed dense array
+    const Array zeros = Array::zeros(queue, dst.shape(), dst.dtype(), dst.device_idx());
+    copy(queue, zeros, dst);
+    return;
+  }
+  fill(queue, dst, 0);
+}
 
 Array astype(const Queue& queue, const Array& x, Dtype dtype) {
   if (is_complex(x.dtype()) && !is_complex(dtype)) {
@@ -322,6 +336,7 @@ Array compare(const Queue& queue, CompareOp op, const Operand& a, const Operand&
 
 Array unary(const Queue& queue, UnaryOp op, const Operand& x, const std::optional<Array>& out) {
   const Dtype d = x.is_array() ? x.dtype() : result_type(std::span<const Operand>(&x, 1));
+  if (is_record(d)) detail::raise_record_dtype(d, "skein::unary");
   const bool float_fn = op == UnaryOp::sqrt || op == UnaryOp::exp || op == UnaryOp::log ||
                         op == UnaryOp::sin || op == UnaryOp::cos || op == UnaryOp::tanh ||
                         op == UnaryOp::floor || op == UnaryOp::ceil;

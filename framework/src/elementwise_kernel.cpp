@@ -13,6 +13,7 @@
 
 #include "arithmetic.hpp"
 #include "codegen/launch.hpp"
+#include "codegen/types.hpp"
 #include "elementwise_impl.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/detail/impl_access.hpp"
@@ -138,7 +139,7 @@ void lay_out(const ElementwiseKernel::Impl& impl, std::size_t n_args, const Shap
   r.n = shape_size(shape);
   r.layout_index.assign(params.size(), npos);
   std::vector<codegen::ArrayShape> shapes;
-  std::size_t min_isz = 16, sum_isz = 0;
+  std::size_t W = 1, sum_isz = 0;
   for (std::size_t k = 0; k < params.size(); ++k) {
     const bool is_array = k >= n_args || r.args[k].is_array();
     r.is_array.push_back(is_array);
@@ -150,13 +151,13 @@ void lay_out(const ElementwiseKernel::Impl& impl, std::size_t n_args, const Shap
     } else {
       shapes.push_back({shape, contiguous_strides(shape, isz), isz});
     }
-    min_isz = std::min(min_isz, isz);
+    W = std::max(W, codegen::vector_width(isz));
     sum_isz += isz;
   }
   r.layout_count = shapes.size();
   r.layout = codegen::make_layout(shape, shapes);
 
-  r.W = 16 / min_isz;
+  r.W = W;
   r.U = std::clamp<std::size_t>(
       floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))), 1, 4);
 

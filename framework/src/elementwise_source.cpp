@@ -11,6 +11,7 @@
 #include "codegen/types.hpp"
 #include "elementwise_impl.hpp"
 #include "skein/ctypes.hpp"
+#include "skein/records.hpp"
 #include "skein/template.hpp"
 
 namespace skein::detail::elementwise {
@@ -66,9 +67,12 @@ std::string generate(const ElementwiseKernel::Impl& impl, const Resolved& r) {
   // The user's text (preamble, operation) is inserted as it is by the skeleton's pass; the
   // user's globals are rendered into the result afterwards, in a pass of its own, as they always
   // were (so a '%' or '${...}' in the operation means what it meant before skeletons).
+  // The C types of the record dtypes the call uses (skein/records.hpp) come first.
+  std::vector<Dtype> used = r.dtypes;
+  for (const auto& [n, d] : r.bindings) used.push_back(d);
   RenderGlobals g{{"kname", impl.options.name},
                   {"fp_contract", impl.options.fp_contract ? 1 : 0},
-                  {"preamble", impl.options.preamble},
+                  {"preamble", record_definitions(used) + impl.options.preamble},
                   {"operation", impl.operation},
                   {"typedef_lines", codegen::typedef_lines(r.bindings)},
                   {"n_in", impl.n_in},

@@ -216,6 +216,7 @@ Dtype result_type(std::span<const Dtype> dtypes) {
     detail::raise_in(SKEIN_HERE, "skein::result_type", {}, "needs at least one dtype");
   }
   for (Dtype d : dtypes) {
+    if (is_record(d)) detail::raise_record_dtype(d, "skein::result_type");
     if (is_storage_only(d)) {
       detail::raise_in(SKEIN_HERE, "skein::result_type", "Convert it to float32 first.",
                        "{} is a storage-only dtype", name(d));

@@ -124,6 +124,7 @@ std::size_t Operand::bytes_into(Dtype target, std::span<std::byte, 16> out, std:
     if (array_) {
       detail::raise_in(SKEIN_HERE, "Operand", "Pass a scalar.", "{}: an array was given", what);
     }
+    if (is_record(target)) detail::raise_record_dtype(target, fmt::format("Operand ({})", what));
     auto refuse = [&](const std::string& why, const std::string& hint) {
       detail::raise_in(SKEIN_HERE, "Operand", hint,
                        "{}: the scalar {} cannot be converted to {}: {}", what, to_string(),
@@ -253,6 +254,8 @@ int kind_rank(Dtype d) { return is_complex(d) ? 2 : is_integer(d) ? 0 : 1; }
 }  // namespace
 
 Dtype promote_types(Dtype a, Dtype b) {
+  if (is_record(a)) detail::raise_record_dtype(a, "skein::promote_types");
+  if (is_record(b)) detail::raise_record_dtype(b, "skein::promote_types");
   if (a == b) return a;
   if (is_half_dtype(a) || is_half_dtype(b)) {
     if (is_half_dtype(a) && is_half_dtype(b)) return Dtype::float32;  // float16 + bfloat16
@@ -281,6 +284,7 @@ Dtype result_type_over(const Range& operands, At at) {
   int weak_kind = -1;
   for (const auto& e : operands) {
     const Operand& o = at(e);
+    if (is_record(o.dtype())) detail::raise_record_dtype(o.dtype(), "skein::result_type");
     if (o.weak()) {
       weak_kind = std::max(weak_kind, kind_rank(o.dtype()));
     } else {

@@ -19,6 +19,7 @@
 #include "skein/detail/sha256.hpp"
 #include "skein/config.hpp"
 #include "skein/ctypes.hpp"
+#include "skein/records.hpp"
 #include "codegen/launch.hpp"
 #include "kernel_impl.hpp"
 
@@ -75,6 +76,9 @@ std::string full_source(const detail::ContextAdapter& ctx, const std::string& so
   if (!options.no_prelude) {
     out += ctx.prelude();
     out += "\n";
+    // Every registered record dtype's C type (skein/records.hpp), under its cname.
+    const auto records = record_dtypes();
+    out += record_definitions(records);
   }
   for (const auto& [name, array] : options.constant_arrays) {
     if (api != ApiId::cuda) {

@@ -66,11 +66,13 @@ void require_real(Dtype d, const char* fn) {
 }  // namespace
 
 Dtype sum_dtype(Dtype x) {
+  if (is_record(x)) detail::raise_record_dtype(x, "skein::sum_dtype");
   if (is_integer(x)) return is_signed(x) ? Dtype::int64 : Dtype::uint64;
   return x;
 }
 
 Dtype nrm2_dtype(Dtype x) {
+  if (is_record(x)) detail::raise_record_dtype(x, "skein::nrm2_dtype");
   switch (x) {
     case Dtype::float16:
     case Dtype::bfloat16:
@@ -196,6 +198,7 @@ WITHIN_KERNEL INLINE reduce_t skein_nrm2_of(double v)
 }
 
 Array sum(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  if (is_record(x.dtype())) detail::raise_record_dtype(x.dtype(), "skein::sum");
   return sum_kernel(x.dtype())(queue, {x}, args);
 }
 
@@ -217,20 +220,26 @@ void require_nonempty(const Array& x, const ReductionArgs& args, const char* fn)
 }  // namespace
 
 Array min(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  if (is_record(x.dtype())) detail::raise_record_dtype(x.dtype(), "skein::min");
   require_nonempty(x, args, "skein::min");
   return min_kernel(x.dtype())(queue, {x}, args);
 }
 
 Array max(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  if (is_record(x.dtype())) detail::raise_record_dtype(x.dtype(), "skein::max");
   require_nonempty(x, args, "skein::max");
   return max_kernel(x.dtype())(queue, {x}, args);
 }
 
 Array dot(const Queue& queue, const Array& x, const Array& y, const ReductionArgs& args) {
+  for (Dtype d : {x.dtype(), y.dtype()}) {
+    if (is_record(d)) detail::raise_record_dtype(d, "skein::dot");
+  }
   return dot_kernel(x.dtype(), y.dtype())(queue, {x, y}, args);
 }
 
 Array nrm2(const Queue& queue, const Array& x, const ReductionArgs& args) {
+  if (is_record(x.dtype())) detail::raise_record_dtype(x.dtype(), "skein::nrm2");
   return nrm2_kernel(x.dtype())(queue, {x}, args);
 }
 

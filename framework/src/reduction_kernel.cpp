@@ -125,18 +125,18 @@ Resolved resolve(const ReductionKernel::Impl& impl, const Queue& queue,
   r.n = shape_size(r.shape);
   r.layout_index.assign(inputs.size(), npos);
   std::vector<codegen::ArrayShape> shapes;
-  std::size_t min_isz = 16, sum_isz = 0;
+  std::size_t W = 1, sum_isz = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     r.is_array.push_back(inputs[k].is_array());
     if (!take[k]) continue;
     r.layout_index[k] = shapes.size();
     shapes.push_back(codegen::shape_of(inputs[k].array()));
-    min_isz = std::min(min_isz, itemsize(r.dtypes[k]));
+    W = std::max(W, codegen::vector_width(itemsize(r.dtypes[k])));
     sum_isz += itemsize(r.dtypes[k]);
   }
   r.layout_count = shapes.size();
   r.layout = codegen::make_layout(r.shape, shapes);
-  r.W = 16 / min_isz;
+  r.W = W;
   r.U = std::clamp<std::size_t>(
       detail::floor_pow2(std::max<std::size_t>(1, 256 / std::max<std::size_t>(1, r.W * sum_isz))),
       1, 4);

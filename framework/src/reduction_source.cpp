@@ -15,6 +15,7 @@
 #include "codegen/types.hpp"
 #include "reduction_impl.hpp"
 #include "skein/ctypes.hpp"
+#include "skein/records.hpp"
 
 namespace skein::detail::red {
 
@@ -27,6 +28,11 @@ std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r,
     bind_names.push_back(n);
     bind_ctypes.push_back(codegen::compute_ctype(d));
   }
+  // The C types of the record dtypes the call uses (skein/records.hpp) come first.
+  std::vector<Dtype> used = r.dtypes;
+  for (const auto& [n, d] : r.bindings) used.push_back(d);
+  used.push_back(r.out_dtype);
+  if (!r.struct_reduce) used.push_back(r.reduce_dtype);
   std::string map_decl;
   for (std::size_t j = 0; j < impl.params.size(); ++j) {
     const auto& p = impl.params[j];
@@ -47,6 +53,7 @@ std::string common_source(const ReductionKernel::Impl& impl, const Resolved& r,
        {"reduce_typedef", r.struct_reduce
                               ? ctype_struct(*impl.options.reduce_struct, "reduce_t")
                               : fmt::format("typedef {} reduce_t;", ctype(r.reduce_dtype))},
+       {"records", record_definitions(used)},
        {"preamble", impl.options.preamble},
        {"map_decl", map_decl},
        {"map_expr", impl.map_expr},

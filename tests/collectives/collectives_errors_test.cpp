@@ -5,6 +5,8 @@
 // or alongside it (a mismatch raises on every rank; matching calls go through).
 #include <gtest/gtest.h>
 
+#include <skein/records.hpp>
+
 #include "collectives_support.hpp"
 #include "scoped_env.hpp"
 #include "skein/detail/backend.hpp"
@@ -78,6 +80,14 @@ TEST_P(Collectives, BadCallsRaiseBeforeAnythingIsSent) {
   auto cplx = arrays(Dtype::complex64, 4);
   expect_logic_error(s_, [&] { s_.comm->all_reduce(*s_.queue, cplx, cplx, ReduceOp::max); },
                      {"Backend MPI does not support max with complex64"});
+  // Record (struct) dtypes: refused by every collective, whatever it would do with the bytes.
+  const Dtype rec =
+      register_dtype(StructType{{"a", Dtype::float32}, {"b", Dtype::int32}}, "coll_rec");
+  auto recs = arrays(rec, 4);
+  expect_logic_error(s_, [&] { s_.comm->broadcast(*s_.queue, recs, 0); },
+                     {rank_word, "broadcast", "coll_rec", "record"});
+  expect_logic_error(s_, [&] { s_.comm->all_reduce(*s_.queue, recs, recs, ReduceOp::sum); },
+                     {rank_word, "all_reduce", "coll_rec", "record"});
   // A peer that is the member itself, or no member.
   expect_logic_error(s_, [&] { s_.comm->send(*s_.queue, 0, send[0], s_.comm->rank_of(0)); },
                      {rank_word, "send", "itself"});

@@ -33,6 +33,7 @@
 #include <memory>
 #include <skein/dist_array.hpp>
 #include <skein/hdf5.hpp>
+#include <skein/records.hpp>
 #include <skein/skein.hpp>
 #include <string>
 #include <vector>
@@ -451,6 +452,13 @@ TEST_P(Hdf5Files, ReplicatedArraysAndHostData) {
   ReplicatedArray wrong(*s_.comm, {4, 3}, Dtype::complex128);
   expect_error<LogicError>([&] { f.read("replicated", wrong); }, {"(3, 4)", "(4, 3)"},
                            "replicated shape mismatch");
+  // Record (struct) dtypes have no HDF5 type in Skein: refused on every rank, the file usable.
+  const Dtype rec =
+      register_dtype(StructType{{"x", Dtype::float32}, {"n", Dtype::int16}}, "h5_rec");
+  const std::vector<std::byte> recs(2 * itemsize(rec), std::byte{1});
+  expect_error<LogicError>(
+      [&] { f.write_host("rec", std::span<const std::byte>(recs), Shape{2}, rec); },
+      {"h5_rec", "record"}, "host data of a record dtype");
   EXPECT_EQ(f.read_host<std::int32_t>("table"), table);  // still usable
 }
 

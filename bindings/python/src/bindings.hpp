@@ -31,15 +31,20 @@ void bind_interop(py::module_& m);      // interop.cpp: DLPack, __cuda_array_int
 void bind_collectives(py::module_& m);  // collectives.cpp: Runtime, Communicator
 void bind_dist(py::module_& m);         // dist.cpp: DistArray, grids, dist operations
 void bind_io(py::module_& m);           // io.cpp: HDF5 files, checkpoints
+void bind_records(py::module_& m);      // records.cpp: register_dtype, extract_field, ...
 
 // Skein's element type for a NumPy dtype, a NumPy scalar type (numpy.float32), a Python type
 // (float: float64, int: int64, complex: complex128), a skein.Dtype, or a name ("float32",
 // "bfloat16"). Raises skein.LogicError naming `call` and what was given for anything else (bool,
-// strings, objects, structured dtypes).
+// strings, objects, structured dtypes that skein.register_dtype did not register).
 Dtype to_dtype(const py::handle& obj, const char* call);
 // The NumPy dtype of a Skein element type. bfloat16, which NumPy lacks, is skein.bfloat16: a
 // uint16 dtype (its bits) tagged with metadata {"skein": "bfloat16"} that to_dtype recognises.
 py::dtype to_numpy(Dtype dtype);
+// records.cpp: the record dtype of a NumPy structured dtype (nullopt for one without fields;
+// skein.LogicError naming `call` for one not registered), and the NumPy dtype of a record.
+std::optional<Dtype> record_from_numpy(const py::dtype& dt, const char* call);
+py::dtype record_to_numpy(Dtype dtype);
 // A shape from an int or a sequence of ints (negative values refused, naming `call`).
 Shape to_shape(const py::handle& obj, const char* call);
 // A tuple of Python ints from a shape or strides.

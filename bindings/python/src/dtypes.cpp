@@ -23,6 +23,7 @@ py::dtype make_bfloat16() {
 }  // namespace
 
 py::dtype to_numpy(Dtype dtype) {
+  if (is_record(dtype)) return record_to_numpy(dtype);
   if (dtype == Dtype::bfloat16) {
     return py::module_::import("skein._skein").attr("bfloat16").cast<py::dtype>();
   }
@@ -52,6 +53,7 @@ Dtype to_dtype(const py::handle& obj, const char* call) {
       py::str(metadata["skein"]).cast<std::string>() == "bfloat16") {
     return Dtype::bfloat16;
   }
+  if (auto record = record_from_numpy(dt, call)) return *record;
   const auto kind = dt.kind();
   const auto size = dt.itemsize();
   const bool native = dt.attr("isnative").cast<bool>();

@@ -31,4 +31,5 @@ PYBIND11_MODULE(_skein, m) {
   bind_collectives(m);
   bind_dist(m);
   bind_io(m);
+  bind_records(m);
 }

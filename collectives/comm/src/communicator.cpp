@@ -260,6 +260,14 @@ class CallBuilder {
       fail(local, fmt::format("the {} array is not contiguous", role),
            "Pass contiguous arrays (copy a strided view into a contiguous array first).");
     }
+    if (is_record(a.dtype())) {
+      fail(local,
+           fmt::format("the {} array's dtype '{}' is a record (struct) dtype, which the "
+                       "collectives do not take",
+                       role, name(a.dtype())),
+           "Pass its numeric fields (extract_field in skein/records.hpp, copied into contiguous "
+           "arrays), or the same memory as a uint8 Array over its buffer.");
+    }
     if (dtype_ && *dtype_ != a.dtype()) {
       fail(local,
            fmt::format("the {} array's dtype is {}, but the call's dtype is {}", role,

@@ -188,6 +188,7 @@ std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * 
 
 // A constant in a dtype's bytes (complex: the real part).
 std::vector<std::byte> constant_bytes(double v, Dtype dtype) {
+  if (is_record(dtype)) detail::raise_record_dtype(dtype, "skein::dist grid boundary constant");
   std::vector<std::byte> out(itemsize(dtype));
   auto put = [&](auto x) { std::memcpy(out.data(), &x, sizeof x); };
   switch (dtype) {

@@ -3,6 +3,7 @@
 // little-endian integers and IEEE floats, float16 and bfloat16 as 2-byte floats with their own
 // fields, complex numbers as compounds {r, i}.
 #include "hdf5_support.hpp"
+#include "skein/detail/errors.hpp"
 
 #if SKEIN_HAS_HDF5 && SKEIN_HAS_MPI
 
@@ -30,6 +31,12 @@ hid_t make_half_type(std::size_t exponent_size, std::size_t mantissa_size, std::
 }  // namespace
 
 Handle type_of(Dtype dtype, const std::string& real_name, const std::string& imag_name) {
+  if (is_record(dtype)) {
+    detail::raise_in(SKEIN_HERE, "skein HDF5 I/O",
+                     "Write the record's numeric fields as datasets of their own (extract_field in "
+                     "skein/records.hpp, copied into contiguous arrays).",
+                     "record (struct) dtype '{}' has no HDF5 type in Skein", name(dtype));
+  }
   hid_t t = -1;
   switch (dtype) {
     case Dtype::int8: t = H5Tcopy(H5T_NATIVE_INT8); break;

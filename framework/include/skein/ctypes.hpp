@@ -45,10 +45,12 @@
 
 namespace skein {
 
-// The kernel-side C type name of a dtype (table above).
+// The kernel-side C type name of a dtype (table above); a record dtype's is its cname
+// (skein/records.hpp). LogicError for an unknown value.
 SKEIN_EXPORT std::string ctype(Dtype dtype);
 
-// Alignment of a dtype in kernel code and in StructType layouts: its size, for every dtype.
+// Alignment of a dtype in kernel code and in StructType layouts: its size, for every built-in
+// dtype; a record dtype's is its StructType's alignment().
 SKEIN_EXPORT std::size_t alignment_of(Dtype dtype);
 
 class StructType;
@@ -99,9 +101,13 @@ class SKEIN_EXPORT StructType {
 SKEIN_EXPORT StructType align(const StructType& type, std::size_t alignment);
 
 // The C definition `typedef struct ALIGN(n) { ... } name;` with the layout of `type` (nested
-// structs are written inline). ALIGN is the prelude's alignment macro. Throws LogicError for an
-// empty struct or a name that is not a C identifier.
-SKEIN_EXPORT std::string ctype_struct(const StructType& type, std::string_view name);
+// structs are written inline). ALIGN is the prelude's alignment macro. With ignore_alignment
+// (grunnur's option) no ALIGN is written: the compiler lays the fields out naturally, which
+// differs from `type` where align() raised an alignment (the struct is then smaller; its fields'
+// own alignments still apply, so it is not packed). Throws LogicError for an empty struct or a
+// name that is not a C identifier.
+SKEIN_EXPORT std::string ctype_struct(const StructType& type, std::string_view name,
+                                      bool ignore_alignment = false);
 
 // A module defining the struct under its prefix: `${point} p;` in a kernel. Equal struct types
 // (with the same name) give the same module, so every use within a render names one C type

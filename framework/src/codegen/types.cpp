@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
+#include "record_registry.hpp"
 #include "skein/ctypes.hpp"
 
 namespace skein::detail::codegen {
@@ -42,7 +44,7 @@ std::optional<Dtype> dtype_from_type_name(std::string_view text) {
   for (const auto& [n, d] : c_names) {
     if (n == text) return d;
   }
-  return std::nullopt;
+  return record_by_name(text);
 }
 
 namespace {
@@ -56,6 +58,8 @@ Dtype real_of(Dtype d) {
 }
 
 }  // namespace
+
+std::size_t vector_width(std::size_t itemsize) { return 16 / std::gcd(itemsize, std::size_t{16}); }
 
 Dtype compute_dtype(Dtype d) { return is_half(d) ? Dtype::float32 : d; }
 

@@ -22,6 +22,10 @@ std::optional<Dtype> dtype_from_type_name(std::string_view name);
 // The type an element is computed in: float for float16 / bfloat16, else the dtype's ctype.
 std::string compute_ctype(Dtype dtype);
 Dtype compute_dtype(Dtype dtype);
+// Elements per chunk of the vector paths for arrays of this itemsize: the fewest whose bytes are
+// whole 16-byte words (16 / gcd(itemsize, 16): 16 / itemsize for every built-in dtype, 2 for a
+// 40-byte record). A power of two.
+std::size_t vector_width(std::size_t itemsize);
 // C expressions: a stored element (storage type) as its compute type, and back.
 std::string load_value(Dtype dtype, const std::string& stored);
 std::string store_value(Dtype dtype, const std::string& computed);
