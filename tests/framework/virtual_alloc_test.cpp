@@ -303,7 +303,7 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
     for (const auto& [key, v] : live) {
       virtual_sizes.push_back(v.buffer.size());
       if (used.insert(real_of(v.buffer)).second) {
-        real_sizes.push_back(reals->at(real_of(v.buffer)).size);
+        real_sizes.push_back(reals->at(m.real_allocation(v.buffer).adapter().get()).size);
       }
       for (int d : v.deps) {
         ASSERT_NE(real_of(v.buffer), real_of(live.at(d).buffer)) << key << " and " << d;
