@@ -450,6 +450,32 @@ TEST_P(ContextCaches, BinaryIdNamesWhatTheDeviceRuns) {
   }
 }
 
+// grunnur's render_args: positional arguments of a parameterised template are a Snippet's.
+TEST_P(ContextCaches, RenderArgsAreASnippetsArguments) {
+  const Context c = context();
+  Queue queue(c);
+  const Snippet kernel({"ctype", "factor"}, R"(
+KERNEL void mul(GLOBAL_MEM ${ctype}* y, GLOBAL_MEM const ${ctype}* x, int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = x[i] * ${factor};
+}
+)");
+  const std::vector<std::string> render_args{"int", "7"};
+  const Program p(c, render(kernel, render_args));
+  for (std::size_t n : {1u, 63u, 65u}) {
+    std::vector<std::int32_t> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<std::int32_t>(i) - 5;
+    auto dx = Array::from_host(queue, x);
+    auto dy = Array::zeros(queue, {n}, Dtype::int32);
+    p.kernel("mul")(queue, n, std::nullopt, dy, dx, static_cast<std::int32_t>(n));
+    const auto y = dy.get<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 7 * x[i]) << i;
+  }
+  // A wrong number of arguments is the template's error.
+  EXPECT_THROW((void)render(kernel, std::vector<std::string>{"int"}), RenderError);
+}
+
 #if SKEIN_HAS_OPENCL
 TEST_P(ContextCaches, OpenclPlatformsFromNativeHandles) {
   if (GetParam().api != ApiId::opencl) {
