@@ -120,7 +120,9 @@ struct VirtualPacking {
 // outside it, so it must be thread-safe too). But a ZeroOffsetManager keeps memory apart only by
 // the dependencies declared, and the threads' work on its queue interleaves, so buffers that
 // different threads use at the same time must name each other as dependencies: in practice, a
-// manager (and queue) per thread.
+// manager (and queue) per thread. A move (pack(), pack_on_alloc, pack_on_free) is ordered only
+// with the work enqueued before it on the queue: another thread enqueuing work that uses the
+// moved buffers at the same time may give that work the old memory, freed meanwhile.
 class SKEIN_EXPORT VirtualManager {
  public:
   // The queue whose order makes sharing safe (see above); virtual buffers are on its devices.
