@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
+#include <atomic>
 #include <exception>
 #include <functional>
 
 #include "adapters.hpp"
 #include "skein/detail/log.hpp"
+#include "skein/detail/relocatable.hpp"
 
 namespace skein::detail {
 
@@ -95,6 +97,36 @@ class CudaHostBufferAdapter final : public HostBufferAdapter {
   bool registered_;
 };
 
+// A region of another allocation that virtual allocations' pack() can point elsewhere
+// (skein/detail/relocatable.hpp). It owns nothing: the virtual allocation manager keeps the
+// region's Buffer alive while this points into it.
+class CudaRelocatableBuffer final : public BufferAdapter {
+ public:
+  CudaRelocatableBuffer(std::size_t device_idx, CUdeviceptr pointer, std::size_t size, bool managed)
+      : device_idx_(device_idx), pointer_(pointer), size_(size), managed_(managed) {}
+  std::size_t size() const override { return size_.load(std::memory_order_acquire); }
+  std::size_t device_idx() const override { return device_idx_; }
+  std::uintptr_t native() const override {
+    return static_cast<std::uintptr_t>(pointer_.load(std::memory_order_acquire));
+  }
+  bool managed() const override { return managed_; }
+  void relocate(CUdeviceptr pointer, std::size_t size) {
+    size_.store(size, std::memory_order_release);
+    pointer_.store(pointer, std::memory_order_release);
+  }
+
+ private:
+  std::size_t device_idx_;
+  std::atomic<CUdeviceptr> pointer_;
+  std::atomic<std::size_t> size_;
+  bool managed_;
+};
+
+CUdeviceptr region_pointer(const Buffer& region) {
+  return region.adapter() ? static_cast<CUdeviceptr>(region.adapter()->native()) + region.offset()
+                          : 0;
+}
+
 }  // namespace
 
 std::shared_ptr<BufferAdapter> make_cuda_buffer(std::shared_ptr<CudaContextAdapter> context,
@@ -123,6 +155,16 @@ std::shared_ptr<HostBufferAdapter> make_cuda_host_buffer(
     HostMemoryFlags flags, bool registered) {
   return std::make_shared<CudaHostBufferAdapter>(std::move(context), pointer, size, flags,
                                                  registered);
+}
+
+std::shared_ptr<BufferAdapter> cuda_relocatable(const Buffer& region) {
+  return std::make_shared<CudaRelocatableBuffer>(region.device_idx(), region_pointer(region),
+                                                 region.size(),
+                                                 region.adapter() && region.adapter()->managed());
+}
+
+void cuda_relocate(BufferAdapter& relocatable, const Buffer& region) {
+  static_cast<CudaRelocatableBuffer&>(relocatable).relocate(region_pointer(region), region.size());
 }
 
 }  // namespace skein::detail

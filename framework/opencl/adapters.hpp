@@ -89,11 +89,15 @@ class OclBuffer final : public BufferAdapter {
             std::function<void()> on_release = {})
       : mem_(mem), size_(size), device_idx_(device_idx), on_release_(std::move(on_release)) {}
   ~OclBuffer() override;
-  std::size_t size() const override { return size_; }
+  std::size_t size() const override { return size_.load(std::memory_order_acquire); }
   std::size_t device_idx() const override { return device_idx_; }
-  std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(mem_); }
+  std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(mem()); }
   bool managed() const override { return false; }  // OpenCL has no managed memory
-  cl_mem mem() const { return mem_; }
+  cl_mem mem() const { return mem_.load(std::memory_order_acquire); }
+  // Points this buffer at other memory (virtual allocations' pack, skein/detail/relocatable.hpp):
+  // takes over one reference to `mem`, of `size` bytes, and releases the old cl_mem and its
+  // sub-buffers (commands enqueued with them keep their own references).
+  void rebind(cl_mem mem, std::size_t size);
   // The allocation from `offset` on, as an argument of a kernel parameter that takes no offset
   // (see skein/detail/opencl/kernel_offsets.hpp): OpenCL kernels take cl_mem objects, so an
   // offset needs a sub-buffer (made once per offset; its origin must be aligned as the device
@@ -104,8 +108,9 @@ class OclBuffer final : public BufferAdapter {
             const std::string& kernel, std::size_t argument) const;
 
  private:
-  cl_mem mem_;  // null for an empty buffer (OpenCL has no zero-size buffers)
-  std::size_t size_;
+  // Atomic for rebind(): null for an empty buffer (OpenCL has no zero-size buffers).
+  std::atomic<cl_mem> mem_;
+  std::atomic<std::size_t> size_;
   std::size_t device_idx_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::size_t, cl_mem>> sub_buffers_;

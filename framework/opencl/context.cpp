@@ -475,4 +475,31 @@ cl_device_id native_device(const Device& device) {
   return reinterpret_cast<cl_device_id>(device.adapter()->native());
 }
 
+// --- platforms (ctxtools) ---
+
+Platform platform_from_native(cl_platform_id platform) {
+  constexpr const char* call = "skein::opencl::platform_from_native";
+  if (platform == nullptr) {
+    detail::raise_in(SKEIN_HERE, call, "Pass a platform from clGetPlatformIDs.",
+                     "the cl_platform_id is null");
+  }
+  for (const auto& p : detail::api_adapter(ApiId::opencl)->platforms()) {
+    if (static_cast<const detail::opencl::OclPlatform&>(*p).id() == platform) return Platform(p);
+  }
+  detail::raise_in(SKEIN_HERE, call,
+                   "Pass a platform from clGetPlatformIDs of this process (Platform::all lists "
+                   "Skein's).",
+                   "cl_platform_id {} is not one of the OpenCL loader's platforms",
+                   fmt::ptr(static_cast<void*>(platform)));
+}
+
+cl_platform_id native_platform(const Platform& platform) {
+  if (platform.api().id() != ApiId::opencl) {
+    detail::raise_in(SKEIN_HERE, "skein::opencl::native_platform", "Pass an OpenCL platform.",
+                     "platform '{}' belongs to {}, not OpenCL", platform.name(),
+                     name(platform.api().id()));
+  }
+  return static_cast<const detail::opencl::OclPlatform&>(*platform.adapter()).id();
+}
+
 }  // namespace skein::opencl

@@ -78,6 +78,7 @@ Context wrap_context(std::shared_ptr<ContextAdapter> adapter) {
   impl->array_pool.store(array_pool, std::memory_order_relaxed);
   for (const auto& d : adapter->devices()) impl->devices.emplace_back(d);
   impl->adapter = std::move(adapter);
+  register_context(impl);
   return Context(std::move(impl));
 }
 

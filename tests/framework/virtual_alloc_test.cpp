@@ -285,6 +285,8 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
     manager = TrivialManager(queue, recording);
   }
   const VirtualManager& m = *manager;
+  // The real allocation (as the allocator above recorded it) a virtual buffer lies in.
+  auto real = [&m](const Buffer& b) -> const void* { return m.real_allocation(b).adapter().get(); };
 
   struct Live {
     Buffer buffer;
@@ -302,11 +304,11 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
     std::set<const void*> used;
     for (const auto& [key, v] : live) {
       virtual_sizes.push_back(v.buffer.size());
-      if (used.insert(real_of(v.buffer)).second) {
-        real_sizes.push_back(reals->at(real_of(v.buffer)).size);
+      if (used.insert(real(v.buffer)).second) {
+        real_sizes.push_back(reals->at(real(v.buffer)).size);
       }
       for (int d : v.deps) {
-        ASSERT_NE(real_of(v.buffer), real_of(live.at(d).buffer)) << key << " and " << d;
+        ASSERT_NE(real(v.buffer), real(live.at(d).buffer)) << key << " and " << d;
       }
     }
     ASSERT_EQ(m.statistics(), expected_stats(real_sizes, virtual_sizes));
@@ -340,7 +342,7 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
     if (zero_offset) {
       std::map<const void*, bool> candidates;  // real -> holds no dependency
       for (const auto& [key, v] : live) {
-        const void* r = real_of(v.buffer);
+        const void* r = real(v.buffer);
         const RealInfo& info = reals->at(r);
         if (info.device_idx != device_idx || info.size < size) continue;
         auto [it, fresh] = candidates.try_emplace(r, true);
@@ -355,15 +357,15 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
       }
     }
     std::set<const void*> before;
-    for (const auto& [key, v] : live) before.insert(real_of(v.buffer));
+    for (const auto& [key, v] : live) before.insert(real(v.buffer));
     Buffer b = m.allocate(device_idx, size, deps);
     ASSERT_EQ(b.size(), size);
     ASSERT_EQ(b.device_idx(), device_idx);
     if (expected) {
-      ASSERT_EQ(real_of(b), *expected) << "step " << step;
+      ASSERT_EQ(real(b), *expected) << "step " << step;
     } else {
-      ASSERT_FALSE(before.count(real_of(b))) << "step " << step << ": expected a new allocation";
-      ASSERT_EQ(reals->at(real_of(b)).size, size);
+      ASSERT_FALSE(before.count(real(b))) << "step " << step << ": expected a new allocation";
+      ASSERT_EQ(reals->at(real(b)).size, size);
     }
     const int key = next_key++;
     for (int d : dep_keys) live.at(d).deps.insert(key);
@@ -378,7 +380,7 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
       for (const auto& [k, v] : live) {
         auto data = random_bytes(v.buffer.size(), seed + static_cast<std::uint32_t>(k));
         v.buffer.set(queue, std::span<const std::byte>(data));
-        auto& mem = memory[real_of(v.buffer)];
+        auto& mem = memory[real(v.buffer)];
         if (mem.size() < data.size()) mem.resize(data.size());
         std::copy(data.begin(), data.end(), mem.begin());
         written[k] = std::move(data);
@@ -386,12 +388,12 @@ void random_sequence(const Queue& queue, bool zero_offset, std::uint32_t seed) {
       for (const auto& [k, v] : live) {
         std::vector<std::byte> back(v.buffer.size());
         v.buffer.get(queue, std::span<std::byte>(back));
-        const auto& mem = memory.at(real_of(v.buffer));
+        const auto& mem = memory.at(real(v.buffer));
         ASSERT_TRUE(std::equal(back.begin(), back.end(), mem.begin())) << "buffer " << k;
         // Buffers that may not share still hold their own data.
         bool overwritten = false;
         for (const auto& [k2, v2] : live) {
-          if (k2 > k && real_of(v2.buffer) == real_of(v.buffer) && v2.buffer.size() > 0) {
+          if (k2 > k && real(v2.buffer) == real(v.buffer) && v2.buffer.size() > 0) {
             overwritten = true;
           }
         }

@@ -25,6 +25,7 @@ from . import errors
 from .errors import *  # noqa: F401,F403 (the error classes are part of the package's API)
 from ._skein import *  # noqa: F401,F403
 from ._skein import __version__  # noqa: F401
+from ._skein import _ContextMemo
 
 
 def _group(self):
@@ -48,3 +49,43 @@ class _Group:
 
 
 Communicator.group = _group  # noqa: F405 (from ._skein)
+
+
+def context_dependent_memoize(func):
+    """PyCUDA's ``context_dependent_memoize``: a decorator for ``func(context, *args)`` that keeps
+    its results per context and per ``args`` (which must be hashable), typically kernels built
+    for a context. Skein has no current context, so the context is the first argument.
+
+    The values live in the context's shared state: they go when the context goes, with
+    ``wrapper.clear(context=None)`` (one context, or all), and with ``skein.clear_context_caches()``.
+    A value that holds its context (a Program, an Array) keeps the context alive until then, as
+    PyCUDA's memo holds its contexts.
+    """
+    import functools
+
+    memo = _ContextMemo()
+
+    @functools.wraps(func)
+    def wrapper(context, *args):
+        table = memo.table(context)
+        try:
+            return table[args]
+        except KeyError:
+            pass
+        value = func(context, *args)
+        return table.setdefault(args, value)
+
+    wrapper.clear = memo.clear
+    wrapper._memo = memo
+    return wrapper
+
+
+def _program_from_template(context, template, render_args=(), **kwargs):
+    """grunnur's ``Program(context, template, render_args=...)``: ``template`` is a Snippet whose
+    parameters take ``render_args`` (each turned into its text: ``str(x)``; a Snippet's parameters
+    are strings, as a def's are), rendered, then compiled with Program's other keywords."""
+    source = render_snippet(template, [str(a) for a in render_args])  # noqa: F405 (from ._skein)
+    return Program(context, source, **kwargs)  # noqa: F405
+
+
+Program.from_template = staticmethod(_program_from_template)  # noqa: F405

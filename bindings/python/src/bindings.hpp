@@ -19,19 +19,20 @@ namespace py = pybind11;
 
 namespace skein::python {
 
-void bind_errors(py::module_& m);       // errors.cpp: skein.Error and its subclasses
-void bind_dtypes(py::module_& m);       // dtypes.cpp: skein.dtype(), skein.bfloat16
-void bind_platforms(py::module_& m);    // platforms.cpp: API, Platform, Device, DeviceParameters
-void bind_contexts(py::module_& m);     // contexts.cpp: Context, Queue, Event, Buffer
-void bind_array(py::module_& m);        // array.cpp: Array
-void bind_memory(py::module_& m);       // memory.cpp: memory pools, allocators
-void bind_functions(py::module_& m);    // functions.cpp: sum, dot, concatenate, take, ...
-void bind_kernels(py::module_& m);      // kernels.cpp: Program, Kernel, StaticKernel, ...
-void bind_interop(py::module_& m);      // interop.cpp: DLPack, __cuda_array_interface__
-void bind_collectives(py::module_& m);  // collectives.cpp: Runtime, Communicator
-void bind_dist(py::module_& m);         // dist.cpp: DistArray, grids, dist operations
-void bind_io(py::module_& m);           // io.cpp: HDF5 files, checkpoints
-void bind_records(py::module_& m);      // records.cpp: register_dtype, extract_field, ...
+void bind_errors(py::module_& m);         // errors.cpp: skein.Error and its subclasses
+void bind_dtypes(py::module_& m);         // dtypes.cpp: skein.dtype(), skein.bfloat16
+void bind_platforms(py::module_& m);      // platforms.cpp: API, Platform, Device, DeviceParameters
+void bind_contexts(py::module_& m);       // contexts.cpp: Context, Queue, Event, Buffer
+void bind_array(py::module_& m);          // array.cpp: Array
+void bind_memory(py::module_& m);         // memory.cpp: memory pools, allocators
+void bind_functions(py::module_& m);      // functions.cpp: sum, dot, concatenate, take, ...
+void bind_kernels(py::module_& m);        // kernels.cpp: Program, Kernel, StaticKernel, ...
+void bind_context_tools(py::module_& m);  // context_tools.cpp: default context, caches
+void bind_interop(py::module_& m);        // interop.cpp: DLPack, __cuda_array_interface__
+void bind_collectives(py::module_& m);    // collectives.cpp: Runtime, Communicator
+void bind_dist(py::module_& m);           // dist.cpp: DistArray, grids, dist operations
+void bind_io(py::module_& m);             // io.cpp: HDF5 files, checkpoints
+void bind_records(py::module_& m);        // records.cpp: register_dtype, extract_field, ...
 
 // Skein's element type for a NumPy dtype, a NumPy scalar type (numpy.float32), a Python type
 // (float: float64, int: int64, complex: complex128), a skein.Dtype, or a name ("float32",

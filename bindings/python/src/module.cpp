@@ -27,6 +27,7 @@ PYBIND11_MODULE(_skein, m) {
   bind_memory(m);
   bind_functions(m);
   bind_kernels(m);
+  bind_context_tools(m);
   bind_interop(m);
   bind_collectives(m);
   bind_dist(m);

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "skein/device.hpp"
@@ -61,5 +63,66 @@ class SKEIN_EXPORT Context {
   const std::shared_ptr<Impl>& impl() const { return impl_; }
   std::shared_ptr<Impl> impl_;
 };
+
+// --- Default contexts and context caches (ctxtools) ---------------------------------------------
+// PyCUDA's tools.make_default_context and clear_context_caches, pygpu's get_default_context and
+// set_default_context. Per-context memoisation (PyCUDA's context_dependent_memoize) is
+// skein::ContextMemo, in skein/context_memo.hpp.
+
+// A context on one device: the first of `api`'s devices (every available API's when not given,
+// CUDA first; platforms and devices in their order; only those `filter` lets through) on which a
+// context can be made. A device whose context creation fails (the backend refuses it: a CUDA
+// device that is busy in exclusive-process mode or prohibited, out of memory, unavailable) is
+// passed over for the next one; the failure goes to the log at the warn level. Throws
+// RuntimeError when no device succeeds, listing every device tried with its error, and LogicError
+// when no device matches the filter (the message names the filter). A LogicError that Skein
+// raises without a backend's code while making the context (a bad SKEIN_ARRAY_POOL) is the same
+// on every device and is raised at once. Unlike PyCUDA's, it reads no CUDA_DEVICE variable nor
+// ~/.cuda-device: pick devices with the filter (or SKEIN_API / Runtime's placement variables in
+// MPI codes).
+SKEIN_EXPORT Context make_default_context(std::optional<ApiId> api = std::nullopt,
+                                          const DeviceFilter& filter = {});
+
+// The process's default context: a convenience for codes with one context (pygpu's
+// set_default_context). No Skein call reads it: every call still takes its context, queue or
+// array explicitly; get it with default_context() where a code wants one shared context. Setting
+// it keeps that context alive until it is replaced or cleared (std::nullopt).
+// Threads: both may be called from any number of threads at once (one process-wide mutex).
+SKEIN_EXPORT void set_default_context(std::optional<Context> context);
+// The context last set, or std::nullopt (pygpu's get_default_context).
+SKEIN_EXPORT std::optional<Context> default_context();
+
+// Empties Skein's per-context caches in every live context (PyCUDA's clear_context_caches): the
+// programs loaded in each context (what Program reuses when the same source and options are
+// compiled again for a device), the generated kernels of ElementwiseKernel, ReductionKernel and
+// the array functions, and every ContextMemo's values. Programs, kernels and arrays that exist
+// keep what they hold and stay usable. The next Program of a source is loaded anew: from the disk
+// compile cache when it is on (Program::from_cache() is then true, and no compiler runs), else
+// compiled (SKEIN_DISABLE_CACHE=1; from_cache() is false). The disk cache itself is left alone.
+// Contexts held only by those caches (a memoised Program holds its context) are released.
+// Threads: may be called while other threads use the contexts; a Program or kernel being made
+// meanwhile may land in the emptied cache or not.
+SKEIN_EXPORT void clear_context_caches();
+
+// The number of programs the context holds loaded (one per device and compile key), which the
+// next Program of the same source and options on that device reuses; 0 after
+// clear_context_caches().
+SKEIN_EXPORT std::size_t loaded_programs(const Context& context);
+
+// pygpu's GpuContext.largest_memblock: the largest single allocation that device `device_idx` of
+// the context can be asked for now, in bytes; a figure of the moment, not a promise (another
+// process, context or thread may allocate meanwhile, and fragmentation may refuse less).
+// CUDA: the free memory cuMemGetInfo reports (memory_info().free in skein/driver.hpp), shared with
+// every process on the device. OpenCL: the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE bounded by the
+// estimate of free memory memory_info() gives there (the global memory less what this context's
+// Buffers hold: other contexts and processes are not counted). LogicError for a bad index.
+SKEIN_EXPORT std::size_t largest_allocation(const Context& context, std::size_t device_idx);
+
+// pygpu's GpuContext.bin_id: names the binaries the device runs, so that compiled code can be
+// kept per kind of device. CUDA: "sm_" and the compute capability ("sm_90" for 9.0), the
+// architecture NVRTC compiles for. OpenCL: "PLATFORM VERSION / DEVICE / DRIVER VERSION" (from
+// CL_PLATFORM_NAME, CL_PLATFORM_VERSION, CL_DEVICE_NAME and CL_DRIVER_VERSION), since an OpenCL
+// program binary is only good for one platform, device and driver.
+SKEIN_EXPORT std::string binary_id(const Device& device);
 
 }  // namespace skein

@@ -12,6 +12,7 @@
 #include "skein/blas.hpp"
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
+#include "skein/context_memo.hpp"
 #include "skein/ctypes.hpp"
 #include "skein/device.hpp"
 #include "skein/device_parameters.hpp"

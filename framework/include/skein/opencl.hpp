@@ -63,6 +63,15 @@ SKEIN_EXPORT cl_context native_context(const Context& context);
 
 SKEIN_EXPORT cl_device_id native_device(const Device& device);
 
+// --- Platforms (ctxtools) ---
+// grunnur's Platform.from_backend_platform: the Platform of an application's cl_platform_id (from
+// clGetPlatformIDs), the same Platform that Platform::all() lists for it. LogicError for a null
+// id, or one the OpenCL loader does not list (it must come from this process's clGetPlatformIDs).
+// CUDA has one platform, which holds all its devices: Platform::from_index(cuda_api, 0).
+SKEIN_EXPORT Platform platform_from_native(cl_platform_id platform);
+// The cl_platform_id behind an OpenCL platform (LogicError for another API's).
+SKEIN_EXPORT cl_platform_id native_platform(const Platform& platform);
+
 }  // namespace skein::opencl
 
 #endif  // SKEIN_HAS_OPENCL

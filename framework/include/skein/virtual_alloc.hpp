@@ -24,11 +24,28 @@
 // virtual buffer must be finished before work on the manager's queue uses another virtual buffer
 // that may share its memory.
 //
-// Unlike grunnur, Skein's managers do not move live virtual buffers (no pack(), pack_on_alloc or
-// pack_on_free): a Buffer, and the kernels, arrays and copies that use it, hold the backend's
-// allocation itself, so a virtual buffer stays in the real allocation it was placed in. To get
-// grunnur's packing, which places large buffers first, allocate the large temporaries first.
-//
+// Packing (grunnur's pack, pack_on_alloc, pack_on_free): a virtual buffer's Buffer stands for
+// its real allocation through an adapter that the manager can point at new memory, so live
+// virtual buffers can move to smaller allocations. Unlike grunnur's, Skein's packing keeps their
+// contents: the bytes move with them (a copy enqueued on the manager's queue), and it never puts
+// together buffers that hold separate memory now (that would mix their contents).
+// - pack() moves every real allocation that is larger than its largest live virtual buffer (its
+//   largest was freed) to a new one of that size.
+// - pack_on_free does the same for the one real allocation a freed buffer leaves too large.
+// - pack_on_alloc: a new buffer that no real allocation can take joins the largest smaller one
+//   that holds none of its dependencies, which grows to the new size (its contents kept), instead
+//   of getting an allocation of its own.
+// A move enqueues the copy after the work already enqueued on the manager's queue (which reads
+// the old memory, as kernels in flight do), points the virtual buffers at the new memory (work
+// enqueued afterwards uses it), then waits for the queue (Queue::synchronize) before the old memory
+// is freed. Work on other queues that uses the manager's buffers must be finished before. Handles,
+// views and offsets of virtual buffers stay valid across a move; addresses handed out
+// (cuda::native_pointer, opencl::native_mem, DLPack) do not move: a real allocation holding a
+// buffer whose address was taken is never moved. pack_on_free moves in the destructor of a
+// buffer's last handle: a failure there (no memory for the new allocation) is logged and leaves
+// the allocation as it was. TrivialManager's allocations are always exactly as large as their one
+// buffer: packing does nothing there.
+
 // Managers are thread-safe and are cheap shared handles (copies are the same manager); virtual
 // buffers keep their manager's state alive.
 #pragma once
@@ -91,13 +108,21 @@ struct VirtualAllocationStatistics {
                          const VirtualAllocationStatistics&) = default;
 };
 
+// When a manager packs by itself (grunnur's pack_on_alloc and pack_on_free; see "Packing" above).
+struct VirtualPacking {
+  bool pack_on_alloc = false;
+  bool pack_on_free = false;
+};
+
 // The base of the managers: a handle; TrivialManager and ZeroOffsetManager make them.
-// Threads: allocate(), allocator() and statistics() may be called from several threads at once,
-// on a manager or its copies (its state is behind one mutex; the real allocator is called outside
-// it, so it must be thread-safe too). But a ZeroOffsetManager keeps memory apart only by the
-// dependencies declared, and the threads' work on its queue interleaves, so buffers that different
-// threads use at the same time must name each other as dependencies: in practice, a manager (and
-// queue) per thread.
+// Threads: allocate(), allocator(), pack() and statistics() may be called from several threads at
+// once, on a manager or its copies (its state is behind one mutex; the real allocator is called
+// outside it, so it must be thread-safe too). But a ZeroOffsetManager keeps memory apart only by
+// the dependencies declared, and the threads' work on its queue interleaves, so buffers that
+// different threads use at the same time must name each other as dependencies: in practice, a
+// manager (and queue) per thread. A move (pack(), pack_on_alloc, pack_on_free) is ordered only
+// with the work enqueued before it on the queue: another thread enqueuing work that uses the
+// moved buffers at the same time may give that work the old memory, freed meanwhile.
 class SKEIN_EXPORT VirtualManager {
  public:
   // The queue whose order makes sharing safe (see above); virtual buffers are on its devices.
@@ -113,6 +138,16 @@ class SKEIN_EXPORT VirtualManager {
 
   VirtualAllocationStatistics statistics() const;
 
+  // grunnur's pack(): moves each real allocation larger than its largest live virtual buffer to
+  // one of that size, keeping the contents (see "Packing" above), and waits for the queue. Throws
+  // MemoryError when a new allocation fails; the allocations moved before stay moved, the others
+  // stay as they were.
+  void pack() const;
+
+  // The real allocation (the real allocator's Buffer) a virtual buffer of this manager lies in
+  // now, for diagnostics; an empty Buffer for any other buffer.
+  Buffer real_allocation(const Buffer& buffer) const;
+
   struct State;
 
  protected:
@@ -126,15 +161,19 @@ class SKEIN_EXPORT VirtualManager {
 class SKEIN_EXPORT TrivialManager : public VirtualManager {
  public:
   // `real_allocator` makes the real allocations (default: Buffer::allocate in the queue's
-  // context), e.g. DeviceMemoryPool::allocator(). It must not allocate from this manager.
-  explicit TrivialManager(const Queue& queue, Allocator real_allocator = {});
+  // context), e.g. DeviceMemoryPool::allocator(). It must not allocate from this manager. On
+  // OpenCL its buffers must start at a multiple of the device's base-address alignment.
+  explicit TrivialManager(const Queue& queue, Allocator real_allocator = {},
+                          VirtualPacking packing = {});
 };
 
 // Virtual buffers without a dependency between them share real allocations, all at offset 0.
 class SKEIN_EXPORT ZeroOffsetManager : public VirtualManager {
  public:
-  // `real_allocator`: as for TrivialManager.
-  explicit ZeroOffsetManager(const Queue& queue, Allocator real_allocator = {});
+  // `real_allocator`: as for TrivialManager. On OpenCL its buffers must start at a multiple of
+  // the device's base-address alignment (LogicError otherwise; Buffer::allocate's and pools' do).
+  explicit ZeroOffsetManager(const Queue& queue, Allocator real_allocator = {},
+                             VirtualPacking packing = {});
 };
 
 }  // namespace skein

@@ -107,6 +107,13 @@ void drop_cache_owner(std::uint64_t owner) {
   }
 }
 
+void drop_all_cached_programs() {
+  auto& cache = program_cache();
+  std::unordered_map<std::string, CacheEntry> dropped;  // released after the lock
+  std::lock_guard lock(cache.mutex);
+  dropped.swap(cache.entries);
+}
+
 std::size_t group_size_for(const Context& context) {
   std::size_t size = 256;
   for (const auto& d : context.devices()) {

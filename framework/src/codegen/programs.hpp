@@ -35,6 +35,9 @@ struct CompiledProgram {
 std::uint64_t new_cache_owner();
 // The entries of an owner are dropped when it goes.
 void drop_cache_owner(std::uint64_t owner);
+// Drops every entry (clear_context_caches): the next use of each generated kernel builds its
+// program again.
+void drop_all_cached_programs();
 // The program for (owner, context, signature); `build` renders the source (only on a miss).
 // Entries whose context nobody else holds any more are dropped on the way (the cache keeps
 // contexts alive only while they are used elsewhere).

@@ -12,6 +12,7 @@
 
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
+#include "skein/context_memo.hpp"
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/deferred_marker.hpp"
 #include "skein/detail/pending_results.hpp"
@@ -45,6 +46,10 @@ struct Context::Impl {
   // BLAS (cuBLAS handles, src/blas.cpp), made on first use and dropped with the context.
   std::mutex blas_mutex;
   std::shared_ptr<detail::BlasAdapter> blas;
+  // ContextMemo's values (skein/context_memo.hpp), one table per memo; dropped with the context
+  // and by clear_context_caches() (src/context_caches.cpp).
+  std::mutex memos_mutex;
+  std::map<std::uint64_t, std::shared_ptr<detail::MemoTable>> memos;
 };
 
 struct Queue::Impl {
@@ -102,6 +107,10 @@ SKEIN_EXPORT Queue wrap_queue(const Context& context, std::vector<std::size_t> d
 // Throws LogicError when device_idx is not a device of the context.
 SKEIN_EXPORT void check_device_idx(const Context& context, std::size_t device_idx,
                                    const char* call);
+// The registry of live contexts that clear_context_caches() goes over (src/context_caches.cpp):
+// wrap_context registers every context it makes.
+void register_context(const std::shared_ptr<Context::Impl>& impl);
+std::vector<std::shared_ptr<Context::Impl>> live_contexts();
 }  // namespace detail
 
 }  // namespace skein
