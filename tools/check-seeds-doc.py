@@ -299,6 +299,8 @@ def python_classes():
     name_of_type, members = {}, {}
     texts = [read(p) for p in sorted(glob.glob(os.path.join(ROOT, "bindings/python/src/*.cpp")))]
     head = re.compile(r"^\s*(?:py::)?(?:class_|enum_)\s*<\s*([\w:]+)[^>]*>+\s*&?\s*(\w*)")
+    # More members of a class bound in another file: py::reinterpret_borrow<py::class_<T>>(...).
+    borrowed = re.compile(r"^\s*(?:py::)?reinterpret_borrow\s*<\s*(?:py::)?class_\s*<\s*([\w:]+)")
     for text in texts:
         for st in cpp_statements(text):
             for m in re.finditer(r"(?:class_|enum_)\s*<\s*([\w:]+)[^;]*?>\s*\w*\s*\(\s*\w+\s*,"
@@ -311,7 +313,7 @@ def python_classes():
                              text):
             type_of_var[m.group(2)] = m.group(1)
         for st in cpp_statements(text):
-            m = head.match(st)
+            m = head.match(st) or borrowed.match(st)
             if m:
                 owner = m.group(1)
             else:
