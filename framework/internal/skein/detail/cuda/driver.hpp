@@ -30,6 +30,8 @@ namespace skein::detail {
   X(cuDeviceCanAccessPeer)       \
   X(cuDevicePrimaryCtxRetain)    \
   X(cuDevicePrimaryCtxRelease)   \
+  X(cuDevicePrimaryCtxSetFlags)  \
+  X(cuCtxGetFlags)               \
   X(cuCtxGetCurrent)             \
   X(cuCtxPushCurrent)            \
   X(cuCtxPopCurrent)             \
@@ -71,6 +73,8 @@ namespace skein::detail {
   X(cuStreamCreate)              \
   X(cuStreamCreateWithPriority)  \
   X(cuStreamGetPriority)         \
+  X(cuStreamGetFlags)            \
+  X(cuStreamAttachMemAsync)      \
   X(cuStreamDestroy)             \
   X(cuStreamSynchronize)         \
   X(cuStreamWaitEvent)           \
@@ -81,6 +85,7 @@ namespace skein::detail {
   X(cuEventQuery)                \
   X(cuEventElapsedTime)          \
   X(cuModuleLoadData)            \
+  X(cuModuleLoadDataEx)          \
   X(cuModuleGetFunction)         \
   X(cuModuleGetGlobal)           \
   X(cuModuleUnload)              \
