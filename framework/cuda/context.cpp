@@ -157,14 +157,28 @@ void CudaContextAdapter::set_scheduling(std::size_t device_idx, ContextSchedulin
              where);
   }
   const auto device = static_cast<CUdevice>(devices_[device_idx]->native());
-  // The flags other than the scheduling's stay as they are.
+  // The primary context's flags other than the scheduling stay as they are.
   unsigned flags = 0;
-  {
-    CudaContextScope scope(context(device_idx), where);
-    SKEIN_CU_CHECK(cuCtxGetFlags, (&flags), where);
-  }
+  int active = 0;
+  SKEIN_CU_CHECK(cuDevicePrimaryCtxGetState, (device, &flags, &active), where);
   flags = (flags & ~static_cast<unsigned>(CU_CTX_SCHED_MASK)) | scheduling_flag(scheduling);
   SKEIN_CU_CHECK(cuDevicePrimaryCtxSetFlags, (device, flags), where);
+  // The primary context is active (Skein retained it): where the driver can, the running context
+  // takes the scheduling too, whatever the driver does with an active one's new flags.
+  if (cu().cuCtxSetFlags) {
+    CudaContextScope scope(context(device_idx), where);
+    unsigned current = 0;
+    SKEIN_CU_CHECK(cuCtxGetFlags, (&current), where);
+    current = (current & ~static_cast<unsigned>(CU_CTX_SCHED_MASK)) | scheduling_flag(scheduling);
+    // cuCtxGetFlags may report CU_CTX_MAP_HOST, which the setter need not take (mapping is
+    // always on with unified addressing): then without it.
+    const CUresult result = cu().cuCtxSetFlags(current);
+    if (result == CUDA_ERROR_INVALID_VALUE) {
+      SKEIN_CU_CHECK(cuCtxSetFlags, (current & ~static_cast<unsigned>(CU_CTX_MAP_HOST)), where);
+    } else if (result != CUDA_SUCCESS) {
+      throw_cuda_error(result, "cuCtxSetFlags", where, SKEIN_HERE);
+    }
+  }
 }
 
 ContextScheduling CudaContextAdapter::scheduling(std::size_t device_idx) {

@@ -191,12 +191,20 @@ PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer,
           CUDA_SUCCESS) {
     a.host_pointer = host;
   }
-  CUdeviceptr start = 0;
+  // The allocation's range; memory the range attributes do not cover (some host memory) asks
+  // cuMemGetAddressRange, and where neither answers the range is the pointer alone (size 0).
+  CUdeviceptr start = pointer;
   std::size_t size = 0;
-  SKEIN_CU_CHECK(cuPointerGetAttribute, (&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer),
-                 description(d));
-  SKEIN_CU_CHECK(cuPointerGetAttribute, (&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer),
-                 description(d));
+  if (cu().cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer) !=
+          CUDA_SUCCESS ||
+      cu().cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer) != CUDA_SUCCESS) {
+    start = pointer;
+    size = 0;
+    if (cu().cuMemGetAddressRange(&start, &size, pointer) != CUDA_SUCCESS) {
+      start = pointer;
+      size = 0;
+    }
+  }
   a.range_start = start;
   a.range_size = size;
   a.range_offset = pointer - start;
