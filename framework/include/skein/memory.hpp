@@ -111,7 +111,8 @@ struct PointerAttributes {
   void* host_pointer = nullptr;
   // The allocation holding it (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR / RANGE_SIZE; OpenCL: the
   // memory object, CL_MEM_SIZE): its start (CUDA's device address; 0 on OpenCL) and size in
-  // bytes, and the first byte's offset from its start.
+  // bytes, and the first byte's offset from its start. Where the driver tells no range (CUDA,
+  // some host memory), the range starts at the byte and its size is 0.
   std::uintptr_t range_start = 0;
   std::size_t range_size = 0;
   std::size_t range_offset = 0;

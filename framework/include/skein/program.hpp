@@ -237,8 +237,8 @@ enum class BinaryFormat {
 struct CompileTarget {
   BinaryFormat format = BinaryFormat::native;
   // CUDA: the architecture to compile for, "sm_90" (native) or "compute_80" (ptx); empty: the
-  // device's own (sm_XY, or compute_XY for ptx). NVRTC refuses one it does not know (CompileError). OpenCL: must stay empty (a
-  // binary is always for the device it was built on).
+  // device's own (sm_XY, or compute_XY for ptx). NVRTC refuses one it does not know (CompileError).
+  // OpenCL: must stay empty (a binary is always for the device it was built on).
   std::string arch{};
 };
 
