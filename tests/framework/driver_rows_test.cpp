@@ -244,7 +244,8 @@ TEST_P(DriverRows, EventFlagsTimingAndBlockingSync) {
   const Event sleeping_untimed =
       queue.record_event(0, {.blocking_sync = true, .disable_timing = true});
   const auto [cpu, wall] = cpu_and_wall([&] { sleeping.wait(); });
-  EXPECT_TRUE(untimed.query());
+  EXPECT_TRUE(untimed.query());  // recorded before `sleeping`, in order
+  sleeping_untimed.wait();
   EXPECT_TRUE(sleeping_untimed.query());
   expect_affine(out.get<std::int32_t>(), n);
   EXPECT_GT(sleeping.time_since(start), 0.0);
