@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,8 +102,9 @@ class CudaContextAdapter final : public ContextAdapter,
   void attach_managed(QueueAdapter& queue, BufferAdapter& buffer, ManagedAttach attach) override;
   PointerAttributes pointer_attributes(BufferAdapter& buffer, std::size_t offset) override;
   // The attributes of a device address the driver knows, on a device of this context (or
-  // LogicError naming `call`).
-  PointerAttributes pointer_attributes_of(CUdeviceptr pointer, const char* call);
+  // LogicError naming `call`); with `device_idx` (a Buffer's), on that device.
+  PointerAttributes pointer_attributes_of(CUdeviceptr pointer, const char* call,
+                                          std::optional<std::size_t> device_idx = std::nullopt);
   std::uintptr_t native(std::size_t device_idx) const override;
   std::string_view prelude() const override;
   CompiledBinary compile(std::size_t device_idx, const std::string& source,

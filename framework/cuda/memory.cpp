@@ -142,7 +142,8 @@ void CudaContextAdapter::attach_managed(QueueAdapter& queue, BufferAdapter& buff
                  device);
 }
 
-PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer, const char* call) {
+PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer, const char* call,
+                                                            std::optional<std::size_t> device_idx) {
   const auto refuse = [&](const std::string& what, const char* hint) {
     raise_in(SKEIN_HERE, call, hint, "pointer {:#x}: {}", pointer, what);
   };
@@ -152,8 +153,9 @@ PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer,
     refuse("the driver knows no memory at this address",
            "Pass an address of device, managed or mapped host memory.");
   }
-  std::size_t d = devices_.size();
-  for (std::size_t i = 0; i < devices_.size(); ++i) {
+  // A Buffer's device is known (page-locked host memory may name no device, or another).
+  std::size_t d = device_idx.value_or(devices_.size());
+  for (std::size_t i = 0; i < devices_.size() && !device_idx; ++i) {
     if (static_cast<int>(devices_[i]->native()) == ordinal) d = i;
   }
   if (d == devices_.size()) {
@@ -163,7 +165,8 @@ PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer,
   }
   CudaContextScope scope(context(d), description(d));
   CUcontext owner = nullptr;
-  if (cu().cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, pointer) == CUDA_SUCCESS &&
+  if (!device_idx &&
+      cu().cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, pointer) == CUDA_SUCCESS &&
       owner != nullptr && owner != context(d)) {
     refuse("the memory belongs to another CUDA context than this Skein context's",
            "Ask a Skein context over that CUDA context (cuda::context_from_backend_contexts).");
@@ -214,7 +217,7 @@ PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer,
 PointerAttributes CudaContextAdapter::pointer_attributes(BufferAdapter& buffer,
                                                          std::size_t offset) {
   return pointer_attributes_of(static_cast<CUdeviceptr>(buffer.native()) + offset,
-                               "skein::pointer_attributes");
+                               "skein::pointer_attributes", buffer.device_idx());
 }
 
 void CudaContextAdapter::advise_managed(BufferAdapter& buffer, std::size_t offset, std::size_t size,
