@@ -179,7 +179,7 @@ class SKEIN_EXPORT Program {
   // Of the options only device_idxs, compiler_options (OpenCL's clBuildProgram), constant_arrays
   // (CUDA: the module's __constant__ arrays, for set_constant_array) and name apply. LogicError
   // when a device cannot run the bytes (built for another architecture, platform or driver, or no
-  // program binary at all), naming the backend's call that refused them (cuModuleLoadData;
+  // program binary at all), naming the backend's call that refused them (cuModuleLoadDataEx;
   // clCreateProgramWithBinary or clBuildProgram), its code and the device.
   static Program from_binary(const Context& context, std::span<const std::byte> binary,
                              ProgramOptions options = {});
