@@ -177,7 +177,10 @@ class SKEIN_EXPORT Program {
   // OpenCL a binary of the same platform and device (clGetProgramInfo(CL_PROGRAM_BINARIES)).
   // SPIR-V is not taken. The kernels launch like any other (Kernel, PreparedKernel, MultiDevice).
   // Of the options only device_idxs, compiler_options (OpenCL's clBuildProgram), constant_arrays
-  // (CUDA: the module's __constant__ arrays, for set_constant_array) and name apply. LogicError
+  // (CUDA: the module's __constant__ arrays, for set_constant_array), name, jit (CUDA's JIT
+  // options; LogicError for max_registers or optimization_level on OpenCL, or a level above 4)
+  // and message_handler (the load's logs, also before a refusal) apply. skein::compile makes such
+  // bytes from a source. LogicError
   // when a device cannot run the bytes (built for another architecture, platform or driver, or no
   // program binary at all), naming the backend's call that refused them (cuModuleLoadDataEx;
   // clCreateProgramWithBinary or clBuildProgram), its code and the device.
