@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,8 @@ class CudaContextAdapter final : public ContextAdapter,
   ~CudaContextAdapter() override = default;
 
   const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const override { return devices_; }
-  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) override;
+  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority,
+                                           QueueSync sync) override;
   QueuePriorityRange queue_priority_range(std::size_t device_idx) override;
   std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
   std::pair<std::shared_ptr<BufferAdapter>, std::size_t> allocate_pitched(
@@ -95,12 +97,32 @@ class CudaContextAdapter final : public ContextAdapter,
                        bool enable) override;
   void profiler(bool start) override;
   void deactivate() override;
+  void set_scheduling(std::size_t device_idx, ContextScheduling scheduling) override;
+  ContextScheduling scheduling(std::size_t device_idx) override;
+  void push(std::size_t device_idx) override;
+  void pop() override;
+  void synchronize() override;
+  void attach_managed(QueueAdapter& queue, BufferAdapter& buffer, ManagedAttach attach) override;
+  PointerAttributes pointer_attributes(BufferAdapter& buffer, std::size_t offset) override;
+  // The attributes of a device address the driver knows, on a device of this context (or
+  // LogicError naming `call`); with `device_idx` (a Buffer's), on that device.
+  PointerAttributes pointer_attributes_of(CUdeviceptr pointer, const char* call,
+                                          std::optional<std::size_t> device_idx = std::nullopt);
   std::uintptr_t native(std::size_t device_idx) const override;
   std::string_view prelude() const override;
   CompiledBinary compile(std::size_t device_idx, const std::string& source,
                          const std::vector<std::string>& options, const std::string& name) override;
   std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
                                        const std::vector<std::string>& options) override;
+  std::shared_ptr<ProgramAdapter> load_jit(std::size_t device_idx,
+                                           std::span<const std::byte> binary,
+                                           const std::vector<std::string>& options,
+                                           const JitOptions& jit, JitLog& log) override;
+  CompiledBinary compile_ptx(std::size_t device_idx, const std::string& source,
+                             const std::vector<std::string>& options,
+                             const std::string& name) override;
+  std::vector<std::string> options_for_arch(std::size_t device_idx, bool fast_math,
+                                            const std::string& arch) const override;
   std::vector<std::string> compiler_identity(std::size_t device_idx) const override;
   std::vector<std::string> default_options(std::size_t device_idx, bool fast_math) const override;
 
@@ -165,11 +187,12 @@ std::shared_ptr<BufferAdapter> make_cuda_managed_buffer(std::shared_ptr<CudaCont
                                                         std::size_t device_idx, CUdeviceptr pointer,
                                                         std::size_t size);
 // An event of Skein's that is not pooled: created with `flags` by the caller (or opened from an
-// IPC handle), destroyed with cuEventDestroy when the adapter goes. Without timing.
+// IPC handle), destroyed with cuEventDestroy when the adapter goes. Timed only with `timing`.
 std::shared_ptr<EventAdapter> make_cuda_unpooled_event(std::shared_ptr<CudaContextAdapter> context,
-                                                       std::size_t device_idx, CUevent event);
+                                                       std::size_t device_idx, CUevent event,
+                                                       bool timing = false);
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
-                                              std::size_t device_idx, int priority);
+                                              std::size_t device_idx, int priority, QueueSync sync);
 // Over the application's memory and streams (skein/cuda.hpp): never freed or destroyed by Skein;
 // `deleter`, when given, runs once the last Buffer over the memory is gone.
 std::shared_ptr<BufferAdapter> make_cuda_foreign_buffer(std::shared_ptr<CudaContextAdapter> context,

@@ -127,8 +127,97 @@ void CudaContextAdapter::enable_peer_access() {
   }
 }
 
-std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx, int priority) {
-  return make_cuda_queue(shared_from_this(), device_idx, priority);
+std::unique_ptr<QueueAdapter> CudaContextAdapter::make_queue(std::size_t device_idx, int priority,
+                                                             QueueSync sync) {
+  return make_cuda_queue(shared_from_this(), device_idx, priority, sync);
+}
+
+// --- driver rows: scheduling, push / pop, synchronize ----------------------------------------
+
+namespace {
+constexpr unsigned scheduling_flag(ContextScheduling s) {
+  switch (s) {
+    case ContextScheduling::spin: return CU_CTX_SCHED_SPIN;
+    case ContextScheduling::yield: return CU_CTX_SCHED_YIELD;
+    case ContextScheduling::blocking_sync: return CU_CTX_SCHED_BLOCKING_SYNC;
+    case ContextScheduling::automatic: break;
+  }
+  return CU_CTX_SCHED_AUTO;
+}
+}  // namespace
+
+void CudaContextAdapter::set_scheduling(std::size_t device_idx, ContextScheduling scheduling) {
+  const std::string& where = description(device_idx);
+  if (handles_.ownership != CudaContextOwnership::primary) {
+    raise_in(SKEIN_HERE, "Context::from_devices",
+             "Create the application's CUDA context with the flags (cuCtxCreate), or use a "
+             "context over primary contexts (Context::from_devices).",
+             "{}: the scheduling of a context over the application's CUDA contexts is the "
+             "application's",
+             where);
+  }
+  const auto device = static_cast<CUdevice>(devices_[device_idx]->native());
+  // The primary context's flags other than the scheduling stay as they are.
+  unsigned flags = 0;
+  int active = 0;
+  SKEIN_CU_CHECK(cuDevicePrimaryCtxGetState, (device, &flags, &active), where);
+  flags = (flags & ~static_cast<unsigned>(CU_CTX_SCHED_MASK)) | scheduling_flag(scheduling);
+  SKEIN_CU_CHECK(cuDevicePrimaryCtxSetFlags, (device, flags), where);
+  // The primary context is active (Skein retained it): where the driver can, the running context
+  // takes the scheduling too, whatever the driver does with an active one's new flags.
+  if (cu().cuCtxSetFlags) {
+    CudaContextScope scope(context(device_idx), where);
+    unsigned current = 0;
+    SKEIN_CU_CHECK(cuCtxGetFlags, (&current), where);
+    current = (current & ~static_cast<unsigned>(CU_CTX_SCHED_MASK)) | scheduling_flag(scheduling);
+    // cuCtxGetFlags may report CU_CTX_MAP_HOST, which the setter need not take (mapping is
+    // always on with unified addressing): then without it.
+    const CUresult result = cu().cuCtxSetFlags(current);
+    if (result == CUDA_ERROR_INVALID_VALUE) {
+      SKEIN_CU_CHECK(cuCtxSetFlags, (current & ~static_cast<unsigned>(CU_CTX_MAP_HOST)), where);
+    } else if (result != CUDA_SUCCESS) {
+      throw_cuda_error(result, "cuCtxSetFlags", where, SKEIN_HERE);
+    }
+  }
+}
+
+ContextScheduling CudaContextAdapter::scheduling(std::size_t device_idx) {
+  const std::string& where = description(device_idx);
+  CudaContextScope scope(context(device_idx), where);
+  unsigned flags = 0;
+  SKEIN_CU_CHECK(cuCtxGetFlags, (&flags), where);
+  switch (flags & CU_CTX_SCHED_MASK) {
+    case CU_CTX_SCHED_SPIN: return ContextScheduling::spin;
+    case CU_CTX_SCHED_YIELD: return ContextScheduling::yield;
+    case CU_CTX_SCHED_BLOCKING_SYNC: return ContextScheduling::blocking_sync;
+    default: return ContextScheduling::automatic;
+  }
+}
+
+void CudaContextAdapter::push(std::size_t device_idx) {
+  SKEIN_CU_CHECK(cuCtxPushCurrent, (context(device_idx)), description(device_idx));
+}
+
+void CudaContextAdapter::pop() {
+  CUcontext current = nullptr;
+  SKEIN_CU_CHECK(cuCtxGetCurrent, (&current), description(0));
+  if (current == nullptr || std::find(handles_.contexts.begin(), handles_.contexts.end(),
+                                      current) == handles_.contexts.end()) {
+    raise_in(SKEIN_HERE, "Context::pop",
+             "Pop the context that was pushed last (Context::push), from the thread that pushed "
+             "it.",
+             "the calling thread's current CUDA context ({}) is not one of this context's",
+             current ? fmt::format("{}", static_cast<const void*>(current)) : "none");
+  }
+  CUcontext popped = nullptr;
+  SKEIN_CU_CHECK(cuCtxPopCurrent, (&popped), description(0));
+}
+
+void CudaContextAdapter::synchronize() {
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    CudaContextScope scope(context(d), description(d));
+    SKEIN_CU_CHECK(cuCtxSynchronize, (), description(d));
+  }
 }
 
 QueuePriorityRange CudaContextAdapter::queue_priority_range(std::size_t device_idx) {
@@ -631,6 +720,14 @@ CUdeviceptr native_pointer(const Buffer& buffer) {
   // Work Skein does not see may use the address now: a pool never hands the block out again.
   buffer.adapter()->mark_exported();
   return static_cast<CUdeviceptr>(buffer.adapter()->native()) + buffer.offset();
+}
+
+PointerAttributes pointer_attributes(const Context& context, CUdeviceptr pointer) {
+  constexpr const char* call = "skein::cuda::pointer_attributes";
+  detail::check_cuda(context.api(), call);
+  auto adapter =
+      std::static_pointer_cast<detail::CudaContextAdapter>(detail::impl_of(context)->adapter);
+  return adapter->pointer_attributes_of(pointer, call);
 }
 
 CUcontext native_context(const Context& context, std::size_t device_idx) {

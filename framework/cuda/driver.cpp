@@ -67,6 +67,7 @@ void load() {
   resolve(library, g_driver.cuFuncGetParamInfo, "cuFuncGetParamInfo");
   resolve(library, g_driver.cuFuncSetSharedMemConfig, "cuFuncSetSharedMemConfig");
   resolve(library, g_driver.cuStreamGetCtx, SKEIN_CU_STR(cuStreamGetCtx));
+  resolve(library, g_driver.cuCtxSetFlags, SKEIN_CU_STR(cuCtxSetFlags));
   resolve(library, g_driver.cuMemPrefetchAsync, SKEIN_CU_STR(cuMemPrefetchAsync));
   resolve(library, g_driver.cuMemAdvise, SKEIN_CU_STR(cuMemAdvise));
   g_driver.graphs =

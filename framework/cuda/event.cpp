@@ -71,8 +71,9 @@ class CudaEventAdapter final : public EventAdapter {
 }  // namespace
 
 std::shared_ptr<EventAdapter> make_cuda_unpooled_event(std::shared_ptr<CudaContextAdapter> context,
-                                                       std::size_t device_idx, CUevent event) {
-  return std::make_shared<CudaEventAdapter>(std::move(context), device_idx, event, false, false);
+                                                       std::size_t device_idx, CUevent event,
+                                                       bool timing) {
+  return std::make_shared<CudaEventAdapter>(std::move(context), device_idx, event, timing, false);
 }
 
 std::shared_ptr<EventAdapter> record_cuda_event(const std::shared_ptr<CudaContextAdapter>& context,

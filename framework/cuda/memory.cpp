@@ -128,6 +128,98 @@ void CudaContextAdapter::prefetch_managed(QueueAdapter& queue, BufferAdapter& bu
                  device);
 }
 
+void CudaContextAdapter::attach_managed(QueueAdapter& queue, BufferAdapter& buffer,
+                                        ManagedAttach attach) {
+  const std::string& device = description(buffer.device_idx());
+  unsigned flags = CU_MEM_ATTACH_GLOBAL;
+  if (attach == ManagedAttach::host) flags = CU_MEM_ATTACH_HOST;
+  if (attach == ManagedAttach::single) flags = CU_MEM_ATTACH_SINGLE;
+  CudaContextScope scope(context(buffer.device_idx()), device);
+  // Length 0: the whole allocation (what every device allows).
+  SKEIN_CU_CHECK(cuStreamAttachMemAsync,
+                 (reinterpret_cast<CUstream>(queue.native()),
+                  static_cast<CUdeviceptr>(buffer.native()), 0, flags),
+                 device);
+}
+
+PointerAttributes CudaContextAdapter::pointer_attributes_of(CUdeviceptr pointer, const char* call,
+                                                            std::optional<std::size_t> device_idx) {
+  const auto refuse = [&](const std::string& what, const char* hint) {
+    raise_in(SKEIN_HERE, call, hint, "pointer {:#x}: {}", pointer, what);
+  };
+  int ordinal = -1;
+  if (cu().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer) !=
+      CUDA_SUCCESS) {
+    refuse("the driver knows no memory at this address",
+           "Pass an address of device, managed or mapped host memory.");
+  }
+  // A Buffer's device is known (page-locked host memory may name no device, or another).
+  std::size_t d = device_idx.value_or(devices_.size());
+  for (std::size_t i = 0; i < devices_.size() && !device_idx; ++i) {
+    if (static_cast<int>(devices_[i]->native()) == ordinal) d = i;
+  }
+  if (d == devices_.size()) {
+    refuse(
+        fmt::format("the memory is on CUDA device {}, which this context does not have", ordinal),
+        "Ask a context over that device.");
+  }
+  CudaContextScope scope(context(d), description(d));
+  CUcontext owner = nullptr;
+  if (!device_idx &&
+      cu().cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, pointer) == CUDA_SUCCESS &&
+      owner != nullptr && owner != context(d)) {
+    refuse("the memory belongs to another CUDA context than this Skein context's",
+           "Ask a Skein context over that CUDA context (cuda::context_from_backend_contexts).");
+  }
+  PointerAttributes a;
+  a.device_idx = d;
+  int managed = 0;
+  SKEIN_CU_CHECK(cuPointerGetAttribute, (&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, pointer),
+                 description(d));
+  a.managed = managed != 0;
+  unsigned type = 0;
+  SKEIN_CU_CHECK(cuPointerGetAttribute, (&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer),
+                 description(d));
+  a.type = a.managed                    ? MemoryType::managed
+           : type == CU_MEMORYTYPE_HOST ? MemoryType::host
+                                        : MemoryType::device;
+  CUdeviceptr device_pointer = 0;
+  SKEIN_CU_CHECK(cuPointerGetAttribute,
+                 (&device_pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, pointer), description(d));
+  a.device_pointer = device_pointer;
+  // Device memory has no host address: the driver answers INVALID_VALUE.
+  void* host = nullptr;
+  if (a.type != MemoryType::device &&
+      cu().cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, pointer) ==
+          CUDA_SUCCESS) {
+    a.host_pointer = host;
+  }
+  // The allocation's range; memory the range attributes do not cover (some host memory) asks
+  // cuMemGetAddressRange, and where neither answers the range is the pointer alone (size 0).
+  CUdeviceptr start = pointer;
+  std::size_t size = 0;
+  if (cu().cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer) !=
+          CUDA_SUCCESS ||
+      cu().cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer) != CUDA_SUCCESS) {
+    start = pointer;
+    size = 0;
+    if (cu().cuMemGetAddressRange(&start, &size, pointer) != CUDA_SUCCESS) {
+      start = pointer;
+      size = 0;
+    }
+  }
+  a.range_start = start;
+  a.range_size = size;
+  a.range_offset = pointer - start;
+  return a;
+}
+
+PointerAttributes CudaContextAdapter::pointer_attributes(BufferAdapter& buffer,
+                                                         std::size_t offset) {
+  return pointer_attributes_of(static_cast<CUdeviceptr>(buffer.native()) + offset,
+                               "skein::pointer_attributes", buffer.device_idx());
+}
+
 void CudaContextAdapter::advise_managed(BufferAdapter& buffer, std::size_t offset, std::size_t size,
                                         MemoryAdvice advice, MemoryLocation location) {
   const std::string& device = description(buffer.device_idx());

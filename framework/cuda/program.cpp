@@ -400,16 +400,20 @@ bool refused_image(CUresult result) {
 
 class CudaProgramAdapter final : public ProgramAdapter {
  public:
+  // With `jit` and `log`, loaded by cuModuleLoadDataEx with the JIT's options and logs.
   CudaProgramAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                     std::span<const std::byte> binary)
+                     std::span<const std::byte> binary, const JitOptions* jit = nullptr,
+                     JitLog* log = nullptr)
       : context_(std::move(context)), device_idx_(device_idx) {
     CudaContextScope scope(context_->context(device_idx_), where());
-    const CUresult result = cu().cuModuleLoadData(&module_, binary.data());
+    const char* call = jit ? "cuModuleLoadDataEx" : "cuModuleLoadData";
+    const CUresult result =
+        jit ? load_ex(binary, *jit, *log) : cu().cuModuleLoadData(&module_, binary.data());
     if (refused_image(result)) {
       throw LogicError(ErrorInfo{
           .what = fmt::format("the bytes are not a valid module image for this device ({})",
                               cuda_error_description(result)),
-          .call = "cuModuleLoadData",
+          .call = call,
           .code_name = cuda_error_name(result),
           .code = static_cast<long long>(result),
           .has_code = true,
@@ -421,7 +425,40 @@ class CudaProgramAdapter final : public ProgramAdapter {
                   "(SKEIN_CACHE_DIR) and it is built again.",
           .location = SKEIN_HERE});
     }
-    if (result != CUDA_SUCCESS) throw_cuda_error(result, "cuModuleLoadData", where(), SKEIN_HERE);
+    if (result != CUDA_SUCCESS) throw_cuda_error(result, call, where(), SKEIN_HERE);
+  }
+
+  // cuModuleLoadDataEx with the JIT's options, its info and error logs read into `log`.
+  CUresult load_ex(std::span<const std::byte> binary, const JitOptions& jit, JitLog& log) {
+    constexpr unsigned kLogBytes = 64 * 1024;
+    std::vector<char> info(kLogBytes, '\0'), error(kLogBytes, '\0');
+    std::vector<CUjit_option> keys{CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                                   CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    // Values go by value in the pointers' bits (the driver's convention for integer options).
+    const auto as_value = [](std::uintptr_t v) { return reinterpret_cast<void*>(v); };
+    std::vector<void*> values{info.data(), as_value(kLogBytes), error.data(), as_value(kLogBytes)};
+    if (jit.max_registers) {
+      keys.push_back(CU_JIT_MAX_REGISTERS);
+      values.push_back(as_value(*jit.max_registers));
+    }
+    if (jit.optimization_level) {
+      keys.push_back(CU_JIT_OPTIMIZATION_LEVEL);
+      values.push_back(as_value(*jit.optimization_level));
+    }
+    if (jit.verbose) {
+      keys.push_back(CU_JIT_LOG_VERBOSE);
+      values.push_back(as_value(1));
+    }
+    const CUresult result = cu().cuModuleLoadDataEx(
+        &module_, binary.data(), static_cast<unsigned>(keys.size()), keys.data(), values.data());
+    const auto text = [](const std::vector<char>& buffer) {
+      std::string s(buffer.data(), strnlen(buffer.data(), buffer.size()));
+      while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+      return s;
+    };
+    log.info = text(info);
+    log.error = text(error);
+    return result;
   }
 
   ~CudaProgramAdapter() override {
@@ -497,10 +534,12 @@ std::vector<std::string> CudaContextAdapter::compiler_identity(std::size_t devic
           fmt::format("driver {}", cuda_driver_status().version)};
 }
 
-CompiledBinary CudaContextAdapter::compile(std::size_t device_idx, const std::string& source,
-                                           const std::vector<std::string>& options,
-                                           const std::string& name) {
-  const std::string& where = description(device_idx);
+namespace {
+
+// NVRTC's CUBIN (or, with `ptx`, PTX text without its NUL) of a full source. Throws CompileError.
+CompiledBinary nvrtc_compile(const std::string& where, const std::string& source,
+                             const std::vector<std::string>& options, const std::string& name,
+                             bool ptx) {
   nvrtcProgram program = nullptr;
   SKEIN_NVRTC_CHECK(nvrtcCreateProgram,
                     (&program, source.c_str(), name.c_str(), 0, nullptr, nullptr), where);
@@ -520,18 +559,53 @@ CompiledBinary CudaContextAdapter::compile(std::size_t device_idx, const std::st
   }
   if (result != NVRTC_SUCCESS) throw_nvrtc_error(result, "nvrtcCompileProgram", where, SKEIN_HERE);
   std::size_t size = 0;
-  SKEIN_NVRTC_CHECK(nvrtcGetCUBINSize, (program, &size), where);
   CompiledBinary out;
-  out.binary.resize(size);
-  SKEIN_NVRTC_CHECK(nvrtcGetCUBIN, (program, reinterpret_cast<char*>(out.binary.data())), where);
+  if (ptx) {
+    SKEIN_NVRTC_CHECK(nvrtcGetPTXSize, (program, &size), where);
+    out.binary.resize(size);
+    SKEIN_NVRTC_CHECK(nvrtcGetPTX, (program, reinterpret_cast<char*>(out.binary.data())), where);
+    while (!out.binary.empty() && out.binary.back() == std::byte{0}) out.binary.pop_back();
+  } else {
+    SKEIN_NVRTC_CHECK(nvrtcGetCUBINSize, (program, &size), where);
+    out.binary.resize(size);
+    SKEIN_NVRTC_CHECK(nvrtcGetCUBIN, (program, reinterpret_cast<char*>(out.binary.data())), where);
+  }
   out.log = std::move(log);
   return out;
+}
+
+}  // namespace
+
+CompiledBinary CudaContextAdapter::compile(std::size_t device_idx, const std::string& source,
+                                           const std::vector<std::string>& options,
+                                           const std::string& name) {
+  return nvrtc_compile(description(device_idx), source, options, name, /*ptx=*/false);
 }
 
 std::shared_ptr<ProgramAdapter> CudaContextAdapter::load(std::size_t device_idx,
                                                          std::span<const std::byte> binary,
                                                          const std::vector<std::string>&) {
   return std::make_shared<CudaProgramAdapter>(shared_from_this(), device_idx, binary);
+}
+
+std::shared_ptr<ProgramAdapter> CudaContextAdapter::load_jit(std::size_t device_idx,
+                                                             std::span<const std::byte> binary,
+                                                             const std::vector<std::string>&,
+                                                             const JitOptions& jit, JitLog& log) {
+  return std::make_shared<CudaProgramAdapter>(shared_from_this(), device_idx, binary, &jit, &log);
+}
+
+std::vector<std::string> CudaContextAdapter::options_for_arch(std::size_t, bool fast_math,
+                                                              const std::string& arch) const {
+  std::vector<std::string> options{"--gpu-architecture=" + arch, "--std=c++17"};
+  if (fast_math) options.emplace_back("--use_fast_math");
+  return options;
+}
+
+CompiledBinary CudaContextAdapter::compile_ptx(std::size_t device_idx, const std::string& source,
+                                               const std::vector<std::string>& options,
+                                               const std::string& name) {
+  return nvrtc_compile(description(device_idx), source, options, name, /*ptx=*/true);
 }
 
 }  // namespace skein::detail

@@ -13,14 +13,14 @@ namespace {
 class CudaQueueAdapter final : public QueueAdapter {
  public:
   CudaQueueAdapter(std::shared_ptr<CudaContextAdapter> context, std::size_t device_idx,
-                   int priority)
+                   int priority, QueueSync sync)
       : context_(std::move(context)), device_idx_(device_idx) {
     CudaContextScope scope(cu_context(), device());
-    // Non-blocking: no implicit synchronisation with the legacy default stream, which the CUDA
-    // runtime and libraries built on it use. The priority is in the device's range (checked by
-    // Queue); 0, the default, is the least urgent on every device so far.
-    SKEIN_CU_CHECK(cuStreamCreateWithPriority, (&stream_, CU_STREAM_NON_BLOCKING, priority),
-                   device());
+    // Non-blocking unless asked: no implicit synchronisation with the legacy default stream,
+    // which the CUDA runtime and libraries built on it use. The priority is in the device's range
+    // (checked by Queue); 0, the default, is the least urgent on every device so far.
+    const unsigned flags = sync == QueueSync::blocking ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
+    SKEIN_CU_CHECK(cuStreamCreateWithPriority, (&stream_, flags, priority), device());
   }
 
   // Over the application's stream, which stays the application's.
@@ -140,6 +140,31 @@ class CudaQueueAdapter final : public QueueAdapter {
 
   std::shared_ptr<EventAdapter> record_untimed() override {
     return record_cuda_event(context_, device_idx_, stream_, false);
+  }
+
+  QueueSync sync() const override {
+    // The legacy and per-thread default streams have no flags to read: the legacy one is the
+    // blocking stream itself, the per-thread one does not block.
+    if (stream_ == nullptr || stream_ == CU_STREAM_LEGACY) return QueueSync::blocking;
+    if (stream_ == CU_STREAM_PER_THREAD) return QueueSync::non_blocking;
+    CudaContextScope scope(cu_context(), device());
+    unsigned flags = 0;
+    SKEIN_CU_CHECK(cuStreamGetFlags, (stream_, &flags), device());
+    return (flags & CU_STREAM_NON_BLOCKING) ? QueueSync::non_blocking : QueueSync::blocking;
+  }
+
+  std::shared_ptr<EventAdapter> record_flags(const EventFlags& flags) override {
+    if (!flags.blocking_sync) return flags.disable_timing ? record_untimed() : record();
+    // Not pooled: the pools hold events of the two plain kinds only.
+    CudaContextScope scope(cu_context(), device());
+    CUevent event = nullptr;
+    const unsigned cu_flags =
+        CU_EVENT_BLOCKING_SYNC |
+        (flags.disable_timing ? static_cast<unsigned>(CU_EVENT_DISABLE_TIMING) : 0u);
+    SKEIN_CU_CHECK(cuEventCreate, (&event, cu_flags), device());
+    auto adapter = make_cuda_unpooled_event(context_, device_idx_, event, !flags.disable_timing);
+    SKEIN_CU_CHECK(cuEventRecord, (event, stream_), device());
+    return adapter;
   }
 
   void wait_for(EventAdapter& event) override {
@@ -271,8 +296,9 @@ class CudaQueueAdapter final : public QueueAdapter {
 }  // namespace
 
 std::unique_ptr<QueueAdapter> make_cuda_queue(std::shared_ptr<CudaContextAdapter> context,
-                                              std::size_t device_idx, int priority) {
-  return std::make_unique<CudaQueueAdapter>(std::move(context), device_idx, priority);
+                                              std::size_t device_idx, int priority,
+                                              QueueSync sync) {
+  return std::make_unique<CudaQueueAdapter>(std::move(context), device_idx, priority, sync);
 }
 
 std::unique_ptr<QueueAdapter> make_cuda_foreign_queue(std::shared_ptr<CudaContextAdapter> context,

@@ -70,8 +70,10 @@ class OclDevice final : public DeviceAdapter {
 
 class OclEvent final : public EventAdapter {
  public:
-  explicit OclEvent(cl_event event, std::string device)
-      : event_(event), device_(std::move(device)) {}
+  // `timed`: false for an event recorded with EventFlags::disable_timing, which time_since()
+  // refuses as CUDA does.
+  explicit OclEvent(cl_event event, std::string device, bool timed = true)
+      : event_(event), device_(std::move(device)), timed_(timed) {}
   ~OclEvent() override;
   void wait() override;
   bool query() override;
@@ -81,6 +83,7 @@ class OclEvent final : public EventAdapter {
  private:
   cl_event event_;
   std::string device_;
+  bool timed_ = true;
 };
 
 class OclBuffer final : public BufferAdapter {
@@ -143,7 +146,8 @@ class OclHostBuffer final : public HostBufferAdapter {
 
 class OclQueue final : public QueueAdapter {
  public:
-  OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx);
+  OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx,
+           QueueSync sync = QueueSync::non_blocking);
   // Over the application's command queue: takes a reference of its own (clRetainCommandQueue),
   // and at the end releases it without waiting for the queue.
   OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx, cl_command_queue queue);
@@ -162,10 +166,13 @@ class OclQueue final : public QueueAdapter {
   bool read_rect(void* dst, BufferAdapter& src, const RectRegion& region, bool blocking) override;
   bool copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegion& region) override;
   std::shared_ptr<EventAdapter> record() override;
+  // blocking_sync has no OpenCL counterpart (ignored); disable_timing marks the event untimed.
+  std::shared_ptr<EventAdapter> record_flags(const EventFlags& flags) override;
   void wait_for(EventAdapter& event) override;
   void wait_for_queue(QueueAdapter& other) override;
   std::uintptr_t native() const override { return reinterpret_cast<std::uintptr_t>(queue_); }
   int priority() const override { return 0; }  // OpenCL 1.2 has no queue priorities
+  QueueSync sync() const override { return sync_; }
   cl_command_queue get() const { return queue_; }
 
  private:
@@ -174,6 +181,7 @@ class OclQueue final : public QueueAdapter {
   std::string device_;
   cl_command_queue queue_ = nullptr;
   bool owned_ = true;  // false for the application's queue
+  QueueSync sync_ = QueueSync::non_blocking;
 };
 
 class OclContext final : public ContextAdapter, public std::enable_shared_from_this<OclContext> {
@@ -182,7 +190,8 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   OclContext(cl_context context, std::vector<std::shared_ptr<DeviceAdapter>> devices);
   ~OclContext() override;
   const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const override { return devices_; }
-  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) override;
+  std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority,
+                                           QueueSync sync) override;
   QueuePriorityRange queue_priority_range(std::size_t) override { return {}; }
   std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) override;
   std::shared_ptr<HostBufferAdapter> allocate_host(std::size_t size,
@@ -218,6 +227,16 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   void set_peer_access(std::size_t from_device_idx, std::size_t to_device_idx,
                        bool enable) override;
   void profiler(bool) override {}  // OpenCL has no profiler start and stop
+  void set_scheduling(std::size_t device_idx, ContextScheduling scheduling) override;
+  ContextScheduling scheduling(std::size_t) override { return ContextScheduling::automatic; }
+  void push(std::size_t) override {}  // OpenCL has no current context
+  void pop() override {}
+  // clFinish of every live command queue of the context (registered by OclQueue).
+  void synchronize() override;
+  void attach_managed(QueueAdapter& queue, BufferAdapter& buffer, ManagedAttach attach) override;
+  PointerAttributes pointer_attributes(BufferAdapter& buffer, std::size_t offset) override;
+  void register_queue(cl_command_queue queue);
+  void unregister_queue(cl_command_queue queue) noexcept;
   std::uintptr_t native(std::size_t) const override {
     return reinterpret_cast<std::uintptr_t>(context_);
   }
@@ -228,6 +247,16 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
                          const std::vector<std::string>& options, const std::string& name) override;
   std::shared_ptr<ProgramAdapter> load(std::size_t device_idx, std::span<const std::byte> binary,
                                        const std::vector<std::string>& options) override;
+  std::shared_ptr<ProgramAdapter> load_jit(std::size_t device_idx,
+                                           std::span<const std::byte> binary,
+                                           const std::vector<std::string>& options,
+                                           const JitOptions& jit, JitLog& log) override;
+  // OpenCL has no PTX and no other architectures: LogicError.
+  CompiledBinary compile_ptx(std::size_t device_idx, const std::string& source,
+                             const std::vector<std::string>& options,
+                             const std::string& name) override;
+  std::vector<std::string> options_for_arch(std::size_t device_idx, bool fast_math,
+                                            const std::string& arch) const override;
   std::shared_ptr<ProgramAdapter> build(std::size_t device_idx, const std::string& source,
                                         const std::vector<std::string>& options,
                                         const std::string& name) override;
@@ -244,6 +273,8 @@ class OclContext final : public ContextAdapter, public std::enable_shared_from_t
   std::vector<std::shared_ptr<DeviceAdapter>> devices_;
   std::mutex mutex_;
   cl_command_queue internal_queue_ = nullptr;
+  std::mutex queues_mutex_;
+  std::vector<cl_command_queue> live_queues_;  // OclQueue's, for synchronize()
   // Bytes of this context's live buffers per device: memory_info()'s estimate of free memory.
   std::shared_ptr<std::atomic<std::size_t>[]> allocated_;
 };

@@ -83,6 +83,10 @@ std::string hint_for(cl_int code) {
     case CL_INVALID_BUFFER_SIZE: return "Use smaller buffers or fewer at a time.";
     case CL_MISALIGNED_SUB_BUFFER_OFFSET:
       return "Align sub-region origins to the device's base_address_align.";
+    case CL_INVALID_BINARY:
+      return "The bytes are not a program binary for this device: pass the ones "
+             "clGetProgramInfo(CL_PROGRAM_BINARIES) or skein::compile gave for it, or build the "
+             "program from source (skein::Program).";
     case -1001:
       return "Install an OpenCL driver (e.g. Debian's pocl-opencl-icd) and check "
              "/etc/OpenCL/vendors.";
@@ -118,6 +122,7 @@ void raise_error(cl_int code, const char* call, std::string device, std::string 
     case CL_INVALID_ARG_VALUE:
     case CL_INVALID_ARG_INDEX:
     case CL_INVALID_KERNEL_ARGS:
+    case CL_INVALID_BINARY:
     case CL_INVALID_KERNEL_NAME: throw LogicError(info);
     case CL_OUT_OF_RESOURCES:
     case CL_INVALID_WORK_GROUP_SIZE:

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "adapters.hpp"
 #include "check.hpp"
 
@@ -36,10 +38,62 @@ cl_command_queue OclContext::internal_queue() {
   return internal_queue_;
 }
 
-std::unique_ptr<QueueAdapter> OclContext::make_queue(std::size_t device_idx, int priority) {
+std::unique_ptr<QueueAdapter> OclContext::make_queue(std::size_t device_idx, int priority,
+                                                     QueueSync sync) {
   // The range is {0, 0} (queue_priority_range): Queue refused anything else.
   (void)priority;
-  return std::make_unique<OclQueue>(shared_from_this(), device_idx);
+  return std::make_unique<OclQueue>(shared_from_this(), device_idx, sync);
+}
+
+void OclContext::register_queue(cl_command_queue queue) {
+  std::lock_guard lock(queues_mutex_);
+  live_queues_.push_back(queue);
+}
+
+void OclContext::unregister_queue(cl_command_queue queue) noexcept {
+  std::lock_guard lock(queues_mutex_);
+  const auto it = std::find(live_queues_.begin(), live_queues_.end(), queue);
+  if (it != live_queues_.end()) live_queues_.erase(it);
+}
+
+void OclContext::synchronize() {
+  // Under the lock: a queue cannot be released while it is finished here.
+  std::lock_guard lock(queues_mutex_);
+  for (cl_command_queue queue : live_queues_) {
+    SKEIN_CL_CHECK(clFinish(queue), "the OpenCL context's queues");
+  }
+  if (internal_queue_) SKEIN_CL_CHECK(clFinish(internal_queue_), describe_device(0));
+}
+
+void OclContext::set_scheduling(std::size_t device_idx, ContextScheduling scheduling) {
+  if (scheduling == ContextScheduling::automatic) return;
+  throw LogicError(ErrorInfo{
+      .what = fmt::format("OpenCL has no scheduling setting (ContextScheduling::{} was asked)",
+                          skein::name(scheduling)),
+      .call = "Context::from_devices",
+      .device = describe_device(device_idx),
+      .hint = "Leave ContextFlags::scheduling automatic on OpenCL (its driver decides how waits "
+              "wait), or use CUDA for the setting.",
+      .location = SKEIN_HERE});
+}
+
+PointerAttributes OclContext::pointer_attributes(BufferAdapter& buffer, std::size_t offset) {
+  const cl_mem mem = reinterpret_cast<cl_mem>(buffer.native());
+  const std::string where = describe_device(buffer.device_idx());
+  cl_mem_flags flags = 0;
+  std::size_t size = 0;
+  void* host = nullptr;
+  SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof(flags), &flags, nullptr), where);
+  SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, nullptr), where);
+  SKEIN_CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_HOST_PTR, sizeof(host), &host, nullptr), where);
+  PointerAttributes a;
+  a.device_idx = buffer.device_idx();
+  a.type = (flags & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_USE_HOST_PTR)) != 0 ? MemoryType::host
+                                                                        : MemoryType::device;
+  a.host_pointer = host ? static_cast<std::byte*>(host) + offset : nullptr;
+  a.range_size = size;
+  a.range_offset = offset;
+  return a;
 }
 
 MemoryInfo OclContext::memory_info(std::size_t device_idx) {
@@ -75,6 +129,10 @@ constexpr const char* kIpcHint =
 std::shared_ptr<BufferAdapter> OclContext::allocate_managed(std::size_t device_idx, std::size_t,
                                                             ManagedAttach) {
   not_on_opencl("allocate_managed", describe_device(device_idx), "managed memory", kManagedHint);
+}
+
+void OclContext::attach_managed(QueueAdapter&, BufferAdapter& buffer, ManagedAttach) {
+  not_on_opencl("attach", describe_device(buffer.device_idx()), "managed memory", kManagedHint);
 }
 
 void OclContext::prefetch_managed(QueueAdapter&, BufferAdapter& buffer, std::size_t, std::size_t,

@@ -10,6 +10,8 @@
 #include "adapters.hpp"
 #include "check.hpp"
 
+#include <CL/cl_ext.h>
+
 namespace skein::detail::opencl {
 
 namespace {
@@ -105,6 +107,17 @@ OclDevice::OclDevice(const std::shared_ptr<PlatformAdapter>& platform, cl_device
   for (std::size_t s : p.max_local_sizes)
     p.max_num_groups.push_back(max_global / std::max<std::size_t>(s, 1));
 
+    // cl_khr_pci_bus_info (the standard query), else NVIDIA's own below.
+#ifdef CL_DEVICE_PCI_BUS_INFO_KHR
+  if (has_extension(extensions, "cl_khr_pci_bus_info")) {
+    cl_device_pci_bus_info_khr info{};
+    if (clGetDeviceInfo(id, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof(info), &info, nullptr) ==
+        CL_SUCCESS) {
+      p.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", info.pci_domain, info.pci_bus,
+                                 info.pci_device, info.pci_function);
+    }
+  }
+#endif
   const bool nvidia = has_extension(extensions, "cl_nv_device_attribute_query");
   if (nvidia) {
     p.warp_size = device_value<cl_uint>(id, SKEIN_CL_DEVICE_WARP_SIZE_NV);
@@ -115,7 +128,7 @@ OclDevice::OclDevice(const std::shared_ptr<PlatformAdapter>& platform, cl_device
     const auto bus = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_BUS_ID_NV, &ok_bus);
     const auto slot = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_SLOT_ID_NV, &ok_slot);
     const auto domain = device_value<cl_uint>(id, SKEIN_CL_DEVICE_PCI_DOMAIN_ID_NV, &ok_domain);
-    if (ok_bus && ok_slot) {
+    if (ok_bus && ok_slot && !p.pci_bus_id) {
       // NVIDIA reports the PCI device number as the slot; GPUs are function 0. Same form as the
       // CUDA backend's ids (lower-case hex), so the two APIs' views of one GPU compare equal.
       p.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", ok_domain ? domain : 0u, bus, slot);

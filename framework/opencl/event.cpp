@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "adapters.hpp"
 #include "check.hpp"
+#include "skein/detail/errors.hpp"
 
 namespace skein::detail::opencl {
 
@@ -19,6 +20,10 @@ bool OclEvent::query() {
 
 double OclEvent::time_since(EventAdapter& start) {
   auto& begin = static_cast<OclEvent&>(start);
+  if (!timed_ || !begin.timed_) {
+    raise_in(SKEIN_HERE, "Event::time_since", "Record the events with Queue::record_event().",
+             "an event recorded without timing (EventFlags::disable_timing) cannot be timed");
+  }
   wait();
   begin.wait();
   cl_ulong t0 = 0, t1 = 0;

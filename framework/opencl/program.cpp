@@ -488,6 +488,33 @@ namespace {
 std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
                                                  std::span<const std::byte> binary,
                                                  const std::vector<std::string>& options) {
+  JitLog log;
+  return load_jit(device_idx, binary, options, JitOptions{}, log);
+}
+
+CompiledBinary OclContext::compile_ptx(std::size_t device_idx, const std::string&,
+                                       const std::vector<std::string>&, const std::string& name) {
+  throw LogicError(ErrorInfo{.what = fmt::format("'{}': OpenCL has no PTX", name),
+                             .call = "skein::compile",
+                             .device = describe_device(device_idx),
+                             .hint = "Compile with BinaryFormat::native.",
+                             .location = SKEIN_HERE});
+}
+
+std::vector<std::string> OclContext::options_for_arch(std::size_t device_idx, bool,
+                                                      const std::string& arch) const {
+  throw LogicError(ErrorInfo{
+      .what = fmt::format("OpenCL has no target architectures (\"{}\" was asked)", arch),
+      .call = "skein::compile",
+      .device = describe_device(device_idx),
+      .hint = "Leave CompileTarget::arch empty: the binary is for the device it is built on.",
+      .location = SKEIN_HERE});
+}
+
+std::shared_ptr<ProgramAdapter> OclContext::load_jit(std::size_t device_idx,
+                                                     std::span<const std::byte> binary,
+                                                     const std::vector<std::string>& options,
+                                                     const JitOptions&, JitLog& log) {
   const std::string where = describe_device(device_idx);
   const cl_device_id dev = device_id(device_idx);
   const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
@@ -504,13 +531,12 @@ std::shared_ptr<ProgramAdapter> OclContext::load(std::size_t device_idx,
   SKEIN_CL_CHECK_RESULT(status, "clCreateProgramWithBinary (the binary's status)", where);
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
+  (err == CL_SUCCESS ? log.info : log.error) = build_log(program, dev);
   if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BINARY) {
-    raise_invalid_binary("clBuildProgram (of a program binary)", err, where,
-                         build_log(program, dev));
+    raise_invalid_binary("clBuildProgram (of a program binary)", err, where, log.error);
   }
   if (err != CL_SUCCESS) {
-    raise_error(err, "clBuildProgram (of a program binary)", where + ": " + build_log(program, dev),
-                SKEIN_HERE);
+    raise_error(err, "clBuildProgram (of a program binary)", where + ": " + log.error, SKEIN_HERE);
   }
   return std::make_shared<OclProgram>(shared_from_this(), device_idx, guard.release());
 }

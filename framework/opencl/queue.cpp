@@ -51,15 +51,17 @@ std::optional<ClRect> cl_rect(const RectRegion& r) {
 }
 }  // namespace
 
-OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx)
+OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx, QueueSync sync)
     : context_(std::move(context)),
       device_idx_(device_idx),
-      device_(context_->describe_device(device_idx)) {
+      device_(context_->describe_device(device_idx)),
+      sync_(sync) {
   cl_int err = CL_SUCCESS;
   // Profiling is on so that events can time work (Event::time_since).
   queue_ = clCreateCommandQueue(context_->get(), context_->device_id(device_idx),
                                 CL_QUEUE_PROFILING_ENABLE, &err);
   SKEIN_CL_CHECK_RESULT(err, "clCreateCommandQueue", device_);
+  context_->register_queue(queue_);
 }
 
 OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx,
@@ -70,9 +72,11 @@ OclQueue::OclQueue(std::shared_ptr<OclContext> context, std::size_t device_idx,
       queue_(queue),
       owned_(false) {
   SKEIN_CL_CHECK(clRetainCommandQueue(queue_), device_);
+  context_->register_queue(queue_);
 }
 
 OclQueue::~OclQueue() {
+  context_->unregister_queue(queue_);
   if (owned_) clFinish(queue_);
   clReleaseCommandQueue(queue_);
 }
@@ -154,6 +158,12 @@ std::shared_ptr<EventAdapter> OclQueue::record() {
   cl_event event = nullptr;
   SKEIN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &event), device_);
   return std::make_shared<OclEvent>(event, device_);
+}
+
+std::shared_ptr<EventAdapter> OclQueue::record_flags(const EventFlags& flags) {
+  cl_event event = nullptr;
+  SKEIN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &event), device_);
+  return std::make_shared<OclEvent>(event, device_, !flags.disable_timing);
 }
 
 void OclQueue::wait_for(EventAdapter& event) {

@@ -38,6 +38,13 @@ void check_location(const Buffer& buffer, MemoryLocation location, const char* c
 Buffer allocate_managed(const Context& context, std::size_t device_idx, std::size_t size,
                         ManagedAttach attach) {
   detail::check_device_idx(context, device_idx, "allocate_managed");
+  if (attach == ManagedAttach::single) {
+    detail::raise_in(SKEIN_HERE, "allocate_managed",
+                     "Allocate with ManagedAttach::global or host, then attach(queue, buffer, "
+                     "ManagedAttach::single).",
+                     "managed memory cannot be allocated attached to a single queue "
+                     "(cuMemAllocManaged takes global or host)");
+  }
   auto adapter = context_adapter(context).allocate_managed(device_idx, size, attach);
   return Buffer(context, std::move(adapter), device_idx, 0, size);
 }
@@ -66,6 +73,44 @@ void prefetch(const Queue& queue, const Buffer& managed, MemoryLocation to) {
   context_adapter(managed.context())
       .prefetch_managed(queue.device_queue(managed.device_idx()), *managed.adapter(),
                         managed.offset(), managed.size(), to);
+}
+
+void attach(const Queue& queue, const Buffer& managed, ManagedAttach attach) {
+  constexpr const char* call = "attach";
+  if (!(queue.context() == managed.context())) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue of the buffer's context.",
+                     "the queue belongs to another context than the buffer");
+  }
+  auto& adapter = context_adapter(managed.context());
+  if (managed.context().api().id() != ApiId::cuda) {
+    // The backend's refusal: no managed memory at all (and what to use instead).
+    adapter.attach_managed(queue.device_queue(queue.device_idxs().front()), *managed.adapter(),
+                           attach);
+  }
+  check_managed(managed, call);
+  if (!queue.has_device(managed.device_idx())) {
+    detail::raise_in(SKEIN_HERE, call, "Use a queue that includes the buffer's device.",
+                     "the buffer is on device {}, which is not in the queue", managed.device_idx());
+  }
+  if (managed.adapter()->native() == 0) return;  // empty: no allocation
+  adapter.attach_managed(queue.device_queue(managed.device_idx()), *managed.adapter(), attach);
+}
+
+const char* name(MemoryType type) {
+  switch (type) {
+    case MemoryType::device: return "device";
+    case MemoryType::host: return "host";
+    case MemoryType::managed: return "managed";
+  }
+  return "unknown";
+}
+
+PointerAttributes pointer_attributes(const Buffer& buffer) {
+  if (!buffer.adapter() || buffer.adapter()->native() == 0) {
+    detail::raise_in(SKEIN_HERE, "pointer_attributes", "Ask a buffer of at least one byte.",
+                     "the buffer is empty: it has no memory");
+  }
+  return context_adapter(buffer.context()).pointer_attributes(*buffer.adapter(), buffer.offset());
 }
 
 void advise(const Buffer& managed, MemoryAdvice advice, MemoryLocation location) {

@@ -249,23 +249,44 @@ Program Program::from_binary(const Context& context, std::span<const std::byte> 
                        "ELF") &&
                    (std::find(bytes.begin(), bytes.end(), std::byte{0}) == bytes.end());
   if (ptx) bytes.push_back(std::byte{0});
+  if (opts.jit.optimization_level && *opts.jit.optimization_level > 4) {
+    detail::raise_in(SKEIN_HERE, call, "Give a level from 0 (no optimisation) to 4 (the default).",
+                     "'{}': JIT optimization_level {} is out of range", opts.name,
+                     *opts.jit.optimization_level);
+  }
+  if (api != ApiId::cuda && (opts.jit.max_registers || opts.jit.optimization_level)) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass the OpenCL compiler's options in ProgramOptions::compiler_options "
+                     "instead (e.g. \"-cl-opt-disable\"), which clBuildProgram takes.",
+                     "'{}': {} has no JIT {} option (JitOptions is CUDA's cuModuleLoadDataEx)",
+                     opts.name, skein::name(api),
+                     opts.jit.max_registers ? "max_registers" : "optimization_level");
+  }
   for (std::size_t d : impl->device_idxs) {
     detail::check_device_idx(context, d, call);
     if (impl->programs[d]) {
       detail::raise_in(SKEIN_HERE, call, "List each device index once.",
                        "device index {} is given twice", d);
     }
+    detail::JitLog log;
+    bool loaded = false;
     try {
-      impl->programs[d] = adapter.load(d, bytes, opts.compiler_options);
+      impl->programs[d] = adapter.load_jit(d, bytes, opts.compiler_options, opts.jit, log);
+      loaded = true;
     } catch (const MemoryError&) {
+      if (opts.message_handler) opts.message_handler(false, log.info, log.error);
       throw;
     } catch (const Error& e) {
+      if (opts.message_handler) opts.message_handler(false, log.info, log.error);
       // The backend's call and verdict (its code; what the bytes are not), said once, with the
       // device and what to do.
       const ErrorInfo& backend = e.info();
+      std::string what = backend.what.empty() ? "the backend refused it" : backend.what;
+      if (!log.error.empty() && what.find(log.error) == std::string::npos) {
+        what += fmt::format(" (the JIT's error log: {})", log.error);
+      }
       throw LogicError(ErrorInfo{
-          .what = fmt::format("'{}' cannot run on this device: {}", opts.name,
-                              backend.what.empty() ? "the backend refused it" : backend.what),
+          .what = fmt::format("'{}' cannot run on this device: {}", opts.name, what),
           .call =
               backend.call.empty() ? std::string(call) : fmt::format("{} ({})", call, backend.call),
           .code_name = backend.code_name,
@@ -278,8 +299,59 @@ Program Program::from_binary(const Context& context, std::span<const std::byte> 
                   "from source for this device (skein::Program).",
           .location = SKEIN_HERE});
     }
+    if (loaded && opts.message_handler) opts.message_handler(true, log.info, log.error);
   }
   return Program(std::move(impl));
+}
+
+std::vector<std::byte> compile(const Context& context, std::size_t device_idx,
+                               const std::string& source, const ProgramOptions& options,
+                               const CompileTarget& target) {
+  constexpr const char* call = "skein::compile";
+  detail::check_device_idx(context, device_idx, call);
+  auto& adapter = *detail::impl_of(context)->adapter;
+  const ApiId api = context.api().id();
+  const bool ptx = target.format == BinaryFormat::ptx;
+  if (api != ApiId::cuda && (ptx || !target.arch.empty())) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "On OpenCL compile with BinaryFormat::native and no arch: the binary is for "
+                     "the device it is built on.",
+                     "{} {}: {} has no {}", context.device(device_idx).description(), options.name,
+                     skein::name(api), ptx ? "PTX" : "target architectures");
+  }
+  std::string arch = target.arch;
+  if (ptx && arch.empty()) {
+    const auto cc = context.device(device_idx).params().compute_capability;
+    arch = cc ? fmt::format("compute_{}{}", cc->first, cc->second) : "compute_52";
+  }
+  if (!arch.empty()) {
+    const bool virtual_arch = arch.starts_with("compute_");
+    const bool real_arch = arch.starts_with("sm_");
+    const std::string digits = arch.substr(arch.find('_') + 1);
+    const bool number = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
+    });
+    if (!number || (ptx ? !virtual_arch : !real_arch)) {
+      detail::raise_in(SKEIN_HERE, call,
+                       ptx ? "Name a virtual architecture for PTX, as \"compute_80\"."
+                           : "Name a real architecture for a CUBIN, as \"sm_90\".",
+                       "'{}': \"{}\" is no {} architecture", options.name, arch,
+                       ptx ? "virtual (compute_XY)" : "real (sm_XY)");
+    }
+  }
+  // The source as Program compiles it for a binary: as written (no backend rewrite), with the
+  // prelude and declarations.
+  const std::string full = full_source(adapter, source, options, api);
+  std::vector<std::string> compile_options =
+      arch.empty() ? adapter.default_options(device_idx, options.fast_math)
+                   : adapter.options_for_arch(device_idx, options.fast_math, arch);
+  compile_options.insert(compile_options.end(), options.compiler_options.begin(),
+                         options.compiler_options.end());
+  detail::CompiledBinary out =
+      ptx ? adapter.compile_ptx(device_idx, full, compile_options, options.name)
+          : adapter.compile(device_idx, full, compile_options, options.name);
+  if (options.message_handler) options.message_handler(true, out.log, "");
+  return std::move(out.binary);
 }
 
 Program Program::from_file(const Context& context, const std::filesystem::path& path,

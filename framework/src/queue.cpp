@@ -28,7 +28,11 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs)
 Queue::Queue(const Context& context, QueuePriority priority)
     : Queue(context, all_indices(context), priority) {}
 
-Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority) {
+Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority)
+    : Queue(context, std::move(device_idxs), priority, QueueSync::non_blocking) {}
+
+Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority,
+             QueueSync sync) {
   if (device_idxs.empty()) {
     detail::raise_in(SKEIN_HERE, "Queue", "Give at least one device index.",
                      "a queue needs at least one device");
@@ -57,7 +61,7 @@ Queue::Queue(const Context& context, std::vector<std::size_t> device_idxs, Queue
                          number, context.device(idx).description(), range.greatest, range.least);
       }
     }
-    impl->queues[idx] = adapter.make_queue(idx, number);
+    impl->queues[idx] = adapter.make_queue(idx, number, sync);
   }
   impl->device_idxs = std::move(device_idxs);
   impl_ = std::move(impl);
@@ -95,6 +99,8 @@ bool Queue::has_device(std::size_t device_idx) const {
 }
 
 int Queue::priority(std::size_t device_idx) const { return device_queue(device_idx).priority(); }
+
+QueueSync Queue::sync(std::size_t device_idx) const { return device_queue(device_idx).sync(); }
 
 Queue::Impl::~Impl() { markers->close(); }
 
@@ -147,6 +153,10 @@ Event Queue::record_event(std::size_t device_idx) const {
 
 Event Queue::record_marker(std::size_t device_idx) const {
   return with_results(Event(device_queue(device_idx).record_untimed()), *impl_, device_idx);
+}
+
+Event Queue::record_event(std::size_t device_idx, const EventFlags& flags) const {
+  return with_results(Event(device_queue(device_idx).record_flags(flags)), *impl_, device_idx);
 }
 
 Event detail::defer_marker(const Queue& queue, std::size_t device_idx) {

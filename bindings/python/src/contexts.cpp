@@ -62,17 +62,34 @@ std::span<std::byte> host_bytes(py::array a, const char* call) {
   return {static_cast<std::byte*>(a.mutable_data()), static_cast<std::size_t>(a.nbytes())};
 }
 
+ContextScheduling to_scheduling(const std::string& s) {
+  for (auto v : {ContextScheduling::automatic, ContextScheduling::spin, ContextScheduling::yield,
+                 ContextScheduling::blocking_sync}) {
+    if (s == name(v)) return v;
+  }
+  throw py::value_error(
+      "scheduling must be 'automatic', 'spin', 'yield' or 'blocking_sync', not '" + s + "'");
+}
+
 void bind_context(py::module_& m) {
   py::class_<Context>(m, "Context", "Devices of one platform used together.")
       .def_static(
           "from_devices",
-          [](const py::object& devices) {
-            if (py::isinstance<Device>(devices))
-              return Context::from_devices(devices.cast<Device>());
-            const auto list = devices.cast<std::vector<Device>>();
-            return Context::from_devices(std::span<const Device>(list));
+          [](const py::object& devices, const std::optional<std::string>& scheduling) {
+            std::vector<Device> list;
+            if (py::isinstance<Device>(devices)) {
+              list.push_back(devices.cast<Device>());
+            } else {
+              list = devices.cast<std::vector<Device>>();
+            }
+            if (!scheduling) return Context::from_devices(std::span<const Device>(list));
+            return Context::from_devices(std::span<const Device>(list),
+                                         ContextFlags{to_scheduling(*scheduling)});
           },
-          py::arg("devices"), "A context over a device or a list of devices of one platform.")
+          py::arg("devices"), py::arg("scheduling") = py::none(),
+          "A context over a device or a list of devices of one platform; `scheduling` "
+          "('automatic', 'spin', 'yield', 'blocking_sync': PyCUDA's make_context flags) sets how "
+          "host threads wait (CUDA; OpenCL takes 'automatic' only).")
       .def_static(
           "from_criteria",
           [](const Api& api, std::size_t devices_num, const py::kwargs& kwargs) {
@@ -87,6 +104,20 @@ void bind_context(py::module_& m) {
       .def_property_readonly("num_devices", &Context::num_devices)
       .def("device", &Context::device, py::arg("device_idx"))
       .def("deactivate", &Context::deactivate)
+      .def(
+          "scheduling",
+          [](const Context& c, std::size_t device_idx) { return name(c.scheduling(device_idx)); },
+          py::arg("device_idx") = 0, "The scheduling of a device's context, as a string.")
+      .def("push", &Context::push, py::arg("device_idx") = 0,
+           "PyCUDA's Context.push(): the device's CUDA context current on this thread.")
+      .def("pop", &Context::pop, "PyCUDA's Context.pop(): undoes push().")
+      .def(
+          "synchronize",
+          [](const Context& c) {
+            const py::gil_scoped_release release;
+            c.synchronize();
+          },
+          "PyCUDA's Context.synchronize(): waits for all work of the context.")
       .def_property("array_pool", &Context::array_pool, &Context::set_array_pool,
                     "Whether arrays made by Skein's calls come from the context's pool.")
       .def("__eq__", [](const Context& a, const Context& b) { return a == b; })
@@ -99,15 +130,21 @@ void bind_context(py::module_& m) {
 void bind_queue(py::module_& m) {
   py::class_<Queue>(m, "Queue", "A queue on one or several devices of a context.")
       .def(py::init([](const Context& context, const py::object& device_idxs,
-                       const py::object& priority) {
-             if (device_idxs.is_none()) return Queue(context, to_priority(priority));
-             return Queue(context, device_idxs.cast<std::vector<std::size_t>>(),
-                          to_priority(priority));
+                       const py::object& priority, bool blocking) {
+             std::vector<std::size_t> idxs;
+             if (device_idxs.is_none()) {
+               for (std::size_t i = 0; i < context.num_devices(); ++i) idxs.push_back(i);
+             } else {
+               idxs = device_idxs.cast<std::vector<std::size_t>>();
+             }
+             return Queue(context, std::move(idxs), to_priority(priority),
+                          blocking ? QueueSync::blocking : QueueSync::non_blocking);
            }),
            py::arg("context"), py::arg("device_idxs") = py::none(),
-           py::arg("priority") = py::none(),
+           py::arg("priority") = py::none(), py::arg("blocking") = false,
            "A queue on the context's devices (all of them, or `device_idxs`); priority 'low', "
-           "'high' or a number.")
+           "'high' or a number; blocking: its CUDA streams synchronise with the legacy default "
+           "stream (PyCUDA's Stream(flags=0)).")
       .def_static("on_device_idxs", &Queue::on_device_idxs, py::arg("context"),
                   py::arg("device_idxs"))
       .def_property_readonly("context", &Queue::context)
@@ -125,7 +162,20 @@ void bind_queue(py::module_& m) {
             }
           },
           py::arg("device_idx") = py::none(), "Blocks until the queue's work is done.")
-      .def("record_event", &Queue::record_event, py::arg("device_idx") = 0)
+      .def(
+          "blocking",
+          [](const Queue& q, std::size_t d) { return q.sync(d) == QueueSync::blocking; },
+          py::arg("device_idx") = 0, "Whether the queue's stream on the device is blocking.")
+      .def(
+          "record_event",
+          [](const Queue& q, std::size_t device_idx, bool blocking_sync, bool disable_timing) {
+            return q.record_event(device_idx, EventFlags{.blocking_sync = blocking_sync,
+                                                         .disable_timing = disable_timing});
+          },
+          py::arg("device_idx") = 0, py::arg("blocking_sync") = false,
+          py::arg("disable_timing") = false,
+          "An event after the work so far on a device; blocking_sync and disable_timing are "
+          "PyCUDA's event_flags.")
       .def(
           "wait_for",
           [](const Queue& q, const Event& e, const std::optional<std::size_t>& device_idx) {

@@ -72,6 +72,32 @@ ProgramOptions program_options(const py::object& compiler_options, bool fast_mat
   return o;
 }
 
+// PyCUDA's jit_options (a dict: max_registers, optimization_level, verbose) and message_handler
+// (called with success, info log, error log).
+void set_jit(ProgramOptions& o, const py::object& jit_options, const py::object& message_handler) {
+  if (!jit_options.is_none()) {
+    for (const auto& [key, value] : jit_options.cast<py::dict>()) {
+      const auto k = key.cast<std::string>();
+      if (k == "max_registers") {
+        o.jit.max_registers = value.cast<unsigned>();
+      } else if (k == "optimization_level") {
+        o.jit.optimization_level = value.cast<unsigned>();
+      } else if (k == "verbose") {
+        o.jit.verbose = value.cast<bool>();
+      } else {
+        throw py::value_error("unknown JIT option '" + k +
+                              "': give max_registers, optimization_level or verbose");
+      }
+    }
+  }
+  if (!message_handler.is_none()) {
+    const auto handler = message_handler.cast<py::function>();
+    o.message_handler = [handler](bool ok, const std::string& info, const std::string& error) {
+      handler(ok, info, error);
+    };
+  }
+}
+
 WorkSize to_work_size(const py::handle& obj, const char* call) {
   if (PyLong_Check(obj.ptr())) return WorkSize(to_shape(obj, call)[0]);
   const Shape s = to_shape(obj, call);
@@ -142,17 +168,23 @@ void bind_program(py::module_& m) {
            "compile.")
       .def_static(
           "from_binary",
-          [](const Context& context, const py::bytes& binary, const py::object& device_idxs) {
+          [](const Context& context, const py::bytes& binary, const py::object& device_idxs,
+             const py::object& jit_options, const py::object& message_handler) {
             const std::string bytes = binary;
             ProgramOptions o;
             if (!device_idxs.is_none())
               o.device_idxs = device_idxs.cast<std::vector<std::size_t>>();
+            set_jit(o, jit_options, message_handler);
             const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
             return std::make_shared<PyProgram>(
                 PyProgram{Program::from_binary(context, span, o), {}});
           },
           py::arg("context"), py::arg("binary"), py::arg("device_idxs") = py::none(),
-          "A program compiled ahead of time (PTX, CUBIN or fatbin on CUDA; an OpenCL binary).")
+          py::arg("jit_options") = py::none(), py::arg("message_handler") = py::none(),
+          "A program compiled ahead of time (PTX, CUBIN or fatbin on CUDA; an OpenCL binary, "
+          "e.g. from skein.compile); jit_options (CUDA: a dict of max_registers, "
+          "optimization_level, verbose) and message_handler(success, info_log, error_log) as "
+          "PyCUDA's module_from_buffer.")
       .def_property_readonly("kernel",
                              [](const std::shared_ptr<PyProgram>& p) { return KernelHub{p}; })
       .def_property_readonly("context", [](const PyProgram& p) { return p.program.context(); })
@@ -408,6 +440,33 @@ void bind_templates(py::module_& m) {
       py::arg("template_name") = "<source>",
       "Renders a template (Mako's syntax, the part a kernel writer needs): the modules' code, then "
       "the text.");
+  m.def(
+      "compile",
+      [](const Context& context, const std::string& source, std::size_t device_idx,
+         const py::object& compiler_options, bool fast_math, bool no_prelude,
+         const std::string& target, const std::string& arch, const std::string& name,
+         const py::object& message_handler) {
+        ProgramOptions o =
+            program_options(compiler_options, fast_math, no_prelude, py::none(), false, name);
+        set_jit(o, py::none(), message_handler);
+        CompileTarget t;
+        if (target == "ptx") {
+          t.format = BinaryFormat::ptx;
+        } else if (target != "native" && target != "cubin") {
+          throw py::value_error("target must be 'native' (or 'cubin') or 'ptx', not '" + target +
+                                "'");
+        }
+        t.arch = arch;
+        const auto bytes = skein::compile(context, device_idx, source, o, t);
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      py::arg("context"), py::arg("source"), py::arg("device_idx") = 0,
+      py::arg("compiler_options") = py::none(), py::arg("fast_math") = false,
+      py::arg("no_prelude") = false, py::arg("target") = "native", py::arg("arch") = "",
+      py::arg("name") = "skein_program", py::arg("message_handler") = py::none(),
+      "PyCUDA's compiler.compile(): `source` (rendered) compiled for one device without loading, "
+      "as bytes for Program.from_binary: target 'native' (CUDA: a CUBIN; OpenCL: the device's "
+      "binary) or 'ptx' (CUDA); arch: CUDA's 'sm_XY' / 'compute_XY' (default the device's).");
   m.def("literal", py::overload_cast<double>(&skein::literal), py::arg("value"),
         "A C literal of the exact value (double).");
 

@@ -120,6 +120,12 @@ void bind_device(py::module_& m) {
           py::arg("exclude_masks") = py::none(), py::arg("unique_only") = false,
           py::arg("include_pure_parallel_devices") = false)
       .def_static("from_index", &Device::from_index, py::arg("platform"), py::arg("device_idx"))
+      .def_static("from_pci_bus_id", &Device::from_pci_bus_id, py::arg("api"),
+                  py::arg("pci_bus_id"),
+                  "PyCUDA's Device(pci_bus_id): the device of `api` with this PCI bus id.")
+      .def("pci_bus_id", &Device::pci_bus_id,
+           "PyCUDA's Device.pci_bus_id(): 'dddd:bb:dd.f' (skein.LogicError where the driver "
+           "tells none).")
       .def_property_readonly("platform", &Device::platform)
       .def_property_readonly("index", &Device::index)
       .def_property_readonly("name", &Device::name)

@@ -18,6 +18,7 @@
 #include "skein/buffer.hpp"
 #include "skein/context.hpp"
 #include "skein/export.hpp"
+#include "skein/memory.hpp"
 #include "skein/queue.hpp"
 
 namespace skein::cuda {
@@ -61,6 +62,13 @@ SKEIN_EXPORT CUstream native_stream(const Queue& queue, std::size_t device_idx);
 // made without an allocator: skein/memory_pool.hpp) whose address was given out is freed when its
 // last handle goes, never reused, so work Skein does not see cannot find it rewritten.
 SKEIN_EXPORT CUdeviceptr native_pointer(const Buffer& buffer);
+
+// The attributes of any device address the driver knows (PyCUDA's cuPointerGetAttribute(s) on a
+// raw pointer), whose memory lies on a device of `context` (device_idx) and in that device's CUDA
+// context: Skein's or the application's (cuMemAlloc, cudaMalloc, managed, mapped host memory).
+// LogicError when the driver knows no memory there, or when it is another device's or another
+// CUDA context's.
+SKEIN_EXPORT PointerAttributes pointer_attributes(const Context& context, CUdeviceptr pointer);
 
 // The CUDA context of one device of a context.
 SKEIN_EXPORT CUcontext native_context(const Context& context, std::size_t device_idx);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,17 @@ class SKEIN_EXPORT Device {
   const DeviceParameters& params() const;
   // "CUDA device 0 (NVIDIA H100 80GB HBM3)": for messages.
   std::string description() const;
+
+  // PyCUDA's Device.pci_bus_id(): "dddd:bb:dd.f", lower-case hex (the form of Linux's
+  // /sys/bus/pci/devices): CUDA's cuDeviceGetPCIBusId; OpenCL's cl_khr_pci_bus_info
+  // (CL_DEVICE_PCI_BUS_INFO_KHR) or NVIDIA's cl_nv_device_attribute_query. LogicError for a
+  // device whose driver tells none (PoCL's CPU devices): params().pci_bus_id is empty then.
+  std::string pci_bus_id() const;
+  // PyCUDA's Device(pci_bus_id) (cuDeviceGetByPCIBusId): the device of the API with this id, in
+  // any of the forms "dddd:bb:dd.f", "bb:dd.f" (domain 0) or "dddd:bb:dd" (function 0), hex in
+  // either case. LogicError for a malformed id, and for one no device has (naming the ids there
+  // are, and the devices whose driver tells none).
+  static Device from_pci_bus_id(const Api& api, std::string_view pci_bus_id);
 
   friend bool operator==(const Device& a, const Device& b) { return a.adapter_ == b.adapter_; }
 

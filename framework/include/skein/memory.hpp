@@ -24,6 +24,10 @@ namespace skein {
 enum class ManagedAttach {
   global,  // CU_MEM_ATTACH_GLOBAL: any queue of any device
   host,    // CU_MEM_ATTACH_HOST: the host, and devices that can access pageable memory concurrently
+  // CU_MEM_ATTACH_SINGLE: only the queue given to attach() (its stream on the memory's device),
+  // so that the host may use the memory while other queues work, once that queue is done with it.
+  // For attach() only: allocate_managed refuses it (LogicError).
+  single,
 };
 
 // `size` bytes of managed memory on device `device_idx` of the context (cuMemAllocManaged; PyCUDA's
@@ -36,6 +40,15 @@ enum class ManagedAttach {
 SKEIN_EXPORT Buffer allocate_managed(const Context& context, std::size_t device_idx,
                                      std::size_t size,
                                      ManagedAttach attach = ManagedAttach::global);
+
+// Changes who may touch the managed memory of `managed` (PyCUDA's ManagedAllocation.attach(flags,
+// stream); cuStreamAttachMemAsync), ordered on the queue's stream of the buffer's device: global
+// (every queue), host, or single (this queue only; its later work may use the memory, and the
+// host may use it whenever this queue is done with its work on it, while other queues run). It
+// acts on the whole allocation, a view's too. LogicError for memory that is not managed, a queue
+// of another context or without the buffer's device, and on OpenCL (no managed memory: use a
+// Buffer and copies, or mapped host memory, HostMemoryFlags::device_mapped).
+SKEIN_EXPORT void attach(const Queue& queue, const Buffer& managed, ManagedAttach attach);
 
 // Whether the buffer's memory came from allocate_managed().
 SKEIN_EXPORT bool is_managed(const Buffer& buffer);
@@ -75,6 +88,39 @@ enum class MemoryAdvice {
 // cuMemAdvise over the buffer's bytes. Same errors as prefetch().
 SKEIN_EXPORT void advise(const Buffer& managed, MemoryAdvice advice,
                          MemoryLocation location = MemoryLocation::on_host());
+
+// ---- pointer attributes -------------------------------------------------------------------------
+
+// What the driver says of memory (PyCUDA's cuPointerGetAttribute(s)).
+enum class MemoryType {
+  device,   // device memory (Buffer::allocate, allocate_pitched, a pool's block, IPC, virtual)
+  host,     // page-locked host memory seen by a device (HostMemoryFlags::device_mapped)
+  managed,  // allocate_managed
+};
+SKEIN_EXPORT const char* name(MemoryType type);  // "managed"
+
+struct PointerAttributes {
+  std::size_t device_idx = 0;  // the device of the context it is on
+  MemoryType type = MemoryType::device;
+  bool managed = false;  // CU_POINTER_ATTRIBUTE_IS_MANAGED
+  // CUDA: the device address of the first byte (CU_POINTER_ATTRIBUTE_DEVICE_POINTER); OpenCL: 0
+  // (memory objects have no address: opencl::native_mem and the Buffer's offset name the bytes).
+  std::uintptr_t device_pointer = 0;
+  // The host's address of the first byte, for managed and mapped host memory
+  // (CU_POINTER_ATTRIBUTE_HOST_POINTER; OpenCL: CL_MEM_HOST_PTR), else null.
+  void* host_pointer = nullptr;
+  // The allocation holding it (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR / RANGE_SIZE; OpenCL: the
+  // memory object, CL_MEM_SIZE): its start (CUDA's device address; 0 on OpenCL) and size in
+  // bytes, and the first byte's offset from its start. Where the driver tells no range (CUDA,
+  // some host memory), the range starts at the byte and its size is 0.
+  std::uintptr_t range_start = 0;
+  std::size_t range_size = 0;
+  std::size_t range_offset = 0;
+};
+
+// The attributes of a buffer's first byte. The CUDA context of it is cuda::native_context(
+// buffer.context(), result.device_idx). LogicError for an empty buffer (no memory).
+SKEIN_EXPORT PointerAttributes pointer_attributes(const Buffer& buffer);
 
 // ---- inter-process handles ---------------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -98,6 +99,30 @@ struct ConstantArray {
   Dtype dtype = Dtype::float32;
 };
 
+// Options of the driver's just-in-time compilation when a program is loaded from a binary
+// (PyCUDA's jit_option, cuModuleLoadDataEx's CUjit_option). CUDA only, and only for PTX (in a
+// CUBIN the machine code is final, so the driver ignores them; a fatbin's PTX, when the driver
+// compiles it, takes them). OpenCL raises LogicError for max_registers and optimization_level
+// (it has no such setting: pass the compiler's options, e.g. "-cl-opt-disable", in
+// ProgramOptions::compiler_options); verbose is accepted there (the build log is always read).
+struct JitOptions {
+  // CU_JIT_MAX_REGISTERS: the most registers a thread of a kernel may use.
+  std::optional<unsigned> max_registers{};
+  // CU_JIT_OPTIMIZATION_LEVEL: 0 (none) to 4 (the default, most); LogicError above 4.
+  std::optional<unsigned> optimization_level{};
+  // CU_JIT_LOG_VERBOSE: the info log says what the JIT made (registers, spills) of each kernel.
+  bool verbose = false;
+};
+
+// Receives the logs of a compile or load (PyCUDA's message_handler(compile_success_bool,
+// info_str, error_str)), once per device, before Skein raises a refusal: whether it succeeded, the
+// info log and the error log. Program::from_binary / from_file: the CUDA JIT's info and error logs
+// (cuModuleLoadDataEx), OpenCL's build log of the binary (info when it built, error when not);
+// compile(): the compiler's log (NVRTC's, clBuildProgram's) as info. Called on the calling
+// thread; an exception it throws propagates (the program is not made).
+using MessageHandler =
+    std::function<void(bool success, const std::string& info_log, const std::string& error_log)>;
+
 struct ProgramOptions {
   // Devices (indices in the context) to compile for; all of the context's by default.
   std::optional<std::vector<std::size_t>> device_idxs{};
@@ -114,6 +139,11 @@ struct ProgramOptions {
   std::map<std::string, ConstantArray> constant_arrays{};
   // The source's name in compiler messages.
   std::string name = "skein_program";
+  // Program::from_binary / from_file: the JIT's options (above).
+  JitOptions jit{};
+  // Program::from_binary / from_file and compile(): what receives the logs (above). Programs
+  // compiled from source give their errors as CompileError, with the log.
+  MessageHandler message_handler{};
 };
 
 // What the backend says about a compiled kernel on one device.
@@ -251,9 +281,12 @@ class SKEIN_EXPORT Program {
   // OpenCL a binary of the same platform and device (clGetProgramInfo(CL_PROGRAM_BINARIES)).
   // SPIR-V is not taken. The kernels launch like any other (Kernel, PreparedKernel, MultiDevice).
   // Of the options only device_idxs, compiler_options (OpenCL's clBuildProgram), constant_arrays
-  // (CUDA: the module's __constant__ arrays, for set_constant_array) and name apply. LogicError
+  // (CUDA: the module's __constant__ arrays, for set_constant_array), name, jit (CUDA's JIT
+  // options; LogicError for max_registers or optimization_level on OpenCL, or a level above 4)
+  // and message_handler (the load's logs, also before a refusal) apply. skein::compile makes such
+  // bytes from a source. LogicError
   // when a device cannot run the bytes (built for another architecture, platform or driver, or no
-  // program binary at all), naming the backend's call that refused them (cuModuleLoadData;
+  // program binary at all), naming the backend's call that refused them (cuModuleLoadDataEx;
   // clCreateProgramWithBinary or clBuildProgram), its code and the device.
   static Program from_binary(const Context& context, std::span<const std::byte> binary,
                              ProgramOptions options = {});
@@ -297,6 +330,40 @@ class SKEIN_EXPORT Program {
   void check_constant_dtype(const std::string& name, Dtype dtype, std::size_t size) const;
   std::shared_ptr<Impl> impl_;
 };
+
+// What compile() makes.
+enum class BinaryFormat {
+  // CUDA: a CUBIN (NVRTC's machine code) for one architecture; OpenCL: the device's program
+  // binary (clBuildProgram, then clGetProgramInfo(CL_PROGRAM_BINARIES)).
+  native,
+  // CUDA only: PTX text, which the driver compiles for the device when it is loaded (JitOptions
+  // apply then) and which runs on the architecture it names and every later one.
+  ptx,
+};
+
+struct CompileTarget {
+  BinaryFormat format = BinaryFormat::native;
+  // CUDA: the architecture to compile for, "sm_90" (native) or "compute_80" (ptx); empty: the
+  // device's own (sm_XY, or compute_XY for ptx). NVRTC refuses one it does not know (CompileError).
+  // OpenCL: must stay empty (a binary is always for the device it was built on).
+  std::string arch{};
+};
+
+// Compiles `source` (already rendered, e.g. by render()) for one device of the context without
+// loading it (PyCUDA's compiler.compile()): Skein's prelude and ProgramOptions' constant arrays,
+// fast_math and compiler_options are applied as Program applies them, and the bytes are what
+// Program::from_binary (or from_file, once written) loads on a device of the same architecture
+// (CUDA) or the same platform, device and driver (OpenCL). options.message_handler receives the
+// compiler's log; device_idxs, keep and jit are ignored. Kernels keep their parameters as
+// written, so on OpenCL an array view goes to them as a sub-buffer (its offset aligned to the
+// device's base_address_align), as for every program from a binary.
+// Raises CompileError with the compiler's log; LogicError for a device index outside the
+// context, for BinaryFormat::ptx or an arch on OpenCL, and for an arch that is not "sm_XY"
+// (native) or "compute_XY" (ptx). Threads: may be called from several threads at once.
+SKEIN_EXPORT std::vector<std::byte> compile(const Context& context, std::size_t device_idx,
+                                            const std::string& source,
+                                            const ProgramOptions& options = {},
+                                            const CompileTarget& target = {});
 
 // A cheap handle: copies are the same kernel (one backend kernel object per device).
 // Threads: prepare(), the attributes and launches may come from several threads at once, on a

@@ -43,6 +43,25 @@ class QueuePriority {
   int number_ = 0;
 };
 
+// Whether a queue's CUDA streams wait for the legacy default stream (stream 0) and it for them
+// (PyCUDA's Stream(flags): 0 is blocking, CU_STREAM_NON_BLOCKING is not). Skein's queues are
+// non_blocking unless asked: work of other libraries on stream 0 then does not serialise with
+// them. blocking: work enqueued on stream 0 (a cudaMemcpy, a kernel launched on stream 0 by the
+// application) starts after the queue's earlier work and before its later work. OpenCL has no
+// default queue to order with: both are accepted and mean the same there.
+enum class QueueSync { non_blocking, blocking };
+
+// Flags of a recorded event (PyCUDA's event_flags). OpenCL has neither: disable_timing makes
+// time_since() refuse the event as on CUDA; blocking_sync is accepted and changes nothing (the
+// OpenCL driver decides how clWaitForEvents waits).
+struct EventFlags {
+  // CU_EVENT_BLOCKING_SYNC: Event::wait() sleeps until the event is done instead of spinning, as
+  // ContextScheduling::blocking_sync does for the whole context.
+  bool blocking_sync = false;
+  // CU_EVENT_DISABLE_TIMING: cheaper; Event::time_since() refuses it (as record_marker()).
+  bool disable_timing = false;
+};
+
 // A cheap handle: copies are the same queue (the same streams / command queues and pool).
 // Threads: a Queue and its copies may take work from several threads at once (CUDA streams and
 // OpenCL command queues accept it, the temporaries pool is locked, and the CUDA backend's event
@@ -58,6 +77,10 @@ class SKEIN_EXPORT Queue {
   // LogicError naming the device and its range.
   Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority);
   Queue(const Context& context, QueuePriority priority);
+  // With a priority and QueueSync (blocking: cuStreamCreateWithPriority without
+  // CU_STREAM_NON_BLOCKING).
+  Queue(const Context& context, std::vector<std::size_t> device_idxs, QueuePriority priority,
+        QueueSync sync);
   static Queue on_device_idxs(const Context& context, std::vector<std::size_t> device_idxs) {
     return Queue(context, std::move(device_idxs));
   }
@@ -68,6 +91,9 @@ class SKEIN_EXPORT Queue {
   // The priority of the queue's stream on one device, as the driver reports it
   // (cuStreamGetPriority; 0 on OpenCL).
   int priority(std::size_t device_idx) const;
+  // Whether the queue's stream on one device is blocking (cuStreamGetFlags; for a stream of the
+  // application's too). OpenCL: what the queue was made with.
+  QueueSync sync(std::size_t device_idx) const;
 
   // Blocks until the work enqueued on every device of the queue is done.
   void synchronize() const;
@@ -78,6 +104,9 @@ class SKEIN_EXPORT Queue {
   // The same without timing: cheaper to record (CUDA), for events that only say when work is done
   // (wait, query, Queue::wait_for); time_since() refuses it.
   Event record_marker(std::size_t device_idx) const;
+  // The same with flags (PyCUDA's Event(flags).record(stream)): record_event(d, {}) is
+  // record_event(d), record_event(d, {.disable_timing = true}) is record_marker(d).
+  Event record_event(std::size_t device_idx, const EventFlags& flags) const;
   // Later work on `device_idx` (every device, in the overload without it) waits for `event`.
   void wait_for(const Event& event, std::size_t device_idx) const;
   void wait_for(const Event& event) const;

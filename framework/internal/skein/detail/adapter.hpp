@@ -176,6 +176,12 @@ class SKEIN_EXPORT QueueAdapter {
   virtual std::uintptr_t native() const = 0;
   // The priority the queue was made with (cuStreamGetPriority; 0 where the backend has none).
   virtual int priority() const = 0;
+  // Whether it is blocking (Queue::sync).
+  virtual QueueSync sync() const = 0;
+  // An event with flags (Queue::record_event(d, flags)); backends without blocking_sync ignore it.
+  virtual std::shared_ptr<EventAdapter> record_flags(const EventFlags& flags) {
+    return flags.disable_timing ? record_untimed() : record();
+  }
 };
 
 // A kernel's launch geometry on one device: OpenCL's global and local sizes.
@@ -245,6 +251,12 @@ class SKEIN_EXPORT ProgramAdapter {
                             const BufferAdapter* device, std::size_t offset, std::size_t size) = 0;
 };
 
+// The logs of loading a binary (ContextAdapter::load_jit).
+struct JitLog {
+  std::string info;
+  std::string error;
+};
+
 // What a compiler produced for one device: a binary that load() accepts.
 struct CompiledBinary {
   std::vector<std::byte> binary;
@@ -256,7 +268,8 @@ class SKEIN_EXPORT ContextAdapter {
   virtual ~ContextAdapter() = default;
   virtual const std::vector<std::shared_ptr<DeviceAdapter>>& devices() const = 0;
   // `priority` lies in queue_priority_range(device_idx) (the front-end checked it).
-  virtual std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority) = 0;
+  virtual std::unique_ptr<QueueAdapter> make_queue(std::size_t device_idx, int priority,
+                                                   QueueSync sync) = 0;
   virtual QueuePriorityRange queue_priority_range(std::size_t device_idx) = 0;
   // Throws MemoryError when it does not fit.
   virtual std::shared_ptr<BufferAdapter> allocate(std::size_t device_idx, std::size_t size) = 0;
@@ -319,6 +332,17 @@ class SKEIN_EXPORT ContextAdapter {
   // cuProfilerStart / cuProfilerStop on every device (start: true).
   virtual void profiler(bool start) = 0;
   virtual void deactivate() {}
+  // Context flags and controls (skein/context.hpp's driver rows; indices checked). OpenCL:
+  // set_scheduling refuses all but automatic; push and pop do nothing.
+  virtual void set_scheduling(std::size_t device_idx, ContextScheduling scheduling) = 0;
+  virtual ContextScheduling scheduling(std::size_t device_idx) = 0;
+  virtual void push(std::size_t device_idx) = 0;
+  virtual void pop() = 0;
+  virtual void synchronize() = 0;
+  // cuStreamAttachMemAsync of the managed buffer's allocation on `queue` (of its device).
+  virtual void attach_managed(QueueAdapter& queue, BufferAdapter& buffer, ManagedAttach attach) = 0;
+  // The attributes of the byte `offset` bytes into the buffer (not empty).
+  virtual PointerAttributes pointer_attributes(BufferAdapter& buffer, std::size_t offset) = 0;
   // The prelude for this backend (without FAST_MATH).
   virtual std::string_view prelude() const = 0;
   // The user's part of a program source (`prelude`: with the prelude's macros defined) as this
@@ -338,6 +362,23 @@ class SKEIN_EXPORT ContextAdapter {
   virtual std::shared_ptr<ProgramAdapter> load(std::size_t device_idx,
                                                std::span<const std::byte> binary,
                                                const std::vector<std::string>& options) = 0;
+  // load() with the JIT options (CUDA: cuModuleLoadDataEx) and the logs of the load: the JIT's
+  // info and error logs (CUDA), or the build log of the binary (OpenCL: in `info` when the build
+  // succeeded, in `error` when it failed). The logs are filled before a refusal is thrown. OpenCL
+  // ignores `jit` (the front-end refused the options it has no equivalent of).
+  virtual std::shared_ptr<ProgramAdapter> load_jit(std::size_t device_idx,
+                                                   std::span<const std::byte> binary,
+                                                   const std::vector<std::string>& options,
+                                                   const JitOptions& jit, JitLog& log) = 0;
+  // CUDA: compiles a full source to PTX text (with `options`, which name a virtual architecture,
+  // compute_XY). Other backends raise LogicError. Throws CompileError.
+  virtual CompiledBinary compile_ptx(std::size_t device_idx, const std::string& source,
+                                     const std::vector<std::string>& options,
+                                     const std::string& name) = 0;
+  // The default_options() for another architecture than the device's own (CUDA: "sm_80" or
+  // "compute_80"); LogicError on backends without one.
+  virtual std::vector<std::string> options_for_arch(std::size_t device_idx, bool fast_math,
+                                                    const std::string& arch) const = 0;
   // Compiles and loads in one step, for when nothing keeps the binary (the compile cache is off):
   // a backend that can run what its compiler made overrides it and never asks for a binary.
   // Throws CompileError.

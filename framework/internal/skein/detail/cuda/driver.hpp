@@ -30,6 +30,9 @@ namespace skein::detail {
   X(cuDeviceCanAccessPeer)       \
   X(cuDevicePrimaryCtxRetain)    \
   X(cuDevicePrimaryCtxRelease)   \
+  X(cuDevicePrimaryCtxSetFlags)  \
+  X(cuDevicePrimaryCtxGetState)  \
+  X(cuCtxGetFlags)               \
   X(cuCtxGetCurrent)             \
   X(cuCtxPushCurrent)            \
   X(cuCtxPopCurrent)             \
@@ -71,6 +74,8 @@ namespace skein::detail {
   X(cuStreamCreate)              \
   X(cuStreamCreateWithPriority)  \
   X(cuStreamGetPriority)         \
+  X(cuStreamGetFlags)            \
+  X(cuStreamAttachMemAsync)      \
   X(cuStreamDestroy)             \
   X(cuStreamSynchronize)         \
   X(cuStreamWaitEvent)           \
@@ -81,6 +86,7 @@ namespace skein::detail {
   X(cuEventQuery)                \
   X(cuEventElapsedTime)          \
   X(cuModuleLoadData)            \
+  X(cuModuleLoadDataEx)          \
   X(cuModuleGetFunction)         \
   X(cuModuleGetGlobal)           \
   X(cuModuleUnload)              \
@@ -106,6 +112,9 @@ struct CudaDriver {
   // Optional: checks that a foreign stream (skein::cuda::queue_from_native) is in the right
   // context.
   decltype(&::cuStreamGetCtx) cuStreamGetCtx = nullptr;
+  // Optional (CUDA 12.1+): changes the scheduling of an active context (Context::from_devices
+  // with ContextFlags), beside the primary context's flags.
+  decltype(&::cuCtxSetFlags) cuCtxSetFlags = nullptr;
   // Optional (CUDA 12.2+: the versions that take a CUmemLocation): managed memory's prefetch and
   // advice; null on older drivers, where those calls raise RuntimeError.
   decltype(&::cuMemPrefetchAsync) cuMemPrefetchAsync = nullptr;
