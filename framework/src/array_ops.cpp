@@ -254,7 +254,7 @@ Array with_unit_dims(const Array& a, std::size_t before, std::size_t after) {
   return Array(a.queue(), a.data(), std::move(shape), a.dtype(), std::move(strides), a.offset());
 }
 
-std::vector<Array> each(const std::vector<Array>& arrays, Array (*f)(const Array&)) {
+std::vector<Array> map_arrays(const std::vector<Array>& arrays, Array (*f)(const Array&)) {
   std::vector<Array> out;
   out.reserve(arrays.size());
   for (const Array& a : arrays) out.push_back(f(a));
@@ -309,16 +309,16 @@ Array atleast_3d(const Array& a) {
 }
 
 Array vstack(const Queue& queue, const std::vector<Array>& arrays) {
-  return concatenate(queue, each(arrays, &atleast_2d), 0);
+  return concatenate(queue, map_arrays(arrays, &atleast_2d), 0);
 }
 
 Array hstack(const Queue& queue, const std::vector<Array>& arrays) {
-  const std::vector<Array> parts = each(arrays, &atleast_1d);
+  const std::vector<Array> parts = map_arrays(arrays, &atleast_1d);
   return concatenate(queue, parts, !parts.empty() && parts.front().ndim() == 1 ? 0 : 1);
 }
 
 Array dstack(const Queue& queue, const std::vector<Array>& arrays) {
-  return concatenate(queue, each(arrays, &atleast_3d), 2);
+  return concatenate(queue, map_arrays(arrays, &atleast_3d), 2);
 }
 
 namespace {
