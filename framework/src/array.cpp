@@ -6,10 +6,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <optional>
 
+#include "skein/ctypes.hpp"
 #include "skein/detail/adapter.hpp"
 #include "skein/detail/array_pool.hpp"
 #include "skein/detail/errors.hpp"
@@ -125,7 +127,13 @@ std::size_t default_device(const Queue& queue, std::optional<std::size_t> device
 }  // namespace
 
 Array::Array(Queue queue, Buffer data, Shape shape, Dtype dtype, Strides strides,
-             std::size_t offset) {
+             std::size_t offset)
+    : s_(checked_state(std::move(queue), std::move(data), std::move(shape), dtype,
+                       std::move(strides), offset)) {}
+
+std::shared_ptr<detail::ArrayState> Array::checked_state(Queue queue, Buffer data, Shape shape,
+                                                         Dtype dtype, Strides strides,
+                                                         std::size_t offset) {
   if (strides.empty()) strides = contiguous_strides(shape, skein::itemsize(dtype));
   if (strides.size() != shape.size()) {
     detail::raise_in(SKEIN_HERE, "Array", "Give one stride per dimension.",
@@ -144,7 +152,7 @@ Array::Array(Queue queue, Buffer data, Shape shape, Dtype dtype, Strides strides
                      "the queue and the buffer belong to different contexts");
   }
   const std::size_t device_idx = data.device_idx();
-  s_ = std::make_shared<const detail::ArrayState>(
+  return std::make_shared<detail::ArrayState>(
       detail::ArrayState{std::move(queue), std::move(data), device_idx, std::move(shape),
                          std::move(strides), dtype, offset});
 }
@@ -163,7 +171,9 @@ Array Array::empty(const Queue& queue, Shape shape, Dtype dtype,
                      "device {}",
                      buffer.size(), buffer.device_idx(), nbytes, idx);
   }
-  return Array(queue, std::move(buffer), std::move(shape), dtype);
+  auto state = checked_state(queue, std::move(buffer), std::move(shape), dtype, {}, 0);
+  state->owns_data = true;
+  return Array(std::move(state));
 }
 
 Array Array::zeros(const Queue& queue, Shape shape, Dtype dtype,
@@ -181,8 +191,9 @@ Array Array::empty(const Queue& queue, Shape shape, Dtype dtype, Order order,
                    std::optional<std::size_t> device_idx, const Allocator& allocator) {
   Array a = empty(queue, std::move(shape), dtype, device_idx, allocator);
   if (order == Order::F) {
-    return Array(a.queue(), a.data(), a.shape(), dtype, fortran_strides(a.shape(), a.itemsize()),
-                 a.offset());
+    auto state = std::make_shared<detail::ArrayState>(*a.s_);
+    state->strides = fortran_strides(state->shape, a.itemsize());
+    return Array(std::shared_ptr<const detail::ArrayState>(std::move(state)));
   }
   return a;
 }
@@ -217,7 +228,10 @@ Array Array::empty_pitched(const Queue& queue, Shape shape, Dtype dtype,
     strides[i] = stride;
     stride *= shape[i];
   }
-  return Array(queue, std::move(buffer), std::move(shape), dtype, std::move(strides));
+  auto state =
+      checked_state(queue, std::move(buffer), std::move(shape), dtype, std::move(strides), 0);
+  state->owns_data = true;
+  return Array(std::move(state));
 }
 
 namespace {
@@ -238,6 +252,24 @@ bool dense_in(const Shape& shape, const Strides& strides, std::size_t itemsize, 
 
 bool Array::is_c_contiguous() const { return dense_in(s_->shape, s_->strides, itemsize(), false); }
 bool Array::is_f_contiguous() const { return dense_in(s_->shape, s_->strides, itemsize(), true); }
+
+ArrayFlags Array::flags() const {
+  ArrayFlags f;
+  f.c_contiguous = is_c_contiguous();
+  f.f_contiguous = is_f_contiguous();
+  f.writeable = true;
+  f.owndata = s_->owns_data;
+  // OpenCL's cl_mem starts aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and its address is not known;
+  // CUDA's device pointer is the address.
+  std::uintptr_t address = s_->data.offset() + s_->offset;
+  if (s_->queue.context().api().id() == ApiId::cuda) address += s_->data.adapter()->native();
+  std::uintptr_t bits = address;
+  for (std::size_t i = 0; i < s_->shape.size(); ++i) {
+    if (s_->shape[i] > 1) bits |= s_->strides[i];
+  }
+  f.aligned = size() == 0 || bits % alignment_of(s_->dtype) == 0;
+  return f;
+}
 
 Array Array::transpose() const {
   std::vector<std::size_t> axes(s_->shape.size());
@@ -380,19 +412,6 @@ Array Array::view(std::size_t element_offset, Shape shape, Strides strides) cons
                s_->offset + element_offset * itemsize());
 }
 
-Array Array::reshape(Shape shape) const {
-  if (shape_size(shape) != size()) {
-    detail::raise_in(SKEIN_HERE, "Array::reshape", "Keep the number of elements.",
-                     "cannot reshape {} ({} elements) to {} ({} elements)", to_string(s_->shape),
-                     size(), to_string(shape), shape_size(shape));
-  }
-  if (!is_contiguous()) {
-    detail::raise_in(SKEIN_HERE, "Array::reshape", "Reshape a contiguous array.",
-                     "the array is a strided view");
-  }
-  return Array(s_->queue, s_->data, std::move(shape), s_->dtype, {}, s_->offset);
-}
-
 Array Array::single_device_view(std::size_t device_idx) const {
   if (!s_->queue.has_device(device_idx)) {
     detail::raise_in(SKEIN_HERE, "Array::single_device_view", "Pick one of the queue's devices.",
@@ -406,6 +425,7 @@ Array Array::single_device_view(std::size_t device_idx) const {
   }
   auto state = std::make_shared<detail::ArrayState>(*s_);
   state->device_idx = device_idx;
+  state->owns_data = false;
   return Array(std::shared_ptr<const detail::ArrayState>(std::move(state)));
 }
 

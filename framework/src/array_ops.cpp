@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// pygpu's array operations (skein/array_ops.hpp): copies in a memory order, concatenate, stack,
-// vstack, hstack, dstack, split, array_split, take, transfer between contexts, may_share_memory.
+// pygpu's array operations (skein/array_ops.hpp): copies in a memory order, atleast_1d/2d/3d,
+// concatenate, stack, vstack, hstack, dstack, split, array_split, hsplit, vsplit, dsplit, take,
+// transfer between contexts, may_share_memory. reshape is in array_reshape.cpp.
 #include "skein/array_ops.hpp"
 
 #include <fmt/format.h>
@@ -253,17 +254,10 @@ Array with_unit_dims(const Array& a, std::size_t before, std::size_t after) {
   return Array(a.queue(), a.data(), std::move(shape), a.dtype(), std::move(strides), a.offset());
 }
 
-std::vector<Array> at_least(const std::vector<Array>& arrays, bool three) {
+std::vector<Array> map_arrays(const std::vector<Array>& arrays, Array (*f)(const Array&)) {
   std::vector<Array> out;
-  for (const Array& a : arrays) {
-    if (a.ndim() == 1) {
-      out.push_back(with_unit_dims(a, 1, three ? 1 : 0));
-    } else if (a.ndim() == 2 && three) {
-      out.push_back(with_unit_dims(a, 0, 1));
-    } else {
-      out.push_back(a);
-    }
-  }
+  out.reserve(arrays.size());
+  for (const Array& a : arrays) out.push_back(f(a));
   return out;
 }
 
@@ -301,27 +295,49 @@ std::vector<Array> sections_of(const Array& a, std::size_t sections, std::size_t
 }
 }  // namespace
 
+Array atleast_1d(const Array& a) { return a.ndim() >= 1 ? a : with_unit_dims(a, 1, 0); }
+
+Array atleast_2d(const Array& a) { return a.ndim() >= 2 ? a : with_unit_dims(a, 2 - a.ndim(), 0); }
+
+Array atleast_3d(const Array& a) {
+  switch (a.ndim()) {
+    case 0: return with_unit_dims(a, 3, 0);
+    case 1: return with_unit_dims(a, 1, 1);
+    case 2: return with_unit_dims(a, 0, 1);
+    default: return a;
+  }
+}
+
 Array vstack(const Queue& queue, const std::vector<Array>& arrays) {
-  return concatenate(queue, at_least(arrays, false), 0);
+  return concatenate(queue, map_arrays(arrays, &atleast_2d), 0);
 }
 
 Array hstack(const Queue& queue, const std::vector<Array>& arrays) {
-  return concatenate(queue, arrays, !arrays.empty() && arrays.front().ndim() == 1 ? 0 : 1);
+  const std::vector<Array> parts = map_arrays(arrays, &atleast_1d);
+  return concatenate(queue, parts, !parts.empty() && parts.front().ndim() == 1 ? 0 : 1);
 }
 
 Array dstack(const Queue& queue, const std::vector<Array>& arrays) {
-  return concatenate(queue, at_least(arrays, true), 2);
+  return concatenate(queue, map_arrays(arrays, &atleast_3d), 2);
 }
 
-std::vector<Array> split(const Array& a, std::size_t sections, std::size_t axis) {
-  check_split_axis(a, axis, "skein::split");
+namespace {
+std::vector<Array> equal_sections(const Array& a, std::size_t sections, std::size_t axis,
+                                  const char* call) {
+  check_split_axis(a, axis, call);
   if (sections != 0 && a.shape()[axis] % sections != 0) {
-    detail::raise_in(SKEIN_HERE, "skein::split",
+    detail::raise_in(SKEIN_HERE, call,
                      "Ask for a number of sections that divides the axis, or use array_split().",
-                     "axis {} of shape {} ({} elements) does not split into {} equal sections",
+                     "array split does not result in an equal division: axis {} of shape {} ({} "
+                     "elements) does not split into {} equal sections",
                      axis, to_string(a.shape()), a.shape()[axis], sections);
   }
-  return sections_of(a, sections, axis, "skein::split");
+  return sections_of(a, sections, axis, call);
+}
+}  // namespace
+
+std::vector<Array> split(const Array& a, std::size_t sections, std::size_t axis) {
+  return equal_sections(a, sections, axis, "skein::split");
 }
 
 std::vector<Array> split(const Array& a, const std::vector<std::size_t>& indices,
@@ -340,6 +356,45 @@ std::vector<Array> split(const Array& a, const std::vector<std::size_t>& indices
 
 std::vector<Array> array_split(const Array& a, std::size_t sections, std::size_t axis) {
   return sections_of(a, sections, axis, "skein::array_split");
+}
+
+namespace {
+// The axis that hsplit, vsplit or dsplit (`name`) splits, after NumPy's check of the dimensions.
+std::size_t directional_axis(const Array& a, std::size_t min_ndim, std::size_t axis,
+                             const char* name) {
+  if (a.ndim() < min_ndim) {
+    detail::raise_in(SKEIN_HERE, fmt::format("skein::{}", name),
+                     min_ndim == 1 ? "Give an array with at least 1 dimension (atleast_1d())."
+                                   : "Give an array with enough dimensions (atleast_2d(), "
+                                     "atleast_3d()), or split() along an axis it has.",
+                     "{} only works on arrays of {} or more dimensions; this one has shape {}",
+                     name, min_ndim, to_string(a.shape()));
+  }
+  return axis;
+}
+
+std::size_t hsplit_axis(const Array& a) {
+  return directional_axis(a, 1, a.ndim() == 1 ? 0 : 1, "hsplit");
+}
+}  // namespace
+
+std::vector<Array> hsplit(const Array& a, std::size_t sections) {
+  return equal_sections(a, sections, hsplit_axis(a), "skein::hsplit");
+}
+std::vector<Array> hsplit(const Array& a, const std::vector<std::size_t>& indices) {
+  return split(a, indices, hsplit_axis(a));
+}
+std::vector<Array> vsplit(const Array& a, std::size_t sections) {
+  return equal_sections(a, sections, directional_axis(a, 2, 0, "vsplit"), "skein::vsplit");
+}
+std::vector<Array> vsplit(const Array& a, const std::vector<std::size_t>& indices) {
+  return split(a, indices, directional_axis(a, 2, 0, "vsplit"));
+}
+std::vector<Array> dsplit(const Array& a, std::size_t sections) {
+  return equal_sections(a, sections, directional_axis(a, 3, 2, "dsplit"), "skein::dsplit");
+}
+std::vector<Array> dsplit(const Array& a, const std::vector<std::size_t>& indices) {
+  return split(a, indices, directional_axis(a, 3, 2, "dsplit"));
 }
 
 Array take(const Queue& queue, const Array& a, const Array& indices, std::size_t axis,

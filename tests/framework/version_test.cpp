@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// skein::version(): the library's version at run time, against the compile-time macros of the
-// headers this test was built with (the same build, so they must agree) and their parts.
+// skein::version() and version_numbers(): the library's version at run time, against the
+// compile-time macros of the headers this test was built with (the same build, so they must agree)
+// and their parts.
 #include <gtest/gtest.h>
 
 #include <skein/skein.hpp>
@@ -44,6 +45,26 @@ TEST(Version, PartsMatchTheMacros) {
   EXPECT_TRUE(split_version("1..2").empty());
   EXPECT_TRUE(split_version("1.2a.3").empty());
   EXPECT_EQ(split_version("10.0.7"), (std::vector<long>{10, 0, 7}));
+}
+
+// version_numbers(): the library's numbers, equal to its string's parts and, in this build, to
+// the headers' (header_version(), the macros); Version orders as numbers, not as text.
+TEST(Version, NumbersMatchTheStringAndTheHeaders) {
+  const Version lib = version_numbers();
+  const std::vector<long> parts = split_version(version());
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(lib.major, parts[0]);
+  EXPECT_EQ(lib.minor, parts[1]);
+  EXPECT_EQ(lib.patch, parts[2]);
+  constexpr Version headers = header_version();
+  EXPECT_EQ(headers.major, SKEIN_VERSION_MAJOR);
+  EXPECT_EQ(headers.minor, SKEIN_VERSION_MINOR);
+  EXPECT_EQ(headers.patch, SKEIN_VERSION_PATCH);
+  EXPECT_EQ(lib, headers);
+  EXPECT_LT((Version{0, 9, 3}), (Version{0, 10, 0}));
+  EXPECT_LT((Version{1, 2, 3}), (Version{1, 2, 4}));
+  EXPECT_GT((Version{2, 0, 0}), (Version{1, 99, 99}));
+  EXPECT_NE((Version{1, 2, 3}), (Version{1, 3, 2}));
 }
 
 }  // namespace version_test

@@ -2,6 +2,9 @@
 // skein.Array: an n-dimensional array on one device, with NumPy's shape, dtype and byte strides.
 // Host data moves through NumPy arrays (the buffer protocol); views (slices, reshape, transpose,
 // indexing with steps) share the device memory as in NumPy.
+#include <pybind11/operators.h>
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,7 +122,102 @@ Array index(const Array& a, const py::object& key) {
   return a.view(offset_bytes / itemsize, std::move(shape), std::move(strides));
 }
 
+// NumPy's and pygpu's flags object (Array.flags): attributes, and NumPy's keys ('C_CONTIGUOUS',
+// 'C', ...) for flags[...].
+bool flag_by_key(const ArrayFlags& f, const std::string& key) {
+  if (key == "C_CONTIGUOUS" || key == "C" || key == "CONTIGUOUS") return f.c_contiguous;
+  if (key == "F_CONTIGUOUS" || key == "F" || key == "FORTRAN") return f.f_contiguous;
+  if (key == "OWNDATA" || key == "O") return f.owndata;
+  if (key == "ALIGNED" || key == "A") return f.aligned;
+  if (key == "WRITEABLE" || key == "W") return f.writeable;
+  if (key == "BEHAVED" || key == "B") return f.behaved();
+  if (key == "CARRAY" || key == "CA") return f.carray();
+  if (key == "FARRAY" || key == "FA") return f.farray();
+  if (key == "FNC") return f.fnc();
+  if (key == "FORC") return f.forc();
+  if (key == "UPDATEIFCOPY" || key == "U" || key == "WRITEBACKIFCOPY" || key == "X") return false;
+  throw py::key_error("skein: ArrayFlags: unknown flag '" + key +
+                      "'; use one of NumPy's: C_CONTIGUOUS, F_CONTIGUOUS, OWNDATA, ALIGNED, "
+                      "WRITEABLE, BEHAVED, CARRAY, FARRAY, FNC, FORC, UPDATEIFCOPY");
+}
+
+// NumPy's flag bits (flags.num): C_CONTIGUOUS 0x1, F_CONTIGUOUS 0x2, OWNDATA 0x4, ALIGNED 0x100,
+// WRITEABLE 0x400.
+long flag_bits(const ArrayFlags& f) {
+  return (f.c_contiguous ? 0x1 : 0) | (f.f_contiguous ? 0x2 : 0) | (f.owndata ? 0x4 : 0) |
+         (f.aligned ? 0x100 : 0) | (f.writeable ? 0x400 : 0);
+}
+
+void bind_array_flags(py::module_& m) {
+  py::class_<ArrayFlags> flags(
+      m, "ArrayFlags",
+      "NumPy's and pygpu's array flags (Array.flags), fixed when read: attributes and "
+      "flags['C_CONTIGUOUS'] etc. writeable is always True (Skein has no read-only arrays); "
+      "owndata is True for an array whose memory was allocated for it (Array.empty, zeros, "
+      "from_host, a copy, ...), False for a view or an array over memory it adopted.");
+  flags.def_readonly("c_contiguous", &ArrayFlags::c_contiguous)
+      .def_readonly("f_contiguous", &ArrayFlags::f_contiguous)
+      .def_readonly("contiguous", &ArrayFlags::c_contiguous, "c_contiguous (pygpu's name).")
+      .def_readonly("fortran", &ArrayFlags::f_contiguous, "f_contiguous (pygpu's name).")
+      .def_readonly("aligned", &ArrayFlags::aligned,
+                    "The first element and the strides of axes longer than 1 are multiples of "
+                    "the dtype's kernel alignment (its itemsize).")
+      .def_readonly("writeable", &ArrayFlags::writeable)
+      .def_readonly("owndata", &ArrayFlags::owndata)
+      .def_property_readonly("behaved", &ArrayFlags::behaved, "aligned and writeable.")
+      .def_property_readonly("carray", &ArrayFlags::carray, "behaved and c_contiguous.")
+      .def_property_readonly("farray", &ArrayFlags::farray,
+                             "behaved, f_contiguous and not c_contiguous.")
+      .def_property_readonly("fnc", &ArrayFlags::fnc, "f_contiguous and not c_contiguous.")
+      .def_property_readonly("forc", &ArrayFlags::forc, "f_contiguous or c_contiguous.")
+      .def_property_readonly("updateifcopy", [](const ArrayFlags&) { return false; })
+      .def_property_readonly("writebackifcopy", [](const ArrayFlags&) { return false; })
+      .def_property_readonly("num", &flag_bits, "NumPy's bits of the flags above, as an int.")
+      .def("__getitem__", &flag_by_key, py::arg("key"))
+      .def(py::self == py::self)
+      .def("__repr__", [](const ArrayFlags& f) {
+        auto line = [](const char* name, bool v) {
+          return std::string("  ") + name + " : " + (v ? "True" : "False") + "\n";
+        };
+        return line("C_CONTIGUOUS", f.c_contiguous) + line("F_CONTIGUOUS", f.f_contiguous) +
+               line("OWNDATA", f.owndata) + line("WRITEABLE", f.writeable) +
+               line("ALIGNED", f.aligned) + line("WRITEBACKIFCOPY", false);
+      });
+}
+
 }  // namespace
+
+Shape to_new_shape(const py::handle& obj, std::size_t size, const char* call) {
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    if (py::isinstance<py::int_>(obj) && obj.cast<long long>() == -1) return {size};
+    return to_shape(obj, call);
+  }
+  Shape shape;
+  std::optional<std::size_t> unknown;
+  for (const auto item : obj) {
+    if (py::isinstance<py::int_>(item) && item.cast<long long>() == -1) {
+      if (unknown) {
+        raise_argument(call, "can only specify one unknown dimension (-1)",
+                       "Give at most one -1 in the shape.");
+      }
+      unknown = shape.size();
+      shape.push_back(1);
+    } else {
+      shape.push_back(to_shape(item, call).front());
+    }
+  }
+  if (unknown) {
+    const std::size_t known = shape_size(shape);
+    if (known == 0 || size % known != 0) {
+      raise_argument(call,
+                     "cannot reshape an array of " + std::to_string(size) +
+                         " elements into shape " + py::str(obj).cast<std::string>(),
+                     "The sizes other than -1 must divide the number of elements.");
+    }
+    shape[*unknown] = size / known;
+  }
+  return shape;
+}
 
 Order to_order(const std::string& order, const char* call) {
   if (order == "C") return Order::C;
@@ -128,6 +226,7 @@ Order to_order(const std::string& order, const char* call) {
 }
 
 void bind_array(py::module_& m) {
+  bind_array_flags(m);
   py::class_<Array>(m, "Array", "An n-dimensional array on one device (NumPy's conventions).")
       .def_static(
           "empty",
@@ -181,6 +280,9 @@ void bind_array(py::module_& m) {
       .def_property_readonly("offset", &Array::offset, "Bytes from the buffer's start.")
       .def_property_readonly("is_c_contiguous", &Array::is_c_contiguous)
       .def_property_readonly("is_f_contiguous", &Array::is_f_contiguous)
+      .def_property_readonly("flags", &Array::flags,
+                             "NumPy's and pygpu's flags (skein.ArrayFlags): c_contiguous, "
+                             "f_contiguous, aligned, writeable, owndata, behaved, carray, ...")
       .def("get", &get_array, py::arg("dest") = py::none(),
            "The array's values as a new C-ordered NumPy array (or into `dest`).")
       .def(
@@ -211,11 +313,18 @@ void bind_array(py::module_& m) {
           py::arg("element_offset"), py::arg("shape"), py::arg("strides") = py::none())
       .def(
           "reshape",
-          [](const Array& a, const py::args& args) {
+          [](const Array& a, const py::args& args, const std::string& order,
+             const py::object& queue) {
             const py::object shape = args.size() == 1 ? py::object(args[0]) : py::object(args);
-            return a.reshape(to_shape(shape, "Array.reshape"));
+            const char* call = "Array.reshape";
+            const Queue& q = queue.is_none() ? a.queue() : queue.cast<const Queue&>();
+            return skein::reshape(q, a, to_new_shape(shape, a.size(), call), to_order(order, call));
           },
-          "The same elements in another shape (a view; the array must be contiguous).")
+          py::arg("order") = "C", py::arg("queue") = py::none(),
+          "The same elements in another shape (one extent may be -1), read and placed in `order` "
+          "('C' or 'F'): a view sharing the memory when the strides allow one (NumPy's rule), "
+          "else a copy made on `queue` (the array's own by default), as NumPy's and pygpu's "
+          "reshape. flags.owndata, or skein.may_share_memory, says which.")
       .def(
           "transpose",
           [](const Array& a, const py::args& args) {

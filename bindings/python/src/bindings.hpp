@@ -48,6 +48,9 @@ std::optional<Dtype> record_from_numpy(const py::dtype& dt, const char* call);
 py::dtype record_to_numpy(Dtype dtype);
 // A shape from an int or a sequence of ints (negative values refused, naming `call`).
 Shape to_shape(const py::handle& obj, const char* call);
+// The shape of a reshape of an array of `size` elements: as to_shape, but one extent may be -1
+// (NumPy's: the size the others leave).
+Shape to_new_shape(const py::handle& obj, std::size_t size, const char* call);
 // A tuple of Python ints from a shape or strides.
 py::tuple to_tuple(const std::vector<std::size_t>& values);
 // Order::C or Order::F from 'C' or 'F' (anything else refused, naming `call`).

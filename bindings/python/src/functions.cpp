@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Array functions after pygpu's and NumPy's: copies and dtype conversions (also as Array methods),
-// joining and splitting, take, transfer, may_share_memory and the reductions (sum, min, max, dot,
-// nrm2, returning a new array or writing into `out`). The element-by-element functions, the
-// operators and BLAS are in functions_math.cpp.
+// reshape and atleast_1d/2d/3d, joining and splitting (split, hsplit, ...), take, transfer,
+// may_share_memory and the reductions (sum, min, max, dot, nrm2, returning a new array or writing
+// into `out`). The element-by-element functions, the operators and BLAS are in functions_math.cpp.
 //
 // Every function that makes device work enqueues it on the queue given (Array methods: the
 // array's own queue unless one is given) and returns without waiting, as the C++ calls do; the
@@ -124,6 +124,58 @@ void bind_copies(py::module_& m) {
   cls.attr("__copy__") = cls.attr("copy");
 }
 
+// NumPy's indices_or_sections: a positive int (equal sections: by_sections) or a sequence of
+// indices (by_indices).
+template <class BySections, class ByIndices>
+std::vector<Array> split_by(const py::object& sections, const char* call, BySections by_sections,
+                            ByIndices by_indices) {
+  if (py::isinstance<py::int_>(sections)) {
+    const auto n = sections.cast<py::ssize_t>();
+    if (n <= 0) {
+      raise_argument(call, "the number of sections must be positive",
+                     "Give a positive int or a sequence of indices.");
+    }
+    return by_sections(static_cast<std::size_t>(n));
+  }
+  return by_indices(to_shape(sections, call));
+}
+
+// NumPy's atleast_nd(*arys): one array for one argument, else a list.
+py::object each_array(const py::args& arys, Array (*f)(const Array&), const char* call) {
+  const std::vector<Array> arrays = array_list(arys, call);
+  if (arrays.size() == 1) return py::cast(f(arrays[0]));
+  py::list out;
+  for (const Array& a : arrays) out.append(f(a));
+  return out;
+}
+
+void bind_shapes(py::module_& m) {
+  m.def(
+      "reshape",
+      [](const Queue& q, const Array& a, const py::object& shape, const std::string& order) {
+        const char* call = "skein.reshape";
+        return skein::reshape(q, a, to_new_shape(shape, a.size(), call), to_order(order, call));
+      },
+      py::arg("queue"), py::arg("a"), py::arg("shape"), py::arg("order") = "C",
+      "NumPy's and pygpu's reshape: a's elements read and placed in `order` ('C' or 'F') in "
+      "`shape` (one extent may be -1); a view when the strides allow one, else a copy enqueued "
+      "on `queue` (dense in `order`).");
+  m.def(
+      "atleast_1d",
+      [](const py::args& arys) { return each_array(arys, &skein::atleast_1d, "skein.atleast_1d"); },
+      "NumPy's atleast_1d: each array with at least 1 dimension (a view; a 0-d array becomes "
+      "shape (1,)). One array for one argument, else a list.");
+  m.def(
+      "atleast_2d",
+      [](const py::args& arys) { return each_array(arys, &skein::atleast_2d, "skein.atleast_2d"); },
+      "NumPy's atleast_2d: (N,) becomes (1, N), a 0-d array (1, 1); views.");
+  m.def(
+      "atleast_3d",
+      [](const py::args& arys) { return each_array(arys, &skein::atleast_3d, "skein.atleast_3d"); },
+      "NumPy's atleast_3d: (N,) becomes (1, N, 1), (M, N) (M, N, 1), a 0-d array (1, 1, 1); "
+      "views.");
+}
+
 void bind_joins(py::module_& m) {
   m.def(
       "concatenate",
@@ -165,15 +217,9 @@ void bind_joins(py::module_& m) {
       "split",
       [](const Array& a, const py::object& sections, py::ssize_t axis) {
         const std::size_t ax = to_axis(axis, a.ndim(), "skein.split");
-        if (py::isinstance<py::int_>(sections)) {
-          const auto n = sections.cast<py::ssize_t>();
-          if (n <= 0) {
-            raise_argument("skein.split", "the number of sections must be positive",
-                           "Give a positive int or a sequence of indices.");
-          }
-          return skein::split(a, static_cast<std::size_t>(n), ax);
-        }
-        return skein::split(a, to_shape(sections, "skein.split"), ax);
+        return split_by(
+            sections, "skein.split", [&](std::size_t n) { return skein::split(a, n, ax); },
+            [&](const Shape& at) { return skein::split(a, at, ax); });
       },
       py::arg("a"), py::arg("indices_or_sections"), py::arg("axis") = 0,
       "Views of `a` along `axis` (NumPy's split): equal sections, or parts at the indices.");
@@ -181,18 +227,32 @@ void bind_joins(py::module_& m) {
       "array_split",
       [](const Array& a, const py::object& sections, py::ssize_t axis) {
         const std::size_t ax = to_axis(axis, a.ndim(), "skein.array_split");
-        if (py::isinstance<py::int_>(sections)) {
-          const auto n = sections.cast<py::ssize_t>();
-          if (n <= 0) {
-            raise_argument("skein.array_split", "the number of sections must be positive",
-                           "Give a positive int or a sequence of indices.");
-          }
-          return skein::array_split(a, static_cast<std::size_t>(n), ax);
-        }
-        return skein::split(a, to_shape(sections, "skein.array_split"), ax);
+        return split_by(
+            sections, "skein.array_split",
+            [&](std::size_t n) { return skein::array_split(a, n, ax); },
+            [&](const Shape& at) { return skein::split(a, at, ax); });
       },
       py::arg("a"), py::arg("indices_or_sections"), py::arg("axis") = 0,
       "As split, but sections need not be equal (NumPy's array_split).");
+  using BySections = std::vector<Array> (*)(const Array&, std::size_t);
+  using ByIndices = std::vector<Array> (*)(const Array&, const std::vector<std::size_t>&);
+  const auto directional = [&m](const char* name, BySections by_n, ByIndices by_idx,
+                                const char* doc) {
+    m.def(
+        name,
+        [name, by_n, by_idx](const Array& a, const py::object& sections) {
+          return split_by(
+              sections, name, [&](std::size_t n) { return by_n(a, n); },
+              [&](const Shape& at) { return by_idx(a, at); });
+        },
+        py::arg("a"), py::arg("indices_or_sections"), doc);
+  };
+  directional("hsplit", &skein::hsplit, &skein::hsplit,
+              "split along axis 1 (axis 0 for a 1-D array): NumPy's hsplit, views.");
+  directional("vsplit", &skein::vsplit, &skein::vsplit,
+              "split along axis 0 of an array of 2 or more dimensions: NumPy's vsplit, views.");
+  directional("dsplit", &skein::dsplit, &skein::dsplit,
+              "split along axis 2 of an array of 3 or more dimensions: NumPy's dsplit, views.");
   m.def(
       "take",
       [](const Queue& q, const Array& a, const Array& indices, py::ssize_t axis,
@@ -250,6 +310,7 @@ void bind_reductions(py::module_& m) {
 void bind_functions(py::module_& m) {
   bind_copies(m);
   bind_joins(m);
+  bind_shapes(m);
   bind_reductions(m);
   bind_math(m);
 }

@@ -6,6 +6,25 @@
 PYBIND11_MODULE(_skein, m) {
   m.doc() = "Skein's C++ layers for Python; import skein, which re-exports these names.";
   m.attr("__version__") = skein::version();
+  // pygpu's abi_version()/api_version(): the library's numbers at run time, and those of the
+  // headers this module was compiled with; they differ when it loads another libskein_framework.
+  m.def(
+      "version",
+      [] {
+        const skein::Version v = skein::version_numbers();
+        return pybind11::make_tuple(v.major, v.minor, v.patch);
+      },
+      "The loaded Skein library's version as (major, minor, patch) (skein.__version__ is the "
+      "string).");
+  m.def(
+      "header_version",
+      [] {
+        constexpr skein::Version v = skein::header_version();
+        return pybind11::make_tuple(v.major, v.minor, v.patch);
+      },
+      "The version of the Skein headers this module was compiled with, as (major, minor, "
+      "patch): a program that checks skein.version() == skein.header_version() detects a module "
+      "run against another installation's library.");
   // What this Skein was built with (<skein/config.h>): a program or test asks before it uses an
   // optional part (DLPack, HDF5, ...), whose calls otherwise raise saying that it is missing.
   pybind11::dict config;

@@ -34,6 +34,40 @@ SKEIN_EXPORT Strides fortran_strides(const Shape& shape, std::size_t itemsize);
 enum class Order { C, F };
 SKEIN_EXPORT std::string to_string(const Shape& shape);
 
+// NumPy's and pygpu's array flags (Array::flags()), read from the array's layout when asked.
+struct ArrayFlags {
+  // Array::is_c_contiguous() and is_f_contiguous() (NumPy's rules: dimensions of size 1 do not
+  // count; an empty, a 0-d or a 1-D dense array is both).
+  bool c_contiguous = false;
+  bool f_contiguous = false;
+  // The first element's address and the byte stride of every axis longer than 1 are multiples
+  // of alignment_of(dtype) (skein/ctypes.hpp: the kernel type's alignment, the whole itemsize, so
+  // stricter than NumPy's for complex dtypes); an empty array is aligned (NumPy's rule). The
+  // address is the device pointer on CUDA, and on OpenCL the byte offset into the cl_mem, whose
+  // start the implementation aligns to the device's base_address_align. Kernels read an element
+  // of an unaligned array with misaligned accesses: copy() it first.
+  bool aligned = false;
+  // True for every Skein array: Skein has no read-only arrays.
+  bool writeable = true;
+  // The array's buffer was allocated for it: true for an array made by Array::empty, zeros,
+  // from_host, empty_pitched and every Skein call that returns a new array (copy, concatenate,
+  // take, astype, skein::reshape when it copies, ...), and for the copies of its handle; false
+  // for views of another array (slice, view, reshape, transpose, indexing, split and atleast_nd
+  // parts, single_device_view, a reshape that returned a view) and for arrays over an existing
+  // buffer (the constructor Array(queue, buffer, ...), DLPack and other imports). Unlike NumPy's,
+  // it does not follow a view's base: a view never owns, whatever it was made from.
+  bool owndata = false;
+
+  // NumPy's combinations: aligned and writeable; behaved and C-contiguous; behaved,
+  // F-contiguous and not C-contiguous; F-contiguous and not C-contiguous; either contiguity.
+  bool behaved() const { return aligned && writeable; }
+  bool carray() const { return behaved() && c_contiguous; }
+  bool farray() const { return behaved() && f_contiguous && !c_contiguous; }
+  bool fnc() const { return f_contiguous && !c_contiguous; }
+  bool forc() const { return f_contiguous || c_contiguous; }
+  friend bool operator==(const ArrayFlags&, const ArrayFlags&) = default;
+};
+
 namespace detail {
 // An array's fields, shared by its copies (an Array never changes once made): a copy of an Array
 // is one reference count, not a copy of its shape and strides.
@@ -45,6 +79,7 @@ struct ArrayState {
   Strides strides{};
   Dtype dtype = Dtype::uint8;
   std::size_t offset = 0;
+  bool owns_data = false;  // ArrayFlags::owndata
 };
 }  // namespace detail
 
@@ -105,14 +140,17 @@ class SKEIN_EXPORT Array {
   std::size_t nbytes() const { return size() * itemsize(); }
   // Byte offset of element (0, ..., 0) in data().
   std::size_t offset() const { return s_->offset; }
-  // Exactly C-ordered strides (what reshape() and raw kernel arguments need; set() and get() of
-  // such arrays are one plain transfer).
+  // Exactly C-ordered strides (what raw kernel arguments need; set() and get() of such arrays are
+  // one plain transfer).
   bool is_contiguous() const;
   // NumPy's flags (pygpu's flags.c_contiguous, f_contiguous): the elements fill a block of size()
   // items in C (row-major) / Fortran (column-major) order; strides of dimensions of size 1 do not
   // count, and an empty array is both. A 1-D contiguous array is both.
   bool is_c_contiguous() const;
   bool is_f_contiguous() const;
+  // NumPy's and pygpu's flags (ArrayFlags above says what each means). No device work; on CUDA it
+  // reads the buffer's device address, on OpenCL nothing.
+  ArrayFlags flags() const;
 
   // A new array whose rows (the last axis) start at a multiple of the device's preferred pitch:
   // C order, strides()[ndim - 2] is the row pitch in bytes (>= shape.back() * itemsize), and the
@@ -164,8 +202,16 @@ class SKEIN_EXPORT Array {
   [[nodiscard]] Array slice(std::size_t begin, std::size_t end) const;
   // A view with an explicit element offset, shape and strides (bytes); checked against the buffer.
   [[nodiscard]] Array view(std::size_t element_offset, Shape shape, Strides strides = {}) const;
-  // The same data seen as another shape with the same number of elements (contiguous only).
-  [[nodiscard]] Array reshape(Shape shape) const;
+  // The same elements seen as another shape with the same number of elements, as a view sharing
+  // the buffer (NumPy's reshape when it returns a view): the elements are read from this array
+  // and placed in the result in `order`, C (row-major: the last index varies fastest) or F
+  // (column-major: the first index varies fastest). A view exists when the array is contiguous
+  // in that order, or when every group of this array's axes that the new shape merges or splits
+  // is itself dense in that order (NumPy's rule; dimensions of size 1 do not matter): e.g. a
+  // transposed matrix reshaped in F order, or rows [b, e) of a C array reshaped in C order.
+  // LogicError when the sizes differ, and when no view exists (the message says which axes):
+  // skein::reshape (skein/array_ops.hpp) then makes a copy.
+  [[nodiscard]] Array reshape(Shape shape, Order order = Order::C) const;
   // Views with the axes permuted (NumPy's and pygpu's transpose, T): transpose() reverses them,
   // transpose(axes) puts the input's axis axes[k] at position k (a permutation of 0 .. ndim-1).
   // No copy: the result shares the buffer (copy() or ascontiguousarray() in
@@ -178,6 +224,10 @@ class SKEIN_EXPORT Array {
 
  private:
   void check_host_type(Dtype host, const char* call) const;
+  // The constructor's checks and the state they give (owns_data false).
+  static std::shared_ptr<detail::ArrayState> checked_state(Queue queue, Buffer data, Shape shape,
+                                                           Dtype dtype, Strides strides,
+                                                           std::size_t offset);
 
   explicit Array(std::shared_ptr<const detail::ArrayState> state) : s_(std::move(state)) {}
 

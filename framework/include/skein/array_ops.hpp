@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Operations on whole arrays after pygpu's (and NumPy's) array API: copies in a memory order,
-// concatenate and stack (and vstack, hstack, dstack), split, take (gather by index), copies into
-// another context, and may_share_memory. Views without copies (transpose, Fortran-ordered arrays,
+// reshape (a view or a copy), atleast_1d/2d/3d, concatenate and stack (and vstack, hstack,
+// dstack), split (and hsplit, vsplit, dsplit), take (gather by index), copies into another
+// context, and may_share_memory. Views without copies (transpose, Fortran-ordered arrays,
 // flags) are members of Array (skein/array.hpp); reductions along any axes are ReductionArgs::axis
 // / axes (skein/reduction.hpp).
 //
@@ -27,6 +28,23 @@ SKEIN_EXPORT Array copy(const Queue& queue, const Array& a, Order order = Order:
 // asfortranarray).
 SKEIN_EXPORT Array ascontiguousarray(const Queue& queue, const Array& a);
 SKEIN_EXPORT Array asfortranarray(const Queue& queue, const Array& a);
+
+// NumPy's and pygpu's reshape(a, shape, order): a's elements read in `order` and placed in that
+// order into an array of `shape` (the same number of elements). Returns a view sharing a's buffer
+// (and a's queue) whenever one exists (Array::reshape says when: NumPy's rule), with no device
+// work; otherwise a new array on `queue`, dense in `order`, holding a copy enqueued there (as
+// copy_rect: ordering against other queues' work on `a` is the caller's);
+// may_share_memory(result, a) or ArrayFlags::owndata tell which. LogicError when the sizes differ
+// or `queue` is of another context or lacks a's device.
+SKEIN_EXPORT Array reshape(const Queue& queue, const Array& a, Shape shape, Order order = Order::C);
+
+// NumPy's atleast_1d, atleast_2d, atleast_3d (pygpu.operations'): `a` itself when it has at least
+// that many dimensions, otherwise a view (no copy) with axes of size 1 added: a 0-d array becomes
+// (1), (1, 1) or (1, 1, 1); a 1-D array (N) becomes (1, N) or (1, N, 1); a 2-D array (M, N)
+// becomes (M, N, 1).
+SKEIN_EXPORT Array atleast_1d(const Array& a);
+SKEIN_EXPORT Array atleast_2d(const Array& a);
+SKEIN_EXPORT Array atleast_3d(const Array& a);
 
 // NumPy's concatenate: the arrays joined along an existing axis. They must have one dtype, one
 // number of dimensions, equal sizes except along `axis`, and be on one device; at least one.
@@ -55,6 +73,16 @@ SKEIN_EXPORT std::vector<Array> split(const Array& a, const std::vector<std::siz
                                       std::size_t axis = 0);
 SKEIN_EXPORT std::vector<Array> array_split(const Array& a, std::size_t sections,
                                             std::size_t axis = 0);
+// NumPy's hsplit, vsplit, dsplit: split() along axis 1 (axis 0 for a 1-D array), 0 and 2, views
+// in equal sections or at the indices. LogicError for arrays with fewer dimensions than they need
+// (1, 2, 3: "hsplit only works on arrays of 1 or more dimensions", as NumPy) and, as split(), for
+// sections that cannot be equal.
+SKEIN_EXPORT std::vector<Array> hsplit(const Array& a, std::size_t sections);
+SKEIN_EXPORT std::vector<Array> hsplit(const Array& a, const std::vector<std::size_t>& indices);
+SKEIN_EXPORT std::vector<Array> vsplit(const Array& a, std::size_t sections);
+SKEIN_EXPORT std::vector<Array> vsplit(const Array& a, const std::vector<std::size_t>& indices);
+SKEIN_EXPORT std::vector<Array> dsplit(const Array& a, std::size_t sections);
+SKEIN_EXPORT std::vector<Array> dsplit(const Array& a, const std::vector<std::size_t>& indices);
 
 // What take() does with an index outside [-n, n) for an axis of n elements (NumPy's mode=).
 enum class TakeMode {
