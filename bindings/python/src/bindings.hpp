@@ -34,6 +34,11 @@ void bind_dist(py::module_& m);           // dist.cpp: DistArray, grids, dist op
 void bind_io(py::module_& m);             // io.cpp: HDF5 files, checkpoints
 void bind_records(py::module_& m);        // records.cpp: register_dtype, extract_field, ...
 
+// A DeviceFilter from the keyword arguments of Context.from_criteria and make_default_context
+// (platform_include_masks, ..., include_pure_parallel_devices; a mask is a string or a list of
+// strings); an unknown keyword raises skein.LogicError naming `call` (contexts.cpp).
+DeviceFilter device_filter(const py::kwargs& kwargs, const char* call);
+
 // Skein's element type for a NumPy dtype, a NumPy scalar type (numpy.float32), a Python type
 // (float: float64, int: int64, complex: complex128), a skein.Dtype, or a name ("float32",
 // "bfloat16"). Raises skein.LogicError naming `call` and what was given for anything else (bool,

@@ -65,43 +65,13 @@ std::optional<ApiId> to_api(const py::object& obj) {
   return obj.cast<ApiId>();
 }
 
-DeviceFilter filter_from(const py::kwargs& kwargs) {
-  DeviceFilter filter;
-  auto strings = [](const py::handle& v) {
-    if (py::isinstance<py::str>(v)) return std::vector<std::string>{v.cast<std::string>()};
-    return v.cast<std::vector<std::string>>();
-  };
-  for (const auto& [key, value] : kwargs) {
-    const auto k = key.cast<std::string>();
-    if (k == "platform_include_masks") {
-      filter.platform_include_masks = strings(value);
-    } else if (k == "platform_exclude_masks") {
-      filter.platform_exclude_masks = strings(value);
-    } else if (k == "device_include_masks") {
-      filter.device_include_masks = strings(value);
-    } else if (k == "device_exclude_masks") {
-      filter.device_exclude_masks = strings(value);
-    } else if (k == "unique_devices_only") {
-      filter.unique_devices_only = value.cast<bool>();
-    } else if (k == "include_pure_parallel_devices") {
-      filter.include_pure_parallel_devices = value.cast<bool>();
-    } else {
-      raise_argument("make_default_context", "unknown device filter '" + k + "'",
-                     "The filters are platform_include_masks, platform_exclude_masks, "
-                     "device_include_masks, device_exclude_masks, unique_devices_only and "
-                     "include_pure_parallel_devices.");
-    }
-  }
-  return filter;
-}
-
 }  // namespace
 
 void bind_context_tools(py::module_& m) {
   m.def(
       "make_default_context",
       [](const py::object& api, const py::kwargs& kwargs) {
-        return make_default_context(to_api(api), filter_from(kwargs));
+        return make_default_context(to_api(api), device_filter(kwargs, "make_default_context"));
       },
       py::arg("api") = py::none(),
       "A context on the first device (of `api`: an APIID, API or 'cuda'/'opencl'; every available "

@@ -9,9 +9,7 @@
 
 namespace skein::python {
 
-namespace {
-
-DeviceFilter device_filter(const py::kwargs& kwargs) {
+DeviceFilter device_filter(const py::kwargs& kwargs, const char* call) {
   DeviceFilter filter;
   auto strings = [](const py::handle& v) {
     if (py::isinstance<py::str>(v)) return std::vector<std::string>{v.cast<std::string>()};
@@ -32,7 +30,7 @@ DeviceFilter device_filter(const py::kwargs& kwargs) {
     } else if (k == "include_pure_parallel_devices") {
       filter.include_pure_parallel_devices = value.cast<bool>();
     } else {
-      raise_argument("Context.from_criteria", "unknown device filter '" + k + "'",
+      raise_argument(call, "unknown device filter '" + k + "'",
                      "The filters are platform_include_masks, platform_exclude_masks, "
                      "device_include_masks, device_exclude_masks, unique_devices_only and "
                      "include_pure_parallel_devices.");
@@ -40,6 +38,8 @@ DeviceFilter device_filter(const py::kwargs& kwargs) {
   }
   return filter;
 }
+
+namespace {
 
 QueuePriority to_priority(const py::object& obj) {
   if (obj.is_none()) return QueuePriority{};
@@ -93,7 +93,8 @@ void bind_context(py::module_& m) {
       .def_static(
           "from_criteria",
           [](const Api& api, std::size_t devices_num, const py::kwargs& kwargs) {
-            return Context::from_criteria(api, devices_num, device_filter(kwargs));
+            return Context::from_criteria(api, devices_num,
+                                          device_filter(kwargs, "Context.from_criteria"));
           },
           py::arg("api"), py::arg("devices_num") = 1,
           "A context over `devices_num` devices of `api` that pass the filters (keyword "
