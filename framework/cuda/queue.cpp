@@ -40,7 +40,17 @@ class CudaQueueAdapter final : public QueueAdapter {
 
   std::size_t device_idx() const override { return device_idx_; }
 
-  void synchronize() override { SKEIN_CU_CHECK(cuStreamSynchronize, (stream_), device()); }
+  void synchronize() override {
+    // The legacy and per-thread default streams (cuda::queue_from_native with CU_STREAM_LEGACY,
+    // CU_STREAM_PER_THREAD or 0) are the current context's: make ours current for them. A stream
+    // of our own carries its context, so its synchronisation needs no push.
+    if (stream_ == nullptr || stream_ == CU_STREAM_LEGACY || stream_ == CU_STREAM_PER_THREAD) {
+      CudaContextScope scope(cu_context(), device());
+      SKEIN_CU_CHECK(cuStreamSynchronize, (stream_), device());
+      return;
+    }
+    SKEIN_CU_CHECK(cuStreamSynchronize, (stream_), device());
+  }
 
   void write(BufferAdapter& dst, std::size_t dst_offset, const void* src, std::size_t size,
              bool blocking) override {

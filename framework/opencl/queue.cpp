@@ -115,26 +115,31 @@ void OclQueue::fill_zero(BufferAdapter& dst, std::size_t offset, std::size_t siz
                  device_);
 }
 
+// rect_refused: NVIDIA's driver refuses (CL_INVALID_VALUE) some rectangles that the specification
+// allows and PoCL takes (seen on an H200 with views that reshape makes); such a rectangle is not an
+// error of the caller's: return false, and the caller copies through its kernel path instead.
 bool OclQueue::write_rect(BufferAdapter& dst, const void* src, const RectRegion& region,
                           bool blocking) {
   const auto r = cl_rect(region);
   if (!r) return false;
-  SKEIN_CL_CHECK(
+  const cl_int err =
       clEnqueueWriteBufferRect(queue_, mem_of(dst), blocking ? CL_TRUE : CL_FALSE, r->dst_origin,
                                r->src_origin, r->region, r->dst_row_pitch, r->dst_slice_pitch,
-                               r->src_row_pitch, r->src_slice_pitch, src, 0, nullptr, nullptr),
-      device_);
+                               r->src_row_pitch, r->src_slice_pitch, src, 0, nullptr, nullptr);
+  if (err == CL_INVALID_VALUE) return false;  // see rect_refused
+  SKEIN_CL_CHECK_RESULT(err, "clEnqueueWriteBufferRect", device_);
   return true;
 }
 
 bool OclQueue::read_rect(void* dst, BufferAdapter& src, const RectRegion& region, bool blocking) {
   const auto r = cl_rect(region);
   if (!r) return false;
-  SKEIN_CL_CHECK(
+  const cl_int err =
       clEnqueueReadBufferRect(queue_, mem_of(src), blocking ? CL_TRUE : CL_FALSE, r->src_origin,
                               r->dst_origin, r->region, r->src_row_pitch, r->src_slice_pitch,
-                              r->dst_row_pitch, r->dst_slice_pitch, dst, 0, nullptr, nullptr),
-      device_);
+                              r->dst_row_pitch, r->dst_slice_pitch, dst, 0, nullptr, nullptr);
+  if (err == CL_INVALID_VALUE) return false;  // see rect_refused
+  SKEIN_CL_CHECK_RESULT(err, "clEnqueueReadBufferRect", device_);
   return true;
 }
 
@@ -146,11 +151,11 @@ bool OclQueue::copy_rect(BufferAdapter& dst, BufferAdapter& src, const RectRegio
       r->dst_slice_pitch != r->src_slice_pitch) {
     return false;
   }
-  SKEIN_CL_CHECK(
-      clEnqueueCopyBufferRect(queue_, mem_of(src), mem_of(dst), r->src_origin, r->dst_origin,
-                              r->region, r->src_row_pitch, r->src_slice_pitch, r->dst_row_pitch,
-                              r->dst_slice_pitch, 0, nullptr, nullptr),
-      device_);
+  const cl_int err = clEnqueueCopyBufferRect(
+      queue_, mem_of(src), mem_of(dst), r->src_origin, r->dst_origin, r->region, r->src_row_pitch,
+      r->src_slice_pitch, r->dst_row_pitch, r->dst_slice_pitch, 0, nullptr, nullptr);
+  if (err == CL_INVALID_VALUE) return false;  // see rect_refused
+  SKEIN_CL_CHECK_RESULT(err, "clEnqueueCopyBufferRect", device_);
   return true;
 }
 

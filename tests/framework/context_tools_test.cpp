@@ -191,7 +191,17 @@ TEST(DefaultContextFallbackChild, DISABLED_MakeDefaultContext) {
     out << "chose " << c.device(0).index() << "\n";
   } catch (const Error& e) {
     out << "error " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    out << "not a skein::Error: " << e.what() << "\n";
   }
+}
+
+// All that a child printed (its gtest output), for the parent's failure messages.
+std::string read_all(FILE* pipe) {
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
+  return text;
 }
 
 TEST(DefaultContextFallback, PassesOverADeviceAnotherProcessFilled) {
@@ -209,18 +219,24 @@ TEST(DefaultContextFallback, PassesOverADeviceAnotherProcessFilled) {
   for (int i = 0; i < 1200 && !std::filesystem::exists(fallback_file("full", me)); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::string result;
+  std::string result, checker_output;
   if (std::filesystem::exists(fallback_file("full", me))) {
     FILE* checker =
         popen(self_command("DefaultContextFallbackChild.DISABLED_MakeDefaultContext").c_str(), "r");
-    if (checker) pclose(checker);
+    if (checker) {
+      checker_output = read_all(checker);
+      pclose(checker);
+    }
     std::ifstream in(fallback_file("result", me));
     std::getline(in, result, '\0');
   }
   std::ofstream(fallback_file("stop", me)) << "\n";
+  const std::string filler_output = read_all(filler);
   pclose(filler);
   for (const char* f : {"full", "stop", "result"}) std::filesystem::remove(fallback_file(f, me));
-  ASSERT_FALSE(result.empty()) << "the children did not report (device 0 not filled?)";
+  ASSERT_FALSE(result.empty()) << "the children did not report (device 0 not filled?)\nfiller:\n"
+                               << filler_output << "\nchecker:\n"
+                               << checker_output;
   if (num_cuda >= 2) {
     EXPECT_EQ(result, "chose 1\n");  // device 0 refused, device 1 taken
   } else {
