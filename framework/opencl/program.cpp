@@ -379,6 +379,17 @@ ProgramHandle build_from_source(cl_context context, cl_device_id dev, const std:
   const std::string opts = joined(options);
   err = clBuildProgram(program, 1, &dev, opts.c_str(), nullptr, nullptr);
   log = build_log(program, dev);
+  const auto arg_info = std::find(options.begin(), options.end(), "-cl-kernel-arg-info");
+  if (err == CL_BUILD_PROGRAM_FAILURE && arg_info != options.end() &&
+      log.find("ptxas") != std::string::npos) {
+    // NVIDIA's OpenCL (driver 580.159.04 on an H200) cannot assemble a kernel without
+    // parameters when asked for argument info ("ptxas ... Parsing error near '}'"), while it
+    // builds the same source without: build it so, and its kernels go without argument info, as
+    // a program loaded from a binary does (the driver still checks the launches).
+    std::vector<std::string> without(options.begin(), arg_info);
+    without.insert(without.end(), std::next(arg_info), options.end());
+    return build_from_source(context, dev, where, source, without, name, log);
+  }
   if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ||
       err == CL_COMPILE_PROGRAM_FAILURE) {
     raise_compile_error("clBuildProgram", where, name, log, source, options);

@@ -108,7 +108,11 @@ KERNEL void scratch(GLOBAL_MEM float* out)
     A = skein.KernelAttribute
     # The kernel's own limit; max_total_local_sizes also takes the device's into account.
     assert kernel.get_attribute(A.max_threads_per_block) >= kernel.max_total_local_sizes()[0]
-    assert kernel.get_attribute(A.shared_size_bytes) >= 256 * 4
+    # The 1 KiB static tile; PoCL 5's basic driver (the GPU machines' image, not CI's PoCL 3)
+    # answers CL_KERNEL_LOCAL_MEM_SIZE with 0 for it.
+    shared = kernel.get_attribute(A.shared_size_bytes)
+    pocl = "Portable" in queue.context.platform.name
+    assert shared >= 256 * 4 or (pocl and shared == 0)
     assert kernel.shared_size_bytes == kernel.get_attribute(A.shared_size_bytes)
     assert kernel.local_size_bytes == kernel.get_attribute(A.local_size_bytes)
     if queue.context.api.shortcut == "cuda":
