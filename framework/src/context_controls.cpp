@@ -20,7 +20,7 @@ const char* name(ContextScheduling scheduling) {
 }
 
 Context Context::from_devices(std::span<const Device> devices, const ContextFlags& flags) {
-  const Context context = from_devices(devices);
+  Context context = from_devices(devices);
   auto& adapter = *detail::impl_of(context)->adapter;
   for (std::size_t d = 0; d < context.num_devices(); ++d) {
     adapter.set_scheduling(d, flags.scheduling);

@@ -341,8 +341,12 @@ Buffer VirtualManager::allocate(std::size_t device_idx, std::size_t nbytes,
   if (!real_id) real_id = s.next_id++;
   s.virtuals.emplace(id, State::Virtual{device_idx, nbytes, *real_id, deps, block});
   if (fresh) {
-    s.reals.emplace(*real_id,
-                    State::Real{std::move(new_real), device_idx, nbytes, {}, std::move(new_slot)});
+    // `fresh` is set only where new_real was not moved into a grown allocation.
+    s.reals.emplace(*real_id, State::Real{std::move(new_real),  // NOLINT(bugprone-use-after-move)
+                                          device_idx,
+                                          nbytes,
+                                          {},
+                                          std::move(new_slot)});
     s.reals_by_size.emplace(device_idx, nbytes, *real_id);
   }
   State::Real& real = s.reals.at(*real_id);

@@ -27,12 +27,21 @@ struct PyMemoTable final : detail::MemoTable {
     dict = py::dict();
   }
   ~PyMemoTable() override {
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) {
+#if PY_VERSION_HEX >= 0x030D0000
+    const bool finalizing = Py_IsFinalizing() != 0;
+#else
+    const bool finalizing = _Py_IsFinalizing() != 0;
+#endif
+    if (!Py_IsInitialized() || finalizing) {
       (void)dict.release();
       return;
     }
-    py::gil_scoped_acquire gil;
-    dict = py::object();
+    try {
+      py::gil_scoped_acquire gil;
+      dict = py::object();
+    } catch (...) {
+      (void)dict.release();  // a destructor must not throw: leaked, as at interpreter exit
+    }
   }
 };
 
