@@ -56,9 +56,9 @@ SKEIN_EXPORT Array concatenate(const Queue& queue, const std::vector<Array>& arr
 SKEIN_EXPORT Array stack(const Queue& queue, const std::vector<Array>& arrays,
                          std::size_t axis = 0);
 
-// NumPy's vstack, hstack, dstack (pygpu.operations'): concatenate along axis 0 after making 1-D
-// arrays (N) rows (1, N); along axis 0 for 1-D arrays, 1 otherwise; along axis 2 after making
-// (N) into (1, N, 1) and (M, N) into (M, N, 1).
+// NumPy's vstack, hstack, dstack (pygpu.operations'): concatenate along axis 0 after atleast_2d
+// (a 0-d array or (N) becomes a row (1, N)); along axis 0 after atleast_1d for 0-d and 1-D
+// arrays, 1 otherwise; along axis 2 after atleast_3d ((N) becomes (1, N, 1), (M, N) (M, N, 1)).
 SKEIN_EXPORT Array vstack(const Queue& queue, const std::vector<Array>& arrays);
 SKEIN_EXPORT Array hstack(const Queue& queue, const std::vector<Array>& arrays);
 SKEIN_EXPORT Array dstack(const Queue& queue, const std::vector<Array>& arrays);
