@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <optional>
 
 #include "adapters.hpp"
 
@@ -41,14 +42,10 @@ class CudaQueueAdapter final : public QueueAdapter {
   std::size_t device_idx() const override { return device_idx_; }
 
   void synchronize() override {
-    // The legacy and per-thread default streams (cuda::queue_from_native with CU_STREAM_LEGACY,
-    // CU_STREAM_PER_THREAD or 0) are the current context's: make ours current for them. A stream
-    // of our own carries its context, so its synchronisation needs no push.
-    if (stream_ == nullptr || stream_ == CU_STREAM_LEGACY || stream_ == CU_STREAM_PER_THREAD) {
-      CudaContextScope scope(cu_context(), device());
-      SKEIN_CU_CHECK(cuStreamSynchronize, (stream_), device());
-      return;
-    }
+    // A default stream is the current context's: make ours current for it. A stream of our own
+    // carries its context, so its synchronisation needs no push.
+    std::optional<CudaContextScope> scope;
+    if (on_default_stream()) scope.emplace(cu_context(), device());
     SKEIN_CU_CHECK(cuStreamSynchronize, (stream_), device());
   }
 
@@ -155,8 +152,9 @@ class CudaQueueAdapter final : public QueueAdapter {
   QueueSync sync() const override {
     // The legacy and per-thread default streams have no flags to read: the legacy one is the
     // blocking stream itself, the per-thread one does not block.
-    if (stream_ == nullptr || stream_ == CU_STREAM_LEGACY) return QueueSync::blocking;
-    if (stream_ == CU_STREAM_PER_THREAD) return QueueSync::non_blocking;
+    if (on_default_stream()) {
+      return stream_ == CU_STREAM_PER_THREAD ? QueueSync::non_blocking : QueueSync::blocking;
+    }
     CudaContextScope scope(cu_context(), device());
     unsigned flags = 0;
     SKEIN_CU_CHECK(cuStreamGetFlags, (stream_, &flags), device());
@@ -214,6 +212,12 @@ class CudaQueueAdapter final : public QueueAdapter {
   }
 
  private:
+  // The legacy or the per-thread default stream (cuda::queue_from_native with CU_STREAM_LEGACY,
+  // CU_STREAM_PER_THREAD or 0): the current context's, with no flags of its own.
+  bool on_default_stream() const {
+    return stream_ == nullptr || stream_ == CU_STREAM_LEGACY || stream_ == CU_STREAM_PER_THREAD;
+  }
+
   // One side of a rectangular copy: host or device memory, at the region's first byte.
   struct Side {
     CUmemorytype memory_type = CU_MEMORYTYPE_DEVICE;
