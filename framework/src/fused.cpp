@@ -24,10 +24,11 @@ std::string value_type(const detail::codegen::ParamDecl& p) {
 
 bool storable(Dtype d) { return detail::codegen::compute_dtype(d) == d; }
 
+// The reduction's parameter list: raw where the parameter is (or `raw` is true for all).
 std::string decl_text(const std::vector<detail::codegen::ParamDecl>& params, bool raw) {
   std::vector<std::string> parts;
   for (const auto& p : params)
-    parts.push_back(fmt::format("{}{} {}", raw ? "raw " : "", p.type, p.name));
+    parts.push_back(fmt::format("{}{} {}", raw || p.raw ? "raw " : "", p.type, p.name));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -38,7 +39,14 @@ std::string update_function(const std::string& fn,
                             const std::vector<detail::codegen::ParamDecl>& upd,
                             const std::string& operation, const std::string& map_expr) {
   std::vector<std::string> decl{"const VSIZE_T i", "const VSIZE_T n"};
-  for (const auto& p : in) decl.push_back(fmt::format("const {} {}", value_type(p), p.name));
+  for (const auto& p : in) {
+    // A raw input is the array itself (a pointer to its element 0), as in an ElementwiseKernel.
+    if (p.raw) {
+      decl.push_back(fmt::format("GLOBAL_MEM const {}* {}", value_type(p), p.name));
+    } else {
+      decl.push_back(fmt::format("const {} {}", value_type(p), p.name));
+    }
+  }
   for (const auto& p : upd) decl.push_back(fmt::format("{} {}", value_type(p), p.name));
   for (const auto& p : upd)
     decl.push_back(fmt::format("GLOBAL_MEM const {} {}{}", value_type(p) + "*", p.name, kDst));
@@ -89,11 +97,16 @@ FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_par
   }
   std::vector<detail::codegen::ParamDecl> all = in;
   all.insert(all.end(), upd.begin(), upd.end());
-  for (const auto& p : all) {
+  for (const auto& p : upd) {
     if (p.raw) {
-      detail::raise_in(SKEIN_HERE, call, "Drop `raw`: a fused kernel's operands are elements.",
-                       "kernel '{}': parameter '{}' is raw", k, p.name);
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "Drop `raw` from the updated parameters: they are updated element by element "
+          "(inputs may be raw).",
+          "kernel '{}': updated parameter '{}' is raw", k, p.name);
     }
+  }
+  for (const auto& p : all) {
     if (p.name.size() >= kDst.size() && p.name.ends_with(kDst)) {
       detail::raise_in(SKEIN_HERE, call,
                        "Rename it: names ending in _skein_dst are the generated code's.",
@@ -132,6 +145,9 @@ FusedKernel::FusedKernel(std::string_view in_params, std::string_view update_par
 const ReductionKernel& FusedKernel::reduction() const { return impl_->reduction; }
 std::size_t FusedKernel::input_count() const { return impl_->inputs; }
 std::size_t FusedKernel::update_count() const { return impl_->updates; }
+bool FusedKernel::input_is_raw(std::size_t j) const {
+  return j < impl_->inputs && impl_->params[j].raw;
+}
 const std::string& FusedKernel::name() const { return impl_->reduction.name(); }
 
 void detail::check_fused_operands(const FusedKernel& kernel, std::span<const Operand> operands,
@@ -165,7 +181,7 @@ void detail::check_fused_operands(const FusedKernel& kernel, std::span<const Ope
   }
   const Shape& target = first.array().shape();
   for (std::size_t j = 0; j < ni; ++j) {
-    if (!operands[j].is_array()) continue;
+    if (!operands[j].is_array() || kernel.input_is_raw(j)) continue;  // raw: seen whole
     const Shape& s = operands[j].array().shape();
     bool fits = s.size() <= target.size();
     for (std::size_t d = 0; fits && d < s.size(); ++d) {

@@ -85,6 +85,63 @@ TEST_P(Fused, CgUpdateBothModesAllSizes) {
   }
 }
 
+// Raw inputs: the step read from device memory (alpha = rr[0] / pw[0], as a CG keeps its
+// scalars on the device), two arrays of other shapes than the updated ones, both modes, edge sizes.
+TEST_P(Fused, RawInputsReadFromDeviceMemory) {
+  Queue queue(context());
+  const FusedKernel k("raw T rr, raw T pw, T p, T w", "T x, T r",
+                      "const T alpha = rr[0] / pw[1]; x += alpha * p; r -= alpha * w", "T out",
+                      "r * r", "a + b", "0", {.name = "cg_update_raw"});
+  EXPECT_EQ(k.input_count(), 4u);
+  EXPECT_TRUE(k.input_is_raw(0));
+  EXPECT_TRUE(k.input_is_raw(1));
+  EXPECT_FALSE(k.input_is_raw(2));
+  EXPECT_FALSE(k.input_is_raw(7));
+  const std::vector<double> rr{0.74}, pw{-1.0, 2.0, 5.0};  // alpha = 0.74 / 2 = 0.37
+  const Array drr = Array::from_host(queue, rr), dpw = Array::from_host(queue, pw);
+  for (std::size_t n : kSizes) {
+    SCOPED_TRACE(n);
+    const auto x = random_reals<double>(n, 80), r = random_reals<double>(n, 81);
+    const auto p = random_reals<double>(n, 82), w = random_reals<double>(n, 83);
+    const Host ref = host_update(x, r, p, w, 0.74 / 2.0);
+    const double exact = canonical_tree(ref.rr);
+    for (bool det : {false, true}) {
+      SCOPED_TRACE(det);
+      Array dx = Array::from_host(queue, x), dr = Array::from_host(queue, r);
+      const Array dp = Array::from_host(queue, p), dw = Array::from_host(queue, w);
+      FusedArgs args;
+      args.deterministic = det;
+      const double got = reduction_value<double>(k(queue, {drr, dpw, dp, dw, dx, dr}, args));
+      const auto gx = dx.get<double>(), gr = dr.get<double>();
+      if (det) {
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(exact));
+        EXPECT_EQ(gx, ref.x);
+        EXPECT_EQ(gr, ref.r);
+      } else {
+        EXPECT_NEAR(got, exact, 1e-12 * (exact + 1));
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_NEAR(gx[i], ref.x[i], 1e-15 * (std::fabs(x[i]) + std::fabs(p[i]) + 1)) << i;
+          ASSERT_NEAR(gr[i], ref.r[i], 1e-15 * (std::fabs(r[i]) + std::fabs(w[i]) + 1)) << i;
+        }
+      }
+    }
+  }
+  // The raw inputs were only read.
+  EXPECT_EQ(drr.get<double>(), rr);
+  EXPECT_EQ(dpw.get<double>(), pw);
+  // An updated parameter cannot be raw; a scalar for a raw input is refused by the reduction.
+  EXPECT_THROW(FusedKernel("raw T s", "raw T x", "x = s[0]", "T y", "x", "a + b", "0"), LogicError);
+  Array dx = Array::from_host(queue, std::vector<double>(5, 1.0));
+  Array dr = Array::from_host(queue, std::vector<double>(5, 1.0));
+  const Array d5 = Array::from_host(queue, std::vector<double>(5, 1.0));
+  EXPECT_THROW((void)k(queue, {0.5, dpw, d5, d5, dx, dr}), LogicError);
+  // What a user does next: the arrays are untouched and a right call works.
+  EXPECT_EQ(dx.get<double>(), std::vector<double>(5, 1.0));
+  const double again = reduction_value<double>(k(queue, {drr, dpw, d5, d5, dx, dr}));
+  EXPECT_NEAR(again, 5 * (1 - 0.37) * (1 - 0.37), 1e-14);
+  EXPECT_NEAR(dx.get<double>()[4], 1.37, 1e-15);
+}
+
 // Inputs broadcast, float32 arrays, a reduce type of its own, and post_map.
 TEST_P(Fused, Float32BroadcastAndPostMap) {
   Queue queue(context());
@@ -117,7 +174,7 @@ TEST_P(Fused, BadDeclarationsAndOperands) {
   EXPECT_THROW(FusedKernel("T p", "", "p = p", "T y", "p", "a + b", "0"),
                LogicError);  // nothing updated
   EXPECT_THROW(FusedKernel("T p", "raw T x", "x = p", "T y", "p", "a + b", "0"),
-               LogicError);  // raw
+               LogicError);  // raw updated parameter
   EXPECT_THROW(FusedKernel("T p", "T x", " ", "T y", "x", "a + b", "0"),
                LogicError);  // no operation
   EXPECT_THROW(FusedKernel("T p", "T p", "p = 1", "T y", "p", "a + b", "0"), LogicError);  // twice

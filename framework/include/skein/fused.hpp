@@ -6,10 +6,15 @@
 //                         "T rr", "r * r", "a + b", "0", {.name = "cg_update"});
 //   skein::Array rr = cg(queue, {p, w, alpha, x, r});   // writes x and r; rr: one element
 //
-// Parameters use ElementwiseKernel's syntax (skein/elementwise.hpp), without `raw`:
-//   in_params       inputs: arrays (broadcast to the updated arrays' shape) or scalars, read only
+// Parameters use ElementwiseKernel's syntax (skein/elementwise.hpp):
+//   in_params       inputs: arrays (broadcast to the updated arrays' shape) or scalars, read only;
+//                   a `raw` input is an array seen whole, a pointer to its element 0 in the
+//                   operation (`raw T s` -> `s[0]`), of any shape, not broadcast: how a value
+//                   computed on the device (a solver's alpha = rr / pw, dist::*_to_devices) reaches
+//                   the update without the host reading it
 //   update_params   arrays read and written in place (at least one), all of one shape, contiguous,
-//                   not float16/bfloat16; in the operation each is the element's value (an lvalue)
+//                   not float16/bfloat16, never raw; in the operation each is the element's value
+//                   (an lvalue)
 //   operation       statements on one element (as an ElementwiseKernel's), run once per element;
 //                   the updated names hold their new values afterwards and are stored back
 //   out_param       the reduced value's output (one), as ReductionKernel's
@@ -97,6 +102,8 @@ class SKEIN_EXPORT FusedKernel {
 
   std::size_t input_count() const;   // in_params
   std::size_t update_count() const;  // update_params (operands input_count() .. + update_count())
+  // Whether input j (0 <= j < input_count()) is declared `raw` (false beyond the inputs).
+  bool input_is_raw(std::size_t j) const;
   const std::string& name() const;
 
   struct Impl;
