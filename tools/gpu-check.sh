@@ -37,7 +37,8 @@
 #   coll       the collectives benchmark, every operation, against PyTorch, the MPI staging floor
 #              and tools/compare-collectives.py's ratios
 #   latency    the 8-byte all_reduce, Skein against NCCL called directly and nccl-tests'
-#              all_reduce_perf (where NCCL_TESTS_BIN names the folder it was built into), in
+#              all_reduce_perf (where NCCL_TESTS_BIN names the folder it was built into, or
+#              NCCL_TESTS_SRC its source, which the step then builds: make MPI=1, sm_90), in
 #              LAT_ROUNDS (default 5) alternating rounds of 2000 calls, one GPU per rank and one
 #              rank for every GPU, on 2 GPUs and on every GPU; compare-collectives.py judges the
 #              medians (one-rank runs with --bind-to none: NCCL's proxy threads, Skein's watchdog
@@ -468,6 +469,20 @@ if want latency && ((ngpu > 1)); then
   # nccl-tests' all_reduce_perf, the peer itself, where NCCL_TESTS_BIN names the folder it was
   # built into (from its public source, on the GPU machine: it is no part of this repository).
   ncclt=""
+  # NCCL_TESTS_SRC: nccl-tests' source tree (github.com/NVIDIA/nccl-tests, carried to the machine):
+  # all_reduce_perf is built from it here, for this machine's GPUs, NCCL and Open MPI.
+  if [[ -z "${NCCL_TESTS_BIN:-}" && -n "${NCCL_TESTS_SRC:-}" ]]; then
+    NCCL_TESTS_BIN="$SOURCE_DIR/$BUILD_DIR/nccl-tests"
+    [[ "$BUILD_DIR" == /* ]] && NCCL_TESTS_BIN="$BUILD_DIR/nccl-tests"
+    nccl_inc="$(dirname "$(find /usr/include /usr/local/cuda/include /usr/local/include \
+      -maxdepth 2 -name nccl.h 2>/dev/null | head -n 1)")"
+    mpi_inc="$(mpicc --showme:incdirs 2>/dev/null | awk '{print $1}')"
+    step nccl-tests-build "$OUTDIR/bench-coll.txt" make -C "$NCCL_TESTS_SRC/src" -j "$JOBS" MPI=1 \
+      "MPI_HOME=$(dirname "$mpi_inc")" "NCCL_HOME=$(dirname "$nccl_inc")" \
+      "CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}" "BUILDDIR=$NCCL_TESTS_BIN" \
+      "NVCC_GENCODE=${NCCL_TESTS_GENCODE:--gencode=arch=compute_90,code=sm_90}" \
+      os.build "$NCCL_TESTS_BIN/all_reduce_perf"
+  fi
   if [[ -n "${NCCL_TESTS_BIN:-}" && -x "$NCCL_TESTS_BIN/all_reduce_perf" ]]; then
     ncclt="$NCCL_TESTS_BIN/all_reduce_perf"
   fi
