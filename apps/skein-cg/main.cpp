@@ -18,7 +18,10 @@
 //                   p = r + beta p with dist::axpy
 //   forms           --form fused (the above: 11 vector passes per iteration), unfused (each step
 //                   its own call, 14), pipelined (one overlapped reduction per iteration, 17): see
-//                   cg_solver.hpp
+//                   cg_solver.hpp. In the fast mode the fused form keeps p . w and r . r on the
+//                   devices (dist::*_to_devices, read by the next kernels as raw parameters) and
+//                   the host reads them one iteration late (cg_device.hpp; --scalars host: the
+//                   host reads them in every iteration)
 //   dots            reduction kernels, then all_reduce over every device, or with --dot blas
 //                   dist::blas_dot (cuBLAS / CLBlast; the unfused form). With --deterministic, the
 //                   deterministic reductions: every dot is the same canonical tree over global
@@ -72,10 +75,11 @@ struct Options {
   std::optional<double> tol;  // default by dtype: default_tol()
   std::size_t max_iters = 10000;
   std::string dtype = "float64";
-  std::string rhs = "solution";   // solution: b = A x*; ones: b = 1
-  std::string dot = "reduction";  // reduction | blas
-  std::string form = "fused";     // fused | unfused | pipelined
-  std::string grid;               // PxQ: a GridArray over a P x Q grid of the devices
+  std::string rhs = "solution";    // solution: b = A x*; ones: b = 1
+  std::string dot = "reduction";   // reduction | blas
+  std::string form = "fused";      // fused | unfused | pipelined
+  std::string scalars = "device";  // device | host: where the fused form keeps p . w and r . r
+  std::string grid;                // PxQ: a GridArray over a P x Q grid of the devices
   std::size_t report_every = 100;
   std::size_t warmup = 0;  // iterations run and discarded before the timed solve
   bool deterministic = false;
@@ -151,6 +155,7 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
                                 .form = o.form,
                                 .deterministic = o.deterministic,
                                 .blas_dots = o.dot == "blas",
+                                .device_scalars = o.scalars == "device" && !o.step_times,
                                 .report_every = o.report_every,
                                 .printer = printer,
                                 .step_times = o.step_times};
@@ -354,6 +359,8 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
       {"rhs", o.rhs},
       {"dot", o.dot},
       {"form", o.form},
+      {"scalars",
+       o.form == "fused" && !o.deterministic && !o.step_times ? o.scalars : std::string("host")},
       {"grid", o.grid.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.grid)},
       {"deterministic", o.deterministic},
       {"ranks", runtime.size()},
@@ -406,9 +413,12 @@ int solve(const Options& o, const skein::Runtime& runtime) {
     fmt::print("# {} device(s) on {} rank(s), {}, {}; {}\n", comm.size(), runtime.size(),
                std::string(runtime.context().api().name()), comm.backend_description(),
                pq.empty() ? "row blocks" : fmt::format("a {} x {} process grid", pq[0], pq[1]));
-    fmt::print("# form {}; dots: {}{}; tol {:.1e}, at most {} iterations\n", o.form,
+    const bool on_devices =
+        o.form == "fused" && !o.deterministic && !o.step_times && o.scalars == "device";
+    fmt::print("# form {}; dots: {}{}{}; tol {:.1e}, at most {} iterations\n", o.form,
                o.dot == "blas" ? "BLAS (cuBLAS / CLBlast)" : "reduction kernels",
-               o.deterministic ? ", deterministic" : "", tol, o.max_iters);
+               o.deterministic ? ", deterministic" : "",
+               on_devices ? ", scalars on the devices" : "", tol, o.max_iters);
     std::fflush(stdout);
   }
   Outcome out;
@@ -499,6 +509,12 @@ int main(int argc, char** argv) {
              "per iteration); unfused: each step its own call (14); pipelined: one reduction per "
              "iteration, overlapped with the matvec (17)")
           .one_of({"fused", "unfused", "pipelined"});
+  app.add_option(
+         "--scalars", o.scalars,
+         "Fused form, fast mode: device keeps p . w and r . r on the devices and reads them "
+         "one iteration late (the host never waits inside an iteration); host reads them in "
+         "every iteration (--step-times and --deterministic use host)")
+      .one_of({"device", "host"});
   app.add_option(
       "--grid", o.grid,
       "Split the grid over a P x Q grid of the devices (PxQ, P along the rows; P * Q = devices) "

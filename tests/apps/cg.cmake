@@ -12,7 +12,7 @@ endif()
 set(_cg_script ${CMAKE_CURRENT_SOURCE_DIR}/cg_check.cmake)
 set(_cg_dir ${CMAKE_CURRENT_BINARY_DIR}/cg)
 
-# skein_cg_test(NAME name NP np MODE pass|fail|deterministic ARGS ... [DEFS -DKEY=VALUE ...]
+# skein_cg_test(NAME name NP np MODE pass|fail|deterministic|same ARGS ... [DEFS -DKEY=VALUE ...]
 #               [ENV NAME=VALUE ...] [RELEASE_ONLY])
 # RELEASE_ONLY: labelled no-sanitizer. The sanitizer run keeps one run of each host code path
 # (2 ranks x 2 devices, BLAS dots with b = 1, the edge sizes on 1 and 4 ranks, the failures); the
@@ -31,7 +31,7 @@ function(skein_cg_test)
             -P ${_cg_script})
   # cg_check.cmake stops each run after 90 s (a run takes a few seconds, several times that under
   # the sanitizers); the deterministic tests make four runs.
-  if(T_MODE STREQUAL "deterministic")
+  if(T_MODE STREQUAL "deterministic" OR T_MODE STREQUAL "same")
     set(timeout 400)
   else()
     set(timeout 120)
@@ -101,6 +101,14 @@ skein_cg_test(NAME np4.grid2x2 NP 4 MODE pass ARGS --nx 33 --ny 29 --grid 2x2 --
 skein_cg_test(NAME deterministic.forms NP 0 MODE deterministic ARGS --nx 33 --ny 29 --dtype float64
   DEFS "-DCONFIGS=1x1/--form=unfused,2x1/--form=fused,2x2/--form=unfused/--grid=2x2,2x1/--form=fused/--grid=1x2"
   RELEASE_ONLY)
+# The fused form's scalars on the devices (the fast mode's default: the host reads p . w and r . r
+# one iteration late) against the host reading them in every iteration: the same iterations and
+# bit-identical x on one placement (the same kernels' arithmetic: alpha = rr / pw and beta in
+# double either way), on row blocks of 2 ranks x 2 devices and a 1 x 2 process grid.
+skein_cg_test(NAME scalars.rows NP 0 MODE same ARGS --nx 33 --ny 29 --dtype float64
+  DEFS "-DCONFIGS=2x2/--scalars=device,2x2/--scalars=host" RELEASE_ONLY)
+skein_cg_test(NAME scalars.grid NP 0 MODE same ARGS --nx 33 --ny 29 --dtype float64
+  DEFS "-DCONFIGS=2x1/--scalars=device/--grid=1x2,2x1/--scalars=host/--grid=1x2" RELEASE_ONLY)
 # Failures: exit status non-zero with a message saying what was wrong (NP 0: refused before MPI
 # starts, so run without mpirun; the NP 2 ones show that every rank stops).
 skein_cg_test(NAME not_converged NP 2 MODE fail ARGS --nx 33 --ny 29 --max-iters 3

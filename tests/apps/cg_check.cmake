@@ -11,6 +11,8 @@
 #                      /ARG/ARG... of its own, e.g. 2x1/--form=unfused/--grid=2x1), each must pass
 #                      as above, and all must agree on the iteration count and x's fingerprint
 #                      (bit-identical x)
+#   -DMODE=same        the same without --deterministic: for configurations whose fast-mode
+#                      arithmetic is the same (e.g. --scalars device against host on one placement)
 #   -DLIMIT=seconds    per run (default 120)
 cmake_minimum_required(VERSION 3.20)
 
@@ -128,8 +130,10 @@ elseif(MODE STREQUAL "fail")
     message(FATAL_ERROR "the output does not say what was wrong (expected /${EXPECT}/)")
   endif()
   message("checked: exit status ${rc}, the message matches /${EXPECT}/")
-elseif(MODE STREQUAL "deterministic")
-  list(APPEND ARGS --deterministic)
+elseif(MODE STREQUAL "deterministic" OR MODE STREQUAL "same")
+  if(MODE STREQUAL "deterministic")
+    list(APPEND ARGS --deterministic)
+  endif()
   set(first "")
   string(REPLACE "," ";" configs "${CONFIGS}")
   list(LENGTH configs count)
@@ -162,12 +166,12 @@ elseif(MODE STREQUAL "deterministic")
       set(first_iterations ${iterations})
       set(first_fingerprint ${fingerprint})
     elseif(NOT iterations EQUAL first_iterations OR NOT fingerprint STREQUAL first_fingerprint)
-      message(FATAL_ERROR "--deterministic differs: ${first}: ${first_iterations} iterations, "
+      message(FATAL_ERROR "the runs differ (${MODE}): ${first}: ${first_iterations} iterations, "
                           "x ${first_fingerprint}; ${config}: ${iterations} iterations, "
                           "x ${fingerprint}")
     endif()
   endforeach()
   message("checked: ${CONFIGS} agree: ${first_iterations} iterations, x ${first_fingerprint}")
 else()
-  message(FATAL_ERROR "MODE must be pass, fail or deterministic (got '${MODE}')")
+  message(FATAL_ERROR "MODE must be pass, fail, deterministic or same (got '${MODE}')")
 endif()

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The fused CG with its scalars on the devices (the default of the fast mode, --scalars device):
+// the same 11 vector passes and kernels' arithmetic as classic_cg's fused form, but p . w and r . r
+// stay where they were reduced. dist::stencil_reduce_to_devices and
+// dist::update_and_reduce_to_devices leave each value on every member's device (over NCCL the
+// all_reduce is enqueued on the queue), and the next kernels read them there as `raw` parameters
+// (alpha = rr / pw in the update, beta = rr_next / rr in p = r + beta p). The host never waits
+// inside an iteration: it reads each iteration's two values one iteration later, copied on a
+// second queue into page-locked memory, and decides from them.
+//
+// The decisions are the synchronous form's. The kernels apply an iteration only while
+// rr > stop2 = (tol ||b||)^2 and pw > 0 (alpha = 0 otherwise), so the iteration that the host
+// launches before it has read that the previous one converged changes neither x nor r; the host
+// stops at the first iteration whose rr <= stop2, compared in the same precision as the kernels
+// compare it, and reports the iterations up to there. A breakdown (pw <= 0 or not finite) is
+// seen one iteration late: the iteration launched meanwhile may have updated x once more (the
+// result says breakdown either way).
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <skein/skein.hpp>
+
+#include "cg_poisson.hpp"
+#include "cg_solver_common.hpp"
+
+namespace skein_cg {
+
+namespace detail {
+
+// The local members' device indices, in local block order.
+template <class V>
+std::vector<std::size_t> member_devices(const V& v) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < v.local_size(); ++i) out.push_back(v.block(i).device_idx);
+  return out;
+}
+
+// One value per local member's device (what the *_to_devices reductions give), from the host.
+inline std::vector<skein::Array> member_values(const skein::Queue& queue,
+                                               const std::vector<std::size_t>& devices,
+                                               double value) {
+  std::vector<skein::Array> out;
+  const std::vector<double> host{value};
+  for (std::size_t d : devices) out.push_back(skein::Array::from_host(queue, host, {}, d));
+  return out;
+}
+
+// An iteration's p . w and r . r, copied to the host on a second queue.
+class LaggedValues {
+ public:
+  LaggedValues(const skein::Queue& queue, std::size_t device)
+      : queue_(queue),
+        copies_(queue.context(), std::vector<std::size_t>{device}),
+        device_(device),
+        host_(skein::HostBuffer::allocate(queue.context(), 2 * kSlots * sizeof(double))) {}
+
+  // Enqueues the copies of iteration k's values (member 0's arrays) behind the work so far.
+  void push(std::size_t k, const std::vector<skein::Array>& pw,
+            const std::vector<skein::Array>& rr) {
+    Slot& s = slots_[k % kSlots];
+    s.pw = pw.at(0);
+    s.rr = rr.at(0);
+    copies_.wait_for(queue_.record_marker(device_), device_);
+    auto bytes = host_.bytes().subspan((k % kSlots) * 2 * sizeof(double), 2 * sizeof(double));
+    on_copies(*s.pw).get(bytes.first(sizeof(double)), skein::Sync::async);
+    on_copies(*s.rr).get(bytes.last(sizeof(double)), skein::Sync::async);
+    s.done = copies_.record_marker(device_);
+  }
+  // Iteration k's values (p . w, r . r): waits for their copies.
+  std::array<double, 2> read(std::size_t k) {
+    Slot& s = slots_[k % kSlots];
+    s.done.wait();
+    std::array<double, 2> v{};
+    std::memcpy(v.data(), host_.bytes().data() + (k % kSlots) * 2 * sizeof(double),
+                2 * sizeof(double));
+    s.pw.reset();  // the device values may go back to their pool
+    s.rr.reset();
+    return v;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 4;
+  struct Slot {
+    std::optional<skein::Array> pw, rr;  // kept until their copies are read
+    skein::Event done;
+  };
+  skein::Array on_copies(const skein::Array& a) const {
+    return skein::Array(copies_, a.data(), a.shape(), a.dtype(), a.strides(), a.offset());
+  }
+  skein::Queue queue_, copies_;
+  std::size_t device_;
+  skein::HostBuffer host_;
+  std::array<Slot, kSlots> slots_;
+};
+
+}  // namespace detail
+
+// CG from x = 0, the fused form with the scalars on the devices (fast mode only).
+template <class T, class V>
+CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V& b,
+                          const CgVectors<V>& v, MPI_Comm comm) {
+  // x += alpha p; r -= alpha w with alpha = rr / pw read on the device, and r . r (in double).
+  const skein::FusedKernel update_rr(
+      "raw float64 rr, raw float64 pw, float64 stop2, T p, T w", "T x, T r",
+      "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
+      "x += alpha * p; r -= alpha * w",
+      "float64 rr_next", "(double)r * (double)r", "a + b", "0",
+      {.reduce_type = skein::Dtype::float64, .name = "cg_update_rr_dev"});
+  // p = r + beta p, beta = rr_next / rr (0 once converged: the frozen iterations stay finite).
+  const skein::ElementwiseKernel next_p(
+      "raw float64 rr_next, raw float64 rr, float64 stop2, T r, T p", "T p_out",
+      "p_out = r + (T)(rr[0] > stop2 ? rr_next[0] / rr[0] : 0.0) * p", {.name = "cg_next_p_dev"});
+  CgResult result;
+  skein::dist::fill(v.x, skein::Operand(T{0}));
+  skein::dist::copy(b, v.r);
+  skein::dist::copy(b, v.p);
+  const double b_norm = std::sqrt(detail::dot(s, b, b));
+  const double rr0 = detail::dot(s, v.r, v.r);
+  if (b_norm == 0) {
+    result.converged = true;
+    return result;
+  }
+  result.relative_residual = std::sqrt(rr0) / b_norm;
+  const double stop2 = (s.tol * b_norm) * (s.tol * b_norm);
+  const skein::Queue& queue = v.x.queue();
+  const std::vector<std::size_t> devices = detail::member_devices(v.x);
+  std::vector<skein::Array> rr = detail::member_values(queue, devices, rr0);
+  detail::LaggedValues lagged(queue, devices.at(0));
+  const auto start = detail::start_clock(v.x, comm);
+  bool converged = false;
+  // Whether the host, having read iteration k's values, goes on.
+  auto goes_on = [&](std::size_t k, double pw, double rr_k) {
+    if (!(pw > 0) || !std::isfinite(pw)) {
+      result.breakdown = true;
+      return false;
+    }
+    result.iterations = k;
+    result.relative_residual = std::sqrt(rr_k) / b_norm;
+    if (!std::isfinite(rr_k)) {
+      result.breakdown = true;
+      return false;
+    }
+    detail::report(s, result);
+    converged = !(rr_k > stop2);
+    return !converged && k < s.max_iters;
+  };
+  converged = !(rr0 > stop2);
+  bool go = !converged && s.max_iters > 0;
+  std::size_t launched = 0, read = 0;
+  while (go) {
+    if (launched < s.max_iters) {
+      const std::size_t k = ++launched;
+      v.p.exchange_halos();
+      const std::vector<skein::Array> pw =
+          skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
+      std::vector<skein::Array> rr_next = skein::dist::update_and_reduce_to_devices(
+          update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
+      skein::dist::elementwise(next_p, {rr_next, rr, stop2, v.r, v.p, v.p});
+      lagged.push(k, pw, rr_next);
+      rr = std::move(rr_next);
+    }
+    // Read one iteration behind the launches (or catch up once every iteration is launched).
+    if (launched - read >= 2 || launched == s.max_iters) {
+      const std::size_t k = ++read;
+      const auto [pw, rr_k] = lagged.read(k);
+      go = goes_on(k, pw, rr_k);
+    }
+  }
+  detail::stop_clock(result, v.x, start, comm, s.tol);
+  // Stopped where the kernels stopped applying iterations (rr <= stop2), whatever the rounding of
+  // the relative residual against tol.
+  result.converged = !result.breakdown && converged;
+  return result;
+}
+
+}  // namespace skein_cg
