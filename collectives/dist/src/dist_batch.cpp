@@ -79,20 +79,19 @@ std::vector<double> PendingValues::wait() {
   return out;
 }
 
-PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, ReduceOp across,
-                                      const DistReductionOptions& options, const char* call) {
-  auto state = std::make_unique<PendingValues::State>(terms, call);
-  PendingValues::State& s = *state;
-  const reductions::Operands& ops = s.ops;
-  Communicator& comm = ops.communicator();
-  detail::require_outside_group(comm, call);
-  s.dtype = reductions::common_out_dtype(ops, terms, call);
-  s.across = across;
-  s.count = terms.size();
-  if (s.count * itemsize(s.dtype) > detail::HostValues::kMaxBytes) {
+namespace {
+
+// The checks both forms of a batch share (begin_terms, terms_to_devices): outside a group, one
+// result dtype, at most 64 bytes of results, a deterministic mode for every term. Returns the
+// results' dtype.
+Dtype check_batch(const reductions::Operands& ops, std::span<const reductions::Term> terms,
+                  const DistReductionOptions& options, const char* call) {
+  detail::require_outside_group(ops.communicator(), call);
+  const Dtype dtype = reductions::common_out_dtype(ops, terms, call);
+  if (terms.size() * itemsize(dtype) > detail::HostValues::kMaxBytes) {
     detail::raise_in(
         SKEIN_HERE, call, "Split the batch: at most 64 bytes of results in one (8 float64 values).",
-        "rank {}: {} reductions of {} bytes each", ops.rank(), s.count, itemsize(s.dtype));
+        "rank {}: {} reductions of {} bytes each", ops.rank(), terms.size(), itemsize(dtype));
   }
   for (const reductions::Term& t : terms) {
     if (options.deterministic && t.custom != nullptr) {
@@ -104,19 +103,40 @@ PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, R
           reductions::term_name(t));
     }
   }
+  return dtype;
+}
+
+// Deterministic mode: the canonical values of `terms` into `outs` (one array per local device),
+// through slab copies where the blocks are not ranges of global indices (kept in `slabs`, which
+// must outlive the work). Returns the temporaries the enqueued work reads.
+std::vector<Array> canonical_into(const reductions::Operands& ops,
+                                  std::span<const reductions::Term> terms,
+                                  std::span<const Array> outs,
+                                  std::optional<reductions::SlabTerms>& slabs, const char* call) {
+  if (ops.in_ranges()) return reductions::canonical_values(ops, terms, outs);
+  slabs.emplace(terms, ops);
+  const reductions::Operands slab_ops(slabs->terms(), call);
+  return reductions::canonical_values(slab_ops, slabs->terms(), outs);
+}
+
+}  // namespace
+
+PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, ReduceOp across,
+                                      const DistReductionOptions& options, const char* call) {
+  auto state = std::make_unique<PendingValues::State>(terms, call);
+  PendingValues::State& s = *state;
+  const reductions::Operands& ops = s.ops;
+  Communicator& comm = ops.communicator();
+  s.dtype = check_batch(ops, terms, options, call);
+  s.across = across;
+  s.count = terms.size();
   const Queue& queue = ops.queue();
   detail::Ordering order(queue, ops.devices());
   ops.join(order);
   const std::vector<std::size_t> devices = ops.devices();
   s.host = std::make_unique<detail::HostValues>(queue, devices, s.dtype, s.count);
   if (options.deterministic) {
-    if (ops.in_ranges()) {
-      s.keep = reductions::canonical_values(ops, terms, s.host->arrays());
-    } else {
-      s.slabs.emplace(terms, ops);
-      const reductions::Operands slab_ops(s.slabs->terms(), call);
-      s.keep = reductions::canonical_values(slab_ops, s.slabs->terms(), s.host->arrays());
-    }
+    s.keep = canonical_into(ops, terms, s.host->arrays(), s.slabs, call);
   } else if (values::combine_on_devices(comm)) {
     for (std::size_t i = 0; i < ops.local_size(); ++i) {
       s.keep.push_back(
@@ -133,45 +153,116 @@ PendingValues reductions::begin_terms(std::span<const reductions::Term> terms, R
   return PendingValues(std::move(state));
 }
 
+std::vector<Array> reductions::terms_to_devices(std::span<const reductions::Term> terms,
+                                                ReduceOp across,
+                                                const DistReductionOptions& options,
+                                                const char* call) {
+  const reductions::Operands ops(terms, call);
+  const Dtype dtype = check_batch(ops, terms, options, call);
+  const Queue& queue = ops.queue();
+  detail::Ordering order(queue, ops.devices());
+  ops.join(order);
+  // The results: from the queue's array pool (as any array Skein returns).
+  std::vector<Array> out;
+  out.reserve(ops.local_size());
+  for (std::size_t i = 0; i < ops.local_size(); ++i)
+    out.push_back(Array::empty(queue, {terms.size()}, dtype, ops.device(i)));
+  if (options.deterministic) {
+    std::optional<reductions::SlabTerms> slabs;
+    // The records are temporaries of the queue's pool, reused only by the queue's later work: they
+    // may go now. The slabs are plain allocations: the work reading them must be done first.
+    (void)canonical_into(ops, terms, out, slabs, call);
+    if (slabs) queue.synchronize();
+  } else {
+    // Each device's values, then one all_reduce of them in place, on the queue.
+    reductions::local_values(ops, terms, out);
+    ops.communicator().all_reduce(queue, out, out, across);
+  }
+  order.release();
+  return out;
+}
+
 namespace {
 
 Dtype operand_dtype(const DistOperand& a, const char* call) {
   if (a.array() != nullptr) return a.array()->dtype();
   if (a.grid() != nullptr) return a.grid()->dtype();
-  detail::raise_in(SKEIN_HERE, call, "Pass DistArrays or GridArrays.",
-                   "a scalar where an array was expected");
+  detail::raise_in(SKEIN_HERE, call, "Pass DistArrays or GridArrays.", "{} where an array was expected",
+                   a.per_member() != nullptr ? "per-member arrays" : "a scalar");
+}
+
+}  // namespace
+
+namespace {
+
+// The terms of a batch, and the operand lists they point into.
+struct BatchTerms {
+  std::vector<std::array<DistOperand, 2>> pairs;  // reserved up front: terms point into it
+  std::vector<reductions::Term> terms;
+};
+
+std::vector<reductions::Term> reduce_terms(std::span<const Reduction> batch) {
+  std::vector<reductions::Term> terms;
+  terms.reserve(batch.size());
+  for (const Reduction& r : batch) terms.push_back({&r.kernel, r.operands});
+  return terms;
+}
+
+BatchTerms dot_terms(std::span<const std::pair<DistOperand, DistOperand>> pairs, const char* call) {
+  BatchTerms b;
+  b.pairs.reserve(pairs.size());
+  for (const auto& [x, y] : pairs) {
+    b.pairs.push_back({x, y});
+    b.terms.push_back(
+        {&dot_kernel(operand_dtype(x, call), operand_dtype(y, call)), b.pairs.back()});
+  }
+  return b;
+}
+
+std::vector<reductions::Term> sum_terms(std::span<const DistOperand> arrays, const char* call) {
+  std::vector<reductions::Term> terms;
+  for (const DistOperand& x : arrays) {
+    terms.push_back({&sum_kernel(operand_dtype(x, call)), std::span<const DistOperand>(&x, 1)});
+  }
+  return terms;
 }
 
 }  // namespace
 
 PendingValues begin_reduce(std::span<const Reduction> batch, ReduceOp across,
                            const DistReductionOptions& options) {
-  std::vector<reductions::Term> terms;
-  terms.reserve(batch.size());
-  for (const Reduction& r : batch) terms.push_back({&r.kernel, r.operands});
-  return reductions::begin_terms(terms, across, options, "dist::begin_reduce");
+  return reductions::begin_terms(reduce_terms(batch), across, options, "dist::begin_reduce");
 }
 
 PendingValues begin_dots(std::span<const std::pair<DistOperand, DistOperand>> pairs,
                          const DistReductionOptions& options) {
   const char* call = "dist::begin_dots";
-  std::vector<std::array<DistOperand, 2>> operands;
-  operands.reserve(pairs.size());
-  std::vector<reductions::Term> terms;
-  for (const auto& [x, y] : pairs) {
-    operands.push_back({x, y});
-    terms.push_back({&dot_kernel(operand_dtype(x, call), operand_dtype(y, call)), operands.back()});
-  }
-  return reductions::begin_terms(terms, ReduceOp::sum, options, call);
+  const BatchTerms b = dot_terms(pairs, call);
+  return reductions::begin_terms(b.terms, ReduceOp::sum, options, call);
 }
 
 PendingValues begin_sums(std::span<const DistOperand> arrays, const DistReductionOptions& options) {
   const char* call = "dist::begin_sums";
-  std::vector<reductions::Term> terms;
-  for (const DistOperand& x : arrays) {
-    terms.push_back({&sum_kernel(operand_dtype(x, call)), std::span<const DistOperand>(&x, 1)});
-  }
-  return reductions::begin_terms(terms, ReduceOp::sum, options, call);
+  return reductions::begin_terms(sum_terms(arrays, call), ReduceOp::sum, options, call);
+}
+
+std::vector<Array> reduce_to_devices(std::span<const Reduction> batch, ReduceOp across,
+                                     const DistReductionOptions& options) {
+  return reductions::terms_to_devices(reduce_terms(batch), across, options,
+                                      "dist::reduce_to_devices");
+}
+
+std::vector<Array> dots_to_devices(std::span<const std::pair<DistOperand, DistOperand>> pairs,
+                                   const DistReductionOptions& options) {
+  const char* call = "dist::dots_to_devices";
+  const BatchTerms b = dot_terms(pairs, call);
+  return reductions::terms_to_devices(b.terms, ReduceOp::sum, options, call);
+}
+
+std::vector<Array> sums_to_devices(std::span<const DistOperand> arrays,
+                                   const DistReductionOptions& options) {
+  const char* call = "dist::sums_to_devices";
+  return reductions::terms_to_devices(sum_terms(arrays, call), ReduceOp::sum, options, call);
 }
 
 }  // namespace skein::dist

@@ -26,7 +26,8 @@ void check_updated(const FusedKernel& kernel, std::span<const DistOperand> opera
     if (a.array() == nullptr && a.grid() == nullptr) {
       detail::raise_in(SKEIN_HERE, call,
                        "Pass a DistArray or a GridArray for each updated parameter.",
-                       "kernel '{}': updated operand {} is a scalar", kernel.name(), j - ni);
+                       "kernel '{}': updated operand {} is {}", kernel.name(), j - ni,
+                       a.per_member() != nullptr ? "per-member arrays" : "a scalar");
     }
     const Dtype d = a.array() != nullptr ? a.array()->dtype() : a.grid()->dtype();
     if (d == Dtype::float16 || d == Dtype::bfloat16) {
@@ -47,12 +48,11 @@ void check_updated(const FusedKernel& kernel, std::span<const DistOperand> opera
   }
 }
 
-}  // namespace
-
-PendingValues begin_update_and_reduce(const FusedKernel& kernel,
-                                      std::span<const DistOperand> operands, ReduceOp across,
-                                      const DistReductionOptions& options) {
-  const char* call = "dist::begin_update_and_reduce";
+// The FusedKernel's reduction as the one term of a batch, checked, handed to `run` (begin_terms or
+// terms_to_devices).
+template <class Run>
+auto with_fused_term(const FusedKernel& kernel, std::span<const DistOperand> operands,
+                     const DistReductionOptions& options, const char* call, Run&& run) {
   check_updated(kernel, operands, call);
   std::vector<DistOperand> expanded(operands.begin(), operands.end());
   for (std::size_t j = kernel.input_count(); j < operands.size(); ++j)
@@ -69,7 +69,30 @@ PendingValues begin_update_and_reduce(const FusedKernel& kernel,
                        kernel.name());
     }
   }
-  return reductions::begin_terms(terms, across, options, call);
+  return run(terms);
+}
+
+}  // namespace
+
+PendingValues begin_update_and_reduce(const FusedKernel& kernel,
+                                      std::span<const DistOperand> operands, ReduceOp across,
+                                      const DistReductionOptions& options) {
+  const char* call = "dist::begin_update_and_reduce";
+  return with_fused_term(kernel, operands, options, call,
+                         [&](std::span<const reductions::Term> terms) {
+                           return reductions::begin_terms(terms, across, options, call);
+                         });
+}
+
+std::vector<Array> update_and_reduce_to_devices(const FusedKernel& kernel,
+                                                std::span<const DistOperand> operands,
+                                                ReduceOp across,
+                                                const DistReductionOptions& options) {
+  const char* call = "dist::update_and_reduce_to_devices";
+  return with_fused_term(kernel, operands, options, call,
+                         [&](std::span<const reductions::Term> terms) {
+                           return reductions::terms_to_devices(terms, across, options, call);
+                         });
 }
 
 }  // namespace skein::dist

@@ -25,6 +25,7 @@ namespace {
 using checks::check_same_layout;
 using checks::check_same_shape;
 using detail::Ordering;
+using detail::join_per_member;
 
 std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& kernel,
                                   ReduceOp across, const DistReductionOptions& options) {
@@ -60,9 +61,12 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
     detail::raise_in(SKEIN_HERE, "dist::elementwise", "Pass at least one DistArray.",
                      "kernel {}: no distributed operand", kernel.name());
   }
-  Ordering order(first->queue(), values::local_devices(*first));
+  const std::vector<std::size_t> devices = values::local_devices(*first);
+  checks::check_per_member(args, first->queue(), devices, first->rank(), "dist::elementwise");
+  Ordering order(first->queue(), devices);
   for (const auto& a : args) {
     if (a.array() != nullptr) order.join(a.array()->queue());
+    if (a.per_member() != nullptr) join_per_member(order, *a.per_member());
   }
   std::vector<Operand> local;
   local.reserve(args.size());
@@ -71,6 +75,8 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
     for (const auto& a : args) {
       if (a.array() != nullptr) {
         local.emplace_back(a.array()->local(i));
+      } else if (a.per_member() != nullptr) {
+        local.emplace_back((*a.per_member())[i]);
       } else {
         local.push_back(*a.scalar());
       }

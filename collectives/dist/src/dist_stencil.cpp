@@ -83,6 +83,9 @@ std::vector<Operand> local_args(std::span<const DistOperand> args, std::size_t i
       local.push_back(*a.scalar());
     } else if (a.grid() != nullptr) {
       local.emplace_back(a.grid()->block(i).interior);
+    } else if (a.per_member() != nullptr) {
+      // Whole, not offset: a raw parameter's pointer is its element 0 (stencil.hpp).
+      local.emplace_back((*a.per_member())[i]);
     } else {
       local.emplace_back(a.array()->block(i).interior);
     }
@@ -93,10 +96,13 @@ std::vector<Operand> local_args(std::span<const DistOperand> args, std::size_t i
 template <class Distributed, class Geometry>
 void run_blocks(const Queue& queue, const StencilKernel& kernel, std::span<const DistOperand> args,
                 StencilRegion region, const Distributed& first, Geometry&& geometry) {
-  detail::Ordering order(queue, values::local_devices(first));
+  const std::vector<std::size_t> devices = values::local_devices(first);
+  checks::check_per_member(args, queue, devices, first.rank(), kCall);
+  detail::Ordering order(queue, devices);
   for (const auto& a : args) {
     if (a.grid() != nullptr) order.join(a.grid()->queue());
     if (a.array() != nullptr) order.join(a.array()->queue());
+    if (a.per_member() != nullptr) detail::join_per_member(order, *a.per_member());
   }
   for (std::size_t i = 0; i < first.local_size(); ++i) {
     const auto& block = first.block(i);
@@ -126,10 +132,14 @@ void stencil(const Queue& queue, const StencilKernel& kernel, std::span<const Di
   }
 }
 
-PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args,
-                                   ReduceOp across, StencilRegion region,
-                                   const DistReductionOptions& options) {
-  const char* call = "dist::begin_stencil_reduce";
+namespace {
+
+// The stencil kernel's reduction as the one term of a batch (reduction_operands.hpp), handed to
+// `run` (begin_terms or terms_to_devices). The term writes member i's value: the kernel's
+// reduction over the block's region (the identity for a member without points).
+template <class Run>
+auto with_stencil_term(const StencilKernel& kernel, std::span<const DistOperand> args,
+                       StencilRegion region, const char* call, Run&& run) {
   const Operands o = check_operands(kernel, args);
   const std::optional<Dtype> dtype = kernel.reduction_dtype();
   if (!dtype) {
@@ -137,8 +147,6 @@ PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const 
                      "Declare the reduction in StencilOptions::reduction, or call dist::stencil.",
                      "kernel {} has no reduction", kernel.name());
   }
-  // The term writes member i's value: the kernel's reduction over the block's region (the
-  // identity for a member without points).
   reductions::CustomTerm custom{.name = kernel.name(), .dtype = *dtype, .local_value = {}};
   custom.local_value = [&](const Queue& queue, std::size_t i, const Array& out) {
     const std::vector<Operand> local = local_args(args, i);
@@ -147,8 +155,28 @@ PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const 
     kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, region);
   };
   const reductions::Term term{.kernel = nullptr, .operands = args, .custom = &custom};
-  return reductions::begin_terms(std::span<const reductions::Term>(&term, 1), across, options,
-                                 call);
+  return run(std::span<const reductions::Term>(&term, 1));
+}
+
+}  // namespace
+
+PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const DistOperand> args,
+                                   ReduceOp across, StencilRegion region,
+                                   const DistReductionOptions& options) {
+  const char* call = "dist::begin_stencil_reduce";
+  return with_stencil_term(kernel, args, region, call, [&](std::span<const reductions::Term> t) {
+    return reductions::begin_terms(t, across, options, call);
+  });
+}
+
+std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                             std::span<const DistOperand> args, ReduceOp across,
+                                             StencilRegion region,
+                                             const DistReductionOptions& options) {
+  const char* call = "dist::stencil_reduce_to_devices";
+  return with_stencil_term(kernel, args, region, call, [&](std::span<const reductions::Term> t) {
+    return reductions::terms_to_devices(t, across, options, call);
+  });
 }
 
 }  // namespace skein::dist

@@ -90,9 +90,12 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
       check_same_points(*first, *a.grid(), "dist::elementwise", "the grid operands");
     }
   }
-  detail::Ordering order(first->queue(), values::local_devices(*first));
+  const std::vector<std::size_t> devices = values::local_devices(*first);
+  checks::check_per_member(args, first->queue(), devices, first->rank(), "dist::elementwise");
+  detail::Ordering order(first->queue(), devices);
   for (const auto& a : args) {
     if (a.grid() != nullptr) order.join(a.grid()->queue());
+    if (a.per_member() != nullptr) detail::join_per_member(order, *a.per_member());
   }
   std::vector<Operand> local;
   local.reserve(args.size());
@@ -102,6 +105,8 @@ void elementwise(const ElementwiseKernel& kernel, std::span<const DistOperand> a
     for (const auto& a : args) {
       if (a.grid() != nullptr) {
         local.emplace_back(a.grid()->local(i));
+      } else if (a.per_member() != nullptr) {
+        local.emplace_back((*a.per_member())[i]);
       } else {
         local.push_back(*a.scalar());
       }

@@ -68,4 +68,38 @@ void check_same_points(const GridArray& a, const GridArray& b, const char* call,
   }
 }
 
+void check_per_member(std::span<const DistOperand> args, const Queue& queue,
+                      std::span<const std::size_t> devices, int rank, const char* call) {
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const std::vector<Array>* arrays = args[k].per_member();
+    if (arrays == nullptr) continue;
+    if (arrays->size() != devices.size()) {
+      detail::raise_in(
+          SKEIN_HERE, call,
+          "Pass one array per local member of the distributed operands, in local block order (as "
+          "the *_to_devices reductions return them).",
+          "rank {}: operand {} has {} per-member array(s) for {} local member(s)", rank, k,
+          arrays->size(), devices.size());
+    }
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      const Array& a = (*arrays)[i];
+      if (a.queue().context() != queue.context()) {
+        detail::raise_in(SKEIN_HERE, call,
+                         "Make the per-member arrays in the distributed operands' context.",
+                         "rank {}: operand {}, block {} (device {}): the array is of another "
+                         "context",
+                         rank, k, i, devices[i]);
+      }
+      if (a.device_idx() != devices[i]) {
+        detail::raise_in(SKEIN_HERE, call,
+                         "Put per-member array i on the device of local block i (the order in "
+                         "which the *_to_devices reductions return them).",
+                         "rank {}: operand {}, block {}: the array is on device {}, the block on "
+                         "device {}",
+                         rank, k, i, a.device_idx(), devices[i]);
+      }
+    }
+  }
+}
+
 }  // namespace skein::dist::checks

@@ -73,7 +73,7 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
     if (!distributed) {
       detail::raise_in(SKEIN_HERE, call,
                        "Give every reduction at least one DistArray or GridArray.",
-                       "kernel {}: only scalar operands", term_name(term));
+                       "kernel {}: only scalar or per-member operands", term_name(term));
     }
   }
   if (!dist_ && !grid_) {
@@ -83,6 +83,13 @@ Operands::Operands(std::span<const Term> terms, const char* call) {
     const GridLayout& layout = grid_->layout();
     for (std::size_t m = 0; ranges_ && m < layout.members(); ++m)
       ranges_ = block_is_range(layout, m);
+  }
+  const std::vector<std::size_t> local_devices = devices();
+  for (const Term& term : terms) {
+    checks::check_per_member(term.operands, queue(), local_devices, rank(), call);
+    for (const DistOperand& a : term.operands) {
+      if (a.per_member() != nullptr) per_member_.push_back(*a.per_member());
+    }
   }
 }
 
@@ -110,6 +117,8 @@ std::vector<Operand> Operands::local(const Term& term, std::size_t i) const {
       out.emplace_back(a.array()->local(i));
     } else if (a.grid() != nullptr) {
       out.emplace_back(a.grid()->local(i));
+    } else if (a.per_member() != nullptr) {
+      out.emplace_back((*a.per_member())[i]);
     } else {
       out.push_back(*a.scalar());
     }
@@ -126,6 +135,7 @@ std::uint64_t Operands::first_index(std::size_t i) const {
 void Operands::join(detail::Ordering& order) const {
   for (const auto& a : dists_) order.join(a.queue());
   for (const auto& g : grids_) order.join(g.queue());
+  for (const auto& arrays : per_member_) detail::join_per_member(order, arrays);
 }
 
 SlabTerms::SlabTerms(std::span<const Term> terms, const Operands& operands) {

@@ -41,8 +41,10 @@ std::string term_name(const Term& term);
 
 // The distributed operands of every term of one call: either DistArrays of one layout and shape or
 // GridArrays of one layout of points (not both); every term has at least one. Checked in the
-// constructor (LogicError on every rank otherwise: layouts are the same on every rank). Keeps a
-// handle to every array, so that the blocks and the communicator outlive a split-phase call.
+// constructor (LogicError on every rank otherwise: layouts are the same on every rank), and the
+// per-member operands against the local blocks (checks::check_per_member: LogicError on the rank
+// that passed them). Keeps a handle to every array, so that the blocks and the communicator
+// outlive a split-phase call.
 class Operands {
  public:
   Operands(std::span<const Term> terms, const char* call);
@@ -71,6 +73,7 @@ class Operands {
   std::optional<GridArray> grid_;
   std::vector<DistArray> dists_;  // every DistArray operand, kept
   std::vector<GridArray> grids_;  // every GridArray operand, kept
+  std::vector<std::vector<Array>> per_member_;  // every per-member operand's arrays, kept
   bool ranges_ = true;
 };
 
@@ -106,5 +109,12 @@ std::vector<Array> canonical_values(const Operands& ops, std::span<const Term> t
 // values to come on the host of every rank. Checks the operands (LogicError naming `call`).
 PendingValues begin_terms(std::span<const Term> terms, ReduceOp across,
                           const DistReductionOptions& options, const char* call);
+
+// The same batch with its values left on the devices (dist::reduce_to_devices): one array of
+// terms.size() values per local device, from the queue's array pool. The same checks as
+// begin_terms (shared). Fast mode: local_values, then one all_reduce of the arrays in place on
+// the queue; deterministic: canonical_values into the arrays.
+std::vector<Array> terms_to_devices(std::span<const Term> terms, ReduceOp across,
+                                    const DistReductionOptions& options, const char* call);
 
 }  // namespace skein::dist::reductions

@@ -51,4 +51,25 @@ inline double update_and_reduce(const FusedKernel& kernel,
   return begin_update_and_reduce(kernel, operands, across, options).wait().at(0);
 }
 
+// The same with the reduced value left on the devices: one one-element Array per local member
+// (local block order), of the reduction's dtype, on the member's device, from the queue's array
+// pool; equal on every member of every rank once the queue gets there (deterministic mode: the
+// same bits as update_and_reduce). The CG update whose alpha was computed on the devices:
+//
+//   const std::vector<Array> rr = dist::update_and_reduce_to_devices(cg, {p, w, alpha, x, r},
+//                                                                    ReduceOp::sum);
+//
+// (alpha: per-member arrays read through a raw input, once FusedKernel takes them.) Checks as
+// begin_update_and_reduce; what waits where as dist::reduce_to_devices (dist_reductions.hpp).
+SKEIN_EXPORT std::vector<Array> update_and_reduce_to_devices(
+    const FusedKernel& kernel, std::span<const DistOperand> operands, ReduceOp across,
+    const DistReductionOptions& options = {});
+inline std::vector<Array> update_and_reduce_to_devices(const FusedKernel& kernel,
+                                                       std::initializer_list<DistOperand> operands,
+                                                       ReduceOp across,
+                                                       const DistReductionOptions& options = {}) {
+  return update_and_reduce_to_devices(
+      kernel, std::span<const DistOperand>(operands.begin(), operands.size()), across, options);
+}
+
 }  // namespace skein::dist

@@ -52,24 +52,49 @@ class GridArray;
 namespace skein::dist {
 
 // An operand of a distributed elementwise kernel: a distributed array (its local blocks are
-// used), a grid array (the points of its blocks, never their halos: grid_ops.hpp) or a scalar
-// (broadcast to every element).
+// used), a grid array (the points of its blocks, never their halos: grid_ops.hpp), a scalar
+// (broadcast to every element), or per-member arrays.
+//
+// Per-member arrays (`const std::vector<Array>&`): one Array per local member of the call's
+// distributed operands, in local block order (the order in which dist::reduce and the
+// *_to_devices reductions of dist_reductions.hpp return theirs), each on that member's device and
+// of the operands' queue's context. The launch for local block i gets per_member[i] whole, as an
+// ordinary array operand: a kernel reads it through a `raw` parameter (`raw double s` -> `s[0]`),
+// so that a value reduced on the devices feeds the next kernel without going through the host:
+//
+//   const std::vector<Array> a = dist::dots_to_devices({{r, r}, {p, w}});  // {r.r, p.w} per device
+//   dist::elementwise(axpy_k, {a, p, x, x});   // "raw double a, double p, double x" -> x
+//
+// Accepted by dist::elementwise, dist::reduce over several operands, the batched reductions of
+// dist_reductions.hpp (in a reduction's operands), dist::stencil, dist::stencil_reduce and
+// dist::update_and_reduce (as inputs); not as a distributed operand (an updated array, a dot's or
+// sum's array, a call's only array operand). LogicError naming the call, the rank, the block and
+// the device when the vector's size differs from the number of local members, or when an array is
+// on another device than its member's or of another context (raised on the rank that passed them,
+// before anything is enqueued: in a collective call the other ranks then wait for it until the
+// communicator's timeout, so pass per-member arrays made by the same call on every rank).
+// The DistOperand keeps a pointer to the vector (as to a DistArray): the vector must outlive it.
 class SKEIN_EXPORT DistOperand {
  public:
   DistOperand(const DistArray& array) : array_(&array) {}  // NOLINT: implicit on purpose
   DistOperand(const GridArray& grid) : grid_(&grid) {}     // NOLINT: implicit on purpose
-  DistOperand(Operand scalar);                             // NOLINT: scalars only
+  DistOperand(const std::vector<Array>& per_member)        // NOLINT: implicit on purpose
+      : per_member_(&per_member) {}
+  DistOperand(Operand scalar);  // NOLINT: scalars only
   template <class T>
     requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
   DistOperand(T value) : DistOperand(Operand(value)) {}  // NOLINT
 
   const DistArray* array() const { return array_; }
   const GridArray* grid() const { return grid_; }
+  // The per-member arrays, or null.
+  const std::vector<Array>* per_member() const { return per_member_; }
   const std::optional<Operand>& scalar() const { return scalar_; }
 
  private:
   const DistArray* array_ = nullptr;
   const GridArray* grid_ = nullptr;
+  const std::vector<Array>* per_member_ = nullptr;
   std::optional<Operand> scalar_;
 };
 

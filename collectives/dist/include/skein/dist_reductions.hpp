@@ -9,7 +9,7 @@
 //   const std::vector<double> v = pending.wait();
 //
 // Each reduction of a batch is a ReductionKernel and its operands, as dist::reduce over several
-// operands (dist_ops.hpp): DistArrays, or GridArrays' points, and scalars; every distributed
+// operands (dist_ops.hpp): DistArrays, or GridArrays' points, scalars and per-member arrays; every distributed
 // operand of the batch has one layout and shape (or one layout of points), and every reduction's
 // result one dtype, of at most 64 bytes for the whole batch (8 float64 values): LogicError on every
 // rank otherwise. The values come back to the host of every rank as double (a complex value's real
@@ -134,6 +134,64 @@ inline std::vector<double> sums(std::initializer_list<DistOperand> arrays,
 inline std::vector<double> sums(std::span<const DistOperand> arrays,
                                 const DistReductionOptions& options = {}) {
   return begin_sums(arrays, options).wait();
+}
+
+// ---- Values left on the devices ------------------------------------------------------------
+// The same batches with their values kept on the devices, for solvers whose next kernel reads them
+// from device memory (a CG iteration without a host wait):
+//
+//   const std::vector<Array> rr = dist::dots_to_devices({{r, r}});  // r.r on every local device
+//   dist::elementwise(scale_k, {rr, p, q});   // "raw double rr, double p" -> "double q": q = rr[0] * p
+//
+// Returns one Array per local member of the batch's distributed operands, in local block order
+// (the order dist::reduce returns its arrays in, and the one DistOperand's per-member arrays take:
+// dist_ops.hpp), each on that member's device, from the queue's array pool (as any array Skein
+// returns), with one element per reduction of the batch, in the batch's order, of the results'
+// dtype (not converted to double). Equal on every member of every rank once the queue gets there
+// (deterministic mode: the same bits as the host-valued form's values). The queue is the first
+// distributed operand's.
+//
+// Checks and refusals are begin_reduce's (shared code): one result dtype, at most 64 bytes of
+// results, no deterministic mode for a stencil's reduction, outside a group_start()/group_end():
+// LogicError naming the *_to_devices call. Collective: every rank calls it, in the same order as
+// its other collective calls on the communicator.
+//
+// What waits where:
+//   fast mode: each device's values, then one Communicator::all_reduce of the arrays in place, on
+//     the queue. NCCL (any number of ranks and devices per rank): enqueued, nothing waits on the
+//     host; the call returns before the values exist. MPI backend (any placement, one rank with
+//     several devices included): the all_reduce is staged through host memory and synchronous on
+//     the host (communicator.hpp): the call waits for the devices' values, exchanges them and
+//     enqueues their copies back to the devices before it returns.
+//   deterministic mode: the canonical tree (as begin_reduce's deterministic mode): its all_gather
+//     of the records is enqueued (NCCL) or synchronous on the host (MPI), the combine kernels
+//     enqueued; where grid operands are first copied into slabs (blocks that are not ranges of
+//     global indices), the call waits for the queue before it returns (the slabs are freed).
+// Reading an array later on the host (Array::get) waits for the queue, as any array's read.
+SKEIN_EXPORT std::vector<Array> reduce_to_devices(std::span<const Reduction> batch,
+                                                  ReduceOp across,
+                                                  const DistReductionOptions& options = {});
+inline std::vector<Array> reduce_to_devices(std::initializer_list<Reduction> batch,
+                                            ReduceOp across,
+                                            const DistReductionOptions& options = {}) {
+  return reduce_to_devices(std::span<const Reduction>(batch.begin(), batch.size()), across,
+                           options);
+}
+// x . y of each pair, and the sum of each array, as begin_dots and begin_sums, to the devices.
+SKEIN_EXPORT std::vector<Array> dots_to_devices(
+    std::span<const std::pair<DistOperand, DistOperand>> pairs,
+    const DistReductionOptions& options = {});
+inline std::vector<Array> dots_to_devices(
+    std::initializer_list<std::pair<DistOperand, DistOperand>> pairs,
+    const DistReductionOptions& options = {}) {
+  return dots_to_devices(
+      std::span<const std::pair<DistOperand, DistOperand>>(pairs.begin(), pairs.size()), options);
+}
+SKEIN_EXPORT std::vector<Array> sums_to_devices(std::span<const DistOperand> arrays,
+                                                const DistReductionOptions& options = {});
+inline std::vector<Array> sums_to_devices(std::initializer_list<DistOperand> arrays,
+                                          const DistReductionOptions& options = {}) {
+  return sums_to_devices(std::span<const DistOperand>(arrays.begin(), arrays.size()), options);
 }
 
 }  // namespace skein::dist

@@ -14,7 +14,11 @@
 // (a DistArray: its rows' first index and halo rows along axis 0, none along axis 1). Fields are
 // the blocks' points (views into the blocks with their halos, so neighbour reads within the halo
 // width see the ghost cells: exchange_halos() first), scalars are broadcast; a raw parameter's
-// pointer is at the block's first point. Members without points launch nothing.
+// pointer is at the block's first point when it is given a distributed array, and at element 0
+// of per_member[i] when it is given per-member arrays (dist_ops.hpp: `raw double s` -> s[0], the
+// same value at every point; give per-member arrays to raw parameters only: a field parameter
+// would take the one array as the block's points, and the kernel refuses its shape). Members
+// without points launch nothing.
 //
 // Overlapping the exchange with the update, without a launcher of the user's:
 //
@@ -76,6 +80,25 @@ inline double stencil_reduce(const StencilKernel& kernel, std::initializer_list<
                              ReduceOp across, StencilRegion region = StencilRegion::all,
                              const DistReductionOptions& options = {}) {
   return begin_stencil_reduce(kernel, args, across, region, options).wait().at(0);
+}
+
+// The same reduction with its value left on the devices (the matvec of a CG whose next kernel
+// reads p.w from device memory): one one-element Array per local member (local block order), of
+// the reduction's dtype, on the member's device, from the queue's array pool; equal on every
+// member of every rank once the queue gets there. Collective as stencil_reduce; fast mode only
+// (LogicError for options.deterministic, as begin_stencil_reduce). What waits where: as
+// dist::reduce_to_devices (dist_reductions.hpp): with NCCL nothing waits on the host; with the
+// MPI backend the all_reduce waits on the host for the devices' values.
+SKEIN_EXPORT std::vector<Array> stencil_reduce_to_devices(
+    const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
+    StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {});
+inline std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                                    std::initializer_list<DistOperand> args,
+                                                    ReduceOp across,
+                                                    StencilRegion region = StencilRegion::all,
+                                                    const DistReductionOptions& options = {}) {
+  return stencil_reduce_to_devices(kernel, std::span<const DistOperand>(args.begin(), args.size()),
+                                   across, region, options);
 }
 
 SKEIN_EXPORT void stencil(const StencilKernel& kernel, std::span<const DistOperand> args,
