@@ -187,7 +187,8 @@ namespace {
 Dtype operand_dtype(const DistOperand& a, const char* call) {
   if (a.array() != nullptr) return a.array()->dtype();
   if (a.grid() != nullptr) return a.grid()->dtype();
-  detail::raise_in(SKEIN_HERE, call, "Pass DistArrays or GridArrays.", "{} where an array was expected",
+  detail::raise_in(SKEIN_HERE, call, "Pass DistArrays or GridArrays.",
+                   "{} where an array was expected",
                    a.per_member() != nullptr ? "per-member arrays" : "a scalar");
 }
 

@@ -24,8 +24,8 @@ namespace {
 
 using checks::check_same_layout;
 using checks::check_same_shape;
-using detail::Ordering;
 using detail::join_per_member;
+using detail::Ordering;
 
 std::vector<Array> reduce_builtin(const DistArray& x, const ReductionKernel& kernel,
                                   ReduceOp across, const DistReductionOptions& options) {

@@ -71,8 +71,8 @@ class Operands {
  private:
   std::optional<DistArray> dist_;
   std::optional<GridArray> grid_;
-  std::vector<DistArray> dists_;  // every DistArray operand, kept
-  std::vector<GridArray> grids_;  // every GridArray operand, kept
+  std::vector<DistArray> dists_;                // every DistArray operand, kept
+  std::vector<GridArray> grids_;                // every GridArray operand, kept
   std::vector<std::vector<Array>> per_member_;  // every per-member operand's arrays, kept
   bool ranges_ = true;
 };

@@ -9,11 +9,11 @@
 //   const std::vector<double> v = pending.wait();
 //
 // Each reduction of a batch is a ReductionKernel and its operands, as dist::reduce over several
-// operands (dist_ops.hpp): DistArrays, or GridArrays' points, scalars and per-member arrays; every distributed
-// operand of the batch has one layout and shape (or one layout of points), and every reduction's
-// result one dtype, of at most 64 bytes for the whole batch (8 float64 values): LogicError on every
-// rank otherwise. The values come back to the host of every rank as double (a complex value's real
-// part), the same bits on every rank, in the batch's order.
+// operands (dist_ops.hpp): DistArrays, or GridArrays' points, scalars and per-member arrays; every
+// distributed operand of the batch has one layout and shape (or one layout of points), and every
+// reduction's result one dtype, of at most 64 bytes for the whole batch (8 float64 values):
+// LogicError on every rank otherwise. The values come back to the host of every rank as double (a
+// complex value's real part), the same bits on every rank, in the batch's order.
 //
 // How one batch runs. Each local device reduces every term into one small array (one value per
 // term), then:
@@ -141,7 +141,7 @@ inline std::vector<double> sums(std::span<const DistOperand> arrays,
 // from device memory (a CG iteration without a host wait):
 //
 //   const std::vector<Array> rr = dist::dots_to_devices({{r, r}});  // r.r on every local device
-//   dist::elementwise(scale_k, {rr, p, q});   // "raw double rr, double p" -> "double q": q = rr[0] * p
+//   dist::elementwise(scale_k, {rr, p, q});  // scale_k: "raw double rr, double p" -> q = rr[0] * p
 //
 // Returns one Array per local member of the batch's distributed operands, in local block order
 // (the order dist::reduce returns its arrays in, and the one DistOperand's per-member arrays take:
@@ -168,11 +168,9 @@ inline std::vector<double> sums(std::span<const DistOperand> arrays,
 //     enqueued; where grid operands are first copied into slabs (blocks that are not ranges of
 //     global indices), the call waits for the queue before it returns (the slabs are freed).
 // Reading an array later on the host (Array::get) waits for the queue, as any array's read.
-SKEIN_EXPORT std::vector<Array> reduce_to_devices(std::span<const Reduction> batch,
-                                                  ReduceOp across,
+SKEIN_EXPORT std::vector<Array> reduce_to_devices(std::span<const Reduction> batch, ReduceOp across,
                                                   const DistReductionOptions& options = {});
-inline std::vector<Array> reduce_to_devices(std::initializer_list<Reduction> batch,
-                                            ReduceOp across,
+inline std::vector<Array> reduce_to_devices(std::initializer_list<Reduction> batch, ReduceOp across,
                                             const DistReductionOptions& options = {}) {
   return reduce_to_devices(std::span<const Reduction>(batch.begin(), batch.size()), across,
                            options);

@@ -89,9 +89,11 @@ inline double stencil_reduce(const StencilKernel& kernel, std::initializer_list<
 // (LogicError for options.deterministic, as begin_stencil_reduce). What waits where: as
 // dist::reduce_to_devices (dist_reductions.hpp): with NCCL nothing waits on the host; with the
 // MPI backend the all_reduce waits on the host for the devices' values.
-SKEIN_EXPORT std::vector<Array> stencil_reduce_to_devices(
-    const StencilKernel& kernel, std::span<const DistOperand> args, ReduceOp across,
-    StencilRegion region = StencilRegion::all, const DistReductionOptions& options = {});
+SKEIN_EXPORT std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                                          std::span<const DistOperand> args,
+                                                          ReduceOp across,
+                                                          StencilRegion region = StencilRegion::all,
+                                                          const DistReductionOptions& options = {});
 inline std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
                                                     std::initializer_list<DistOperand> args,
                                                     ReduceOp across,

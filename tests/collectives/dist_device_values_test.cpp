@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Reductions whose values stay on the devices, and per-member arrays as operands, under mpirun
+// (1..4 ranks) on PoCL devices (and CUDA on a GPU machine: SKEIN_API=cuda):
+// dist::reduce_to_devices, dots_to_devices, sums_to_devices, stencil_reduce_to_devices and
+// update_and_reduce_to_devices against references computed on each rank's host (exact sums of
+// multiples of 1/4 for the fast mode; the canonical pairwise tree, bit for bit, for the
+// deterministic mode) and against the host-valued forms; the arrays' layout (one per local member,
+// in local block order, on the member's device) and their values equal on every member of every
+// rank; per-member arrays read through raw parameters by dist::elementwise (DistArrays and
+// GridArrays), by the reductions' operands and by dist::stencil; a CG that never reads a value to
+// the host until the end; and the bad calls (LogicError on every rank, each passing the same bad
+// operands), followed by a correct call that gives the right values.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <skein/dist_fused.hpp>
+#include <skein/dist_ops.hpp>
+#include <skein/dist_reductions.hpp>
+#include <skein/dist_stencil.hpp>
+#include <skein/grid_array.hpp>
+#include <skein/skein.hpp>
+#include <string>
+#include <vector>
+
+#include "canonical_tree.hpp"
+#include "dist_support.hpp"
+#include "mpi_support.hpp"
+
+namespace {
+namespace dist_device_values_test {
+
+using namespace skein;
+using ::skein::test::canonical_tree;
+using ::skein::test::expect_logic_error;
+using ::skein::test::on_every_rank;
+using ::skein::test::Placement;
+using ::skein::test::placement_name;
+using ::skein::test::Rig;
+using ::skein::test::world_rank;
+
+class DistDeviceValues : public ::skein::test::PlacementTest {};
+INSTANTIATE_TEST_SUITE_P(Placements, DistDeviceValues,
+                         testing::Values(Placement::runtime, Placement::two_per_rank),
+                         placement_name);
+
+std::uint64_t mix(std::uint64_t z) {  // splitmix64's finaliser
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// exact: multiples of 1/4 in [-4, 4] (products of three and their sums are exact in float64);
+// otherwise full mantissas in [-1, 1) (sums round).
+template <class T>
+std::vector<T> global_data(std::size_t n, std::uint64_t salt, bool exact) {
+  std::vector<T> out(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint64_t h = mix(k * 0x632BE59BD9B4E019ull + salt * 0x8CB92BA72F3D8DD7ull);
+    out[k] = exact ? static_cast<T>(static_cast<double>(static_cast<int>(h % 33) - 16) / 4.0)
+                   : static_cast<T>(static_cast<double>(h >> 11) * 0x1p-53 * 2.0 - 1.0);
+  }
+  return out;
+}
+
+template <class T>
+DistArray make_dist(Rig& s, const Shape& shape, const RowSplit& split, const std::vector<T>& global,
+                    Halo halo = {}) {
+  DistArray d(*s.comm, shape, dtype_of<T>, split, halo);
+  const RowRange rows = d.rank_rows();
+  const std::size_t C = d.layout().row_size();
+  d.scatter_local(std::span<const T>(global.data() + rows.begin * C, rows.size() * C));
+  return d;
+}
+
+template <class T>
+GridArray make_grid(Rig& s, const GridLayout& layout, const std::vector<T>& global) {
+  GridArray a(*s.comm, layout, dtype_of<T>);
+  a.scatter(world_rank() == 0 ? global : std::vector<T>{}, 0);
+  return a;
+}
+
+// This rank's rows of a DistArray, checked against the same rows of `want` (exactly or within
+// `tol` relative to the largest value); true on every rank when every rank's rows agree.
+bool rows_match(const DistArray& d, const std::vector<double>& want, double tol = 0) {
+  const std::vector<double> got = d.gather_local<double>();
+  const std::size_t first = d.rank_rows().begin * d.layout().row_size();
+  double scale = 1;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  bool ok = got.size() + first <= want.size();
+  for (std::size_t k = 0; ok && k < got.size(); ++k) {
+    ok = tol == 0 ? got[k] == want[first + k] : std::abs(got[k] - want[first + k]) <= tol * scale;
+    if (!ok)
+      ADD_FAILURE() << "element " << first + k << ": " << got[k] << " vs " << want[first + k];
+  }
+  return on_every_rank(ok);
+}
+
+bool grid_matches(const GridArray& g, const std::vector<double>& want) {
+  bool ok = true;
+  const std::vector<double> got = g.gather<double>(0);
+  if (world_rank() == 0) {
+    ok = got.size() == want.size();
+    for (std::size_t k = 0; ok && k < got.size(); ++k) {
+      ok = got[k] == want[k];
+      if (!ok) ADD_FAILURE() << "point " << k << ": " << got[k] << " vs " << want[k];
+    }
+  }
+  return on_every_rank(ok);
+}
+
+// The values of the per-member arrays: one array per local block of `x` (local block order), on
+// the block's device, of `count` elements of `dtype`, the same bits on every member of every rank.
+// Returns them as doubles.
+template <class Distributed>
+std::vector<double> device_values(const std::vector<Array>& arrays, const Distributed& x,
+                                  std::size_t count, Dtype dtype, const std::string& what) {
+  EXPECT_EQ(arrays.size(), x.local_size()) << what;
+  std::vector<double> first;
+  for (std::size_t i = 0; i < arrays.size() && i < x.local_size(); ++i) {
+    const Array& a = arrays[i];
+    EXPECT_EQ(a.device_idx(), x.block(i).device_idx) << what << ": block " << i;
+    EXPECT_EQ(a.shape(), Shape{count}) << what << ": block " << i;
+    EXPECT_EQ(a.dtype(), dtype) << what << ": block " << i;
+    std::vector<double> v(count);
+    if (dtype == Dtype::float32) {
+      std::vector<float> f(count);
+      a.get(std::span<float>(f));
+      for (std::size_t j = 0; j < count; ++j) v[j] = f[j];
+    } else {
+      a.get(std::span<double>(v));
+    }
+    if (i == 0) first = v;
+    for (std::size_t j = 0; j < count; ++j) {
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(v[j]), std::bit_cast<std::uint64_t>(first[j]))
+          << what << ": block " << i << ", value " << j;
+    }
+  }
+  for (double v : first) {
+    double lo = 0, hi = 0;
+    MPI_Allreduce(&v, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&v, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_TRUE(std::bit_cast<std::uint64_t>(lo) == std::bit_cast<std::uint64_t>(v) &&
+                std::bit_cast<std::uint64_t>(hi) == std::bit_cast<std::uint64_t>(v))
+        << what << ": the ranks differ";
+  }
+  return first;
+}
+
+std::uint32_t bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
+
+// Row splits of the members: even, weights 1..M, everything on the last member (the others
+// empty).
+std::vector<std::pair<RowSplit, std::string>> splits(std::size_t M, std::size_t rows) {
+  std::vector<double> w;
+  for (std::size_t m = 0; m < M; ++m) w.push_back(static_cast<double>(m + 1));
+  std::vector<std::size_t> last(M, 0);
+  last.back() = rows;
+  return {{RowSplit::even(), "even"},
+          {RowSplit::weights(w), "weights"},
+          {RowSplit::counts(last), "last"}};
+}
+
+const ReductionKernel& triple_kernel(Dtype t) {
+  static const ReductionKernel f32("float x, float y, float z", "float s", "x * y * z", "a + b",
+                                   "0", {.name = "dv_triple32"});
+  static const ReductionKernel f64("double x, double y, double z", "double s", "x * y * z", "a + b",
+                                   "0", {.name = "dv_triple64"});
+  return t == Dtype::float32 ? f32 : f64;
+}
+
+const ReductionKernel& residual_kernel() {
+  static const ReductionKernel k("double x, double c, double y", "double s",
+                                 "(c * x - y) * (c * x - y)", "a + b", "0",
+                                 {.name = "dv_residual64"});
+  return k;
+}
+
+// ---- the reductions to the devices
+// ---------------------------------------------------------------
+
+// A batch of two user kernels, dots and sums: fast (exact values: the host's sums) over every
+// split, odd lengths and empty members, equal to the host-valued forms.
+TEST_P(DistDeviceValues, ReduceToDevicesFastMatchesTheHost) {
+  const std::size_t M = s_.M();
+  for (const Shape& shape : {Shape{1001}, Shape{37, 5}, Shape{0}, Shape{2 * M + 1, 3}}) {
+    const std::size_t n = shape_size(shape);
+    const auto x = global_data<double>(n, 1, true), y = global_data<double>(n, 2, true),
+               z = global_data<double>(n, 3, true);
+    double triple = 0, residual = 0, xy = 0, yy = 0, sx = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      triple += x[i] * y[i] * z[i];
+      residual += (0.5 * x[i] - y[i]) * (0.5 * x[i] - y[i]);
+      xy += x[i] * y[i];
+      yy += y[i] * y[i];
+      sx += x[i];
+    }
+    for (const auto& [split, name] : splits(M, shape[0])) {
+      const std::string what = to_string(shape) + " " + name;
+      const DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y),
+                      dz = make_dist(s_, shape, split, z);
+      const std::vector<Array> r = dist::reduce_to_devices(
+          {{triple_kernel(Dtype::float64), {dx, dy, dz}}, {residual_kernel(), {dx, 0.5, dy}}},
+          ReduceOp::sum);
+      const std::vector<double> got = device_values(r, dx, 2, Dtype::float64, what);
+      EXPECT_EQ(got[0], triple) << what << ": x y z";
+      EXPECT_EQ(got[1], residual) << what << ": (c x - y)^2";
+      const std::vector<double> host = dist::reduce_values(
+          {{triple_kernel(Dtype::float64), {dx, dy, dz}}, {residual_kernel(), {dx, 0.5, dy}}},
+          ReduceOp::sum);
+      EXPECT_EQ(host, got) << what << ": the host-valued form";
+      const std::vector<double> d =
+          device_values(dist::dots_to_devices({{dx, dy}, {dy, dy}}), dx, 2, Dtype::float64, what);
+      EXPECT_EQ(d[0], xy) << what << ": x . y";
+      EXPECT_EQ(d[1], yy) << what << ": y . y";
+      const std::vector<double> sm =
+          device_values(dist::sums_to_devices({dx}), dx, 1, Dtype::float64, what);
+      EXPECT_EQ(sm[0], sx) << what << ": sum x";
+    }
+  }
+}
+
+// Deterministic: float32 with rounding, the canonical tree bit for bit, and the same bits as the
+// host-valued form; min across the members.
+TEST_P(DistDeviceValues, ReduceToDevicesDeterministicIsTheCanonicalTree) {
+  const std::size_t M = s_.M();
+  const dist::DistReductionOptions det{.deterministic = true};
+  for (std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{30001}}) {
+    const auto x = global_data<float>(n, 4, false), y = global_data<float>(n, 5, false),
+               z = global_data<float>(n, 6, false);
+    std::vector<float> leaves(n), pxy(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      leaves[i] = (x[i] * y[i]) * z[i];
+      pxy[i] = x[i] * y[i];
+    }
+    for (const auto& [split, name] : splits(M, n)) {
+      const std::string what = fmt::format("n {} {}", n, name);
+      const DistArray dx = make_dist(s_, Shape{n}, split, x),
+                      dy = make_dist(s_, Shape{n}, split, y),
+                      dz = make_dist(s_, Shape{n}, split, z);
+      const std::vector<double> got =
+          device_values(dist::reduce_to_devices({{triple_kernel(Dtype::float32), {dx, dy, dz}}},
+                                                ReduceOp::sum, det),
+                        dx, 1, Dtype::float32, what);
+      EXPECT_EQ(bits(got[0]), std::bit_cast<std::uint32_t>(canonical_tree(leaves))) << what;
+      const std::vector<double> d = device_values(dist::dots_to_devices({{dx, dy}, {dy, dx}}, det),
+                                                  dx, 2, Dtype::float32, what);
+      EXPECT_EQ(bits(d[0]), std::bit_cast<std::uint32_t>(canonical_tree(pxy))) << what;
+      EXPECT_EQ(bits(d[1]), bits(d[0])) << what;
+      const std::vector<double> host = dist::dots({{dx, dy}, {dy, dx}}, det);
+      EXPECT_EQ(bits(host[0]), bits(d[0])) << what << ": the host-valued form";
+    }
+  }
+  // min across the members, both modes.
+  const std::size_t n = 777;
+  const auto x = global_data<double>(n, 31, true), y = global_data<double>(n, 32, true);
+  const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x),
+                  dy = make_dist(s_, Shape{n}, RowSplit::even(), y);
+  const ReductionKernel min_diff("double x, double y", "double s", "x - y", "a < b ? a : b",
+                                 "INFINITY", {.name = "dv_min_diff"});
+  double want = INFINITY;
+  for (std::size_t i = 0; i < n; ++i) want = std::min(want, x[i] - y[i]);
+  for (bool d : {false, true}) {
+    const std::vector<double> got = device_values(
+        dist::reduce_to_devices({{min_diff, {dx, dy}}}, ReduceOp::min, {.deterministic = d}), dx, 1,
+        Dtype::float64, "min");
+    EXPECT_EQ(got[0], want) << (d ? "deterministic" : "fast");
+  }
+}
+
+// GridArrays: slabs (ranges of global indices), chosen grids and a split along axis 1 (the
+// deterministic mode copies those into slabs), fast and deterministic.
+TEST_P(DistDeviceValues, ReduceToDevicesOnGrids) {
+  const std::size_t M = s_.M();
+  struct Case {
+    std::string name;
+    Shape shape;
+    GridOptions options;
+  };
+  const std::vector<Case> cases = {{"2-D slabs, halo 1", {61, 37}, {.grid = {M, 1}, .halo = {1}}},
+                                   {"2-D chosen", {61, 37}, {.halo = {2, 1}}},
+                                   {"2-D split along axis 1", {13, 250}, {.grid = {1, M}}},
+                                   {"3-D, 2 components", {9, 11, 7}, {.components = 2}}};
+  for (const Case& c : cases) {
+    const GridLayout layout = GridLayout::over(*s_.comm, c.shape, c.options);
+    const std::size_t n = layout.size();
+    const auto ex = global_data<double>(n, 11, true), ey = global_data<double>(n, 12, true);
+    double xy = 0;
+    for (std::size_t i = 0; i < n; ++i) xy += ex[i] * ey[i];
+    const GridArray gx = make_grid(s_, layout, ex), gy = make_grid(s_, layout, ey);
+    EXPECT_EQ(device_values(dist::dots_to_devices({{gx, gy}}), gx, 1, Dtype::float64, c.name)[0],
+              xy)
+        << c.name;
+    const auto x = global_data<float>(n, 14, false), y = global_data<float>(n, 15, false);
+    std::vector<float> pxy(n);
+    for (std::size_t i = 0; i < n; ++i) pxy[i] = x[i] * y[i];
+    const GridArray fx = make_grid(s_, layout, x), fy = make_grid(s_, layout, y);
+    const std::vector<double> det = device_values(
+        dist::dots_to_devices({{fx, fy}}, {.deterministic = true}), fx, 1, Dtype::float32, c.name);
+    EXPECT_EQ(bits(det[0]), std::bit_cast<std::uint32_t>(canonical_tree(pxy))) << c.name;
+    EXPECT_EQ(bits(dist::dots({{fx, fy}}, {.deterministic = true})[0]), bits(det[0])) << c.name;
+  }
+}
+
+// The stencil's reduction (p . A p of a 2-D Poisson operator) on row blocks and on a grid, to
+// the devices, equal to the host-valued form and the host's value.
+TEST_P(DistDeviceValues, StencilReduceToDevices) {
+  const std::size_t rows = 13, cols = 11;
+  std::vector<double> p(rows * cols);
+  for (std::size_t g = 0; g < p.size(); ++g) p[g] = static_cast<double>(g % 7) - 3.0;
+  double pap = 0;
+  std::vector<double> w(rows * cols);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      auto at = [&](std::size_t r, std::size_t cc) { return p[r * cols + cc]; };
+      w[i * cols + j] = 4 * at(i, j) - (i > 0 ? at(i - 1, j) : 0.0) -
+                        (i + 1 < rows ? at(i + 1, j) : 0.0) - (j > 0 ? at(i, j - 1) : 0.0) -
+                        (j + 1 < cols ? at(i, j + 1) : 0.0);
+      pap += at(i, j) * w[i * cols + j];
+    }
+  }
+  const StencilKernel a(
+      "double p", "double w",
+      "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0) "
+      "- (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
+      {.name = "dv_poisson", .reduction = StencilReduction{.map = "p * w"}});
+  for (const auto& [split, name] : splits(s_.M(), rows)) {
+    const DistArray dp = make_dist(s_, Shape{rows, cols}, split, p, {.width = 1});
+    const DistArray dw(*s_.comm, Shape{rows, cols}, Dtype::float64, split, {.width = 1});
+    dp.exchange_halos();
+    const std::vector<double> got = device_values(
+        dist::stencil_reduce_to_devices(a, {dp, dw}, ReduceOp::sum), dp, 1, Dtype::float64, name);
+    EXPECT_EQ(got[0], pap) << name;  // small integers: exact in any order
+    EXPECT_TRUE(rows_match(dw, w)) << name << ": the stencil's output";
+    EXPECT_EQ(dist::stencil_reduce(a, {dp, dw}, ReduceOp::sum), got[0]) << name;
+  }
+  const GridLayout layout = GridLayout::over(*s_.comm, {rows, cols}, {.halo = {1}});
+  const GridArray gp = make_grid(s_, layout, p);
+  const GridArray gw(*s_.comm, layout, Dtype::float64);
+  gp.exchange_halos();
+  const std::vector<double> got = device_values(
+      dist::stencil_reduce_to_devices(a, {gp, gw}, ReduceOp::sum), gp, 1, Dtype::float64, "grid");
+  EXPECT_EQ(got[0], pap) << "grid";
+  EXPECT_TRUE(grid_matches(gw, w)) << "grid: the stencil's output";
+}
+
+const FusedKernel& cg_update() {
+  static const FusedKernel k("double p, double w, double alpha", "double x, double r",
+                             "x += alpha * p; r -= alpha * w", "double rr", "r * r", "a + b", "0",
+                             {.name = "dv_cg_update"});
+  return k;
+}
+
+// The fused CG update to the devices: the updated arrays and r . r as the host computes them (fast:
+// exact values; deterministic: the same bits as update_and_reduce over copies of the operands).
+TEST_P(DistDeviceValues, UpdateAndReduceToDevices) {
+  const std::size_t M = s_.M();
+  for (std::size_t n : {std::size_t{1001}, std::size_t{2 * M + 1}}) {
+    const auto p = global_data<double>(n, 71, true), w = global_data<double>(n, 72, true),
+               x = global_data<double>(n, 73, true), r = global_data<double>(n, 74, true);
+    std::vector<double> x1(n), r1(n);
+    double rr = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      x1[i] = x[i] + 0.5 * p[i];
+      r1[i] = r[i] - 0.5 * w[i];
+      rr += r1[i] * r1[i];
+    }
+    for (const auto& [split, name] : splits(M, n)) {
+      const std::string what = fmt::format("n {} {}", n, name);
+      const DistArray dp = make_dist(s_, Shape{n}, split, p),
+                      dw = make_dist(s_, Shape{n}, split, w);
+      for (bool det : {false, true}) {
+        const DistArray dx = make_dist(s_, Shape{n}, split, x),
+                        dr = make_dist(s_, Shape{n}, split, r);
+        const std::vector<double> got =
+            device_values(dist::update_and_reduce_to_devices(cg_update(), {dp, dw, 0.5, dx, dr},
+                                                             ReduceOp::sum, {.deterministic = det}),
+                          dx, 1, Dtype::float64, what);
+        EXPECT_EQ(got[0], rr) << what << (det ? " deterministic" : " fast");
+        EXPECT_TRUE(rows_match(dx, x1) && rows_match(dr, r1)) << what;
+        const DistArray hx = make_dist(s_, Shape{n}, split, x),
+                        hr = make_dist(s_, Shape{n}, split, r);
+        const double host = dist::update_and_reduce(cg_update(), {dp, dw, 0.5, hx, hr},
+                                                    ReduceOp::sum, {.deterministic = det});
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(host), std::bit_cast<std::uint64_t>(got[0]))
+            << what << ": the host-valued form";
+      }
+    }
+  }
+}
+
+// ---- per-member arrays as operands
+// ----------------------------------------------------------------
+
+// y = a[0] * x + a[1], a computed on the devices (sums of two arrays), on DistArrays of every
+// split (empty members included) and on GridArrays.
+TEST_P(DistDeviceValues, PerMemberArraysInElementwise) {
+  const std::size_t M = s_.M();
+  const ElementwiseKernel affine("raw double a, double x", "double y", "y = a[0] * x + a[1]",
+                                 {.name = "dv_affine"});
+  for (std::size_t n : {std::size_t{1001}, std::size_t{2 * M + 1}}) {
+    const auto x = global_data<double>(n, 81, true), u = global_data<double>(n, 82, true),
+               v = global_data<double>(n, 83, true);
+    double su = 0, sv = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      su += u[i];
+      sv += v[i];
+    }
+    std::vector<double> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = su * x[i] + sv;
+    for (const auto& [split, name] : splits(M, n)) {
+      const DistArray dx = make_dist(s_, Shape{n}, split, x),
+                      du = make_dist(s_, Shape{n}, split, u),
+                      dv = make_dist(s_, Shape{n}, split, v);
+      const DistArray dy(*s_.comm, Shape{n}, Dtype::float64, split);
+      const std::vector<Array> a = dist::sums_to_devices({du, dv});
+      dist::elementwise(affine, {a, dx, dy});
+      EXPECT_TRUE(rows_match(dy, want)) << "n " << n << " " << name;
+    }
+  }
+  for (const GridOptions& options :
+       {GridOptions{.halo = {1}}, GridOptions{.grid = {1, M}, .halo = {2, 1}}}) {
+    const GridLayout layout = GridLayout::over(*s_.comm, {17, 9}, options);
+    const std::size_t n = layout.size();
+    const auto x = global_data<double>(n, 84, true), u = global_data<double>(n, 85, true);
+    double su = 0, uu = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      su += u[i];
+      uu += u[i] * u[i];
+    }
+    std::vector<double> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = su * x[i] + uu;
+    const GridArray gx = make_grid(s_, layout, x), gu = make_grid(s_, layout, u);
+    const GridArray gy(*s_.comm, layout, Dtype::float64);
+    const ReductionKernel sum_k("double u", "double s", "u", "a + b", "0", {.name = "dv_sum"});
+    const ReductionKernel sq_k("double u", "double s", "u * u", "a + b", "0", {.name = "dv_sq"});
+    const std::vector<Array> a =
+        dist::reduce_to_devices({{sum_k, {gu}}, {sq_k, {gu}}}, ReduceOp::sum);
+    dist::elementwise(affine, {a, gx, gy});
+    EXPECT_TRUE(grid_matches(gy, want)) << "grid " << to_string(layout.shape());
+  }
+}
+
+// A dot product scaled by a value on the devices, in a reduction's operands (both modes, and in a
+// batch); and a stencil reading one (w = s[0] * (neighbours' sum)).
+TEST_P(DistDeviceValues, PerMemberArraysInReductionsAndStencils) {
+  const std::size_t n = 4099;
+  const auto x = global_data<double>(n, 91, true), y = global_data<double>(n, 92, true);
+  double xy = 0, xx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    xy += x[i] * y[i];
+    xx += x[i] * x[i];
+  }
+  const ReductionKernel scaled_dot("double x, double y, raw double s", "double out", "s[1] * x * y",
+                                   "a + b", "0", {.name = "dv_scaled_dot"});
+  for (const auto& [split, name] : splits(s_.M(), n)) {
+    const DistArray dx = make_dist(s_, Shape{n}, split, x), dy = make_dist(s_, Shape{n}, split, y);
+    const std::vector<Array> s = dist::dots_to_devices({{dx, dy}, {dx, dx}});  // {x.y, x.x}
+    for (bool det : {false, true}) {
+      const std::string what = name + (det ? " deterministic" : " fast");
+      const std::vector<double> got = device_values(
+          dist::reduce_to_devices({{scaled_dot, {dx, dy, s}}, {scaled_dot, {dx, dx, s}}},
+                                  ReduceOp::sum, {.deterministic = det}),
+          dx, 2, Dtype::float64, what);
+      // x.x * (x . y): the products x.x * x_i * y_i are exact (multiples of 1/16 below 2^40).
+      EXPECT_EQ(got[0], xx * xy) << what;
+      EXPECT_EQ(got[1], xx * xx) << what;
+      const std::vector<Array> one =
+          dist::reduce(scaled_dot, {dx, dy, s}, ReduceOp::sum, {.deterministic = det});
+      EXPECT_EQ(device_values(one, dx, 1, Dtype::float64, what)[0], xx * xy) << what;
+    }
+  }
+  // A stencil's raw parameter gets the per-member array whole (its element 0, not the block's
+  // first point).
+  const std::size_t rows = 9, cols = 5;
+  std::vector<double> u(rows * cols), want(rows * cols);
+  for (std::size_t g = 0; g < u.size(); ++g) u[g] = static_cast<double>(g % 5);
+  double su = 0;
+  for (double v : u) su += v;
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      const double up = i > 0 ? u[(i - 1) * cols + j] : 0.0;
+      const double down = i + 1 < rows ? u[(i + 1) * cols + j] : 0.0;
+      want[i * cols + j] = su * (up + down);
+    }
+  }
+  const StencilKernel k("double u, raw double s", "double w",
+                        "w = s[0] * ((gidx[0] > 0 ? u(-1, 0) : 0.0) + "
+                        "(gidx[0] + 1 < gshape[0] ? u(1, 0) : 0.0))",
+                        {.name = "dv_scaled_neighbours"});
+  const DistArray du = make_dist(s_, Shape{rows, cols}, RowSplit::even(), u, {.width = 1});
+  const DistArray dw(*s_.comm, Shape{rows, cols}, Dtype::float64, RowSplit::even(), {.width = 1});
+  du.exchange_halos();
+  const std::vector<Array> s = dist::sums_to_devices({du});
+  dist::stencil(k, {du, s, dw});
+  EXPECT_TRUE(rows_match(dw, want)) << "dist::stencil";
+  const GridLayout layout = GridLayout::over(*s_.comm, {rows, cols}, {.halo = {1}});
+  const GridArray gu = make_grid(s_, layout, u);
+  const GridArray gw(*s_.comm, layout, Dtype::float64);
+  gu.exchange_halos();
+  const std::vector<Array> gs = dist::sums_to_devices({gu});
+  dist::stencil(k, {gu, gs, gw});
+  EXPECT_TRUE(grid_matches(gw, want)) << "dist::stencil on a grid";
+}
+
+// CG on a 1-D Poisson problem (A = tridiag(-1, 2, -1), b = 1) whose scalars never leave the
+// devices: p . A p by stencil_reduce_to_devices, r . r by dots_to_devices, alpha and beta computed
+// by the kernels that read them. Only x is read at the end, against the same iteration on the host
+// (and A x against b: CG on n unknowns converges in n steps).
+TEST_P(DistDeviceValues, ConjugateGradientWithoutHostReads) {
+  const std::size_t n = 50;
+  const std::vector<double> b(n, 1.0);
+  const StencilKernel apply(
+      "double p", "double w",
+      "w = 2 * p - (gidx[0] > 0 ? p(-1) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1) : 0.0)",
+      {.name = "dv_cg_apply", .reduction = StencilReduction{.map = "p * w"}});
+  const ElementwiseKernel update(
+      "raw double rr, raw double pw, double p, double w, double x, "
+      "double r",
+      "double xo, double ro",
+      "const double alpha = rr[0] / pw[0]; xo = x + alpha * p; "
+      "ro = r - alpha * w",
+      {.name = "dv_cg_step"});
+  const ElementwiseKernel direction("raw double rn, raw double ro, double r, double p", "double po",
+                                    "po = r + rn[0] / ro[0] * p", {.name = "dv_cg_direction"});
+  // The host's CG, in the same order of operations.
+  std::vector<double> hx(n, 0.0), hr = b, hp = b, hw(n);
+  auto hdot = [](const std::vector<double>& u, const std::vector<double>& v) {
+    double s = 0;
+    for (std::size_t i = 0; i < u.size(); ++i) s += u[i] * v[i];
+    return s;
+  };
+  double hrr = hdot(hr, hr);
+  for (std::size_t it = 0; it < n; ++it) {
+    for (std::size_t i = 0; i < n; ++i)
+      hw[i] = 2 * hp[i] - (i > 0 ? hp[i - 1] : 0.0) - (i + 1 < n ? hp[i + 1] : 0.0);
+    const double alpha = hrr / hdot(hp, hw);
+    for (std::size_t i = 0; i < n; ++i) {
+      hx[i] += alpha * hp[i];
+      hr[i] -= alpha * hw[i];
+    }
+    const double rn = hdot(hr, hr);
+    if (rn == 0) break;
+    for (std::size_t i = 0; i < n; ++i) hp[i] = hr[i] + rn / hrr * hp[i];
+    hrr = rn;
+  }
+  // The exact solution: x_i = (i + 1) (n - i) / 2.
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(hx[i], 0.5 * static_cast<double>((i + 1) * (n - i)), 1e-8) << "host CG, " << i;
+  }
+  for (const auto& [split, name] : splits(s_.M(), n)) {
+    if (name == "last" && s_.M() > 1) continue;  // a halo is filled from a neighbour with rows
+    const Halo halo{.width = 1};
+    const DistArray x = make_dist(s_, Shape{n}, split, std::vector<double>(n, 0.0), halo);
+    const DistArray r = make_dist(s_, Shape{n}, split, b, halo);
+    const DistArray p = make_dist(s_, Shape{n}, split, b, halo);
+    const DistArray w(*s_.comm, Shape{n}, Dtype::float64, split, halo);
+    std::vector<Array> rr = dist::dots_to_devices({{r, r}});
+    for (std::size_t it = 0; it < n; ++it) {
+      p.exchange_halos();
+      const std::vector<Array> pw = dist::stencil_reduce_to_devices(apply, {p, w}, ReduceOp::sum);
+      dist::elementwise(update, {rr, pw, p, w, x, r, x, r});
+      std::vector<Array> rn = dist::dots_to_devices({{r, r}});
+      dist::elementwise(direction, {rn, rr, r, p, p});
+      rr = std::move(rn);
+    }
+    EXPECT_TRUE(rows_match(x, hx, 1e-9)) << name;
+    const std::vector<double> last = device_values(rr, x, 1, Dtype::float64, name);
+    EXPECT_LT(last[0], 1e-16) << name << ": r . r after n steps";
+  }
+}
+
+// ---- bad calls
+// ------------------------------------------------------------------------------------
+
+// Every rank passes the same kind of bad operands: LogicError naming the call on every rank; then
+// the operands are still usable and a correct call gives the right values.
+TEST_P(DistDeviceValues, BadPerMemberArraysRaiseAndTheOperandsStayUsable) {
+  const std::size_t n = 101;
+  const auto x = global_data<double>(n, 101, true);
+  double sx = 0, xx = 0;
+  for (double v : x) {
+    sx += v;
+    xx += v * v;
+  }
+  const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x);
+  const DistArray dy(*s_.comm, Shape{n}, Dtype::float64);
+  const ElementwiseKernel affine("raw double a, double x", "double y", "y = a[0] * x",
+                                 {.name = "dv_bad_affine"});
+  const ReductionKernel scaled("double x, raw double s", "double out", "s[0] * x", "a + b", "0",
+                               {.name = "dv_bad_scaled"});
+  const StencilKernel st("double u, raw double s", "double w", "w = s[0] * u",
+                         {.name = "dv_bad_stencil"});
+  const std::vector<Array> good = dist::sums_to_devices({dx});
+  // One array too many.
+  std::vector<Array> extra = good;
+  extra.push_back(good.front());
+  expect_logic_error(
+      [&] {
+        dist::elementwise(affine, {extra, dx, dy});
+      },
+      {"dist::elementwise", "per-member", "local member"}, "size");
+  expect_logic_error(
+      [&] {
+        (void)dist::reduce_to_devices({{scaled, {dx, extra}}}, ReduceOp::sum);
+      },
+      {"dist::reduce_to_devices", "per-member"}, "size in a reduction");
+  expect_logic_error(
+      [&] {
+        dist::stencil(st, {dx, extra, dy});
+      },
+      {"dist::stencil", "per-member"}, "size in a stencil");
+  // An array of another context (a context of its own over the same device).
+  const Context other = Context::from_devices(dx.queue().context().device(dx.block(0).device_idx));
+  std::vector<Array> foreign = good;
+  foreign[0] = Array::zeros(Queue(other), {1}, Dtype::float64);
+  expect_logic_error(
+      [&] {
+        dist::elementwise(affine, {foreign, dx, dy});
+      },
+      {"dist::elementwise", "another context", "block 0"}, "context");
+  expect_logic_error(
+      [&] {
+        (void)dist::reduce(scaled, {dx, foreign}, ReduceOp::sum);
+      },
+      {"dist::reduce", "another context"}, "context in dist::reduce");
+  // Arrays on the wrong devices (a rank with two members: swapped).
+  if (s_.L() > 1) {
+    std::vector<Array> swapped = good;
+    std::swap(swapped[0], swapped[1]);
+    expect_logic_error(
+        [&] {
+          dist::elementwise(affine, {swapped, dx, dy});
+        },
+        {"dist::elementwise", "block 0", "device"}, "devices");
+  }
+  // Per-member arrays where distributed operands are needed, and the batch's refusals.
+  expect_logic_error(
+      [&] {
+        (void)dist::dots_to_devices({{good, dx}});
+      },
+      {"dist::dots_to_devices", "per-member arrays where an array"}, "dot operand");
+  expect_logic_error(
+      [&] {
+        (void)dist::reduce_to_devices({{scaled, {1.0, good}}}, ReduceOp::sum);
+      },
+      {"dist::reduce_to_devices", "per-member"}, "no distributed operand");
+  expect_logic_error(
+      [&] {
+        (void)dist::update_and_reduce_to_devices(cg_update(), {dx, dx, 0.5, dx, good},
+                                                 ReduceOp::sum);
+      },
+      {"dist::update_and_reduce_to_devices", "per-member arrays"}, "updated operand");
+  expect_logic_error(
+      [&] {
+        (void)dist::sums_to_devices({dx, dx, dx, dx, dx, dx, dx, dx, dx});
+      },
+      {"dist::sums_to_devices", "64 bytes"}, "batch size");
+  const DistArray f(*s_.comm, Shape{n}, Dtype::float32);
+  expect_logic_error(
+      [&] {
+        (void)dist::sums_to_devices({dx, f});
+      },
+      {"dist::sums_to_devices", "one dtype"}, "dtypes");
+  const StencilKernel red("double u", "double w", "w = u",
+                          {.name = "dv_bad_red", .reduction = StencilReduction{.map = "u"}});
+  expect_logic_error(
+      [&] {
+        (void)dist::stencil_reduce_to_devices(red, {dx, dy}, ReduceOp::sum, StencilRegion::all,
+                                              {.deterministic = true});
+      },
+      {"dist::stencil_reduce_to_devices", "no deterministic mode"}, "deterministic stencil");
+  // What a user does next: the same calls with the right arrays.
+  dist::elementwise(affine, {good, dx, dy});
+  std::vector<double> want(n);
+  for (std::size_t i = 0; i < n; ++i) want[i] = sx * x[i];
+  EXPECT_TRUE(rows_match(dy, want));
+  EXPECT_EQ(device_values(dist::reduce_to_devices({{scaled, {dx, good}}}, ReduceOp::sum), dx, 1,
+                          Dtype::float64, "after")[0],
+            sx * sx);
+  EXPECT_EQ(dist::dots({{dx, dx}})[0], xx);
+  EXPECT_EQ(device_values(dist::sums_to_devices({dx}), dx, 1, Dtype::float64, "after")[0], sx);
+}
+
+}  // namespace dist_device_values_test
+}  // namespace
