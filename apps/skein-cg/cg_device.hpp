@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The fused CG with its scalars on the devices (the default of the fast mode, --scalars device):
 // the same 11 vector passes and kernels' arithmetic as classic_cg's fused form, but p . w and r . r
-// stay where they were reduced. dist::stencil_reduce_to_devices and
+// stay where they were reduced, and p's halo exchange runs on a second queue while the stencil
+// computes the interior (dist::HaloOverlap). dist::stencil_reduce_to_devices and
 // dist::update_and_reduce_to_devices leave each value on every member's device (over NCCL the
 // all_reduce is enqueued on the queue), and the next kernels read them there as `raw` parameters
 // (alpha = rr / pw in the update, beta = rr_next / rr in p = r + beta p). The host never waits
@@ -135,6 +136,11 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
   const std::vector<std::size_t> devices = detail::member_devices(v.x);
   std::vector<skein::Array> rr = detail::member_values(queue, devices, rr0);
   detail::LaggedValues lagged(queue, devices.at(0));
+  // p's halos move on a second queue (high priority: the exchange's kernels go ahead of the
+  // stencil's pending blocks) while the stencil computes the interior.
+  const skein::dist::HaloOverlap overlap{
+      .halo_queue = skein::Queue(queue.context(), devices, skein::QueuePriority::high()),
+      .exchange = {v.p}};
   const auto start = detail::start_clock(v.x, comm);
   bool converged = false;
   // Whether the host, having read iteration k's values, goes on.
@@ -159,9 +165,8 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
   while (go) {
     if (launched < s.max_iters) {
       const std::size_t k = ++launched;
-      v.p.exchange_halos();
-      const std::vector<skein::Array> pw =
-          skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
+      const std::vector<skein::Array> pw = skein::dist::stencil_reduce_to_devices(
+          a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum, overlap);
       std::vector<skein::Array> rr_next = skein::dist::update_and_reduce_to_devices(
           update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
       skein::dist::elementwise(next_p, {rr_next, rr, stop2, v.r, v.p, v.p});

@@ -174,9 +174,10 @@ std::vector<Array> reductions::terms_to_devices(std::span<const reductions::Term
     (void)canonical_into(ops, terms, out, slabs, call);
     if (slabs) queue.synchronize();
   } else {
-    // Each device's values, then one all_reduce of them in place, on the queue.
+    // Each device's values, then one all_reduce of them in place, on the queue (none for a
+    // communicator of one member: its value is the result).
     reductions::local_values(ops, terms, out);
-    ops.communicator().all_reduce(queue, out, out, across);
+    if (ops.communicator().size() > 1) ops.communicator().all_reduce(queue, out, out, across);
   }
   order.release();
   return out;

@@ -4,6 +4,7 @@
 #include "skein/dist_stencil.hpp"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "dist_values.hpp"
@@ -137,9 +138,12 @@ namespace {
 // The stencil kernel's reduction as the one term of a batch (reduction_operands.hpp), handed to
 // `run` (begin_terms or terms_to_devices). The term writes member i's value: the kernel's
 // reduction over the block's region (the identity for a member without points).
+// With `halos` (one marker per local device, after the exchange on the halo queue): the
+// interior, the wait for the device's halos, then the edges added to it.
 template <class Run>
 auto with_stencil_term(const StencilKernel& kernel, std::span<const DistOperand> args,
-                       StencilRegion region, const char* call, Run&& run) {
+                       StencilRegion region, const char* call, Run&& run,
+                       const std::vector<std::pair<std::size_t, Event>>* halos = nullptr) {
   const Operands o = check_operands(kernel, args);
   const std::optional<Dtype> dtype = kernel.reduction_dtype();
   if (!dtype) {
@@ -152,7 +156,19 @@ auto with_stencil_term(const StencilKernel& kernel, std::span<const DistOperand>
     const std::vector<Operand> local = local_args(args, i);
     const StencilGeometry geometry = o.grid != nullptr ? grid_geometry(*o.grid, o.grid->block(i))
                                                        : row_geometry(*o.rows, o.rows->block(i));
-    kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, region);
+    if (halos == nullptr) {
+      kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, region);
+      return;
+    }
+    const std::size_t device = o.grid != nullptr ? o.grid->block(i).device_idx
+                                                 : o.rows->block(i).device_idx;
+    kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0,
+                  StencilRegion::interior);
+    for (const auto& [d, marker] : *halos) {
+      if (d == device) queue.wait_for(marker, d);
+    }
+    kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, StencilRegion::edges,
+                  /*accumulate=*/true);
   };
   const reductions::Term term{.kernel = nullptr, .operands = args, .custom = &custom};
   return run(std::span<const reductions::Term>(&term, 1));
@@ -167,6 +183,52 @@ PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const 
   return with_stencil_term(kernel, args, region, call, [&](std::span<const reductions::Term> t) {
     return reductions::begin_terms(t, across, options, call);
   });
+}
+
+std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                             std::span<const DistOperand> args, ReduceOp across,
+                                             const HaloOverlap& overlap,
+                                             const DistReductionOptions& options) {
+  const char* call = "dist::stencil_reduce_to_devices";
+  const Operands o = check_operands(kernel, args);
+  const std::vector<std::size_t> devices =
+      o.grid != nullptr ? values::local_devices(*o.grid) : values::local_devices(*o.rows);
+  const int rank = o.grid != nullptr ? o.grid->rank() : o.rows->rank();
+  for (std::size_t d : devices) {
+    if (!overlap.halo_queue.has_device(d)) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Make the halo queue over the fields' devices (Queue(context, devices)).",
+                       "rank {}: HaloOverlap::halo_queue lacks device {}", rank, d);
+    }
+  }
+  for (std::size_t k = 0; k < overlap.exchange.size(); ++k) {
+    const DistOperand& e = overlap.exchange[k];
+    if (e.array() == nullptr && e.grid() == nullptr) {
+      detail::raise_in(SKEIN_HERE, call, "List the DistArrays or GridArrays whose halos to exchange.",
+                       "rank {}: HaloOverlap::exchange[{}] is not a distributed array", rank, k);
+    }
+  }
+  // The exchange waits on the device for the work that wrote the fields, then runs on the halo
+  // queue; each device's edges wait for its marker.
+  for (const DistOperand& e : overlap.exchange) {
+    const Queue& q = e.grid() != nullptr ? e.grid()->queue() : e.array()->queue();
+    for (std::size_t d : devices) overlap.halo_queue.wait_for(q.record_marker(d), d);
+  }
+  for (const DistOperand& e : overlap.exchange) {
+    if (e.grid() != nullptr) {
+      e.grid()->exchange_halos(overlap.halo_queue);
+    } else {
+      e.array()->exchange_halos(overlap.halo_queue);
+    }
+  }
+  std::vector<std::pair<std::size_t, Event>> halos;
+  for (std::size_t d : devices) halos.emplace_back(d, overlap.halo_queue.record_marker(d));
+  return with_stencil_term(
+      kernel, args, StencilRegion::all, call,
+      [&](std::span<const reductions::Term> t) {
+        return reductions::terms_to_devices(t, across, options, call);
+      },
+      &halos);
 }
 
 std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,

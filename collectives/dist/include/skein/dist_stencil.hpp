@@ -38,10 +38,12 @@
 
 #include <initializer_list>
 #include <span>
+#include <vector>
 
 #include "skein/dist_ops.hpp"
 #include "skein/dist_reductions.hpp"
 #include "skein/export.hpp"
+#include "skein/queue.hpp"
 #include "skein/stencil.hpp"
 
 namespace skein::dist {
@@ -101,6 +103,33 @@ inline std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
                                                     const DistReductionOptions& options = {}) {
   return stencil_reduce_to_devices(kernel, std::span<const DistOperand>(args.begin(), args.size()),
                                    across, region, options);
+}
+
+// The halo exchange overlapped with a reduction's interior, without a launcher of the user's: the
+// halos of `exchange` (DistArrays or GridArrays, the fields the kernel reads around a point) move
+// on `halo_queue`, a second queue over the fields' devices, while the kernel computes the interior
+// of every local block on the fields' queue; each device then waits for its own halos (on the
+// device: the host does not wait) and computes its edges, their values added to the interior's
+// before the one all_reduce. The same value as exchange_halos() followed by the plain form (up to
+// the order of the additions).
+struct HaloOverlap {
+  Queue halo_queue;
+  std::vector<DistOperand> exchange;
+};
+// `halo_queue` lacking a member's device, or an entry of `exchange` that is no DistArray or
+// GridArray: LogicError on the rank that passed it, before anything is enqueued (pass the same on
+// every rank). Collective: the exchange and the all_reduce, in that order.
+SKEIN_EXPORT std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                                          std::span<const DistOperand> args,
+                                                          ReduceOp across,
+                                                          const HaloOverlap& overlap,
+                                                          const DistReductionOptions& options = {});
+inline std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                                    std::initializer_list<DistOperand> args,
+                                                    ReduceOp across, const HaloOverlap& overlap,
+                                                    const DistReductionOptions& options = {}) {
+  return stencil_reduce_to_devices(kernel, std::span<const DistOperand>(args.begin(), args.size()),
+                                   across, overlap, options);
 }
 
 SKEIN_EXPORT void stencil(const StencilKernel& kernel, std::span<const DistOperand> args,
