@@ -475,6 +475,29 @@ TEST_P(DistDeviceValues, PerMemberArraysInReductionsAndStencils) {
       EXPECT_EQ(device_values(one, dx, 1, Dtype::float64, what)[0], xx * xy) << what;
     }
   }
+  // On grids, a split along axis 1 included (the deterministic mode reduces slab copies of the
+  // grids, the per-member arrays going with them).
+  for (const GridOptions& options : {GridOptions{.halo = {1}}, GridOptions{.grid = {1, s_.M()}}}) {
+    const GridLayout layout = GridLayout::over(*s_.comm, {23, 41}, options);
+    const std::size_t m = layout.size();
+    const auto gxv = global_data<double>(m, 93, true), gyv = global_data<double>(m, 94, true);
+    double gxy = 0, gyy = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      gxy += gxv[i] * gyv[i];
+      gyy += gyv[i] * gyv[i];
+    }
+    const GridArray gx = make_grid(s_, layout, gxv), gy = make_grid(s_, layout, gyv);
+    const std::vector<Array> s = dist::dots_to_devices({{gx, gy}, {gy, gy}});  // {x.y, y.y}
+    for (bool det : {false, true}) {
+      const std::string what =
+          fmt::format("grid {}{}", to_string(layout.grid()), det ? " deterministic" : " fast");
+      const std::vector<double> got =
+          device_values(dist::reduce_to_devices({{scaled_dot, {gx, gy, s}}}, ReduceOp::sum,
+                                                {.deterministic = det}),
+                        gx, 1, Dtype::float64, what);
+      EXPECT_EQ(got[0], gyy * gxy) << what;
+    }
+  }
   // A stencil's raw parameter gets the per-member array whole (its element 0, not the block's
   // first point).
   const std::size_t rows = 9, cols = 5;

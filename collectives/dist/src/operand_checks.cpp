@@ -3,6 +3,7 @@
 #include "operand_checks.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "skein/detail/errors.hpp"
 
@@ -78,8 +79,8 @@ void check_per_member(std::span<const DistOperand> args, const Queue& queue,
           SKEIN_HERE, call,
           "Pass one array per local member of the distributed operands, in local block order (as "
           "the *_to_devices reductions return them).",
-          "rank {}: operand {} has {} per-member array(s) for {} local member(s)", rank, k,
-          arrays->size(), devices.size());
+          "rank {}: operand {} has {} per-member array(s) for {} local member(s) (on devices {})",
+          rank, k, arrays->size(), devices.size(), fmt::join(devices, ", "));
     }
     for (std::size_t i = 0; i < devices.size(); ++i) {
       const Array& a = (*arrays)[i];

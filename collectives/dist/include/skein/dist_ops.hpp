@@ -126,7 +126,8 @@ SKEIN_EXPORT std::vector<Array> reduce(const ReductionKernel& kernel, const Dist
                                        ReduceOp across, const DistReductionOptions& options = {});
 
 // The same for a ReductionKernel with several inputs: `inputs` in the kernel's order, each a
-// DistArray, a GridArray (its points) or a scalar, as for elementwise; the distributed ones share
+// DistArray, a GridArray (its points), a scalar or per-member arrays (for a raw input), as for
+// elementwise; the distributed ones share
 // one layout and shape (or one layout of points), DistArrays and GridArrays not mixed (else
 // LogicError on every rank). Fast mode: each device's value, then one all_reduce over every
 // member. Deterministic mode: the canonical tree over the global C-order indices of the inputs'
