@@ -160,8 +160,8 @@ auto with_stencil_term(const StencilKernel& kernel, std::span<const DistOperand>
       kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0, region);
       return;
     }
-    const std::size_t device = o.grid != nullptr ? o.grid->block(i).device_idx
-                                                 : o.rows->block(i).device_idx;
+    const std::size_t device =
+        o.grid != nullptr ? o.grid->block(i).device_idx : o.rows->block(i).device_idx;
     kernel.reduce(queue, std::span<const Operand>(local), geometry, out, 0,
                   StencilRegion::interior);
     for (const auto& [d, marker] : *halos) {
@@ -204,7 +204,8 @@ std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
   for (std::size_t k = 0; k < overlap.exchange.size(); ++k) {
     const DistOperand& e = overlap.exchange[k];
     if (e.array() == nullptr && e.grid() == nullptr) {
-      detail::raise_in(SKEIN_HERE, call, "List the DistArrays or GridArrays whose halos to exchange.",
+      detail::raise_in(SKEIN_HERE, call,
+                       "List the DistArrays or GridArrays whose halos to exchange.",
                        "rank {}: HaloOverlap::exchange[{}] is not a distributed array", rank, k);
     }
   }

@@ -54,12 +54,16 @@ inline double update_and_reduce(const FusedKernel& kernel,
 // The same with the reduced value left on the devices: one one-element Array per local member
 // (local block order), of the reduction's dtype, on the member's device, from the queue's array
 // pool; equal on every member of every rank once the queue gets there (deterministic mode: the
-// same bits as update_and_reduce). The CG update whose alpha was computed on the devices:
+// same bits as update_and_reduce). The CG update whose alpha = rr / pw is computed on the
+// devices from values reduced there (per-member arrays, read through the kernel's raw inputs):
 //
-//   const std::vector<Array> rr = dist::update_and_reduce_to_devices(cg, {p, w, alpha, x, r},
-//                                                                    ReduceOp::sum);
+//   skein::FusedKernel cg("raw double rr, raw double pw, double p, double w", "double x, double r",
+//                         "const double alpha = rr[0] / pw[0]; x += alpha * p; r -= alpha * w",
+//                         "double rr_next", "r * r", "a + b", "0", {.name = "cg_update"});
+//   const std::vector<Array> rr_next =
+//       dist::update_and_reduce_to_devices(cg, {rr, pw, p, w, x, r}, ReduceOp::sum);
 //
-// (alpha: per-member arrays read through a raw input, once FusedKernel takes them.) Checks as
+// (apps/skein-cg/cg_device.hpp is a whole CG so.) Checks as
 // begin_update_and_reduce; what waits where as dist::reduce_to_devices (dist_reductions.hpp).
 SKEIN_EXPORT std::vector<Array> update_and_reduce_to_devices(
     const FusedKernel& kernel, std::span<const DistOperand> operands, ReduceOp across,
