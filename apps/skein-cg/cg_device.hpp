@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The fused CG with its scalars on the devices (the default of the fast mode, --scalars device):
 // the same 11 vector passes and kernels' arithmetic as classic_cg's fused form, but p . w and r . r
-// stay where they were reduced, and p's halo exchange runs on a second queue while the stencil
-// computes the interior (dist::HaloOverlap). dist::stencil_reduce_to_devices and
-// dist::update_and_reduce_to_devices leave each value on every member's device (over NCCL the
-// all_reduce is enqueued on the queue), and the next kernels read them there as `raw` parameters
-// (alpha = rr / pw in the update, beta = rr_next / rr in p = r + beta p). The host never waits
-// inside an iteration: it reads each iteration's two values one iteration later, copied on a
-// second queue into page-locked memory, and decides from them.
+// stay where they were reduced, and (CgSettings::halo_overlap) p's halo exchange runs on a second
+// queue while the stencil computes the interior (dist::HaloOverlap).
+// dist::stencil_reduce_to_devices and dist::update_and_reduce_to_devices leave each value on every
+// member's device (over NCCL the all_reduce is enqueued on the queue), and the next kernels read
+// them there as `raw` parameters (alpha = rr / pw in the update, beta = rr_next / rr in p = r +
+// beta p). The host never waits inside an iteration: it reads each iteration's two values one
+// iteration later, copied on a second queue into page-locked memory, and decides from them.
 //
 // The decisions are the synchronous form's. The kernels apply an iteration only while
 // rr > stop2 = (tol ||b||)^2 and pw > 0 (alpha = 0 otherwise), so the iteration that the host
@@ -165,8 +165,14 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
   while (go) {
     if (launched < s.max_iters) {
       const std::size_t k = ++launched;
-      const std::vector<skein::Array> pw = skein::dist::stencil_reduce_to_devices(
-          a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum, overlap);
+      std::vector<skein::Array> pw;
+      if (s.halo_overlap) {
+        pw = skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum,
+                                                    overlap);
+      } else {
+        v.p.exchange_halos();
+        pw = skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
+      }
       std::vector<skein::Array> rr_next = skein::dist::update_and_reduce_to_devices(
           update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
       skein::dist::elementwise(next_p, {rr_next, rr, stop2, v.r, v.p, v.p});

@@ -33,6 +33,9 @@ struct CgSettings {
   // The fused form in the fast mode keeps p . w and r . r on the devices (cg_device.hpp); false:
   // the host reads them in every iteration (classic_cg), as before.
   bool device_scalars = true;
+  // With device_scalars: p's halo exchange overlapped with the stencil's interior
+  // (dist::HaloOverlap), else exchanged before the stencil.
+  bool halo_overlap = true;
   std::size_t report_every = 0;
   bool printer = false;  // this rank prints the progress
   // Waits for the queue after each step of the loop and prints each step's mean time at the end

@@ -75,11 +75,19 @@ struct Options {
   std::optional<double> tol;  // default by dtype: default_tol()
   std::size_t max_iters = 10000;
   std::string dtype = "float64";
-  std::string rhs = "solution";    // solution: b = A x*; ones: b = 1
-  std::string dot = "reduction";   // reduction | blas
-  std::string form = "fused";      // fused | unfused | pipelined
-  std::string scalars = "device";  // device | host: where the fused form keeps p . w and r . r
-  std::string grid;                // PxQ: a GridArray over a P x Q grid of the devices
+  std::string rhs = "solution";   // solution: b = A x*; ones: b = 1
+  std::string dot = "reduction";  // reduction | blas
+  std::string form = "fused";     // fused | unfused | pipelined
+  // Where the fused form keeps p . w and r . r in the fast mode: device | host | auto (device
+  // where the communicator has several members: one member has no exchange to wait for, and the
+  // host's reads cost it less than the second queue's copies).
+  std::string scalars = "auto";
+  // With scalars on the devices, p's halo exchange overlapped with the stencil's interior:
+  // on | off | auto (on where a rank drives several devices, whose faces are peer copies; off where
+  // each rank has one device: on 2 x H200 the interior/edges split then cost more than the NCCL
+  // send/recv it hid, docs/performance.md).
+  std::string halo_overlap = "auto";
+  std::string grid;  // PxQ: a GridArray over a P x Q grid of the devices
   std::size_t report_every = 100;
   std::size_t warmup = 0;  // iterations run and discarded before the timed solve
   bool deterministic = false;
@@ -155,7 +163,8 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
                                 .form = o.form,
                                 .deterministic = o.deterministic,
                                 .blas_dots = o.dot == "blas",
-                                .device_scalars = o.scalars == "device" && !o.step_times,
+                                .device_scalars = o.scalars == "device",
+                                .halo_overlap = o.halo_overlap == "on",
                                 .report_every = o.report_every,
                                 .printer = printer,
                                 .step_times = o.step_times};
@@ -359,8 +368,8 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
       {"rhs", o.rhs},
       {"dot", o.dot},
       {"form", o.form},
-      {"scalars",
-       o.form == "fused" && !o.deterministic && !o.step_times ? o.scalars : std::string("host")},
+      {"scalars", o.scalars},
+      {"halo_overlap", o.halo_overlap},
       {"grid", o.grid.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.grid)},
       {"deterministic", o.deterministic},
       {"ranks", runtime.size()},
@@ -390,9 +399,20 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
       {"passed", out.passed}};
 }
 
+// `o` with its automatic choices made for `comm` (scalars, halo_overlap; host scalars where the
+// form or a flag needs them).
+Options resolved(Options o, const skein::Communicator& comm) {
+  if (o.scalars == "auto") o.scalars = comm.size() > 1 ? "device" : "host";
+  if (o.form != "fused" || o.deterministic || o.step_times) o.scalars = "host";
+  if (o.halo_overlap == "auto") o.halo_overlap = comm.local_size() > 1 ? "on" : "off";
+  if (o.scalars == "host") o.halo_overlap = "off";
+  return o;
+}
+
 template <class T>
-int solve(const Options& o, const skein::Runtime& runtime) {
+int solve(const Options& given, const skein::Runtime& runtime) {
   skein::Communicator comm(runtime);
+  const Options o = resolved(given, comm);
   const skein::Queue queue(runtime.context());
   const Dtype dtype = skein::dtype_of<T>;
   const bool printer = runtime.rank() == 0;
@@ -413,12 +433,13 @@ int solve(const Options& o, const skein::Runtime& runtime) {
     fmt::print("# {} device(s) on {} rank(s), {}, {}; {}\n", comm.size(), runtime.size(),
                std::string(runtime.context().api().name()), comm.backend_description(),
                pq.empty() ? "row blocks" : fmt::format("a {} x {} process grid", pq[0], pq[1]));
-    const bool on_devices =
-        o.form == "fused" && !o.deterministic && !o.step_times && o.scalars == "device";
+    const bool on_devices = o.scalars == "device";
     fmt::print("# form {}; dots: {}{}{}; tol {:.1e}, at most {} iterations\n", o.form,
                o.dot == "blas" ? "BLAS (cuBLAS / CLBlast)" : "reduction kernels",
                o.deterministic ? ", deterministic" : "",
-               on_devices ? ", scalars on the devices" : "", tol, o.max_iters);
+               on_devices ? fmt::format(", scalars on the devices, halo overlap {}", o.halo_overlap)
+                          : std::string(),
+               tol, o.max_iters);
     std::fflush(stdout);
   }
   Outcome out;
@@ -513,8 +534,14 @@ int main(int argc, char** argv) {
          "--scalars", o.scalars,
          "Fused form, fast mode: device keeps p . w and r . r on the devices and reads them "
          "one iteration late (the host never waits inside an iteration); host reads them in "
-         "every iteration (--step-times and --deterministic use host)")
-      .one_of({"device", "host"});
+         "every iteration; auto: device on several devices, host on one (--step-times and "
+         "--deterministic use host)")
+      .one_of({"auto", "device", "host"});
+  app.add_option("--halo-overlap", o.halo_overlap,
+                 "With scalars on the devices: p's halo exchange on a second queue while the "
+                 "stencil computes the interior (on), or before it (off); auto: on where a rank "
+                 "drives several devices")
+      .one_of({"auto", "on", "off"});
   app.add_option(
       "--grid", o.grid,
       "Split the grid over a P x Q grid of the devices (PxQ, P along the rows; P * Q = devices) "
