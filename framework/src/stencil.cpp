@@ -241,6 +241,10 @@ StencilKernel::StencilKernel(std::string_view in_params, std::string_view out_pa
 }
 
 const std::string& StencilKernel::name() const { return impl_->options.name; }
+std::size_t StencilKernel::num_params() const { return impl_->params.size(); }
+bool StencilKernel::param_is_raw(std::size_t i) const {
+  return i < impl_->params.size() && impl_->params[i].raw;
+}
 std::size_t StencilKernel::programs_built() const { return impl_->built.load(); }
 
 std::string StencilKernel::source(const Queue& queue, std::span<const Operand> args,

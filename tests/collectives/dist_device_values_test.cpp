@@ -697,6 +697,15 @@ TEST_P(DistDeviceValues, BadPerMemberArraysRaiseAndTheOperandsStayUsable) {
         dist::stencil(st, {dx, extra, dy});
       },
       {"dist::stencil", "per-member"}, "size in a stencil");
+  // Per-member arrays for a stencil's field parameter (not raw): they would be read around the
+  // point, outside the one-element arrays.
+  const StencilKernel field_st("double u, double s", "double w", "w = s(0) * u",
+                               {.name = "dv_bad_field"});
+  expect_logic_error(
+      [&] {
+        dist::stencil(field_st, {dx, good, dy});
+      },
+      {"dist::stencil", "per-member", "field parameter", "raw"}, "field parameter");
   // An array of another context (a context of its own over the same device).
   const Context other = Context::from_devices(dx.queue().context().device(dx.block(0).device_idx));
   std::vector<Array> foreign = good;

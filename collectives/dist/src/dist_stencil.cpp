@@ -30,6 +30,16 @@ struct Operands {
 
 Operands check_operands(const StencilKernel& kernel, std::span<const DistOperand> args) {
   Operands o;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    // A per-member array given to a field parameter would be read around the point, outside it.
+    if (args[k].per_member() != nullptr && !kernel.param_is_raw(k)) {
+      detail::raise_in(SKEIN_HERE, kCall,
+                       "Declare the parameter `raw` (`raw double s` -> `s[0]`): per-member arrays "
+                       "are values, not fields.",
+                       "kernel {}: argument {} is per-member arrays for a field parameter",
+                       kernel.name(), k);
+    }
+  }
   for (const auto& a : args) {
     if ((a.grid() != nullptr && o.rows != nullptr) || (a.array() != nullptr && o.grid != nullptr)) {
       detail::raise_in(SKEIN_HERE, kCall, "Pass GridArrays or DistArrays to one kernel, not both.",

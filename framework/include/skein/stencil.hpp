@@ -147,6 +147,10 @@ class SKEIN_EXPORT StencilKernel {
                      const StencilGeometry& geometry) const;
 
   const std::string& name() const;
+  // The number of parameters (inputs, then outputs), and whether parameter i is declared `raw`
+  // (false beyond them).
+  std::size_t num_params() const;
+  bool param_is_raw(std::size_t i) const;
   // Programs generated and compiled by this kernel and its copies (one per context and signature).
   std::size_t programs_built() const;
 
