@@ -402,6 +402,16 @@ TEST_P(DistDeviceValues, StencilReduceToDevicesWithTheExchangeOverlapped) {
         (void)dist::stencil_reduce_to_devices(a, {gp, gw}, ReduceOp::sum, bad);
       },
       {"stencil_reduce_to_devices", "exchange[0]"});
+  // A halo queue of another context (a context of its own over the same devices).
+  std::vector<Device> mine;
+  for (std::size_t d : devices) mine.push_back(s_.comm->context().device(d));
+  const dist::HaloOverlap foreign{
+      .halo_queue = Queue(Context::from_devices(std::span<const Device>(mine))), .exchange = {gp}};
+  expect_logic_error(
+      [&] {
+        (void)dist::stencil_reduce_to_devices(a, {gp, gw}, ReduceOp::sum, foreign);
+      },
+      {"stencil_reduce_to_devices", "another context"});
   const std::vector<double> again =
       device_values(dist::stencil_reduce_to_devices(a, {gp, gw}, ReduceOp::sum, overlap), gp, 1,
                     Dtype::float64, "grid again");

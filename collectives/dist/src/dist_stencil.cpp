@@ -204,6 +204,11 @@ std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
   const std::vector<std::size_t> devices =
       o.grid != nullptr ? values::local_devices(*o.grid) : values::local_devices(*o.rows);
   const int rank = o.grid != nullptr ? o.grid->rank() : o.rows->rank();
+  const Queue& fields = o.grid != nullptr ? o.grid->queue() : o.rows->queue();
+  if (overlap.halo_queue.context() != fields.context()) {
+    detail::raise_in(SKEIN_HERE, call, "Make the halo queue in the fields' context.",
+                     "rank {}: HaloOverlap::halo_queue is of another context", rank);
+  }
   for (std::size_t d : devices) {
     if (!overlap.halo_queue.has_device(d)) {
       detail::raise_in(SKEIN_HERE, call,

@@ -116,9 +116,10 @@ struct HaloOverlap {
   Queue halo_queue;
   std::vector<DistOperand> exchange;
 };
-// `halo_queue` lacking a member's device, or an entry of `exchange` that is no DistArray or
-// GridArray: LogicError on the rank that passed it, before anything is enqueued (pass the same on
-// every rank). Collective: the exchange and the all_reduce, in that order.
+// `exchange` keeps pointers to the arrays (as DistOperand does): they must outlive the HaloOverlap.
+// `halo_queue` of another context or lacking a member's device, or an entry of `exchange` that is
+// no DistArray or GridArray: LogicError on the rank that passed it, before anything is enqueued
+// (pass the same on every rank). Collective: the exchange and the all_reduce, in that order.
 SKEIN_EXPORT std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
                                                           std::span<const DistOperand> args,
                                                           ReduceOp across,
