@@ -142,6 +142,34 @@ def test_reduction_kernel(queue):
                                   host.sum(axis=0))
 
 
+@pytest.mark.parametrize("n", [0, 1, 1001])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_fused_kernel_with_raw_inputs(queue, n, deterministic):
+    # x += alpha p; r -= alpha w with alpha = rr[0] / pw[1] read on the device, and r . r.
+    k = skein.FusedKernel("raw float64 rr, raw float64 pw, float64 p, float64 w",
+                          "float64 x, float64 r",
+                          "const double alpha = rr[0] / pw[1]; x += alpha * p; r -= alpha * w",
+                          "float64 out", "r * r", "a + b", "0", name="py_cg_update")
+    assert (k.input_count, k.update_count) == (4, 2)
+    i = numpy.arange(n, dtype=numpy.float64)
+    hp, hw, hx, hr = i % 5 - 2, i % 3, i % 7, i % 4 + 1
+    rr = skein.Array.from_host(queue, numpy.array([3.0]))
+    pw = skein.Array.from_host(queue, numpy.array([9.0, 4.0]))  # alpha = 0.75: exact
+    x, r = skein.Array.from_host(queue, hx), skein.Array.from_host(queue, hr)
+    p, w = skein.Array.from_host(queue, hp), skein.Array.from_host(queue, hw)
+    out = k(queue, rr, pw, p, w, x, r, deterministic=deterministic)
+    want_x, want_r = hx + 0.75 * hp, hr - 0.75 * hw
+    numpy.testing.assert_array_equal(x.get(), want_x)
+    numpy.testing.assert_array_equal(r.get(), want_r)
+    assert out.get()[0] == numpy.sum(want_r * want_r)  # quarters: exact in any order
+    with pytest.raises(skein.errors.LogicError):
+        skein.FusedKernel("float64 s", "raw float64 x", "x[0] = s", "float64 y", "s", "a + b",
+                          "0")
+    with pytest.raises(skein.errors.LogicError):  # a scalar for a raw input
+        k(queue, 3.0, pw, p, w, x, r)
+    numpy.testing.assert_array_equal(x.get(), want_x)  # untouched by the refused call
+
+
 def test_render_snippets_and_modules():
     sq = skein.Snippet(["x"], "((${x}) * (${x}))")
     mod = skein.Module("WITHIN_KERNEL float ${prefix}(float v) { return v; }", name="ident")

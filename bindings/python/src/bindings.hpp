@@ -15,6 +15,8 @@
 
 #include "skein/skein.hpp"
 
+#include "skein/elementwise.hpp"
+
 namespace py = pybind11;
 
 namespace skein::python {
@@ -68,5 +70,13 @@ std::optional<std::size_t> to_device_idx(const py::handle& obj, const char* call
 // to do.
 [[noreturn]] void raise_argument(const std::string& call, const std::string& what,
                                  const std::string& hint);
+
+// skein.ElementwiseKernel: the kernel and its parameter counts (kernels_generated.cpp binds it;
+// skein.dist.elementwise takes it too).
+struct PyElementwise {
+  ElementwiseKernel kernel;
+  std::size_t outputs;
+  std::size_t inputs;
+};
 
 }  // namespace skein::python

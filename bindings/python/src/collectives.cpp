@@ -68,7 +68,9 @@ Operand to_scalar_operand(const py::handle& obj, const char* call) {
     }
   }
   raise_argument(call, "operand " + py::repr(obj).cast<std::string>() + " is not a scalar",
-                 "Pass a distributed array, a Python number or a NumPy scalar.");
+                 "Pass a distributed array, a Python number or a NumPy scalar (or, to skein.dist's "
+                 "calls, a list of skein.Array, one per local member, as the *_to_devices calls "
+                 "return them).");
 }
 
 std::span<const std::byte> root_host_bytes(const py::handle& host, Dtype dtype, const Shape& shape,

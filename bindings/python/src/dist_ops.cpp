@@ -3,6 +3,8 @@
 // built-ins, reductions to the host of every rank (one collective each, or several in one),
 // BLAS, user kernels (ElementwiseKernel, ReductionKernel, StencilKernel, FusedKernel) over every
 // local block. Every call that communicates or waits releases the GIL.
+#include <list>
+#include <memory>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -19,18 +21,50 @@ namespace skein::python {
 
 namespace {
 
-// A distributed array (its blocks) or a scalar. Holds pointers into the Python objects, which the
-// caller's argument list keeps alive for the call.
-dist::DistOperand to_dist_operand(const py::handle& obj, const char* call) {
+// Per-member arrays of one call (Python lists of skein.Array, one per local member, as the
+// *_to_devices functions return them), at stable addresses for the DistOperands that point to
+// them.
+using MemberLists = std::list<std::vector<Array>>;
+
+bool is_member_list(const py::handle& obj) {
+  if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) return false;
+  const auto seq = obj.cast<py::sequence>();
+  if (seq.size() == 0) return false;
+  for (const auto item : seq) {
+    if (!py::isinstance<Array>(item)) return false;
+  }
+  return true;
+}
+
+// A distributed array (its blocks), per-member arrays (kept in `members`) or a scalar. Holds
+// pointers into the Python objects, which the caller's argument list keeps alive for the call.
+dist::DistOperand to_dist_operand(const py::handle& obj, const char* call, MemberLists& members) {
   if (py::isinstance<DistArray>(obj)) return dist::DistOperand(obj.cast<const DistArray&>());
   if (py::isinstance<GridArray>(obj)) return dist::DistOperand(obj.cast<const GridArray&>());
+  if (is_member_list(obj)) {
+    std::vector<Array>& arrays = members.emplace_back();
+    for (const auto item : obj.cast<py::sequence>()) arrays.push_back(item.cast<Array>());
+    return dist::DistOperand(arrays);
+  }
   return dist::DistOperand(to_scalar_operand(obj, call));
 }
 
-std::vector<dist::DistOperand> to_dist_operands(const py::sequence& args, const char* call) {
-  std::vector<dist::DistOperand> out;
-  out.reserve(args.size());
-  for (const auto item : args) out.push_back(to_dist_operand(item, call));
+// The operands of one call and the per-member arrays they point to.
+struct DistArgs {
+  MemberLists members;
+  std::vector<dist::DistOperand> ops;
+};
+
+std::unique_ptr<DistArgs> to_dist_operands(const py::sequence& args, const char* call) {
+  auto out = std::make_unique<DistArgs>();
+  out->ops.reserve(args.size());
+  for (const auto item : args) out->ops.push_back(to_dist_operand(item, call, out->members));
+  return out;
+}
+
+py::list to_py_list(std::vector<Array> arrays) {
+  py::list out;
+  for (Array& a : arrays) out.append(py::cast(std::move(a)));
   return out;
 }
 
@@ -199,7 +233,7 @@ void bind_batches(py::module_& d) {
           },
           "The values (a list of floats, the same on every rank); once.")
       .def_property_readonly("waited", &dist::PendingValues::waited);
-  auto pairs_of = [](const py::sequence& pairs, const char* call) {
+  auto pairs_of = [](const py::sequence& pairs, const char* call, MemberLists& members) {
     std::vector<std::pair<dist::DistOperand, dist::DistOperand>> out;
     for (const auto p : pairs) {
       const auto t = p.cast<py::sequence>();
@@ -207,14 +241,15 @@ void bind_batches(py::module_& d) {
         raise_argument(call, "a pair has " + std::to_string(t.size()) + " elements",
                        "Pass a list of (x, y) pairs.");
       }
-      out.emplace_back(to_dist_operand(t[0], call), to_dist_operand(t[1], call));
+      out.emplace_back(to_dist_operand(t[0], call, members), to_dist_operand(t[1], call, members));
     }
     return out;
   };
   d.def(
       "begin_dots",
       [pairs_of](const py::sequence& pairs, bool det) {
-        const auto p = pairs_of(pairs, "dist.begin_dots");
+        MemberLists members;
+        const auto p = pairs_of(pairs, "dist.begin_dots", members);
         const py::gil_scoped_release release;
         return dist::begin_dots(p, reduction_options(det));
       },
@@ -223,7 +258,8 @@ void bind_batches(py::module_& d) {
   d.def(
       "dots",
       [pairs_of](const py::sequence& pairs, bool det) {
-        const auto p = pairs_of(pairs, "dist.dots");
+        MemberLists members;
+        const auto p = pairs_of(pairs, "dist.dots", members);
         const py::gil_scoped_release release;
         return dist::dots(p, reduction_options(det));
       },
@@ -234,7 +270,7 @@ void bind_batches(py::module_& d) {
       [](const py::sequence& arrays, bool det) {
         const auto a = to_dist_operands(arrays, "dist.begin_sums");
         const py::gil_scoped_release release;
-        return dist::begin_sums(a, reduction_options(det));
+        return dist::begin_sums(a->ops, reduction_options(det));
       },
       py::arg("arrays"), py::kw_only(), py::arg("deterministic") = false, py::keep_alive<0, 1>());
   d.def(
@@ -242,17 +278,47 @@ void bind_batches(py::module_& d) {
       [](const py::sequence& arrays, bool det) {
         const auto a = to_dist_operands(arrays, "dist.sums");
         const py::gil_scoped_release release;
-        return dist::sums(a, reduction_options(det));
+        return dist::sums(a->ops, reduction_options(det));
       },
       py::arg("arrays"), py::kw_only(), py::arg("deterministic") = false,
       "Collective: the sum of each array in one exchange.");
+  d.def(
+      "dots_to_devices",
+      [pairs_of](const py::sequence& pairs, bool det) {
+        MemberLists members;
+        const auto p = pairs_of(pairs, "dist.dots_to_devices", members);
+        std::vector<Array> out;
+        {
+          const py::gil_scoped_release release;
+          out = dist::dots_to_devices(p, reduction_options(det));
+        }
+        return to_py_list(std::move(out));
+      },
+      py::arg("pairs"), py::kw_only(), py::arg("deterministic") = false,
+      "Collective: x . y of each pair, left on the devices: a list with one skein.Array per local "
+      "member (its values, in the pairs' order), which the next calls take as an operand read "
+      "through `raw` parameters.");
+  d.def(
+      "sums_to_devices",
+      [](const py::sequence& arrays, bool det) {
+        const auto a = to_dist_operands(arrays, "dist.sums_to_devices");
+        std::vector<Array> out;
+        {
+          const py::gil_scoped_release release;
+          out = dist::sums_to_devices(a->ops, reduction_options(det));
+        }
+        return to_py_list(std::move(out));
+      },
+      py::arg("arrays"), py::kw_only(), py::arg("deterministic") = false,
+      "Collective: the sum of each array, left on the devices (as dots_to_devices).");
 }
 
 void bind_kernels_over_blocks(py::module_& d) {
   d.def(
       "elementwise",
-      [](const ElementwiseKernel& kernel, const py::sequence& args) {
-        dist::elementwise(kernel, to_dist_operands(args, "dist.elementwise"));
+      [](const PyElementwise& kernel, const py::sequence& args) {
+        const auto a = to_dist_operands(args, "dist.elementwise");
+        dist::elementwise(kernel.kernel, a->ops);
       },
       py::arg("kernel"), py::arg("args"),
       "Runs an ElementwiseKernel on every local block (arguments in the kernel's order: "
@@ -261,12 +327,13 @@ void bind_kernels_over_blocks(py::module_& d) {
       "reduce",
       [](const ReductionKernel& kernel, const py::object& inputs, const py::object& across,
          bool det) {
-        const auto in = py::isinstance<py::sequence>(inputs)
-                            ? to_dist_operands(inputs, "dist.reduce")
-                            : std::vector{to_dist_operand(inputs, "dist.reduce")};
+        const py::sequence seq = py::isinstance<py::sequence>(inputs) && !is_member_list(inputs)
+                                     ? inputs.cast<py::sequence>()
+                                     : py::sequence(py::make_tuple(inputs));
+        const auto in = to_dist_operands(seq, "dist.reduce");
         const ReduceOp op = to_reduce_op(across, "dist.reduce");
         const py::gil_scoped_release release;
-        return dist::reduce(kernel, in, op, reduction_options(det));
+        return dist::reduce(kernel, in->ops, op, reduction_options(det));
       },
       py::arg("kernel"), py::arg("inputs"), py::arg("across") = "sum", py::kw_only(),
       py::arg("deterministic") = false,
@@ -279,9 +346,9 @@ void bind_kernels_over_blocks(py::module_& d) {
         const auto a = to_dist_operands(args, "dist.stencil");
         const StencilRegion r = to_region(region, "dist.stencil");
         if (queue.is_none()) {
-          dist::stencil(kernel, a, r);
+          dist::stencil(kernel, a->ops, r);
         } else {
-          dist::stencil(queue.cast<const Queue&>(), kernel, a, r);
+          dist::stencil(queue.cast<const Queue&>(), kernel, a->ops, r);
         }
       },
       py::arg("kernel"), py::arg("args"), py::arg("region") = "all", py::arg("queue") = py::none(),
@@ -295,11 +362,74 @@ void bind_kernels_over_blocks(py::module_& d) {
         const ReduceOp op = to_reduce_op(across, "dist.stencil_reduce");
         const StencilRegion r = to_region(region, "dist.stencil_reduce");
         const py::gil_scoped_release release;
-        return dist::stencil_reduce(kernel, a, op, r);
+        return dist::stencil_reduce(kernel, a->ops, op, r);
       },
       py::arg("kernel"), py::arg("args"), py::arg("across") = "sum", py::arg("region") = "all",
       "Collective: the stencil, and its reduction over every member combined with `across`, "
       "returned on every rank.");
+  py::class_<dist::HaloOverlap>(
+      d, "HaloOverlap",
+      "The halo exchange of `exchange` (DistArrays or GridArrays) on `halo_queue` while a "
+      "stencil_reduce_to_devices computes the interior (it keeps the arrays alive).")
+      .def(py::init([](const Queue& halo_queue, const py::sequence& exchange) {
+             dist::HaloOverlap o{.halo_queue = halo_queue, .exchange = {}};
+             for (const auto item : exchange) {
+               if (py::isinstance<DistArray>(item)) {
+                 o.exchange.emplace_back(item.cast<const DistArray&>());
+               } else if (py::isinstance<GridArray>(item)) {
+                 o.exchange.emplace_back(item.cast<const GridArray&>());
+               } else {
+                 raise_argument("dist.HaloOverlap",
+                                py::repr(item).cast<std::string>() + " is not a distributed array",
+                                "List the DistArrays or GridArrays whose halos to exchange.");
+               }
+             }
+             return o;
+           }),
+           py::arg("halo_queue"), py::arg("exchange"), py::keep_alive<1, 3>())
+      .def_readonly("halo_queue", &dist::HaloOverlap::halo_queue);
+  d.def(
+      "stencil_reduce_to_devices",
+      [](const StencilKernel& kernel, const py::sequence& args, const py::object& across,
+         const py::object& region, const dist::HaloOverlap* overlap) {
+        const auto a = to_dist_operands(args, "dist.stencil_reduce_to_devices");
+        const ReduceOp op = to_reduce_op(across, "dist.stencil_reduce_to_devices");
+        const StencilRegion r = to_region(region, "dist.stencil_reduce_to_devices");
+        if (overlap != nullptr && r != StencilRegion::all) {
+          raise_argument("dist.stencil_reduce_to_devices",
+                         "a region with overlap: the overlap computes the interior, then the edges",
+                         "Leave region at 'all' with overlap.");
+        }
+        std::vector<Array> out;
+        {
+          const py::gil_scoped_release release;
+          out = overlap != nullptr ? dist::stencil_reduce_to_devices(kernel, a->ops, op, *overlap)
+                                   : dist::stencil_reduce_to_devices(kernel, a->ops, op, r);
+        }
+        return to_py_list(std::move(out));
+      },
+      py::arg("kernel"), py::arg("args"), py::arg("across") = "sum", py::arg("region") = "all",
+      py::kw_only(), py::arg("overlap") = nullptr,
+      "Collective: stencil_reduce with the value left on the devices (a list of one skein.Array "
+      "per local member); overlap: a HaloOverlap (the exchange on its queue while the interior "
+      "is computed; region must then be 'all').");
+  d.def(
+      "update_and_reduce_to_devices",
+      [](const FusedKernel& kernel, const py::sequence& operands, const py::object& across,
+         bool det) {
+        const auto a = to_dist_operands(operands, "dist.update_and_reduce_to_devices");
+        const ReduceOp op = to_reduce_op(across, "dist.update_and_reduce_to_devices");
+        std::vector<Array> out;
+        {
+          const py::gil_scoped_release release;
+          out = dist::update_and_reduce_to_devices(kernel, a->ops, op, reduction_options(det));
+        }
+        return to_py_list(std::move(out));
+      },
+      py::arg("kernel"), py::arg("operands"), py::arg("across") = "sum", py::kw_only(),
+      py::arg("deterministic") = false,
+      "Collective: update_and_reduce with the value left on the devices (a list of one "
+      "skein.Array per local member).");
   d.def(
       "update_and_reduce",
       [](const FusedKernel& kernel, const py::sequence& operands, const py::object& across,
@@ -307,7 +437,7 @@ void bind_kernels_over_blocks(py::module_& d) {
         const auto a = to_dist_operands(operands, "dist.update_and_reduce");
         const ReduceOp op = to_reduce_op(across, "dist.update_and_reduce");
         const py::gil_scoped_release release;
-        return dist::update_and_reduce(kernel, a, op, reduction_options(det));
+        return dist::update_and_reduce(kernel, a->ops, op, reduction_options(det));
       },
       py::arg("kernel"), py::arg("operands"), py::arg("across") = "sum", py::kw_only(),
       py::arg("deterministic") = false,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernel_signature.hpp"
+#include "skein/fused.hpp"
 #include "operands.hpp"
 
 namespace skein::python {
@@ -26,12 +27,6 @@ std::size_t count_params(const std::string& params) {
   for (const char c : params) n += c == ',' ? 1 : 0;
   return n;
 }
-
-struct PyElementwise {
-  ElementwiseKernel kernel;
-  std::size_t outputs;
-  std::size_t inputs;
-};
 
 void bind_elementwise(py::module_& m) {
   py::class_<PyElementwise>(m, "ElementwiseKernel",
@@ -161,11 +156,55 @@ void bind_reduction(py::module_& m) {
       .def_property_readonly("programs_built", &ReductionKernel::programs_built);
 }
 
+void bind_fused(py::module_& m) {
+  py::class_<FusedKernel>(m, "FusedKernel",
+                          "An elementwise update that also reduces what it computed, in one pass: "
+                          "FusedKernel('T p, T w, T alpha', 'T x, T r', 'x += alpha * p; r -= "
+                          "alpha * w', 'T rr', 'r * r', 'a + b', '0'). Inputs may be raw.")
+      .def(py::init([](const std::string& in_params, const std::string& update_params,
+                       const std::string& operation, const std::string& out_param,
+                       const std::string& map_expr, std::string reduce_expr, std::string identity,
+                       std::string post_map, const py::object& reduce_type, std::string preamble,
+                       const py::object& render_globals, std::string name) {
+             FusedOptions o;
+             o.post_map = std::move(post_map);
+             if (!reduce_type.is_none()) o.reduce_type = to_dtype(reduce_type, "FusedKernel");
+             o.preamble = std::move(preamble);
+             o.globals = to_render_globals(render_globals);
+             o.name = std::move(name);
+             return FusedKernel(in_params, update_params, operation, out_param, map_expr,
+                                std::move(reduce_expr), std::move(identity), std::move(o));
+           }),
+           py::arg("in_params"), py::arg("update_params"), py::arg("operation"),
+           py::arg("out_param"), py::arg("map_expr"), py::arg("reduce_expr"), py::arg("identity"),
+           py::arg("post_map") = "", py::arg("reduce_type") = py::none(), py::arg("preamble") = "",
+           py::arg("render_globals") = py::none(), py::arg("name") = "fused")
+      .def(
+          "__call__",
+          [](const FusedKernel& k, const Queue& q, const py::args& args, const py::object& out,
+             bool deterministic) {
+            std::vector<Operand> operands;
+            to_operands(args, 0, operands, "FusedKernel.__call__");
+            FusedArgs fa;
+            fa.out = to_out(out, "FusedKernel.__call__");
+            fa.deterministic = deterministic;
+            return k(q, std::span<const Operand>(operands), fa);
+          },
+          py::arg("queue"), py::kw_only(), py::arg("out") = py::none(),
+          py::arg("deterministic") = false,
+          "Updates the updated arrays in place (inputs first, then the updated arrays) and "
+          "returns the reduced value as a one-element array (`out` or a new one). Does not wait.")
+      .def_property_readonly("name", &FusedKernel::name)
+      .def_property_readonly("input_count", &FusedKernel::input_count)
+      .def_property_readonly("update_count", &FusedKernel::update_count);
+}
+
 }  // namespace
 
 void bind_generated_kernels(py::module_& m) {
   bind_elementwise(m);
   bind_reduction(m);
+  bind_fused(m);
 }
 
 }  // namespace skein::python

@@ -103,6 +103,58 @@ def test_reductions_and_elementwise(comm, rng_seed):
     np.testing.assert_array_equal(out.all_gather(), y_host)
 
 
+def test_values_on_the_devices(comm, rng_seed):
+    """dots/sums/stencil_reduce/update_and_reduce _to_devices: one skein.Array per local member,
+    equal everywhere, read by the next kernels through raw parameters; the halo exchange
+    overlapped; a wrong per-member list raises on every rank and the next right call works."""
+    rows, cols = 2 * comm.size + 3, 5
+    hx = global_values(rng_seed, (rows, cols))
+    hy = global_values(rng_seed + 1, (rows, cols))
+    x = skein.DistArray(comm, (rows, cols), np.float64, halo=1)
+    y, out = (skein.DistArray(comm, (rows, cols), np.float64) for _ in range(2))
+    x.scatter(hx if WORLD.rank == 0 else None)
+    y.scatter(hy if WORLD.rank == 0 else None)
+    vals = skein.dist.dots_to_devices([(x, y), (x, x)])
+    assert len(vals) == x.local_size
+    for v in vals:
+        np.testing.assert_array_equal(v.get(), [np.sum(hx * hy), np.sum(hx * hx)])
+    sums = skein.dist.sums_to_devices([y])
+    assert [s.get()[0] for s in sums] == [hy.sum()] * x.local_size
+    # out = vals[0] * y + vals[1] * 0, the values read on the devices.
+    scale = skein.ElementwiseKernel("raw float64 a, float64 y", "float64 o", "o = a[0] * y",
+                                    name="py_dv_scale")
+    skein.dist.elementwise(scale, [vals, y, out])
+    np.testing.assert_array_equal(out.all_gather(), np.sum(hx * hy) * hy)
+    # A stencil with p . w on the devices, p's halos exchanged on a second queue meanwhile.
+    apply = skein.StencilKernel(
+        "float64 p", "float64 w",
+        "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0)"
+        " - (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
+        name="py_dv_poisson", reduction=skein.StencilReduction(map="p * w", dtype="float64"))
+    padded = np.pad(hx, 1)
+    hw = (4 * hx - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:])
+    halo_queue = skein.Queue(x.queue.context, x.queue.device_idxs, priority="high")
+    overlap = skein.dist.HaloOverlap(halo_queue, [x])
+    pw = skein.dist.stencil_reduce_to_devices(apply, [x, out], overlap=overlap)
+    np.testing.assert_array_equal(out.all_gather(), hw)
+    assert [v.get()[0] for v in pw] == [np.sum(hx * hw)] * x.local_size
+    # The fused update with alpha = vals[1] / pw read on the devices.
+    update = skein.FusedKernel("raw float64 v, raw float64 q, float64 w", "float64 y",
+                               "y -= (v[1] / q[0]) * w", "float64 yy", "y * y", "a + b", "0",
+                               name="py_dv_update")
+    yy = skein.dist.update_and_reduce_to_devices(update, [vals, pw, out, y])
+    alpha = np.sum(hx * hx) / np.sum(hx * hw)
+    want = hy - alpha * hw
+    np.testing.assert_allclose(y.all_gather(), want, rtol=1e-14, atol=1e-12)
+    for v in yy:
+        assert v.get()[0] == pytest.approx(np.sum(want * want), rel=1e-13)
+    # One array too many: refused on every rank, then the right call works.
+    with pytest.raises(skein.errors.LogicError, match="per-member"):
+        skein.dist.elementwise(scale, [vals + [vals[0]], y, out])
+    skein.dist.elementwise(scale, [sums, x, out])
+    np.testing.assert_array_equal(out.all_gather(), hy.sum() * hx)
+
+
 def test_replicated_and_gemv(comm, rng_seed):
     a_host = global_values(rng_seed, (5, 3))
     x_host = global_values(rng_seed + 1, (3,))
