@@ -138,9 +138,12 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
   detail::LaggedValues lagged(queue, devices.at(0));
   // p's halos move on a second queue (high priority: the exchange's kernels go ahead of the
   // stencil's pending blocks) while the stencil computes the interior.
-  const skein::dist::HaloOverlap overlap{
-      .halo_queue = skein::Queue(queue.context(), devices, skein::QueuePriority::high()),
-      .exchange = {v.p}};
+  std::optional<skein::dist::HaloOverlap> overlap;
+  if (s.halo_overlap) {
+    overlap = skein::dist::HaloOverlap{
+        .halo_queue = skein::Queue(queue.context(), devices, skein::QueuePriority::high()),
+        .exchange = {v.p}};
+  }
   const auto start = detail::start_clock(v.x, comm);
   bool converged = false;
   // Whether the host, having read iteration k's values, goes on.
@@ -166,9 +169,9 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
     if (launched < s.max_iters) {
       const std::size_t k = ++launched;
       std::vector<skein::Array> pw;
-      if (s.halo_overlap) {
+      if (overlap) {
         pw = skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum,
-                                                    overlap);
+                                                    *overlap);
       } else {
         v.p.exchange_halos();
         pw = skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "canonical_tree.hpp"
+#include "dist_data.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 
@@ -37,53 +38,21 @@ namespace dist_device_values_test {
 using namespace skein;
 using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
+using ::skein::test::make_dist;
+using ::skein::test::make_grid;
+using ::skein::test::member_splits;
 using ::skein::test::on_every_rank;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
 using ::skein::test::Rig;
+using ::skein::test::same_everywhere;
+using ::skein::test::seeded_values;
 using ::skein::test::world_rank;
 
 class DistDeviceValues : public ::skein::test::PlacementTest {};
 INSTANTIATE_TEST_SUITE_P(Placements, DistDeviceValues,
                          testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
-
-std::uint64_t mix(std::uint64_t z) {  // splitmix64's finaliser
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// exact: multiples of 1/4 in [-4, 4] (products of three and their sums are exact in float64);
-// otherwise full mantissas in [-1, 1) (sums round).
-template <class T>
-std::vector<T> global_data(std::size_t n, std::uint64_t salt, bool exact) {
-  std::vector<T> out(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::uint64_t h = mix(k * 0x632BE59BD9B4E019ull + salt * 0x8CB92BA72F3D8DD7ull);
-    out[k] = exact ? static_cast<T>(static_cast<double>(static_cast<int>(h % 33) - 16) / 4.0)
-                   : static_cast<T>(static_cast<double>(h >> 11) * 0x1p-53 * 2.0 - 1.0);
-  }
-  return out;
-}
-
-template <class T>
-DistArray make_dist(Rig& s, const Shape& shape, const RowSplit& split, const std::vector<T>& global,
-                    Halo halo = {}) {
-  DistArray d(*s.comm, shape, dtype_of<T>, split, halo);
-  const RowRange rows = d.rank_rows();
-  const std::size_t C = d.layout().row_size();
-  d.scatter_local(std::span<const T>(global.data() + rows.begin * C, rows.size() * C));
-  return d;
-}
-
-template <class T>
-GridArray make_grid(Rig& s, const GridLayout& layout, const std::vector<T>& global) {
-  GridArray a(*s.comm, layout, dtype_of<T>);
-  a.scatter(world_rank() == 0 ? global : std::vector<T>{}, 0);
-  return a;
-}
 
 // This rank's rows of a DistArray, checked against the same rows of `want` (exactly or within
 // `tol` relative to the largest value); true on every rank when every rank's rows agree.
@@ -141,30 +110,11 @@ std::vector<double> device_values(const std::vector<Array>& arrays, const Distri
           << what << ": block " << i << ", value " << j;
     }
   }
-  for (double v : first) {
-    double lo = 0, hi = 0;
-    MPI_Allreduce(&v, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&v, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    EXPECT_TRUE(std::bit_cast<std::uint64_t>(lo) == std::bit_cast<std::uint64_t>(v) &&
-                std::bit_cast<std::uint64_t>(hi) == std::bit_cast<std::uint64_t>(v))
-        << what << ": the ranks differ";
-  }
+  for (double v : first) EXPECT_TRUE(same_everywhere(v)) << what << ": the ranks differ";
   return first;
 }
 
 std::uint32_t bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
-
-// Row splits of the members: even, weights 1..M, everything on the last member (the others
-// empty).
-std::vector<std::pair<RowSplit, std::string>> splits(std::size_t M, std::size_t rows) {
-  std::vector<double> w;
-  for (std::size_t m = 0; m < M; ++m) w.push_back(static_cast<double>(m + 1));
-  std::vector<std::size_t> last(M, 0);
-  last.back() = rows;
-  return {{RowSplit::even(), "even"},
-          {RowSplit::weights(w), "weights"},
-          {RowSplit::counts(last), "last"}};
-}
 
 const ReductionKernel& triple_kernel(Dtype t) {
   static const ReductionKernel f32("float x, float y, float z", "float s", "x * y * z", "a + b",
@@ -190,8 +140,8 @@ TEST_P(DistDeviceValues, ReduceToDevicesFastMatchesTheHost) {
   const std::size_t M = s_.M();
   for (const Shape& shape : {Shape{1001}, Shape{37, 5}, Shape{0}, Shape{2 * M + 1, 3}}) {
     const std::size_t n = shape_size(shape);
-    const auto x = global_data<double>(n, 1, true), y = global_data<double>(n, 2, true),
-               z = global_data<double>(n, 3, true);
+    const auto x = seeded_values<double>(n, 1, true), y = seeded_values<double>(n, 2, true),
+               z = seeded_values<double>(n, 3, true);
     double triple = 0, residual = 0, xy = 0, yy = 0, sx = 0;
     for (std::size_t i = 0; i < n; ++i) {
       triple += x[i] * y[i] * z[i];
@@ -200,7 +150,7 @@ TEST_P(DistDeviceValues, ReduceToDevicesFastMatchesTheHost) {
       yy += y[i] * y[i];
       sx += x[i];
     }
-    for (const auto& [split, name] : splits(M, shape[0])) {
+    for (const auto& [split, name] : member_splits(M, shape[0])) {
       const std::string what = to_string(shape) + " " + name;
       const DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y),
                       dz = make_dist(s_, shape, split, z);
@@ -231,14 +181,14 @@ TEST_P(DistDeviceValues, ReduceToDevicesDeterministicIsTheCanonicalTree) {
   const std::size_t M = s_.M();
   const dist::DistReductionOptions det{.deterministic = true};
   for (std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{30001}}) {
-    const auto x = global_data<float>(n, 4, false), y = global_data<float>(n, 5, false),
-               z = global_data<float>(n, 6, false);
+    const auto x = seeded_values<float>(n, 4, false), y = seeded_values<float>(n, 5, false),
+               z = seeded_values<float>(n, 6, false);
     std::vector<float> leaves(n), pxy(n);
     for (std::size_t i = 0; i < n; ++i) {
       leaves[i] = (x[i] * y[i]) * z[i];
       pxy[i] = x[i] * y[i];
     }
-    for (const auto& [split, name] : splits(M, n)) {
+    for (const auto& [split, name] : member_splits(M, n)) {
       const std::string what = fmt::format("n {} {}", n, name);
       const DistArray dx = make_dist(s_, Shape{n}, split, x),
                       dy = make_dist(s_, Shape{n}, split, y),
@@ -258,7 +208,7 @@ TEST_P(DistDeviceValues, ReduceToDevicesDeterministicIsTheCanonicalTree) {
   }
   // min across the members, both modes.
   const std::size_t n = 777;
-  const auto x = global_data<double>(n, 31, true), y = global_data<double>(n, 32, true);
+  const auto x = seeded_values<double>(n, 31, true), y = seeded_values<double>(n, 32, true);
   const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x),
                   dy = make_dist(s_, Shape{n}, RowSplit::even(), y);
   const ReductionKernel min_diff("double x, double y", "double s", "x - y", "a < b ? a : b",
@@ -289,14 +239,14 @@ TEST_P(DistDeviceValues, ReduceToDevicesOnGrids) {
   for (const Case& c : cases) {
     const GridLayout layout = GridLayout::over(*s_.comm, c.shape, c.options);
     const std::size_t n = layout.size();
-    const auto ex = global_data<double>(n, 11, true), ey = global_data<double>(n, 12, true);
+    const auto ex = seeded_values<double>(n, 11, true), ey = seeded_values<double>(n, 12, true);
     double xy = 0;
     for (std::size_t i = 0; i < n; ++i) xy += ex[i] * ey[i];
     const GridArray gx = make_grid(s_, layout, ex), gy = make_grid(s_, layout, ey);
     EXPECT_EQ(device_values(dist::dots_to_devices({{gx, gy}}), gx, 1, Dtype::float64, c.name)[0],
               xy)
         << c.name;
-    const auto x = global_data<float>(n, 14, false), y = global_data<float>(n, 15, false);
+    const auto x = seeded_values<float>(n, 14, false), y = seeded_values<float>(n, 15, false);
     std::vector<float> pxy(n);
     for (std::size_t i = 0; i < n; ++i) pxy[i] = x[i] * y[i];
     const GridArray fx = make_grid(s_, layout, x), fy = make_grid(s_, layout, y);
@@ -309,27 +259,43 @@ TEST_P(DistDeviceValues, ReduceToDevicesOnGrids) {
 
 // The stencil's reduction (p . A p of a 2-D Poisson operator) on row blocks and on a grid, to
 // the devices, equal to the host-valued form and the host's value.
-TEST_P(DistDeviceValues, StencilReduceToDevices) {
-  const std::size_t rows = 13, cols = 11;
-  std::vector<double> p(rows * cols);
-  for (std::size_t g = 0; g < p.size(); ++g) p[g] = static_cast<double>(g % 7) - 3.0;
-  double pap = 0;
-  std::vector<double> w(rows * cols);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      auto at = [&](std::size_t r, std::size_t cc) { return p[r * cols + cc]; };
-      w[i * cols + j] = 4 * at(i, j) - (i > 0 ? at(i - 1, j) : 0.0) -
-                        (i + 1 < rows ? at(i + 1, j) : 0.0) - (j > 0 ? at(i, j - 1) : 0.0) -
-                        (j + 1 < cols ? at(i, j + 1) : 0.0);
-      pap += at(i, j) * w[i * cols + j];
-    }
-  }
-  const StencilKernel a(
+// The 5-point Poisson stencil with zero values outside the grid, and p . w in the same pass.
+const StencilKernel& poisson_dot() {
+  static const StencilKernel k(
       "double p", "double w",
       "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0) "
       "- (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
       {.name = "dv_poisson", .reduction = StencilReduction{.map = "p * w"}});
-  for (const auto& [split, name] : splits(s_.M(), rows)) {
+  return k;
+}
+
+// The same on the host: w = A p of a rows x cols grid (flat), and p . w.
+struct Poisson {
+  std::vector<double> w;
+  double pw = 0;
+};
+Poisson host_poisson(const std::vector<double>& p, std::size_t rows, std::size_t cols) {
+  Poisson h{std::vector<double>(rows * cols), 0};
+  auto at = [&](std::size_t r, std::size_t c) { return p[r * cols + c]; };
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      const double w = 4 * at(i, j) - (i > 0 ? at(i - 1, j) : 0.0) -
+                       (i + 1 < rows ? at(i + 1, j) : 0.0) - (j > 0 ? at(i, j - 1) : 0.0) -
+                       (j + 1 < cols ? at(i, j + 1) : 0.0);
+      h.w[i * cols + j] = w;
+      h.pw += at(i, j) * w;
+    }
+  }
+  return h;
+}
+
+TEST_P(DistDeviceValues, StencilReduceToDevices) {
+  const std::size_t rows = 13, cols = 11;
+  std::vector<double> p(rows * cols);
+  for (std::size_t g = 0; g < p.size(); ++g) p[g] = static_cast<double>(g % 7) - 3.0;
+  const auto [w, pap] = host_poisson(p, rows, cols);
+  const StencilKernel& a = poisson_dot();
+  for (const auto& [split, name] : member_splits(s_.M(), rows)) {
     const DistArray dp = make_dist(s_, Shape{rows, cols}, split, p, {.width = 1});
     const DistArray dw(*s_.comm, Shape{rows, cols}, Dtype::float64, split, {.width = 1});
     dp.exchange_halos();
@@ -355,27 +321,14 @@ TEST_P(DistDeviceValues, StencilReduceToDevices) {
 // raises, and the next right call works.
 TEST_P(DistDeviceValues, StencilReduceToDevicesWithTheExchangeOverlapped) {
   const std::size_t rows = 13, cols = 11;
-  std::vector<double> p(rows * cols), w(rows * cols);
-  double pap = 0;
+  std::vector<double> p(rows * cols);
   for (std::size_t g = 0; g < p.size(); ++g) p[g] = static_cast<double>(g % 5) - 1.0;
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      auto at = [&](std::size_t r, std::size_t cc) { return p[r * cols + cc]; };
-      w[i * cols + j] = 4 * at(i, j) - (i > 0 ? at(i - 1, j) : 0.0) -
-                        (i + 1 < rows ? at(i + 1, j) : 0.0) - (j > 0 ? at(i, j - 1) : 0.0) -
-                        (j + 1 < cols ? at(i, j + 1) : 0.0);
-      pap += at(i, j) * w[i * cols + j];
-    }
-  }
-  const StencilKernel a(
-      "double p", "double w",
-      "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0) "
-      "- (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
-      {.name = "dv_poisson_overlap", .reduction = StencilReduction{.map = "p * w"}});
+  const auto [w, pap] = host_poisson(p, rows, cols);
+  const StencilKernel& a = poisson_dot();
   std::vector<std::size_t> devices;
   for (std::size_t l = 0; l < s_.L(); ++l) devices.push_back(s_.comm->device_idx(l));
   const Queue halo_queue(s_.comm->context(), devices, QueuePriority::high());
-  for (const auto& [split, name] : splits(s_.M(), rows)) {
+  for (const auto& [split, name] : member_splits(s_.M(), rows)) {
     const DistArray dp = make_dist(s_, Shape{rows, cols}, split, p, {.width = 1});
     const DistArray dw(*s_.comm, Shape{rows, cols}, Dtype::float64, split, {.width = 1});
     const dist::HaloOverlap overlap{.halo_queue = halo_queue, .exchange = {dp}};
@@ -430,8 +383,8 @@ const FusedKernel& cg_update() {
 TEST_P(DistDeviceValues, UpdateAndReduceToDevices) {
   const std::size_t M = s_.M();
   for (std::size_t n : {std::size_t{1001}, std::size_t{2 * M + 1}}) {
-    const auto p = global_data<double>(n, 71, true), w = global_data<double>(n, 72, true),
-               x = global_data<double>(n, 73, true), r = global_data<double>(n, 74, true);
+    const auto p = seeded_values<double>(n, 71, true), w = seeded_values<double>(n, 72, true),
+               x = seeded_values<double>(n, 73, true), r = seeded_values<double>(n, 74, true);
     std::vector<double> x1(n), r1(n);
     double rr = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -439,7 +392,7 @@ TEST_P(DistDeviceValues, UpdateAndReduceToDevices) {
       r1[i] = r[i] - 0.5 * w[i];
       rr += r1[i] * r1[i];
     }
-    for (const auto& [split, name] : splits(M, n)) {
+    for (const auto& [split, name] : member_splits(M, n)) {
       const std::string what = fmt::format("n {} {}", n, name);
       const DistArray dp = make_dist(s_, Shape{n}, split, p),
                       dw = make_dist(s_, Shape{n}, split, w);
@@ -473,8 +426,8 @@ TEST_P(DistDeviceValues, PerMemberArraysInElementwise) {
   const ElementwiseKernel affine("raw double a, double x", "double y", "y = a[0] * x + a[1]",
                                  {.name = "dv_affine"});
   for (std::size_t n : {std::size_t{1001}, std::size_t{2 * M + 1}}) {
-    const auto x = global_data<double>(n, 81, true), u = global_data<double>(n, 82, true),
-               v = global_data<double>(n, 83, true);
+    const auto x = seeded_values<double>(n, 81, true), u = seeded_values<double>(n, 82, true),
+               v = seeded_values<double>(n, 83, true);
     double su = 0, sv = 0;
     for (std::size_t i = 0; i < n; ++i) {
       su += u[i];
@@ -482,7 +435,7 @@ TEST_P(DistDeviceValues, PerMemberArraysInElementwise) {
     }
     std::vector<double> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = su * x[i] + sv;
-    for (const auto& [split, name] : splits(M, n)) {
+    for (const auto& [split, name] : member_splits(M, n)) {
       const DistArray dx = make_dist(s_, Shape{n}, split, x),
                       du = make_dist(s_, Shape{n}, split, u),
                       dv = make_dist(s_, Shape{n}, split, v);
@@ -496,7 +449,7 @@ TEST_P(DistDeviceValues, PerMemberArraysInElementwise) {
        {GridOptions{.halo = {1}}, GridOptions{.grid = {1, M}, .halo = {2, 1}}}) {
     const GridLayout layout = GridLayout::over(*s_.comm, {17, 9}, options);
     const std::size_t n = layout.size();
-    const auto x = global_data<double>(n, 84, true), u = global_data<double>(n, 85, true);
+    const auto x = seeded_values<double>(n, 84, true), u = seeded_values<double>(n, 85, true);
     double su = 0, uu = 0;
     for (std::size_t i = 0; i < n; ++i) {
       su += u[i];
@@ -519,7 +472,7 @@ TEST_P(DistDeviceValues, PerMemberArraysInElementwise) {
 // batch); and a stencil reading one (w = s[0] * (neighbours' sum)).
 TEST_P(DistDeviceValues, PerMemberArraysInReductionsAndStencils) {
   const std::size_t n = 4099;
-  const auto x = global_data<double>(n, 91, true), y = global_data<double>(n, 92, true);
+  const auto x = seeded_values<double>(n, 91, true), y = seeded_values<double>(n, 92, true);
   double xy = 0, xx = 0;
   for (std::size_t i = 0; i < n; ++i) {
     xy += x[i] * y[i];
@@ -527,7 +480,7 @@ TEST_P(DistDeviceValues, PerMemberArraysInReductionsAndStencils) {
   }
   const ReductionKernel scaled_dot("double x, double y, raw double s", "double out", "s[1] * x * y",
                                    "a + b", "0", {.name = "dv_scaled_dot"});
-  for (const auto& [split, name] : splits(s_.M(), n)) {
+  for (const auto& [split, name] : member_splits(s_.M(), n)) {
     const DistArray dx = make_dist(s_, Shape{n}, split, x), dy = make_dist(s_, Shape{n}, split, y);
     const std::vector<Array> s = dist::dots_to_devices({{dx, dy}, {dx, dx}});  // {x.y, x.x}
     for (bool det : {false, true}) {
@@ -549,7 +502,7 @@ TEST_P(DistDeviceValues, PerMemberArraysInReductionsAndStencils) {
   for (const GridOptions& options : {GridOptions{.halo = {1}}, GridOptions{.grid = {1, s_.M()}}}) {
     const GridLayout layout = GridLayout::over(*s_.comm, {23, 41}, options);
     const std::size_t m = layout.size();
-    const auto gxv = global_data<double>(m, 93, true), gyv = global_data<double>(m, 94, true);
+    const auto gxv = seeded_values<double>(m, 93, true), gyv = seeded_values<double>(m, 94, true);
     double gxy = 0, gyy = 0;
     for (std::size_t i = 0; i < m; ++i) {
       gxy += gxv[i] * gyv[i];
@@ -645,7 +598,7 @@ TEST_P(DistDeviceValues, ConjugateGradientWithoutHostReads) {
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_NEAR(hx[i], 0.5 * static_cast<double>((i + 1) * (n - i)), 1e-8) << "host CG, " << i;
   }
-  for (const auto& [split, name] : splits(s_.M(), n)) {
+  for (const auto& [split, name] : member_splits(s_.M(), n)) {
     if (name == "last" && s_.M() > 1) continue;  // a halo is filled from a neighbour with rows
     const Halo halo{.width = 1};
     const DistArray x = make_dist(s_, Shape{n}, split, std::vector<double>(n, 0.0), halo);
@@ -674,7 +627,7 @@ TEST_P(DistDeviceValues, ConjugateGradientWithoutHostReads) {
 // the operands are still usable and a correct call gives the right values.
 TEST_P(DistDeviceValues, BadPerMemberArraysRaiseAndTheOperandsStayUsable) {
   const std::size_t n = 101;
-  const auto x = global_data<double>(n, 101, true);
+  const auto x = seeded_values<double>(n, 101, true);
   double sx = 0, xx = 0;
   for (double v : x) {
     sx += v;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "canonical_tree.hpp"
+#include "dist_data.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 #include "scoped_env.hpp"
@@ -42,6 +43,8 @@ namespace dist_ops_test {
 using namespace skein;
 using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
+using ::skein::test::make_dist;
+using ::skein::test::mix;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
 using ::skein::test::placement_rig;
@@ -89,13 +92,6 @@ void expect_close(const std::vector<T>& got, const std::vector<double>& want,
 }
 
 // ---- host data ----------------------------------------------------------------------------------
-
-std::uint64_t mix(std::uint64_t z) {  // splitmix64's finaliser
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // random: floats in [-1000, 1000) with full mantissas (sums round); exact: multiples of 1/4 in
 // [-4, 4], whose products and short sums are exact in float32. Integers are small either way
@@ -194,17 +190,6 @@ std::vector<Case> cases(std::size_t M, std::size_t itemsize, bool big = true) {
     out.push_back({{n / 9, 9}, weights_split(M, true), "3 MiB x 9 weights M..1"});
   }
   return out;
-}
-
-// A distributed array of `global` (flat, row-major): each rank writes its own rows.
-template <class T>
-DistArray make_dist(Rig& s, const Shape& shape, const RowSplit& split, const std::vector<T>& global,
-                    Halo halo = {}) {
-  DistArray d(*s.comm, shape, dtype_of<T>, split, halo);
-  const RowRange rows = d.rank_rows();
-  const std::size_t C = d.layout().row_size();
-  d.scatter_local(std::span<const T>(global.data() + rows.begin * C, rows.size() * C));
-  return d;
 }
 
 template <class T>

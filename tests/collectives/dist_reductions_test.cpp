@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "canonical_tree.hpp"
+#include "dist_data.hpp"
 #include "dist_support.hpp"
 #include "mpi_support.hpp"
 
@@ -35,10 +36,15 @@ namespace dist_reductions_test {
 using namespace skein;
 using ::skein::test::canonical_tree;
 using ::skein::test::expect_logic_error;
+using ::skein::test::make_dist;
+using ::skein::test::make_grid;
+using ::skein::test::member_splits;
 using ::skein::test::on_every_rank;
 using ::skein::test::Placement;
 using ::skein::test::placement_name;
 using ::skein::test::Rig;
+using ::skein::test::same_everywhere;
+using ::skein::test::seeded_values;
 using ::skein::test::world_rank;
 
 class DistReductions : public ::skein::test::PlacementTest {};
@@ -49,43 +55,6 @@ class GridReductions : public ::skein::test::PlacementTest {};
 INSTANTIATE_TEST_SUITE_P(Layouts, GridReductions,
                          testing::Values(Placement::runtime, Placement::two_per_rank),
                          placement_name);
-
-std::uint64_t mix(std::uint64_t z) {  // splitmix64's finaliser
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// exact: multiples of 1/4 in [-4, 4] (products of three and their sums are exact in float64);
-// otherwise full mantissas in [-1, 1) (sums round).
-template <class T>
-std::vector<T> global_data(std::size_t n, std::uint64_t salt, bool exact) {
-  std::vector<T> out(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::uint64_t h = mix(k * 0x632BE59BD9B4E019ull + salt * 0x8CB92BA72F3D8DD7ull);
-    out[k] = exact ? static_cast<T>(static_cast<double>(static_cast<int>(h % 33) - 16) / 4.0)
-                   : static_cast<T>(static_cast<double>(h >> 11) * 0x1p-53 * 2.0 - 1.0);
-  }
-  return out;
-}
-
-template <class T>
-DistArray make_dist(Rig& s, const Shape& shape, const RowSplit& split,
-                    const std::vector<T>& global) {
-  DistArray d(*s.comm, shape, dtype_of<T>, split);
-  const RowRange rows = d.rank_rows();
-  const std::size_t C = d.layout().row_size();
-  d.scatter_local(std::span<const T>(global.data() + rows.begin * C, rows.size() * C));
-  return d;
-}
-
-template <class T>
-GridArray make_grid(Rig& s, const GridLayout& layout, const std::vector<T>& global) {
-  GridArray a(*s.comm, layout, dtype_of<T>);
-  a.scatter(world_rank() == 0 ? global : std::vector<T>{}, 0);
-  return a;
-}
 
 // The one value of dist::reduce's per-device results, checked to be the same on every device.
 double device_value(const std::vector<Array>& results, const std::string& what) {
@@ -99,25 +68,6 @@ double device_value(const std::vector<Array>& results, const std::string& what) 
         << what << ": device " << i;
   }
   return first;
-}
-
-bool same_everywhere(double v) {
-  double lo = 0, hi = 0;
-  MPI_Allreduce(&v, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&v, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return std::bit_cast<std::uint64_t>(lo) == std::bit_cast<std::uint64_t>(v) &&
-         std::bit_cast<std::uint64_t>(hi) == std::bit_cast<std::uint64_t>(v);
-}
-
-// Row splits of the members: even, weights 1..M, everything on the last member.
-std::vector<std::pair<RowSplit, std::string>> splits(std::size_t M, std::size_t rows) {
-  std::vector<double> w;
-  for (std::size_t m = 0; m < M; ++m) w.push_back(static_cast<double>(m + 1));
-  std::vector<std::size_t> last(M, 0);
-  last.back() = rows;
-  return {{RowSplit::even(), "even"},
-          {RowSplit::weights(w), "weights"},
-          {RowSplit::counts(last), "last"}};
 }
 
 // ---- dist::reduce over several operands ---------------------------------------------------------
@@ -141,14 +91,14 @@ TEST_P(DistReductions, SeveralInputsFastMatchTheHost) {
   const std::size_t M = s_.M();
   for (const Shape& shape : {Shape{1001}, Shape{37, 5}, Shape{0}, Shape{2 * M + 1, 3}}) {
     const std::size_t n = shape_size(shape);
-    const auto x = global_data<double>(n, 1, true), y = global_data<double>(n, 2, true),
-               z = global_data<double>(n, 3, true);
+    const auto x = seeded_values<double>(n, 1, true), y = seeded_values<double>(n, 2, true),
+               z = seeded_values<double>(n, 3, true);
     double want_triple = 0, want_residual = 0;
     for (std::size_t i = 0; i < n; ++i) {
       want_triple += x[i] * y[i] * z[i];
       want_residual += (0.5 * x[i] - y[i]) * (0.5 * x[i] - y[i]);
     }
-    for (const auto& [split, name] : splits(M, shape[0])) {
+    for (const auto& [split, name] : member_splits(M, shape[0])) {
       const std::string what = to_string(shape) + " " + name;
       const DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y),
                       dz = make_dist(s_, shape, split, z);
@@ -168,13 +118,13 @@ TEST_P(DistReductions, SeveralInputsFastMatchTheHost) {
 TEST_P(DistReductions, SeveralInputsDeterministicIsTheCanonicalTree) {
   const std::size_t M = s_.M();
   for (std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{300001}}) {
-    const auto x = global_data<float>(n, 4, false), y = global_data<float>(n, 5, false),
-               z = global_data<float>(n, 6, false);
+    const auto x = seeded_values<float>(n, 4, false), y = seeded_values<float>(n, 5, false),
+               z = seeded_values<float>(n, 6, false);
     std::vector<float> leaves(n);
     for (std::size_t i = 0; i < n; ++i) leaves[i] = (x[i] * y[i]) * z[i];
     const float want = canonical_tree(leaves);
     for (const Shape& shape : {Shape{n}, Shape{n, 1}}) {
-      for (const auto& [split, name] : splits(M, shape[0])) {
+      for (const auto& [split, name] : member_splits(M, shape[0])) {
         const std::string what = fmt::format("n {} {} {}", n, to_string(shape), name);
         const DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y),
                         dz = make_dist(s_, shape, split, z);
@@ -191,7 +141,7 @@ TEST_P(DistReductions, SeveralInputsDeterministicIsTheCanonicalTree) {
 }
 
 TEST_P(DistReductions, SingleInputCallsStillCompile) {
-  const auto x = global_data<double>(100, 7, true);
+  const auto x = seeded_values<double>(100, 7, true);
   const DistArray dx = make_dist(s_, Shape{100}, RowSplit::even(), x);
   double want = 0;
   for (double v : x) want += v;
@@ -236,21 +186,21 @@ TEST_P(DistReductions, BatchedDotsMatchTheHost) {
   const std::size_t M = s_.M();
   for (const Shape& shape : {Shape{1001}, Shape{4099, 3}, Shape{0}}) {
     const std::size_t n = shape_size(shape);
-    const auto x = global_data<double>(n, 21, true), y = global_data<double>(n, 22, true),
-               r = global_data<double>(n, 23, true);
+    const auto x = seeded_values<double>(n, 21, true), y = seeded_values<double>(n, 22, true),
+               r = seeded_values<double>(n, 23, true);
     double xy = 0, rr = 0, ry = 0;
     for (std::size_t i = 0; i < n; ++i) {
       xy += x[i] * y[i];
       rr += r[i] * r[i];
       ry += r[i] * y[i];
     }
-    const auto fx = global_data<float>(n, 24, false), fy = global_data<float>(n, 25, false);
+    const auto fx = seeded_values<float>(n, 24, false), fy = seeded_values<float>(n, 25, false);
     std::vector<float> pxy(n), pxx(n);
     for (std::size_t i = 0; i < n; ++i) {
       pxy[i] = fx[i] * fy[i];
       pxx[i] = fx[i] * fx[i];
     }
-    for (const auto& [split, name] : splits(M, shape[0])) {
+    for (const auto& [split, name] : member_splits(M, shape[0])) {
       const std::string what = to_string(shape) + " " + name;
       const DistArray dx = make_dist(s_, shape, split, x), dy = make_dist(s_, shape, split, y),
                       dr = make_dist(s_, shape, split, r);
@@ -283,7 +233,7 @@ TEST_P(DistReductions, BatchedDotsMatchTheHost) {
 // A batch of user kernels over several operands with min across the members.
 TEST_P(DistReductions, BatchedUserKernels) {
   const std::size_t n = 777;
-  const auto x = global_data<double>(n, 31, true), y = global_data<double>(n, 32, true);
+  const auto x = seeded_values<double>(n, 31, true), y = seeded_values<double>(n, 32, true);
   const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x),
                   dy = make_dist(s_, Shape{n}, RowSplit::even(), y);
   const ReductionKernel min_diff("double x, double y", "double s", "x - y", "a < b ? a : b",
@@ -335,7 +285,7 @@ TEST_P(DistReductions, BadBatchesRaiseOnEveryRank) {
 // while the exchange runs on the host).
 TEST_P(DistReductions, SplitPhaseOverlapsAKernel) {
   const std::size_t n = 100003;
-  const auto x = global_data<double>(n, 51, true), y = global_data<double>(n, 52, true);
+  const auto x = seeded_values<double>(n, 51, true), y = seeded_values<double>(n, 52, true);
   double xy = 0, xx = 0;
   for (std::size_t i = 0; i < n; ++i) {
     xy += x[i] * y[i];
@@ -365,7 +315,7 @@ TEST_P(DistReductions, SplitPhaseOverlapsAKernel) {
 // their values, and later calls work on every rank.
 TEST_P(DistReductions, SplitPhaseDroppedWithoutWait) {
   const std::size_t n = 5000;
-  const auto x = global_data<double>(n, 61, true);
+  const auto x = seeded_values<double>(n, 61, true);
   double xx = 0;
   for (double v : x) xx += v * v;
   const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x);
@@ -409,8 +359,8 @@ TEST_P(GridReductions, SeveralInputsMatchTheHostAndTheCanonicalTree) {
     const GridLayout layout = GridLayout::over(*s_.comm, c.shape, c.options);
     const std::size_t n = layout.size();
     // Fast: exact values, so the sum is the host's whatever the order.
-    const auto ex = global_data<double>(n, 11, true), ey = global_data<double>(n, 12, true),
-               ez = global_data<double>(n, 13, true);
+    const auto ex = seeded_values<double>(n, 11, true), ey = seeded_values<double>(n, 12, true),
+               ez = seeded_values<double>(n, 13, true);
     double want = 0;
     for (std::size_t i = 0; i < n; ++i) want += ex[i] * ey[i] * ez[i];
     const GridArray gx = make_grid(s_, layout, ex), gy = make_grid(s_, layout, ey),
@@ -419,8 +369,8 @@ TEST_P(GridReductions, SeveralInputsMatchTheHostAndTheCanonicalTree) {
         dist::reduce(triple_kernel(Dtype::float64), {gx, gy, gz}, ReduceOp::sum), c.name);
     EXPECT_EQ(fast, want) << c.name << ": fast";
     // Deterministic: float32 with rounding, the canonical tree over the global C-order indices.
-    const auto x = global_data<float>(n, 14, false), y = global_data<float>(n, 15, false),
-               z = global_data<float>(n, 16, false);
+    const auto x = seeded_values<float>(n, 14, false), y = seeded_values<float>(n, 15, false),
+               z = seeded_values<float>(n, 16, false);
     std::vector<float> leaves(n);
     for (std::size_t i = 0; i < n; ++i) leaves[i] = (x[i] * y[i]) * z[i];
     const float tree = canonical_tree(leaves);
@@ -466,7 +416,7 @@ TEST_P(GridReductions, BatchedDotsOnEveryLayout) {
   for (const GridCase& c : grid_cases(s_.M())) {
     const GridLayout layout = GridLayout::over(*s_.comm, c.shape, c.options);
     const std::size_t n = layout.size();
-    const auto x = global_data<double>(n, 41, true), y = global_data<double>(n, 42, true);
+    const auto x = seeded_values<double>(n, 41, true), y = seeded_values<double>(n, 42, true);
     double xy = 0, yy = 0;
     for (std::size_t i = 0; i < n; ++i) {
       xy += x[i] * y[i];
@@ -476,7 +426,7 @@ TEST_P(GridReductions, BatchedDotsOnEveryLayout) {
     const std::vector<double> fast = dist::dots({{gx, gy}, {gy, gy}});
     EXPECT_EQ(fast[0], xy) << c.name;
     EXPECT_EQ(fast[1], yy) << c.name;
-    const auto fx = global_data<float>(n, 43, false), fy = global_data<float>(n, 44, false);
+    const auto fx = seeded_values<float>(n, 43, false), fy = seeded_values<float>(n, 44, false);
     std::vector<float> pxy(n);
     for (std::size_t i = 0; i < n; ++i) pxy[i] = fx[i] * fy[i];
     const GridArray hx = make_grid(s_, layout, fx), hy = make_grid(s_, layout, fy);
