@@ -15,6 +15,8 @@
 //              p . w, the update, r . r, p = r + beta p (14 passes). In the deterministic mode its
 //              iterations and x are bit-identical to the fused form's (the same canonical trees,
 //              no FP contraction in the updates).
+//   single-reduction  Chronopoulos and Gear's CG (cg_single.hpp): the fused form's 11 passes with
+//              one collective per iteration instead of two (row blocks, fast mode).
 //   pipelined  Ghysels and Vanroose's pipelined CG ("Hiding global synchronization latency in
 //              the preconditioned Conjugate Gradient algorithm", 2014, Alg. 4 unpreconditioned):
 //              one reduction per iteration (r . r and w . r batched), begun before the matvec
@@ -36,6 +38,7 @@
 
 #include "cg_device.hpp"
 #include "cg_poisson.hpp"
+#include "cg_single.hpp"
 #include "cg_solver_common.hpp"
 
 namespace skein_cg {
@@ -178,6 +181,7 @@ template <class T, class V>
 CgResult conjugate_gradients(const CgSettings& s, const PoissonKernels& a, const V& b,
                              const CgVectors<V>& v, MPI_Comm comm) {
   if (s.form == "pipelined") return pipelined_cg<T>(s, a, b, v, comm);
+  if (s.form == "single-reduction") return single_reduction_cg<T>(s, a, b, v, comm);
   if (s.form == "fused" && !s.deterministic && s.device_scalars) {
     return device_scalar_cg<T>(s, a, b, v, comm);
   }

@@ -27,14 +27,14 @@ namespace skein_cg {
 struct CgSettings {
   double tol = 1e-10;
   std::size_t max_iters = 10000;
-  std::string form = "fused";  // fused | unfused | pipelined
+  std::string form = "fused";  // fused | unfused | pipelined | single-reduction
   bool deterministic = false;
   bool blas_dots = false;  // dist::blas_dot (DistArrays, the unfused form only)
-  // The fused form in the fast mode keeps p . w and r . r on the devices (cg_device.hpp); false:
-  // the host reads them in every iteration (classic_cg), as before.
+  // The fused and single-reduction forms in the fast mode keep p . w and r . r on the devices
+  // (cg_device.hpp); false: the host reads them in every iteration (classic_cg), as before.
   bool device_scalars = true;
-  // With device_scalars: p's halo exchange overlapped with the stencil's interior
-  // (dist::HaloOverlap), else exchanged before the stencil.
+  // With device_scalars: p's (single-reduction: r's) halo exchange overlapped with the stencil's
+  // interior (dist::HaloOverlap), else exchanged before the stencil.
   bool halo_overlap = true;
   std::size_t report_every = 0;
   bool printer = false;  // this rank prints the progress
@@ -58,12 +58,13 @@ inline std::size_t passes_per_iteration(const CgSettings& s) {
   return s.deterministic ? 13 : 11;
 }
 
-// The work vectors. p (and for the pipelined form r and w) are read by the stencil: they have the
-// halo; the others may not (a GridArray updated by a fused kernel must have none).
+// The work vectors. p (and for the pipelined form r and w, for the single-reduction form r) are
+// read by the stencil: they have the halo; the others may not (a GridArray updated by a fused
+// kernel must have none).
 template <class V>
 struct CgVectors {
   V x, r, p, w;
-  std::optional<V> s, z, q;  // the pipelined form's only
+  std::optional<V> s, z, q;  // the pipelined form's only (s: the single-reduction form's too)
 };
 
 namespace detail {

@@ -17,11 +17,13 @@
 //   vector updates  x += alpha p and r -= alpha w with r . r in one pass (dist::update_and_reduce),
 //                   p = r + beta p with dist::axpy
 //   forms           --form fused (the above: 11 vector passes per iteration), unfused (each step
-//                   its own call, 14), pipelined (one overlapped reduction per iteration, 17): see
-//                   cg_solver.hpp. In the fast mode the fused form keeps p . w and r . r on the
-//                   devices (dist::*_to_devices, read by the next kernels as raw parameters) and
-//                   the host reads them one iteration late (cg_device.hpp; --scalars host: the
-//                   host reads them in every iteration)
+//                   its own call, 14), pipelined (one overlapped reduction per iteration, 17),
+//                   single-reduction (Chronopoulos-Gear: 11 passes, one collective per iteration,
+//                   dist::*_members then dist::combine_members; cg_single.hpp): see cg_solver.hpp.
+//                   In the fast mode the fused form keeps p . w and r . r on the devices
+//                   (dist::*_to_devices, read by the next kernels as raw parameters) and the host
+//                   reads them one iteration late (cg_device.hpp; --scalars host: the host reads
+//                   them in every iteration)
 //   dots            reduction kernels, then all_reduce over every device, or with --dot blas
 //                   dist::blas_dot (cuBLAS / CLBlast; the unfused form). With --deterministic, the
 //                   deterministic reductions: every dot is the same canonical tree over global
@@ -77,7 +79,7 @@ struct Options {
   std::string dtype = "float64";
   std::string rhs = "solution";   // solution: b = A x*; ones: b = 1
   std::string dot = "reduction";  // reduction | blas
-  std::string form = "fused";     // fused | unfused | pipelined
+  std::string form = "fused";     // fused | unfused | pipelined | single-reduction
   // Where the fused form keeps p . w and r . r in the fast mode: device | host | auto (device
   // where the communicator has several members: one member has no exchange to wait for, and the
   // host's reads cost it less than the second queue's copies).
@@ -169,9 +171,10 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
                                 .printer = printer,
                                 .step_times = o.step_times};
   const bool pipelined = o.form == "pipelined";
+  const bool single = o.form == "single-reduction";
   const V b = make(false, dtype);
   skein_cg::CgVectors<V> v{make(false, dtype),
-                           make(pipelined, dtype),
+                           make(pipelined || single, dtype),
                            make(true, dtype),
                            make(pipelined, dtype),
                            {},
@@ -182,6 +185,7 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
     v.z.emplace(make(false, dtype));
     v.q.emplace(make(false, dtype));
   }
+  if (single) v.s.emplace(make(false, dtype));
   const skein_cg::PoissonKernels a;
   std::optional<V> x_exact;
   if (o.rhs == "ones") {
@@ -403,7 +407,8 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
 // form or a flag needs them).
 Options resolved(Options o, const skein::Communicator& comm) {
   if (o.scalars == "auto") o.scalars = comm.size() > 1 ? "device" : "host";
-  if (o.form != "fused" || o.deterministic || o.step_times) o.scalars = "host";
+  if ((o.form != "fused" && o.form != "single-reduction") || o.deterministic || o.step_times)
+    o.scalars = "host";
   if (o.halo_overlap == "auto") o.halo_overlap = comm.local_size() > 1 ? "on" : "off";
   if (o.scalars == "host") o.halo_overlap = "off";
   return o;
@@ -528,11 +533,13 @@ int main(int argc, char** argv) {
              "--form", o.form,
              "fused: matvec with p . w, and the update with r . r, one pass each (11 vector passes "
              "per iteration); unfused: each step its own call (14); pipelined: one reduction per "
-             "iteration, overlapped with the matvec (17)")
-          .one_of({"fused", "unfused", "pipelined"});
+             "iteration, overlapped with the matvec (17); single-reduction: Chronopoulos-Gear, "
+             "one collective per iteration (11; row blocks, fast mode)")
+          .one_of({"fused", "unfused", "pipelined", "single-reduction"});
   app.add_option(
          "--scalars", o.scalars,
-         "Fused form, fast mode: device keeps p . w and r . r on the devices and reads them "
+         "Fused and single-reduction forms, fast mode: device keeps the iteration's dot "
+         "products on the devices and reads them "
          "one iteration late (the host never waits inside an iteration); host reads them in "
          "every iteration; auto: device on several devices, host on one (--step-times and "
          "--deterministic use host)")
@@ -577,6 +584,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (o.dot == "blas") o.form = "unfused";  // BLAS dots: the unfused form's calls
+  if (o.form == "single-reduction" && (o.deterministic || !o.grid.empty())) {
+    std::fprintf(stderr,
+                 "skein-cg: --form single-reduction runs on row blocks in the fast mode (its "
+                 "reductions are member values combined once, which have no canonical tree; its "
+                 "updated r has halos, which a GridArray updated by a fused kernel cannot have); "
+                 "drop %s or use --form fused\n",
+                 o.deterministic ? "--deterministic" : "--grid");
+    return 1;
+  }
   if (o.dot == "blas" && !o.grid.empty()) {
     std::fprintf(
         stderr,

@@ -117,6 +117,25 @@ skein_cg_test(NAME scalars.overlap_4x1 NP 4 MODE pass ARGS --nx 33 --ny 29 --dty
   RELEASE_ONLY)
 skein_cg_test(NAME scalars.grid NP 0 MODE same ARGS --nx 33 --ny 29 --dtype float64
   DEFS "-DCONFIGS=2x1/--scalars=device/--grid=1x2,2x1/--scalars=host/--grid=1x2" RELEASE_ONLY)
+# The single-reduction form (Chronopoulos-Gear, cg_single.hpp: r . r and w . r as member values,
+# one dist::combine_members per iteration): scalars on the devices with r's exchange overlapped
+# (2 ranks x 2 devices) and not (4 ranks x 1, float32), on the host (one rank of four devices),
+# and the edge sizes (one point; one column over four devices, one of them without rows).
+skein_cg_test(NAME single.np2x2 NP 2 MODE pass ARGS --nx 33 --ny 29 --form single-reduction
+  --scalars device DEFS -DDEVICES=4 -DMAX_ERROR=1e-7 ENV SKEIN_DEVICES_PER_RANK=2)
+skein_cg_test(NAME single.np4 NP 4 MODE pass ARGS --nx 33 --ny 29 --dtype float32
+  --form single-reduction --scalars device DEFS -DDEVICES=4 -DMAX_ERROR=1e-3
+  ENV SKEIN_DEVICES_PER_RANK=1 RELEASE_ONLY)
+skein_cg_test(NAME single.np1x4_host NP 1 MODE pass ARGS --nx 33 --ny 29 --form single-reduction
+  --scalars host DEFS -DDEVICES=4 -DMAX_ERROR=1e-7 ENV SKEIN_DEVICES_PER_RANK=4 RELEASE_ONLY)
+skein_cg_test(NAME single.one_point NP 1 MODE pass ARGS --nx 1 --ny 1 --form single-reduction
+  DEFS -DMAX_ERROR=1e-12)
+skein_cg_test(NAME single.one_column NP 4 MODE pass ARGS --nx 1 --ny 3 --form single-reduction
+  --scalars device DEFS -DDEVICES=4 -DMAX_ERROR=1e-9 ENV SKEIN_DEVICES_PER_RANK=1)
+skein_cg_test(NAME single.refused_grid NP 0 MODE fail ARGS --nx 33 --ny 29 --form single-reduction
+  --grid 1x1 DEFS "-DEXPECT=--form single-reduction runs on row blocks.*drop --grid")
+skein_cg_test(NAME single.refused_deterministic NP 0 MODE fail ARGS --form single-reduction
+  --deterministic DEFS "-DEXPECT=--form single-reduction runs on row blocks.*drop --deterministic")
 # Failures: exit status non-zero with a message saying what was wrong (NP 0: refused before MPI
 # starts, so run without mpirun; the NP 2 ones show that every rank stops).
 skein_cg_test(NAME not_converged NP 2 MODE fail ARGS --nx 33 --ny 29 --max-iters 3

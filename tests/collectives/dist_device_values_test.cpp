@@ -416,6 +416,145 @@ TEST_P(DistDeviceValues, UpdateAndReduceToDevices) {
   }
 }
 
+// ---- member values combined in one collective later
+// ---------------------------------------------------------------
+
+// One 2-element float64 array per local member of `x`, on its device.
+template <class Distributed>
+std::vector<Array> member_slots(const Distributed& x, std::size_t count = 2,
+                                Dtype dtype = Dtype::float64) {
+  std::vector<Array> out;
+  for (std::size_t i = 0; i < x.local_size(); ++i)
+    out.push_back(Array::zeros(x.queue(), {count}, dtype, x.block(i).device_idx));
+  return out;
+}
+
+std::vector<double> slot_values(const Array& a) {
+  std::vector<double> v(a.size());
+  a.get(std::span<double>(v));
+  return v;
+}
+
+// A single-reduction CG step's pattern: the fused update's r . r into slot 0, the stencil's p . w
+// into slot 1, each member's own value (checked against the member's rows on the host) until one
+// combine_members gives every member the totals; the stencil also with its exchange overlapped
+// (p's halos not exchanged before). Row blocks of every split (empty members included) and a grid.
+TEST_P(DistDeviceValues, MemberValuesCombinedInOneCollective) {
+  const std::size_t rows = 13, cols = 11, n = rows * cols;
+  const auto p = seeded_values<double>(n, 91, true), w0 = seeded_values<double>(n, 92, true),
+             x = seeded_values<double>(n, 93, true), r = seeded_values<double>(n, 94, true);
+  const auto [ap, pap] = host_poisson(p, rows, cols);
+  std::vector<double> x1(n), r1(n);
+  double rr = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    x1[k] = x[k] + 0.5 * p[k];
+    r1[k] = r[k] - 0.5 * w0[k];
+    rr += r1[k] * r1[k];
+  }
+  // The member's own values: r1 . r1 and p . A p over global rows [begin, end).
+  auto own = [&](std::size_t begin, std::size_t end) {
+    double a = 0, b = 0;
+    for (std::size_t k = begin * cols; k < end * cols; ++k) {
+      a += r1[k] * r1[k];
+      b += p[k] * ap[k];
+    }
+    return std::pair{a, b};
+  };
+  std::vector<std::size_t> devices;
+  for (std::size_t l = 0; l < s_.L(); ++l) devices.push_back(s_.comm->device_idx(l));
+  const Queue halo_queue(s_.comm->context(), devices, QueuePriority::high());
+  for (bool overlapped : {false, true}) {
+    for (const auto& [split, name] : member_splits(s_.M(), rows)) {
+      const std::string what = fmt::format("{}{}", name, overlapped ? " overlapped" : "");
+      const DistArray dp = make_dist(s_, Shape{rows, cols}, split, p, {.width = 1});
+      const DistArray dw(*s_.comm, Shape{rows, cols}, Dtype::float64, split, {.width = 1});
+      const DistArray pw = make_dist(s_, Shape{rows, cols}, split, p),
+                      ww = make_dist(s_, Shape{rows, cols}, split, w0),
+                      dx = make_dist(s_, Shape{rows, cols}, split, x),
+                      dr = make_dist(s_, Shape{rows, cols}, split, r);
+      const std::vector<Array> v = member_slots(dx);
+      dist::update_and_reduce_members(cg_update(), {pw, ww, 0.5, dx, dr}, v, 0);
+      if (overlapped) {
+        const dist::HaloOverlap overlap{.halo_queue = halo_queue, .exchange = {dp}};
+        dist::stencil_reduce_members(poisson_dot(), {dp, dw}, v, 1, overlap);
+      } else {
+        dp.exchange_halos();
+        dist::stencil_reduce_members(poisson_dot(), {dp, dw}, v, 1);
+      }
+      bool ok = true;
+      for (std::size_t i = 0; i < dx.local_size(); ++i) {
+        const auto [a, b] = own(dx.block(i).rows.begin, dx.block(i).rows.end);
+        const std::vector<double> got = slot_values(v[i]);
+        EXPECT_EQ(got[0], a) << what << ": block " << i << ", r . r before combine_members";
+        EXPECT_EQ(got[1], b) << what << ": block " << i << ", p . w before combine_members";
+        ok = ok && got[0] == a && got[1] == b;
+      }
+      EXPECT_TRUE(on_every_rank(ok)) << what << ": a member's own values";
+      EXPECT_TRUE(rows_match(dx, x1) && rows_match(dr, r1) && rows_match(dw, ap)) << what;
+      dist::combine_members(dx, v, ReduceOp::sum);
+      const std::vector<double> got = device_values(v, dx, 2, Dtype::float64, what);
+      EXPECT_EQ(got[0], rr) << what;  // multiples of 1/16: exact in any order
+      EXPECT_EQ(got[1], pap) << what;
+    }
+  }
+  const GridLayout layout = GridLayout::over(*s_.comm, {rows, cols}, {.halo = {1}});
+  const GridArray gp = make_grid(s_, layout, p);
+  const GridArray gw(*s_.comm, layout, Dtype::float64);
+  const std::vector<Array> v = member_slots(gp, 3);
+  gp.exchange_halos();
+  dist::stencil_reduce_members(poisson_dot(), {gp, gw}, v, 2);
+  dist::combine_members(gp, v, ReduceOp::sum);
+  const std::vector<double> got = device_values(v, gp, 3, Dtype::float64, "grid");
+  EXPECT_EQ(got[0], 0.0);  // the slots the call did not write keep their zeros
+  EXPECT_EQ(got[2], pap) << "grid";
+  EXPECT_TRUE(grid_matches(gw, ap)) << "grid: the stencil's output";
+}
+
+// Bad `into` and `values` (every rank passes the same): LogicError on every rank naming the call
+// and what is wrong; nothing is written, and the right calls then give the right values.
+TEST_P(DistDeviceValues, MemberValuesRefuseBadArrays) {
+  const std::size_t rows = 9, cols = 7, n = rows * cols;
+  const auto p = seeded_values<double>(n, 95, true);
+  const auto [ap, pap] = host_poisson(p, rows, cols);
+  const DistArray dp = make_dist(s_, Shape{rows, cols}, RowSplit::even(), p, {.width = 1});
+  const DistArray dw(*s_.comm, Shape{rows, cols}, Dtype::float64, RowSplit::even(), {.width = 1});
+  dp.exchange_halos();
+  std::vector<Array> fewer = member_slots(dp);
+  fewer.pop_back();
+  expect_logic_error(
+      [&] {
+        dist::stencil_reduce_members(poisson_dot(), {dp, dw}, fewer, 0);
+      },
+      {"stencil_reduce_members", "per-member array"});
+  expect_logic_error(
+      [&] {
+        dist::stencil_reduce_members(poisson_dot(), {dp, dw}, member_slots(dp, 2, Dtype::float32),
+                                     0);
+      },
+      {"stencil_reduce_members", "float32"});
+  expect_logic_error(
+      [&] {
+        dist::stencil_reduce_members(poisson_dot(), {dp, dw}, member_slots(dp), 2);
+      },
+      {"stencil_reduce_members", "from element 2"});
+  expect_logic_error([&] { dist::combine_members(dp, fewer, ReduceOp::sum); },
+                     {"combine_members", "per-member array"});
+  expect_logic_error([&] { dist::combine_members(1.0, member_slots(dp), ReduceOp::sum); },
+                     {"combine_members", "a scalar"});
+  if (dp.local_size() > 1) {
+    std::vector<Array> mixed = member_slots(dp);
+    mixed[1] = Array::zeros(dp.queue(), {3}, Dtype::float64, dp.block(1).device_idx);
+    expect_logic_error([&] { dist::combine_members(dp, mixed, ReduceOp::sum); },
+                       {"combine_members", "values[1]"});
+  }
+  const std::vector<Array> v = member_slots(dp);
+  dist::stencil_reduce_members(poisson_dot(), {dp, dw}, v, 1);
+  dist::combine_members(dp, v, ReduceOp::sum);
+  const std::vector<double> got = device_values(v, dp, 2, Dtype::float64, "after the refusals");
+  EXPECT_EQ(got[1], pap);
+  EXPECT_TRUE(rows_match(dw, ap));
+}
+
 // ---- per-member arrays as operands
 // ----------------------------------------------------------------
 

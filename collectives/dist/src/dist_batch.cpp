@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "dist_values.hpp"
+#include "operand_checks.hpp"
 #include "ordering.hpp"
 #include "reduction_operands.hpp"
 #include "skein/detail/errors.hpp"
@@ -181,6 +182,75 @@ std::vector<Array> reductions::terms_to_devices(std::span<const reductions::Term
   }
   order.release();
   return out;
+}
+
+void reductions::terms_into(std::span<const reductions::Term> terms, std::span<const Array> into,
+                            std::size_t slot, const char* call) {
+  const reductions::Operands ops(terms, call);
+  const Dtype dtype = reductions::common_out_dtype(ops, terms, call);
+  const std::vector<std::size_t> devices = ops.devices();
+  const std::vector<Array> arrays(into.begin(), into.end());
+  const DistOperand as_operand(arrays);
+  checks::check_per_member(std::span<const DistOperand>(&as_operand, 1), ops.queue(), devices,
+                           ops.rank(), call);
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const Array& a = arrays[i];
+    if (a.dtype() != dtype || !a.is_contiguous() || a.size() < slot + terms.size()) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Give each member a contiguous array of the reduction's dtype with room for "
+                       "the values at the slot (slot + number of reductions elements at least).",
+                       "rank {}: into[{}] is a{} {} array of {} element(s); the call writes {} "
+                       "{} value(s) from element {}",
+                       ops.rank(), i, a.is_contiguous() ? "" : " non-contiguous", name(a.dtype()),
+                       a.size(), terms.size(), name(dtype), slot);
+    }
+  }
+  detail::Ordering order(ops.queue(), devices);
+  ops.join(order);
+  detail::join_per_member(order, arrays);
+  std::vector<Array> views;
+  views.reserve(arrays.size());
+  for (const Array& a : arrays) views.push_back(a.view(slot, {terms.size()}));
+  reductions::local_values(ops, terms, views);
+  order.release();
+}
+
+void combine_members(const DistOperand& members_of, std::span<const Array> values,
+                     ReduceOp across) {
+  const char* call = "dist::combine_members";
+  const DistArray* rows = members_of.array();
+  const GridArray* grid = members_of.grid();
+  if (rows == nullptr && grid == nullptr) {
+    detail::raise_in(SKEIN_HERE, call,
+                     "Pass the DistArray or GridArray whose members the values belong to.",
+                     "the first argument is {}",
+                     members_of.per_member() != nullptr ? "per-member arrays" : "a scalar");
+  }
+  Communicator& comm = rows != nullptr ? rows->communicator() : grid->communicator();
+  const Queue& queue = rows != nullptr ? rows->queue() : grid->queue();
+  const int rank = rows != nullptr ? rows->rank() : grid->rank();
+  const std::vector<std::size_t> devices =
+      rows != nullptr ? values::local_devices(*rows) : values::local_devices(*grid);
+  detail::require_outside_group(comm, call);
+  const std::vector<Array> arrays(values.begin(), values.end());
+  const DistOperand as_operand(arrays);
+  checks::check_per_member(std::span<const DistOperand>(&as_operand, 1), queue, devices, rank,
+                           call);
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    if (arrays[i].dtype() != arrays[0].dtype() || arrays[i].size() != arrays[0].size()) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Give every member an array of the same dtype and size (as the *_members "
+                       "reductions fill them).",
+                       "rank {}: values[{}] is {} x {}, values[0] {} x {}", rank, i,
+                       arrays[i].size(), name(arrays[i].dtype()), arrays[0].size(),
+                       name(arrays[0].dtype()));
+    }
+  }
+  if (comm.size() == 1) return;  // one member: its value is the result
+  detail::Ordering order(queue, devices);
+  detail::join_per_member(order, arrays);
+  comm.all_reduce(queue, arrays, arrays, across);
+  order.release();
 }
 
 namespace {

@@ -95,4 +95,14 @@ std::vector<Array> update_and_reduce_to_devices(const FusedKernel& kernel,
                          });
 }
 
+void update_and_reduce_members(const FusedKernel& kernel, std::span<const DistOperand> operands,
+                               std::span<const Array> into, std::size_t slot) {
+  const char* call = "dist::update_and_reduce_members";
+  with_fused_term(kernel, operands, DistReductionOptions{}, call,
+                  [&](std::span<const reductions::Term> terms) {
+                    reductions::terms_into(terms, into, slot, call);
+                    return 0;
+                  });
+}
+
 }  // namespace skein::dist

@@ -195,11 +195,14 @@ PendingValues begin_stencil_reduce(const StencilKernel& kernel, std::span<const 
   });
 }
 
-std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
-                                             std::span<const DistOperand> args, ReduceOp across,
-                                             const HaloOverlap& overlap,
-                                             const DistReductionOptions& options) {
-  const char* call = "dist::stencil_reduce_to_devices";
+namespace {
+
+// HaloOverlap's checks, then its exchange started on the halo queue: one marker per local device,
+// after the device's halos.
+std::vector<std::pair<std::size_t, Event>> start_overlap(const StencilKernel& kernel,
+                                                         std::span<const DistOperand> args,
+                                                         const HaloOverlap& overlap,
+                                                         const char* call) {
   const Operands o = check_operands(kernel, args);
   const std::vector<std::size_t> devices =
       o.grid != nullptr ? values::local_devices(*o.grid) : values::local_devices(*o.rows);
@@ -239,12 +242,46 @@ std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
   }
   std::vector<std::pair<std::size_t, Event>> halos;
   for (std::size_t d : devices) halos.emplace_back(d, overlap.halo_queue.record_marker(d));
+  return halos;
+}
+
+}  // namespace
+
+std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
+                                             std::span<const DistOperand> args, ReduceOp across,
+                                             const HaloOverlap& overlap,
+                                             const DistReductionOptions& options) {
+  const char* call = "dist::stencil_reduce_to_devices";
+  const auto halos = start_overlap(kernel, args, overlap, call);
   return with_stencil_term(
       kernel, args, StencilRegion::all, call,
       [&](std::span<const reductions::Term> t) {
         return reductions::terms_to_devices(t, across, options, call);
       },
       &halos);
+}
+
+void stencil_reduce_members(const StencilKernel& kernel, std::span<const DistOperand> args,
+                            std::span<const Array> into, std::size_t slot,
+                            const HaloOverlap& overlap) {
+  const char* call = "dist::stencil_reduce_members";
+  const auto halos = start_overlap(kernel, args, overlap, call);
+  with_stencil_term(
+      kernel, args, StencilRegion::all, call,
+      [&](std::span<const reductions::Term> t) {
+        reductions::terms_into(t, into, slot, call);
+        return 0;
+      },
+      &halos);
+}
+
+void stencil_reduce_members(const StencilKernel& kernel, std::span<const DistOperand> args,
+                            std::span<const Array> into, std::size_t slot, StencilRegion region) {
+  const char* call = "dist::stencil_reduce_members";
+  with_stencil_term(kernel, args, region, call, [&](std::span<const reductions::Term> t) {
+    reductions::terms_into(t, into, slot, call);
+    return 0;
+  });
 }
 
 std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,

@@ -117,4 +117,11 @@ PendingValues begin_terms(std::span<const Term> terms, ReduceOp across,
 std::vector<Array> terms_to_devices(std::span<const Term> terms, ReduceOp across,
                                     const DistReductionOptions& options, const char* call);
 
+// Fast mode, no collective (dist::*_members): term j's value over local block i into element
+// slot + j of into[i]. Checks the operands, and `into` against the local members (count, context,
+// device, the terms' dtype, room for the terms at `slot`): LogicError naming `call` on the rank
+// that passed it.
+void terms_into(std::span<const Term> terms, std::span<const Array> into, std::size_t slot,
+                const char* call);
+
 }  // namespace skein::dist::reductions

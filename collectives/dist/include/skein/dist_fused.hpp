@@ -20,6 +20,7 @@
 // check them).
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <span>
 
@@ -74,6 +75,20 @@ inline std::vector<Array> update_and_reduce_to_devices(const FusedKernel& kernel
                                                        const DistReductionOptions& options = {}) {
   return update_and_reduce_to_devices(
       kernel, std::span<const DistOperand>(operands.begin(), operands.size()), across, options);
+}
+
+// The reduction of every local member into element `slot` of into[i], not combined with the other
+// members' (no collective): a term of a single collective made later by dist::combine_members
+// (dist_reductions.hpp, "Member values"). Fast mode only; checks as update_and_reduce_to_devices,
+// and `into` as dist_reductions.hpp says.
+SKEIN_EXPORT void update_and_reduce_members(const FusedKernel& kernel,
+                                            std::span<const DistOperand> operands,
+                                            std::span<const Array> into, std::size_t slot);
+inline void update_and_reduce_members(const FusedKernel& kernel,
+                                      std::initializer_list<DistOperand> operands,
+                                      std::span<const Array> into, std::size_t slot) {
+  update_and_reduce_members(kernel, std::span<const DistOperand>(operands.begin(), operands.size()),
+                            into, slot);
 }
 
 }  // namespace skein::dist

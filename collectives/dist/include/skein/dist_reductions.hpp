@@ -192,4 +192,33 @@ inline std::vector<Array> sums_to_devices(std::initializer_list<DistOperand> arr
   return sums_to_devices(std::span<const DistOperand>(arrays.begin(), arrays.size()), options);
 }
 
+// ---- Member values, combined in one collective later -----------------------------------------
+// Reductions that cannot share one batch call, because other work must run between them (a
+// fused update of r with r . r, then r's halo exchange, then the stencil w = A r with w . r: a
+// single-reduction CG), each leave every local member's own value, not combined with the other
+// members', in one slot of that member's array; one collective then combines all of them (as
+// PETSc's split reductions gather the VecDotBegin calls before one MPI_Allreduce):
+//
+//   std::vector<Array> v;  // one 2-element float64 array per local member, on its device
+//   dist::update_and_reduce_members(update, {..., x, r}, v, 0);   // slot 0: r . r
+//   r.exchange_halos();
+//   dist::stencil_reduce_members(apply, {r, w}, v, 1);           // slot 1: w . r
+//   dist::combine_members(r, v, ReduceOp::sum);                  // one all_reduce of both
+//
+// The *_members forms (dist_fused.hpp, dist_stencil.hpp) take `into`: one array per local member
+// in local block order (as the *_to_devices forms return them), on the member's device, in the
+// operands' context, contiguous, of the reduction's dtype, with room for the value at `slot`;
+// LogicError naming the call on the rank that passed it otherwise. They are fast mode only (a
+// member's own value has no canonical tree) and not collective: nothing is exchanged, nothing
+// waits on the host.
+//
+// combine_members combines every member's `values` (one array per local member of `members_of`,
+// a DistArray or GridArray, checked as above; every array of the same dtype and size) over every
+// member of every rank with `across`, in place, in one Communicator::all_reduce on members_of's
+// queue (nothing for a communicator of one member). Collective: every rank calls it, outside a
+// group, in the same order as its other collective calls; what waits where as
+// reduce_to_devices's all_reduce (NCCL: enqueued; MPI backend: synchronous on the host).
+SKEIN_EXPORT void combine_members(const DistOperand& members_of, std::span<const Array> values,
+                                  ReduceOp across);
+
 }  // namespace skein::dist

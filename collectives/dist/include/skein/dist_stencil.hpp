@@ -133,6 +133,35 @@ inline std::vector<Array> stencil_reduce_to_devices(const StencilKernel& kernel,
                                    across, overlap, options);
 }
 
+// The kernel's reduction of every local member into element `slot` of into[i], not combined with
+// the other members' (no collective): a term of a single collective made later by
+// dist::combine_members (dist_reductions.hpp, "Member values": a single-reduction CG's w . r).
+// Fast mode only; checks as stencil_reduce_to_devices, and `into` as dist_reductions.hpp says.
+// The HaloOverlap form exchanges `overlap.exchange` on its queue while the interior is computed,
+// as stencil_reduce_to_devices does (the exchange is collective: every rank calls it).
+SKEIN_EXPORT void stencil_reduce_members(const StencilKernel& kernel,
+                                         std::span<const DistOperand> args,
+                                         std::span<const Array> into, std::size_t slot,
+                                         StencilRegion region = StencilRegion::all);
+inline void stencil_reduce_members(const StencilKernel& kernel,
+                                   std::initializer_list<DistOperand> args,
+                                   std::span<const Array> into, std::size_t slot,
+                                   StencilRegion region = StencilRegion::all) {
+  stencil_reduce_members(kernel, std::span<const DistOperand>(args.begin(), args.size()), into,
+                         slot, region);
+}
+SKEIN_EXPORT void stencil_reduce_members(const StencilKernel& kernel,
+                                         std::span<const DistOperand> args,
+                                         std::span<const Array> into, std::size_t slot,
+                                         const HaloOverlap& overlap);
+inline void stencil_reduce_members(const StencilKernel& kernel,
+                                   std::initializer_list<DistOperand> args,
+                                   std::span<const Array> into, std::size_t slot,
+                                   const HaloOverlap& overlap) {
+  stencil_reduce_members(kernel, std::span<const DistOperand>(args.begin(), args.size()), into,
+                         slot, overlap);
+}
+
 SKEIN_EXPORT void stencil(const StencilKernel& kernel, std::span<const DistOperand> args,
                           StencilRegion region = StencilRegion::all);
 SKEIN_EXPORT void stencil(const Queue& queue, const StencilKernel& kernel,
