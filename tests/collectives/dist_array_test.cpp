@@ -818,6 +818,18 @@ TEST_P(DistArrays, HaloExchangeAFewMiB) {
   check_halo_exchange(s_, {64 + M, 4099}, {}, {2, true}, "2 MiB periodic");
 }
 
+// Halo rows on both sides of the size below which, under NCCL, exchange_halos moves them between
+// two devices of one rank by send/recv rather than a device copy (kSendRecvInsideRankBelow,
+// 256 KiB, in collectives/dist/src/dist_transport.hpp; the MPI backend copies them all): one row of
+// 33000 float64 (264000 bytes), two of 16400 (262400 bytes) just above, two of 16380 (262080
+// bytes) just below. On CUDA with one rank driving two GPUs or more the last goes by NCCL.
+TEST_P(DistArrays, HaloExchangeAboveAndBelowTheSendRecvSizeInsideARank) {
+  const std::size_t M = s_.M();
+  check_halo_exchange(s_, {2 * M + 1, 33000}, {}, {1, true}, "one row of 264000 bytes, periodic");
+  check_halo_exchange(s_, {3 * M, 16400}, {}, {2, false}, "two rows of 262400 bytes, open");
+  check_halo_exchange(s_, {3 * M, 16380}, {}, {2, true}, "two rows of 262080 bytes, periodic");
+}
+
 // ---- replicated arrays --------------------------------------------------------------------------
 
 TEST_P(DistArrays, ReplicatedFromHostBroadcastAndMembers) {

@@ -543,6 +543,65 @@ TEST_P(GridArrays, FacesAlongAxis0MoveTheNeighboursWholePlanes) {
   }
 }
 
+// The size below which exchange_halos moves a message between two devices of one rank by NCCL
+// send/recv in its group rather than by a device copy, under the NCCL backend
+// (kSendRecvInsideRankBelow in collectives/dist/src/dist_transport.hpp). The MPI backend copies
+// them all.
+constexpr std::size_t kSendRecvInsideRankBelow = 256 * 1024;
+
+// Messages on both sides of that size, between members of one rank (one rank driving several
+// devices) as between ranks, in one call and replayed: every cell against the host reference. On
+// CUDA with one rank and two GPUs or more (NCCL) the small ones are sends and recvs and the large
+// ones peer copies; on PoCL (MPI) all are device copies.
+TEST_P(GridArrays, MessagesAboveAndBelowTheSendRecvSizeInsideARank) {
+  const std::size_t M = s_.M();
+  constexpr std::size_t W = 33000;  // cells of a row or column along the face
+  // Whole planes of W + 2 cells (halo 1 on axis 1), one transfer per array: float64 above the size,
+  // float32 below it, both in one call between the same members.
+  static_assert((W + 2) * 8 >= kSendRecvInsideRankBelow && (W + 2) * 4 < kSendRecvInsideRankBelow);
+  const std::vector<Dtype> dtypes = {Dtype::float64, Dtype::float32};
+  auto rounds = [&](const GridLayout& layout, const std::vector<Dtype>& kinds,
+                    const std::string& what) {
+    std::vector<GridArray> arrays;
+    for (const Dtype dtype : kinds) arrays.emplace_back(*s_.comm, layout, dtype);
+    for (std::size_t round = 0; round < 2; ++round) {
+      fill_arrays(arrays, 7 * round);
+      exchange_halos(arrays);
+      check_arrays_exchanged(arrays, 7 * round, fmt::format("{}, round {}", what, round));
+    }
+  };
+  for (const Boundary& side : {Boundary::open(), Boundary::periodic()}) {
+    const char* name = side == Boundary::periodic() ? "periodic" : "open";
+    rounds(GridLayout::over(*s_.comm, {2 * M + 1, W},
+                            {.grid = {M, 1},
+                             .halo = {1, 1},
+                             .stencil = Stencil::star,
+                             .lower = {side, Boundary::reflect()},
+                             .upper = {side, Boundary::constant(3)}}),
+           dtypes, fmt::format("whole planes of {} cells, axis 0 {}", W + 2, name));
+  }
+  // Packed messages (faces along axis 1, a box stencil: corners too), one per pair of members
+  // holding every array's regions: a column of W rows of float64 and float32 (above the size), of
+  // W rows of float32 alone (below), and of W / 16 rows of both (below).
+  static_assert(W * 12 >= kSendRecvInsideRankBelow && (W + 2) * 4 + 64 < kSendRecvInsideRankBelow);
+  struct Packed {
+    std::size_t rows;
+    std::vector<Dtype> kinds;
+    const char* name;
+  };
+  for (const Packed& p : {Packed{W, dtypes, "float64 and float32, above"},
+                          Packed{W, {Dtype::float32}, "float32, below"},
+                          Packed{W / 16, dtypes, "float64 and float32, small"}}) {
+    rounds(GridLayout::over(*s_.comm, {p.rows, 2 * M + 1},
+                            {.grid = {1, M},
+                             .halo = {1, 1},
+                             .stencil = Stencil::box,
+                             .lower = {Boundary::periodic(), Boundary::periodic()},
+                             .upper = {Boundary::periodic(), Boundary::periodic()}}),
+           p.kinds, fmt::format("packed columns of {} rows, {}", p.rows, p.name));
+  }
+}
+
 TEST_P(GridArrays, ExchangeOnAnotherQueueAndSingleArrayForm) {
   const std::size_t M = s_.M();
   const GridLayout layout = GridLayout::over(*s_.comm, {2 * M + 1, 3},

@@ -654,30 +654,50 @@ void DistArray::exchange_halos(const Queue& queue) const {
     return &blocks_[m - my_first];
   };
 
-  // Neighbours on this rank: device copies (also a periodic block that is its own neighbour).
-  bool remote = false;
+  // Neighbours on this rank: device copies (also a periodic block that is its own neighbour),
+  // except, under NCCL, halos below kSendRecvInsideRankBelow bytes from another device, which go by
+  // send/recv in the group below (send_recv_inside_rank, dist_transport.hpp).
+  const bool small_by_nccl =
+      send_recv_inside_rank(comm_->backend(), h * layout_.row_size() * itemsize(dtype_));
+  auto by_send_recv = [&](const LocalBlock* from, const LocalBlock& to) {
+    return from != nullptr && small_by_nccl && from->device_idx != to.device_idx;
+  };
+  bool grouped = false;
   for (const auto& b : blocks_) {
     if (b.rows.empty()) continue;
     const long long p = layout_.prev_neighbour(b.member), n = layout_.next_neighbour(b.member);
-    if (const LocalBlock* pb = local_of(p)) top_halo(b).set(last_rows(*pb));
-    if (const LocalBlock* nb = local_of(n)) bottom_halo(b).set(first_rows(*nb));
-    remote = remote || (p >= 0 && !local_of(p)) || (n >= 0 && !local_of(n));
+    const LocalBlock *pb = local_of(p), *nb = local_of(n);
+    if (pb != nullptr && !by_send_recv(pb, b)) top_halo(b).set(last_rows(*pb));
+    if (nb != nullptr && !by_send_recv(nb, b)) bottom_halo(b).set(first_rows(*nb));
+    grouped = grouped || (p >= 0 && pb == nullptr) || (n >= 0 && nb == nullptr) ||
+              by_send_recv(pb, b) || by_send_recv(nb, b);
   }
-  if (!remote) return;
+  if (!grouped) return;
 
   // Neighbours on other ranks. Two members can exchange two messages each way (periodic, two
   // blocks with rows); the backends match a pair's messages in the order they were issued, so
   // each side issues them in one order: a block's first rows (to its previous neighbour's bottom
-  // halo) before its last rows (to its next neighbour's top halo).
+  // halo) before its last rows (to its next neighbour's top halo). Those on this rank by send/recv:
+  // each halo's send next to its recv, top halo then bottom, so that the sends from one member to
+  // another and the recvs there are in one order too.
   in_group(*comm_, [&] {
     for (const auto& b : blocks_) {
       if (b.rows.empty()) continue;
       const long long p = layout_.prev_neighbour(b.member), n = layout_.next_neighbour(b.member);
-      const bool p_remote = p >= 0 && !local_of(p), n_remote = n >= 0 && !local_of(n);
+      const LocalBlock *pb = local_of(p), *nb = local_of(n);
+      const bool p_remote = p >= 0 && pb == nullptr, n_remote = n >= 0 && nb == nullptr;
       if (p_remote) comm_->send(queue, b.local_device, first_rows(b), static_cast<int>(p));
       if (n_remote) comm_->send(queue, b.local_device, last_rows(b), static_cast<int>(n));
       if (n_remote) comm_->recv(queue, b.local_device, bottom_halo(b), static_cast<int>(n));
       if (p_remote) comm_->recv(queue, b.local_device, top_halo(b), static_cast<int>(p));
+      if (by_send_recv(pb, b)) {
+        comm_->send(queue, pb->local_device, last_rows(*pb), static_cast<int>(b.member));
+        comm_->recv(queue, b.local_device, top_halo(b), static_cast<int>(pb->member));
+      }
+      if (by_send_recv(nb, b)) {
+        comm_->send(queue, nb->local_device, first_rows(*nb), static_cast<int>(b.member));
+        comm_->recv(queue, b.local_device, bottom_halo(b), static_cast<int>(nb->member));
+      }
     }
   });
 }

@@ -45,6 +45,29 @@ class Fingerprint {
 // "rank 2" or "ranks 0, 3".
 std::string ranks_text(const std::vector<int>& ranks);
 
+// Messages between two devices of one rank below this many bytes go by NCCL send/recv when the
+// communicator's backend is NCCL, larger ones by device copies. Measured on 2 x H200 with one rank
+// driving both GPUs (docs/performance.md, "The halo exchange", 2026-11-29): GridArray faces of
+// 0.5-32 KiB took 24-26 us as peer copies (cuMemcpyPeerAsync with the cross-device event waits)
+// against 15-17 us for one NCCL send/recv between the same two GPUs, failing issue 35's bound
+// (within 2 us of one send/recv); faces of 1 MiB and more met their floor (>= 0.9) as peer copies.
+// The cross-over lies between 32 KiB and 1 MiB, where nothing was measured: 256 KiB is a choice
+// inside that gap, to be moved when skein-bench-halo measures sizes there.
+inline constexpr std::size_t kSendRecvInsideRankBelow = 256 * 1024;
+
+// Whether a message of `bytes` between two devices of this rank goes as a send and its matching
+// recv in the call's one group (the NCCL backend, below kSendRecvInsideRankBelow) rather than a
+// device copy. Both communicator ranks are then this process's, each on its own device: NCCL's
+// user guide ("Group Calls") requires one thread driving several GPUs to group its calls and lets
+// that use be combined with merging point-to-point calls in one group; its "Point-to-point
+// communication" section says the calls of a group progress independently and never block each
+// other, except those to the same peer, which run in order (NVIDIA/nccl#479: a send and a recv
+// grouped form one sendrecv, no deadlock). Callers issue a message's send and recv next to each
+// other, so that the sends from one member to another and the recvs there are in one order.
+inline bool send_recv_inside_rank(CollectiveBackend backend, std::size_t bytes) {
+  return backend == CollectiveBackend::nccl && bytes < kSendRecvInsideRankBelow;
+}
+
 // Runs `f` between group_start() and group_end(). A failure inside still closes the group (its
 // own error is the one reported), so the communicator is not left inside a group.
 template <class F>

@@ -6,7 +6,8 @@
 // same device (and the constants), the staged messages and the faces that move as whole planes
 // (straight between the blocks) are device copies between devices of this rank and one group of
 // Communicator send/recv between ranks, and one batched launch per device unpacks the staged
-// messages that arrived.
+// messages that arrived. Under NCCL, the small messages between devices of this rank are sends and
+// recvs in that group rather than device copies (kSendRecvInsideRankBelow).
 #include <fmt/format.h>
 
 #include <array>
@@ -126,8 +127,12 @@ void exchange_halos(const Queue& queue, std::span<const GridArray> arrays) {
   auto cached = detail::grid::GridArrayAccess::halo_cache(first).find(queue, dtypes, [&] {
     std::vector<std::size_t> devices;
     for (const auto& b : first.blocks()) devices.push_back(b.device_idx);
-    return detail::grid::make_halo_routine(
-        queue, first.layout(), dtypes, first.layout().first_member_of_rank(first.rank()), devices);
+    // Under NCCL, small messages between this rank's devices go by send/recv
+    // (send_recv_inside_rank, dist_transport.hpp). The communicator is the array's for its life,
+    // so the routine cached with the array needs no other key for it.
+    return detail::grid::make_halo_routine(queue, first.layout(), dtypes,
+                                           first.layout().first_member_of_rank(first.rank()),
+                                           devices, first.communicator().backend());
   });
   const std::lock_guard lock(cached->running);
   run(cached->routine, queue, arrays);

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "dist_transport.hpp"
 #include "skein/buffer.hpp"
 #include "skein/detail/errors.hpp"
 #include "skein/error.hpp"
@@ -316,9 +317,24 @@ Constants make_constants(const Queue& queue, const std::vector<HaloRegion>& regi
 struct Where {
   std::size_t first = 0;
   std::span<const std::size_t> devices;
+  CollectiveBackend backend = CollectiveBackend::mpi;  // the communicator's
   bool is_local(std::size_t m) const { return m >= first && m < first + devices.size(); }
   std::size_t device_of(std::size_t m) const { return devices[m - first]; }
 };
+
+// A message from this rank's member `src` to its member `dst` (on another device): a device copy,
+// or a send and its recv next to each other in the exchange's group (send_recv_inside_rank in
+// dist_transport.hpp: NCCL, small messages), so that the sends from src to dst and the recvs at dst
+// from src are issued in one order, the messages'.
+void add_inside_rank(const Where& at, std::size_t src, std::size_t dst, const TransferData& from,
+                     const TransferData& to, HaloRoutine& out) {
+  if (transport::send_recv_inside_rank(at.backend, from.bytes)) {
+    out.transfers.push_back({src - at.first, from, static_cast<int>(dst), true});
+    out.transfers.push_back({dst - at.first, to, static_cast<int>(src), false});
+  } else {
+    out.device_copies.push_back({from, to});
+  }
+}
 
 using MessageMap = std::map<std::pair<std::size_t, std::size_t>, std::vector<const HaloRegion*>>;
 
@@ -396,8 +412,8 @@ void add_messages(const Queue& queue, const GridLayout& layout, std::span<const 
       return TransferData{.staging = view(arena, offset, bytes), .bytes = bytes};
     };
     if (from_here && to_here) {
-      out.device_copies.push_back({staged(outgoing.at(at.device_of(src)), out_at.at(key)),
-                                   staged(incoming.at(at.device_of(dst)), in_at.at(key))});
+      add_inside_rank(at, src, dst, staged(outgoing.at(at.device_of(src)), out_at.at(key)),
+                      staged(incoming.at(at.device_of(dst)), in_at.at(key)), out);
     } else if (from_here) {
       out.transfers.push_back({src - at.first,
                                staged(outgoing.at(at.device_of(src)), out_at.at(key)),
@@ -429,7 +445,7 @@ void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const H
                           .offset = range.dst_offset * unit,
                           .bytes = range.count * unit};
     if (from_here && to_here) {
-      out.device_copies.push_back({from, to});
+      add_inside_rank(at, r.src, r.dst, from, to, out);
     } else if (from_here) {
       out.transfers.push_back({from.local, from, static_cast<int>(r.dst), true});
     } else {
@@ -443,7 +459,7 @@ void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const H
 
 HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
                               std::span<const Dtype> dtypes, std::size_t first,
-                              std::span<const std::size_t> devices) {
+                              std::span<const std::size_t> devices, CollectiveBackend backend) {
   const auto regions = plan_regions(layout);
   auto is_local = [&](std::size_t m) { return m >= first && m < first + devices.size(); };
   auto device_of = [&](std::size_t m) { return devices[m - first]; };
@@ -490,7 +506,7 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
     }
   }
   HaloRoutine out;
-  const Where at{first, devices};
+  const Where at{first, devices, backend};
   add_messages(queue, layout, dtypes, messages, at, packs, unpacks, out);
   for (const HaloRegion* r : planes) add_planes(layout, dtypes, *r, at, out);
   out.messages = messages.size();

@@ -24,6 +24,11 @@
 // (both on this rank) or by grouped Communicator send/recv into the destination device's one
 // incoming buffer, unpacked there by one batched launch per device. Its staging buffers, tables
 // and launches are made once.
+//
+// Between two devices of this rank, under the NCCL backend, a message (a staged message, or one
+// array's whole planes) of fewer than kSendRecvInsideRankBelow bytes goes as a send and its
+// matching recv in the exchange's one group instead of a device copy (see that constant in
+// dist_transport.hpp).
 #pragma once
 
 #include <array>
@@ -35,6 +40,7 @@
 
 #include "grid_copy.hpp"
 #include "skein/array.hpp"
+#include "skein/communicator.hpp"
 #include "skein/dtype.hpp"
 #include "skein/grid_layout.hpp"
 #include "skein/queue.hpp"
@@ -112,7 +118,9 @@ struct HaloRoutine {
   std::vector<PlannedBatch> packs;   // into the messages' staging, per source device
   std::vector<PlannedBatch> direct;  // ghost cells from points on the same device, and constants
   std::vector<DeviceCopy> device_copies;  // staged messages, then whole planes
-  std::vector<Transfer> transfers;    // one group of send/recv: staged messages, then whole planes
+  // One group of send/recv: staged messages, then whole planes. A message between two members
+  // of this rank (both sides here) is its send followed at once by its recv.
+  std::vector<Transfer> transfers;
   std::vector<PlannedBatch> unpacks;  // from the messages' staging, per destination device
   std::size_t messages = 0;           // staged: pairs of members this rank sends or receives for
   std::size_t plane_faces = 0;        // faces this rank sends or receives as whole planes
@@ -120,8 +128,11 @@ struct HaloRoutine {
 
 // This rank's routine for arrays of `dtypes` on `layout`: its members are first_member.. on
 // `devices` (one context device per local member), its launches and buffers on `queue`.
+// `backend` is the communicator's: under NCCL, messages between two devices of this rank below
+// kSendRecvInsideRankBelow bytes (dist_transport.hpp) are transfers (a send and its recv, next to
+// each other) rather than device copies.
 HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
                               std::span<const Dtype> dtypes, std::size_t first_member,
-                              std::span<const std::size_t> devices);
+                              std::span<const std::size_t> devices, CollectiveBackend backend);
 
 }  // namespace skein::detail::grid
