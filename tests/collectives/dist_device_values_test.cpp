@@ -510,6 +510,50 @@ TEST_P(DistDeviceValues, MemberValuesCombinedInOneCollective) {
   EXPECT_TRUE(grid_matches(gw, ap)) << "grid: the stencil's output";
 }
 
+// combine_members with every operation on float64, float32 and int32 values known per member
+// (member m holds {m + 1, 2 - m, (m % 3) - 1}): the host's combination of every member's values,
+// the same bits on every member. One rank holding every member combines them on the devices through
+// peer access, several ranks through the all_reduce: both are checked here (np1 and npN).
+TEST_P(DistDeviceValues, CombineMembersEveryOperation) {
+  const DistArray like(*s_.comm, Shape{2 * s_.M() + 1}, Dtype::float64, RowSplit::even());
+  const std::size_t M = s_.M();
+  auto member_value = [](std::size_t m, std::size_t j) {
+    const double v[3] = {static_cast<double>(m) + 1, 2.0 - static_cast<double>(m),
+                         static_cast<double>(m % 3) - 1};
+    return v[j];
+  };
+  for (Dtype dtype : {Dtype::float64, Dtype::float32, Dtype::int32}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+      const std::string what = fmt::format("{} {}", name(dtype), name(op));
+      std::vector<Array> v;
+      for (std::size_t i = 0; i < like.local_size(); ++i) {
+        const std::size_t m = like.block(i).member;
+        std::vector<double> own(3);
+        for (std::size_t j = 0; j < 3; ++j) own[j] = member_value(m, j);
+        const Array a = Array::from_host(like.queue(), own, {}, like.block(i).device_idx);
+        v.push_back(dtype == Dtype::float64 ? a : skein::astype(like.queue(), a, dtype));
+      }
+      dist::combine_members(like, v, op);
+      std::vector<double> want(3);
+      for (std::size_t j = 0; j < 3; ++j) {
+        double acc = member_value(0, j);
+        for (std::size_t m = 1; m < M; ++m) {
+          const double x = member_value(m, j);
+          acc = op == ReduceOp::sum    ? acc + x
+                : op == ReduceOp::prod ? acc * x
+                : op == ReduceOp::min  ? std::min(acc, x)
+                                       : std::max(acc, x);
+        }
+        want[j] = acc;
+      }
+      std::vector<Array> as_f64;
+      for (const Array& a : v) as_f64.push_back(skein::astype(like.queue(), a, Dtype::float64));
+      const std::vector<double> got = device_values(as_f64, like, 3, Dtype::float64, what);
+      EXPECT_EQ(got, want) << what;
+    }
+  }
+}
+
 // Bad `into` and `values` (every rank passes the same): LogicError on every rank naming the call
 // and what is wrong; nothing is written, and the right calls then give the right values.
 TEST_P(DistDeviceValues, MemberValuesRefuseBadArrays) {

@@ -430,6 +430,79 @@ void bind_kernels_over_blocks(py::module_& d) {
       py::arg("deterministic") = false,
       "Collective: update_and_reduce with the value left on the devices (a list of one "
       "skein.Array per local member).");
+  // Member values, combined later in one collective (dist_reductions.hpp, "Member values").
+  auto arrays_of = [](const py::sequence& seq, const char* call) {
+    std::vector<Array> out;
+    for (const auto item : seq) {
+      if (!py::isinstance<Array>(item)) {
+        raise_argument(call, py::repr(item).cast<std::string>() + " is not a skein.Array",
+                       "Pass a list of skein.Array, one per local member (as the "
+                       "*_to_devices calls return them).");
+      }
+      out.push_back(item.cast<const Array&>());
+    }
+    return out;
+  };
+  d.def(
+      "update_and_reduce_members",
+      [arrays_of](const FusedKernel& kernel, const py::sequence& operands, const py::sequence& into,
+                  std::size_t slot) {
+        const auto a = to_dist_operands(operands, "dist.update_and_reduce_members");
+        const std::vector<Array> v = arrays_of(into, "dist.update_and_reduce_members");
+        const py::gil_scoped_release release;
+        dist::update_and_reduce_members(kernel, a->ops, v, slot);
+      },
+      py::arg("kernel"), py::arg("operands"), py::arg("into"), py::arg("slot"),
+      "Not collective: a FusedKernel's update of every block, each local member's own value of "
+      "its reduction into element `slot` of into[i] (one skein.Array per local member), to be "
+      "combined later by combine_members.");
+  d.def(
+      "stencil_reduce_members",
+      [arrays_of](const StencilKernel& kernel, const py::sequence& args, const py::sequence& into,
+                  std::size_t slot, const py::object& region, const dist::HaloOverlap* overlap) {
+        const auto a = to_dist_operands(args, "dist.stencil_reduce_members");
+        const std::vector<Array> v = arrays_of(into, "dist.stencil_reduce_members");
+        const StencilRegion r = to_region(region, "dist.stencil_reduce_members");
+        if (overlap != nullptr && r != StencilRegion::all) {
+          raise_argument("dist.stencil_reduce_members",
+                         "a region with overlap: the overlap computes the interior, then the edges",
+                         "Leave region at 'all' with overlap.");
+        }
+        const py::gil_scoped_release release;
+        if (overlap != nullptr) {
+          dist::stencil_reduce_members(kernel, a->ops, v, slot, *overlap);
+        } else {
+          dist::stencil_reduce_members(kernel, a->ops, v, slot, r);
+        }
+      },
+      py::arg("kernel"), py::arg("args"), py::arg("into"), py::arg("slot"),
+      py::arg("region") = "all", py::kw_only(), py::arg("overlap") = nullptr,
+      "Not collective (but the overlap's exchange is): the stencil over every block, each local "
+      "member's own value of its reduction into element `slot` of into[i].");
+  d.def(
+      "combine_members",
+      [arrays_of](const py::object& members_of, const py::sequence& values,
+                  const py::object& across) {
+        const std::vector<Array> v = arrays_of(values, "dist.combine_members");
+        const ReduceOp op = to_reduce_op(across, "dist.combine_members");
+        if (py::isinstance<DistArray>(members_of)) {
+          const DistArray& x = members_of.cast<const DistArray&>();
+          const py::gil_scoped_release release;
+          dist::combine_members(x, v, op);
+        } else if (py::isinstance<GridArray>(members_of)) {
+          const GridArray& x = members_of.cast<const GridArray&>();
+          const py::gil_scoped_release release;
+          dist::combine_members(x, v, op);
+        } else {
+          raise_argument("dist.combine_members",
+                         py::repr(members_of).cast<std::string>() + " is not a distributed array",
+                         "Pass the DistArray or GridArray whose members the values belong to.");
+        }
+      },
+      py::arg("members_of"), py::arg("values"), py::arg("across") = "sum",
+      "Collective: every local member's values (one skein.Array per local member, filled by the "
+      "*_members calls) combined with `across` over every member of every rank, in place, in one "
+      "all_reduce (or, one rank holding every member of peer devices, on the devices).");
   d.def(
       "update_and_reduce",
       [](const FusedKernel& kernel, const py::sequence& operands, const py::object& across,

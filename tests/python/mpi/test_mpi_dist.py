@@ -155,6 +155,48 @@ def test_values_on_the_devices(comm, rng_seed):
     np.testing.assert_array_equal(out.all_gather(), hy.sum() * hx)
 
 
+def test_member_values_combined_once(comm, rng_seed):
+    """update_and_reduce_members and stencil_reduce_members leave each member's own value in a
+    slot (checked against the member's rows before the combine), combine_members gives every
+    member the totals in one collective; a wrong list raises on every rank, then the right call
+    works."""
+    rows, cols = 2 * comm.size + 3, 5
+    hx = global_values(rng_seed, (rows, cols))
+    hy = global_values(rng_seed + 1, (rows, cols))
+    x = skein.DistArray(comm, (rows, cols), np.float64, halo=1)
+    y, out = (skein.DistArray(comm, (rows, cols), np.float64) for _ in range(2))
+    x.scatter(hx if WORLD.rank == 0 else None)
+    y.scatter(hy if WORLD.rank == 0 else None)
+    x.exchange_halos()
+    apply = skein.StencilKernel(
+        "float64 p", "float64 w",
+        "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0)"
+        " - (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
+        name="py_mv_poisson", reduction=skein.StencilReduction(map="p * w", dtype="float64"))
+    padded = np.pad(hx, 1)
+    hw = (4 * hx - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:])
+    update = skein.FusedKernel("float64 c", "float64 y", "y *= c", "float64 yy", "y * y", "a + b",
+                               "0", name="py_mv_scale")
+    into = [skein.Array.zeros(x.queue, (2,), np.float64, device_idx=x.local(i).device_idx)
+            for i in range(x.local_size)]
+    skein.dist.update_and_reduce_members(update, [0.5, y], into, 0)
+    skein.dist.stencil_reduce_members(apply, [x, out], into, 1)
+    hy2 = 0.5 * hy
+    for i, v in enumerate(into):
+        b = x.local_rows(i)
+        np.testing.assert_allclose(v.get(), [np.sum(hy2[b[0]:b[1]] ** 2),
+                                             np.sum(hx[b[0]:b[1]] * hw[b[0]:b[1]])], rtol=1e-13)
+    skein.dist.combine_members(x, into, "sum")
+    for v in into:
+        np.testing.assert_allclose(v.get(), [np.sum(hy2 ** 2), np.sum(hx * hw)], rtol=1e-13)
+    np.testing.assert_array_equal(out.all_gather(), hw)
+    with pytest.raises(skein.errors.LogicError, match="per-member"):
+        skein.dist.combine_members(x, into + [into[0]])
+    skein.dist.combine_members(x, into, "max")
+    for v in into:
+        np.testing.assert_allclose(v.get(), [np.sum(hy2 ** 2), np.sum(hx * hw)], rtol=1e-13)
+
+
 def test_replicated_and_gemv(comm, rng_seed):
     a_host = global_values(rng_seed, (5, 3))
     x_host = global_values(rng_seed + 1, (3,))

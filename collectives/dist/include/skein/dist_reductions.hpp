@@ -159,7 +159,12 @@ inline std::vector<double> sums(std::span<const DistOperand> arrays,
 // What waits where:
 //   fast mode: each device's values, then one Communicator::all_reduce of the arrays in place, on
 //     the queue. NCCL (any number of ranks and devices per rank): enqueued, nothing waits on the
-//     host; the call returns before the values exist. MPI backend (any placement, one rank with
+//     host; the call returns before the values exist. Where one rank holds every member and its
+//     devices have peer access to each other (Context's peer access: CUDA devices that allow it,
+//     OpenCL devices of one context) and the combination is sum, prod, min or max of a real type,
+//     there is no all_reduce: each device waits on the device for the others' values and combines
+//     all of them itself, reading them through peer access, in member order (the same bits on
+//     every member; enqueued, with either backend). MPI backend (any placement, one rank with
 //     several devices included): the all_reduce is staged through host memory and synchronous on
 //     the host (communicator.hpp): the call waits for the devices' values, exchanges them and
 //     enqueues their copies back to the devices before it returns.
@@ -217,7 +222,8 @@ inline std::vector<Array> sums_to_devices(std::initializer_list<DistOperand> arr
 // member of every rank with `across`, in place, in one Communicator::all_reduce on members_of's
 // queue (nothing for a communicator of one member). Collective: every rank calls it, outside a
 // group, in the same order as its other collective calls; what waits where as
-// reduce_to_devices's all_reduce (NCCL: enqueued; MPI backend: synchronous on the host).
+// reduce_to_devices's all_reduce (NCCL: enqueued; MPI backend: synchronous on the host; one rank
+// holding every member, its devices peers: combined on the devices, enqueued).
 SKEIN_EXPORT void combine_members(const DistOperand& members_of, std::span<const Array> values,
                                   ReduceOp across);
 
