@@ -657,8 +657,8 @@ void DistArray::exchange_halos(const Queue& queue) const {
   // Neighbours on this rank: device copies (also a periodic block that is its own neighbour),
   // except, under NCCL, halos below kSendRecvInsideRankBelow bytes from another device, which go by
   // send/recv in the group below (send_recv_inside_rank, dist_transport.hpp).
-  const bool small_by_nccl =
-      send_recv_inside_rank(comm_->backend(), h * layout_.row_size() * itemsize(dtype_));
+  const bool small_by_nccl = send_recv_inside_rank(
+      comm_->backend(), h * layout_.row_size() * itemsize(dtype_), queue == queue_);
   auto by_send_recv = [&](const LocalBlock* from, const LocalBlock& to) {
     return from != nullptr && small_by_nccl && from->device_idx != to.device_idx;
   };

@@ -64,8 +64,14 @@ inline constexpr std::size_t kSendRecvInsideRankBelow = 256 * 1024;
 // other, except those to the same peer, which run in order (NVIDIA/nccl#479: a send and a recv
 // grouped form one sendrecv, no deadlock). Callers issue a message's send and recv next to each
 // other, so that the sends from one member to another and the recvs there are in one order.
-inline bool send_recv_inside_rank(CollectiveBackend backend, std::size_t bytes) {
-  return backend == CollectiveBackend::nccl && bytes < kSendRecvInsideRankBelow;
+// Only for an exchange on the arrays' own queue: one given another queue (dist::HaloOverlap's,
+// while kernels compute the interior on the arrays' queue) keeps the copies, which run on the
+// copy engines, where NCCL's kernels would take SMs from the interior's: on 2 x H200, skein-cg at
+// 4096^2 with one rank for both GPUs and the exchange overlapped took 270-283 us per iteration
+// with the send/recv against 258-261 us with the copies (docs/performance.md, 2026-11-29 night).
+inline bool send_recv_inside_rank(CollectiveBackend backend, std::size_t bytes,
+                                  bool on_arrays_queue) {
+  return on_arrays_queue && backend == CollectiveBackend::nccl && bytes < kSendRecvInsideRankBelow;
 }
 
 // Runs `f` between group_start() and group_end(). A failure inside still closes the group (its

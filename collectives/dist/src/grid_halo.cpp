@@ -127,12 +127,12 @@ void exchange_halos(const Queue& queue, std::span<const GridArray> arrays) {
   auto cached = detail::grid::GridArrayAccess::halo_cache(first).find(queue, dtypes, [&] {
     std::vector<std::size_t> devices;
     for (const auto& b : first.blocks()) devices.push_back(b.device_idx);
-    // Under NCCL, small messages between this rank's devices go by send/recv
-    // (send_recv_inside_rank, dist_transport.hpp). The communicator is the array's for its life,
-    // so the routine cached with the array needs no other key for it.
-    return detail::grid::make_halo_routine(queue, first.layout(), dtypes,
-                                           first.layout().first_member_of_rank(first.rank()),
-                                           devices, first.communicator().backend());
+    // Under NCCL, small messages between this rank's devices go by send/recv on the arrays' own
+    // queue (send_recv_inside_rank, dist_transport.hpp). The communicator is the array's for its
+    // life, and the routine is cached per queue: no other key is needed for it.
+    return detail::grid::make_halo_routine(
+        queue, first.layout(), dtypes, first.layout().first_member_of_rank(first.rank()), devices,
+        first.communicator().backend(), queue == first.queue());
   });
   const std::lock_guard lock(cached->running);
   run(cached->routine, queue, arrays);

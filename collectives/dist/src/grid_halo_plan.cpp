@@ -318,6 +318,7 @@ struct Where {
   std::size_t first = 0;
   std::span<const std::size_t> devices;
   CollectiveBackend backend = CollectiveBackend::mpi;  // the communicator's
+  bool on_arrays_queue = true;                         // the exchange runs on the arrays' queue
   bool is_local(std::size_t m) const { return m >= first && m < first + devices.size(); }
   std::size_t device_of(std::size_t m) const { return devices[m - first]; }
 };
@@ -328,7 +329,7 @@ struct Where {
 // from src are issued in one order, the messages'.
 void add_inside_rank(const Where& at, std::size_t src, std::size_t dst, const TransferData& from,
                      const TransferData& to, HaloRoutine& out) {
-  if (transport::send_recv_inside_rank(at.backend, from.bytes)) {
+  if (transport::send_recv_inside_rank(at.backend, from.bytes, at.on_arrays_queue)) {
     out.transfers.push_back({src - at.first, from, static_cast<int>(dst), true});
     out.transfers.push_back({dst - at.first, to, static_cast<int>(src), false});
   } else {
@@ -459,7 +460,8 @@ void add_planes(const GridLayout& layout, std::span<const Dtype> dtypes, const H
 
 HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
                               std::span<const Dtype> dtypes, std::size_t first,
-                              std::span<const std::size_t> devices, CollectiveBackend backend) {
+                              std::span<const std::size_t> devices, CollectiveBackend backend,
+                              bool on_arrays_queue) {
   const auto regions = plan_regions(layout);
   auto is_local = [&](std::size_t m) { return m >= first && m < first + devices.size(); };
   auto device_of = [&](std::size_t m) { return devices[m - first]; };
@@ -506,7 +508,7 @@ HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
     }
   }
   HaloRoutine out;
-  const Where at{first, devices, backend};
+  const Where at{first, devices, backend, on_arrays_queue};
   add_messages(queue, layout, dtypes, messages, at, packs, unpacks, out);
   for (const HaloRegion* r : planes) add_planes(layout, dtypes, *r, at, out);
   out.messages = messages.size();

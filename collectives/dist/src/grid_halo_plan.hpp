@@ -130,9 +130,11 @@ struct HaloRoutine {
 // `devices` (one context device per local member), its launches and buffers on `queue`.
 // `backend` is the communicator's: under NCCL, messages between two devices of this rank below
 // kSendRecvInsideRankBelow bytes (dist_transport.hpp) are transfers (a send and its recv, next to
-// each other) rather than device copies.
+// each other) rather than device copies, when `on_arrays_queue` (the exchange runs on the arrays'
+// own queue, not overlapped with their kernels on another).
 HaloRoutine make_halo_routine(const Queue& queue, const GridLayout& layout,
                               std::span<const Dtype> dtypes, std::size_t first_member,
-                              std::span<const std::size_t> devices, CollectiveBackend backend);
+                              std::span<const std::size_t> devices, CollectiveBackend backend,
+                              bool on_arrays_queue);
 
 }  // namespace skein::detail::grid

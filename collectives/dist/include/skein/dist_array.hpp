@@ -283,8 +283,9 @@ class SKEIN_EXPORT DistArray {
   // between devices of one rank by device copies and between ranks by grouped Communicator
   // send/recv; under the NCCL backend, halo rows between devices of one rank of fewer than
   // 256 KiB go by send/recv in that group too (faster than a peer copy at that size; as
-  // skein::exchange_halos of GridArrays). Halo rows at open global boundaries are left as they
-  // are. Nothing to do without a halo.
+  // skein::exchange_halos of GridArrays; exchange_halos(queue) on another queue than the array's
+  // keeps the copies, which leave the SMs to the kernels it overlaps). Halo rows at open global
+  // boundaries are left as they are. Nothing to do without a halo.
   void exchange_halos() const;
   // The same, enqueued on `queue` instead of the array's queue: for moving the halos while other
   // work (the interior of a stencil) runs on the array's queue. `queue` must be of the array's

@@ -146,7 +146,9 @@ class SKEIN_EXPORT GridArray {
 // planes) between two devices of one rank of fewer than 256 KiB goes as an NCCL send and recv in
 // the call's group instead of a device copy (on 2 x H200 small faces took 24-26 us as peer copies
 // against 15-17 us for NCCL's send/recv; faces of 1 MiB and more meet their floor as peer copies,
-// so larger messages keep them); the MPI backend copies them all. Enqueued on `queue` (a queue of
+// so larger messages keep them) when the exchange runs on the arrays' own queue (given another
+// queue, to overlap their kernels, it keeps the copies, which leave the SMs to the kernels); the
+// MPI backend copies them all. Enqueued on `queue` (a queue of
 // the arrays' context
 // with their devices; by default the first array's queue); nothing orders it with the arrays' own
 // queues (as DistArray::exchange_halos(queue)). Nothing to do without a halo or without arrays.
