@@ -129,6 +129,7 @@ void write_grid_json(const GridReport& r) {
     j["t_halo_s"] = p.t_halo;
     j["halo_share"] = p.t_halo / p.t_step;
     j["halo_exchange"] = r.halo_mode;
+    j["tile3d"] = r.tile3d;
     if (p.overlapped) {
       j["halo_priority"] = r.halo_priority;
       j["shell_points_per_device"] = p.shell_points;

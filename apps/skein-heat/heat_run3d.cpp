@@ -198,7 +198,9 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
     halo_queue.emplace(queue.context(), queue.device_idxs(),
                        o.halo_priority == "high" ? QueuePriority::high() : QueuePriority::low());
   }
-  const GridStencil stencil(u, problem, halo_queue);
+  GridTile tile = parse_tile(o.tile3d);
+  tile.unroll = o.unroll3d;
+  const GridStencil stencil(u, problem, halo_queue, tile);
   const GridStepper stepper(u, stencil, halo_queue);
   if (root) {
     fmt::print(
@@ -247,6 +249,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   report.api = std::string(comm.context().api().name());
   report.halo_mode = !exchanges ? "none" : halo_queue ? "overlapped" : "serial";
   report.halo_priority = o.halo_priority;
+  report.tile3d = fmt::format("{}x{}x{}/{}", tile.local_x, tile.local_y, tile.zchunk, tile.unroll);
   report.start = start;
   if (root) {
     print_grid_summary(report);

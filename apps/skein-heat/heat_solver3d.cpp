@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -85,6 +86,7 @@ KERNEL void heat_step_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTR
        per point (HEAT_POINT's expression, term for term). */
     const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
     T below = in[i - sz], here = in[i];
+${UNROLL_PRAGMA}
     for (unsigned int z = zb; z < zend; ++z, i += sz) {
         const T above = in[i + sz];
         out[i] = c0 * here + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]) + rz * (below + above);
@@ -137,11 +139,7 @@ KERNEL void heat_shell_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* REST
 }
 )";
 
-// Work groups of 64 x 4 items, each marching over 16 planes: the fastest of eleven tiles measured
-// on one H200 at 512^3 (docs/performance.md, "3-D skein-heat"), at 0.77 (float64) and 0.64
-// (float32) of a device copy of the same bytes.
-constexpr std::size_t grid_local_x = 64, grid_local_y = 4, grid_shell_local = 256;
-constexpr std::size_t grid_zchunk = 16;
+constexpr std::size_t grid_shell_local = 256;
 
 std::size_t grid_round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m; }
 
@@ -151,41 +149,44 @@ std::array<std::size_t, 3> grid_extents3(const GridBlock& b) {
   return {1, b.extent[0], b.extent[1]};
 }
 
-Program compile_grid_stencil(const GridArray& field) {
+Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
   const Queue& queue = field.queue();
   const std::string t(ctype(field.dtype()));
   ProgramOptions options;
   options.name = "skein-heat grid stencil";
   options.device_idxs = queue.device_idxs();
   if (queue.context().api().id() == ApiId::cuda) options.compiler_options.push_back("--fmad=false");
-  return Program::from_template(queue.context(), grid_stencil_source,
-                                {{"T", t},
-                                 {"DIMS", std::to_string(field.layout().ndim())},
-                                 {"ZCHUNK", std::to_string(grid_zchunk)}},
-                                options);
+  return Program::from_template(
+      queue.context(), grid_stencil_source,
+      {{"T", t},
+       {"DIMS", std::to_string(field.layout().ndim())},
+       {"ZCHUNK", std::to_string(tile.zchunk)},
+       {"UNROLL_PRAGMA",
+        tile.unroll > 1 ? "#pragma unroll " + std::to_string(tile.unroll) : std::string()}},
+      options);
 }
 
 // The box kernel over one box per block (`box(l)`: its extents (z, y, x); none launched where one
 // is empty), on `queue`.
 template <class Box>
 PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field,
-                                  const Queue& queue, Box&& box) {
-  const WorkSize local{grid_local_x, grid_local_y, 1};
+                                  const Queue& queue, const GridTile& tile, Box&& box) {
+  const WorkSize local{tile.local_x, tile.local_y, 1};
   MultiDevice<WorkSize> global;
   for (std::size_t d : queue.device_idxs()) global.set(d, local);  // prepare() wants one per device
   for (std::size_t l = 0; l < field.local_size(); ++l) {
     const LocalGridBlock& b = field.block(l);
     if (b.block.empty()) continue;
     const std::array<std::size_t, 3> e = box(l);
-    const std::size_t groups_z = (e[0] + grid_zchunk - 1) / grid_zchunk;
+    const std::size_t groups_z = (e[0] + tile.zchunk - 1) / tile.zchunk;
     if (groups_z > 65535) {
       grid_refuse(
           "skein::heat::GridStencil", fmt::format("a block of {} planes", e[0]),
           "use a process grid with more members along z (CUDA launches at most 65535 along z)");
     }
     if (e[0] * e[1] * e[2] == 0) continue;
-    global.set(b.device_idx, WorkSize{grid_round_up(e[2], grid_local_x),
-                                      grid_round_up(e[1], grid_local_y), groups_z});
+    global.set(b.device_idx, WorkSize{grid_round_up(e[2], tile.local_x),
+                                      grid_round_up(e[1], tile.local_y), groups_z});
   }
   return program.kernel("heat_step_grid")
       .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
@@ -443,16 +444,44 @@ const GridArray& grid_check_halo(const GridArray& field) {
   return field;
 }
 
+const GridTile& grid_check_tile(const GridTile& tile) {
+  if (tile.local_x == 0 || tile.local_y == 0 || tile.zchunk == 0 || tile.unroll == 0 ||
+      tile.local_x > 1024 || tile.local_y > 1024 || tile.local_x * tile.local_y > 1024 ||
+      tile.zchunk > 65536 || tile.unroll > 64) {
+    grid_refuse("skein::heat::GridStencil",
+                fmt::format("a tile of {} x {} items over {} planes, unrolled {} times",
+                            tile.local_x, tile.local_y, tile.zchunk, tile.unroll),
+                "give positive sizes, at most 1024 items per work group, at most 65536 planes and "
+                "an unroll of at most 64");
+  }
+  return tile;
+}
+
 }  // namespace
 
+GridTile parse_tile(std::string_view text) {
+  GridTile t;
+  std::size_t x = 0, y = 0, z = 0;
+  const std::string s(text);
+  char tail = 0;
+  if (std::sscanf(s.c_str(), "%zux%zux%zu%c", &x, &y, &z, &tail) != 3) {
+    grid_refuse("skein-heat", fmt::format("--tile3d is '{}'", text),
+                "give the work group and its march as XxYxZ, e.g. 64x4x16");
+  }
+  t.local_x = x;
+  t.local_y = y;
+  t.zchunk = z;
+  return grid_check_tile(t);
+}
+
 GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
-                         const std::optional<Queue>& shell_queue)
+                         const std::optional<Queue>& shell_queue, const GridTile& tile)
     : problem_(problem),
       splits_(grid_splits(grid_check_halo(field))),
-      program_(compile_grid_stencil(field)),
-      kernel_(prepare_box_kernel(program_, field, field.queue(),
+      program_(compile_grid_stencil(field, grid_check_tile(tile))),
+      kernel_(prepare_box_kernel(program_, field, field.queue(), tile,
                                  [this](std::size_t l) { return splits_[l].extent; })),
-      interior_(prepare_box_kernel(program_, field, field.queue(),
+      interior_(prepare_box_kernel(program_, field, field.queue(), tile,
                                    [this](std::size_t l) {
                                      const GridSplit& s = splits_[l];
                                      return std::array<std::size_t, 3>{s.end[0] - s.begin[0],

@@ -93,6 +93,18 @@ struct GridSplit {
   std::size_t shell_points() const;
 };
 
+// The 3-D kernel's work groups: local_x x local_y items, each marching along z over zchunk planes
+// (the planes below and at the point in registers), the march unrolled `unroll` times (1: as the
+// compiler chooses). The defaults were the fastest of eleven tiles measured on one H200 at 512^3
+// (docs/performance.md, "3-D skein-heat"): 0.77 (float64) and 0.64 (float32) of a device copy of
+// the same bytes. skein-heat's --tile3d and --unroll3d set them, to tune on another device.
+struct GridTile {
+  std::size_t local_x = 64, local_y = 4, zchunk = 16, unroll = 1;
+};
+// "64x4x16" -> local_x, local_y, zchunk (unroll 1); LogicError naming the text for another form,
+// a zero, or more than 1024 items.
+GridTile parse_tile(std::string_view text);
+
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
 // launched per device; blocks without points are skipped). The serial step is step(): one kernel
 // over every block, on the field's queue, after exchange_halos(). The overlapped step is
@@ -104,7 +116,7 @@ class GridStencil {
   // devices; e.g. the one the halos move on); none: the field's queue. Every field stepped later
   // must have `field`'s layout, dtype and queue.
   GridStencil(const GridArray& field, const GridProblem& problem,
-              const std::optional<Queue>& shell_queue = {});
+              const std::optional<Queue>& shell_queue = {}, const GridTile& tile = {});
   // out = step(in) on every block; `in`'s halos must be current (exchange_halos()). Enqueued only.
   void step(const GridArray& in, const GridArray& out) const;
   // The same on local block `l` only (for timing one device).
@@ -167,6 +179,8 @@ struct GridRunOptions {
   bool weak = false;
   std::string halo_exchange = "overlapped";  // or serial (GridStepper)
   std::string halo_priority = "high";        // the overlapped step's second queue: high or low
+  std::string tile3d = "64x4x16";            // the 3-D kernel's work groups (GridTile, parse_tile)
+  std::size_t unroll3d = 1;                  // and its march's unroll
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints

@@ -103,6 +103,8 @@ struct Options {
   std::string json_file;
   std::string halo_exchange = "overlapped";
   std::string halo_priority = "high";
+  std::string tile3d = "64x4x16";  // the process-grid kernel's work groups (heat_solver3d.hpp)
+  std::size_t unroll3d = 1;
   std::string stencil_variant = "auto";
   std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
   // A run on a process grid (heat_run3d.cpp) when any of these is given.
@@ -157,6 +159,8 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   g.weak = o.weak;
   g.halo_exchange = o.halo_exchange;
   g.halo_priority = o.halo_priority;
+  g.tile3d = o.tile3d;
+  g.unroll3d = o.unroll3d;
   return skein::heat::run_grid(g, runtime);
 }
 
@@ -820,6 +824,14 @@ int main(int argc, char** argv) {
          "The priority of the overlapped step's halo queue (its copies and edge kernel): high "
          "(the device's most urgent, the default) or low (that of every other queue)")
       .one_of({"high", "low"});
+  app.add_option("--tile3d", o.tile3d,
+                 "On a process grid (--nz or --grid): the stencil kernel's work groups as XxYxZ, X "
+                 "x Y items each marching along z over Z planes (default 64x4x16, the fastest "
+                 "measured on an H200); a tuning knob, every tile gives the same bits");
+  app.add_option("--unroll3d", o.unroll3d,
+                 "On a process grid: unroll the kernel's march along z this many times (1: as the "
+                 "compiler chooses)")
+      .range(std::size_t{1}, std::size_t{64});
   app.add_option("--stencil-variant", o.stencil_variant,
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "

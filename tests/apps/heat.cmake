@@ -188,14 +188,16 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
   # block exchanged: shells of six slabs, x faces too); reflect on 2 ranks x 2 devices, 1x2x2, x
   # split 3 + 2 (the 2-wide block has no interior: its shell is the whole block); 4x1x1 periodic
   # over 3 planes (blocks of one plane, all shell; a member without points); one rank driving 4
-  # devices (halos between devices, float32); a 2-D grid.
+  # devices (halos between devices, float32); a 2-D grid; another tile (32 x 8 x 5, unrolled 4).
   foreach(case
       "2x2x1|4|process grid 2 x 2 x 1|--nx;20;--ny;18;--nz;15;--grid;2x2x1;--steps;20"
       "3x1x1_periodic|3|periodic walls|--nx;12;--ny;10;--nz;9;--grid;3x1x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2"
       "reflect|2|process grid 1 x 2 x 2|--nx;5;--ny;6;--nz;4;--grid;1x2x2;--boundary;reflect;--steps;20;--modes;1,2"
       "thin|2|process grid 4 x 1 x 1|--nx;5;--ny;4;--nz;3;--grid;4x1x1;--boundary;periodic;--steps;15;--mode-z;1"
       "np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1"
-      "2d|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;20;--boundary;reflect")
+      "2d|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;20;--boundary;reflect"
+      # Another tile and an unrolled march (--tile3d, --unroll3d): the same check and the same bits.
+      "tile|4|process grid 2 x 2 x 1|--nx;20;--ny;18;--nz;15;--grid;2x2x1;--steps;20;--tile3d;32x8x5;--unroll3d;4")
     string(REPLACE "|" ";" _fields "${case}")
     list(GET _fields 0 _name)
     list(GET _fields 1 _np)

@@ -253,7 +253,9 @@ elseif(MODE STREQUAL "bad")
       "axes|4|--nx;8;--ny;8;--nz;8;--grid;2x2;--steps;1|is not a process grid of 3 axes"
       "png|2|--nx;8;--ny;8;--nz;8;--steps;1;--png;${DIR}/u.png|--png is not available on a process grid"
       "variant|2|--nx;8;--ny;8;--nz;8;--steps;1;--stencil-variant;flat|--stencil-variant and --stencil-shape are not available on a process grid"
-      "weak_grid|2|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--weak;--steps;1|--weak --grid 3x1x1")
+      "weak_grid|2|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--weak;--steps;1|--weak --grid 3x1x1"
+      "tile_format|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;64x4|--tile3d is '64x4'"
+      "tile_zero|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;0x4x16|a tile of 0 x 4 items over 16 planes")
     string(REPLACE "|" ";" fields "${case}")
     list(GET fields 0 name)
     list(GET fields 1 np)

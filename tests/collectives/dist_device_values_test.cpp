@@ -18,6 +18,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <skein/dist_fused.hpp>
 #include <skein/dist_ops.hpp>
 #include <skein/dist_reductions.hpp>
@@ -581,6 +582,12 @@ TEST_P(DistDeviceValues, MemberValuesRefuseBadArrays) {
         dist::stencil_reduce_members(poisson_dot(), {dp, dw}, member_slots(dp), 2);
       },
       {"stencil_reduce_members", "from element 2"});
+  const std::size_t huge = std::numeric_limits<std::size_t>::max();
+  expect_logic_error(
+      [&] {
+        dist::stencil_reduce_members(poisson_dot(), {dp, dw}, member_slots(dp), huge);
+      },
+      {"stencil_reduce_members", fmt::format("from element {}", huge)});
   expect_logic_error([&] { dist::combine_members(dp, fewer, ReduceOp::sum); },
                      {"combine_members", "per-member array"});
   expect_logic_error([&] { dist::combine_members(1.0, member_slots(dp), ReduceOp::sum); },

@@ -208,7 +208,8 @@ void reductions::terms_into(std::span<const reductions::Term> terms, std::span<c
                            ops.rank(), call);
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     const Array& a = arrays[i];
-    if (a.dtype() != dtype || !a.is_contiguous() || a.size() < slot + terms.size()) {
+    if (a.dtype() != dtype || !a.is_contiguous() || slot > a.size() ||
+        a.size() - slot < terms.size()) {
       detail::raise_in(SKEIN_HERE, call,
                        "Give each member a contiguous array of the reduction's dtype with room for "
                        "the values at the slot (slot + number of reductions elements at least).",

@@ -53,7 +53,7 @@ std::string ranks_text(const std::vector<int>& ranks);
 // (within 2 us of one send/recv); faces of 1 MiB and more met their floor (>= 0.9) as peer copies.
 // The cross-over lies between 32 KiB and 1 MiB, where nothing was measured: 256 KiB is a choice
 // inside that gap, to be moved when skein-bench-halo measures sizes there.
-inline constexpr std::size_t kSendRecvInsideRankBelow = 256 * 1024;
+inline constexpr std::size_t kSendRecvInsideRankBelow = std::size_t{256} * 1024;
 
 // Whether a message of `bytes` between two devices of this rank goes as a send and its matching
 // recv in the call's one group (the NCCL backend, below kSendRecvInsideRankBelow) rather than a
