@@ -95,14 +95,15 @@ struct GridSplit {
 
 // The 3-D kernel's work groups: local_x x local_y items, each marching along z over zchunk planes
 // (the planes below and at the point in registers), the march unrolled `unroll` times (1: as the
-// compiler chooses). The defaults were the fastest of eleven tiles measured on one H200 at 512^3
-// (docs/performance.md, "3-D skein-heat"): 0.77 (float64) and 0.64 (float32) of a device copy of
-// the same bytes. skein-heat's --tile3d and --unroll3d set them, to tune on another device.
+// compiler chooses). The defaults were the fastest of the tiles measured on one H200 at 512^3
+// float64 (docs/performance.md, "The 3-D kernel's tiles"): 64 x 4 x 16 with the march unrolled
+// whole at 0.781 of a device copy of the same bytes, 0.745 with the compiler's choice, the other
+// tiles 0.69-0.75. skein-heat's --tile3d and --unroll3d set them, to tune on another device.
 struct GridTile {
-  std::size_t local_x = 64, local_y = 4, zchunk = 16, unroll = 1;
+  std::size_t local_x = 64, local_y = 4, zchunk = 16, unroll = 16;
 };
-// "64x4x16" -> local_x, local_y, zchunk (unroll 1); LogicError naming the text for another form,
-// a zero, or more than 1024 items.
+// "64x4x16" -> local_x, local_y, zchunk (unroll as GridTile's default); LogicError naming the text
+// for another form, a zero, or more than 1024 items.
 GridTile parse_tile(std::string_view text);
 
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
@@ -180,7 +181,7 @@ struct GridRunOptions {
   std::string halo_exchange = "overlapped";  // or serial (GridStepper)
   std::string halo_priority = "high";        // the overlapped step's second queue: high or low
   std::string tile3d = "64x4x16";            // the 3-D kernel's work groups (GridTile, parse_tile)
-  std::size_t unroll3d = 1;                  // and its march's unroll
+  std::size_t unroll3d = 16;                 // and its march's unroll
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints
