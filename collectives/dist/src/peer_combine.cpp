@@ -36,13 +36,14 @@ bool real_type(Dtype dtype) {
 }
 
 // out = v0 op v1 op ... op v{n-1}, element by element, left to right (the same order on every
-// device). Made once per dtype, operation and count.
+// device). Made once per dtype, operation and count, and kept for the program's life (never
+// destroyed, as the built-in kernels: no kernel outlives its contexts' teardown at exit).
 ElementwiseKernel combine_kernel(Dtype dtype, ReduceOp op, std::size_t n) {
   static std::mutex mutex;
-  static std::map<std::tuple<Dtype, ReduceOp, std::size_t>, ElementwiseKernel> kernels;
+  static auto* kernels = new std::map<std::tuple<Dtype, ReduceOp, std::size_t>, ElementwiseKernel>;
   const std::lock_guard lock(mutex);
   const auto key = std::make_tuple(dtype, op, n);
-  if (auto it = kernels.find(key); it != kernels.end()) return it->second;
+  if (auto it = kernels->find(key); it != kernels->end()) return it->second;
   const std::string t(ctype(dtype));
   std::string params, body = fmt::format("{} acc = v0[i];", t);
   for (std::size_t k = 0; k < n; ++k) params += fmt::format("{}raw {} v{}", k ? ", " : "", t, k);
@@ -58,7 +59,7 @@ ElementwiseKernel combine_kernel(Dtype dtype, ReduceOp op, std::size_t n) {
   body += " out = acc;";
   ElementwiseKernel k(params, fmt::format("{} out", t), body,
                       {.name = "skein_peer_combine", .fp_contract = false});
-  kernels.emplace(key, k);
+  kernels->emplace(key, k);
   return k;
 }
 
