@@ -84,6 +84,40 @@ void single_matvec(const PoissonKernels& a, const CgVectors<V>& v,
   skein::dist::combine_members(v.r, values, skein::ReduceOp::sum);
 }
 
+// The form's kernels: the update with alpha and beta from the host, or computed from the devices'
+// values (frozen, alpha = beta = 0, once gamma <= stop2 or mu <= 0: x and r then stay as they are),
+// and the one-item kernel that keeps the next (gamma_old, mu_old) on the devices.
+struct SingleKernels {
+  skein::FusedKernel host_update{
+      "T alpha, T beta, T w",
+      "T p, T s, T x, T r",
+      "p = r + beta * p; s = w + beta * s; x += alpha * p; r -= alpha * s",
+      "float64 rr",
+      "(double)r * (double)r",
+      "a + b",
+      "0",
+      {.reduce_type = skein::Dtype::float64, .name = "cg_single_update"}};
+  skein::FusedKernel device_update{
+      "raw float64 v, raw float64 st, float64 stop2, T w",
+      "T p, T s, T x, T r",
+      "const double beta_k = st[0] > 0 ? v[0] / st[0] : 0.0;"
+      "const double mu = v[1] - beta_k * beta_k * st[1];"
+      "const int go = v[0] > stop2 && mu > 0;"
+      "const T alpha = (T)(go ? v[0] / mu : 0.0), beta = (T)(go ? beta_k : 0.0);"
+      "p = r + beta * p; s = w + beta * s; x += alpha * p; r -= alpha * s",
+      "float64 rr",
+      "(double)r * (double)r",
+      "a + b",
+      "0",
+      {.reduce_type = skein::Dtype::float64, .name = "cg_single_update_dev"}};
+  // Element 0 gamma, element 1 mu, as the update computed them.
+  skein::ElementwiseKernel next_state{"raw float64 v, raw float64 st",
+                                      "float64 out",
+                                      "const double beta_k = st[0] > 0 ? v[0] / st[0] : 0.0;"
+                                      "out = i == 0 ? v[0] : v[1] - beta_k * beta_k * st[1]",
+                                      {.name = "cg_single_state"}};
+};
+
 }  // namespace detail
 
 // The single-reduction CG from x = 0 (fast mode, DistArrays).
@@ -91,27 +125,7 @@ template <class T, class V>
 CgResult single_reduction_cg(const CgSettings& s, const PoissonKernels& a, const V& b,
                              const CgVectors<V>& v, MPI_Comm comm) {
   const V& sv = v.s.value();
-  // The update with alpha and beta from the host, or computed from the devices' values (frozen,
-  // alpha = beta = 0, once gamma <= stop2 or mu <= 0: x and r then stay as they are).
-  const skein::FusedKernel host_update(
-      "T alpha, T beta, T w", "T p, T s, T x, T r",
-      "p = r + beta * p; s = w + beta * s; x += alpha * p; r -= alpha * s", "float64 rr",
-      "(double)r * (double)r", "a + b", "0",
-      {.reduce_type = skein::Dtype::float64, .name = "cg_single_update"});
-  const skein::FusedKernel device_update(
-      "raw float64 v, raw float64 st, float64 stop2, T w", "T p, T s, T x, T r",
-      "const double beta_k = st[0] > 0 ? v[0] / st[0] : 0.0;"
-      "const double mu = v[1] - beta_k * beta_k * st[1];"
-      "const int go = v[0] > stop2 && mu > 0;"
-      "const T alpha = (T)(go ? v[0] / mu : 0.0), beta = (T)(go ? beta_k : 0.0);"
-      "p = r + beta * p; s = w + beta * s; x += alpha * p; r -= alpha * s",
-      "float64 rr", "(double)r * (double)r", "a + b", "0",
-      {.reduce_type = skein::Dtype::float64, .name = "cg_single_update_dev"});
-  // The next (gamma_old, mu_old): element 0 gamma, element 1 mu, as the update computed them.
-  const skein::ElementwiseKernel next_state("raw float64 v, raw float64 st", "float64 out",
-                                            "const double beta_k = st[0] > 0 ? v[0] / st[0] : 0.0;"
-                                            "out = i == 0 ? v[0] : v[1] - beta_k * beta_k * st[1]",
-                                            {.name = "cg_single_state"});
+  const detail::SingleKernels kernels;
   CgResult result;
   skein::dist::fill(v.x, skein::Operand(T{0}));
   skein::dist::fill(v.p, skein::Operand(T{0}));
@@ -133,8 +147,11 @@ CgResult single_reduction_cg(const CgSettings& s, const PoissonKernels& a, const
   }
   // gamma_0 and delta_0: r . r by the update's reduction is not there yet, so a dot for slot 0.
   std::vector<skein::Array> values = detail::member_slots(v.x);
+  bool converged = false;
   {
     const double gamma0 = detail::dot(s, v.r, v.r);
+    result.relative_residual = std::sqrt(gamma0) / b_norm;  // x = 0 (before any iteration)
+    converged = !(gamma0 > stop2);
     v.r.exchange_halos();
     const double delta0 =
         skein::dist::stencil_reduce(a.apply_dot, {v.r, v.w}, skein::ReduceOp::sum);
@@ -145,7 +162,6 @@ CgResult single_reduction_cg(const CgSettings& s, const PoissonKernels& a, const
   const auto start = detail::start_clock(v.x, comm);
   // The host's recurrence: decides on gamma_k, delta_k as the kernels do.
   double gamma_old = std::numeric_limits<double>::infinity(), mu_old = 0;
-  bool converged = false;
   // Whether the host, having read iteration k's (gamma_k, delta_k), goes on; sets alpha, beta.
   double alpha = 0, beta = 0;
   auto goes_on = [&](std::size_t k, double gamma, double delta) {
@@ -176,8 +192,8 @@ CgResult single_reduction_cg(const CgSettings& s, const PoissonKernels& a, const
     while (go) {
       const std::vector<skein::Array> next = detail::member_slots(v.x);
       skein::dist::update_and_reduce_members(
-          host_update, {static_cast<T>(alpha), static_cast<T>(beta), v.w, v.p, sv, v.x, v.r}, next,
-          0);
+          kernels.host_update,
+          {static_cast<T>(alpha), static_cast<T>(beta), v.w, v.p, sv, v.x, v.r}, next, 0);
       detail::single_matvec(a, v, next, overlap);
       next[0].get(std::span<double>(host));
       go = goes_on(result.iterations + 1, host[0], host[1]);
@@ -200,9 +216,9 @@ CgResult single_reduction_cg(const CgSettings& s, const PoissonKernels& a, const
         const std::vector<skein::Array>& st = state[k % 2];
         const std::vector<skein::Array> next = detail::member_slots(v.x);
         skein::dist::update_and_reduce_members(
-            device_update, {values, st, stop2, v.w, v.p, sv, v.x, v.r}, next, 0);
+            kernels.device_update, {values, st, stop2, v.w, v.p, sv, v.x, v.r}, next, 0);
         for (std::size_t i = 0; i < devices.size(); ++i)
-          next_state(queue, {values[i], st[i], state[(k + 1) % 2][i]});
+          kernels.next_state(queue, {values[i], st[i], state[(k + 1) % 2][i]});
         detail::single_matvec(a, v, next, overlap);
         lagged.push(k + 1, detail::slot_views(next, 1), detail::slot_views(next, 0));
         values = next;
