@@ -103,10 +103,10 @@ def test_reductions_and_elementwise(comm, rng_seed):
     np.testing.assert_array_equal(out.all_gather(), y_host)
 
 
-def test_values_on_the_devices(comm, rng_seed):
-    """dots/sums/stencil_reduce/update_and_reduce _to_devices: one skein.Array per local member,
-    equal everywhere, read by the next kernels through raw parameters; the halo exchange
-    overlapped; a wrong per-member list raises on every rank and the next right call works."""
+def poisson_fields(comm, rng_seed):
+    """x (halo 1), y and out as DistArrays of one global (rows, cols) shape, x and y scattered from
+    seeded host values; the 5-point Poisson stencil with p . w (zero outside the grid); and the
+    host's w = A x."""
     rows, cols = 2 * comm.size + 3, 5
     hx = global_values(rng_seed, (rows, cols))
     hy = global_values(rng_seed + 1, (rows, cols))
@@ -114,6 +114,21 @@ def test_values_on_the_devices(comm, rng_seed):
     y, out = (skein.DistArray(comm, (rows, cols), np.float64) for _ in range(2))
     x.scatter(hx if WORLD.rank == 0 else None)
     y.scatter(hy if WORLD.rank == 0 else None)
+    apply = skein.StencilKernel(
+        "float64 p", "float64 w",
+        "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0)"
+        " - (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
+        name="py_dv_poisson", reduction=skein.StencilReduction(map="p * w", dtype="float64"))
+    padded = np.pad(hx, 1)
+    hw = (4 * hx - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:])
+    return hx, hy, x, y, out, apply, hw
+
+
+def test_values_on_the_devices(comm, rng_seed):
+    """dots/sums/stencil_reduce/update_and_reduce _to_devices: one skein.Array per local member,
+    equal everywhere, read by the next kernels through raw parameters; the halo exchange
+    overlapped; a wrong per-member list raises on every rank and the next right call works."""
+    hx, hy, x, y, out, apply, hw = poisson_fields(comm, rng_seed)
     vals = skein.dist.dots_to_devices([(x, y), (x, x)])
     assert len(vals) == x.local_size
     for v in vals:
@@ -126,13 +141,6 @@ def test_values_on_the_devices(comm, rng_seed):
     skein.dist.elementwise(scale, [vals, y, out])
     np.testing.assert_array_equal(out.all_gather(), np.sum(hx * hy) * hy)
     # A stencil with p . w on the devices, p's halos exchanged on a second queue meanwhile.
-    apply = skein.StencilKernel(
-        "float64 p", "float64 w",
-        "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0)"
-        " - (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
-        name="py_dv_poisson", reduction=skein.StencilReduction(map="p * w", dtype="float64"))
-    padded = np.pad(hx, 1)
-    hw = (4 * hx - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:])
     halo_queue = skein.Queue(x.queue.context, x.queue.device_idxs, priority="high")
     overlap = skein.dist.HaloOverlap(halo_queue, [x])
     pw = skein.dist.stencil_reduce_to_devices(apply, [x, out], overlap=overlap)
@@ -160,21 +168,8 @@ def test_member_values_combined_once(comm, rng_seed):
     slot (checked against the member's rows before the combine), combine_members gives every
     member the totals in one collective; a wrong list raises on every rank, then the right call
     works."""
-    rows, cols = 2 * comm.size + 3, 5
-    hx = global_values(rng_seed, (rows, cols))
-    hy = global_values(rng_seed + 1, (rows, cols))
-    x = skein.DistArray(comm, (rows, cols), np.float64, halo=1)
-    y, out = (skein.DistArray(comm, (rows, cols), np.float64) for _ in range(2))
-    x.scatter(hx if WORLD.rank == 0 else None)
-    y.scatter(hy if WORLD.rank == 0 else None)
+    hx, hy, x, y, out, apply, hw = poisson_fields(comm, rng_seed)
     x.exchange_halos()
-    apply = skein.StencilKernel(
-        "float64 p", "float64 w",
-        "w = 4 * p - (gidx[0] > 0 ? p(-1, 0) : 0.0) - (gidx[0] + 1 < gshape[0] ? p(1, 0) : 0.0)"
-        " - (gidx[1] > 0 ? p(0, -1) : 0.0) - (gidx[1] + 1 < gshape[1] ? p(0, 1) : 0.0)",
-        name="py_mv_poisson", reduction=skein.StencilReduction(map="p * w", dtype="float64"))
-    padded = np.pad(hx, 1)
-    hw = (4 * hx - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:])
     update = skein.FusedKernel("float64 c", "float64 y", "y *= c", "float64 yy", "y * y", "a + b",
                                "0", name="py_mv_scale")
     into = [skein.Array.zeros(x.queue, (2,), np.float64, device_idx=x.local(i).device_idx)
