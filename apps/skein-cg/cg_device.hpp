@@ -6,8 +6,13 @@
 // dist::stencil_reduce_to_devices and dist::update_and_reduce_to_devices leave each value on every
 // member's device (over NCCL the all_reduce is enqueued on the queue), and the next kernels read
 // them there as `raw` parameters (alpha = rr / pw in the update, beta = rr_next / rr in p = r +
-// beta p). The host never waits inside an iteration: it reads each iteration's two values one
-// iteration later, copied on a second queue into page-locked memory, and decides from them.
+// beta p). With CgSettings::reduce_overlap the update is two kernels (r with r . r, then x: the
+// same passes) and r . r is combined on a second queue while x is updated
+// (dist::update_and_reduce_members, then dist::combine_members on that queue), so that the
+// all_reduce (or the peers' combine) waits for no kernel but the one before it and only p = r +
+// beta p waits for it. The host never waits inside an iteration: it reads each iteration's two
+// values one iteration later, copied on a second queue into page-locked memory, and decides from
+// them.
 //
 // The decisions are the synchronous form's. The kernels apply an iteration only while
 // rr > stop2 = (tol ||b||)^2 and pw > 0 (alpha = 0 otherwise), so the iteration that the host
@@ -116,6 +121,20 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
       "x += alpha * p; r -= alpha * w",
       "float64 rr_next", "(double)r * (double)r", "a + b", "0",
       {.reduce_type = skein::Dtype::float64, .name = "cg_update_rr_dev"});
+  // The same update in two kernels, for the reduce overlap (CgSettings::reduce_overlap): r and
+  // r . r first, then x while r . r is combined on a second queue (the same passes, the same
+  // arithmetic per element).
+  const skein::FusedKernel update_r(
+      "raw float64 rr, raw float64 pw, float64 stop2, T w", "T r",
+      "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
+      "r -= alpha * w",
+      "float64 rr_next", "(double)r * (double)r", "a + b", "0",
+      {.reduce_type = skein::Dtype::float64, .name = "cg_update_r_dev"});
+  const skein::ElementwiseKernel update_x(
+      "raw float64 rr, raw float64 pw, float64 stop2, T x, T p", "T x_out",
+      "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
+      "x_out = x + alpha * p",
+      {.name = "cg_update_x_dev"});
   // p = r + beta p, beta = rr_next / rr (0 once converged: the frozen iterations stay finite).
   const skein::ElementwiseKernel next_p(
       "raw float64 rr_next, raw float64 rr, float64 stop2, T r, T p", "T p_out",
@@ -143,6 +162,13 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
     overlap = skein::dist::HaloOverlap{
         .halo_queue = skein::Queue(queue.context(), devices, skein::QueuePriority::high()),
         .exchange = {v.p}};
+  }
+  // r . r is combined on this queue while x is updated (high priority: its kernels go ahead of
+  // the update's pending blocks).
+  std::optional<skein::Queue> reduce_queue;
+  if (s.reduce_overlap) {
+    reduce_queue = overlap ? overlap->halo_queue
+                           : skein::Queue(queue.context(), devices, skein::QueuePriority::high());
   }
   const auto start = detail::start_clock(v.x, comm);
   bool converged = false;
@@ -176,8 +202,19 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
         v.p.exchange_halos();
         pw = skein::dist::stencil_reduce_to_devices(a.apply_dot, {v.p, v.w}, skein::ReduceOp::sum);
       }
-      std::vector<skein::Array> rr_next = skein::dist::update_and_reduce_to_devices(
-          update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
+      std::vector<skein::Array> rr_next;
+      if (reduce_queue) {
+        for (std::size_t d : devices)
+          rr_next.push_back(skein::Array::empty(queue, {1}, skein::Dtype::float64, d));
+        skein::dist::update_and_reduce_members(update_r, {rr, pw, stop2, v.w, v.r}, rr_next, 0);
+        const std::vector<skein::Event> combined =
+            skein::dist::combine_members(v.r, rr_next, skein::ReduceOp::sum, *reduce_queue);
+        skein::dist::elementwise(update_x, {rr, pw, stop2, v.x, v.p, v.x});
+        for (std::size_t i = 0; i < devices.size(); ++i) queue.wait_for(combined[i], devices[i]);
+      } else {
+        rr_next = skein::dist::update_and_reduce_to_devices(
+            update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
+      }
       skein::dist::elementwise(next_p, {rr_next, rr, stop2, v.r, v.p, v.p});
       lagged.push(k, pw, rr_next);
       rr = std::move(rr_next);

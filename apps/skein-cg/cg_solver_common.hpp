@@ -36,6 +36,9 @@ struct CgSettings {
   // With device_scalars: p's (single-reduction: r's) halo exchange overlapped with the stencil's
   // interior (dist::HaloOverlap), else exchanged before the stencil.
   bool halo_overlap = true;
+  // With device_scalars (the fused form): r . r combined on a second queue while x is updated
+  // (cg_device.hpp), else in the fused update's call before x's next use.
+  bool reduce_overlap = false;
   std::size_t report_every = 0;
   bool printer = false;  // this rank prints the progress
   // Waits for the queue after each step of the loop and prints each step's mean time at the end

@@ -89,6 +89,12 @@ struct Options {
   // each rank has one device: on 2 x H200 the interior/edges split then cost more than the NCCL
   // send/recv it hid, docs/performance.md).
   std::string halo_overlap = "auto";
+  // With scalars on the devices (the fused form): r . r combined on a second queue while x is
+  // updated: on | off | auto (on over NCCL where a rank drives several devices, whose values the
+  // devices combine through peer access; off one device per rank, where NCCL's all_reduce kernel
+  // did not run alongside the update on 2 x H200, and for the MPI backend, whose all_reduce waits
+  // on the host: docs/performance.md).
+  std::string reduce_overlap = "auto";
   std::string grid;  // PxQ: a GridArray over a P x Q grid of the devices
   std::size_t report_every = 100;
   std::size_t warmup = 0;  // iterations run and discarded before the timed solve
@@ -167,6 +173,7 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
                                 .blas_dots = o.dot == "blas",
                                 .device_scalars = o.scalars == "device",
                                 .halo_overlap = o.halo_overlap == "on",
+                                .reduce_overlap = o.reduce_overlap == "on",
                                 .report_every = o.report_every,
                                 .printer = printer,
                                 .step_times = o.step_times};
@@ -374,6 +381,7 @@ nlohmann::json summary_json(const Options& o, const Grid& grid, double tol, cons
       {"form", o.form},
       {"scalars", o.scalars},
       {"halo_overlap", o.halo_overlap},
+      {"reduce_overlap", o.reduce_overlap},
       {"grid", o.grid.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.grid)},
       {"deterministic", o.deterministic},
       {"ranks", runtime.size()},
@@ -410,7 +418,12 @@ Options resolved(Options o, const skein::Communicator& comm) {
   if ((o.form != "fused" && o.form != "single-reduction") || o.deterministic || o.step_times)
     o.scalars = "host";
   if (o.halo_overlap == "auto") o.halo_overlap = comm.local_size() > 1 ? "on" : "off";
+  if (o.reduce_overlap == "auto") {
+    o.reduce_overlap =
+        comm.backend() == skein::CollectiveBackend::nccl && comm.local_size() > 1 ? "on" : "off";
+  }
   if (o.scalars == "host") o.halo_overlap = "off";
+  if (o.scalars == "host" || o.form != "fused") o.reduce_overlap = "off";
   return o;
 }
 
@@ -442,8 +455,10 @@ int solve(const Options& given, const skein::Runtime& runtime) {
     fmt::print("# form {}; dots: {}{}{}; tol {:.1e}, at most {} iterations\n", o.form,
                o.dot == "blas" ? "BLAS (cuBLAS / CLBlast)" : "reduction kernels",
                o.deterministic ? ", deterministic" : "",
-               on_devices ? fmt::format(", scalars on the devices, halo overlap {}", o.halo_overlap)
-                          : std::string(),
+               on_devices
+                   ? fmt::format(", scalars on the devices, halo overlap {}, reduce overlap {}",
+                                 o.halo_overlap, o.reduce_overlap)
+                   : std::string(),
                tol, o.max_iters);
     std::fflush(stdout);
   }
@@ -548,6 +563,12 @@ int main(int argc, char** argv) {
                  "With scalars on the devices: p's halo exchange on a second queue while the "
                  "stencil computes the interior (on), or before it (off); auto: on where a rank "
                  "drives several devices")
+      .one_of({"auto", "on", "off"});
+  app.add_option(
+         "--reduce-overlap", o.reduce_overlap,
+         "With scalars on the devices, the fused form: r . r combined over the devices "
+         "on a second queue while x is updated (on), or before (off); auto: on over NCCL where a "
+         "rank drives several devices")
       .one_of({"auto", "on", "off"});
   app.add_option(
       "--grid", o.grid,

@@ -105,12 +105,15 @@ skein_cg_test(NAME deterministic.forms NP 0 MODE deterministic ARGS --nx 33 --ny
 # reads p . w and r . r one iteration late) against the host reading them in every iteration: the
 # same iterations and bit-identical x on one placement (the same kernels' arithmetic: alpha = rr /
 # pw and beta in double either way), on row blocks of 2 ranks x 2 devices and a 1 x 2 process
-# grid, with the halo exchanged before the stencil (overlapped, p . w sums the interior and the
-# edges separately: the last bits differ, so those runs are checked as any run, below).
+# grid, with the halo exchanged before the stencil, and with r . r combined on a second queue
+# while x is updated (--reduce-overlap on: the same arithmetic in two passes). With the halo
+# overlapped, p . w sums the interior and the edges separately: the last bits differ, so those
+# runs are checked as any run, below.
 skein_cg_test(NAME scalars.rows NP 0 MODE same ARGS --nx 33 --ny 29 --dtype float64
-  DEFS "-DCONFIGS=2x2/--scalars=device/--halo-overlap=off,2x2/--scalars=host" RELEASE_ONLY)
+  DEFS "-DCONFIGS=2x2/--scalars=device/--halo-overlap=off,2x2/--scalars=host,2x2/--scalars=device/--halo-overlap=off/--reduce-overlap=on"
+  RELEASE_ONLY)
 skein_cg_test(NAME scalars.overlap_2x2 NP 2 MODE pass ARGS --nx 33 --ny 29 --dtype float64
-  --scalars device --halo-overlap on DEFS -DDEVICES=4 -DMAX_ERROR=1e-7
+  --scalars device --halo-overlap on --reduce-overlap on DEFS -DDEVICES=4 -DMAX_ERROR=1e-7
   ENV SKEIN_DEVICES_PER_RANK=2)
 skein_cg_test(NAME scalars.overlap_4x1 NP 4 MODE pass ARGS --nx 33 --ny 29 --dtype float32
   --scalars device --halo-overlap on DEFS -DDEVICES=4 -DMAX_ERROR=1e-3 ENV SKEIN_DEVICES_PER_RANK=1

@@ -555,6 +555,59 @@ TEST_P(DistDeviceValues, CombineMembersEveryOperation) {
   }
 }
 
+// combine_members on a second queue while the arrays' queue runs a kernel: the values combined
+// once the queue waits for the returned events, the kernel's result untouched, and the values then
+// usable there; a queue of another context or lacking a device refused on every rank.
+TEST_P(DistDeviceValues, CombineMembersOnASecondQueue) {
+  const std::size_t n = 100003, M = s_.M();
+  const auto x = seeded_values<double>(n, 97, true);
+  const DistArray dx = make_dist(s_, Shape{n}, RowSplit::even(), x);
+  const DistArray dy(*s_.comm, Shape{n}, Dtype::float64, RowSplit::even());
+  const std::vector<std::size_t> devices = dx.queue().device_idxs();
+  const Queue side(dx.queue().context(), devices, QueuePriority::high());
+  std::vector<Array> v;
+  for (std::size_t i = 0; i < dx.local_size(); ++i) {
+    const double m = static_cast<double>(dx.block(i).member);
+    v.push_back(Array::from_host(dx.queue(), std::vector<double>{m + 1, 0.5 * m}, {},
+                                 dx.block(i).device_idx));
+  }
+  const std::vector<Event> done = dist::combine_members(dx, v, ReduceOp::sum, side);
+  ASSERT_EQ(done.size(), dx.local_size());
+  const ElementwiseKernel twice("double x", "double y", "y = 2 * x", {.name = "dv_twice"});
+  dist::elementwise(twice, {dx, dy});  // on the arrays' queue, alongside the combine
+  for (std::size_t i = 0; i < done.size(); ++i)
+    dx.queue().wait_for(done[i], dx.block(i).device_idx);
+  const double s0 = static_cast<double>(M * (M + 1) / 2),
+               s1 = 0.25 * static_cast<double>(M * (M - 1));
+  std::vector<double> want(n);
+  for (std::size_t k = 0; k < n; ++k) want[k] = 2 * x[k];
+  EXPECT_TRUE(rows_match(dy, want));
+  const ElementwiseKernel affine("raw double a, double x", "double y", "y = a[0] * x + a[1]",
+                                 {.name = "dv_affine2"});
+  dist::elementwise(affine, {v, dx, dy});
+  for (std::size_t k = 0; k < n; ++k) want[k] = s0 * x[k] + s1;
+  EXPECT_TRUE(rows_match(dy, want));
+  const std::vector<double> got = device_values(v, dx, 2, Dtype::float64, "second queue");
+  EXPECT_EQ(got, (std::vector<double>{s0, s1}));
+  const std::vector<Device> mine{dx.queue().context().device(devices[0])};
+  expect_logic_error(
+      [&] {
+        (void)dist::combine_members(dx, v, ReduceOp::sum,
+                                    Queue(Context::from_devices(std::span<const Device>(mine))));
+      },
+      {"combine_members", "another context"});
+  if (devices.size() > 1) {
+    expect_logic_error(
+        [&] {
+          (void)dist::combine_members(dx, v, ReduceOp::sum,
+                                      Queue(dx.queue().context(), {devices[0]}));
+        },
+        {"combine_members", fmt::format("lacks device {}", devices[1])});
+  }
+  EXPECT_EQ(device_values(v, dx, 2, Dtype::float64, "after the refusals"),
+            (std::vector<double>{s0, s1}));
+}
+
 // Bad `into` and `values` (every rank passes the same): LogicError on every rank naming the call
 // and what is wrong; nothing is written, and the right calls then give the right values.
 TEST_P(DistDeviceValues, MemberValuesRefuseBadArrays) {

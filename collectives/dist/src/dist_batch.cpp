@@ -229,9 +229,19 @@ void reductions::terms_into(std::span<const reductions::Term> terms, std::span<c
   order.release();
 }
 
-void combine_members(const DistOperand& members_of, std::span<const Array> values,
-                     ReduceOp across) {
-  const char* call = "dist::combine_members";
+namespace {
+
+// What the forms of combine_members check and share: the members' communicator, queue and devices.
+struct MemberValues {
+  Communicator* comm = nullptr;
+  Queue queue;
+  int rank = 0;
+  std::vector<std::size_t> devices;
+  std::vector<Array> arrays;
+};
+
+MemberValues check_member_values(const DistOperand& members_of, std::span<const Array> values,
+                                 const char* call) {
   const DistArray* rows = members_of.array();
   const GridArray* grid = members_of.grid();
   if (rows == nullptr && grid == nullptr) {
@@ -240,35 +250,75 @@ void combine_members(const DistOperand& members_of, std::span<const Array> value
                      "the first argument is {}",
                      members_of.per_member() != nullptr ? "per-member arrays" : "a scalar");
   }
-  Communicator& comm = rows != nullptr ? rows->communicator() : grid->communicator();
-  const Queue& queue = rows != nullptr ? rows->queue() : grid->queue();
-  const int rank = rows != nullptr ? rows->rank() : grid->rank();
-  const std::vector<std::size_t> devices =
-      rows != nullptr ? values::local_devices(*rows) : values::local_devices(*grid);
-  detail::require_outside_group(comm, call);
-  const std::vector<Array> arrays(values.begin(), values.end());
-  const DistOperand as_operand(arrays);
-  checks::check_per_member(std::span<const DistOperand>(&as_operand, 1), queue, devices, rank,
+  MemberValues m{
+      .comm = rows != nullptr ? &rows->communicator() : &grid->communicator(),
+      .queue = rows != nullptr ? rows->queue() : grid->queue(),
+      .rank = rows != nullptr ? rows->rank() : grid->rank(),
+      .devices = rows != nullptr ? values::local_devices(*rows) : values::local_devices(*grid),
+      .arrays = std::vector<Array>(values.begin(), values.end())};
+  detail::require_outside_group(*m.comm, call);
+  const DistOperand as_operand(m.arrays);
+  checks::check_per_member(std::span<const DistOperand>(&as_operand, 1), m.queue, m.devices, m.rank,
                            call);
-  for (std::size_t i = 1; i < arrays.size(); ++i) {
-    if (arrays[i].dtype() != arrays[0].dtype() || arrays[i].size() != arrays[0].size()) {
+  for (std::size_t i = 1; i < m.arrays.size(); ++i) {
+    const Array& a = m.arrays[i];
+    if (a.dtype() != m.arrays[0].dtype() || a.size() != m.arrays[0].size()) {
       detail::raise_in(SKEIN_HERE, call,
                        "Give every member an array of the same dtype and size (as the *_members "
                        "reductions fill them).",
-                       "rank {}: values[{}] is {} x {}, values[0] {} x {}", rank, i,
-                       arrays[i].size(), name(arrays[i].dtype()), arrays[0].size(),
-                       name(arrays[0].dtype()));
+                       "rank {}: values[{}] is {} x {}, values[0] {} x {}", m.rank, i, a.size(),
+                       name(a.dtype()), m.arrays[0].size(), name(m.arrays[0].dtype()));
     }
   }
-  if (comm.size() == 1) return;  // one member: its value is the result
-  detail::Ordering order(queue, devices);
-  detail::join_per_member(order, arrays);
-  if (values::peers_can_combine(comm, queue, devices, arrays[0].dtype(), across)) {
-    values::combine_on_peers(queue, devices, arrays, arrays, across);
+  return m;
+}
+
+// The combine itself, enqueued on `work` (after `order`'s joins).
+void combine_on(const MemberValues& m, const Queue& work, ReduceOp across) {
+  if (values::peers_can_combine(*m.comm, work, m.devices, m.arrays[0].dtype(), across)) {
+    values::combine_on_peers(work, m.devices, m.arrays, m.arrays, across);
   } else {
-    comm.all_reduce(queue, arrays, arrays, across);
+    m.comm->all_reduce(work, m.arrays, m.arrays, across);
   }
+}
+
+}  // namespace
+
+void combine_members(const DistOperand& members_of, std::span<const Array> values,
+                     ReduceOp across) {
+  const MemberValues m = check_member_values(members_of, values, "dist::combine_members");
+  if (m.comm->size() == 1) return;  // one member: its value is the result
+  detail::Ordering order(m.queue, m.devices);
+  detail::join_per_member(order, m.arrays);
+  combine_on(m, m.queue, across);
   order.release();
+}
+
+std::vector<Event> combine_members(const DistOperand& members_of, std::span<const Array> values,
+                                   ReduceOp across, const Queue& on) {
+  const char* call = "dist::combine_members";
+  const MemberValues m = check_member_values(members_of, values, call);
+  if (on.context() != m.queue.context()) {
+    detail::raise_in(SKEIN_HERE, call, "Pass a queue of the arrays' context.",
+                     "rank {}: the queue `on` is of another context", m.rank);
+  }
+  for (std::size_t d : m.devices) {
+    if (!on.has_device(d)) {
+      detail::raise_in(SKEIN_HERE, call,
+                       "Pass a queue holding every local member's device (e.g. "
+                       "Queue(context, devices)).",
+                       "rank {}: the queue `on` lacks device {}", m.rank, d);
+    }
+  }
+  // `on` runs after the members' queue's work so far and the values' queues; nothing waits for it.
+  detail::Ordering order(on, m.devices);
+  order.join(m.queue);
+  detail::join_per_member(order, m.arrays);
+  if (m.comm->size() > 1) combine_on(m, on, across);
+  std::vector<Event> done;
+  done.reserve(m.devices.size());
+  for (std::size_t d : m.devices) done.push_back(on.record_marker(d));
+  return done;
 }
 
 namespace {

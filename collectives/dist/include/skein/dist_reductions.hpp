@@ -227,4 +227,17 @@ inline std::vector<Array> sums_to_devices(std::initializer_list<DistOperand> arr
 SKEIN_EXPORT void combine_members(const DistOperand& members_of, std::span<const Array> values,
                                   ReduceOp across);
 
+// The same combine enqueued on `on` (a queue of members_of's context holding each local member's
+// device, e.g. a second queue of high priority), after the work members_of's queue and the values'
+// queues hold now, so that work enqueued later on members_of's queue runs alongside it (the update
+// of x in a CG while r . r is all-reduced). Nothing makes members_of's queue wait for it: the call
+// returns one Event per local member (local block order), recorded on `on` after the combine, and
+// `queue.wait_for(events[i], device_i)` must come before any work that reads, writes or releases
+// values[i] (an array of a queue's pool that is released sooner may be reused while the combine
+// still reads it). Collective as above; LogicError naming the call for a queue of another context
+// or one lacking a member's device.
+SKEIN_EXPORT std::vector<Event> combine_members(const DistOperand& members_of,
+                                                std::span<const Array> values, ReduceOp across,
+                                                const Queue& on);
+
 }  // namespace skein::dist
