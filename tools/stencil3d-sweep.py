@@ -406,9 +406,12 @@ def variants(n):
     for bx, by, z, p in ((64, 4, 16, 2), (32, 4, 16, 2), (64, 4, 16, 4), (32, 8, 16, 2)):
         v.append(Variant(f"xstride{p}_{bx}x{by}x{z}_u{z}", XSTRIDE, bx, by, zchunk=z, unroll=z,
                          p=p, kind="xstride"))
-    for bx, by, z, p in ((64, 2, 16, 2), (64, 4, 16, 2), (64, 2, 16, 4), (32, 4, 16, 4),
-                         (128, 1, 16, 4), (64, 1, 16, 8)):
-        v.append(Variant(f"ycol{p}_{bx}x{by}x{z}_u{z}", YCOL, bx, by, zchunk=z, unroll=z, p=p,
+    # skein-heat's --kernel3d column2 / column4 is ycol2 / ycol4 (--tile3d BXxBYxZ, --unroll3d U).
+    for bx, by, z, p, u in ((64, 2, 16, 2, 16), (64, 4, 16, 2, 16), (64, 4, 16, 2, 4),
+                            (64, 2, 16, 4, 16), (64, 2, 16, 4, 4), (64, 4, 16, 4, 4),
+                            (32, 4, 16, 4, 16), (128, 1, 16, 4, 16), (64, 1, 16, 8, 16),
+                            (64, 1, 16, 8, 2)):
+        v.append(Variant(f"ycol{p}_{bx}x{by}x{z}_u{u}", YCOL, bx, by, zchunk=z, unroll=u, p=p,
                          kind="ycol"))
     for bx, by, z, u in ((32, 4, 16, 16), (32, 8, 16, 16), (64, 4, 16, 16), (32, 4, 32, 8)):
         v.append(Variant(f"xvec2_{bx}x{by}x{z}_u{u}", XVEC2, bx, by, zchunk=z, unroll=u,

@@ -53,6 +53,7 @@ constexpr const char* grid_stencil_source = R"(
 #define DIMS ${DIMS}
 #define ZCHUNK ${ZCHUNK}
 #define SHARED ${SHARED}
+#define COLUMN ${COLUMN}
 #define LX ${LX}
 #define LY ${LY}
 typedef ${T} T;
@@ -146,6 +147,47 @@ ${UNROLL_PRAGMA}
         next = spare;
         spare = t;
     }
+#elif DIMS == 3 && COLUMN > 1
+    /* COLUMN consecutive points along y per work item, each marching along z as below; the y
+       neighbours inside the column are the registers of its other points. */
+    const unsigned int x = (unsigned int)get_global_id(0);
+    const unsigned int yb = (unsigned int)get_global_id(1) * COLUMN;
+    const unsigned int zb = (unsigned int)get_global_id(2) * ZCHUNK;
+    if (x >= ex || yb >= ey || zb >= ez) return;
+    const unsigned int np = ey - yb < COLUMN ? ey - yb : COLUMN; /* points of this column */
+    const VSIZE_T sy = (VSIZE_T)nx + 2;
+    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
+    VSIZE_T i = heat_index(z0 + zb, y0 + yb, x0 + x, sy, sz);
+    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
+    T below[COLUMN], here[COLUMN], above[COLUMN];
+#pragma unroll
+    for (unsigned int p = 0; p < COLUMN; ++p) {
+        below[p] = here[p] = 0;
+        if (p < np) {
+            below[p] = in[i + p * sy - sz];
+            here[p] = in[i + p * sy];
+        }
+    }
+${UNROLL_PRAGMA}
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        const T south = in[i - sy], north = in[i + np * sy];
+#pragma unroll
+        for (unsigned int p = 0; p < COLUMN; ++p) above[p] = p < np ? in[i + p * sy + sz] : (T)0;
+#pragma unroll
+        for (unsigned int p = 0; p < COLUMN; ++p) {
+            if (p < np) {
+                const VSIZE_T j = i + p * sy;
+                const T s = p == 0 ? south : here[p == 0 ? 0 : p - 1];
+                const T n = p + 1 < np ? here[p + 1 < COLUMN ? p + 1 : p] : north;
+                out[j] = c0 * here[p] + rx * (in[j - 1] + in[j + 1]) + ry * (s + n) + rz * (below[p] + above[p]);
+            }
+        }
+#pragma unroll
+        for (unsigned int p = 0; p < COLUMN; ++p) {
+            below[p] = here[p];
+            here[p] = above[p];
+        }
+    }
 #else
     const unsigned int x = (unsigned int)get_global_id(0);
     const unsigned int y = (unsigned int)get_global_id(1);
@@ -223,6 +265,11 @@ std::array<std::size_t, 3> grid_extents3(const GridBlock& b) {
   return {1, b.extent[0], b.extent[1]};
 }
 
+// Points per work item along y: COLUMN of the kernel source.
+std::size_t grid_column(GridKernel kernel) {
+  return kernel == GridKernel::column2 ? 2 : kernel == GridKernel::column4 ? 4 : 1;
+}
+
 Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
   const Queue& queue = field.queue();
   const std::size_t ring = 3 * (tile.local_y + 2) * (tile.local_x + 2) * itemsize(field.dtype());
@@ -245,6 +292,7 @@ Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
        {"DIMS", std::to_string(field.layout().ndim())},
        {"ZCHUNK", std::to_string(tile.zchunk)},
        {"SHARED", tile.kernel == GridKernel::shared ? "1" : "0"},
+       {"COLUMN", std::to_string(grid_column(tile.kernel))},
        {"LX", std::to_string(tile.local_x)},
        {"LY", std::to_string(tile.local_y)},
        {"UNROLL_PRAGMA",
@@ -271,8 +319,10 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
           "use a process grid with more members along z (CUDA launches at most 65535 along z)");
     }
     if (e[0] * e[1] * e[2] == 0) continue;
-    global.set(b.device_idx, WorkSize{grid_round_up(e[2], tile.local_x),
-                                      grid_round_up(e[1], tile.local_y), groups_z});
+    const std::size_t column = field.layout().ndim() == 3 ? grid_column(tile.kernel) : 1;
+    global.set(b.device_idx,
+               WorkSize{grid_round_up(e[2], tile.local_x),
+                        grid_round_up((e[1] + column - 1) / column, tile.local_y), groups_z});
   }
   return program.kernel("heat_step_grid")
       .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
@@ -413,14 +463,23 @@ const char* name(BoundaryKind kind) {
   return "?";
 }
 
-const char* name(GridKernel kernel) { return kernel == GridKernel::shared ? "shared" : "march"; }
+const char* name(GridKernel kernel) {
+  switch (kernel) {
+    case GridKernel::march: return "march";
+    case GridKernel::shared: return "shared";
+    case GridKernel::column2: return "column2";
+    case GridKernel::column4: return "column4";
+  }
+  return "?";
+}
 
 GridKernel parse_grid_kernel(std::string_view text) {
-  for (GridKernel k : {GridKernel::march, GridKernel::shared}) {
+  for (GridKernel k :
+       {GridKernel::march, GridKernel::shared, GridKernel::column2, GridKernel::column4}) {
     if (text == name(k)) return k;
   }
   grid_refuse("skein-heat", fmt::format("--kernel3d is '{}'", text),
-              "give march (the default) or shared");
+              "give march (the default), shared, column2 or column4");
 }
 
 BoundaryKind parse_walls(std::string_view text) {

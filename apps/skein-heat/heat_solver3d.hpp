@@ -108,10 +108,13 @@ struct GridSplit {
 //           the row's first point; a ring of three planes, one barrier per plane) and reads them
 //           there; the plane above the point from local memory too. Its tile of 3 x (local_y + 2)
 //           x (local_x + 2) values must fit in 48 KiB (the CUDA limit for a static array).
-enum class GridKernel { march, shared };
-// "march" / "shared" (the option's text, also in skein-heat's JSON).
+//   column2, column4  as march with 2 (4) consecutive points along y per item: the y neighbours
+//           inside the column come from the registers of its other points (a work group's
+//           local_y items cover local_y x 2 (4) rows)
+enum class GridKernel { march, shared, column2, column4 };
+// "march", "shared", "column2", "column4" (the option's text, also in skein-heat's JSON).
 const char* name(GridKernel kernel);
-// "march" or "shared" -> the GridKernel; LogicError naming the text (and the choices) otherwise.
+// One of those names -> the GridKernel; LogicError naming the text (and the choices) otherwise.
 GridKernel parse_grid_kernel(std::string_view text);
 
 struct GridTile {
@@ -198,7 +201,7 @@ struct GridRunOptions {
   std::string halo_priority = "high";        // the overlapped step's second queue: high or low
   std::string tile3d = "64x4x16";            // the 3-D kernel's work groups (GridTile, parse_tile)
   std::size_t unroll3d = 16;                 // and its march's unroll
-  std::string kernel3d = "march";            // and how it reads x/y neighbours (GridKernel)
+  std::string kernel3d = "march";            // and how it finds x/y neighbours (GridKernel)
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints

@@ -835,9 +835,10 @@ int main(int argc, char** argv) {
                  "16, the whole march of the default tile; 1: as the compiler chooses)")
       .range(std::size_t{1}, std::size_t{64});
   app.add_option("--kernel3d", o.kernel3d,
-                 "On a process grid in 3-D: how the kernel's work groups read the x/y neighbours: "
-                 "march (the default: from global memory) or shared (each plane's tile loaded once "
-                 "into local memory); both give the same bits");
+                 "On a process grid in 3-D: how the kernel finds the x/y neighbours: march (the "
+                 "default: from global memory), shared (each plane's tile loaded once into local "
+                 "memory), column2 / column4 (2 / 4 points along y per item, the y neighbours "
+                 "inside from registers); all give the same bits");
   app.add_option("--stencil-variant", o.stencil_variant,
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "

@@ -45,7 +45,8 @@
 #                               interior, a member without points), 2-D, every kind of wall
 #                               (heat_grid_check.cmake's overlap); overlap_shared_*: the same with
 #                               --kernel3d shared at odd sizes on 1-4 ranks, also byte-identical
-#                               to the default kernel's run; bad_grid also refuses --png,
+#                               to the default kernel's run; overlap_column*: the same with
+#                               --kernel3d column2 / column4; bad_grid also refuses --png,
 #                               --stencil-variant, a --weak --grid that does not fit, an unknown
 #                               --kernel3d and a shared kernel's tile too large for local memory
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
@@ -207,7 +208,12 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       "shared_periodic|3|periodic walls|--nx;13;--ny;11;--nz;9;--grid;3x1x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2;--kernel3d;shared"
       "shared_reflect|2|process grid 1 x 2 x 2|--nx;5;--ny;6;--nz;4;--grid;1x2x2;--boundary;reflect;--steps;20;--modes;1,2;--kernel3d;shared"
       "shared_np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--kernel3d;shared"
-      "shared_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;shared")
+      "shared_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;shared"
+      # The column kernels (--kernel3d column2, column4; columns cut short at the blocks' ends).
+      "column2_2x2x1|4|process grid 2 x 2 x 1|--nx;21;--ny;19;--nz;17;--grid;2x2x1;--steps;20;--kernel3d;column2"
+      "column4_periodic|3|periodic walls|--nx;13;--ny;11;--nz;9;--grid;1x3x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2;--kernel3d;column4"
+      "column4_np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--kernel3d;column4"
+      "column4_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;column4")
     string(REPLACE "|" ";" _fields "${case}")
     list(GET _fields 0 _name)
     list(GET _fields 1 _np)
