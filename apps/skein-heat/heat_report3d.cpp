@@ -30,10 +30,9 @@ void print_performance(const GridReport& r, const GridPerformance& p) {
       "floor / step = {:.3f}\n",
       format_time(p.floor), format_bytes(p.bytes_per_step), p.copy_gbps, p.floor / p.t_step);
   fmt::print(
-      "  kernel      {} per step (device time), floor / kernel = {:.3f}; halo exchange {} = {:.1f} "
-      "% of a "
-      "step\n",
-      format_time(p.t_kernel), p.floor / p.t_kernel, format_time(p.t_halo),
+      "  kernel      {} per step (device time, {} kernel {}), floor / kernel = {:.3f}; halo "
+      "exchange {} = {:.1f} % of a step\n",
+      format_time(p.t_kernel), r.kernel3d, r.tile3d, p.floor / p.t_kernel, format_time(p.t_halo),
       100 * p.t_halo / p.t_step);
   fmt::print(
       "  halo        {}: the step's kernels alone take {} per step; exposed halo time (step - "
@@ -130,6 +129,7 @@ void write_grid_json(const GridReport& r) {
     j["halo_share"] = p.t_halo / p.t_step;
     j["halo_exchange"] = r.halo_mode;
     j["tile3d"] = r.tile3d;
+    j["kernel3d"] = r.kernel3d;
     if (p.overlapped) {
       j["halo_priority"] = r.halo_priority;
       j["shell_points_per_device"] = p.shell_points;

@@ -38,6 +38,7 @@ struct GridReport {
   std::string halo_mode;      // overlapped, serial, or none (one member, open walls: no halos)
   std::string halo_priority;  // of the overlapped step
   std::string tile3d;         // the kernel's work groups: XxYxZ/unroll (GridTile)
+  std::string kernel3d;       // and the kernel: march or shared (GridKernel)
   GridStart start;
   GridLoop loop;
   double run_s = 0;

@@ -200,6 +200,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   }
   GridTile tile = parse_tile(o.tile3d);
   tile.unroll = o.unroll3d;
+  tile.kernel = parse_grid_kernel(o.kernel3d);
   const GridStencil stencil(u, problem, halo_queue, tile);
   const GridStepper stepper(u, stencil, halo_queue);
   if (root) {
@@ -213,6 +214,10 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
         o.boundary, o.dtype, comm.size(), runtime.size(), comm.context().api().name(),
         comm.backend_description());
     fmt::print("  layout: {}\n", layout.describe());
+    if (o.nz > 0) {
+      fmt::print("  kernel: {}, work groups {} x {} over {} planes, unrolled {}\n",
+                 name(tile.kernel), tile.local_x, tile.local_y, tile.zchunk, tile.unroll);
+    }
     fmt::print("  halo exchange: {}\n",
                !exchanges ? "none (one member, open walls)"
                : halo_queue
@@ -250,6 +255,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   report.halo_mode = !exchanges ? "none" : halo_queue ? "overlapped" : "serial";
   report.halo_priority = o.halo_priority;
   report.tile3d = fmt::format("{}x{}x{}/{}", tile.local_x, tile.local_y, tile.zchunk, tile.unroll);
+  report.kernel3d = name(tile.kernel);
   report.start = start;
   if (root) {
     print_grid_summary(report);

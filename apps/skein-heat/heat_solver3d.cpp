@@ -36,7 +36,9 @@ double grid_rounded(Dtype dtype, double v) {
 //   heat_step_grid   work item (x, y, z) updates the points (z0 + z * ZCHUNK + k, y0 + y, x0 + x),
 //                    k < ZCHUNK, of a box of ez x ey x ex points of the block (the whole block,
 //                    or its interior box), keeping the planes below and at each point in
-//                    registers (3-D)
+//                    registers (3-D); with SHARED (GridKernel::shared, 3-D) a group loads each
+//                    plane's tile of LX x LY points with its x/y halo once into local memory and
+//                    takes the x/y neighbours and the plane above from there
 //   heat_shell_grid  work item k updates the k-th point of the block's shell: the block less its
 //                    interior box [z0, z1) x [y0, y1) x [x0, x1), taken as the whole planes below
 //                    z0 and from z1, then in the planes between them the whole rows below y0 and
@@ -50,6 +52,10 @@ constexpr const char* grid_stencil_source = R"(
 #endif
 #define DIMS ${DIMS}
 #define ZCHUNK ${ZCHUNK}
+#define SHARED ${SHARED}
+#define COLUMN ${COLUMN}
+#define LX ${LX}
+#define LY ${LY}
 typedef ${T} T;
 
 #if DIMS == 3
@@ -68,12 +74,121 @@ WITHIN_KERNEL INLINE VSIZE_T heat_index(unsigned int z, unsigned int y, unsigned
 #endif
 }
 
+#if DIMS == 3 && SHARED
+#define TW (LX + 2)
+#define TH (LY + 2)
+#define NWARPS ((LX * LY + 31) / 32)
+/* Rows r < rows, columns c < cols of a tile from the block's row `row` + r * sy (column 0 at the
+   row's index): 32 work items per row, each row from the 128-byte boundary at or below its first
+   value (what lies before it read by no item). */
+WITHIN_KERNEL INLINE void heat_load_tile(LOCAL_MEM_ARG T (*tile)[TW], GLOBAL_MEM const T* RESTRICT in,
+                                         VSIZE_T row, VSIZE_T sy, unsigned int rows,
+                                         unsigned int cols, unsigned int warp, unsigned int lane)
+{
+    for (unsigned int r = warp; r < rows; r += NWARPS) {
+        const VSIZE_T first = row + r * sy;
+        const unsigned int skip = (unsigned int)(first % (128 / sizeof(T)));
+        for (unsigned int k = lane; k < cols + skip; k += 32) {
+            if (k >= skip) tile[r][k - skip] = in[first - skip + k];
+        }
+    }
+}
+#endif
+
 KERNEL void heat_step_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
                            unsigned int ny, unsigned int nx,
                            unsigned int z0, unsigned int y0, unsigned int x0,
                            unsigned int ez, unsigned int ey, unsigned int ex,
                            T c0, T rz, T ry, T rx)
 {
+#if DIMS == 3 && SHARED
+    /* The group's tile of each plane (with its x/y halo) in local memory, in a ring of three: the
+       plane of the point (cur) and the one above (next), loaded while the third is free; the
+       planes below and at the point in registers. Every item of the group takes part in the loads
+       and barriers; only those on a point of the box store. */
+    LOCAL_MEM T ring[3][TH][TW];
+    const unsigned int tx = (unsigned int)get_local_id(0), ty = (unsigned int)get_local_id(1);
+    const unsigned int lane = (ty * LX + tx) % 32, warp = (ty * LX + tx) / 32;
+    const unsigned int gx = (unsigned int)get_group_id(0) * LX, gy = (unsigned int)get_group_id(1) * LY;
+    const unsigned int zb = (unsigned int)get_group_id(2) * ZCHUNK;
+    const int mine = gx + tx < ex && gy + ty < ey;
+    const VSIZE_T sy = (VSIZE_T)nx + 2;
+    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
+    const unsigned int rows = (ey - gy < LY ? ey - gy : LY) + 2;
+    const unsigned int cols = (ex - gx < LX ? ex - gx : LX) + 2;
+    const VSIZE_T corner = ((VSIZE_T)y0 + gy) * sy + x0 + gx;  /* the tile's (0, 0) in a plane */
+    VSIZE_T i = heat_index(z0 + zb, y0 + gy + ty, x0 + gx + tx, sy, sz);
+    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
+    LOCAL_MEM_ARG T (*cur)[TW] = ring[0];
+    LOCAL_MEM_ARG T (*next)[TW] = ring[1];
+    LOCAL_MEM_ARG T (*spare)[TW] = ring[2];
+    heat_load_tile(cur, in, ((VSIZE_T)z0 + zb + 1) * sz + corner, sy, rows, cols, warp, lane);
+    T below = 0, here = 0;
+    if (mine) {
+        below = in[i - sz];
+        here = in[i];
+    }
+#ifndef OPENCL /* PoCL does not unroll a loop with a barrier (and warns) */
+${UNROLL_PRAGMA}
+#endif
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        /* next was last read two planes ago, before the previous barrier */
+        heat_load_tile(next, in, ((VSIZE_T)z0 + z + 2) * sz + corner, sy, rows, cols, warp, lane);
+        LOCAL_BARRIER;
+        const T above = next[ty + 1][tx + 1];
+        if (mine) {
+            out[i] = c0 * here + rx * (cur[ty + 1][tx] + cur[ty + 1][tx + 2])
+                     + ry * (cur[ty][tx + 1] + cur[ty + 2][tx + 1]) + rz * (below + above);
+        }
+        below = here;
+        here = above;
+        LOCAL_MEM_ARG T (*t)[TW] = cur;
+        cur = next;
+        next = spare;
+        spare = t;
+    }
+#elif DIMS == 3 && COLUMN > 1
+    /* COLUMN consecutive points along y per work item, each marching along z as below; the y
+       neighbours inside the column are the registers of its other points. */
+    const unsigned int x = (unsigned int)get_global_id(0);
+    const unsigned int yb = (unsigned int)get_global_id(1) * COLUMN;
+    const unsigned int zb = (unsigned int)get_global_id(2) * ZCHUNK;
+    if (x >= ex || yb >= ey || zb >= ez) return;
+    const unsigned int np = ey - yb < COLUMN ? ey - yb : COLUMN; /* points of this column */
+    const VSIZE_T sy = (VSIZE_T)nx + 2;
+    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
+    VSIZE_T i = heat_index(z0 + zb, y0 + yb, x0 + x, sy, sz);
+    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
+    T below[COLUMN], here[COLUMN], above[COLUMN];
+#pragma unroll
+    for (unsigned int p = 0; p < COLUMN; ++p) {
+        below[p] = here[p] = 0;
+        if (p < np) {
+            below[p] = in[i + p * sy - sz];
+            here[p] = in[i + p * sy];
+        }
+    }
+${UNROLL_PRAGMA}
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        const T south = in[i - sy], north = in[i + np * sy];
+#pragma unroll
+        for (unsigned int p = 0; p < COLUMN; ++p) above[p] = p < np ? in[i + p * sy + sz] : (T)0;
+#pragma unroll
+        for (unsigned int p = 0; p < COLUMN; ++p) {
+            if (p < np) {
+                const VSIZE_T j = i + p * sy;
+                const T s = p == 0 ? south : here[p == 0 ? 0 : p - 1];
+                const T n = p + 1 < np ? here[p + 1 < COLUMN ? p + 1 : p] : north;
+                out[j] = c0 * here[p] + rx * (in[j - 1] + in[j + 1]) + ry * (s + n) + rz * (below[p] + above[p]);
+            }
+        }
+#pragma unroll
+        for (unsigned int p = 0; p < COLUMN; ++p) {
+            below[p] = here[p];
+            here[p] = above[p];
+        }
+    }
+#else
     const unsigned int x = (unsigned int)get_global_id(0);
     const unsigned int y = (unsigned int)get_global_id(1);
     const unsigned int zb = (unsigned int)get_global_id(2) * ZCHUNK;
@@ -95,6 +210,7 @@ ${UNROLL_PRAGMA}
     }
 #else
     out[i] = HEAT_POINT(i);
+#endif
 #endif
 }
 
@@ -149,8 +265,22 @@ std::array<std::size_t, 3> grid_extents3(const GridBlock& b) {
   return {1, b.extent[0], b.extent[1]};
 }
 
+// Points per work item along y: COLUMN of the kernel source.
+std::size_t grid_column(GridKernel kernel) {
+  return kernel == GridKernel::column2 ? 2 : kernel == GridKernel::column4 ? 4 : 1;
+}
+
 Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
   const Queue& queue = field.queue();
+  const std::size_t ring = 3 * (tile.local_y + 2) * (tile.local_x + 2) * itemsize(field.dtype());
+  if (tile.kernel == GridKernel::shared && field.layout().ndim() == 3 && ring > 48 * 1024) {
+    grid_refuse("skein::heat::GridStencil",
+                fmt::format("the shared kernel's tile of {} x {} items needs {} bytes of local "
+                            "memory (3 planes of {} x {} {} values)",
+                            tile.local_x, tile.local_y, ring, tile.local_x + 2, tile.local_y + 2,
+                            ctype(field.dtype())),
+                "give a smaller --tile3d (at most 48 KiB, e.g. 64x4x16) or --kernel3d march");
+  }
   const std::string t(ctype(field.dtype()));
   ProgramOptions options;
   options.name = "skein-heat grid stencil";
@@ -161,6 +291,10 @@ Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
       {{"T", t},
        {"DIMS", std::to_string(field.layout().ndim())},
        {"ZCHUNK", std::to_string(tile.zchunk)},
+       {"SHARED", tile.kernel == GridKernel::shared ? "1" : "0"},
+       {"COLUMN", std::to_string(grid_column(tile.kernel))},
+       {"LX", std::to_string(tile.local_x)},
+       {"LY", std::to_string(tile.local_y)},
        {"UNROLL_PRAGMA",
         tile.unroll > 1 ? "#pragma unroll " + std::to_string(tile.unroll) : std::string()}},
       options);
@@ -185,8 +319,10 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
           "use a process grid with more members along z (CUDA launches at most 65535 along z)");
     }
     if (e[0] * e[1] * e[2] == 0) continue;
-    global.set(b.device_idx, WorkSize{grid_round_up(e[2], tile.local_x),
-                                      grid_round_up(e[1], tile.local_y), groups_z});
+    const std::size_t column = field.layout().ndim() == 3 ? grid_column(tile.kernel) : 1;
+    global.set(b.device_idx,
+               WorkSize{grid_round_up(e[2], tile.local_x),
+                        grid_round_up((e[1] + column - 1) / column, tile.local_y), groups_z});
   }
   return program.kernel("heat_step_grid")
       .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
@@ -325,6 +461,25 @@ const char* name(BoundaryKind kind) {
     case BoundaryKind::constant: return "constant";
   }
   return "?";
+}
+
+const char* name(GridKernel kernel) {
+  switch (kernel) {
+    case GridKernel::march: return "march";
+    case GridKernel::shared: return "shared";
+    case GridKernel::column2: return "column2";
+    case GridKernel::column4: return "column4";
+  }
+  return "?";
+}
+
+GridKernel parse_grid_kernel(std::string_view text) {
+  for (GridKernel k :
+       {GridKernel::march, GridKernel::shared, GridKernel::column2, GridKernel::column4}) {
+    if (text == name(k)) return k;
+  }
+  grid_refuse("skein-heat", fmt::format("--kernel3d is '{}'", text),
+              "give march (the default), shared, column2 or column4");
 }
 
 BoundaryKind parse_walls(std::string_view text) {

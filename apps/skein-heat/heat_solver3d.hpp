@@ -99,11 +99,30 @@ struct GridSplit {
 // float64 (docs/performance.md, "The 3-D kernel's tiles"): 64 x 4 x 16 with the march unrolled
 // whole at 0.781 of a device copy of the same bytes, 0.745 with the compiler's choice, the other
 // tiles 0.69-0.75. skein-heat's --tile3d and --unroll3d set them, to tune on another device.
+// `kernel` picks how a work group finds the x and y neighbours of its points (3-D only; the 2-D
+// kernel is always the plain one); every kernel computes every point by the same expression, so
+// the choice changes no bit:
+//   march   (the default) each item reads them from global memory (through the caches)
+//   shared  the group loads each plane's local_x x local_y tile with its x/y halo once into local
+//           memory (whole rows of 32 items at once, each from the 128-byte boundary at or below
+//           the row's first point; a ring of three planes, one barrier per plane) and reads them
+//           there; the plane above the point from local memory too. Its tile of 3 x (local_y + 2)
+//           x (local_x + 2) values must fit in 48 KiB (the CUDA limit for a static array).
+//   column2, column4  as march with 2 (4) consecutive points along y per item: the y neighbours
+//           inside the column come from the registers of its other points (a work group's
+//           local_y items cover local_y x 2 (4) rows)
+enum class GridKernel { march, shared, column2, column4 };
+// "march", "shared", "column2", "column4" (the option's text, also in skein-heat's JSON).
+const char* name(GridKernel kernel);
+// One of those names -> the GridKernel; LogicError naming the text (and the choices) otherwise.
+GridKernel parse_grid_kernel(std::string_view text);
+
 struct GridTile {
   std::size_t local_x = 64, local_y = 4, zchunk = 16, unroll = 16;
+  GridKernel kernel = GridKernel::march;
 };
-// "64x4x16" -> local_x, local_y, zchunk (unroll as GridTile's default); LogicError naming the text
-// for another form, a zero, or more than 1024 items.
+// "64x4x16" -> local_x, local_y, zchunk (unroll and kernel as GridTile's defaults); LogicError
+// naming the text for another form, a zero, or more than 1024 items.
 GridTile parse_tile(std::string_view text);
 
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
@@ -182,6 +201,7 @@ struct GridRunOptions {
   std::string halo_priority = "high";        // the overlapped step's second queue: high or low
   std::string tile3d = "64x4x16";            // the 3-D kernel's work groups (GridTile, parse_tile)
   std::size_t unroll3d = 16;                 // and its march's unroll
+  std::string kernel3d = "march";            // and how it finds x/y neighbours (GridKernel)
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints

@@ -105,6 +105,7 @@ struct Options {
   std::string halo_priority = "high";
   std::string tile3d = "64x4x16";  // the process-grid kernel's work groups (heat_solver3d.hpp)
   std::size_t unroll3d = 16;
+  std::string kernel3d = "march";
   std::string stencil_variant = "auto";
   std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
   // A run on a process grid (heat_run3d.cpp) when any of these is given.
@@ -161,6 +162,7 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   g.halo_priority = o.halo_priority;
   g.tile3d = o.tile3d;
   g.unroll3d = o.unroll3d;
+  g.kernel3d = o.kernel3d;
   return skein::heat::run_grid(g, runtime);
 }
 
@@ -832,6 +834,11 @@ int main(int argc, char** argv) {
                  "On a process grid: unroll the kernel's march along z this many times (default "
                  "16, the whole march of the default tile; 1: as the compiler chooses)")
       .range(std::size_t{1}, std::size_t{64});
+  app.add_option("--kernel3d", o.kernel3d,
+                 "On a process grid in 3-D: how the kernel finds the x/y neighbours: march (the "
+                 "default: from global memory), shared (each plane's tile loaded once into local "
+                 "memory), column2 / column4 (2 / 4 points along y per item, the y neighbours "
+                 "inside from registers); all give the same bits");
   app.add_option("--stencil-variant", o.stencil_variant,
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "

@@ -43,8 +43,12 @@
 #                               overlap_*: --halo-exchange overlapped bit-identical to serial on
 #                               1-4 ranks, grids 2x2x1, 3x1x1, 1x2x2, 4x1x1 (blocks without an
 #                               interior, a member without points), 2-D, every kind of wall
-#                               (heat_grid_check.cmake's overlap); bad_grid also refuses --png,
-#                               --stencil-variant and a --weak --grid that does not fit
+#                               (heat_grid_check.cmake's overlap); overlap_shared_*: the same with
+#                               --kernel3d shared at odd sizes on 1-4 ranks, also byte-identical
+#                               to the default kernel's run; overlap_column*: the same with
+#                               --kernel3d column2 / column4; bad_grid also refuses --png,
+#                               --stencil-variant, a --weak --grid that does not fit, an unknown
+#                               --kernel3d and a shared kernel's tile too large for local memory
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
 # runs each, 2-3 s; the grid's overlap_* tests, two runs each, 2-4 s, and weak_* 1-2 s, measured
 # with other builds on the 2 cores: the 29 tests then took 97 s at -j2). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
@@ -197,7 +201,19 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       "np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1"
       "2d|4|process grid 2 x 2|--nx;37;--ny;41;--grid;2x2;--steps;20;--boundary;reflect"
       # Another tile and an unrolled march (--tile3d, --unroll3d): the same check and the same bits.
-      "tile|4|process grid 2 x 2 x 1|--nx;20;--ny;18;--nz;15;--grid;2x2x1;--steps;20;--tile3d;32x8x5;--unroll3d;4")
+      "tile|4|process grid 2 x 2 x 1|--nx;20;--ny;18;--nz;15;--grid;2x2x1;--steps;20;--tile3d;32x8x5;--unroll3d;4"
+      # The shared kernel (--kernel3d shared) at odd sizes on 1-4 ranks: the same check, the same
+      # bits serial and overlapped, and the bits of the default kernel's run (heat_grid_check).
+      "shared_2x2x1|4|process grid 2 x 2 x 1|--nx;21;--ny;19;--nz;17;--grid;2x2x1;--steps;20;--kernel3d;shared"
+      "shared_periodic|3|periodic walls|--nx;13;--ny;11;--nz;9;--grid;3x1x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2;--kernel3d;shared"
+      "shared_reflect|2|process grid 1 x 2 x 2|--nx;5;--ny;6;--nz;4;--grid;1x2x2;--boundary;reflect;--steps;20;--modes;1,2;--kernel3d;shared"
+      "shared_np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--kernel3d;shared"
+      "shared_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;shared"
+      # The column kernels (--kernel3d column2, column4; columns cut short at the blocks' ends).
+      "column2_2x2x1|4|process grid 2 x 2 x 1|--nx;21;--ny;19;--nz;17;--grid;2x2x1;--steps;20;--kernel3d;column2"
+      "column4_periodic|3|periodic walls|--nx;13;--ny;11;--nz;9;--grid;1x3x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2;--kernel3d;column4"
+      "column4_np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--kernel3d;column4"
+      "column4_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;column4")
     string(REPLACE "|" ";" _fields "${case}")
     list(GET _fields 0 _name)
     list(GET _fields 1 _np)

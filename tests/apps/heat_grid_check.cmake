@@ -13,9 +13,12 @@
 #        ran (the overlapped one its shell), end with byte-identical fields (the "u" datasets
 #        dumped raw by h5dump), and the overlapped field is the exact discrete solution
 #        (heat_grid_reference.py)
+#        With --kernel3d K in ARGS both runs must say they ran K, and a third run of ARGS less
+#        --kernel3d K (the default kernel, serial) must end with the same bytes
 #   bad  runs that must fail on every rank with a message: a --grid that does not multiply to the
 #        members, --grid in a wrong format, --grid with the wrong number of axes, --png and the 2-D
-#        stencil's options on a process grid, --weak with a --grid that does not fit
+#        stencil's options on a process grid, --weak with a --grid that does not fit, a
+#        --kernel3d not known, a shared kernel's tile too large for local memory
 #   restart  the issue's 40 x 36 x 30 run: uninterrupted to step 40 on 4 ranks (--grid 2x2x1) is
 #        the reference; the same on 1 rank with 1 device (one block: no halos between members)
 #        must give the same bytes (the arithmetic does not depend on the decomposition);
@@ -157,6 +160,23 @@ elseif(MODE STREQUAL "overlap")
   arg(--ny 256 ny)
   arg(--nz 0 nz)
   reference(overlapped "${DIR}/overlapped/heat.h5" ${nx} ${ny} ${nz})
+  # Another kernel (--kernel3d K): both runs said they ran it, and their field has the bytes of a
+  # run of the default kernel (the same ARGS less --kernel3d K, serial).
+  arg(--kernel3d "" kernel3d)
+  if(kernel3d)
+    expect_text(serial "kernel: ${kernel3d},")
+    expect_text(overlapped "kernel: ${kernel3d},")
+    list(FIND ARGS --kernel3d at)
+    set(plain ${ARGS})
+    list(REMOVE_AT plain ${at})
+    list(REMOVE_AT plain ${at})
+    heat(default ${NP} ${plain} --halo-exchange serial --out "${DIR}/default")
+    expect_rc(default 0)
+    expect_text(default ": passed")
+    expect_text(default "kernel: march,")
+    dump("${DIR}/default/heat.h5" "${DIR}/default.bin")
+    expect_same(overlapped "${DIR}/overlapped.bin" "${DIR}/default.bin" "the default kernel's run")
+  endif()
 
 elseif(MODE STREQUAL "restart")
   need(h5dump "${H5DUMP}")
@@ -255,7 +275,9 @@ elseif(MODE STREQUAL "bad")
       "variant|2|--nx;8;--ny;8;--nz;8;--steps;1;--stencil-variant;flat|--stencil-variant and --stencil-shape are not available on a process grid"
       "weak_grid|2|--nx;8;--ny;8;--nz;8;--grid;3x1x1;--weak;--steps;1|--weak --grid 3x1x1"
       "tile_format|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;64x4|--tile3d is '64x4'"
-      "tile_zero|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;0x4x16|a tile of 0 x 4 items over 16 planes")
+      "tile_zero|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;0x4x16|a tile of 0 x 4 items over 16 planes"
+      "kernel3d|2|--nx;8;--ny;8;--nz;8;--steps;1;--kernel3d;tiled|--kernel3d is 'tiled'"
+      "kernel3d_room|2|--nx;8;--ny;8;--nz;8;--steps;1;--kernel3d;shared;--tile3d;1024x1x4|the shared kernel's tile of 1024 x 1 items needs 73872 bytes of local memory")
     string(REPLACE "|" ";" fields "${case}")
     list(GET fields 0 name)
     list(GET fields 1 np)

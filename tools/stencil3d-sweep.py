@@ -1,0 +1,572 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Times variants of skein-heat's 3-D 7-point step on one CUDA device (CuPy), against a device copy.
+
+    python3 tools/stencil3d-sweep.py [--n 512] [--dtype float64|float32] [--steps 20] [--rounds 3]
+                                     [--only REGEX] [--list]
+
+Every variant computes the same step on the halo layout of skein-heat's process-grid blocks (an
+(n+2)^3 array, one ghost cell on every side, x fastest):
+
+    out = c0*u + rx*(u[x-1] + u[x+1]) + ry*(u[y-1] + u[y+1]) + rz*(u[z-1] + u[z+1])
+
+by that expression, in that order, compiled with --fmad=false, so every variant must give the
+baseline's bits. Each variant is first checked on small odd grids (40x36x30, 37x29x23, 5x3x2)
+against the baseline kernel (bit for bit) and a numpy reference (within rounding; the same
+expression gives the same bits there too), then run once on the big grid and compared with the
+baseline's output bit for bit, then timed: CUDA events around `--steps` launches, `--rounds`
+rounds after a warm-up, the median per step. The floor is a device copy of an n^3 array (n^3
+elements read, n^3 written: the bytes one step must move), timed the same way in the same run
+(cudaMemcpyAsync device to device, and CuPy's elementwise copy; the faster is the floor).
+floor/kernel is the fraction of the floor a variant reaches (1.0: as fast as the copy).
+
+A variant that fails to compile, launch or check prints its error and the sweep goes on. Output:
+one line per variant while it runs, then the table sorted by speed.
+
+Variants (the name encodes the parameters):
+  march      today's kernel (apps/skein-heat/heat_solver3d.cpp, heat_step_grid): a work item per
+             (x, y) marching over ZCHUNK planes, the planes below and at the point in registers,
+             x/y neighbours and the plane above from global memory; bx x by items, z = ZCHUNK,
+             u = unroll of the march (0: the compiler's choice). Flags: ldg (loads by __ldg),
+             stcs (stores by __stcs, streaming), i32 (32-bit indices), lbN (__launch_bounds__ with
+             N blocks per SM)
+  smem       2.5-D blocking: a work group owns a bx x by tile of a plane; each plane's tile plus its
+             x/y halo is loaded once into shared memory, row by row by whole warps (coalesced), in a
+             ring of three buffers (one barrier per plane); x/y neighbours from shared memory, the
+             planes below and at the point in registers; the plane above from shared memory (asm)
+             or from global memory (asg). al: each warp's row load starts at a 128-byte boundary
+             (the row's misalignment is loaded and dropped)
+  xstrideP   march with P points per work item along x, strided by bx (coalesced; ILP, fewer
+             index computations)
+  ycolP      march with P consecutive points per item along y: the y neighbours inside the column
+             come from the registers of the march (only the rows below and above the column read)
+  xvec2      march with 2 consecutive points per item along x: each row's 4 values (x-1 .. x+2)
+             as two aligned 2-vectors (double2/float2) where the rows are even (n even; scalar
+             loads otherwise), the x neighbours inside the pair from registers
+  point      no march: a work item per point, bx x by x bz groups in launch order x, y, z (a
+             plane's groups before the next plane's, so the z neighbours come from L2). al: each
+             row's items shifted so that a warp's loads start at a 128-byte boundary (items outside
+             the interior load nothing and store nothing)
+"""
+
+import argparse
+import re
+import sys
+import time
+
+import numpy as np
+
+HEADER = r"""
+typedef TYPE T;
+typedef TYPE2 T2;
+#if IDX32
+typedef unsigned int I;
+#else
+typedef unsigned long long I;
+#endif
+#if USE_LDG
+#define LD(p) __ldg(p)
+#else
+#define LD(p) (*(p))
+#endif
+#if USE_STCS
+#define ST(p, v) __stcs((p), (v))
+#else
+#define ST(p, v) (*(p) = (v))
+#endif
+#if MINB > 0
+#define LB __launch_bounds__(BX * BY * BZ, MINB)
+#else
+#define LB
+#endif
+/* The step, term for term as skein-heat's heat_step_grid. */
+#define STEP(h, w, e, s, n, b, a) \
+    (c0 * (h) + rx * ((w) + (e)) + ry * ((s) + (n)) + rz * ((b) + (a)))
+#define ARGS T* __restrict__ out, const T* __restrict__ in, unsigned int nz, unsigned int ny, \
+             unsigned int nx, T c0, T rz, T ry, T rx
+"""
+
+MARCH = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int x = blockIdx.x * BX + threadIdx.x;
+    const unsigned int y = blockIdx.y * BY + threadIdx.y;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    if (x >= nx || y >= ny || zb >= nz) return;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T below = LD(in + i - sz), here = LD(in + i);
+    UNROLL_PRAGMA
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        const T above = LD(in + i + sz);
+        ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy), below, above));
+        below = here;
+        here = above;
+    }
+}
+"""
+
+XSTRIDE = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int xb = blockIdx.x * (BX * P) + threadIdx.x;
+    const unsigned int y = blockIdx.y * BY + threadIdx.y;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    if (xb >= nx || y >= ny || zb >= nz) return;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + xb + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T below[P], here[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        below[p] = here[p] = 0;
+        if (xb + p * BX < nx) { below[p] = LD(in + i + p * BX - sz); here[p] = LD(in + i + p * BX); }
+    }
+    UNROLL_PRAGMA
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+            if (xb + p * BX < nx) {
+                const I j = i + p * BX;
+                const T above = LD(in + j + sz);
+                ST(out + j, STEP(here[p], LD(in + j - 1), LD(in + j + 1), LD(in + j - sy), LD(in + j + sy), below[p], above));
+                below[p] = here[p];
+                here[p] = above;
+            }
+        }
+    }
+}
+"""
+
+YCOL = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int x = blockIdx.x * BX + threadIdx.x;
+    const unsigned int yb = (blockIdx.y * BY + threadIdx.y) * P;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    if (x >= nx || yb >= ny || zb >= nz) return;
+    const unsigned int np = ny - yb < P ? ny - yb : P;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)yb + 1) * sy + x + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T below[P], here[P];
+#pragma unroll
+    for (unsigned int p = 0; p < P; ++p) {
+        below[p] = here[p] = 0;
+        if (p < np) { below[p] = LD(in + i + p * sy - sz); here[p] = LD(in + i + p * sy); }
+    }
+    UNROLL_PRAGMA
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        const T south = LD(in + i - sy);
+        const T north = LD(in + i + np * sy);
+        T above[P];
+#pragma unroll
+        for (unsigned int p = 0; p < P; ++p) above[p] = p < np ? LD(in + i + p * sy + sz) : (T)0;
+#pragma unroll
+        for (unsigned int p = 0; p < P; ++p) {
+            if (p < np) {
+                const I j = i + p * sy;
+                const T s = p == 0 ? south : here[p == 0 ? 0 : p - 1];
+                const T n = p + 1 < np ? here[p + 1 < P ? p + 1 : p] : north;
+                ST(out + j, STEP(here[p], LD(in + j - 1), LD(in + j + 1), s, n, below[p], above[p]));
+            }
+        }
+#pragma unroll
+        for (unsigned int p = 0; p < P; ++p) { below[p] = here[p]; here[p] = above[p]; }
+    }
+}
+"""
+
+XVEC2 = r"""
+/* Two consecutive points (x0, x0 + 1) per item. Where the rows have an even length (nx even; the
+   array's start is 256-byte aligned), index i - 1 of point x0 (x0 even) is even on every row, so a
+   row's 4 values x0 - 1 .. x0 + 2 are two aligned 2-vectors. */
+#define LD2(p) (*(const T2*)(p))
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int x0 = (blockIdx.x * BX + threadIdx.x) * 2;
+    const unsigned int y = blockIdx.y * BY + threadIdx.y;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    if (x0 >= nx || y >= ny || zb >= nz) return;
+    const bool two = x0 + 1 < nx;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x0 + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T b0 = LD(in + i - sz), b1 = LD(in + i + 1 - sz);
+    T w, h0, h1, e;
+    if ((sy & 1) == 0) {
+        const T2 l = LD2(in + i - 1), r = LD2(in + i + 1);
+        w = l.x; h0 = l.y; h1 = r.x; e = r.y;
+        UNROLL_PRAGMA
+        for (unsigned int z = zb; z < zend; ++z, i += sz) {
+            const T2 al = LD2(in + i + sz - 1), ar = LD2(in + i + sz + 1);
+            const T2 sl = LD2(in + i - sy - 1), sr = LD2(in + i - sy + 1);
+            const T2 nl = LD2(in + i + sy - 1), nr = LD2(in + i + sy + 1);
+            ST(out + i, STEP(h0, w, h1, sl.y, nl.y, b0, al.y));
+            if (two) ST(out + i + 1, STEP(h1, h0, e, sr.x, nr.x, b1, ar.x));
+            b0 = h0; b1 = h1;
+            w = al.x; h0 = al.y; h1 = ar.x; e = ar.y;
+        }
+    } else {
+        w = LD(in + i - 1); h0 = LD(in + i); h1 = LD(in + i + 1); e = LD(in + i + 2);
+        UNROLL_PRAGMA
+        for (unsigned int z = zb; z < zend; ++z, i += sz) {
+            const T aw = LD(in + i + sz - 1), a0 = LD(in + i + sz), a1 = LD(in + i + sz + 1),
+                    ae = LD(in + i + sz + 2);
+            ST(out + i, STEP(h0, w, h1, LD(in + i - sy), LD(in + i + sy), b0, a0));
+            if (two) ST(out + i + 1, STEP(h1, h0, e, LD(in + i + 1 - sy), LD(in + i + 1 + sy), b1, a1));
+            b0 = h0; b1 = h1;
+            w = aw; h0 = a0; h1 = a1; e = ae;
+        }
+    }
+}
+"""
+
+POINT = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int y = blockIdx.y * BY + threadIdx.y;
+    const unsigned int z = blockIdx.z * BZ + threadIdx.z;
+    if (y >= ny || z >= nz) return;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    const I row = ((I)z + 1) * sz + ((I)y + 1) * sy;  /* the row's x = -1 */
+#if ALIGN
+    /* Items start at the 128-byte boundary at or below the row's x = -1 (array column 0). */
+    const int c = (int)(blockIdx.x * BX + threadIdx.x) - (int)(row % (128 / sizeof(T)));
+    if (c < 1 || c > (int)nx) return;
+    const I i = row + (unsigned int)c;
+#else
+    const unsigned int x = blockIdx.x * BX + threadIdx.x;
+    if (x >= nx) return;
+    const I i = row + x + 1;
+#endif
+    ST(out + i, STEP(LD(in + i), LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy),
+                     LD(in + i - sz), LD(in + i + sz)));
+}
+"""
+
+SMEM = r"""
+#define TW (BX + 2)
+#define TH (BY + 2)
+#define NT (BX * BY)
+#define NWARPS ((NT + 31) / 32)
+#define AL (128 / sizeof(T))
+/* Tile row r, column c (0 .. TW - 1) of array plane pz: the array's row gy0 + r, column gx0 + c;
+   a whole warp per row, from the row's 128-byte boundary below gx0 where ALIGN. */
+__device__ __forceinline__ void load_plane(T (*buf)[TW], const T* __restrict__ in, I pz, I sy, I sz,
+                                           unsigned int gy0, unsigned int gx0, unsigned int ny,
+                                           unsigned int nx, unsigned int warp, unsigned int lane)
+{
+    for (unsigned int r = warp; r < TH; r += NWARPS) {
+        const unsigned int gy = gy0 + r;
+        if (gy > ny + 1) break;
+        const I rs = pz * sz + (I)gy * sy + gx0;
+#if ALIGN
+        const unsigned int s = (unsigned int)(rs % AL);
+#else
+        const unsigned int s = 0;
+#endif
+        const I base = rs - s;
+        for (unsigned int k = lane; k < TW + s; k += 32) {
+            const int c = (int)k - (int)s;
+            if (c >= 0 && gx0 + (unsigned int)c <= nx + 1) buf[r][c] = LD(in + base + k);
+        }
+    }
+}
+
+extern "C" __global__ void LB stencil(ARGS)
+{
+#ifdef EMU
+    T (*tile)[TH][TW] = (T (*)[TH][TW])emu_shared();
+#else
+    __shared__ T tile[3][TH][TW];
+#endif
+    const unsigned int tx = threadIdx.x, ty = threadIdx.y;
+    const unsigned int tid = ty * BX + tx, lane = tid & 31, warp = tid >> 5;
+    const unsigned int gx0 = blockIdx.x * BX, gy0 = blockIdx.y * BY;
+    const unsigned int x = gx0 + tx, y = gy0 + ty;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    const bool mine = x < nx && y < ny;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T (*cur)[TW] = tile[0];
+    T (*nxt)[TW] = tile[1];
+    T (*spare)[TW] = tile[2];
+    load_plane(cur, in, (I)zb + 1, sy, sz, gy0, gx0, ny, nx, warp, lane);
+    T below = 0, here = 0;
+    if (mine) { below = LD(in + i - sz); here = LD(in + i); }
+    UNROLL_PRAGMA
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        /* Ring of three: nxt was last read two planes ago, before the previous barrier. */
+        load_plane(nxt, in, (I)z + 2, sy, sz, gy0, gx0, ny, nx, warp, lane);
+#if ABOVE_SMEM
+        __syncthreads();
+        const T above = nxt[ty + 1][tx + 1];
+#else
+        T above = 0;
+        if (mine) above = LD(in + i + sz);
+        __syncthreads();
+#endif
+        if (mine)
+            ST(out + i, STEP(here, cur[ty + 1][tx], cur[ty + 1][tx + 2], cur[ty][tx + 1], cur[ty + 2][tx + 1], below, above));
+        below = here;
+        here = above;
+        T (*t)[TW] = cur;
+        cur = nxt;
+        nxt = spare;
+        spare = t;
+    }
+}
+"""
+
+
+class Variant:
+    """One kernel: its family's source, its macros, its work-group shape and grid."""
+
+    def __init__(self, name, body, bx, by, bz=1, zchunk=1, unroll=0, p=1, ldg=0, stcs=0, i32=0,
+                 minb=0, align=0, above_smem=0, kind="march"):
+        self.name, self.body, self.kind = name, body, kind
+        self.bx, self.by, self.bz, self.zchunk, self.unroll, self.p = bx, by, bz, zchunk, unroll, p
+        self.macros = dict(BX=bx, BY=by, BZ=bz, ZCHUNK=zchunk, P=p, USE_LDG=ldg, USE_STCS=stcs,
+                           IDX32=i32, MINB=minb, ALIGN=align, ABOVE_SMEM=above_smem)
+
+    def source(self, dtype):
+        t = "double" if dtype == np.float64 else "float"
+        lines = [f"#define TYPE {t}", f"#define TYPE2 {t}2"]
+        lines += [f"#define {k} {v}" for k, v in self.macros.items()]
+        pragma = f"#pragma unroll {self.unroll}" if self.unroll > 0 else ""
+        return "\n".join(lines) + HEADER + self.body.replace("UNROLL_PRAGMA", pragma)
+
+    def block(self):
+        return (self.bx, self.by, self.bz)
+
+    def grid(self, nz, ny, nx, dtype):
+        cdiv = lambda a, b: (a + b - 1) // b
+        if self.kind == "point":
+            al = 128 // np.dtype(dtype).itemsize if self.macros["ALIGN"] else 0
+            return (cdiv(nx + al, self.bx), cdiv(ny, self.by), cdiv(nz, self.bz))
+        if self.kind == "xvec2":
+            return (cdiv(nx, 2 * self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
+        if self.kind == "xstride":
+            return (cdiv(nx, self.p * self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
+        if self.kind == "ycol":
+            return (cdiv(nx, self.bx), cdiv(ny, self.p * self.by), cdiv(nz, self.zchunk))
+        return (cdiv(nx, self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
+
+
+def variants(n):
+    v = []
+    whole = max(n, 1)
+
+    def march(bx, by, z, u, **f):
+        tag = "".join(f"_{k}" if val == 1 else f"_{k}{val}" for k, val in f.items() if val)
+        v.append(Variant(f"march_{bx}x{by}x{z}_u{u}{tag}", MARCH, bx, by, zchunk=z, unroll=u, **f))
+
+    march(64, 4, 16, 16)  # the baseline: skein-heat's default (GridTile 64x4x16, --unroll3d 16)
+    for bx, by, z, u in ((32, 4, 16, 16), (32, 8, 16, 16), (128, 2, 16, 16), (64, 8, 8, 8),
+                         (64, 4, 32, 32), (64, 2, 16, 16), (256, 1, 16, 16), (64, 4, 16, 0)):
+        march(bx, by, z, u)
+    march(64, 4, 16, 16, ldg=1)
+    march(64, 4, 16, 16, stcs=1)
+    march(64, 4, 16, 16, i32=1)
+    march(64, 4, 16, 16, ldg=1, stcs=1, i32=1)
+    march(64, 4, 16, 16, minb=8)
+    march(32, 8, 16, 16, stcs=1, i32=1)
+
+    def smem(bx, by, z, u, align, above, **f):
+        zs = "all" if z >= whole else str(z)
+        tag = ("_al" if align else "") + ("_asm" if above else "_asg")
+        tag += "".join(f"_{k}" if val == 1 else f"_{k}{val}" for k, val in f.items() if val)
+        v.append(Variant(f"smem_{bx}x{by}x{zs}_u{u}{tag}", SMEM, bx, by, zchunk=z, unroll=u,
+                         align=align, above_smem=above, kind="smem", **f))
+
+    for bx, by, z in ((64, 4, 16), (64, 4, 64), (64, 4, whole), (32, 8, 64), (64, 8, 64),
+                      (128, 4, 64), (32, 4, 64), (128, 2, 64)):
+        smem(bx, by, z, 4 if z > 16 else 16, 0, 1)
+        smem(bx, by, z, 4 if z > 16 else 16, 1, 1)
+    # skein-heat's --kernel3d shared is smem_..._al_asm (here with other unrolls, and fewer
+    # registers by __launch_bounds__).
+    smem(64, 4, 16, 4, 1, 1)
+    smem(64, 4, 16, 1, 1, 1)
+    smem(64, 4, 16, 16, 1, 1, minb=4)
+    smem(32, 8, 16, 16, 1, 1)
+    smem(64, 4, 64, 4, 0, 0)
+    smem(64, 4, 64, 4, 1, 0)
+    smem(64, 4, 64, 4, 1, 1, stcs=1, i32=1)
+    smem(32, 8, 64, 4, 1, 1, stcs=1, i32=1)
+
+    for bx, by, z, p in ((64, 4, 16, 2), (32, 4, 16, 2), (64, 4, 16, 4), (32, 8, 16, 2)):
+        v.append(Variant(f"xstride{p}_{bx}x{by}x{z}_u{z}", XSTRIDE, bx, by, zchunk=z, unroll=z,
+                         p=p, kind="xstride"))
+    # skein-heat's --kernel3d column2 / column4 is ycol2 / ycol4 (--tile3d BXxBYxZ, --unroll3d U).
+    for bx, by, z, p, u in ((64, 2, 16, 2, 16), (64, 4, 16, 2, 16), (64, 4, 16, 2, 4),
+                            (64, 2, 16, 4, 16), (64, 2, 16, 4, 4), (64, 4, 16, 4, 4),
+                            (32, 4, 16, 4, 16), (128, 1, 16, 4, 16), (64, 1, 16, 8, 16),
+                            (64, 1, 16, 8, 2)):
+        v.append(Variant(f"ycol{p}_{bx}x{by}x{z}_u{u}", YCOL, bx, by, zchunk=z, unroll=u, p=p,
+                         kind="ycol"))
+    for bx, by, z, u in ((32, 4, 16, 16), (32, 8, 16, 16), (64, 4, 16, 16), (32, 4, 32, 8)):
+        v.append(Variant(f"xvec2_{bx}x{by}x{z}_u{u}", XVEC2, bx, by, zchunk=z, unroll=u,
+                         kind="xvec2"))
+    for bx, by, bz, al in ((64, 4, 1, 0), (64, 4, 4, 0), (32, 8, 4, 0), (128, 2, 2, 0),
+                           (256, 1, 1, 0), (64, 4, 1, 1), (64, 4, 4, 1), (128, 2, 2, 1)):
+        v.append(Variant(f"point_{bx}x{by}x{bz}" + ("_al" if al else ""), POINT, bx, by, bz=bz,
+                         align=al, kind="point"))
+    return v
+
+
+def coefficients(dtype):
+    rx, ry, rz = 0.11, 0.13, 0.17
+    c0 = 1.0 - 2.0 * (rx + ry + rz)
+    return [dtype(c) for c in (c0, rz, ry, rx)]
+
+
+def host_step(u, dtype):
+    """The step on the host (numpy, no contraction): the reference."""
+    c0, rz, ry, rx = coefficients(dtype)
+    c = u[1:-1, 1:-1, 1:-1]
+    out = np.zeros_like(u)
+    out[1:-1, 1:-1, 1:-1] = (c0 * c + rx * (u[1:-1, 1:-1, :-2] + u[1:-1, 1:-1, 2:])
+                             + ry * (u[1:-1, :-2, 1:-1] + u[1:-1, 2:, 1:-1])
+                             + rz * (u[:-2, 1:-1, 1:-1] + u[2:, 1:-1, 1:-1]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=512, help="interior points per axis (default 512)")
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    ap.add_argument("--steps", type=int, default=20, help="launches per timed round")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds (the median is shown)")
+    ap.add_argument("--only", default="", help="regex: only the variants whose name matches")
+    ap.add_argument("--list", action="store_true", help="list the variants and exit")
+    args = ap.parse_args()
+    dtype = np.float64 if args.dtype == "float64" else np.float32
+    vs = [v for v in variants(args.n) if re.search(args.only, v.name)]
+    if args.list:
+        for v in vs:
+            print(v.name)
+        return 0
+
+    import cupy as cp
+
+    t_start = time.time()
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    print(f"# {props['name'].decode()}  n={args.n}^3 {args.dtype}  steps={args.steps} "
+          f"rounds={args.rounds}  cupy {cp.__version__}  variants={len(vs)}", flush=True)
+
+    def timed(fn):
+        fn()
+        fn()
+        cp.cuda.Device().synchronize()
+        per = []
+        for _ in range(args.rounds):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record()
+            for _ in range(args.steps):
+                fn()
+            b.record()
+            b.synchronize()
+            per.append(cp.cuda.get_elapsed_time(a, b) * 1e3 / args.steps)
+        return float(np.median(per))
+
+    # The floor: n^3 elements read and written.
+    n = args.n
+    src = cp.ones((n, n, n), dtype=dtype)
+    dst = cp.empty_like(src)
+    nbytes = src.nbytes
+    stream = cp.cuda.get_current_stream().ptr
+    t_memcpy = timed(lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes,
+                                                         cp.cuda.runtime.memcpyDeviceToDevice,
+                                                         stream))
+
+    def ew():
+        dst[...] = src
+
+    t_ew = timed(ew)
+    floor = min(t_memcpy, t_ew)
+    print(f"# floor: copy of {nbytes / 2**30:.3f} GiB: memcpy {t_memcpy:.1f} us "
+          f"({2 * nbytes / t_memcpy / 1e6:.0f} GB/s), elementwise {t_ew:.1f} us; floor "
+          f"{floor:.1f} us", flush=True)
+    src = dst = None  # freed (the closures above keep only the names)
+
+    rng = np.random.default_rng(35)
+    coef = coefficients(dtype)
+    small = []
+    for shape in ((30, 36, 40), (23, 29, 37), (2, 3, 5)):
+        h = rng.standard_normal(tuple(s + 2 for s in shape)).astype(dtype)
+        small.append((shape, cp.asarray(h), host_step(h, dtype)))
+    u = cp.random.standard_normal((n + 2,) * 3, dtype=dtype)
+    out = cp.zeros_like(u)
+    ref_big = None
+    base_small = None
+    results = []
+
+    def launch(kern, v, o, i, shape):
+        nz, ny, nx = shape
+        kern(v.grid(nz, ny, nx, dtype), v.block(), (o, i, np.uint32(nz), np.uint32(ny),
+                                                     np.uint32(nx), *coef))
+
+    for v in vs:
+        t0 = time.time()
+        try:
+            kern = cp.RawKernel(v.source(dtype), "stencil", options=("--fmad=false",))
+            regs = kern.num_regs  # compiles it
+            notes = []
+            outs = []
+            for shape, hin, href in small:
+                o = cp.zeros_like(hin)
+                launch(kern, v, o, hin, shape)
+                got = cp.asnumpy(o)
+                outs.append(got)
+                err = float(np.max(np.abs(got - href)))
+                scale = float(np.max(np.abs(href)))
+                if not np.array_equal(got, href):
+                    notes.append(f"host{shape[::-1]}:maxerr={err:.2e}")
+                    if err > 8 * np.finfo(dtype).eps * scale:
+                        raise RuntimeError(f"differs from the host reference on "
+                                           f"{shape[2]}x{shape[1]}x{shape[0]}: max |d| = {err:.3e}")
+            if base_small is None:
+                base_small = outs
+            else:
+                for (shape, _, _), got, want in zip(small, outs, base_small):
+                    if got.tobytes() != want.tobytes():
+                        raise RuntimeError(f"not the baseline's bits on "
+                                           f"{shape[2]}x{shape[1]}x{shape[0]}")
+            out.fill(0)
+            launch(kern, v, out, u, (n, n, n))
+            if ref_big is None:
+                ref_big = out.copy()
+            elif not bool(cp.array_equal(out.view(np.uint8), ref_big.view(np.uint8))):
+                raise RuntimeError(f"not the baseline's bits at {n}^3")
+            us = timed(lambda: launch(kern, v, out, u, (n, n, n)))
+            results.append((us, v.name))
+            print(f"{v.name:34s} {us:8.1f} us  {floor / us:6.3f} of floor  {regs:3d} regs  "
+                  f"({time.time() - t0:.1f} s){'  ' + ' '.join(notes) if notes else ''}",
+                  flush=True)
+        except Exception as e:  # report and go on
+            msg = " ".join(str(e).split())[:300]
+            print(f"{v.name:34s} FAILED: {type(e).__name__}: {msg}", flush=True)
+            if v is vs[0] and ref_big is None:
+                print("# the baseline failed: the bit checks below compare with the first variant "
+                      "that runs", flush=True)
+        cp.get_default_memory_pool().free_all_blocks()
+
+    print(f"# sorted (floor {floor:.1f} us = {2 * n**3 * np.dtype(dtype).itemsize / floor / 1e6:.0f}"
+          f" GB/s), {time.time() - t_start:.0f} s in all")
+    for us, name in sorted(results):
+        print(f"{name:34s} {us:8.1f} us  {floor / us:6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
