@@ -123,7 +123,8 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
       {.reduce_type = skein::Dtype::float64, .name = "cg_update_rr_dev"});
   // The same update in two kernels, for the reduce overlap (CgSettings::reduce_overlap): r and
   // r . r first, then x while r . r is combined on a second queue (the same passes, the same
-  // arithmetic per element).
+  // arithmetic per element). x's update leaves two compute units free for the combine's kernel
+  // (NCCL's all_reduce, or the peers' combine), which would otherwise wait for its end.
   const skein::FusedKernel update_r(
       "raw float64 rr, raw float64 pw, float64 stop2, T w", "T r",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
@@ -134,7 +135,7 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
       "raw float64 rr, raw float64 pw, float64 stop2, T x, T p", "T x_out",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
       "x_out = x + alpha * p",
-      {.name = "cg_update_x_dev"});
+      {.name = "cg_update_x_dev", .spare_compute_units = 2});
   // p = r + beta p, beta = rr_next / rr (0 once converged: the frozen iterations stay finite).
   const skein::ElementwiseKernel next_p(
       "raw float64 rr_next, raw float64 rr, float64 stop2, T r, T p", "T p_out",

@@ -220,7 +220,16 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue,
       {impl.options.name}, options);
   const std::size_t d = r.device;
   plan.local = plan.program->local_size[d];
-  const std::size_t resident = plan.program->resident(impl.options.name, d);
+  std::size_t resident = plan.program->resident(impl.options.name, d);
+  if (impl.options.spare_compute_units > 0) {
+    // The groups of that many units fewer (the groups fit evenly per unit: resident is units x
+    // groups per unit), never all units.
+    const std::size_t units =
+        std::max<std::size_t>(1, queue.context().device(d).params().compute_units);
+    const std::size_t per_unit = std::max<std::size_t>(1, resident / units);
+    const std::size_t spare = std::min(impl.options.spare_compute_units, units - 1);
+    resident = std::max(per_unit, resident - std::min(resident, spare * per_unit));
+  }
 
   const auto& params = impl.params;
   for (std::size_t k = 0; k < params.size(); ++k) {

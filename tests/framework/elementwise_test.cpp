@@ -53,6 +53,35 @@ TEST_P(Elementwise, AxpyFloat32AllSizes) {
   }
 }
 
+// spare_compute_units: the launch runs fewer work groups (each looping over more elements), the
+// results the same at every size, strided and in place, with more spare units than the device
+// has (all but one unit are left).
+TEST_P(Elementwise, SpareComputeUnitsGiveTheSameResults) {
+  auto ctx = context();
+  Queue queue(ctx);
+  const std::size_t units = ctx.device(0).params().compute_units;
+  for (std::size_t spare : {std::size_t{1}, std::size_t{2}, units, units + 7}) {
+    const ElementwiseKernel twice_plus("double x, double y", "double z", "z = 2 * x + y",
+                                       {.name = "ew_spare", .spare_compute_units = spare});
+    for (std::size_t n :
+         {std::size_t{1}, std::size_t{31}, std::size_t{4097}, std::size_t{1000003}}) {
+      SCOPED_TRACE(fmt::format("spare {} n {}", spare, n));
+      const auto x = random_reals<double>(n, 5), y = random_reals<double>(n, 6);
+      const Array dx = Array::from_host(queue, x), dy = Array::from_host(queue, y);
+      const auto got = twice_plus(queue, {dx, dy}).at(0).get<double>();
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2 * x[i] + y[i]) << i;
+      // Every other element, in place (z aliases y).
+      const std::size_t h = (n + 1) / 2;
+      const Array sx = dx.view(0, {h}, {2 * sizeof(double)}),
+                  sy = dy.view(0, {h}, {2 * sizeof(double)});
+      (void)twice_plus(queue, {sx, sy, sy});
+      const auto after = dy.get<double>();
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(after[i], i % 2 == 0 ? 2 * x[i] + y[i] : y[i]) << "strided " << i;
+    }
+  }
+}
+
 TEST_P(Elementwise, AxpyInPlaceFloat64) {
   auto ctx = context();
   Queue queue(ctx);

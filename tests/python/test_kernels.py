@@ -112,6 +112,18 @@ def test_elementwise_kernel(queue, dtype, n):
                                   rtol=1e-3)
 
 
+@pytest.mark.parametrize("spare", [1, 1000])
+def test_elementwise_kernel_with_spare_compute_units(queue, spare):
+    # Fewer work groups, each looping over more elements: the same results at every size.
+    k = skein.ElementwiseKernel("double x, double y", "double z", "z = 2 * x + y",
+                                name="axpy_spare", spare_compute_units=spare)
+    for n in (1, 4097, 1000003):
+        hx = numpy.random.default_rng(n).standard_normal(n)
+        hy = numpy.arange(n, dtype=numpy.float64)
+        z = k(queue, skein.Array.from_host(queue, hx), skein.Array.from_host(queue, hy))
+        numpy.testing.assert_array_equal(z.get(), 2 * hx + hy)
+
+
 def test_elementwise_complex_with_modules_and_errors(queue):
     mul = skein.functions.mul([numpy.complex64, numpy.complex64])
     k = skein.ElementwiseKernel("complex64 a, complex64 b", "complex64 c", "c = ${mul}(a, b)",

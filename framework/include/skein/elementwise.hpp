@@ -84,6 +84,13 @@ struct ElementwiseOptions {
   // gives the same bits as uncontracted arithmetic elsewhere (a FusedKernel's deterministic mode,
   // the host).
   bool fp_contract = true;
+  // Compute units (CUDA: multiprocessors) a launch leaves without work groups of this kernel, so
+  // that a kernel of another queue (a collective's, enqueued meanwhile) finds room at once instead
+  // of waiting until this one ends: a launch runs at most as many groups as fit at once on the
+  // device, each looping over its share (grid-stride), and with k spare units it runs the groups
+  // of k units fewer (never fewer than one unit's; at most all units but one are left). 0, the
+  // default: every unit. A memory-bound kernel loses little bandwidth to one or two spare units.
+  std::size_t spare_compute_units = 0;
 };
 
 // A cheap handle: copies share the kernel and its compiled programs.
