@@ -482,27 +482,41 @@ void bind_kernels_over_blocks(py::module_& d) {
   d.def(
       "combine_members",
       [arrays_of](const py::object& members_of, const py::sequence& values,
-                  const py::object& across) {
+                  const py::object& across, const Queue* on) -> py::object {
         const std::vector<Array> v = arrays_of(values, "dist.combine_members");
         const ReduceOp op = to_reduce_op(across, "dist.combine_members");
+        auto combine = [&](const dist::DistOperand& x) -> py::object {
+          std::vector<Event> done;
+          {
+            const py::gil_scoped_release release;
+            if (on == nullptr) {
+              dist::combine_members(x, v, op);
+            } else {
+              done = dist::combine_members(x, v, op, *on);
+            }
+          }
+          if (on == nullptr) return py::none();
+          return py::cast(std::move(done));
+        };
         if (py::isinstance<DistArray>(members_of)) {
-          const DistArray& x = members_of.cast<const DistArray&>();
-          const py::gil_scoped_release release;
-          dist::combine_members(x, v, op);
-        } else if (py::isinstance<GridArray>(members_of)) {
-          const GridArray& x = members_of.cast<const GridArray&>();
-          const py::gil_scoped_release release;
-          dist::combine_members(x, v, op);
-        } else {
-          raise_argument("dist.combine_members",
-                         py::repr(members_of).cast<std::string>() + " is not a distributed array",
-                         "Pass the DistArray or GridArray whose members the values belong to.");
+          return combine(dist::DistOperand(members_of.cast<const DistArray&>()));
         }
+        if (py::isinstance<GridArray>(members_of)) {
+          return combine(dist::DistOperand(members_of.cast<const GridArray&>()));
+        }
+        raise_argument("dist.combine_members",
+                       py::repr(members_of).cast<std::string>() + " is not a distributed array",
+                       "Pass the DistArray or GridArray whose members the values belong to.");
       },
-      py::arg("members_of"), py::arg("values"), py::arg("across") = "sum",
+      py::arg("members_of"), py::arg("values"), py::arg("across") = "sum", py::kw_only(),
+      py::arg("on") = nullptr,
       "Collective: every local member's values (one skein.Array per local member, filled by the "
       "*_members calls) combined with `across` over every member of every rank, in place, in one "
-      "all_reduce (or, one rank holding every member of peer devices, on the devices).");
+      "all_reduce (or, one rank holding every member of peer devices, on the devices). With `on` "
+      "(a skein.Queue of the arrays' context holding every local member's device) the combine is "
+      "enqueued there after the arrays' queue's work so far, and the call returns one skein.Event "
+      "per local member: the arrays' queue must wait for them (queue.wait_for(event, device_idx)) "
+      "before anything reads, writes or releases the values.");
   d.def(
       "update_and_reduce",
       [](const FusedKernel& kernel, const py::sequence& operands, const py::object& across,

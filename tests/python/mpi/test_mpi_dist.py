@@ -192,6 +192,35 @@ def test_member_values_combined_once(comm, rng_seed):
         np.testing.assert_allclose(v.get(), [np.sum(hy2 ** 2), np.sum(hx * hw)], rtol=1e-13)
 
 
+def test_member_values_combined_on_a_second_queue(comm, rng_seed):
+    """combine_members(..., on=queue) combines on that queue while the arrays' queue runs an
+    update; once the queue waits for the returned events the values are the totals and the update
+    is right; a queue of another context raises on every rank, then the right call works."""
+    hx, hy, x, y, out, apply, hw = poisson_fields(comm, rng_seed)
+    update = skein.FusedKernel("float64 c", "float64 y", "y *= c", "float64 yy", "y * y", "a + b",
+                               "0", name="py_mv_scale2")
+    scale = skein.ElementwiseKernel("double x", "double z", "z = 3 * x", name="py_mv_triple",
+                                    spare_compute_units=2)
+    devices = [x.local(i).device_idx for i in range(x.local_size)]
+    into = [skein.Array.zeros(x.queue, (1,), np.float64, device_idx=d) for d in devices]
+    skein.dist.update_and_reduce_members(update, [0.5, y], into, 0)
+    side = skein.Queue(x.queue.context, devices)
+    events = skein.dist.combine_members(x, into, "sum", on=side)
+    assert len(events) == x.local_size
+    skein.dist.elementwise(scale, [x, out])  # on the arrays' queue, alongside the combine
+    for e, d in zip(events, devices):
+        x.queue.wait_for(e, d)
+    for v in into:
+        np.testing.assert_allclose(v.get(), [np.sum((0.5 * hy) ** 2)], rtol=1e-13)
+    np.testing.assert_array_equal(out.all_gather(), 3 * hx)
+    other = skein.Queue(skein.Context.from_devices([x.queue.context.device(devices[0])]))
+    with pytest.raises(skein.errors.LogicError, match="another context"):
+        skein.dist.combine_members(x, into, "max", on=other)
+    assert skein.dist.combine_members(x, into, "max") is None
+    for v in into:
+        np.testing.assert_allclose(v.get(), [np.sum((0.5 * hy) ** 2)], rtol=1e-13)
+
+
 def test_replicated_and_gemv(comm, rng_seed):
     a_host = global_values(rng_seed, (5, 3))
     x_host = global_values(rng_seed + 1, (3,))
