@@ -123,8 +123,10 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
       {.reduce_type = skein::Dtype::float64, .name = "cg_update_rr_dev"});
   // The same update in two kernels, for the reduce overlap (CgSettings::reduce_overlap): r and
   // r . r first, then x while r . r is combined on a second queue (the same passes, the same
-  // arithmetic per element). x's update leaves two compute units free for the combine's kernel
-  // (NCCL's all_reduce, or the peers' combine), which would otherwise wait for its end.
+  // arithmetic per element as written; the compiler may contract x + alpha p into an FMA in one
+  // kernel and not the other, so x's last bits may differ from the fused update's). x's update
+  // leaves two compute units free for the combine's kernel (NCCL's all_reduce, or the peers'
+  // combine), which would otherwise wait for its end.
   const skein::FusedKernel update_r(
       "raw float64 rr, raw float64 pw, float64 stop2, T w", "T r",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"

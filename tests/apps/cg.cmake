@@ -114,12 +114,19 @@ skein_cg_test(NAME scalars.rows NP 0 MODE same ARGS --nx 33 --ny 29 --dtype floa
   RELEASE_ONLY)
 skein_cg_test(NAME scalars.overlap_2x2 NP 2 MODE pass ARGS --nx 33 --ny 29 --dtype float64
   --scalars device --halo-overlap on --reduce-overlap on DEFS -DDEVICES=4 -DMAX_ERROR=1e-7
-  ENV SKEIN_DEVICES_PER_RANK=2)
+  "-DEXPECT=halo overlap on, reduce overlap on" ENV SKEIN_DEVICES_PER_RANK=2)
 skein_cg_test(NAME scalars.overlap_4x1 NP 4 MODE pass ARGS --nx 33 --ny 29 --dtype float32
   --scalars device --halo-overlap on DEFS -DDEVICES=4 -DMAX_ERROR=1e-3 ENV SKEIN_DEVICES_PER_RANK=1
   RELEASE_ONLY)
 skein_cg_test(NAME scalars.grid NP 0 MODE same ARGS --nx 33 --ny 29 --dtype float64
   DEFS "-DCONFIGS=2x1/--scalars=device/--grid=1x2,2x1/--scalars=host/--grid=1x2" RELEASE_ONLY)
+# The reduce overlap on a process grid: x's update in its own kernel may be contracted (a * b + c
+# into an FMA) where the fused update's is not, so the last bits of x may differ from the runs
+# above (seen on PoCL on this grid; on row blocks they are the same, scalars.rows): checked as
+# any run.
+skein_cg_test(NAME scalars.grid_reduce_overlap NP 2 MODE pass ARGS --nx 33 --ny 29 --dtype float64
+  --scalars device --grid 1x2 --reduce-overlap on DEFS -DDEVICES=2 -DMAX_ERROR=1e-7
+  "-DEXPECT=reduce overlap on" ENV SKEIN_DEVICES_PER_RANK=1 RELEASE_ONLY)
 # The single-reduction form (Chronopoulos-Gear, cg_single.hpp: r . r and w . r as member values,
 # one dist::combine_members per iteration): scalars on the devices with r's exchange overlapped
 # (2 ranks x 2 devices) and not (4 ranks x 1, float32), on the host (one rank of four devices),

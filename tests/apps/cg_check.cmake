@@ -4,7 +4,7 @@
 #   -DMPIEXEC=... -DPROGRAM=skein-cg -DNP=2 -DARGS="--nx;33;--ny;29" -DDIR=<work dir>
 #   -DMODE=pass        exit status 0, and the JSON summary says: converged, true and host
 #                      residuals within the bound, the error below MAX_ERROR (when set), NP ranks
-#                      and DEVICES devices (when set)
+#                      and DEVICES devices (when set); the output matches EXPECT (when set)
 #   -DMODE=fail        a non-zero exit status, and the output matches EXPECT (a regex)
 #   -DMODE=deterministic  runs with --deterministic on each of CONFIGS (comma-separated RxD:
 #                      R ranks of D devices each, e.g. 1x1,2x1,2x2, each optionally followed by
@@ -121,6 +121,9 @@ if(MODE STREQUAL "pass")
     message(FATAL_ERROR "skein-cg exited with ${rc}")
   endif()
   check_summary(${DIR}/cg.json ${NP} "${DEVICES}")
+  if(DEFINED EXPECT AND NOT output MATCHES "${EXPECT}")
+    message(FATAL_ERROR "the output does not say /${EXPECT}/")
+  endif()
 elseif(MODE STREQUAL "fail")
   cg_run(${NP} "" "")
   if(rc EQUAL 0)
