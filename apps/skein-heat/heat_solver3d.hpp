@@ -96,10 +96,11 @@ struct GridSplit {
 // The 3-D kernel's work groups: local_x x local_y items, each marching along z over zchunk planes
 // (the planes below and at the point in registers), the march unrolled `unroll` times (1: as the
 // compiler chooses). The defaults were the fastest of the tiles measured in the app on one H200
-// at 512^3 float64 (docs/performance.md, "The 3-D kernel's tiles" and "A sweep of 3-D stencil
-// kernels"): 64 x 4 x 16 with the march unrolled whole at 0.78 of a device copy of the same bytes.
-// (64 x 8 x 8 unrolled 8 led a CuPy sweep of the same expression at 0.80, but ran at 0.63 in the
-// app.) skein-heat's --tile3d and --unroll3d set them, to tune on another device.
+// at 512^3 float64 (docs/performance.md, "r . r combined alongside the update, ... a sweep of 3-D
+// stencil kernels"): 64 x 8 items over 4 planes, the march unrolled whole, at 0.818 of a device
+// copy of the same bytes (64 x 8 x 8 unrolled 8: 0.807; 64 x 4 x 16 unrolled 16, the default
+// before: 0.777), also the best of the CuPy sweeps of the same step (0.806 there). skein-heat's
+// --tile3d and --unroll3d set them, to tune on another device.
 // `kernel` picks how a work group finds the x and y neighbours of its points (3-D only; the 2-D
 // kernel is always the plain one); every kernel computes every point by the same expression, so
 // the choice changes no bit:
@@ -119,7 +120,7 @@ const char* name(GridKernel kernel);
 GridKernel parse_grid_kernel(std::string_view text);
 
 struct GridTile {
-  std::size_t local_x = 64, local_y = 4, zchunk = 16, unroll = 16;
+  std::size_t local_x = 64, local_y = 8, zchunk = 4, unroll = 4;
   GridKernel kernel = GridKernel::march;
 };
 // "64x4x16" -> local_x, local_y, zchunk (unroll and kernel as GridTile's defaults); LogicError
@@ -200,8 +201,8 @@ struct GridRunOptions {
   bool weak = false;
   std::string halo_exchange = "overlapped";  // or serial (GridStepper)
   std::string halo_priority = "high";        // the overlapped step's second queue: high or low
-  std::string tile3d = "64x4x16";            // the 3-D kernel's work groups (GridTile, parse_tile)
-  std::size_t unroll3d = 16;                 // and its march's unroll
+  std::string tile3d = "64x8x4";             // the 3-D kernel's work groups (GridTile, parse_tile)
+  std::size_t unroll3d = 4;                  // and its march's unroll
   std::string kernel3d = "march";            // and how it finds x/y neighbours (GridKernel)
 };
 
