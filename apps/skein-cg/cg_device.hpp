@@ -108,40 +108,55 @@ class LaggedValues {
   std::array<Slot, kSlots> slots_;
 };
 
-}  // namespace detail
-
-// CG from x = 0, the fused form with the scalars on the devices (fast mode only).
-template <class T, class V>
-CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V& b,
-                          const CgVectors<V>& v, MPI_Comm comm) {
+// The kernels of device_scalar_cg (T in their sources: the vectors' type, bound at each call).
+struct DeviceCgKernels {
   // x += alpha p; r -= alpha w with alpha = rr / pw read on the device, and r . r (in double).
-  const skein::FusedKernel update_rr(
-      "raw float64 rr, raw float64 pw, float64 stop2, T p, T w", "T x, T r",
+  skein::FusedKernel update_rr{
+      "raw float64 rr, raw float64 pw, float64 stop2, T p, T w",
+      "T x, T r",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
       "x += alpha * p; r -= alpha * w",
-      "float64 rr_next", "(double)r * (double)r", "a + b", "0",
-      {.reduce_type = skein::Dtype::float64, .name = "cg_update_rr_dev"});
+      "float64 rr_next",
+      "(double)r * (double)r",
+      "a + b",
+      "0",
+      {.reduce_type = skein::Dtype::float64, .name = "cg_update_rr_dev"}};
   // The same update in two kernels, for the reduce overlap (CgSettings::reduce_overlap): r and
   // r . r first, then x while r . r is combined on a second queue (the same passes, the same
   // arithmetic per element as written; the compiler may contract x + alpha p into an FMA in one
   // kernel and not the other, so x's last bits may differ from the fused update's). x's update
   // leaves two compute units free for the combine's kernel (NCCL's all_reduce, or the peers'
   // combine), which would otherwise wait for its end.
-  const skein::FusedKernel update_r(
-      "raw float64 rr, raw float64 pw, float64 stop2, T w", "T r",
+  skein::FusedKernel update_r{
+      "raw float64 rr, raw float64 pw, float64 stop2, T w",
+      "T r",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
       "r -= alpha * w",
-      "float64 rr_next", "(double)r * (double)r", "a + b", "0",
-      {.reduce_type = skein::Dtype::float64, .name = "cg_update_r_dev"});
-  const skein::ElementwiseKernel update_x(
-      "raw float64 rr, raw float64 pw, float64 stop2, T x, T p", "T x_out",
+      "float64 rr_next",
+      "(double)r * (double)r",
+      "a + b",
+      "0",
+      {.reduce_type = skein::Dtype::float64, .name = "cg_update_r_dev"}};
+  skein::ElementwiseKernel update_x{
+      "raw float64 rr, raw float64 pw, float64 stop2, T x, T p",
+      "T x_out",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
       "x_out = x + alpha * p",
-      {.name = "cg_update_x_dev", .spare_compute_units = 2});
+      {.name = "cg_update_x_dev", .spare_compute_units = 2}};
   // p = r + beta p, beta = rr_next / rr (0 once converged: the frozen iterations stay finite).
-  const skein::ElementwiseKernel next_p(
-      "raw float64 rr_next, raw float64 rr, float64 stop2, T r, T p", "T p_out",
-      "p_out = r + (T)(rr[0] > stop2 ? rr_next[0] / rr[0] : 0.0) * p", {.name = "cg_next_p_dev"});
+  skein::ElementwiseKernel next_p{"raw float64 rr_next, raw float64 rr, float64 stop2, T r, T p",
+                                  "T p_out",
+                                  "p_out = r + (T)(rr[0] > stop2 ? rr_next[0] / rr[0] : 0.0) * p",
+                                  {.name = "cg_next_p_dev"}};
+};
+
+}  // namespace detail
+
+// CG from x = 0, the fused form with the scalars on the devices (fast mode only).
+template <class T, class V>
+CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V& b,
+                          const CgVectors<V>& v, MPI_Comm comm) {
+  const detail::DeviceCgKernels kern;
   CgResult result;
   skein::dist::fill(v.x, skein::Operand(T{0}));
   skein::dist::copy(b, v.r);
@@ -209,16 +224,17 @@ CgResult device_scalar_cg(const CgSettings& s, const PoissonKernels& a, const V&
       if (reduce_queue) {
         for (std::size_t d : devices)
           rr_next.push_back(skein::Array::empty(queue, {1}, skein::Dtype::float64, d));
-        skein::dist::update_and_reduce_members(update_r, {rr, pw, stop2, v.w, v.r}, rr_next, 0);
+        skein::dist::update_and_reduce_members(kern.update_r, {rr, pw, stop2, v.w, v.r}, rr_next,
+                                               0);
         const std::vector<skein::Event> combined =
             skein::dist::combine_members(v.r, rr_next, skein::ReduceOp::sum, *reduce_queue);
-        skein::dist::elementwise(update_x, {rr, pw, stop2, v.x, v.p, v.x});
+        skein::dist::elementwise(kern.update_x, {rr, pw, stop2, v.x, v.p, v.x});
         for (std::size_t i = 0; i < devices.size(); ++i) queue.wait_for(combined[i], devices[i]);
       } else {
         rr_next = skein::dist::update_and_reduce_to_devices(
-            update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
+            kern.update_rr, {rr, pw, stop2, v.p, v.w, v.x, v.r}, skein::ReduceOp::sum);
       }
-      skein::dist::elementwise(next_p, {rr_next, rr, stop2, v.r, v.p, v.p});
+      skein::dist::elementwise(kern.next_p, {rr_next, rr, stop2, v.r, v.p, v.p});
       lagged.push(k, pw, rr_next);
       rr = std::move(rr_next);
     }
