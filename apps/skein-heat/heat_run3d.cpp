@@ -202,6 +202,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   tile.unroll = o.unroll3d;
   tile.kernel = parse_grid_kernel(o.kernel3d);
   const GridStencil stencil(u, problem, halo_queue, tile);
+  tile = stencil.tile();  // what runs (the default made smaller where a device needs it)
   const GridStepper stepper(u, stencil, halo_queue);
   if (root) {
     fmt::print(

@@ -622,6 +622,45 @@ const GridTile& grid_check_tile(const GridTile& tile) {
   return tile;
 }
 
+// The kernel compiled for `tile`, made to fit every device of the field's queue (see GridStencil):
+// the default tile halved along y, then x, until each device runs its work groups; another tile
+// that does not fit refused. `tile` is updated to what runs.
+Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
+  const bool is_default = tile.local_x == GridTile{}.local_x &&
+                          tile.local_y == GridTile{}.local_y && tile.zchunk == GridTile{}.zchunk &&
+                          tile.unroll == GridTile{}.unroll && tile.kernel == GridTile{}.kernel;
+  for (;;) {
+    Program program = compile_grid_stencil(field, tile);
+    std::size_t limit = 0, device = 0;
+    for (std::size_t d : field.queue().device_idxs()) {
+      const auto most =
+          static_cast<std::size_t>(program.kernel("heat_step_grid")
+                                       .get_attribute(d, KernelAttribute::max_threads_per_block));
+      const auto& sizes = field.queue().context().device(d).params().max_local_sizes;
+      const bool fits =
+          tile.local_x * tile.local_y <= most &&
+          (sizes.size() < 2 || (tile.local_x <= sizes[0] && tile.local_y <= sizes[1]));
+      if (!fits && (limit == 0 || most < limit)) {
+        limit = most;
+        device = d;
+      }
+    }
+    if (limit == 0) return program;
+    if (!is_default || (tile.local_x == 1 && tile.local_y == 1)) {
+      grid_refuse("skein::heat::GridStencil",
+                  fmt::format("a tile of {} x {} items: device {} runs at most {} items per work "
+                              "group of this kernel",
+                              tile.local_x, tile.local_y, device, limit),
+                  "give a smaller --tile3d (e.g. 64x4x16)");
+    }
+    if (tile.local_y > 1) {
+      tile.local_y /= 2;
+    } else {
+      tile.local_x /= 2;
+    }
+  }
+}
+
 }  // namespace
 
 GridTile parse_tile(std::string_view text) {
@@ -643,10 +682,11 @@ GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
                          const std::optional<Queue>& shell_queue, const GridTile& tile)
     : problem_(problem),
       splits_(grid_splits(grid_check_halo(field))),
-      program_(compile_grid_stencil(field, grid_check_tile(tile))),
-      kernel_(prepare_box_kernel(program_, field, field.queue(), tile,
+      tile_(grid_check_tile(tile)),
+      program_(compile_fitted_stencil(field, tile_)),
+      kernel_(prepare_box_kernel(program_, field, field.queue(), tile_,
                                  [this](std::size_t l) { return splits_[l].extent; })),
-      interior_(prepare_box_kernel(program_, field, field.queue(), tile,
+      interior_(prepare_box_kernel(program_, field, field.queue(), tile_,
                                    [this](std::size_t l) {
                                      const GridSplit& s = splits_[l];
                                      return std::array<std::size_t, 3>{s.end[0] - s.begin[0],

@@ -136,9 +136,14 @@ class GridStencil {
  public:
   // `shell_queue`: the queue step_edges() launches on (a queue of the field's context with its
   // devices; e.g. the one the halos move on); none: the field's queue. Every field stepped later
-  // must have `field`'s layout, dtype and queue.
+  // must have `field`'s layout, dtype and queue. The default tile (GridTile{}) is made smaller
+  // along y, then x, where a device runs fewer items per work group of the kernel (an OpenCL
+  // device of 256, or registers); another tile that does not fit raises LogicError naming the
+  // device and its limit. tile() says what runs.
   GridStencil(const GridArray& field, const GridProblem& problem,
               const std::optional<Queue>& shell_queue = {}, const GridTile& tile = {});
+  // The tile the kernel runs with.
+  const GridTile& tile() const { return tile_; }
   // out = step(in) on every block; `in`'s halos must be current (exchange_halos()). Enqueued only.
   void step(const GridArray& in, const GridArray& out) const;
   // The same on local block `l` only (for timing one device).
@@ -158,6 +163,7 @@ class GridStencil {
  private:
   GridProblem problem_;
   std::vector<GridSplit> splits_;  // per local block
+  GridTile tile_;
   Program program_;
   PreparedKernel kernel_;    // whole blocks
   PreparedKernel interior_;  // interior boxes

@@ -48,7 +48,9 @@
 #                               to the default kernel's run; overlap_column*: the same with
 #                               --kernel3d column2 / column4; bad_grid also refuses --png,
 #                               --stencil-variant, a --weak --grid that does not fit, an unknown
-#                               --kernel3d and a shared kernel's tile too large for local memory
+#                               --kernel3d and a shared kernel's tile too large for local memory;
+#                               with PoCL's work groups limited to 256 items, it runs the default
+#                               tile halved along y and refuses a 32x16 tile
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
 # runs each, 2-3 s; the grid's overlap_* tests, two runs each, 2-4 s, and weak_* 1-2 s, measured
 # with other builds on the 2 cores: the 29 tests then took 97 s at -j2). Under the sanitizers every start of skein-heat costs 5-15 s, so the sanitizer
