@@ -655,14 +655,17 @@ if [[ -n "$SKEIN_HEAT" ]]; then
   TIMEOUT_S=5
   D="$WORK/shared/heat-dead"
   # The job that loses a node restarts from a checkpoint of step 100, which a short job of the same
-  # layout (heat-seed) writes first, and would write its own next checkpoint at step 4000; the node
-  # is killed as soon as it has reported step 200: the ranks are then in their steps' halo
-  # exchanges (the Communicator's MPI backend), thousands of steps (tens of seconds) before that
-  # checkpoint. With a checkpoint every 500 steps (a few hundred steps a second here) a CI run
-  # once killed the node after the ranks had begun the next checkpoint: they hung inside HDF5's
-  # own MPI_Comm_dup in H5Fcreate (gdb), which no timeout of Skein's reaches (docs/guide.md,
-  # Files), and Slurm cancelled the job 46 s later with no Skein error. The job used to run from
-  # step 0 and was killed at its first checkpoint, step 4000: 4 busy ranks for 11 s on 2 otherwise
+  # layout (heat-seed) writes first, and writes none of its own; the node is killed as soon as it
+  # has reported step 200: the ranks are then in their steps' halo exchanges (the Communicator's
+  # MPI backend). Its own checkpoints are pushed out of reach: with one every 4000 steps, thought
+  # tens of seconds away, a CI run of 2026-11-30 (989 steps/s, the node killed 3 s later than in
+  # the runs that passed) saw the survivors run on 60 s with no Skein error until Slurm ended the
+  # job, likely inside that checkpoint. With a checkpoint every 500 steps (a few hundred steps a
+  # second here) a CI run once killed the node after the ranks had begun the next checkpoint: they
+  # hung inside HDF5's own MPI_Comm_dup in H5Fcreate (gdb), which no timeout of Skein's reaches
+  # (docs/guide.md, Files), and Slurm cancelled the job 46 s later with no Skein error. The job
+  # used to run from step 0 and was killed at its first checkpoint, step 4000: 4 busy ranks for
+  # 11 s on 2 otherwise
   # idle cores, 45-50 s beside other work (CI's release phase has the sanitizer build beside its
   # tests); the seed costs a job of 3-10 s instead (the whole test alone: 66 s and 80 CPU-s ->
   # 57 s and 62 CPU-s; beside other builds: 132 -> 98 CPU-s).
@@ -673,8 +676,8 @@ if [[ -n "$SKEIN_HEAT" ]]; then
   # The seed's final field: the survivor's restart below must write its own.
   rm -f "$D/heat.h5"
   submit heat-dead SHOW_PLACEMENT=0 SKEIN_COLLECTIVE_TIMEOUT=$TIMEOUT_S -- -N 2 --ntasks-per-node=2 \
-    "$SCRIPTS/multi-node.sbatch" skein-heat --nx 64 --ny 64 --steps 100000000 --checkpoint-every 4000 \
-    --keep 2 --report-every 100 --restart --out "$D"
+    "$SCRIPTS/multi-node.sbatch" skein-heat --nx 64 --ny 64 --steps 100000000 \
+    --checkpoint-every 100000000 --keep 2 --report-every 100 --restart --out "$D"
   # The marker is looked for every 0.2 s; squeue, which takes a while on loaded cores, only every
   # 5 s.
   stepping() { grep -qE '^step +200/' "$WORK/jobs/heat-dead.out" 2>/dev/null; }
