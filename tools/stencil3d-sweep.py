@@ -82,6 +82,18 @@ typedef unsigned long long I;
 #else
 #define LB
 #endif
+/* A row's pitch and the elements before the first row (MARCH): skein-heat's layout, or with
+   PITCHED (the pitch_* variants, not skein-heat's layout) rows rounded up to 128 bytes and the
+   allocation led by LEAD elements, so that every row's x = 1 starts at a 128-byte boundary; the
+   launcher pads the input and takes the output back to the (n+2)^3 layout for the bit checks. */
+#if PITCHED
+#define ALIGNE (128 / sizeof(T))
+#define LEAD (ALIGNE - 1)
+#define ROW(nx) (((I)(nx) + 2 + ALIGNE - 1) / ALIGNE * ALIGNE)
+#else
+#define LEAD 0
+#define ROW(nx) ((I)(nx) + 2)
+#endif
 /* The step, term for term as skein-heat's heat_step_grid. */
 #define STEP(h, w, e, s, n, b, a) \
     (c0 * (h) + rx * ((w) + (e)) + ry * ((s) + (n)) + rz * ((b) + (a)))
@@ -96,35 +108,7 @@ extern "C" __global__ void LB stencil(ARGS)
     const unsigned int y = blockIdx.y * BY + threadIdx.y;
     const unsigned int zb = blockIdx.z * ZCHUNK;
     if (x >= nx || y >= ny || zb >= nz) return;
-    const I sy = (I)nx + 2;
-    const I sz = ((I)ny + 2) * sy;
-    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
-    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
-    T below = LD(in + i - sz), here = LD(in + i);
-    UNROLL_PRAGMA
-    for (unsigned int z = zb; z < zend; ++z, i += sz) {
-        const T above = LD(in + i + sz);
-        ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy), below, above));
-        below = here;
-        here = above;
-    }
-}
-"""
-
-# march on a padded layout (not skein-heat's): rows of a pitch rounded up to 128 bytes, the
-# allocation led by LEAD elements, so that every row's first interior point (x = 1) starts at a
-# 128-byte boundary. The same points, the same expression; the launcher pads the input and takes
-# the output back to the (n+2)^3 layout for the bit checks.
-MARCH_PITCH = r"""
-#define ALIGNE (128 / sizeof(T))
-#define LEAD (ALIGNE - 1)
-extern "C" __global__ void LB stencil(ARGS)
-{
-    const unsigned int x = blockIdx.x * BX + threadIdx.x;
-    const unsigned int y = blockIdx.y * BY + threadIdx.y;
-    const unsigned int zb = blockIdx.z * ZCHUNK;
-    if (x >= nx || y >= ny || zb >= nz) return;
-    const I sy = ((I)nx + 2 + ALIGNE - 1) / ALIGNE * ALIGNE;
+    const I sy = ROW(nx);
     const I sz = ((I)ny + 2) * sy;
     I i = LEAD + ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
     const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
@@ -367,7 +351,8 @@ class Variant:
         self.name, self.body, self.kind = name, body, kind
         self.bx, self.by, self.bz, self.zchunk, self.unroll, self.p = bx, by, bz, zchunk, unroll, p
         self.macros = dict(BX=bx, BY=by, BZ=bz, ZCHUNK=zchunk, P=p, USE_LDG=ldg, USE_STCS=stcs,
-                           IDX32=i32, MINB=minb, ALIGN=align, ABOVE_SMEM=above_smem)
+                           IDX32=i32, MINB=minb, ALIGN=align, ABOVE_SMEM=above_smem,
+                           PITCHED=int(kind == "pitch"))
 
     def source(self, dtype):
         t = "double" if dtype == np.float64 else "float"
@@ -413,7 +398,7 @@ def variants(n):
         else:
             march(bx, by, z, u)
     for bx, by, z, u in ((64, 4, 16, 16), (64, 8, 8, 8), (128, 4, 8, 8), (32, 8, 8, 8)):
-        v.append(Variant(f"pitch_{bx}x{by}x{z}_u{u}", MARCH_PITCH, bx, by, zchunk=z, unroll=u,
+        v.append(Variant(f"pitch_{bx}x{by}x{z}_u{u}", MARCH, bx, by, zchunk=z, unroll=u,
                          kind="pitch"))
     march(64, 4, 16, 16, ldg=1)
     march(64, 4, 16, 16, stcs=1)
@@ -560,7 +545,7 @@ def main():
     aligne = 128 // np.dtype(dtype).itemsize
 
     def padded(a):
-        """The (nz+2, ny+2, nx+2) array `a` on the pitched layout of MARCH_PITCH (flat)."""
+        """The (nz+2, ny+2, nx+2) array `a` on the PITCHED layout (flat)."""
         nz2, ny2, nx2 = a.shape
         sy = (nx2 + aligne - 1) // aligne * aligne
         flat = cp.zeros(aligne - 1 + nz2 * ny2 * sy, dtype=dtype)

@@ -626,9 +626,7 @@ const GridTile& grid_check_tile(const GridTile& tile) {
 // the default tile halved along y, then x, until each device runs its work groups; another tile
 // that does not fit refused. `tile` is updated to what runs.
 Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
-  const bool is_default = tile.local_x == GridTile{}.local_x &&
-                          tile.local_y == GridTile{}.local_y && tile.zchunk == GridTile{}.zchunk &&
-                          tile.unroll == GridTile{}.unroll && tile.kernel == GridTile{}.kernel;
+  const bool is_default = tile == GridTile{};
   for (;;) {
     Program program = compile_grid_stencil(field, tile);
     std::size_t limit = 0, device = 0;

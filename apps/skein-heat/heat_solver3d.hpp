@@ -122,6 +122,7 @@ GridKernel parse_grid_kernel(std::string_view text);
 struct GridTile {
   std::size_t local_x = 64, local_y = 8, zchunk = 4, unroll = 4;
   GridKernel kernel = GridKernel::march;
+  bool operator==(const GridTile&) const = default;
 };
 // "64x4x16" -> local_x, local_y, zchunk (unroll and kernel as GridTile's defaults); LogicError
 // naming the text for another form, a zero, or more than 1024 items.
