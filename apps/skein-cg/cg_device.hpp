@@ -125,8 +125,9 @@ struct DeviceCgKernels {
   // r . r first, then x while r . r is combined on a second queue (the same passes, the same
   // arithmetic per element as written; the compiler may contract x + alpha p into an FMA in one
   // kernel and not the other, so x's last bits may differ from the fused update's). x's update
-  // leaves two compute units free for the combine's kernel (NCCL's all_reduce, or the peers'
-  // combine), which would otherwise wait for its end.
+  // runs a group per chunk of its range, so that its groups end throughout the launch and the
+  // combine's kernel (NCCL's all_reduce, or the peers' combine) starts as soon as a multiprocessor
+  // has room instead of after the update (as many groups as fit at once, looping, leave none).
   skein::FusedKernel update_r{
       "raw float64 rr, raw float64 pw, float64 stop2, T w",
       "T r",
@@ -142,7 +143,7 @@ struct DeviceCgKernels {
       "T x_out",
       "const T alpha = (T)(rr[0] > stop2 && pw[0] > 0 ? rr[0] / pw[0] : 0.0);"
       "x_out = x + alpha * p",
-      {.name = "cg_update_x_dev", .spare_compute_units = 2}};
+      {.name = "cg_update_x_dev", .groups = skein::LaunchGroups::per_chunk}};
   // p = r + beta p, beta = rr_next / rr (0 once converged: the frozen iterations stay finite).
   skein::ElementwiseKernel next_p{"raw float64 rr_next, raw float64 rr, float64 stop2, T r, T p",
                                   "T p_out",

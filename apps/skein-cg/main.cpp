@@ -90,10 +90,8 @@ struct Options {
   // send/recv it hid, docs/performance.md).
   std::string halo_overlap = "auto";
   // With scalars on the devices (the fused form): r . r combined on a second queue while x is
-  // updated: on | off | auto (on over NCCL where a rank drives several devices, whose values the
-  // devices combine through peer access; off one device per rank, where NCCL's all_reduce kernel
-  // did not run alongside the update on 2 x H200, and for the MPI backend, whose all_reduce waits
-  // on the host: docs/performance.md).
+  // updated: on | off | auto (on over NCCL with several members; off for the MPI backend, whose
+  // all_reduce waits on the host: docs/performance.md).
   std::string reduce_overlap = "auto";
   std::string grid;  // PxQ: a GridArray over a P x Q grid of the devices
   std::size_t report_every = 100;
@@ -420,7 +418,7 @@ Options resolved(Options o, const skein::Communicator& comm) {
   if (o.halo_overlap == "auto") o.halo_overlap = comm.local_size() > 1 ? "on" : "off";
   if (o.reduce_overlap == "auto") {
     o.reduce_overlap =
-        comm.backend() == skein::CollectiveBackend::nccl && comm.local_size() > 1 ? "on" : "off";
+        comm.backend() == skein::CollectiveBackend::nccl && comm.size() > 1 ? "on" : "off";
   }
   if (o.scalars == "host") o.halo_overlap = "off";
   if (o.scalars == "host" || o.form != "fused") o.reduce_overlap = "off";
@@ -567,8 +565,8 @@ int main(int argc, char** argv) {
   app.add_option(
          "--reduce-overlap", o.reduce_overlap,
          "With scalars on the devices, the fused form: r . r combined over the devices "
-         "on a second queue while x is updated (on), or before (off); auto: on over NCCL where a "
-         "rank drives several devices")
+         "on a second queue while x is updated (on), or before (off); auto: on over NCCL with "
+         "several devices")
       .one_of({"auto", "on", "off"});
   app.add_option(
       "--grid", o.grid,

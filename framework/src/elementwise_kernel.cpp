@@ -220,14 +220,18 @@ Plan make_plan(const ElementwiseKernel::Impl& impl, const Queue& queue,
       {impl.options.name}, options);
   const std::size_t d = r.device;
   plan.local = plan.program->local_size[d];
-  std::size_t resident = plan.program->resident(impl.options.name, d);
+  // Grid-stride: any count of groups covers the range; per_chunk runs as many as it has chunks
+  // (at most CUDA's 2^31 - 1 groups along x).
+  std::uint64_t resident = impl.options.groups == LaunchGroups::per_chunk
+                               ? (std::uint64_t{1} << 31) - 1
+                               : plan.program->resident(impl.options.name, d);
   if (impl.options.spare_compute_units > 0) {
     // The groups of that many units fewer (the groups fit evenly per unit: resident is units x
     // groups per unit), never all units.
     const std::size_t units =
         std::max<std::size_t>(1, queue.context().device(d).params().compute_units);
-    const std::size_t per_unit = std::max<std::size_t>(1, resident / units);
-    const std::size_t spare = std::min(impl.options.spare_compute_units, units - 1);
+    const std::uint64_t per_unit = std::max<std::uint64_t>(1, resident / units);
+    const std::uint64_t spare = std::min(impl.options.spare_compute_units, units - 1);
     resident = std::max(per_unit, resident - std::min(resident, spare * per_unit));
   }
 
@@ -375,6 +379,14 @@ ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_vie
                                                  detail::elementwise::kReserved, taken,
                                                  "ElementwiseKernel", "z = a * x + y", impl->n_in);
   impl->what = detail::codegen::describe_arguments(impl->params, options.name);
+  if (options.groups != LaunchGroups::resident && options.spare_compute_units > 0) {
+    detail::raise_in(SKEIN_HERE, "ElementwiseKernel",
+                     "Leave spare_compute_units at 0 with LaunchGroups::per_chunk, or launch "
+                     "LaunchGroups::resident groups.",
+                     "kernel '{}': spare_compute_units = {} leaves units free of resident groups; "
+                     "a per_chunk launch runs a group per chunk of the range on every unit",
+                     options.name, options.spare_compute_units);
+  }
   impl->operation = std::move(operation);
   impl->options = std::move(options);
   impl_ = std::move(impl);

@@ -55,17 +55,21 @@ TEST_P(Elementwise, AxpyFloat32AllSizes) {
 
 // spare_compute_units: the launch runs fewer work groups (each looping over more elements), the
 // results the same at every size, strided and in place, with more spare units than the device
-// has (all but one unit are left).
-TEST_P(Elementwise, SpareComputeUnitsGiveTheSameResults) {
+// has (all but one unit are left); LaunchGroups::per_chunk: a group per chunk of the range, the
+// same results.
+TEST_P(Elementwise, GroupCountsGiveTheSameResults) {
   auto ctx = context();
   Queue queue(ctx);
   const std::size_t units = ctx.device(0).params().compute_units;
-  for (std::size_t spare : {std::size_t{1}, std::size_t{2}, units, units + 7}) {
-    const ElementwiseKernel twice_plus("double x, double y", "double z", "z = 2 * x + y",
-                                       {.name = "ew_spare", .spare_compute_units = spare});
+  std::vector<ElementwiseOptions> configs;
+  for (std::size_t spare : {std::size_t{1}, std::size_t{2}, units, units + 7})
+    configs.push_back({.name = "ew_spare", .spare_compute_units = spare});
+  configs.push_back({.name = "ew_chunks", .groups = LaunchGroups::per_chunk});
+  for (const ElementwiseOptions& options : configs) {
+    const ElementwiseKernel twice_plus("double x, double y", "double z", "z = 2 * x + y", options);
     for (std::size_t n :
          {std::size_t{1}, std::size_t{31}, std::size_t{4097}, std::size_t{1000003}}) {
-      SCOPED_TRACE(fmt::format("spare {} n {}", spare, n));
+      SCOPED_TRACE(fmt::format("{} spare {} n {}", options.name, options.spare_compute_units, n));
       const auto x = random_reals<double>(n, 5), y = random_reals<double>(n, 6);
       const Array dx = Array::from_host(queue, x), dy = Array::from_host(queue, y);
       const auto got = twice_plus(queue, {dx, dy}).at(0).get<double>();
@@ -80,6 +84,29 @@ TEST_P(Elementwise, SpareComputeUnitsGiveTheSameResults) {
         ASSERT_EQ(after[i], i % 2 == 0 ? 2 * x[i] + y[i] : y[i]) << "strided " << i;
     }
   }
+}
+
+// Spare units with per_chunk groups are refused when the kernel is made (the message names both
+// and the kernel); the same kernel without the spare units then runs.
+TEST_P(Elementwise, PerChunkGroupsWithSpareUnitsRefused) {
+  auto ctx = context();
+  Queue queue(ctx);
+  try {
+    const ElementwiseKernel bad(
+        "double x", "double z", "z = x + 1",
+        {.name = "ew_both", .spare_compute_units = 2, .groups = LaunchGroups::per_chunk});
+    FAIL() << "spare units with per_chunk groups accepted";
+  } catch (const LogicError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ew_both"), std::string::npos) << what;
+    EXPECT_NE(what.find("spare_compute_units = 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("per_chunk"), std::string::npos) << what;
+  }
+  const ElementwiseKernel good("double x", "double z", "z = x + 1",
+                               {.name = "ew_both", .groups = LaunchGroups::per_chunk});
+  const std::vector<double> x = random_reals<double>(777, 7);
+  const auto got = good(queue, {Array::from_host(queue, x)}).at(0).get<double>();
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i] + 1) << i;
 }
 
 TEST_P(Elementwise, AxpyInPlaceFloat64) {

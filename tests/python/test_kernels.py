@@ -124,6 +124,23 @@ def test_elementwise_kernel_with_spare_compute_units(queue, spare):
         numpy.testing.assert_array_equal(z.get(), 2 * hx + hy)
 
 
+def test_elementwise_kernel_launched_a_group_per_chunk(queue):
+    # A group per chunk of the range: the same results at every size; with spare units refused
+    # (skein.LogicError naming both), a bad name refused (ValueError).
+    k = skein.ElementwiseKernel("double x, double y", "double z", "z = 2 * x + y",
+                                name="axpy_chunks", groups="per_chunk")
+    for n in (1, 4097, 1000003):
+        hx = numpy.random.default_rng(n).standard_normal(n)
+        hy = numpy.arange(n, dtype=numpy.float64)
+        z = k(queue, skein.Array.from_host(queue, hx), skein.Array.from_host(queue, hy))
+        numpy.testing.assert_array_equal(z.get(), 2 * hx + hy)
+    with pytest.raises(skein.LogicError, match="spare_compute_units = 2.*per_chunk"):
+        skein.ElementwiseKernel("double x", "double z", "z = x", name="both", groups="per_chunk",
+                                spare_compute_units=2)
+    with pytest.raises(ValueError, match="'resident' or 'per_chunk', not 'all'"):
+        skein.ElementwiseKernel("double x", "double z", "z = x", groups="all")
+
+
 def test_elementwise_complex_with_modules_and_errors(queue):
     mul = skein.functions.mul([numpy.complex64, numpy.complex64])
     k = skein.ElementwiseKernel("complex64 a, complex64 b", "complex64 c", "c = ${mul}(a, b)",

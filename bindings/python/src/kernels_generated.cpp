@@ -35,7 +35,7 @@ void bind_elementwise(py::module_& m) {
       .def(py::init([](const std::string& in_params, const std::string& out_params,
                        std::string operation, std::string name, std::string preamble,
                        const py::object& render_globals, bool fast_math, bool fp_contract,
-                       std::size_t spare_compute_units) {
+                       std::size_t spare_compute_units, const std::string& groups) {
              ElementwiseOptions o;
              o.name = std::move(name);
              o.preamble = std::move(preamble);
@@ -43,6 +43,14 @@ void bind_elementwise(py::module_& m) {
              o.fast_math = fast_math;
              o.fp_contract = fp_contract;
              o.spare_compute_units = spare_compute_units;
+             if (groups == "per_chunk") {
+               o.groups = LaunchGroups::per_chunk;
+             } else if (groups != "resident") {
+               throw py::value_error(
+                   "ElementwiseKernel: groups must be 'resident' or "
+                   "'per_chunk', not '" +
+                   groups + "'");
+             }
              return PyElementwise{
                  ElementwiseKernel(in_params, out_params, std::move(operation), std::move(o)),
                  count_params(out_params), count_params(in_params)};
@@ -50,7 +58,8 @@ void bind_elementwise(py::module_& m) {
            py::arg("in_params"), py::arg("out_params"), py::arg("operation"),
            py::arg("name") = "elementwise", py::arg("preamble") = "",
            py::arg("render_globals") = py::none(), py::arg("fast_math") = false,
-           py::arg("fp_contract") = true, py::arg("spare_compute_units") = 0)
+           py::arg("fp_contract") = true, py::arg("spare_compute_units") = 0,
+           py::arg("groups") = "resident")
       .def(
           "__call__",
           [](const PyElementwise& k, const Queue& q, const py::args& args) -> py::object {

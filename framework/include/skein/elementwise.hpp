@@ -69,6 +69,18 @@ namespace detail {
 struct ImplAccess;
 }  // namespace detail
 
+// How many work groups an elementwise launch runs (ElementwiseOptions::groups).
+enum class LaunchGroups {
+  // As many as fit at once on the device, each looping over its share of the range (grid-stride):
+  // the fewest groups. A kernel of another queue starts only where a launch leaves room
+  // (ElementwiseOptions::spare_compute_units) or once it ends.
+  resident,
+  // One per chunk of the range (the group's items times the elements each item takes): the groups
+  // end throughout the launch, so that a kernel of a queue of higher priority (a collective's,
+  // enqueued meanwhile) starts as soon as a compute unit has room for it.
+  per_chunk,
+};
+
 struct ElementwiseOptions {
   // The kernel's name (a C identifier, not an OpenCL C built-in function's such as distance or
   // dot: LogicError), in the generated source and in error messages.
@@ -90,7 +102,13 @@ struct ElementwiseOptions {
   // device, each looping over its share (grid-stride), and with k spare units it runs the groups
   // of k units fewer (never fewer than one unit's; at most all units but one are left). 0, the
   // default: every unit. A memory-bound kernel loses little bandwidth to one or two spare units.
+  // Only with groups = LaunchGroups::resident (LogicError otherwise).
   std::size_t spare_compute_units = 0;
+  // How many groups a launch runs: as many as fit at once (the default), or one per chunk of the
+  // range. NCCL's all_reduce between two ranks, on a queue of high priority, ran alongside an
+  // update launched per_chunk and not alongside one of resident groups, spare units or not
+  // (docs/performance.md); one rank's devices combining through peer access ran alongside both.
+  LaunchGroups groups = LaunchGroups::resident;
 };
 
 // A cheap handle: copies share the kernel and its compiled programs.
