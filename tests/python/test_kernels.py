@@ -126,7 +126,7 @@ def test_elementwise_kernel_with_spare_compute_units(queue, spare):
 
 def test_elementwise_kernel_launched_a_group_per_chunk(queue):
     # A group per chunk of the range: the same results at every size; with spare units refused
-    # (skein.LogicError naming both), a bad name refused (ValueError).
+    # (skein.LogicError naming both), a bad name refused.
     k = skein.ElementwiseKernel("double x, double y", "double z", "z = 2 * x + y",
                                 name="axpy_chunks", groups="per_chunk")
     for n in (1, 4097, 1000003):
@@ -137,7 +137,7 @@ def test_elementwise_kernel_launched_a_group_per_chunk(queue):
     with pytest.raises(skein.LogicError, match="spare_compute_units = 2.*per_chunk"):
         skein.ElementwiseKernel("double x", "double z", "z = x", name="both", groups="per_chunk",
                                 spare_compute_units=2)
-    with pytest.raises(ValueError, match="'resident' or 'per_chunk', not 'all'"):
+    with pytest.raises(skein.LogicError, match="groups 'all' is not 'resident' or 'per_chunk'"):
         skein.ElementwiseKernel("double x", "double z", "z = x", groups="all")
 
 

@@ -28,6 +28,14 @@ std::size_t count_params(const std::string& params) {
   return n;
 }
 
+// ElementwiseOptions::groups from its Python name.
+LaunchGroups launch_groups_of(const std::string& groups) {
+  if (groups == "resident") return LaunchGroups::resident;
+  if (groups == "per_chunk") return LaunchGroups::per_chunk;
+  raise_argument("ElementwiseKernel", "groups '" + groups + "' is not 'resident' or 'per_chunk'",
+                 "Give groups='resident' (as many groups as fit at once) or 'per_chunk'.");
+}
+
 void bind_elementwise(py::module_& m) {
   py::class_<PyElementwise>(m, "ElementwiseKernel",
                             "A kernel on arrays element by element (CuPy's ElementwiseKernel): "
@@ -43,14 +51,7 @@ void bind_elementwise(py::module_& m) {
              o.fast_math = fast_math;
              o.fp_contract = fp_contract;
              o.spare_compute_units = spare_compute_units;
-             if (groups == "per_chunk") {
-               o.groups = LaunchGroups::per_chunk;
-             } else if (groups != "resident") {
-               throw py::value_error(
-                   "ElementwiseKernel: groups must be 'resident' or "
-                   "'per_chunk', not '" +
-                   groups + "'");
-             }
+             o.groups = launch_groups_of(groups);
              return PyElementwise{
                  ElementwiseKernel(in_params, out_params, std::move(operation), std::move(o)),
                  count_params(out_params), count_params(in_params)};
