@@ -96,13 +96,15 @@ struct ElementwiseOptions {
   // gives the same bits as uncontracted arithmetic elsewhere (a FusedKernel's deterministic mode,
   // the host).
   bool fp_contract = true;
-  // Compute units (CUDA: multiprocessors) a launch leaves without work groups of this kernel, so
-  // that a kernel of another queue (a collective's, enqueued meanwhile) finds room at once instead
-  // of waiting until this one ends: a launch runs at most as many groups as fit at once on the
-  // device, each looping over its share (grid-stride), and with k spare units it runs the groups
-  // of k units fewer (never fewer than one unit's; at most all units but one are left). 0, the
-  // default: every unit. A memory-bound kernel loses little bandwidth to one or two spare units.
-  // Only with groups = LaunchGroups::resident (LogicError otherwise).
+  // The groups of this many compute units (CUDA: multiprocessors) fewer than fit at once: a launch
+  // runs at most as many groups as fit at once on the device, each looping over its share
+  // (grid-stride), and with k spare units it runs the groups of k units fewer (never fewer than
+  // one unit's; at most all units but one are left). 0, the default: every unit. The device
+  // places the groups itself, likely spread over every unit (leaving room on many rather than
+  // whole free units): on 2 x H200 a one-group kernel of another queue ran alongside such a launch,
+  // NCCL's all_reduce did not (it did beside LaunchGroups::per_chunk; tools/nccl-overlap-probe.py).
+  // A memory-bound kernel loses little bandwidth to one or two spare units. Only with groups =
+  // LaunchGroups::resident (LogicError otherwise).
   std::size_t spare_compute_units = 0;
   // How many groups a launch runs: as many as fit at once (the default), or one per chunk of the
   // range. NCCL's all_reduce between two ranks, on a queue of high priority, ran alongside an
