@@ -4,8 +4,9 @@
 
     tools/compare-heat3d.py DIR
 
-Reads DIR/heat3d-weak-1.json (one GPU), DIR/heat3d-weak-ranks-<n>.json (n GPUs, one per rank),
-DIR/heat3d-weak-1rank-<n>.json (n GPUs driven by one rank), every one the same block per GPU, and
+Reads DIR/heat3d-weak-1.json (one GPU), DIR/heat3d-weak-ranks-<n>[-<PxQxR>].json (n GPUs, one per
+rank; on the automatic process grid or the one named), DIR/heat3d-weak-1rank-<n>[-<PxQxR>].json (n
+GPUs driven by one rank), every one the same block per GPU, and
 DIR/heat3d-floor-<dtype>.json (one GPU, the stencil against its floor) where present. Prints, per
 run: the GPUs, process grid, step time, the stencil's floor (the block's points read and written
 once at the device copy bandwidth measured in that run, on its slowest GPU), floor / step, floor /
@@ -36,6 +37,12 @@ def row(name, s, efficiency):
             f"{s.get('halo_exchange', '-'):>10} {eff}")
 
 
+def run_key(path, mode):
+    """(GPUs, grid) of heat3d-weak-MODE-<n>[-<PxQxR>].json, the automatic grid ('') first."""
+    n, _, grid = path.stem.removeprefix(f"heat3d-weak-{mode}-").partition("-")
+    return (int(n), grid)
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -48,7 +55,7 @@ def main() -> int:
     base = load(base_path)
     runs = [("weak-1", base)]
     for mode in ("ranks", "1rank"):
-        found = sorted(d.glob(f"heat3d-weak-{mode}-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+        found = sorted(d.glob(f"heat3d-weak-{mode}-*.json"), key=lambda p: run_key(p, mode))
         runs += [(p.stem.removeprefix("heat3d-"), load(p)) for p in found]
     print(f"{'run':26} {'GPUs':>4} {'grid':>7} {'t_step ms':>10} {'floor ms':>9} {'floor/step':>10} "
           f"{'floor/kernel':>12} {'exposed%':>8} {'halo':>10} {'efficiency':>10}")

@@ -44,7 +44,7 @@
 #              medians (one-rank runs with --bind-to none: NCCL's proxy threads, Skein's watchdog
 #              and the launching thread on one core otherwise); LAT_PARTS=1 adds where Skein's time
 #              per call goes (lat-parts.txt)
-#   apps       skein-heat and skein-cg on 1, 2 and 4 GPUs (as many as there are), each checking its
+#   apps       skein-heat and skein-cg on 1, 2, 4 and 8 GPUs (as many as there are), each checking its
 #              result; skein-heat's field bit-identical between 1 rank and 2 then (restarted) 4
 #              ranks sharing the first GPU (tools/heat-exact-gpu.sh); its weak scaling against its
 #              stencil's bandwidth floor
@@ -73,7 +73,9 @@
 #              costs, launches for every GPU from one host thread, the events between the two
 #              queues, the shell kernel, stay a few % of it, and faces of 2 MiB), HEAT3D_STEPS steps
 #              (default 1000, intervals of 100): on 1, 2 and every GPU, one GPU per rank (mpirun,
-#              SKEIN_API=cuda) and one rank driving every GPU (--bind-to none); first the stencil's
+#              SKEIN_API=cuda) and one rank driving every GPU (--bind-to none), on the automatic
+#              process grid and on the grids HEAT3D_GRIDS names (PxQxR ..., default 2x2x2 on 8
+#              GPUs, none otherwise; each where it has as many places as GPUs); first the stencil's
 #              floor on one GPU, float64 and float32 (the kernel against a device copy of the same
 #              bytes, measured in the run, as `stencil` does in 2-D), and before them the
 #              overlapped step byte-identical to the serial one on CUDA (96 x 80 x 72, periodic,
@@ -666,7 +668,7 @@ if want apps && ((ngpu > 0)); then
   # take every GPU of the machine, and "1 GPU" would mean all of them). cg-deterministic sets its
   # own devices per rank.
   gpu_mpi=(-x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK=1)
-  for n in 1 2 4; do
+  for n in 1 2 4 8; do
     ((n <= ngpu)) || continue
     step "heat-$n" "$OUTDIR/apps.log" timeout 300 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
       --nx 4099 --ny 4097 --steps 400 --report-every 100 --dtype float64 --checkpoint-every 200 \
@@ -684,11 +686,12 @@ if want apps && ((ngpu > 0)); then
   if ((ngpu >= 2)); then
     configs=1x1,2x1
     ((ngpu >= 4)) && configs+=,4x1
+    ((ngpu >= 8)) && configs+=,8x1
     step cg-deterministic "$OUTDIR/apps.log" env SKEIN_API=cuda cmake -DMPIEXEC=mpirun \
       -DPROGRAM="$cg_bin" -DMODE=deterministic -DCONFIGS="$configs" -DLIMIT=300 \
       -DARGS="--nx;1024;--ny;1023;--dtype;float32" -DDIR="$apps_tmp/cg-det" -P tests/apps/cg_check.cmake
   fi
-  for n in 1 2 4; do
+  for n in 1 2 4 8; do
     ((n <= ngpu)) || continue
     step "heat-weak-$n" "$OUTDIR/apps.log" timeout 600 mpirun -np "$n" "${gpu_mpi[@]}" "$heat_bin" \
       --weak --nx "${HEAT_NX:-32768}" --ny "${HEAT_NY_PER_GPU:-131072}" --dtype float32 \
@@ -864,16 +867,29 @@ if want heat3d && ((ngpu > 0)); then
   counts3=()
   ((ngpu >= 2)) && counts3+=(2)
   ((ngpu > 2)) && counts3+=("$ngpu")
+  # Given process grids on every GPU besides the automatic one: HEAT3D_GRIDS (PxQxR, separated by
+  # spaces; default 2x2x2 on 8 GPUs, none otherwise).
+  grids3=()
+  ((ngpu == 8)) && grids3=(2x2x2)
+  [[ -n "${HEAT3D_GRIDS+set}" ]] && read -r -a grids3 <<<"$HEAT3D_GRIDS"
   for n in "${counts3[@]}"; do
     visible="$(seq -s, 0 $((n - 1)))"
-    step "heat3d-weak-ranks-$n" "$OUTDIR/heat3d.log" timeout 600 mpirun -np "$n" \
-      -x CUDA_VISIBLE_DEVICES="$visible" -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE -x SKEIN_DEVICES_PER_RANK=1 \
-      "$heat_bin" --weak "${grid3[@]}" --dtype float64 --halo-exchange overlapped \
-      --json "$OUTDIR/heat3d-weak-ranks-$n.json"
-    step "heat3d-weak-1rank-$n" "$OUTDIR/heat3d.log" timeout 600 mpirun -np 1 --bind-to none \
-      -x CUDA_VISIBLE_DEVICES="$visible" -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
-      -x SKEIN_DEVICES_PER_RANK="$n" "$heat_bin" --weak "${grid3[@]}" --dtype float64 \
-      --halo-exchange overlapped --json "$OUTDIR/heat3d-weak-1rank-$n.json"
+    for g3 in auto "${grids3[@]}"; do
+      suffix="" grid_arg=()
+      if [[ $g3 != auto ]]; then
+        IFS=x read -r gp gq gr <<<"$g3"
+        (((gp * gq * gr) == n)) || continue
+        suffix="-$g3" grid_arg=(--grid "$g3")
+      fi
+      step "heat3d-weak-ranks-$n$suffix" "$OUTDIR/heat3d.log" timeout 600 mpirun -np "$n" \
+        -x CUDA_VISIBLE_DEVICES="$visible" -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
+        -x SKEIN_DEVICES_PER_RANK=1 "$heat_bin" --weak "${grid3[@]}" "${grid_arg[@]}" --dtype float64 \
+        --halo-exchange overlapped --json "$OUTDIR/heat3d-weak-ranks-$n$suffix.json"
+      step "heat3d-weak-1rank-$n$suffix" "$OUTDIR/heat3d.log" timeout 600 mpirun -np 1 --bind-to none \
+        -x CUDA_VISIBLE_DEVICES="$visible" -x SKEIN_API=cuda -x NCCL_NVLS_ENABLE \
+        -x SKEIN_DEVICES_PER_RANK="$n" "$heat_bin" --weak "${grid3[@]}" "${grid_arg[@]}" --dtype float64 \
+        --halo-exchange overlapped --json "$OUTDIR/heat3d-weak-1rank-$n$suffix.json"
+    done
   done
   step heat3d-judge "$OUTDIR/heat3d.log" python3 tools/compare-heat3d.py "$OUTDIR"
 fi
