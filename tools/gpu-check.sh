@@ -103,7 +103,8 @@
 #              HALO_ROUNDS (default 5) alternating rounds; tools/compare-halo.py's verdicts against
 #              issue 35's bounds (halo.txt, halo-*.json; a FAIL fails the step compare-halo)
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
-# gtest run, COLLS (default: every collective) narrows `coll` (the non-blocking all_reduce and the
+# gtest run, SKEIN_GTEST_SHARDS=N (default 1) runs it as N gtest shards at once (separate
+# processes sharing the GPUs; the whole suite outlasts one 600 s call of the device tool), COLLS (default: every collective) narrows `coll` (the non-blocking all_reduce and the
 # MPI floor run where COLLS is unset or names all_reduce), NO_TORCH=1 leaves PyTorch's collectives
 # out of it. summary.txt gives each step's seconds; coll-json/ keeps the collectives' JSON.
 # BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs;
@@ -113,7 +114,7 @@
 # heat3d-*.json, the python group's python.log and python-calls.json, and nothing else:
 #   summary.txt      step, exit code, log and seconds of every step
 #   build.log        nvidia-smi, configure, build
-#   ctest.log        the whole test suite
+#   ctest.log        the whole test suite (with SKEIN_GTEST_SHARDS: also gtest-shard-<i>.log)
 #   skein-info.txt   skein-info; skein-info.json: skein-info --json
 #   memcheck.log     the CUDA tests under compute-sanitizer memcheck
 #   coll-json/       the collectives' JSON (skein-*, nccl-*, torch-*), for compare-collectives.py
@@ -152,7 +153,7 @@ rm -f "$OUTDIR"/scaling-*.json "$OUTDIR"/scaling-*.svg "$OUTDIR"/apps.log "$OUTD
 rm -f "$OUTDIR"/stencil.log "$OUTDIR"/heat-floor-*.json "$OUTDIR"/heat-halo-*.json "$OUTDIR"/cg-floor.json
 rm -f "$OUTDIR"/heat3d.log "$OUTDIR"/heat3d-*.json
 rm -f "$OUTDIR"/small.txt "$OUTDIR"/small-*.json
-rm -f "$OUTDIR"/halo.txt "$OUTDIR"/halo-*.json "$OUTDIR"/python-calls.json
+rm -f "$OUTDIR"/halo.txt "$OUTDIR"/halo-*.json "$OUTDIR"/python-calls.json "$OUTDIR"/gtest-shard-*.log
 rm -rf "$OUTDIR"/coll-json
 : >"$SUMMARY"
 failed=0
@@ -230,8 +231,28 @@ if want tests; then
   # assertion in pocl_release_dlhandle_cache when several devices run one kernel at once (seen in
   # 2-3 of 3 runs of DeviceArguments.Reduction*/opencl_0, never with POCL_MAX_PTHREAD_COUNT=1 or
   # basic devices; CI's PoCL 3.1 runs the pthread devices).
-  step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="basic basic basic basic" \
-    "$BUILD_DIR/tests/skein-tests" --gtest_filter="${SKEIN_GTEST_FILTER:-*}"
+  gtest_shards="${SKEIN_GTEST_SHARDS:-1}"
+  if ((gtest_shards > 1)); then
+    # Every shard's output in its own file, then all of them in the log; fails when any shard did.
+    gtest_sharded() {
+      local pids=() rc=0 i
+      for ((i = 0; i < gtest_shards; ++i)); do
+        env GTEST_TOTAL_SHARDS="$gtest_shards" GTEST_SHARD_INDEX="$i" \
+          POCL_DEVICES="basic basic basic basic" "$BUILD_DIR/tests/skein-tests" \
+          --gtest_filter="${SKEIN_GTEST_FILTER:-*}" >"$OUTDIR/gtest-shard-$i.log" 2>&1 &
+        pids+=($!)
+      done
+      for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || { rc=1; echo "=== gtest shard $i failed"; }
+        cat "$OUTDIR/gtest-shard-$i.log"
+      done
+      return "$rc"
+    }
+    step gtest "$OUTDIR/ctest.log" gtest_sharded
+  else
+    step gtest "$OUTDIR/ctest.log" env POCL_DEVICES="basic basic basic basic" \
+      "$BUILD_DIR/tests/skein-tests" --gtest_filter="${SKEIN_GTEST_FILTER:-*}"
+  fi
 
   step skein-info "$OUTDIR/skein-info.txt" "$BUILD_DIR/apps/skein-info/skein-info"
   # JSON alone in its file; messages on stderr stay on the terminal.
