@@ -68,6 +68,10 @@ template <class V>
 struct CgVectors {
   V x, r, p, w;
   std::optional<V> s, z, q;  // the pipelined form's only (s: the single-reduction form's too)
+  // p's second buffer, with the halo (the fused form with the scalars on the devices and the
+  // reduce overlap: p = r + beta p goes into the other buffer, so that the last half of x's
+  // update, which reads the old p, runs beside the next iteration's p . w combine).
+  std::optional<V> p_next;
 };
 
 namespace detail {

@@ -191,6 +191,7 @@ Outcome run_problem(const Options& o, const skein::Runtime& runtime, const Grid&
     v.q.emplace(make(false, dtype));
   }
   if (single) v.s.emplace(make(false, dtype));
+  if (settings.device_scalars && settings.reduce_overlap) v.p_next.emplace(make(true, dtype));
   const skein_cg::PoissonKernels a;
   std::optional<V> x_exact;
   if (o.rhs == "ones") {

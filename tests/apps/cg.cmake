@@ -112,6 +112,19 @@ skein_cg_test(NAME deterministic.forms NP 0 MODE deterministic ARGS --nx 33 --ny
 skein_cg_test(NAME scalars.rows NP 0 MODE same ARGS --nx 33 --ny 29 --dtype float64
   DEFS "-DCONFIGS=2x2/--scalars=device/--halo-overlap=off,2x2/--scalars=host,2x2/--scalars=device/--halo-overlap=off/--reduce-overlap=on"
   RELEASE_ONLY)
+# The reduce overlap updates x in two halves of each block's rows, the second half beside the
+# next iteration's p . w combine (from p's other buffer), or after the loop when the iterations end
+# at --max-iters: x bit-identical to the host's scalars on the same placement when the runs
+# converge and when they stop at the limit, with blocks of one row (an empty first half) and a
+# member without rows (3 rows over 4 devices), and blocks of 2 and 1 rows (5 rows).
+foreach(rows 3 5)
+  set(configs "2x2/--scalars=host,2x2/--scalars=device/--halo-overlap=off/--reduce-overlap=on")
+  skein_cg_test(NAME scalars.reduce_overlap_rows${rows} NP 0 MODE same ARGS --nx 7 --ny ${rows}
+    --dtype float64 DEFS "-DCONFIGS=${configs}" RELEASE_ONLY)
+  skein_cg_test(NAME scalars.reduce_overlap_rows${rows}_stopped NP 0 MODE same ARGS --nx 7
+    --ny ${rows} --dtype float64 --max-iters 6 DEFS "-DCONFIGS=${configs}" -DSTOPPED=6
+    RELEASE_ONLY)
+endforeach()
 skein_cg_test(NAME scalars.overlap_2x2 NP 2 MODE pass ARGS --nx 33 --ny 29 --dtype float64
   --scalars device --halo-overlap on --reduce-overlap on DEFS -DDEVICES=4 -DMAX_ERROR=1e-7
   "-DEXPECT=halo overlap on, reduce overlap on" ENV SKEIN_DEVICES_PER_RANK=2)

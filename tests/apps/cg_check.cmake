@@ -13,6 +13,10 @@
 #                      (bit-identical x)
 #   -DMODE=same        the same without --deterministic: for configurations whose fast-mode
 #                      arithmetic is the same (e.g. --scalars device against host on one placement)
+#   -DSTOPPED=N        with MODE=same: every run stops at --max-iters N without converging
+#                      (exit status 1, "did not converge ... after N iterations", converged
+#                      false in the summary) and the runs' x must agree: what x holds when the
+#                      iterations end at the limit rather than at convergence
 #   -DLIMIT=seconds    per run (default 120)
 cmake_minimum_required(VERSION 3.20)
 
@@ -115,6 +119,30 @@ function(check_summary file np devices)
   set(fingerprint ${fingerprint} PARENT_SCOPE)
 endfunction()
 
+# Checks a run that stopped at its iteration limit (rc and output from cg_run): exit status 1,
+# the message, the summary's converged false and `limit` iterations; sets iterations and
+# fingerprint in the caller.
+function(check_stopped file limit)
+  if(NOT rc EQUAL 1 OR NOT output MATCHES "did not converge.*after ${limit} iterations")
+    message(FATAL_ERROR "expected exit status 1 and 'did not converge ... after ${limit} "
+                        "iterations', got ${rc}")
+  endif()
+  if(NOT EXISTS ${file})
+    message(FATAL_ERROR "skein-cg wrote no JSON summary (${file})")
+  endif()
+  file(READ ${file} json)
+  json_get(converged "${json}" converged)
+  json_get(its "${json}" iterations)
+  json_get(fp "${json}" x_fnv1a64)
+  if(converged OR NOT its EQUAL limit OR "${fp}" STREQUAL "")
+    message(FATAL_ERROR "the summary says converged ${converged}, ${its} iterations, x '${fp}'; "
+                        "expected not converged after ${limit}, with x's fingerprint")
+  endif()
+  message("checked: stopped after ${its} iterations, x fingerprint ${fp}")
+  set(iterations ${its} PARENT_SCOPE)
+  set(fingerprint ${fp} PARENT_SCOPE)
+endfunction()
+
 if(MODE STREQUAL "pass")
   cg_run(${NP} "" ${DIR}/cg.json)
   if(NOT rc EQUAL 0)
@@ -160,10 +188,14 @@ elseif(MODE STREQUAL "deterministic" OR MODE STREQUAL "same")
     string(MAKE_C_IDENTIFIER "${config}" config_file)
     cg_run(${np} "${env}" ${DIR}/cg-${config_file}.json)
     set(ARGS "${saved_args}")
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "skein-cg (${config}) exited with ${rc}")
+    if(DEFINED STOPPED)
+      check_stopped(${DIR}/cg-${config_file}.json ${STOPPED})
+    else()
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "skein-cg (${config}) exited with ${rc}")
+      endif()
+      check_summary(${DIR}/cg-${config_file}.json ${np} ${devices})
     endif()
-    check_summary(${DIR}/cg-${config_file}.json ${np} ${devices})
     if(first STREQUAL "")
       set(first ${config})
       set(first_iterations ${iterations})
