@@ -160,9 +160,13 @@ std::filesystem::path fallback_file(const char* what, long pid) {
   return std::filesystem::temp_directory_path() / fmt::format("skein-fallback-{}-{}", pid, what);
 }
 
+// Without gtest's sharding variables: the child runs its test whatever shard this process is
+// (env execs the binary in its place, so the child's parent is still this process).
 std::string self_command(const std::string& test) {
-  return fmt::format("exec '{}' --gtest_also_run_disabled_tests --gtest_filter={} 2>&1",
-                     std::filesystem::read_symlink("/proc/self/exe").string(), test);
+  return fmt::format(
+      "exec env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u GTEST_SHARD_STATUS_FILE '{}' "
+      "--gtest_also_run_disabled_tests --gtest_filter={} 2>&1",
+      std::filesystem::read_symlink("/proc/self/exe").string(), test);
 }
 
 TEST(DefaultContextFallbackChild, DISABLED_FillDeviceZero) {

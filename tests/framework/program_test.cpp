@@ -515,8 +515,12 @@ std::string run_child(const std::string& label, const std::string& cache_dir,
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     const std::string entry(*e);
-    // The child's cache is this test's, on also where the run turned the process's cache off.
-    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0 || entry.rfind("SKEIN_DISABLE_CACHE=", 0) == 0)
+    // The child's cache is this test's, on also where the run turned the process's cache off;
+    // and the child runs its own test whatever shard of the suite this process is (gtest's
+    // sharding variables would leave it no test to run).
+    if (entry.rfind("SKEIN_CACHE_DIR=", 0) == 0 || entry.rfind("SKEIN_DISABLE_CACHE=", 0) == 0 ||
+        entry.rfind("GTEST_TOTAL_SHARDS=", 0) == 0 || entry.rfind("GTEST_SHARD_INDEX=", 0) == 0 ||
+        entry.rfind("GTEST_SHARD_STATUS_FILE=", 0) == 0)
       continue;
     env_strings.push_back(entry);
   }
