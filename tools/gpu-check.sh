@@ -104,7 +104,11 @@
 #              issue 35's bounds (halo.txt, halo-*.json; a FAIL fails the step compare-halo)
 # NO_CTEST=1 leaves out ctest in `tests` (its PoCL suites are CI's), SKEIN_GTEST_FILTER narrows the
 # gtest run, SKEIN_GTEST_SHARDS=N (default 1) runs it as N gtest shards at once (separate
-# processes sharing the GPUs; the whole suite outlasts one 600 s call of the device tool), COLLS (default: every collective) narrows `coll` (the non-blocking all_reduce and the
+# processes sharing the GPUs and the disk cache; the whole suite outlasts one 600 s call of the
+# device tool), then the tests that another process on the GPUs disturbs in one
+# process after them (SKEIN_GTEST_SERIAL, a gtest filter; default: the device-memory readings
+# *MemoryInfo* and DefaultContextFallback.*, and CtypePrelude.*, whose contexts on every OpenCL
+# platform at once met CL_OUT_OF_HOST_MEMORY beside 4 shards on 2 x H200), COLLS (default: every collective) narrows `coll` (the non-blocking all_reduce and the
 # MPI floor run where COLLS is unset or names all_reduce), NO_TORCH=1 leaves PyTorch's collectives
 # out of it. summary.txt gives each step's seconds; coll-json/ keeps the collectives' JSON.
 # BUILD_TARGETS (default: all) builds only those targets (space-separated), for short runs;
@@ -114,7 +118,8 @@
 # heat3d-*.json, the python group's python.log and python-calls.json, and nothing else:
 #   summary.txt      step, exit code, log and seconds of every step
 #   build.log        nvidia-smi, configure, build
-#   ctest.log        the whole test suite (with SKEIN_GTEST_SHARDS: also gtest-shard-<i>.log)
+#   ctest.log        the whole test suite (with SKEIN_GTEST_SHARDS: also gtest-shard-<i>.log and
+#                    gtest-serial.log)
 #   skein-info.txt   skein-info; skein-info.json: skein-info --json
 #   memcheck.log     the CUDA tests under compute-sanitizer memcheck
 #   coll-json/       the collectives' JSON (skein-*, nccl-*, torch-*), for compare-collectives.py
@@ -233,19 +238,36 @@ if want tests; then
   # basic devices; CI's PoCL 3.1 runs the pthread devices).
   gtest_shards="${SKEIN_GTEST_SHARDS:-1}"
   if ((gtest_shards > 1)); then
-    # Every shard's output in its own file, then all of them in the log; fails when any shard did.
+    # Every shard's output in its own file, then all of them in the log, then the serial tests'
+    # run (gtest-serial.log); fails when any shard or the serial run did.
+    gtest_serial="${SKEIN_GTEST_SERIAL-*MemoryInfo*:DefaultContextFallback.*:CtypePrelude.*}"
+    gtest_shard_filter="${SKEIN_GTEST_FILTER:-*}"
+    if [[ -n $gtest_serial ]]; then
+      if [[ $gtest_shard_filter == *-* ]]; then
+        gtest_shard_filter+=":$gtest_serial"
+      else
+        gtest_shard_filter+="-$gtest_serial"
+      fi
+    fi
     gtest_sharded() {
       local pids=() rc=0 i
       for ((i = 0; i < gtest_shards; ++i)); do
         env GTEST_TOTAL_SHARDS="$gtest_shards" GTEST_SHARD_INDEX="$i" \
-          POCL_DEVICES="basic basic basic basic" "$BUILD_DIR/tests/skein-tests" \
-          --gtest_filter="${SKEIN_GTEST_FILTER:-*}" >"$OUTDIR/gtest-shard-$i.log" 2>&1 &
+          POCL_DEVICES="basic basic basic basic" \
+          "$BUILD_DIR/tests/skein-tests" --gtest_filter="$gtest_shard_filter" \
+          >"$OUTDIR/gtest-shard-$i.log" 2>&1 &
         pids+=($!)
       done
       for i in "${!pids[@]}"; do
         wait "${pids[$i]}" || { rc=1; echo "=== gtest shard $i failed"; }
         cat "$OUTDIR/gtest-shard-$i.log"
       done
+      if [[ -n $gtest_serial ]]; then
+        env POCL_DEVICES="basic basic basic basic" "$BUILD_DIR/tests/skein-tests" \
+          --gtest_filter="$gtest_serial" >"$OUTDIR/gtest-serial.log" 2>&1 ||
+          { rc=1; echo "=== gtest serial run failed"; }
+        cat "$OUTDIR/gtest-serial.log"
+      fi
       return "$rc"
     }
     step gtest "$OUTDIR/ctest.log" gtest_sharded

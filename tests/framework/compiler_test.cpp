@@ -9,6 +9,10 @@
 // context working on afterwards; and bad targets refused.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <skein/program.hpp>
@@ -191,7 +195,16 @@ TEST_P(Compiler, JitOptionsBoundRegistersOnCudaAndAreRefusedOnOpenCL) {
     EXPECT_TRUE(called);
     return;
   }
-  const auto ptx = compile(ctx, 0, kManyRegisters, options, {BinaryFormat::ptx});
+  // A kernel named after this process and moment makes the module one the driver has not seen:
+  // the CUDA driver keeps JIT results across processes (its compute cache), and a module it has
+  // compiled before loads without a JIT, so without an info log (seen on a second run of the suite
+  // on one machine).
+  const std::string source =
+      std::string(kManyRegisters) +
+      fmt::format("\nKERNEL void unique_{}_{}(GLOBAL_MEM float* y) {{ y[0] = 0.0f; }}\n",
+                  static_cast<long>(getpid()),
+                  std::chrono::steady_clock::now().time_since_epoch().count());
+  const auto ptx = compile(ctx, 0, source, options, {BinaryFormat::ptx});
   const std::size_t free_registers =
       Program::from_binary(ctx, ptx, options).kernel("many").attributes(0).registers;
   ASSERT_GT(free_registers, 24u) << "the kernel needs too few registers to test the bound";
