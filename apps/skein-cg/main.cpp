@@ -565,9 +565,9 @@ int main(int argc, char** argv) {
       .one_of({"auto", "on", "off"});
   app.add_option(
          "--reduce-overlap", o.reduce_overlap,
-         "With scalars on the devices, the fused form: r . r combined over the devices "
-         "on a second queue while x is updated (on), or before (off); auto: on over NCCL with "
-         "several devices")
+         "With scalars on the devices, the fused form: r . r and p . w combined over the "
+         "devices on a second queue, each while half of x is updated (on; p in two buffers), "
+         "or before (off); auto: on over NCCL with several devices")
       .one_of({"auto", "on", "off"});
   app.add_option(
       "--grid", o.grid,
