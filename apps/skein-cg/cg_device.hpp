@@ -164,8 +164,8 @@ inline std::vector<skein::Array> member_arrays(const skein::Queue& queue,
   return out;
 }
 
-// The iterations of the reduce overlap (CgSettings::reduce_overlap; the class comment at the top
-// of this file): both combines on `reduce_queue`, each beside one half of x's update, and p in two
+// The iterations of the reduce overlap (CgSettings::reduce_overlap; the comment at the top of
+// this file): both combines on `reduce_queue`, each beside one half of x's update, and p in two
 // buffers (v.p and v.p_next, swapped every iteration).
 template <class V>
 class OverlappedIterations {
