@@ -46,6 +46,12 @@ Variants (the name encodes the parameters):
   pitch      march on a padded layout (not skein-heat's): the row pitch rounded up to 128 bytes and
              the allocation led so that every row's first interior point starts at a 128-byte
              boundary (what aligned rows would give)
+  march2     the march with any of three changes (stop 55, not yet run on a GPU): pf, the plane
+             after the one above loaded one iteration ahead (two planes' loads in flight per item);
+             sh, the x neighbours from the neighbouring lanes' registers by warp shuffles (the
+             lanes at a warp's ends and the row's last point load theirs; bx a multiple of 32);
+             zf, the groups launched z-chunk fastest (blockIdx.x is the chunk, so that the groups
+             marching one column's chunks run together and share their end planes in L2)
   point      no march: a work item per point, bx x by x bz groups in launch order x, y, z (a
              plane's groups before the next plane's, so the z neighbours come from L2). al: each
              row's items shifted so that a warp's loads start at a 128-byte boundary (items outside
@@ -119,6 +125,64 @@ extern "C" __global__ void LB stencil(ARGS)
         ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy), below, above));
         below = here;
         here = above;
+    }
+}
+"""
+
+MARCH2 = r"""
+/* MARCH with PF (the plane after `above` loaded one iteration ahead), SH (x neighbours by warp
+   shuffles) and ZF (blockIdx.x is the z-chunk); the same STEP, term for term. With SH every lane
+   of a warp takes part in the shuffles: items past the row's end load a clamped point and store
+   nothing (a warp lies in one row: BX is a multiple of 32, so y is the same across it). */
+extern "C" __global__ void LB stencil(ARGS)
+{
+#if ZF
+    const unsigned int bxi = blockIdx.y, byi = blockIdx.z, bzi = blockIdx.x;
+#else
+    const unsigned int bxi = blockIdx.x, byi = blockIdx.y, bzi = blockIdx.z;
+#endif
+    const unsigned int x = bxi * BX + threadIdx.x;
+    const unsigned int y = byi * BY + threadIdx.y;
+    const unsigned int zb = bzi * ZCHUNK;
+#if SH
+    if (y >= ny || zb >= nz) return;
+    const bool on = x < nx;
+    const unsigned int xc = on ? x : nx - 1;
+    const unsigned int lane = threadIdx.x & 31u;
+    const bool load_e = lane == 31u || x + 1 >= nx;
+#else
+    if (x >= nx || y >= ny || zb >= nz) return;
+    const unsigned int xc = x;
+#endif
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + xc + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T below = LD(in + i - sz), here = LD(in + i);
+#if PF
+    T above = LD(in + i + sz);
+#endif
+    UNROLL_PRAGMA
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+#if PF
+        const T next = z + 1 < zend ? LD(in + i + 2 * sz) : (T)0;
+#else
+        const T above = LD(in + i + sz);
+#endif
+#if SH
+        T w = __shfl_up_sync(0xffffffffu, here, 1);
+        T e = __shfl_down_sync(0xffffffffu, here, 1);
+        if (lane == 0u) w = LD(in + i - 1);
+        if (load_e) e = LD(in + i + 1);
+        if (on) ST(out + i, STEP(here, w, e, LD(in + i - sy), LD(in + i + sy), below, above));
+#else
+        ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy), below, above));
+#endif
+        below = here;
+        here = above;
+#if PF
+        above = next;
+#endif
     }
 }
 """
@@ -347,12 +411,12 @@ class Variant:
     """One kernel: its family's source, its macros, its work-group shape and grid."""
 
     def __init__(self, name, body, bx, by, bz=1, zchunk=1, unroll=0, p=1, ldg=0, stcs=0, i32=0,
-                 minb=0, align=0, above_smem=0, kind="march"):
+                 minb=0, align=0, above_smem=0, kind="march", pf=0, sh=0, zf=0):
         self.name, self.body, self.kind = name, body, kind
         self.bx, self.by, self.bz, self.zchunk, self.unroll, self.p = bx, by, bz, zchunk, unroll, p
         self.macros = dict(BX=bx, BY=by, BZ=bz, ZCHUNK=zchunk, P=p, USE_LDG=ldg, USE_STCS=stcs,
                            IDX32=i32, MINB=minb, ALIGN=align, ABOVE_SMEM=above_smem,
-                           PITCHED=int(kind == "pitch"))
+                           PITCHED=int(kind == "pitch"), PF=pf, SH=sh, ZF=zf)
 
     def source(self, dtype):
         t = "double" if dtype == np.float64 else "float"
@@ -369,6 +433,8 @@ class Variant:
         if self.kind == "point":
             al = 128 // np.dtype(dtype).itemsize if self.macros["ALIGN"] else 0
             return (cdiv(nx + al, self.bx), cdiv(ny, self.by), cdiv(nz, self.bz))
+        if self.macros["ZF"]:
+            return (cdiv(nz, self.zchunk), cdiv(nx, self.bx), cdiv(ny, self.by))
         if self.kind == "xvec2":
             return (cdiv(nx, 2 * self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
         if self.kind == "xstride":
@@ -442,6 +508,19 @@ def variants(n):
     for bx, by, z, u in ((32, 4, 16, 16), (32, 8, 16, 16), (64, 4, 16, 16), (32, 4, 32, 8)):
         v.append(Variant(f"xvec2_{bx}x{by}x{z}_u{u}", XVEC2, bx, by, zchunk=z, unroll=u,
                          kind="xvec2"))
+    for bx, by, z, u in ((64, 8, 4, 4), (64, 8, 8, 8), (64, 4, 16, 16), (128, 4, 8, 8),
+                         (32, 8, 8, 8)):
+        for pf, sh, zf in ((1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (1, 1, 1)):
+            tag = ("_pf" if pf else "") + ("_sh" if sh else "") + ("_zf" if zf else "")
+            v.append(Variant(f"march2_{bx}x{by}x{z}_u{u}{tag}", MARCH2, bx, by, zchunk=z,
+                             unroll=u, kind="march2", pf=pf, sh=sh, zf=zf))
+    # The unrolled shuffles took 95-254 registers (nvcc 13.0, sm_90): bounded to 4 groups of 512
+    # items per multiprocessor (32 registers) as the plain march has.
+    for bx, by, z, u, pf in ((64, 8, 4, 4, 0), (64, 8, 4, 4, 1), (64, 8, 8, 8, 0), (64, 8, 8, 8, 1),
+                             (64, 4, 16, 16, 0), (128, 4, 8, 8, 1)):
+        tag = "_pf_sh" if pf else "_sh"
+        v.append(Variant(f"march2_{bx}x{by}x{z}_u{u}{tag}_lb4", MARCH2, bx, by, zchunk=z,
+                         unroll=u, kind="march2", pf=pf, sh=1, minb=4))
     for bx, by, bz, al in ((64, 4, 1, 0), (64, 4, 4, 0), (32, 8, 4, 0), (128, 2, 2, 0),
                            (256, 1, 1, 0), (64, 4, 1, 1), (64, 4, 4, 1), (128, 2, 2, 1)):
         v.append(Variant(f"point_{bx}x{by}x{bz}" + ("_al" if al else ""), POINT, bx, by, bz=bz,
