@@ -52,6 +52,10 @@ Variants (the name encodes the parameters):
              lanes at a warp's ends and the row's last point load theirs; bx a multiple of 32);
              zf, the groups launched z-chunk fastest (blockIdx.x is the chunk, so that the groups
              marching one column's chunks run together and share their end planes in L2)
+  persist    the march by resident groups: as many groups as fit at once (multiprocessors x the
+             groups per multiprocessor the name gives, gN), each taking tiles (x fastest, then y,
+             then the z-chunk: the order of the plain launch) in turn until none is left, so that
+             no group is launched or retired per tile (pf as in march2, not listed: it spilled)
   point      no march: a work item per point, bx x by x bz groups in launch order x, y, z (a
              plane's groups before the next plane's, so the z neighbours come from L2). al: each
              row's items shifted so that a warp's loads start at a 128-byte boundary (items outside
@@ -183,6 +187,45 @@ extern "C" __global__ void LB stencil(ARGS)
 #if PF
         above = next;
 #endif
+    }
+}
+"""
+
+PERSIST = r"""
+/* MARCH over tiles by resident groups: group g takes tiles g, g + gridDim.x, ... (x fastest, then
+   y, then the z-chunk), each marched as MARCH does (PF: the plane after `above` an iteration
+   ahead); the same STEP, term for term. */
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int tiles_x = (nx + BX - 1) / BX, tiles_y = (ny + BY - 1) / BY;
+    const unsigned int tiles = tiles_x * tiles_y * ((nz + ZCHUNK - 1) / ZCHUNK);
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    for (unsigned int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const unsigned int x = (t % tiles_x) * BX + threadIdx.x;
+        const unsigned int y = (t / tiles_x % tiles_y) * BY + threadIdx.y;
+        const unsigned int zb = t / (tiles_x * tiles_y) * ZCHUNK;
+        if (x >= nx || y >= ny) continue;
+        I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
+        const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+        T below = LD(in + i - sz), here = LD(in + i);
+#if PF
+        T above = LD(in + i + sz);
+#endif
+        UNROLL_PRAGMA
+        for (unsigned int z = zb; z < zend; ++z, i += sz) {
+#if PF
+            const T next = z + 1 < zend ? LD(in + i + 2 * sz) : (T)0;
+#else
+            const T above = LD(in + i + sz);
+#endif
+            ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy), below, above));
+            below = here;
+            here = above;
+#if PF
+            above = next;
+#endif
+        }
     }
 }
 """
@@ -410,9 +453,12 @@ extern "C" __global__ void LB stencil(ARGS)
 class Variant:
     """One kernel: its family's source, its macros, its work-group shape and grid."""
 
+    multiprocessors = 132  # the device's, set by main() (persist's grid)
+
     def __init__(self, name, body, bx, by, bz=1, zchunk=1, unroll=0, p=1, ldg=0, stcs=0, i32=0,
-                 minb=0, align=0, above_smem=0, kind="march", pf=0, sh=0, zf=0):
+                 minb=0, align=0, above_smem=0, kind="march", pf=0, sh=0, zf=0, gpm=0):
         self.name, self.body, self.kind = name, body, kind
+        self.gpm = gpm  # persist: groups per multiprocessor
         self.bx, self.by, self.bz, self.zchunk, self.unroll, self.p = bx, by, bz, zchunk, unroll, p
         self.macros = dict(BX=bx, BY=by, BZ=bz, ZCHUNK=zchunk, P=p, USE_LDG=ldg, USE_STCS=stcs,
                            IDX32=i32, MINB=minb, ALIGN=align, ABOVE_SMEM=above_smem,
@@ -433,6 +479,8 @@ class Variant:
         if self.kind == "point":
             al = 128 // np.dtype(dtype).itemsize if self.macros["ALIGN"] else 0
             return (cdiv(nx + al, self.bx), cdiv(ny, self.by), cdiv(nz, self.bz))
+        if self.kind == "persist":
+            return (Variant.multiprocessors * self.gpm, 1, 1)
         if self.macros["ZF"]:
             return (cdiv(nz, self.zchunk), cdiv(nx, self.bx), cdiv(ny, self.by))
         if self.kind == "xvec2":
@@ -521,6 +569,14 @@ def variants(n):
         tag = "_pf_sh" if pf else "_sh"
         v.append(Variant(f"march2_{bx}x{by}x{z}_u{u}{tag}_lb4", MARCH2, bx, by, zchunk=z,
                          unroll=u, kind="march2", pf=pf, sh=1, minb=4))
+    # Resident groups over the tiles: gpm groups per multiprocessor (as many as fit at the
+    # plain march's 32 registers: 2048 items per multiprocessor), bounded to that by
+    # __launch_bounds__ (with pf the bound made nvcc 13.0 spill 84-128 bytes: not listed).
+    for bx, by, z, u, pf in ((64, 8, 4, 4, 0), (64, 8, 8, 8, 0), (64, 4, 16, 16, 0),
+                             (128, 4, 8, 8, 0)):
+        gpm = 2048 // (bx * by)
+        v.append(Variant(f"persist_{bx}x{by}x{z}_u{u}_g{gpm}" + ("_pf" if pf else ""), PERSIST,
+                         bx, by, zchunk=z, unroll=u, kind="persist", pf=pf, gpm=gpm, minb=gpm))
     for bx, by, bz, al in ((64, 4, 1, 0), (64, 4, 4, 0), (32, 8, 4, 0), (128, 2, 2, 0),
                            (256, 1, 1, 0), (64, 4, 1, 1), (64, 4, 4, 1), (128, 2, 2, 1)):
         v.append(Variant(f"point_{bx}x{by}x{bz}" + ("_al" if al else ""), POINT, bx, by, bz=bz,
@@ -566,6 +622,7 @@ def main():
     t_start = time.time()
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    Variant.multiprocessors = int(props["multiProcessorCount"])
     print(f"# {props['name'].decode()}  n={args.n}^3 {args.dtype}  steps={args.steps} "
           f"rounds={args.rounds}  cupy {cp.__version__}  variants={len(vs)}", flush=True)
 
