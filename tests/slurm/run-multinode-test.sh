@@ -725,8 +725,11 @@ if [[ -n "$SKEIN_HEAT" ]]; then
     check heat-dead "the ranks on the surviving node exited within SKEIN_COLLECTIVE_TIMEOUT + 60 s" \
       "$(yes_no test "$alive" -eq 0)" "$took s"
     check heat-dead "the job ended non-zero" "$(yes_no test -n "${EXIT_OF[heat-dead]:-}" -a "${EXIT_OF[heat-dead]:-0:0}" != 0:0)" "${STATE_OF[heat-dead]} ${EXIT_OF[heat-dead]:-}"
+    # The roll call's list of ranks that did not answer may also hold a surviving rank that was
+    # still inside a call of its own when the roll call closed (seen once in CI: "ranks 0, 2, 3 did
+    # not", rank 0 on the surviving node): what is owed is that 2 and 3 are among them.
     check heat-dead "Skein's error names the lost ranks 2 and 3" \
-      "$(yes_no grep -qE 'rank(s)? 2, 3|rank 2\b.*rank 3\b|ranks? [23]\b' "$WORK/jobs/heat-dead.out")"
+      "$(yes_no grep -qE 'ranks? ([0-9]+, )*2, 3\b|rank 2\b.*rank 3\b|ranks? [23]\b' "$WORK/jobs/heat-dead.out")"
     newest="$(ls "$D/checkpoints/" | sed -n 's/^checkpoint-0*\([0-9]*\)\.done$/\1/p' | sort -n | tail -n 1)"
     submit heat-survivor -- -N 1 -w "${NODE_NAMES[0]}" --ntasks-per-node=2 "$SCRIPTS/multi-node.sbatch" \
       skein-heat --nx 64 --ny 64 --steps $((newest + 50)) --checkpoint-every 4000 --keep 2 --restart --out "$D"
