@@ -185,6 +185,11 @@ class MpiBackend final : public CollectiveBackendAdapter {
     execute(calls, deadline);
   }
 
+  std::string roll_call_after_timeout() override {
+    if (ranks_ <= 1) return {};
+    return absent_ranks(comm_, tag_ub_, executions_, timeout_s_, "the MPI collectives backend");
+  }
+
   void abort() noexcept override {
     if (aborted_) return;
     aborted_ = true;

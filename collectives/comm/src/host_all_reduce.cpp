@@ -31,6 +31,22 @@ void require_outside_group(Communicator& comm, const char* call) {
   }
 }
 
+#if SKEIN_HAS_MPI
+namespace {
+
+// `e` with the backend's roll call after it (which ranks are still there: the MPI backend's own
+// timeouts take the same roll call, so a rank that timed out in another call answers it too).
+TimeoutError with_roll_call(Communicator::Impl& impl, const TimeoutError& e) {
+  const std::string ranks = impl.backend ? impl.backend->roll_call_after_timeout() : std::string();
+  if (ranks.empty()) return e;
+  ErrorInfo info = e.info();
+  info.what = fmt::format("{}; {}", info.what, ranks);
+  return TimeoutError(info);
+}
+
+}  // namespace
+#endif
+
 void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_t count,
                      Dtype dtype, ReduceOp op, const char* call) {
   Communicator::Impl& impl = CommunicatorAccess::impl(comm);
@@ -65,10 +81,14 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
         // values (one MPI call for both), or it is completed before they move.
         auto x = std::make_shared<Communicator::Impl::Exchange>();
         x->mine = f;
-        if (impl.persistent) {
-          if (impl.finish_carrying(x, deadline, values.data(), bytes, dtype, op)) return;
-        } else {
-          impl.finish(x, deadline);
+        try {
+          if (impl.persistent) {
+            if (impl.finish_carrying(x, deadline, values.data(), bytes, dtype, op)) return;
+          } else {
+            impl.finish(x, deadline);
+          }
+        } catch (const TimeoutError& e) {
+          throw with_roll_call(impl, e);
         }
       } else {
         // Compared alongside, in order with the calls before it, as an asynchronous backend's
@@ -105,8 +125,13 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
                       impl.progress_shared();
                       if (auto verdict = watchdog_verdict()) fail(*verdict);
                     });
-    } catch (...) {
+    } catch (const TimeoutError& e) {
       // MPI still owns the gather and its buffers.
+      abandon(request, label.str() + "'s MPI_Iallgather");
+      keep_until_exit(std::move(mine));
+      keep_until_exit(std::move(all));
+      throw with_roll_call(impl, e);
+    } catch (...) {
       abandon(request, label.str() + "'s MPI_Iallgather");
       keep_until_exit(std::move(mine));
       keep_until_exit(std::move(all));

@@ -134,6 +134,12 @@ class CollectiveBackendAdapter {
   virtual void abort() noexcept = 0;
   // For the watchdog: a backend error that arrived asynchronously ("" when none).
   virtual std::string async_error() = 0;
+  // After a timeout outside the backend's own calls (the front-end's exchange of host values): a
+  // roll call on the channel the backend's own timeouts use, said in words ("ranks 0, 1 answered
+  // a roll call after the timeout; ranks 2, 3 did not ..."), so that ranks that timed out in
+  // different calls (one in a halo exchange, one in a reduction of host values) answer each
+  // other. "" where the backend has no such roll call (NCCL: its watchdog names what it can).
+  virtual std::string roll_call_after_timeout() { return {}; }
 };
 
 // For the tests: `comm`'s front-end compares its calls across ranks as it does for an
