@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <skein/communicator.hpp>
 #include <skein/ctypes.hpp>
+#include <skein/dist_reductions.hpp>
 #include <skein/error.hpp>
 
 namespace skein::heat {
@@ -642,22 +643,12 @@ std::size_t Stencil::bytes_per_step(const DistArray& field, std::size_t l) const
 // --- Reductions and checks -------------------------------------------------------------------
 
 double max_difference(const DistArray& a, const DistArray& b) {
-  // Every device reduces its block first (all enqueued before any is read), then the host takes
-  // the largest and the ranks agree on it. max is exact, so the order does not matter.
-  std::vector<Array> partial;
-  for (std::size_t l = 0; l < a.local_size(); ++l) {
-    if (a.block(l).rows.empty()) continue;
-    partial.push_back(difference_kernel()(a.queue(), {a.local(l), b.local(l)}));
-  }
-  double local = 0;
-  for (const Array& p : partial) {
-    const double v =
-        p.dtype() == Dtype::float32 ? reduction_value<float>(p) : reduction_value<double>(p);
-    local = std::max(local, v);
-  }
-  double global = 0;
-  MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_MAX, a.communicator().mpi_comm());
-  return global;
+  // Every device reduces its block, then the ranks agree on the largest through Skein's batch
+  // reduction, timed as every collective is (SKEIN_COLLECTIVE_TIMEOUT): a rank that died leaves
+  // the others a TimeoutError naming it, not an MPI_Allreduce that never returns (the report of a
+  // residual every step hung the surviving node's ranks until Slurm ended the job, in
+  // tests/slurm/run-multinode-test.sh's dead-node case). max is exact: the order does not matter.
+  return skein::dist::reduce_values({{difference_kernel(), {a, b}}}, skein::ReduceOp::max).at(0);
 }
 
 namespace {

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <skein/ctypes.hpp>
+#include <skein/dist_reductions.hpp>
 #include <skein/error.hpp>
 
 namespace skein::heat {
@@ -803,23 +804,16 @@ CheckResult grid_check_as(const GridArray& u, const GridProblem& p, std::int64_t
   return r;
 }
 
-template <class T>
-double grid_max_difference_as(const GridArray& a, const GridArray& b) {
-  double d = 0;
-  std::vector<T> ha, hb;
-  for (std::size_t l = 0; l < a.local_size(); ++l) {
-    if (a.block(l).block.empty()) continue;
-    ha.resize(a.block(l).block.points());
-    hb.resize(ha.size());
-    a.local(l).get(std::span<T>(ha));
-    b.local(l).get(std::span<T>(hb));
-    for (std::size_t i = 0; i < ha.size(); ++i) {
-      const double e = std::abs(static_cast<double>(ha[i]) - static_cast<double>(hb[i]));
-      d = std::isnan(e) ? INFINITY : std::max(d, e);
-    }
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &d, 1, MPI_DOUBLE, MPI_MAX, a.communicator().mpi_comm());
-  return d;
+// max |u - v| over a block's points, each difference in double (exact for float32), on its device;
+// a NaN or an infinite difference counts as `inf` (a scalar: the kernels' languages spell infinity
+// differently), as the host's form this replaced did.
+const ReductionKernel& grid_difference_kernel() {
+  static const ReductionKernel kernel("T u, T v, float64 inf", "float64 r",
+                                      "(double)u > (double)v ? (double)u - (double)v"
+                                      " : ((double)v > (double)u ? (double)v - (double)u"
+                                      " : ((double)u - (double)v == 0.0 ? 0.0 : inf))",
+                                      "a > b ? a : b", "0", {.name = "heat_grid_max_difference"});
+  return kernel;
 }
 
 }  // namespace
@@ -838,8 +832,12 @@ CheckResult check(const GridArray& u, const GridProblem& p, std::int64_t steps) 
 }
 
 double max_difference(const GridArray& a, const GridArray& b) {
-  return a.dtype() == Dtype::float32 ? grid_max_difference_as<float>(a, b)
-                                     : grid_max_difference_as<double>(a, b);
+  // The ranks agree on it through Skein's batch reduction, timed as every collective is
+  // (SKEIN_COLLECTIVE_TIMEOUT): a rank that died leaves the others a TimeoutError, not an
+  // MPI_Allreduce that never returns.
+  return skein::dist::reduce_values({{grid_difference_kernel(), {a, b, INFINITY}}},
+                                    skein::ReduceOp::max)
+      .at(0);
 }
 
 }  // namespace skein::heat
