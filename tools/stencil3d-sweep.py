@@ -55,7 +55,7 @@ Variants (the name encodes the parameters):
   persist    the march by resident groups: as many groups as fit at once (multiprocessors x the
              groups per multiprocessor the name gives, gN), each taking tiles (x fastest, then y,
              then the z-chunk: the order of the plain launch) in turn until none is left, so that
-             no group is launched or retired per tile (pf as in march2, not listed: it spilled)
+             no group is launched or retired per tile
   point      no march: a work item per point, bx x by x bz groups in launch order x, y, z (a
              plane's groups before the next plane's, so the z neighbours come from L2). al: each
              row's items shifted so that a warp's loads start at a 128-byte boundary (items outside
@@ -111,15 +111,9 @@ typedef unsigned long long I;
              unsigned int nx, T c0, T rz, T ry, T rx
 """
 
-MARCH = r"""
-extern "C" __global__ void LB stencil(ARGS)
-{
-    const unsigned int x = blockIdx.x * BX + threadIdx.x;
-    const unsigned int y = blockIdx.y * BY + threadIdx.y;
-    const unsigned int zb = blockIdx.z * ZCHUNK;
-    if (x >= nx || y >= ny || zb >= nz) return;
-    const I sy = ROW(nx);
-    const I sz = ((I)ny + 2) * sy;
+# One work item's march over the planes [zb, zend) of its (x, y) (MARCH's, and PERSIST's per tile):
+# needs x, y, zb, sy and sz.
+MARCH_COLUMN = r"""
     I i = LEAD + ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
     const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
     T below = LD(in + i - sz), here = LD(in + i);
@@ -130,8 +124,18 @@ extern "C" __global__ void LB stencil(ARGS)
         below = here;
         here = above;
     }
-}
 """
+
+MARCH = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int x = blockIdx.x * BX + threadIdx.x;
+    const unsigned int y = blockIdx.y * BY + threadIdx.y;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    if (x >= nx || y >= ny || zb >= nz) return;
+    const I sy = ROW(nx);
+    const I sz = ((I)ny + 2) * sy;
+""" + MARCH_COLUMN + "}\n"
 
 MARCH2 = r"""
 /* MARCH with PF (the plane after `above` loaded one iteration ahead), SH (x neighbours by warp
@@ -193,42 +197,19 @@ extern "C" __global__ void LB stencil(ARGS)
 
 PERSIST = r"""
 /* MARCH over tiles by resident groups: group g takes tiles g, g + gridDim.x, ... (x fastest, then
-   y, then the z-chunk), each marched as MARCH does (PF: the plane after `above` an iteration
-   ahead); the same STEP, term for term. */
+   y, then the z-chunk), each marched as MARCH does; the same STEP, term for term. */
 extern "C" __global__ void LB stencil(ARGS)
 {
     const unsigned int tiles_x = (nx + BX - 1) / BX, tiles_y = (ny + BY - 1) / BY;
     const unsigned int tiles = tiles_x * tiles_y * ((nz + ZCHUNK - 1) / ZCHUNK);
-    const I sy = (I)nx + 2;
+    const I sy = ROW(nx);
     const I sz = ((I)ny + 2) * sy;
     for (unsigned int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const unsigned int x = (t % tiles_x) * BX + threadIdx.x;
         const unsigned int y = (t / tiles_x % tiles_y) * BY + threadIdx.y;
         const unsigned int zb = t / (tiles_x * tiles_y) * ZCHUNK;
         if (x >= nx || y >= ny) continue;
-        I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
-        const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
-        T below = LD(in + i - sz), here = LD(in + i);
-#if PF
-        T above = LD(in + i + sz);
-#endif
-        UNROLL_PRAGMA
-        for (unsigned int z = zb; z < zend; ++z, i += sz) {
-#if PF
-            const T next = z + 1 < zend ? LD(in + i + 2 * sz) : (T)0;
-#else
-            const T above = LD(in + i + sz);
-#endif
-            ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), LD(in + i - sy), LD(in + i + sy), below, above));
-            below = here;
-            here = above;
-#if PF
-            above = next;
-#endif
-        }
-    }
-}
-"""
+""" + MARCH_COLUMN + "    }\n}\n"
 
 XSTRIDE = r"""
 extern "C" __global__ void LB stencil(ARGS)
@@ -571,12 +552,11 @@ def variants(n):
                          unroll=u, kind="march2", pf=pf, sh=1, minb=4))
     # Resident groups over the tiles: gpm groups per multiprocessor (as many as fit at the
     # plain march's 32 registers: 2048 items per multiprocessor), bounded to that by
-    # __launch_bounds__ (with pf the bound made nvcc 13.0 spill 84-128 bytes: not listed).
-    for bx, by, z, u, pf in ((64, 8, 4, 4, 0), (64, 8, 8, 8, 0), (64, 4, 16, 16, 0),
-                             (128, 4, 8, 8, 0)):
+    # __launch_bounds__ (with march2's pf the bound made nvcc 13.0 spill 84-128 bytes: left out).
+    for bx, by, z, u in ((64, 8, 4, 4), (64, 8, 8, 8), (64, 4, 16, 16), (128, 4, 8, 8)):
         gpm = 2048 // (bx * by)
-        v.append(Variant(f"persist_{bx}x{by}x{z}_u{u}_g{gpm}" + ("_pf" if pf else ""), PERSIST,
-                         bx, by, zchunk=z, unroll=u, kind="persist", pf=pf, gpm=gpm, minb=gpm))
+        v.append(Variant(f"persist_{bx}x{by}x{z}_u{u}_g{gpm}", PERSIST, bx, by, zchunk=z,
+                         unroll=u, kind="persist", gpm=gpm, minb=gpm))
     for bx, by, bz, al in ((64, 4, 1, 0), (64, 4, 4, 0), (32, 8, 4, 0), (128, 2, 2, 0),
                            (256, 1, 1, 0), (64, 4, 1, 1), (64, 4, 4, 1), (128, 2, 2, 1)):
         v.append(Variant(f"point_{bx}x{by}x{bz}" + ("_al" if al else ""), POINT, bx, by, bz=bz,
