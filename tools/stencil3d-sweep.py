@@ -46,7 +46,7 @@ Variants (the name encodes the parameters):
   pitch      march on a padded layout (not skein-heat's): the row pitch rounded up to 128 bytes and
              the allocation led so that every row's first interior point starts at a 128-byte
              boundary (what aligned rows would give)
-  march2     the march with any of three changes (stop 55, not yet run on a GPU): pf, the plane
+  march2     the march with any of three changes (stop 55; run in stop 56, none faster): pf, the plane
              after the one above loaded one iteration ahead (two planes' loads in flight per item);
              sh, the x neighbours from the neighbouring lanes' registers by warp shuffles (the
              lanes at a warp's ends and the row's last point load theirs; bx a multiple of 32);
@@ -56,6 +56,11 @@ Variants (the name encodes the parameters):
              groups per multiprocessor the name gives, gN), each taking tiles (x fastest, then y,
              then the z-chunk: the order of the plain launch) in turn until none is left, so that
              no group is launched or retired per tile
+  smema      2.5-D blocking by asynchronous copies (cp.async, sm_80 and later): a group of bx x by
+             items owns a bx x (by*P) tile (P rows per item along y); the planes of its z-chunk,
+             each with its x/y halo (corners left out), are copied into a ring of S shared-memory
+             stages S - 3 planes ahead of the one computed (one barrier per plane), so every value
+             is requested from L2 once per group; all seven values of a point from shared memory
   point      no march: a work item per point, bx x by x bz groups in launch order x, y, z (a
              plane's groups before the next plane's, so the z neighbours come from L2). al: each
              row's items shifted so that a warp's loads start at a 128-byte boundary (items outside
@@ -210,6 +215,136 @@ extern "C" __global__ void LB stencil(ARGS)
         const unsigned int zb = t / (tiles_x * tiles_y) * ZCHUNK;
         if (x >= nx || y >= ny) continue;
 """ + MARCH_COLUMN + "    }\n}\n"
+
+SMEMA = r"""
+/* 2.5-D blocking by cp.async: see the module's docstring. Stage k % STAGES holds the halo-
+   coordinate plane zb + k of the tile's (BX + 2) x (BY * P + 2) window; the same STEP, term for
+   term, on the same values. */
+__device__ __forceinline__ void cp_async(T* s, const T* g)
+{
+    const unsigned int a = (unsigned int)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(a), "l"(g), "n"(sizeof(T)));
+}
+#define TY (BY * P)
+#define SW (BX + 2)
+#define SROWS (TY + 2)
+#define PLANE (SW * SROWS)
+extern "C" __global__ void LB stencil(ARGS)
+{
+    extern __shared__ unsigned char smraw[];
+    T* const sm = reinterpret_cast<T*>(smraw);
+    const unsigned int x0 = blockIdx.x * BX, y0 = blockIdx.y * TY, zb = blockIdx.z * ZCHUNK;
+    if (zb >= nz) return;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    const unsigned int nplanes = zend - zb + 2;
+    const unsigned int tid = threadIdx.y * BX + threadIdx.x;
+    const unsigned int cols = nx + 2 - x0 < SW ? nx + 2 - x0 : SW;
+    const unsigned int rows = ny + 2 - y0 < SROWS ? ny + 2 - y0 : SROWS;
+    const T* const base = in + (I)y0 * sy + x0;
+#define LOAD(k)                                                                            \
+    do {                                                                                   \
+        if ((k) < nplanes) {                                                               \
+            T* const s_ = sm + ((k) % STAGES) * PLANE;                                     \
+            const T* const g_ = base + (I)(zb + (k)) * sz;                                 \
+            for (unsigned int j = tid; j < PLANE; j += BX * BY) {                          \
+                const unsigned int r = j / SW, c = j - r * SW;                             \
+                const bool corner = (r == 0 || r == SROWS - 1) && (c == 0 || c == SW - 1); \
+                if (r < rows && c < cols && !corner) cp_async(s_ + j, g_ + r * sy + c);    \
+            }                                                                              \
+        }                                                                                  \
+        asm volatile("cp.async.commit_group;\n" ::);                                      \
+    } while (0)
+    for (unsigned int k = 0; k < STAGES - 1; ++k) LOAD(k);
+    const unsigned int x = x0 + threadIdx.x;
+    UNROLL_PRAGMA
+    for (unsigned int k = 0; k + 2 < nplanes; ++k) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 4));
+        __syncthreads();
+        LOAD(k + STAGES - 1);
+        const T* const s0 = sm + (k % STAGES) * PLANE;
+        const T* const s1 = sm + ((k + 1) % STAGES) * PLANE;
+        const T* const s2 = sm + ((k + 2) % STAGES) * PLANE;
+        if (x < nx) {
+#pragma unroll
+            for (unsigned int p = 0; p < P; ++p) {
+                const unsigned int ty = threadIdx.y + p * BY;
+                if (y0 + ty < ny) {
+                    const unsigned int j = (ty + 1) * SW + threadIdx.x + 1;
+                    ST(out + (I)(zb + k + 1) * sz + (I)(y0 + ty + 1) * sy + x + 1,
+                       STEP(s1[j], s1[j - 1], s1[j + 1], s1[j - SW], s1[j + SW], s0[j], s2[j]));
+                }
+            }
+        }
+    }
+#undef LOAD
+}
+"""
+
+# Diagnostics (kind "diag", no bit checks; not steps): the march's access pattern without the x/y
+# neighbours (each interior point copied from the array: `here` stored, the plane above loaded as
+# the march loads it), and a flat copy of the whole (n+2)^3 array by a grid-stride loop.
+MCOPY = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int x = blockIdx.x * BX + threadIdx.x;
+    const unsigned int y = blockIdx.y * BY + threadIdx.y;
+    const unsigned int zb = blockIdx.z * ZCHUNK;
+    if (x >= nx || y >= ny || zb >= nz) return;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
+    const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
+    T here = LD(in + i);
+    UNROLL_PRAGMA
+    for (unsigned int z = zb; z < zend; ++z, i += sz) {
+        const T above = LD(in + i + sz);
+        ST(out + i, here);
+        here = above;
+    }
+}
+"""
+
+FLAT = r"""
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const I total = ((I)nz + 2) * ((I)ny + 2) * ((I)nx + 2);
+    for (I i = (I)blockIdx.x * (BX * BY) + threadIdx.y * BX + threadIdx.x; i < total;
+         i += (I)gridDim.x * (BX * BY))
+        ST(out + i, LD(in + i));
+}
+"""
+
+YMARCH = r"""
+/* The march along y instead of z: a work item per (x, z) marching over ZCHUNK rows (ZCHUNK is the
+   y-chunk here, BY the planes of a group), the rows below and at the point in registers, x and z
+   neighbours and the row above from global memory, so a group streams through contiguous memory
+   (row y + 1 follows row y); ZF: the groups' planes vary faster than their y-chunks. The same STEP,
+   term for term (the y neighbours are the march's registers). */
+extern "C" __global__ void LB stencil(ARGS)
+{
+    const unsigned int x = blockIdx.x * BX + threadIdx.x;
+#if ZF
+    const unsigned int z = blockIdx.y * BY + threadIdx.y, yb = blockIdx.z * ZCHUNK;
+#else
+    const unsigned int yb = blockIdx.y * ZCHUNK, z = blockIdx.z * BY + threadIdx.y;
+#endif
+    if (x >= nx || z >= nz || yb >= ny) return;
+    const I sy = (I)nx + 2;
+    const I sz = ((I)ny + 2) * sy;
+    I i = ((I)z + 1) * sz + ((I)yb + 1) * sy + x + 1;
+    const unsigned int yend = ny - yb < ZCHUNK ? ny : yb + ZCHUNK;
+    T below = LD(in + i - sy), here = LD(in + i);
+    UNROLL_PRAGMA
+    for (unsigned int y = yb; y < yend; ++y, i += sy) {
+        const T above = LD(in + i + sy);
+        ST(out + i, STEP(here, LD(in + i - 1), LD(in + i + 1), below, above, LD(in + i - sz), LD(in + i + sz)));
+        below = here;
+        here = above;
+    }
+}
+"""
 
 XSTRIDE = r"""
 extern "C" __global__ void LB stencil(ARGS)
@@ -437,13 +572,20 @@ class Variant:
     multiprocessors = 132  # the device's, set by main() (persist's grid)
 
     def __init__(self, name, body, bx, by, bz=1, zchunk=1, unroll=0, p=1, ldg=0, stcs=0, i32=0,
-                 minb=0, align=0, above_smem=0, kind="march", pf=0, sh=0, zf=0, gpm=0):
+                 minb=0, align=0, above_smem=0, kind="march", pf=0, sh=0, zf=0, gpm=0,
+                 stages=0):
         self.name, self.body, self.kind = name, body, kind
         self.gpm = gpm  # persist: groups per multiprocessor
         self.bx, self.by, self.bz, self.zchunk, self.unroll, self.p = bx, by, bz, zchunk, unroll, p
         self.macros = dict(BX=bx, BY=by, BZ=bz, ZCHUNK=zchunk, P=p, USE_LDG=ldg, USE_STCS=stcs,
                            IDX32=i32, MINB=minb, ALIGN=align, ABOVE_SMEM=above_smem,
-                           PITCHED=int(kind == "pitch"), PF=pf, SH=sh, ZF=zf)
+                           PITCHED=int(kind == "pitch"), PF=pf, SH=sh, ZF=zf, STAGES=stages)
+
+    def shared_bytes(self, dtype):
+        """Dynamic shared memory of a launch (smema's ring of stages; 0 for the others)."""
+        if self.kind != "smema":
+            return 0
+        return self.macros["STAGES"] * (self.bx + 2) * (self.by * self.p + 2) * np.dtype(dtype).itemsize
 
     def source(self, dtype):
         t = "double" if dtype == np.float64 else "float"
@@ -462,13 +604,19 @@ class Variant:
             return (cdiv(nx + al, self.bx), cdiv(ny, self.by), cdiv(nz, self.bz))
         if self.kind == "persist":
             return (Variant.multiprocessors * self.gpm, 1, 1)
+        if self.kind == "flat":
+            return (Variant.multiprocessors * self.gpm, 1, 1)
+        if self.kind == "ymarch":
+            if self.macros["ZF"]:
+                return (cdiv(nx, self.bx), cdiv(nz, self.by), cdiv(ny, self.zchunk))
+            return (cdiv(nx, self.bx), cdiv(ny, self.zchunk), cdiv(nz, self.by))
         if self.macros["ZF"]:
             return (cdiv(nz, self.zchunk), cdiv(nx, self.bx), cdiv(ny, self.by))
         if self.kind == "xvec2":
             return (cdiv(nx, 2 * self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
         if self.kind == "xstride":
             return (cdiv(nx, self.p * self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
-        if self.kind == "ycol":
+        if self.kind in ("ycol", "smema"):
             return (cdiv(nx, self.bx), cdiv(ny, self.p * self.by), cdiv(nz, self.zchunk))
         return (cdiv(nx, self.bx), cdiv(ny, self.by), cdiv(nz, self.zchunk))
 
@@ -557,6 +705,50 @@ def variants(n):
         gpm = 2048 // (bx * by)
         v.append(Variant(f"persist_{bx}x{by}x{z}_u{u}_g{gpm}", PERSIST, bx, by, zchunk=z,
                          unroll=u, kind="persist", gpm=gpm, minb=gpm))
+    # cp.async stages: bx x by items, P rows each, z-chunk, S stages (whole: one chunk per column).
+    for bx, by, p, z, st in ((64, 8, 1, 16, 4), (64, 8, 1, 16, 5), (64, 8, 1, 16, 6),
+                             (64, 8, 1, 32, 5), (64, 8, 1, whole, 5), (64, 8, 2, 16, 5),
+                             (64, 8, 2, 32, 5), (64, 8, 2, 64, 5), (64, 4, 4, 32, 5),
+                             (32, 16, 1, 32, 5), (128, 4, 2, 32, 5), (128, 4, 4, 16, 4),
+                             (128, 4, 4, 32, 5), (256, 2, 4, 32, 4), (64, 8, 2, 32, 6),
+                             (128, 8, 1, 32, 5)):
+        zs = "all" if z >= whole else str(z)
+        v.append(Variant(f"smema_{bx}x{by}p{p}_z{zs}_s{st}", SMEMA, bx, by, zchunk=z, unroll=1,
+                         p=p, kind="smema", stages=st))
+    # The same bounded to 3 groups of 512 items per multiprocessor (42 registers; 47-52 free).
+    for bx, by, p, z, st in ((64, 8, 1, 16, 5), (64, 8, 1, 32, 5), (64, 8, 2, 32, 5),
+                             (64, 8, 1, 32, 6), (128, 4, 2, 32, 4)):
+        v.append(Variant(f"smema_{bx}x{by}p{p}_z{z}_s{st}_lb3", SMEMA, bx, by, zchunk=z,
+                         unroll=1, p=p, kind="smema", stages=st, minb=3))
+    # The march's tile with wider rows per group (x: whole 128- to 512-point rows), 4-plane chunks.
+    for bx, by, z in ((128, 4, 4), (256, 2, 4), (512, 1, 4), (128, 8, 4), (256, 4, 4),
+                      (32, 16, 4), (64, 16, 4), (128, 2, 8), (64, 8, 2)):
+        march(bx, by, z, z)
+    # Shorter chunks (call 3 of stop 56: 64 x 8 x 2 faster than x 4).
+    for bx, by, z in ((128, 4, 2), (256, 2, 2), (512, 1, 2), (64, 8, 1), (32, 16, 2),
+                      (64, 16, 2), (128, 8, 2), (32, 8, 2), (64, 4, 2), (128, 2, 2)):
+        march(bx, by, z, z)
+    # Whole-column marches with every group resident at once (at 512^3: 512 groups of 512 items,
+    # 256 of 1024, 1024 of 256, at 32 registers), so the groups walk the planes together.
+    for bx, by, u in ((64, 8, 16), (128, 4, 16), (64, 16, 16), (32, 8, 16), (64, 4, 16),
+                      (64, 8, 4), (64, 8, 2)):
+        march(bx, by, whole, u)
+    for bx, by in ((64, 8), (32, 8)):
+        v.append(Variant(f"diag_mcopy_{bx}x{by}x{whole}", MCOPY, bx, by, zchunk=whole,
+                         unroll=16, kind="mcopy"))
+    # The march along y (x: whole rows or parts, BY planes per group, y-chunks of ZCHUNK rows).
+    for bx, bz, yc, zf in ((512, 1, 8, 0), (512, 1, 16, 0), (512, 1, 32, 0), (256, 2, 16, 0),
+                           (256, 2, 8, 0), (128, 4, 16, 0), (128, 4, 8, 0), (512, 2, 16, 0),
+                           (256, 4, 8, 0), (64, 8, 16, 0), (512, 1, 16, 1), (256, 2, 16, 1),
+                           (128, 4, 16, 1), (512, 2, 8, 1), (256, 4, 4, 0), (512, 1, 4, 0)):
+        v.append(Variant(f"ymarch_{bx}x{bz}_y{yc}_u{min(yc, 16)}" + ("_zf" if zf else ""), YMARCH,
+                         bx, bz, zchunk=yc, unroll=min(yc, 16), kind="ymarch", zf=zf))
+    for bx, by, z in ((64, 8, 4), (128, 4, 4), (512, 1, 4), (64, 4, 16), (64, 8, 1), (64, 8, 2),
+                      (128, 4, 2), (512, 1, 2), (256, 2, 4), (512, 2, 2)):
+        v.append(Variant(f"diag_mcopy_{bx}x{by}x{z}", MCOPY, bx, by, zchunk=z, unroll=z,
+                         kind="mcopy"))
+    for g in (4, 8, 16):
+        v.append(Variant(f"diag_flat_256_g{g}", FLAT, 256, 1, kind="flat", gpm=g))
     for bx, by, bz, al in ((64, 4, 1, 0), (64, 4, 4, 0), (32, 8, 4, 0), (128, 2, 2, 0),
                            (256, 1, 1, 0), (64, 4, 1, 1), (64, 4, 4, 1), (128, 2, 2, 1)):
         v.append(Variant(f"point_{bx}x{by}x{bz}" + ("_al" if al else ""), POINT, bx, by, bz=bz,
@@ -656,7 +848,8 @@ def main():
     def launch(kern, v, o, i, shape):
         nz, ny, nx = shape
         kern(v.grid(nz, ny, nx, dtype), v.block(), (o, i, np.uint32(nz), np.uint32(ny),
-                                                     np.uint32(nx), *coef))
+                                                     np.uint32(nx), *coef),
+             shared_mem=v.shared_bytes(dtype))
 
     aligne = 128 // np.dtype(dtype).itemsize
 
@@ -688,8 +881,16 @@ def main():
         try:
             kern = cp.RawKernel(v.source(dtype), "stencil", options=("--fmad=false",))
             regs = kern.num_regs  # compiles it
+            if v.shared_bytes(dtype) > 48 * 1024:
+                kern.max_dynamic_shared_size_bytes = v.shared_bytes(dtype)
             notes = []
             outs = []
+            if v.kind in ("mcopy", "flat"):  # diagnostics: timed only
+                us = timed(lambda: launch(kern, v, out, u, (n, n, n)))
+                results.append((us, v.name))
+                print(f"{v.name:34s} {us:8.1f} us  {floor / us:6.3f} of floor  {regs:3d} regs  "
+                      f"(diagnostic, not a step)", flush=True)
+                continue
             for shape, hin, href in small:
                 o = cp.zeros_like(hin)
                 run(kern, v, o, hin, shape)
