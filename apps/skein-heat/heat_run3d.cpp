@@ -198,8 +198,12 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
     halo_queue.emplace(queue.context(), queue.device_idxs(),
                        o.halo_priority == "high" ? QueuePriority::high() : QueuePriority::low());
   }
-  GridTile tile = parse_tile(o.tile3d);
-  tile.unroll = o.unroll3d;
+  GridTile tile = o.tile3d == "auto" ? default_grid_tile(dtype) : parse_tile(o.tile3d);
+  if (o.unroll3d > 0) {
+    tile.unroll = o.unroll3d;
+  } else if (o.tile3d != "auto") {
+    tile.unroll = std::min<std::size_t>(tile.zchunk, 16);
+  }
   tile.kernel = parse_grid_kernel(o.kernel3d);
   const GridStencil stencil(u, problem, halo_queue, tile);
   tile = stencil.tile();  // what runs (the default made smaller where a device needs it)

@@ -627,7 +627,7 @@ const GridTile& grid_check_tile(const GridTile& tile) {
 // the default tile halved along y, then x, until each device runs its work groups; another tile
 // that does not fit refused. `tile` is updated to what runs.
 Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
-  const bool is_default = tile == GridTile{};
+  const bool is_default = tile == default_grid_tile(field.dtype());
   for (;;) {
     Program program = compile_grid_stencil(field, tile);
     std::size_t limit = 0, device = 0;
@@ -662,6 +662,15 @@ Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
 
 }  // namespace
 
+GridTile default_grid_tile(Dtype dtype) {
+  GridTile t;
+  if (dtype == Dtype::float64) {
+    t.zchunk = 2;
+    t.unroll = 2;
+  }
+  return t;
+}
+
 GridTile parse_tile(std::string_view text) {
   GridTile t;
   std::size_t x = 0, y = 0, z = 0;
@@ -678,10 +687,11 @@ GridTile parse_tile(std::string_view text) {
 }
 
 GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
-                         const std::optional<Queue>& shell_queue, const GridTile& tile)
+                         const std::optional<Queue>& shell_queue,
+                         const std::optional<GridTile>& tile)
     : problem_(problem),
       splits_(grid_splits(grid_check_halo(field))),
-      tile_(grid_check_tile(tile)),
+      tile_(grid_check_tile(tile.value_or(default_grid_tile(field.dtype())))),
       program_(compile_fitted_stencil(field, tile_)),
       kernel_(prepare_box_kernel(program_, field, field.queue(), tile_,
                                  [this](std::size_t l) { return splits_[l].extent; })),

@@ -127,6 +127,9 @@ struct GridTile {
 // "64x4x16" -> local_x, local_y, zchunk (unroll and kernel as GridTile's defaults); LogicError
 // naming the text for another form, a zero, or more than 1024 items.
 GridTile parse_tile(std::string_view text);
+// The tile a field of `dtype` gets when none is given: the fastest measured on an H200
+// (docs/performance.md): float64 64 x 8 x 2 unrolled 2, float32 64 x 8 x 4 unrolled 4.
+GridTile default_grid_tile(Dtype dtype);
 
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
 // launched per device; blocks without points are skipped). The serial step is step(): one kernel
@@ -137,12 +140,14 @@ class GridStencil {
  public:
   // `shell_queue`: the queue step_edges() launches on (a queue of the field's context with its
   // devices; e.g. the one the halos move on); none: the field's queue. Every field stepped later
-  // must have `field`'s layout, dtype and queue. The default tile (GridTile{}) is made smaller
+  // must have `field`'s layout, dtype and queue. The default tile (none given:
+  // default_grid_tile(field's dtype)) is made smaller
   // along y, then x, where a device runs fewer items per work group of the kernel (an OpenCL
   // device of 256, or registers); another tile that does not fit raises LogicError naming the
   // device and its limit. tile() says what runs.
   GridStencil(const GridArray& field, const GridProblem& problem,
-              const std::optional<Queue>& shell_queue = {}, const GridTile& tile = {});
+              const std::optional<Queue>& shell_queue = {},
+              const std::optional<GridTile>& tile = {});
   // The tile the kernel runs with.
   const GridTile& tile() const { return tile_; }
   // out = step(in) on every block; `in`'s halos must be current (exchange_halos()). Enqueued only.
@@ -208,9 +213,10 @@ struct GridRunOptions {
   bool weak = false;
   std::string halo_exchange = "overlapped";  // or serial (GridStepper)
   std::string halo_priority = "high";        // the overlapped step's second queue: high or low
-  std::string tile3d = "64x8x4";             // the 3-D kernel's work groups (GridTile, parse_tile)
-  std::size_t unroll3d = 4;                  // and its march's unroll
-  std::string kernel3d = "march";            // and how it finds x/y neighbours (GridKernel)
+  std::string tile3d =
+      "auto";                // the 3-D kernel's work groups (parse_tile; auto: default_grid_tile)
+  std::size_t unroll3d = 0;  // and its march's unroll (0: auto's, or a given tile's Z up to 16)
+  std::string kernel3d = "march";  // and how it finds x/y neighbours (GridKernel)
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints

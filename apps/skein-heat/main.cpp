@@ -103,8 +103,8 @@ struct Options {
   std::string json_file;
   std::string halo_exchange = "overlapped";
   std::string halo_priority = "high";
-  std::string tile3d = "64x8x4";  // the process-grid kernel's work groups (heat_solver3d.hpp)
-  std::size_t unroll3d = 4;
+  std::string tile3d = "auto";  // the process-grid kernel's work groups (heat_solver3d.hpp)
+  std::size_t unroll3d = 0;
   std::string kernel3d = "march";
   std::string stencil_variant = "auto";
   std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
@@ -828,12 +828,14 @@ int main(int argc, char** argv) {
       .one_of({"high", "low"});
   app.add_option("--tile3d", o.tile3d,
                  "On a process grid (--nz or --grid): the stencil kernel's work groups as XxYxZ, X "
-                 "x Y items each marching along z over Z planes (default 64x8x4, the fastest "
-                 "measured on an H200); a tuning knob, every tile gives the same bits");
+                 "x Y items each marching along z over Z planes, or auto (the default: 64x8x2 for "
+                 "float64, 64x8x4 for float32, the fastest measured on an H200); a tuning knob, "
+                 "every tile gives the same bits");
   app.add_option("--unroll3d", o.unroll3d,
-                 "On a process grid: unroll the kernel's march along z this many times (default "
-                 "4, the whole march of the default tile; 1: as the compiler chooses)")
-      .range(std::size_t{1}, std::size_t{64});
+                 "On a process grid: unroll the kernel's march along z this many times (1: as the "
+                 "compiler chooses; default 0: auto's 2 for float64 and 4 for float32, the whole "
+                 "march, or a given tile's Z up to 16)")
+      .range(std::size_t{0}, std::size_t{64});
   app.add_option("--kernel3d", o.kernel3d,
                  "On a process grid in 3-D: how the kernel finds the x/y neighbours: march (the "
                  "default: from global memory), shared (each plane's tile loaded once into local "

@@ -289,15 +289,25 @@ elseif(MODE STREQUAL "bad")
     expect_rc(${name} nonzero)
     expect_text(${name} "${text}")
   endforeach()
+  # A tile given without --unroll3d: its whole march unrolled (Z up to 16), the check passed.
+  heat(tile_unroll 2 --nx 20 --ny 18 --nz 15 --steps 10 --tile3d 32x8x5)
+  expect_rc(tile_unroll 0)
+  expect_text(tile_unroll "kernel: march, work groups 32 x 8 over 5 planes, unrolled 5")
+  expect_text(tile_unroll ": passed")
   # A device that runs fewer items per work group than the default tile's 512 (PoCL's limit set
   # to 256, on PoCL's devices only): the default tile is halved along y and the run passes its
   # check; another tile that does not fit is refused, naming the device and its limit.
   set(ENV{POCL_MAX_WORK_GROUP_SIZE} 256)
   set(ENV{SKEIN_DEVICES} "^(pthread|cpu)-")
+  # The default tile is float64's (64 x 8 x 2, unrolled 2) or float32's (64 x 8 x 4, unrolled 4).
   heat(small_groups 2 --nx 20 --ny 18 --nz 15 --steps 10)
   expect_rc(small_groups 0)
-  expect_text(small_groups "kernel: march, work groups 64 x 4 over 4 planes, unrolled 4")
+  expect_text(small_groups "kernel: march, work groups 64 x 4 over 2 planes, unrolled 2")
   expect_text(small_groups ": passed")
+  heat(small_groups_f32 2 --nx 20 --ny 18 --nz 15 --steps 10 --dtype float32)
+  expect_rc(small_groups_f32 0)
+  expect_text(small_groups_f32 "kernel: march, work groups 64 x 4 over 4 planes, unrolled 4")
+  expect_text(small_groups_f32 ": passed")
   heat(small_groups_tile 2 --nx 8 --ny 8 --nz 8 --steps 1 --tile3d 32x16x4)
   expect_rc(small_groups_tile nonzero)
   expect_text(small_groups_tile "a tile of 32 x 16 items: device ")
