@@ -83,7 +83,9 @@
 #              overlapped step byte-identical to the serial one on CUDA (96 x 80 x 72, periodic,
 #              every GPU: one per rank and one rank for all); tools/compare-heat3d.py
 #              prints each run's efficiency t_step(1 GPU) / t_step(N GPUs) and floor / step and
-#              PASS or FAIL against 0.95 and 0.9 (heat3d.log, heat3d-*.json)
+#              PASS or FAIL against 0.95 and 0.9 (heat3d.log, heat3d-*.json); every run with
+#              HEAT3D_STEPS_PER_PASS steps per launch (skein-heat --steps-per-pass, default 1; with
+#              2 the overlap check also compares with a one-step run's bytes)
 #   small      host time per call on small arrays (1 KiB to 16 MiB): skein-bench-small (axpy, a user
 #              elementwise kernel, sum; sum, astype and Array::empty making their results, from
 #              the array pool and without it; a raw launch, a raw graph launch, a raw

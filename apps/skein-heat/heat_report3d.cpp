@@ -30,10 +30,11 @@ void print_performance(const GridReport& r, const GridPerformance& p) {
       "floor / step = {:.3f}\n",
       format_time(p.floor), format_bytes(p.bytes_per_step), p.copy_gbps, p.floor / p.t_step);
   fmt::print(
-      "  kernel      {} per step (device time, {} kernel {}), floor / kernel = {:.3f}; halo "
+      "  kernel      {} per step (device time, {} kernel {}{}), floor / kernel = {:.3f}; halo "
       "exchange {} = {:.1f} % of a step\n",
-      format_time(p.t_kernel), r.kernel3d, r.tile3d, p.floor / p.t_kernel, format_time(p.t_halo),
-      100 * p.t_halo / p.t_step);
+      format_time(p.t_kernel), r.kernel3d, r.tile3d,
+      r.steps_per_pass == 2 ? ", two steps per launch: half a launch" : "", p.floor / p.t_kernel,
+      format_time(p.t_halo), 100 * p.t_halo / p.t_step);
   fmt::print(
       "  halo        {}: the step's kernels alone take {} per step; exposed halo time (step - "
       "kernels) {} "
@@ -130,6 +131,7 @@ void write_grid_json(const GridReport& r) {
     j["halo_exchange"] = r.halo_mode;
     j["tile3d"] = r.tile3d;
     j["kernel3d"] = r.kernel3d;
+    j["steps_per_pass"] = r.steps_per_pass;
     if (p.overlapped) {
       j["halo_priority"] = r.halo_priority;
       j["shell_points_per_device"] = p.shell_points;

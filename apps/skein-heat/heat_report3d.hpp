@@ -35,10 +35,11 @@ struct GridReport {
   std::size_t devices = 0;
   int ranks = 0;
   std::string api;
-  std::string halo_mode;      // overlapped, serial, or none (one member, open walls: no halos)
-  std::string halo_priority;  // of the overlapped step
-  std::string tile3d;         // the kernel's work groups: XxYxZ/unroll (GridTile)
-  std::string kernel3d;       // and the kernel: march or shared (GridKernel)
+  std::string halo_mode;           // overlapped, serial, or none (one member, open walls: no halos)
+  std::string halo_priority;       // of the overlapped step
+  std::string tile3d;              // the kernel's work groups: XxYxZ/unroll (GridTile)
+  std::string kernel3d;            // and the kernel: march or shared (GridKernel)
+  std::size_t steps_per_pass = 1;  // time steps per launch (--steps-per-pass)
   GridStart start;
   GridLoop loop;
   double run_s = 0;

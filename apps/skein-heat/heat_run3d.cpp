@@ -53,8 +53,8 @@ GridProblem make_problem(const GridRunOptions& o, BoundaryKind walls, Dtype dtyp
   }
 }
 
-GridLayout make_layout(Communicator& comm, const GridProblem& problem,
-                       const std::string& grid_text) {
+GridLayout make_layout(Communicator& comm, const GridProblem& problem, const std::string& grid_text,
+                       std::size_t halo) {
   std::vector<std::size_t> grid;
   try {
     grid = parse_grid(grid_text, problem.ndim());
@@ -63,13 +63,17 @@ GridLayout make_layout(Communicator& comm, const GridProblem& problem,
   }
   try {
     return GridLayout::over(comm, Shape(problem.n.begin(), problem.n.end()),
-                            grid_options(problem, grid));
+                            grid_options(problem, grid, halo));
   } catch (const LogicError& e) {
     throw AgreedError(
         fmt::format("--grid {}: {}", grid_text, e.info().what),
         fmt::format("give a grid whose counts multiply to the {} member(s) (devices of all ranks), "
-                    "or leave --grid out",
-                    comm.size()));
+                    "or leave --grid out{}",
+                    comm.size(),
+                    halo > 1 ? "; with --steps-per-pass 2 every block needs at least 2 points "
+                               "along an axis split between members (or leave --steps-per-pass at "
+                               "1)"
+                             : ""));
   }
 }
 
@@ -91,29 +95,43 @@ std::int64_t next_multiple(std::int64_t step, std::int64_t every) {
   return every > 0 ? (step / every + 1) * every : INT64_MAX;
 }
 
-// Steps `u` from `start` to o.steps (u and v swap every step), in intervals that end at every
-// --report-every step (a residual and a progress line) and --checkpoint-every step (a checkpoint);
-// each interval's steps are timed alone. One warm-up step into v first (which the first real step
-// overwrites): first launches and first messages are not timed.
-GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const GridStepper& stepper,
-                 GridArray& u, GridArray& v, std::optional<CheckpointManager>& checkpoints,
-                 const hdf5::Attributes& attributes, std::int64_t start, bool root) {
+// Steps `u` from `start` to o.steps (u and v swap every call of a stepper), in intervals that end
+// at every --report-every step (a residual and a progress line) and --checkpoint-every step (a
+// checkpoint); each interval's steps are timed alone. `single` makes one step a call; `pass`, where
+// given, two: an interval then makes its steps by passes but the last one or two alone, so that
+// the residual is the last step's. One warm-up call of each into v first (which the first real
+// step overwrites): first launches and first messages are not timed.
+GridLoop advance(const GridRunOptions& o, const GridProblem& problem, const GridStepper& single,
+                 const GridStepper* pass, GridArray& u, GridArray& v,
+                 std::optional<CheckpointManager>& checkpoints, const hdf5::Attributes& attributes,
+                 std::int64_t start, bool root) {
   GridLoop loop;
   const auto t0 = Clock::now();
   if (start < o.steps) {
-    stepper(u, v);
-    stepper.synchronize();
+    if (pass) {
+      (*pass)(u, v);
+      pass->synchronize();
+    }
+    single(u, v);
+    single.synchronize();
   }
   for (std::int64_t step = start; step < o.steps;) {
     const std::int64_t stop = std::min(
         {o.steps, next_multiple(step, o.report_every), next_multiple(step, o.checkpoint_every)});
     const std::int64_t n = stop - step;
     const auto interval_start = Clock::now();
+    if (pass && n > 2) {
+      for (std::int64_t k = 0; k < (n - 1) / 2; ++k, step += 2) {
+        (*pass)(u, v);
+        std::swap(u, v);
+      }
+      pass->synchronize();  // the single steps' first exchange after the passes' writes
+    }
     for (; step < stop; ++step) {
-      stepper(u, v);
+      single(u, v);
       std::swap(u, v);
     }
-    stepper.synchronize();
+    single.synchronize();
     const double t = seconds(interval_start);
     loop.loop_s += t;
     loop.interval_times.push_back(t / static_cast<double>(n));
@@ -186,7 +204,15 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   }
   const GridRunOptions o = resolve_weak(given, comm.size());
   const GridProblem problem = make_problem(o, walls, dtype);
-  const GridLayout layout = make_layout(comm, problem, o.grid);
+  const std::size_t per = o.steps_per_pass;
+  if (per == 2 && (o.nz == 0 || o.kernel3d != "march")) {
+    throw AgreedError(
+        fmt::format("--steps-per-pass 2 {}",
+                    o.nz == 0 ? "in 2-D" : "with --kernel3d " + o.kernel3d),
+        "two steps per launch run in 3-D (--nz) with the march kernel: give --nz, leave "
+        "--kernel3d out, or leave --steps-per-pass at 1");
+  }
+  const GridLayout layout = make_layout(comm, problem, o.grid, per);
   const Queue queue(comm.context());
   GridArray u(comm, queue, layout, dtype);
   GridArray v(comm, queue, layout, dtype);
@@ -198,7 +224,8 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
     halo_queue.emplace(queue.context(), queue.device_idxs(),
                        o.halo_priority == "high" ? QueuePriority::high() : QueuePriority::low());
   }
-  GridTile tile = o.tile3d == "auto" ? default_grid_tile(dtype) : parse_tile(o.tile3d);
+  GridTile tile = o.tile3d == "auto" ? default_grid_tile(dtype, per) : parse_tile(o.tile3d);
+  tile.steps = per;
   if (o.unroll3d > 0) {
     tile.unroll = o.unroll3d;
   } else if (o.tile3d != "auto") {
@@ -208,6 +235,14 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   const GridStencil stencil(u, problem, halo_queue, tile);
   tile = stencil.tile();  // what runs (the default made smaller where a device needs it)
   const GridStepper stepper(u, stencil, halo_queue);
+  // Two steps per launch: the single steps (the last of each interval) by the one-step kernel's
+  // default tile on the same field.
+  std::optional<GridStencil> one;
+  std::optional<GridStepper> one_stepper;
+  if (per == 2) {
+    one.emplace(u, problem, halo_queue);
+    one_stepper.emplace(u, *one, halo_queue);
+  }
   if (root) {
     fmt::print(
         "skein-heat: {} grid{}, {} walls, {}, on {} device(s) of {} rank(s) ({}, {})\n",
@@ -220,8 +255,15 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
         comm.backend_description());
     fmt::print("  layout: {}\n", layout.describe());
     if (o.nz > 0) {
-      fmt::print("  kernel: {}, work groups {} x {} over {} planes, unrolled {}\n",
-                 name(tile.kernel), tile.local_x, tile.local_y, tile.zchunk, tile.unroll);
+      fmt::print("  kernel: {}, work groups {} x {} over {} planes, unrolled {}{}\n",
+                 name(tile.kernel), tile.local_x, tile.local_y, tile.zchunk, tile.unroll,
+                 per == 2 ? fmt::format(
+                                "; two steps per launch (groups of {} x {} items), the "
+                                "last step of an interval alone ({})",
+                                tile.local_x + 2, tile.local_y + 2,
+                                fmt::format("{}x{}x{}/{}", one->tile().local_x, one->tile().local_y,
+                                            one->tile().zchunk, one->tile().unroll))
+                          : std::string());
     }
     fmt::print("  halo exchange: {}\n",
                !exchanges ? "none (one member, open walls)"
@@ -245,7 +287,9 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   }
   const auto t0 = Clock::now();
   GridReport report{.o = o, .given = given, .problem = problem, .layout = layout};
-  report.loop = advance(o, problem, stepper, u, v, checkpoints, attributes, start.step, root);
+  report.loop =
+      advance(o, problem, one_stepper ? *one_stepper : stepper, one_stepper ? &stepper : nullptr, u,
+              v, checkpoints, attributes, start.step, root);
   report.run_s = seconds(t0);
   report.result = check(u, problem, o.steps);
   if (!report.loop.interval_times.empty()) {
@@ -260,6 +304,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   report.halo_mode = !exchanges ? "none" : halo_queue ? "overlapped" : "serial";
   report.halo_priority = o.halo_priority;
   report.tile3d = fmt::format("{}x{}x{}/{}", tile.local_x, tile.local_y, tile.zchunk, tile.unroll);
+  report.steps_per_pass = per;
   report.kernel3d = name(tile.kernel);
   report.start = start;
   if (root) {

@@ -18,6 +18,8 @@
 #include <skein/dist_reductions.hpp>
 #include <skein/error.hpp>
 
+#include "heat_grid_kernels.hpp"
+
 namespace skein::heat {
 
 namespace {
@@ -29,242 +31,6 @@ double grid_rounded(Dtype dtype, double v) {
 [[noreturn]] void grid_refuse(const char* call, std::string what, std::string hint = {}) {
   throw LogicError(ErrorInfo{.what = std::move(what), .call = call, .hint = std::move(hint)});
 }
-
-// One source for both backends. Both kernels compute a point by one expression (HEAT_POINT: the
-// 2-D kernel's, with the z terms added last); FP contraction is off (here for OpenCL, --fmad=false
-// for NVRTC), so a point's value depends neither on how the grid is split nor on which kernel
-// computed it: the overlapped step (interior, then shell) gives the serial step's bits.
-//   heat_step_grid   work item (x, y, z) updates the points (z0 + z * ZCHUNK + k, y0 + y, x0 + x),
-//                    k < ZCHUNK, of a box of ez x ey x ex points of the block (the whole block,
-//                    or its interior box), keeping the planes below and at each point in
-//                    registers (3-D); with SHARED (GridKernel::shared, 3-D) a group loads each
-//                    plane's tile of LX x LY points with its x/y halo once into local memory and
-//                    takes the x/y neighbours and the plane above from there
-//   heat_shell_grid  work item k updates the k-th point of the block's shell: the block less its
-//                    interior box [z0, z1) x [y0, y1) x [x0, x1), taken as the whole planes below
-//                    z0 and from z1, then in the planes between them the whole rows below y0 and
-//                    from y1, then in the rows between those the points below x0 and from x1
-//                    (up to six slabs in one launch; an empty interior box is given as
-//                    z0 = z1 = nz: every plane)
-// `in` and `out` are the blocks with their halo of one cell on every side ((y, x) in 2-D, nz 1).
-constexpr const char* grid_stencil_source = R"(
-#ifdef OPENCL
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-#define DIMS ${DIMS}
-#define ZCHUNK ${ZCHUNK}
-#define SHARED ${SHARED}
-#define COLUMN ${COLUMN}
-#define LX ${LX}
-#define LY ${LY}
-typedef ${T} T;
-
-#if DIMS == 3
-#define HEAT_POINT(i) (c0 * in[i] + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]) \
-                       + rz * (in[i - sz] + in[i + sz]))
-#else
-#define HEAT_POINT(i) (c0 * in[i] + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]))
-#endif
-
-WITHIN_KERNEL INLINE VSIZE_T heat_index(unsigned int z, unsigned int y, unsigned int x, VSIZE_T sy, VSIZE_T sz)
-{
-#if DIMS == 3
-    return ((VSIZE_T)z + 1) * sz + ((VSIZE_T)y + 1) * sy + x + 1;
-#else
-    return ((VSIZE_T)y + 1) * sy + x + 1;
-#endif
-}
-
-#if DIMS == 3 && SHARED
-#define TW (LX + 2)
-#define TH (LY + 2)
-#define NWARPS ((LX * LY + 31) / 32)
-/* Rows r < rows, columns c < cols of a tile from the block's row `row` + r * sy (column 0 at the
-   row's index): 32 work items per row, each row from the 128-byte boundary at or below its first
-   value (what lies before it read by no item). */
-WITHIN_KERNEL INLINE void heat_load_tile(LOCAL_MEM_ARG T (*tile)[TW], GLOBAL_MEM const T* RESTRICT in,
-                                         VSIZE_T row, VSIZE_T sy, unsigned int rows,
-                                         unsigned int cols, unsigned int warp, unsigned int lane)
-{
-    for (unsigned int r = warp; r < rows; r += NWARPS) {
-        const VSIZE_T first = row + r * sy;
-        const unsigned int skip = (unsigned int)(first % (128 / sizeof(T)));
-        for (unsigned int k = lane; k < cols + skip; k += 32) {
-            if (k >= skip) tile[r][k - skip] = in[first - skip + k];
-        }
-    }
-}
-#endif
-
-/* The work item's index along x or y in 32 bits (a block's extents are unsigned int). Along z the
-   groups are one item deep, so a march starts at the group's index times ZCHUNK: taken from
-   get_global_id(2) (the z item and the group's depth, unknown to the compiler), the march took 44
-   registers instead of 32 on sm_90 (nvcc -Xptxas -v), and a group of 512 items then fit twice on
-   a multiprocessor instead of four times. */
-WITHIN_KERNEL INLINE unsigned int heat_item(unsigned int dim)
-{
-    return (unsigned int)get_group_id(dim) * (unsigned int)get_local_size(dim) + (unsigned int)get_local_id(dim);
-}
-
-KERNEL void heat_step_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
-                           unsigned int ny, unsigned int nx,
-                           unsigned int z0, unsigned int y0, unsigned int x0,
-                           unsigned int ez, unsigned int ey, unsigned int ex,
-                           T c0, T rz, T ry, T rx)
-{
-#if DIMS == 3 && SHARED
-    /* The group's tile of each plane (with its x/y halo) in local memory, in a ring of three: the
-       plane of the point (cur) and the one above (next), loaded while the third is free; the
-       planes below and at the point in registers. Every item of the group takes part in the loads
-       and barriers; only those on a point of the box store. */
-    LOCAL_MEM T ring[3][TH][TW];
-    const unsigned int tx = (unsigned int)get_local_id(0), ty = (unsigned int)get_local_id(1);
-    const unsigned int lane = (ty * LX + tx) % 32, warp = (ty * LX + tx) / 32;
-    const unsigned int gx = (unsigned int)get_group_id(0) * LX, gy = (unsigned int)get_group_id(1) * LY;
-    const unsigned int zb = (unsigned int)get_group_id(2) * ZCHUNK;
-    const int mine = gx + tx < ex && gy + ty < ey;
-    const VSIZE_T sy = (VSIZE_T)nx + 2;
-    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
-    const unsigned int rows = (ey - gy < LY ? ey - gy : LY) + 2;
-    const unsigned int cols = (ex - gx < LX ? ex - gx : LX) + 2;
-    const VSIZE_T corner = ((VSIZE_T)y0 + gy) * sy + x0 + gx;  /* the tile's (0, 0) in a plane */
-    VSIZE_T i = heat_index(z0 + zb, y0 + gy + ty, x0 + gx + tx, sy, sz);
-    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
-    LOCAL_MEM_ARG T (*cur)[TW] = ring[0];
-    LOCAL_MEM_ARG T (*next)[TW] = ring[1];
-    LOCAL_MEM_ARG T (*spare)[TW] = ring[2];
-    heat_load_tile(cur, in, ((VSIZE_T)z0 + zb + 1) * sz + corner, sy, rows, cols, warp, lane);
-    T below = 0, here = 0;
-    if (mine) {
-        below = in[i - sz];
-        here = in[i];
-    }
-#ifndef OPENCL /* PoCL does not unroll a loop with a barrier (and warns) */
-${UNROLL_PRAGMA}
-#endif
-    for (unsigned int z = zb; z < zend; ++z, i += sz) {
-        /* next was last read two planes ago, before the previous barrier */
-        heat_load_tile(next, in, ((VSIZE_T)z0 + z + 2) * sz + corner, sy, rows, cols, warp, lane);
-        LOCAL_BARRIER;
-        const T above = next[ty + 1][tx + 1];
-        if (mine) {
-            out[i] = c0 * here + rx * (cur[ty + 1][tx] + cur[ty + 1][tx + 2])
-                     + ry * (cur[ty][tx + 1] + cur[ty + 2][tx + 1]) + rz * (below + above);
-        }
-        below = here;
-        here = above;
-        LOCAL_MEM_ARG T (*t)[TW] = cur;
-        cur = next;
-        next = spare;
-        spare = t;
-    }
-#elif DIMS == 3 && COLUMN > 1
-    /* COLUMN consecutive points along y per work item, each marching along z as below; the y
-       neighbours inside the column are the registers of its other points. */
-    const unsigned int x = heat_item(0);
-    const unsigned int yb = heat_item(1) * COLUMN;
-    const unsigned int zb = (unsigned int)get_group_id(2) * ZCHUNK;
-    if (x >= ex || yb >= ey || zb >= ez) return;
-    const unsigned int np = ey - yb < COLUMN ? ey - yb : COLUMN; /* points of this column */
-    const VSIZE_T sy = (VSIZE_T)nx + 2;
-    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
-    VSIZE_T i = heat_index(z0 + zb, y0 + yb, x0 + x, sy, sz);
-    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
-    T below[COLUMN], here[COLUMN], above[COLUMN];
-#pragma unroll
-    for (unsigned int p = 0; p < COLUMN; ++p) {
-        below[p] = here[p] = 0;
-        if (p < np) {
-            below[p] = in[i + p * sy - sz];
-            here[p] = in[i + p * sy];
-        }
-    }
-${UNROLL_PRAGMA}
-    for (unsigned int z = zb; z < zend; ++z, i += sz) {
-        const T south = in[i - sy], north = in[i + np * sy];
-#pragma unroll
-        for (unsigned int p = 0; p < COLUMN; ++p) above[p] = p < np ? in[i + p * sy + sz] : (T)0;
-#pragma unroll
-        for (unsigned int p = 0; p < COLUMN; ++p) {
-            if (p < np) {
-                const VSIZE_T j = i + p * sy;
-                const T s = p == 0 ? south : here[p == 0 ? 0 : p - 1];
-                const T n = p + 1 < np ? here[p + 1 < COLUMN ? p + 1 : p] : north;
-                out[j] = c0 * here[p] + rx * (in[j - 1] + in[j + 1]) + ry * (s + n) + rz * (below[p] + above[p]);
-            }
-        }
-#pragma unroll
-        for (unsigned int p = 0; p < COLUMN; ++p) {
-            below[p] = here[p];
-            here[p] = above[p];
-        }
-    }
-#else
-    const unsigned int x = heat_item(0);
-    const unsigned int y = heat_item(1);
-    const unsigned int zb = (unsigned int)get_group_id(2) * ZCHUNK;
-    if (x >= ex || y >= ey || zb >= ez) return;
-    const VSIZE_T sy = (VSIZE_T)nx + 2;
-    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
-    VSIZE_T i = heat_index(z0 + zb, y0 + y, x0 + x, sy, sz);
-#if DIMS == 3
-    /* March along z: the planes below and at the point stay in registers, one new plane is read
-       per point (HEAT_POINT's expression, term for term). */
-    const unsigned int zend = ez - zb < ZCHUNK ? ez : zb + ZCHUNK;
-    T below = in[i - sz], here = in[i];
-${UNROLL_PRAGMA}
-    for (unsigned int z = zb; z < zend; ++z, i += sz) {
-        const T above = in[i + sz];
-        out[i] = c0 * here + rx * (in[i - 1] + in[i + 1]) + ry * (in[i - sy] + in[i + sy]) + rz * (below + above);
-        below = here;
-        here = above;
-    }
-#else
-    out[i] = HEAT_POINT(i);
-#endif
-#endif
-}
-
-KERNEL void heat_shell_grid(GLOBAL_MEM T* RESTRICT out, GLOBAL_MEM const T* RESTRICT in,
-                            unsigned int nz, unsigned int ny, unsigned int nx,
-                            unsigned int z0, unsigned int z1, unsigned int y0, unsigned int y1,
-                            unsigned int x0, unsigned int x1,
-                            T c0, T rz, T ry, T rx)
-{
-    VSIZE_T k = (VSIZE_T)get_global_id(0);
-    const VSIZE_T plane = (VSIZE_T)ny * nx;
-    const VSIZE_T in_z = (VSIZE_T)(z0 + (nz - z1)) * plane;
-    unsigned int z, y, x;
-    if (k < in_z) {
-        const VSIZE_T p = k / plane, r = k % plane;
-        z = (unsigned int)(p < z0 ? p : z1 + (p - z0));
-        y = (unsigned int)(r / nx);
-        x = (unsigned int)(r % nx);
-    } else {
-        k -= in_z;
-        const VSIZE_T rows = (VSIZE_T)y0 + (ny - y1);  /* shell rows per plane between z0 and z1 */
-        const VSIZE_T in_y = (VSIZE_T)(z1 - z0) * rows * nx;
-        if (k < in_y) {
-            const VSIZE_T row = k / nx, yy = row % rows;
-            x = (unsigned int)(k % nx);
-            z = z0 + (unsigned int)(row / rows);
-            y = (unsigned int)(yy < y0 ? yy : y1 + (yy - y0));
-        } else {
-            k -= in_y;
-            const VSIZE_T points = (VSIZE_T)x0 + (nx - x1);  /* shell points per row between y0 and y1 */
-            if (k >= (VSIZE_T)(z1 - z0) * (y1 - y0) * points) return;
-            const VSIZE_T row = k / points, xx = k % points;
-            z = z0 + (unsigned int)(row / (y1 - y0));
-            y = y0 + (unsigned int)(row % (y1 - y0));
-            x = (unsigned int)(xx < x0 ? xx : x1 + (xx - x0));
-        }
-    }
-    const VSIZE_T sy = (VSIZE_T)nx + 2;
-    const VSIZE_T sz = ((VSIZE_T)ny + 2) * sy;
-    const VSIZE_T i = heat_index(z, y, x, sy, sz);
-    out[i] = HEAT_POINT(i);
-}
-)";
 
 constexpr std::size_t grid_shell_local = 256;
 
@@ -283,6 +49,15 @@ std::size_t grid_column(GridKernel kernel) {
 
 Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
   const Queue& queue = field.queue();
+  const std::size_t ring2 = 4 * (tile.local_y + 2) * (tile.local_x + 2) * itemsize(field.dtype());
+  if (tile.steps == 2 && ring2 > 48 * 1024) {
+    grid_refuse("skein::heat::GridStencil",
+                fmt::format("the two-step kernel's tile of {} x {} points needs {} bytes of local "
+                            "memory (4 planes of {} x {} {} values)",
+                            tile.local_x, tile.local_y, ring2, tile.local_x + 2, tile.local_y + 2,
+                            ctype(field.dtype())),
+                "give a smaller --tile3d (at most 48 KiB, e.g. 30x14x32)");
+  }
   const std::size_t ring = 3 * (tile.local_y + 2) * (tile.local_x + 2) * itemsize(field.dtype());
   if (tile.kernel == GridKernel::shared && field.layout().ndim() == 3 && ring > 48 * 1024) {
     grid_refuse("skein::heat::GridStencil",
@@ -301,6 +76,8 @@ Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
       queue.context(), grid_stencil_source,
       {{"T", t},
        {"DIMS", std::to_string(field.layout().ndim())},
+       {"HALO", std::to_string(field.layout().halo(0))},
+       {"STEPS", std::to_string(tile.steps)},
        {"ZCHUNK", std::to_string(tile.zchunk)},
        {"SHARED", tile.kernel == GridKernel::shared ? "1" : "0"},
        {"COLUMN", std::to_string(grid_column(tile.kernel))},
@@ -316,7 +93,8 @@ Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
 template <class Box>
 PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field,
                                   const Queue& queue, const GridTile& tile, Box&& box) {
-  const WorkSize local{tile.local_x, tile.local_y, 1};
+  const std::size_t edge = tile.steps == 2 ? 2 : 0;  // the two-step groups' ring of items
+  const WorkSize local{tile.local_x + edge, tile.local_y + edge, 1};
   MultiDevice<WorkSize> global;
   for (std::size_t d : queue.device_idxs()) global.set(d, local);  // prepare() wants one per device
   for (std::size_t l = 0; l < field.local_size(); ++l) {
@@ -331,11 +109,11 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
     }
     if (e[0] * e[1] * e[2] == 0) continue;
     const std::size_t column = field.layout().ndim() == 3 ? grid_column(tile.kernel) : 1;
-    global.set(b.device_idx,
-               WorkSize{grid_round_up(e[2], tile.local_x),
-                        grid_round_up((e[1] + column - 1) / column, tile.local_y), groups_z});
+    const std::size_t groups_x = (e[2] + tile.local_x - 1) / tile.local_x;
+    const std::size_t groups_y = ((e[1] + column - 1) / column + tile.local_y - 1) / tile.local_y;
+    global.set(b.device_idx, WorkSize{groups_x * local[0], groups_y * local[1], groups_z});
   }
-  return program.kernel("heat_step_grid")
+  return program.kernel(tile.steps == 2 ? "heat_step2_grid" : "heat_step_grid")
       .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
 }
 
@@ -343,7 +121,7 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
 
 // --- GridSplit ---------------------------------------------------------------------------------
 
-GridSplit GridSplit::of(const GridLayout& layout, const LocalGridBlock& b) {
+GridSplit GridSplit::of(const GridLayout& layout, const LocalGridBlock& b, std::size_t depth) {
   GridSplit s;
   s.extent = grid_extents3(b.block);
   s.begin = {0, 0, 0};
@@ -355,8 +133,9 @@ GridSplit GridSplit::of(const GridLayout& layout, const LocalGridBlock& b) {
         layout.neighbour(b.member, a, -1) >= 0 || layout.lower(a).kind != BoundaryKind::open;
     const bool upper =
         layout.neighbour(b.member, a, +1) >= 0 || layout.upper(a).kind != BoundaryKind::open;
-    s.begin[first + a] = lower ? 1 : 0;
-    s.end[first + a] = s.extent[first + a] - (upper ? 1 : 0);
+    s.begin[first + a] = lower ? depth : 0;
+    s.end[first + a] =
+        s.extent[first + a] < (upper ? depth : 0) ? 0 : s.extent[first + a] - (upper ? depth : 0);
   }
   for (std::size_t a = 0; a < 3; ++a) {
     if (s.end[a] <= s.begin[a]) {  // no interior: the shell is the whole block, given as planes
@@ -527,11 +306,12 @@ std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims) {
   return grid;
 }
 
-GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid) {
+GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid,
+                         std::size_t halo) {
   GridOptions o;
   o.grid = std::move(grid);
-  o.halo = {1};
-  o.stencil = skein::Stencil::star;
+  o.halo = {halo};
+  o.stencil = halo > 1 ? skein::Stencil::box : skein::Stencil::star;
   const Boundary b{problem.walls, 0};
   o.lower = {b};
   o.upper = {b};
@@ -567,8 +347,44 @@ namespace {
 
 std::vector<GridSplit> grid_splits(const GridArray& field) {
   std::vector<GridSplit> splits;
-  for (const LocalGridBlock& b : field.blocks()) splits.push_back(GridSplit::of(field.layout(), b));
+  for (const LocalGridBlock& b : field.blocks())
+    splits.push_back(GridSplit::of(field.layout(), b, field.layout().halo(0)));
   return splits;
+}
+
+// Slab k (0-5: below and above the interior box along z, then y, then x) of a block's shell as
+// {z0, y0, x0, ez, ey, ex}: the shell of `s` is their union, each point in one of them.
+std::array<std::size_t, 6> grid_slab(const GridSplit& s, std::size_t k) {
+  const auto& n = s.extent;
+  const auto& b = s.begin;
+  const auto& e = s.end;
+  switch (k) {
+    case 0: return {0, 0, 0, b[0], n[1], n[2]};
+    case 1: return {e[0], 0, 0, n[0] - e[0], n[1], n[2]};
+    case 2: return {b[0], 0, 0, e[0] - b[0], b[1], n[2]};
+    case 3: return {b[0], e[1], 0, e[0] - b[0], n[1] - e[1], n[2]};
+    case 4: return {b[0], b[1], 0, e[0] - b[0], e[1] - b[1], b[2]};
+    default: return {b[0], b[1], e[2], e[0] - b[0], e[1] - b[1], n[2] - e[2]};
+  }
+}
+
+// The sides of each local block at an open wall, as heat_step2_grid's `open` bits: x below 1,
+// above 2, y 4 and 8, z 16 and 32 (3-D).
+std::vector<unsigned> grid_open_sides(const GridArray& field) {
+  const GridLayout& layout = field.layout();
+  std::vector<unsigned> sides;
+  for (const LocalGridBlock& b : field.blocks()) {
+    unsigned bits = 0;
+    for (std::size_t a = 0; a < layout.ndim(); ++a) {
+      const unsigned shift = 2 * static_cast<unsigned>(layout.ndim() - 1 - a);
+      if (layout.neighbour(b.member, a, -1) < 0 && layout.lower(a).kind == BoundaryKind::open)
+        bits |= 1u << shift;
+      if (layout.neighbour(b.member, a, +1) < 0 && layout.upper(a).kind == BoundaryKind::open)
+        bits |= 2u << shift;
+    }
+    sides.push_back(bits);
+  }
+  return sides;
 }
 
 const Queue& grid_shell_queue(const GridArray& field, const std::optional<Queue>& shell_queue) {
@@ -600,25 +416,56 @@ PreparedKernel prepare_shell_kernel(const Program& program, const GridArray& fie
 }
 
 const GridArray& grid_check_halo(const GridArray& field) {
+  const std::size_t h = field.layout().halo(0);
   for (std::size_t a = 0; a < field.layout().ndim(); ++a) {
-    if (field.layout().halo(a) != 1) {
+    if (field.layout().halo(a) != h || h < 1 || h > 2) {
       grid_refuse("skein::heat::GridStencil",
                   fmt::format("the field's halo along axis {} is {}", a, field.layout().halo(a)),
-                  "give the heat field a halo of 1 on every axis (grid_options())");
+                  "give the heat field a halo of 1 on every axis, or 2 for two steps per launch "
+                  "(grid_options())");
     }
   }
   return field;
 }
 
-const GridTile& grid_check_tile(const GridTile& tile) {
-  if (tile.local_x == 0 || tile.local_y == 0 || tile.zchunk == 0 || tile.unroll == 0 ||
-      tile.local_x > 1024 || tile.local_y > 1024 || tile.local_x * tile.local_y > 1024 ||
-      tile.zchunk > 65536 || tile.unroll > 64) {
+// `tile` against the field: two steps per launch need a 3-D field with a halo of 2 on a box
+// stencil and the march kernel; the shared kernel a halo of 1.
+const GridTile& grid_check_fit(const GridArray& field, const GridTile& tile) {
+  const GridLayout& layout = field.layout();
+  if (tile.steps == 2 &&
+      (layout.ndim() != 3 || layout.halo(0) != 2 || layout.stencil() != skein::Stencil::box ||
+       tile.kernel != GridKernel::march)) {
+    grid_refuse(
+        "skein::heat::GridStencil",
+        fmt::format("two steps per launch on a {}-D field with a halo of {} ({} stencil) "
+                    "and the {} kernel",
+                    layout.ndim(), layout.halo(0),
+                    layout.stencil() == skein::Stencil::box ? "box" : "star", name(tile.kernel)),
+        "give a 3-D field with a halo of 2 (grid_options(problem, grid, 2)) and the march "
+        "kernel");
+  }
+  if (tile.kernel == GridKernel::shared && layout.ndim() == 3 && layout.halo(0) != 1) {
     grid_refuse("skein::heat::GridStencil",
-                fmt::format("a tile of {} x {} items over {} planes, unrolled {} times",
-                            tile.local_x, tile.local_y, tile.zchunk, tile.unroll),
-                "give positive sizes, at most 1024 items per work group, at most 65536 planes and "
-                "an unroll of at most 64");
+                fmt::format("the shared kernel on a field with a halo of {}", layout.halo(0)),
+                "give the shared kernel a field with a halo of 1, or use the march kernel");
+  }
+  return tile;
+}
+
+const GridTile& grid_check_tile(const GridTile& tile) {
+  const std::size_t edge = tile.steps == 2 ? 2 : 0;
+  if (tile.local_x == 0 || tile.local_y == 0 || tile.zchunk == 0 || tile.unroll == 0 ||
+      tile.local_x > 1024 || tile.local_y > 1024 ||
+      (tile.local_x + edge) * (tile.local_y + edge) > 1024 || tile.zchunk > 65536 ||
+      tile.unroll > 64 || (tile.steps != 1 && tile.steps != 2)) {
+    grid_refuse(
+        "skein::heat::GridStencil",
+        fmt::format("a tile of {} x {} items over {} planes, unrolled {} times{}", tile.local_x,
+                    tile.local_y, tile.zchunk, tile.unroll,
+                    tile.steps == 1 ? "" : fmt::format(", {} steps per launch", tile.steps)),
+        "give positive sizes, at most 1024 items per work group (two steps per launch: "
+        "(X + 2) x (Y + 2)), at most 65536 planes, an unroll of at most 64 and 1 or 2 "
+        "steps per launch");
   }
   return tile;
 }
@@ -627,18 +474,18 @@ const GridTile& grid_check_tile(const GridTile& tile) {
 // the default tile halved along y, then x, until each device runs its work groups; another tile
 // that does not fit refused. `tile` is updated to what runs.
 Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
-  const bool is_default = tile == default_grid_tile(field.dtype());
+  const bool is_default = tile == default_grid_tile(field.dtype(), tile.steps);
   for (;;) {
     Program program = compile_grid_stencil(field, tile);
+    const std::size_t edge = tile.steps == 2 ? 2 : 0;
+    const std::size_t lx = tile.local_x + edge, ly = tile.local_y + edge;
     std::size_t limit = 0, device = 0;
     for (std::size_t d : field.queue().device_idxs()) {
-      const auto most =
-          static_cast<std::size_t>(program.kernel("heat_step_grid")
-                                       .get_attribute(d, KernelAttribute::max_threads_per_block));
+      const auto most = static_cast<std::size_t>(
+          program.kernel(tile.steps == 2 ? "heat_step2_grid" : "heat_step_grid")
+              .get_attribute(d, KernelAttribute::max_threads_per_block));
       const auto& sizes = field.queue().context().device(d).params().max_local_sizes;
-      const bool fits =
-          tile.local_x * tile.local_y <= most &&
-          (sizes.size() < 2 || (tile.local_x <= sizes[0] && tile.local_y <= sizes[1]));
+      const bool fits = lx * ly <= most && (sizes.size() < 2 || (lx <= sizes[0] && ly <= sizes[1]));
       if (!fits && (limit == 0 || most < limit)) {
         limit = most;
         device = d;
@@ -649,7 +496,7 @@ Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
       grid_refuse("skein::heat::GridStencil",
                   fmt::format("a tile of {} x {} items: device {} runs at most {} items per work "
                               "group of this kernel",
-                              tile.local_x, tile.local_y, device, limit),
+                              lx, ly, device, limit),
                   "give a smaller --tile3d (e.g. 64x4x16)");
     }
     if (tile.local_y > 1) {
@@ -662,9 +509,15 @@ Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
 
 }  // namespace
 
-GridTile default_grid_tile(Dtype dtype) {
+GridTile default_grid_tile(Dtype dtype, std::size_t steps) {
   GridTile t;
-  if (dtype == Dtype::float64) {
+  if (steps == 2) {  // the fastest measured in the app (docs/performance.md, stop 56)
+    t.local_x = 30;
+    t.local_y = 14;
+    t.zchunk = 32;
+    t.unroll = dtype == Dtype::float64 ? 4 : 2;
+    t.steps = 2;
+  } else if (dtype == Dtype::float64) {
     t.zchunk = 2;
     t.unroll = 2;
   }
@@ -691,7 +544,8 @@ GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
                          const std::optional<GridTile>& tile)
     : problem_(problem),
       splits_(grid_splits(grid_check_halo(field))),
-      tile_(grid_check_tile(tile.value_or(default_grid_tile(field.dtype())))),
+      tile_(
+          grid_check_fit(field, grid_check_tile(tile.value_or(default_grid_tile(field.dtype()))))),
       program_(compile_fitted_stencil(field, tile_)),
       kernel_(prepare_box_kernel(program_, field, field.queue(), tile_,
                                  [this](std::size_t l) { return splits_[l].extent; })),
@@ -703,6 +557,15 @@ GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
                                                                        s.end[2] - s.begin[2]};
                                    })),
       shell_(prepare_shell_kernel(program_, field, grid_shell_queue(field, shell_queue), splits_)) {
+  if (tile_.steps != 2) return;
+  for (std::size_t k = 0; k < 6; ++k) {
+    slabs_.push_back(prepare_box_kernel(program_, field, grid_shell_queue(field, shell_queue),
+                                        tile_, [this, k](std::size_t l) {
+                                          const auto s = grid_slab(splits_[l], k);
+                                          return std::array<std::size_t, 3>{s[3], s[4], s[5]};
+                                        }));
+  }
+  open_ = grid_open_sides(field);
 }
 
 void GridStencil::step(const GridArray& in, const GridArray& out) const {
@@ -713,6 +576,12 @@ void GridStencil::step_block(const GridArray& in, const GridArray& out, std::siz
   const LocalGridBlock& b = in.block(l);
   const GridSplit& s = splits_.at(l);
   if (b.block.empty()) return;
+  if (tile_.steps == 2) {
+    grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
+                u32(s.extent[1]), u32(s.extent[2]), 0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]),
+                u32(s.extent[2]), u32(s.extent[0]), open_.at(l));
+    return;
+  }
   grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
               u32(s.extent[1]), u32(s.extent[2]), 0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]),
               u32(s.extent[2]));
@@ -723,6 +592,13 @@ void GridStencil::step_interior(const GridArray& in, const GridArray& out) const
     const LocalGridBlock& b = in.block(l);
     const GridSplit& s = splits_.at(l);
     if (b.block.empty() || s.interior_points() == 0) continue;
+    if (tile_.steps == 2) {
+      grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
+                  u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]),
+                  u32(s.begin[2]), u32(s.end[0] - s.begin[0]), u32(s.end[1] - s.begin[1]),
+                  u32(s.end[2] - s.begin[2]), u32(s.extent[0]), open_.at(l));
+      continue;
+    }
     grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
                 u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]),
                 u32(s.begin[2]), u32(s.end[0] - s.begin[0]), u32(s.end[1] - s.begin[1]),
@@ -735,6 +611,16 @@ void GridStencil::step_edges(const GridArray& in, const GridArray& out) const {
     const LocalGridBlock& b = in.block(l);
     const GridSplit& s = splits_.at(l);
     if (b.block.empty() || s.shell_points() == 0) continue;
+    if (tile_.steps == 2) {
+      for (std::size_t k = 0; k < 6; ++k) {
+        const auto box = grid_slab(s, k);
+        if (box[3] * box[4] * box[5] == 0) continue;
+        grid_launch(slabs_[k], problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
+                    u32(s.extent[1]), u32(s.extent[2]), u32(box[0]), u32(box[1]), u32(box[2]),
+                    u32(box[3]), u32(box[4]), u32(box[5]), u32(s.extent[0]), open_.at(l));
+      }
+      continue;
+    }
     grid_launch(shell_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
                 u32(s.extent[0]), u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]),
                 u32(s.end[0]), u32(s.begin[1]), u32(s.end[1]), u32(s.begin[2]), u32(s.end[2]));

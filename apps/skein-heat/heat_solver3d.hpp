@@ -74,8 +74,10 @@ const char* name(BoundaryKind kind);
 // naming the text for another form.
 std::vector<std::size_t> parse_grid(std::string_view text, std::size_t dims);
 
-// The layout of the field: halo 1 on every axis, a star stencil, the problem's walls on every side.
-GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid);
+// The layout of the field: a halo of `halo` on every axis (1, or 2 for two steps per launch: then
+// a box stencil, whose edges the first step's ring reads), the problem's walls on every side.
+GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> grid,
+                         std::size_t halo = 1);
 
 // How the overlapped step splits a block (GridStencil::step_interior / step_edges), in (z, y, x)
 // order (z: one plane in 2-D). A side of the block is "exchanged" when exchange_halos() writes the
@@ -88,7 +90,9 @@ GridOptions grid_options(const GridProblem& problem, std::vector<std::size_t> gr
 struct GridSplit {
   std::array<std::size_t, 3> extent{};  // the block's points per axis
   std::array<std::size_t, 3> begin{}, end{};
-  static GridSplit of(const GridLayout& layout, const LocalGridBlock& block);
+  // `depth`: the layers left out beside an exchanged side (the field's halo: what a launch reads
+  // beyond a point, one per step).
+  static GridSplit of(const GridLayout& layout, const LocalGridBlock& block, std::size_t depth = 1);
   std::size_t interior_points() const;
   std::size_t shell_points() const;
 };
@@ -119,23 +123,30 @@ const char* name(GridKernel kernel);
 // One of those names -> the GridKernel; LogicError naming the text (and the choices) otherwise.
 GridKernel parse_grid_kernel(std::string_view text);
 
+// `steps`: time steps per launch, 1 or 2 (heat_step2_grid: 3-D, march, a halo of 2 on a box
+// stencil; its groups are (local_x + 2) x (local_y + 2) items, local_x x local_y of which store).
 struct GridTile {
   std::size_t local_x = 64, local_y = 8, zchunk = 4, unroll = 4;
   GridKernel kernel = GridKernel::march;
+  std::size_t steps = 1;
   bool operator==(const GridTile&) const = default;
 };
 // "64x4x16" -> local_x, local_y, zchunk (unroll and kernel as GridTile's defaults); LogicError
 // naming the text for another form, a zero, or more than 1024 items.
 GridTile parse_tile(std::string_view text);
 // The tile a field of `dtype` gets when none is given: the fastest measured on an H200
-// (docs/performance.md): float64 64 x 8 x 2 unrolled 2, float32 64 x 8 x 4 unrolled 4.
-GridTile default_grid_tile(Dtype dtype);
+// (docs/performance.md): float64 64 x 8 x 2 unrolled 2, float32 64 x 8 x 4 unrolled 4; two steps
+// per launch (steps 2) 30 x 14 over 32 planes, unrolled 4 (float64) or 2 (float32).
+GridTile default_grid_tile(Dtype dtype, std::size_t steps = 1);
 
 // The FTCS step on every local block of a GridArray (one kernel, written once for both backends,
 // launched per device; blocks without points are skipped). The serial step is step(): one kernel
 // over every block, on the field's queue, after exchange_halos(). The overlapped step is
 // step_interior() on the field's queue while the halos move, then step_edges() once they have
 // moved; together they compute what step() does, bit for bit (every point by the same expression).
+// With two steps per launch (tile().steps == 2) each of these makes two steps, out =
+// step(step(in)), with the bits of two single steps and an exchange between them; its shell is two
+// layers deep and launched as up to six slabs per block.
 class GridStencil {
  public:
   // `shell_queue`: the queue step_edges() launches on (a queue of the field's context with its
@@ -150,6 +161,8 @@ class GridStencil {
               const std::optional<GridTile>& tile = {});
   // The tile the kernel runs with.
   const GridTile& tile() const { return tile_; }
+  // Time steps per call of step(), step_block() and step_interior() + step_edges(): 1 or 2.
+  std::size_t steps() const { return tile_.steps; }
   // out = step(in) on every block; `in`'s halos must be current (exchange_halos()). Enqueued only.
   void step(const GridArray& in, const GridArray& out) const;
   // The same on local block `l` only (for timing one device).
@@ -171,9 +184,11 @@ class GridStencil {
   std::vector<GridSplit> splits_;  // per local block
   GridTile tile_;
   Program program_;
-  PreparedKernel kernel_;    // whole blocks
-  PreparedKernel interior_;  // interior boxes
-  PreparedKernel shell_;     // shells, on the shell queue
+  PreparedKernel kernel_;              // whole blocks
+  PreparedKernel interior_;            // interior boxes
+  PreparedKernel shell_;               // shells, on the shell queue (one step per launch)
+  std::vector<PreparedKernel> slabs_;  // two steps: the shells' six slabs, on the shell queue
+  std::vector<unsigned> open_;         // two steps: per local block, its sides at an open wall
 };
 
 // Not collective: the initial condition into this rank's blocks (halos zero).
@@ -217,6 +232,9 @@ struct GridRunOptions {
       "auto";                // the 3-D kernel's work groups (parse_tile; auto: default_grid_tile)
   std::size_t unroll3d = 0;  // and its march's unroll (0: auto's, or a given tile's Z up to 16)
   std::string kernel3d = "march";  // and how it finds x/y neighbours (GridKernel)
+  // Time steps per launch: 1, or 2 (3-D, march: a halo of 2, exchanged once per two steps; the
+  // last step of every report interval, or of an odd count, made alone).
+  std::size_t steps_per_pass = 1;
 };
 
 // The whole run on a process grid (heat_run3d.cpp): the field, restart and checkpoints

@@ -106,6 +106,7 @@ struct Options {
   std::string tile3d = "auto";  // the process-grid kernel's work groups (heat_solver3d.hpp)
   std::size_t unroll3d = 0;
   std::string kernel3d = "march";
+  std::size_t steps_per_pass = 1;
   std::string stencil_variant = "auto";
   std::vector<std::size_t> stencil_shape;  // R, LX, LY; empty: the variant's
   // A run on a process grid (heat_run3d.cpp) when any of these is given.
@@ -163,6 +164,7 @@ int simulate_grid(const Options& o, const skein::Runtime& runtime) {
   g.tile3d = o.tile3d;
   g.unroll3d = o.unroll3d;
   g.kernel3d = o.kernel3d;
+  g.steps_per_pass = o.steps_per_pass;
   return skein::heat::run_grid(g, runtime);
 }
 
@@ -841,6 +843,11 @@ int main(int argc, char** argv) {
                  "default: from global memory), shared (each plane's tile loaded once into local "
                  "memory), column2 / column4 (2 / 4 points along y per item, the y neighbours "
                  "inside from registers); all give the same bits");
+  app.add_option("--steps-per-pass", o.steps_per_pass,
+                 "On a process grid in 3-D: time steps per kernel launch, 1 (the default) or 2 "
+                 "(each launch reads the field once for two steps; a halo of 2 exchanged every "
+                 "second step; the march kernel only); both give the same bits")
+      .range(std::size_t{1}, std::size_t{2});
   app.add_option("--stencil-variant", o.stencil_variant,
                  "How the stencil kernel's work items map onto the grid: rows (W columns x R rows "
                  "each), aligned (one element per row, each warp on aligned 128-byte lines), flat "

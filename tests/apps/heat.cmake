@@ -46,9 +46,13 @@
 #                               (heat_grid_check.cmake's overlap); overlap_shared_*: the same with
 #                               --kernel3d shared at odd sizes on 1-4 ranks, also byte-identical
 #                               to the default kernel's run; overlap_column*: the same with
-#                               --kernel3d column2 / column4; bad_grid also refuses --png,
+#                               --kernel3d column2 / column4; overlap_passes_*: the same with
+#                               --steps-per-pass 2 (two steps per launch), also byte-identical to
+#                               a run of one step per launch; bad_grid also refuses --png,
 #                               --stencil-variant, a --weak --grid that does not fit, an unknown
-#                               --kernel3d and a shared kernel's tile too large for local memory;
+#                               --kernel3d, a shared kernel's tile too large for local memory and
+#                               --steps-per-pass 2 in 2-D, with another kernel, with blocks of one
+#                               point along a split axis, or 3;
 #                               with PoCL's work groups limited to 256 items, it runs the default
 #                               tile halved along y and refuses a 32x16 tile
 # Each takes a few seconds in a release build (the whole set about 25 s; the variants tests, 3-4
@@ -215,7 +219,17 @@ if(TARGET skein-heat AND SKEIN_HAS_HDF5)
       "column2_2x2x1|4|process grid 2 x 2 x 1|--nx;21;--ny;19;--nz;17;--grid;2x2x1;--steps;20;--kernel3d;column2"
       "column4_periodic|3|periodic walls|--nx;13;--ny;11;--nz;9;--grid;1x3x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--modes;2,1;--mode-z;2;--kernel3d;column4"
       "column4_np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--kernel3d;column4"
-      "column4_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;column4")
+      "column4_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;20;--tile3d;16x8x5;--unroll3d;4;--kernel3d;column4"
+      # Two steps per launch (--steps-per-pass 2, a halo of 2): the same check and the bits of the
+      # one-step run, serial and overlapped, with every kind of wall, odd step counts and report
+      # intervals, 1-4 ranks, shells of six slabs (periodic: every side exchanged) and blocks of 2
+      # planes (no interior: all shell), another tile, float32.
+      "passes_2x2x1|4|process grid 2 x 2 x 1|--nx;20;--ny;18;--nz;15;--grid;2x2x1;--steps;21;--steps-per-pass;2"
+      "passes_periodic|2|periodic walls|--nx;12;--ny;10;--nz;12;--grid;2x1x1;--devices-per-rank;1;--boundary;periodic;--steps;20;--report-every;7;--modes;2,1;--mode-z;2;--steps-per-pass;2"
+      "passes_reflect|2|process grid 1 x 2 x 2|--nx;9;--ny;6;--nz;4;--grid;1x2x2;--boundary;reflect;--steps;19;--modes;1,2;--steps-per-pass;2"
+      "passes_thin|2|process grid 4 x 1 x 1|--nx;5;--ny;4;--nz;8;--grid;4x1x1;--boundary;periodic;--steps;15;--mode-z;1;--steps-per-pass;2"
+      "passes_np1_f32|1|on 4 device(s) of 1 rank(s)|--nx;13;--ny;11;--nz;9;--steps;20;--dtype;float32;--modes;2,1;--steps-per-pass;2"
+      "passes_tile|2|process grid 2 x 1 x 1|--nx;37;--ny;29;--nz;23;--grid;2x1x1;--devices-per-rank;1;--steps;17;--boundary;reflect;--tile3d;14x6x5;--unroll3d;1;--steps-per-pass;2")
     string(REPLACE "|" ";" _fields "${case}")
     list(GET _fields 0 _name)
     list(GET _fields 1 _np)

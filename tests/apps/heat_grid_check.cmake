@@ -160,6 +160,22 @@ elseif(MODE STREQUAL "overlap")
   arg(--ny 256 ny)
   arg(--nz 0 nz)
   reference(overlapped "${DIR}/overlapped/heat.h5" ${nx} ${ny} ${nz})
+  # Two steps per launch (--steps-per-pass 2): both runs said so, and their field has the bytes of
+  # a run of one step per launch (the same ARGS less --steps-per-pass 2, serial).
+  arg(--steps-per-pass 1 passes)
+  if(passes STREQUAL "2")
+    expect_text(serial "two steps per launch")
+    expect_text(overlapped "two steps per launch")
+    list(FIND ARGS --steps-per-pass at)
+    set(single ${ARGS})
+    list(REMOVE_AT single ${at})
+    list(REMOVE_AT single ${at})
+    heat(one_step ${NP} ${single} --halo-exchange serial --out "${DIR}/one_step")
+    expect_rc(one_step 0)
+    expect_text(one_step ": passed")
+    dump("${DIR}/one_step/heat.h5" "${DIR}/one_step.bin")
+    expect_same(overlapped "${DIR}/overlapped.bin" "${DIR}/one_step.bin" "the one-step run's")
+  endif()
   # Another kernel (--kernel3d K): both runs said they ran it, and their field has the bytes of a
   # run of the default kernel (the same ARGS less --kernel3d K, serial).
   arg(--kernel3d "" kernel3d)
@@ -277,6 +293,10 @@ elseif(MODE STREQUAL "bad")
       "tile_format|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;64x4|--tile3d is '64x4'"
       "tile_zero|2|--nx;8;--ny;8;--nz;8;--steps;1;--tile3d;0x4x16|a tile of 0 x 4 items over 16 planes"
       "kernel3d|2|--nx;8;--ny;8;--nz;8;--steps;1;--kernel3d;tiled|--kernel3d is 'tiled'"
+      "passes_2d|2|--nx;8;--ny;8;--grid;2x1;--steps;1;--steps-per-pass;2|--steps-per-pass 2 in 2-D"
+      "passes_kernel|2|--nx;8;--ny;8;--nz;8;--steps;1;--steps-per-pass;2;--kernel3d;shared|--steps-per-pass 2 with --kernel3d shared"
+      "passes_thin|2|--nx;8;--ny;8;--nz;3;--grid;2x1x1;--devices-per-rank;1;--steps;2;--steps-per-pass;2|every block needs at least 2 points"
+      "passes_three|2|--nx;8;--ny;8;--nz;8;--steps;1;--steps-per-pass;3|--steps-per-pass: Value 3 not in range 1 to 2"
       "kernel3d_room|2|--nx;8;--ny;8;--nz;8;--steps;1;--kernel3d;shared;--tile3d;1024x1x4|the shared kernel's tile of 1024 x 1 items needs 73872 bytes of local memory")
     string(REPLACE "|" ";" fields "${case}")
     list(GET fields 0 name)

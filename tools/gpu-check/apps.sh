@@ -195,14 +195,17 @@ if want heat3d && ((ngpu > 0)); then
   n3="${HEAT3D_N:-512}"
   steps3="${HEAT3D_STEPS:-1000}"
   every3=$((steps3 / 10 > 0 ? steps3 / 10 : 1))
-  grid3=(--nx "$n3" --ny "$n3" --nz "$n3" --steps "$steps3" --report-every "$every3")
+  # HEAT3D_STEPS_PER_PASS (1 or 2, default 1): skein-heat's --steps-per-pass in every run below.
+  passes3="${HEAT3D_STEPS_PER_PASS:-1}"
+  grid3=(--nx "$n3" --ny "$n3" --nz "$n3" --steps "$steps3" --report-every "$every3"
+    --steps-per-pass "$passes3")
   # First the overlapped step's bits on CUDA, where the two queues do run at once: serial and
   # overlapped byte-identical, and the exact discrete solution (tests/apps/heat_grid_check.cmake's
   # overlap mode; periodic walls, so every side of every block is exchanged), one GPU per rank and
   # one rank driving every GPU.
   exact3=(-DMODE=overlap -DMPIEXEC=mpirun "-DHEAT=$heat_bin" "-DH5DUMP=$(command -v h5dump)"
     "-DPYTHON=$(command -v python3)" -DREFERENCE=tests/apps/heat_grid_reference.py -DLIMIT=300
-    "-DARGS=--nx;96;--ny;80;--nz;72;--steps;60;--boundary;periodic;--modes;2,1;--mode-z;3")
+    "-DARGS=--nx;96;--ny;80;--nz;72;--steps;60;--boundary;periodic;--modes;2,1;--mode-z;3;--steps-per-pass;$passes3")
   exact_tmp="$(mktemp -d)"
   step heat3d-exact-ranks "$OUTDIR/heat3d.log" env SKEIN_API=cuda SKEIN_DEVICES_PER_RANK=1 \
     cmake "${exact3[@]}" -DNP="$ngpu" -DDIR="$exact_tmp/ranks" -P tests/apps/heat_grid_check.cmake
