@@ -36,7 +36,8 @@
 #                               multiply to the members or is malformed fails with a message;
 #                               restart: the 40 x 36 x 30 run killed in a checkpoint on 4 ranks
 #                               (2x2x1) and restarted on 3 (3x1x1) ends byte-identical to an
-#                               uninterrupted run, as does a 1-rank 1-device run; misfits refused;
+#                               uninterrupted run, as does a 1-rank 1-device run, and a run of two
+#                               steps per launch restarted in either mode; misfits refused;
 #                               weak_np1 / weak_np2: --weak on 1 rank x 4 devices and 2 ranks x 1
 #                               device (the global grid the block per device times the process
 #                               grid, checked against the reference; the --json figures);

@@ -258,6 +258,27 @@ elseif(MODE STREQUAL "restart")
     endif()
   endforeach()
 
+  # Two steps per launch (--steps-per-pass 2): the checkpoint of step 26 of such a run on 4 ranks
+  # (intervals of 13 steps: 6 passes and a single step each) restarted on 3 ranks, once in each
+  # mode, ends with the uninterrupted one-step run's bytes.
+  heat(passes 4 ${GRID} --grid 2x2x1 --steps 27 --checkpoint-every 13 --steps-per-pass 2 --out "${DIR}/passes")
+  expect_rc(passes 0)
+  expect_text(passes "two steps per launch")
+  file(COPY "${DIR}/passes/checkpoints" DESTINATION "${DIR}/passes-one")
+  set(ENV{SKEIN_DEVICES_PER_RANK} 1)
+  heat(passes-restarted 3 ${GRID} --grid 3x1x1 --steps 40 --restart --steps-per-pass 2 --out "${DIR}/passes")
+  heat(passes-one-step 3 ${GRID} --grid 3x1x1 --steps 40 --restart --out "${DIR}/passes-one")
+  unset(ENV{SKEIN_DEVICES_PER_RANK})
+  foreach(name passes-restarted passes-one-step)
+    expect_rc(${name} 0)
+    expect_text(${name} "(step 26, written by 4 rank(s))")
+    expect_text(${name} ": passed")
+  endforeach()
+  dump("${DIR}/passes/heat.h5" "${DIR}/passes.bin")
+  same_bytes(passes-restarted "${DIR}/passes.bin" "${DIR}/reference.bin")
+  dump("${DIR}/passes-one/heat.h5" "${DIR}/passes-one.bin")
+  same_bytes(passes-one-step "${DIR}/passes-one.bin" "${DIR}/reference.bin")
+
   # Refused: another --nz, another --boundary, a fresh start over the checkpoints, a damaged one.
   heat(other-nz 2 --nx 40 --ny 36 --nz 31 --steps 40 --restart --out "${DIR}/run")
   expect_rc(other-nz 1)
