@@ -99,12 +99,11 @@ struct GridSplit {
 
 // The 3-D kernel's work groups: local_x x local_y items, each marching along z over zchunk planes
 // (the planes below and at the point in registers), the march unrolled `unroll` times (1: as the
-// compiler chooses). The defaults were the fastest of the tiles measured in the app on one H200
-// at 512^3 float64 (docs/performance.md, "r . r combined alongside the update, ... a sweep of 3-D
-// stencil kernels"): 64 x 8 items over 4 planes, the march unrolled whole, at 0.818 of a device
-// copy of the same bytes (64 x 8 x 8 unrolled 8: 0.807; 64 x 4 x 16 unrolled 16, the default
-// before: 0.777), also the best of the CuPy sweeps of the same step (0.806 there). skein-heat's
-// --tile3d and --unroll3d set them, to tune on another device.
+// compiler chooses). GridTile{} is 64 x 8 items over 4 planes unrolled 4, float32's default;
+// default_grid_tile() gives each dtype's, the fastest of the tiles measured in the app on one H200
+// at 512^3 (docs/performance.md, stop 56: float64 64 x 8 x 2 unrolled 2 at 0.828-0.830 of a device
+// copy of the same bytes, against 0.818 for 64 x 8 x 4). skein-heat's --tile3d and --unroll3d set
+// them, to tune on another device.
 // `kernel` picks how a work group finds the x and y neighbours of its points (3-D only; the 2-D
 // kernel is always the plain one); every kernel computes every point by the same expression, so
 // the choice changes no bit:
