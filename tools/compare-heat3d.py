@@ -10,11 +10,12 @@ GPUs driven by one rank), every one the same block per GPU, and
 DIR/heat3d-floor-<dtype>.json (one GPU, the stencil against its floor) where present. Prints, per
 run: the GPUs, process grid, step time, the stencil's floor (the block's points read and written
 once at the device copy bandwidth measured in that run, on its slowest GPU), floor / step, floor /
-kernel, the halo time left exposed, and the weak-scaling efficiency t_step(1 GPU) / t_step(n GPUs).
+kernel, the halo time left exposed, the time steps per kernel launch (--steps-per-pass), and the
+weak-scaling efficiency t_step(1 GPU) / t_step(n GPUs).
 
 Judged (issue 35): every weak run on more than one GPU at an efficiency of at least 0.95 with its
 halos overlapped, and every weak run at floor / step of at least 0.9; every run's own analytic
-check passed. Prints PASS or FAIL for each and overall; exits 0 when all pass, 1 otherwise (also
+check passed; every weak run with the 1-GPU run's steps per launch. Prints PASS or FAIL for each and overall; exits 0 when all pass, 1 otherwise (also
 when there is no 1-GPU run or no run on more GPUs).
 """
 import json
@@ -34,7 +35,7 @@ def row(name, s, efficiency):
     eff = f"{efficiency:10.3f}" if efficiency is not None else f"{'-':>10}"
     return (f"{name:26} {s['devices']:4d} {grid:>7} {s['t_step_s'] * 1e3:10.3f} {s['floor_s'] * 1e3:9.3f} "
             f"{s['floor_ratio']:10.3f} {s['kernel_floor_ratio']:12.3f} {100 * s['halo_exposed_share']:8.1f} "
-            f"{s.get('halo_exchange', '-'):>10} {eff}")
+            f"{s.get('halo_exchange', '-'):>10} {s.get('steps_per_pass', 1):>5} {eff}")
 
 
 def run_key(path, mode):
@@ -58,7 +59,7 @@ def main() -> int:
         found = sorted(d.glob(f"heat3d-weak-{mode}-*.json"), key=lambda p: run_key(p, mode))
         runs += [(p.stem.removeprefix("heat3d-"), load(p)) for p in found]
     print(f"{'run':26} {'GPUs':>4} {'grid':>7} {'t_step ms':>10} {'floor ms':>9} {'floor/step':>10} "
-          f"{'floor/kernel':>12} {'exposed%':>8} {'halo':>10} {'efficiency':>10}")
+          f"{'floor/kernel':>12} {'exposed%':>8} {'halo':>10} {'steps':>5} {'efficiency':>10}")
     for path in sorted(d.glob("heat3d-floor-*.json")):
         print(row(path.stem.removeprefix("heat3d-"), load(path), None))
     failures = []
@@ -70,6 +71,9 @@ def main() -> int:
             failures.append(f"{name}: its analytic check failed")
         if (s.get("nx_per_device"), s.get("ny_per_device"), s.get("nz_per_device")) != block or not s.get("weak"):
             failures.append(f"{name}: not a weak run of the 1-GPU run's block {block}")
+        if s.get("steps_per_pass", 1) != base.get("steps_per_pass", 1):
+            failures.append(f"{name}: {s.get('steps_per_pass', 1)} steps per launch, the 1-GPU run "
+                            f"{base.get('steps_per_pass', 1)}")
         if s["floor_ratio"] < MIN_FLOOR:
             failures.append(f"{name}: floor / step {s['floor_ratio']:.3f} < {MIN_FLOOR}")
         if s["devices"] > 1:
