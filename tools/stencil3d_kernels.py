@@ -63,7 +63,9 @@ MARCH_COLUMN = r"""
     }
 """
 
-MARCH = r"""
+# The march's work item (x, y) and its chunk's first plane zb, the strides sy and sz (MARCH's and
+# MCOPY's head).
+MARCH_HEAD = r"""
 extern "C" __global__ void LB stencil(ARGS)
 {
     const unsigned int x = blockIdx.x * BX + threadIdx.x;
@@ -72,7 +74,9 @@ extern "C" __global__ void LB stencil(ARGS)
     if (x >= nx || y >= ny || zb >= nz) return;
     const I sy = ROW(nx);
     const I sz = ((I)ny + 2) * sy;
-""" + MARCH_COLUMN + "}\n"
+"""
+
+MARCH = MARCH_HEAD + MARCH_COLUMN + "}\n"
 
 MARCH2 = r"""
 /* MARCH with PF (the plane after `above` loaded one iteration ahead), SH (x neighbours by warp
@@ -217,15 +221,7 @@ extern "C" __global__ void LB stencil(ARGS)
 # Diagnostics (kind "diag", no bit checks; not steps): the march's access pattern without the x/y
 # neighbours (each interior point copied from the array: `here` stored, the plane above loaded as
 # the march loads it), and a flat copy of the whole (n+2)^3 array by a grid-stride loop.
-MCOPY = r"""
-extern "C" __global__ void LB stencil(ARGS)
-{
-    const unsigned int x = blockIdx.x * BX + threadIdx.x;
-    const unsigned int y = blockIdx.y * BY + threadIdx.y;
-    const unsigned int zb = blockIdx.z * ZCHUNK;
-    if (x >= nx || y >= ny || zb >= nz) return;
-    const I sy = (I)nx + 2;
-    const I sz = ((I)ny + 2) * sy;
+MCOPY = MARCH_HEAD + r"""
     I i = ((I)zb + 1) * sz + ((I)y + 1) * sy + x + 1;
     const unsigned int zend = nz - zb < ZCHUNK ? nz : zb + ZCHUNK;
     T here = LD(in + i);

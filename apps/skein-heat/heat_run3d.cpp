@@ -91,6 +91,11 @@ void write_field(Communicator& comm, const GridRunOptions& o, const GridProblem&
   file.close();
 }
 
+// "64x8x2/2": a tile as --tile3d/--unroll3d give it (and the JSON's tile3d).
+std::string tile_text(const GridTile& t) {
+  return fmt::format("{}x{}x{}/{}", t.local_x, t.local_y, t.zchunk, t.unroll);
+}
+
 std::int64_t next_multiple(std::int64_t step, std::int64_t every) {
   return every > 0 ? (step / every + 1) * every : INT64_MAX;
 }
@@ -257,12 +262,9 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
     if (o.nz > 0) {
       fmt::print("  kernel: {}, work groups {} x {} over {} planes, unrolled {}{}\n",
                  name(tile.kernel), tile.local_x, tile.local_y, tile.zchunk, tile.unroll,
-                 per == 2 ? fmt::format(
-                                "; two steps per launch (groups of {} x {} items), the "
-                                "last step of an interval alone ({})",
-                                tile.local_x + 2, tile.local_y + 2,
-                                fmt::format("{}x{}x{}/{}", one->tile().local_x, one->tile().local_y,
-                                            one->tile().zchunk, one->tile().unroll))
+                 per == 2 ? fmt::format("; two steps per launch (groups of {} x {} items), the "
+                                        "last step of an interval alone ({})",
+                                        tile.local_x + 2, tile.local_y + 2, tile_text(one->tile()))
                           : std::string());
     }
     fmt::print("  halo exchange: {}\n",
@@ -303,7 +305,7 @@ int run_grid(const GridRunOptions& given, const Runtime& runtime) {
   report.api = std::string(comm.context().api().name());
   report.halo_mode = !exchanges ? "none" : halo_queue ? "overlapped" : "serial";
   report.halo_priority = o.halo_priority;
-  report.tile3d = fmt::format("{}x{}x{}/{}", tile.local_x, tile.local_y, tile.zchunk, tile.unroll);
+  report.tile3d = tile_text(tile);
   report.steps_per_pass = per;
   report.kernel3d = name(tile.kernel);
   report.start = start;

@@ -562,12 +562,13 @@ GridStencil::GridStencil(const GridArray& field, const GridProblem& problem,
                                    })),
       shell_(prepare_shell_kernel(program_, field, grid_shell_queue(field, shell_queue), splits_)) {
   if (tile_.steps != 2) return;
+  const Queue& slab_queue = grid_shell_queue(field, shell_queue);
   for (std::size_t k = 0; k < 6; ++k) {
-    slabs_.push_back(prepare_box_kernel(program_, field, grid_shell_queue(field, shell_queue),
-                                        tile_, [this, k](std::size_t l) {
-                                          const auto s = grid_slab(splits_[l], k);
-                                          return std::array<std::size_t, 3>{s[3], s[4], s[5]};
-                                        }));
+    slabs_.push_back(
+        prepare_box_kernel(program_, field, slab_queue, tile_, [this, k](std::size_t l) {
+          const auto s = grid_slab(splits_[l], k);
+          return std::array<std::size_t, 3>{s[3], s[4], s[5]};
+        }));
   }
   open_ = grid_open_sides(field);
 }
@@ -577,36 +578,18 @@ void GridStencil::step(const GridArray& in, const GridArray& out) const {
 }
 
 void GridStencil::step_block(const GridArray& in, const GridArray& out, std::size_t l) const {
-  const LocalGridBlock& b = in.block(l);
   const GridSplit& s = splits_.at(l);
-  if (b.block.empty()) return;
-  if (tile_.steps == 2) {
-    grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
-                u32(s.extent[1]), u32(s.extent[2]), 0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]),
-                u32(s.extent[2]), u32(s.extent[0]), open_.at(l));
-    return;
-  }
-  grid_launch(kernel_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
-              u32(s.extent[1]), u32(s.extent[2]), 0u, 0u, 0u, u32(s.extent[0]), u32(s.extent[1]),
-              u32(s.extent[2]));
+  if (in.block(l).block.empty()) return;
+  launch_box(kernel_, in, out, l, {0, 0, 0, s.extent[0], s.extent[1], s.extent[2]});
 }
 
 void GridStencil::step_interior(const GridArray& in, const GridArray& out) const {
   for (std::size_t l = 0; l < in.local_size(); ++l) {
-    const LocalGridBlock& b = in.block(l);
     const GridSplit& s = splits_.at(l);
-    if (b.block.empty() || s.interior_points() == 0) continue;
-    if (tile_.steps == 2) {
-      grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
-                  u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]),
-                  u32(s.begin[2]), u32(s.end[0] - s.begin[0]), u32(s.end[1] - s.begin[1]),
-                  u32(s.end[2] - s.begin[2]), u32(s.extent[0]), open_.at(l));
-      continue;
-    }
-    grid_launch(interior_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
-                u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]), u32(s.begin[1]),
-                u32(s.begin[2]), u32(s.end[0] - s.begin[0]), u32(s.end[1] - s.begin[1]),
-                u32(s.end[2] - s.begin[2]));
+    if (in.block(l).block.empty() || s.interior_points() == 0) continue;
+    launch_box(interior_, in, out, l,
+               {s.begin[0], s.begin[1], s.begin[2], s.end[0] - s.begin[0], s.end[1] - s.begin[1],
+                s.end[2] - s.begin[2]});
   }
 }
 
@@ -618,16 +601,29 @@ void GridStencil::step_edges(const GridArray& in, const GridArray& out) const {
     if (tile_.steps == 2) {
       for (std::size_t k = 0; k < 6; ++k) {
         const auto box = grid_slab(s, k);
-        if (box[3] * box[4] * box[5] == 0) continue;
-        grid_launch(slabs_[k], problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
-                    u32(s.extent[1]), u32(s.extent[2]), u32(box[0]), u32(box[1]), u32(box[2]),
-                    u32(box[3]), u32(box[4]), u32(box[5]), u32(s.extent[0]), open_.at(l));
+        if (box[3] * box[4] * box[5] > 0) launch_box(slabs_[k], in, out, l, box);
       }
       continue;
     }
     grid_launch(shell_, problem_, b.device_idx, out.block(l).with_halo, b.with_halo,
                 u32(s.extent[0]), u32(s.extent[1]), u32(s.extent[2]), u32(s.begin[0]),
                 u32(s.end[0]), u32(s.begin[1]), u32(s.end[1]), u32(s.begin[2]), u32(s.end[2]));
+  }
+}
+
+void GridStencil::launch_box(const PreparedKernel& kernel, const GridArray& in,
+                             const GridArray& out, std::size_t l,
+                             const std::array<std::size_t, 6>& box) const {
+  const LocalGridBlock& b = in.block(l);
+  const auto& n = splits_.at(l).extent;
+  if (tile_.steps == 2) {
+    grid_launch(kernel, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(n[1]),
+                u32(n[2]), u32(box[0]), u32(box[1]), u32(box[2]), u32(box[3]), u32(box[4]),
+                u32(box[5]), u32(n[0]), open_.at(l));
+  } else {
+    grid_launch(kernel, problem_, b.device_idx, out.block(l).with_halo, b.with_halo, u32(n[1]),
+                u32(n[2]), u32(box[0]), u32(box[1]), u32(box[2]), u32(box[3]), u32(box[4]),
+                u32(box[5]));
   }
 }
 

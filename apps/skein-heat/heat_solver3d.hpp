@@ -179,6 +179,11 @@ class GridStencil {
   std::size_t bytes_per_step(const GridArray& field, std::size_t l) const;
 
  private:
+  // `kernel` (a box kernel: heat_step_grid, or heat_step2_grid with two steps) on local block l's
+  // box {z0, y0, x0, ez, ey, ex}.
+  void launch_box(const PreparedKernel& kernel, const GridArray& in, const GridArray& out,
+                  std::size_t l, const std::array<std::size_t, 6>& box) const;
+
   GridProblem problem_;
   std::vector<GridSplit> splits_;  // per local block
   GridTile tile_;
