@@ -72,6 +72,20 @@ class LaggedValues {
         copies_(queue.context(), std::vector<std::size_t>{device}),
         device_(device),
         host_(skein::HostBuffer::allocate(queue.context(), 2 * kSlots * sizeof(double))) {}
+  LaggedValues(const LaggedValues&) = delete;
+  LaggedValues& operator=(const LaggedValues&) = delete;
+  // The copies of the iterations pushed but never read (launched past the one the host stopped
+  // at) may still be writing host_: they are waited for before it is freed. Freed under them, an
+  // OpenCL implementation's copy (PoCL's worker threads) wrote into memory malloc had handed out
+  // again, and skein-cg crashed later in malloc (apps.cg.single.one_column, now and then). A
+  // failed wait leaves the memory to the process.
+  ~LaggedValues() {
+    try {
+      copies_.synchronize();
+    } catch (...) {
+      static_cast<void>(new skein::HostBuffer(std::move(host_)));  // never freed, on purpose
+    }
+  }
 
   // Enqueues the copies of iteration k's values (member 0's arrays) behind the work so far.
   void push(std::size_t k, const std::vector<skein::Array>& pw,
