@@ -375,12 +375,6 @@ std::size_t round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m;
 std::size_t ceil_div(std::size_t v, std::size_t m) { return (v + m - 1) / m; }
 
 // max |a - b| over one block, on its device.
-const ReductionKernel& difference_kernel() {
-  static const ReductionKernel kernel("T u, T v", "T r", "u > v ? u - v : v - u", "a > b ? a : b",
-                                      "0", {.name = "heat_max_difference"});
-  return kernel;
-}
-
 }  // namespace
 
 Problem Problem::make(std::size_t nx, std::size_t ny, int kx, int ky, double alpha,
@@ -642,13 +636,24 @@ std::size_t Stencil::bytes_per_step(const DistArray& field, std::size_t l) const
 
 // --- Reductions and checks -------------------------------------------------------------------
 
+const ReductionKernel& max_difference_kernel() {
+  static const ReductionKernel kernel("T u, T v, float64 inf", "float64 r",
+                                      "(double)u > (double)v ? (double)u - (double)v"
+                                      " : ((double)v > (double)u ? (double)v - (double)u"
+                                      " : ((double)u - (double)v == 0.0 ? 0.0 : inf))",
+                                      "a > b ? a : b", "0", {.name = "heat_max_difference"});
+  return kernel;
+}
+
 double max_difference(const DistArray& a, const DistArray& b) {
   // Every device reduces its block, then the ranks agree on the largest through Skein's batch
   // reduction, timed as every collective is (SKEIN_COLLECTIVE_TIMEOUT): a rank that died leaves
   // the others a TimeoutError naming it, not an MPI_Allreduce that never returns (the report of a
   // residual every step hung the surviving node's ranks until Slurm ended the job, in
   // tests/slurm/run-multinode-test.sh's dead-node case). max is exact: the order does not matter.
-  return skein::dist::reduce_values({{difference_kernel(), {a, b}}}, skein::ReduceOp::max).at(0);
+  return skein::dist::reduce_values({{max_difference_kernel(), {a, b, INFINITY}}},
+                                    skein::ReduceOp::max)
+      .at(0);
 }
 
 namespace {

@@ -152,8 +152,15 @@ class Stencil {
   static const Queue& edges_queue(const DistArray& field, const StencilConfig& config);
 };
 
-// Collective: max |a - b| over the whole field (interior rows), the same on every rank. Only reads
-// the fields, so a run that asks for it ends with the same bits as one that does not.
+// max |u - v| over a block's points, each difference in double (exact for float32), on its device;
+// a NaN or an infinite difference counts as `inf` (the scalar argument after u and v: the kernels'
+// languages spell infinity differently), so that a field gone bad shows in the residual. Both
+// max_difference()s (row blocks and process grids) reduce with it.
+const ReductionKernel& max_difference_kernel();
+
+// Collective: max |a - b| over the whole field (interior rows), the same on every rank (inf where
+// a difference is NaN or infinite). Only reads the fields, so a run that asks for it ends with the
+// same bits as one that does not.
 double max_difference(const DistArray& a, const DistArray& b);
 
 // Not collective: sets this rank's blocks to the initial condition (computed on the host, moved in

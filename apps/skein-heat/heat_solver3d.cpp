@@ -63,6 +63,18 @@ void grid_check_ring(const GridArray& field, const GridTile& tile, std::size_t p
       hint);
 }
 
+// A tile's work group as (x, y) items: with two steps per launch a ring of one item around the
+// local_x x local_y that store (they compute the first step there).
+std::array<std::size_t, 2> grid_group(const GridTile& tile) {
+  const std::size_t ring = tile.steps == 2 ? 2 : 0;
+  return {tile.local_x + ring, tile.local_y + ring};
+}
+
+// The kernel of compile_grid_stencil's program that `tile` runs.
+const char* grid_kernel_name(const GridTile& tile) {
+  return tile.steps == 2 ? "heat_step2_grid" : "heat_step_grid";
+}
+
 Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
   const Queue& queue = field.queue();
   // The two-step kernel's ring (4 planes of (X + 2) x (Y + 2) values, at most 1024 items) stays
@@ -97,8 +109,8 @@ Program compile_grid_stencil(const GridArray& field, const GridTile& tile) {
 template <class Box>
 PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field,
                                   const Queue& queue, const GridTile& tile, Box&& box) {
-  const std::size_t edge = tile.steps == 2 ? 2 : 0;  // the two-step groups' ring of items
-  const WorkSize local{tile.local_x + edge, tile.local_y + edge, 1};
+  const auto [gx, gy] = grid_group(tile);
+  const WorkSize local{gx, gy, 1};
   MultiDevice<WorkSize> global;
   for (std::size_t d : queue.device_idxs()) global.set(d, local);  // prepare() wants one per device
   for (std::size_t l = 0; l < field.local_size(); ++l) {
@@ -117,7 +129,7 @@ PreparedKernel prepare_box_kernel(const Program& program, const GridArray& field
     const std::size_t groups_y = ((e[1] + column - 1) / column + tile.local_y - 1) / tile.local_y;
     global.set(b.device_idx, WorkSize{groups_x * local[0], groups_y * local[1], groups_z});
   }
-  return program.kernel(tile.steps == 2 ? "heat_step2_grid" : "heat_step_grid")
+  return program.kernel(grid_kernel_name(tile))
       .prepare(queue, LaunchSizes(std::move(global)), LaunchSizes(local));
 }
 
@@ -457,10 +469,9 @@ const GridTile& grid_check_fit(const GridArray& field, const GridTile& tile) {
 }
 
 const GridTile& grid_check_tile(const GridTile& tile) {
-  const std::size_t edge = tile.steps == 2 ? 2 : 0;
+  const auto [gx, gy] = grid_group(tile);
   if (tile.local_x == 0 || tile.local_y == 0 || tile.zchunk == 0 || tile.unroll == 0 ||
-      tile.local_x > 1024 || tile.local_y > 1024 ||
-      (tile.local_x + edge) * (tile.local_y + edge) > 1024 || tile.zchunk > 65536 ||
+      tile.local_x > 1024 || tile.local_y > 1024 || gx * gy > 1024 || tile.zchunk > 65536 ||
       tile.unroll > 64 || (tile.steps != 1 && tile.steps != 2)) {
     grid_refuse(
         "skein::heat::GridStencil",
@@ -481,13 +492,12 @@ Program compile_fitted_stencil(const GridArray& field, GridTile& tile) {
   const bool is_default = tile == default_grid_tile(field.dtype(), tile.steps);
   for (;;) {
     Program program = compile_grid_stencil(field, tile);
-    const std::size_t edge = tile.steps == 2 ? 2 : 0;
-    const std::size_t lx = tile.local_x + edge, ly = tile.local_y + edge;
+    const auto [lx, ly] = grid_group(tile);
     std::size_t limit = 0, device = 0;
     for (std::size_t d : field.queue().device_idxs()) {
-      const auto most = static_cast<std::size_t>(
-          program.kernel(tile.steps == 2 ? "heat_step2_grid" : "heat_step_grid")
-              .get_attribute(d, KernelAttribute::max_threads_per_block));
+      const auto most =
+          static_cast<std::size_t>(program.kernel(grid_kernel_name(tile))
+                                       .get_attribute(d, KernelAttribute::max_threads_per_block));
       const auto& sizes = field.queue().context().device(d).params().max_local_sizes;
       const bool fits = lx * ly <= most && (sizes.size() < 2 || (lx <= sizes[0] && ly <= sizes[1]));
       if (!fits && (limit == 0 || most < limit)) {
@@ -700,18 +710,6 @@ CheckResult grid_check_as(const GridArray& u, const GridProblem& p, std::int64_t
   return r;
 }
 
-// max |u - v| over a block's points, each difference in double (exact for float32), on its device;
-// a NaN or an infinite difference counts as `inf` (a scalar: the kernels' languages spell infinity
-// differently), as the host's form this replaced did.
-const ReductionKernel& grid_difference_kernel() {
-  static const ReductionKernel kernel("T u, T v, float64 inf", "float64 r",
-                                      "(double)u > (double)v ? (double)u - (double)v"
-                                      " : ((double)v > (double)u ? (double)v - (double)u"
-                                      " : ((double)u - (double)v == 0.0 ? 0.0 : inf))",
-                                      "a > b ? a : b", "0", {.name = "heat_grid_max_difference"});
-  return kernel;
-}
-
 }  // namespace
 
 void set_initial(const GridArray& u, const GridProblem& p) {
@@ -731,7 +729,7 @@ double max_difference(const GridArray& a, const GridArray& b) {
   // The ranks agree on it through Skein's batch reduction, timed as every collective is
   // (SKEIN_COLLECTIVE_TIMEOUT): a rank that died leaves the others a TimeoutError, not an
   // MPI_Allreduce that never returns.
-  return skein::dist::reduce_values({{grid_difference_kernel(), {a, b, INFINITY}}},
+  return skein::dist::reduce_values({{max_difference_kernel(), {a, b, INFINITY}}},
                                     skein::ReduceOp::max)
       .at(0);
 }
