@@ -125,17 +125,16 @@ void all_reduce_host(Communicator& comm, std::span<std::byte> values, std::size_
                       impl.progress_shared();
                       if (auto verdict = watchdog_verdict()) fail(*verdict);
                     });
-    } catch (const TimeoutError& e) {
+    } catch (...) {
       // MPI still owns the gather and its buffers.
       abandon(request, label.str() + "'s MPI_Iallgather");
       keep_until_exit(std::move(mine));
       keep_until_exit(std::move(all));
-      throw with_roll_call(impl, e);
-    } catch (...) {
-      abandon(request, label.str() + "'s MPI_Iallgather");
-      keep_until_exit(std::move(mine));
-      keep_until_exit(std::move(all));
-      throw;
+      try {
+        throw;
+      } catch (const TimeoutError& e) {
+        throw with_roll_call(impl, e);
+      }
     }
     const std::uint64_t agreed = digest(f);
     if (std::any_of(all->begin(), all->end(),
